@@ -1,0 +1,52 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+)
+
+// PostgreSQL pool limits. Parley is one process; a few dozen connections is
+// plenty and leaves room under the server's default max_connections (100)
+// for a second instance or a migration.
+const (
+	pgMaxOpenConns    = 16
+	pgMaxIdleConns    = 8
+	pgConnMaxLifetime = 30 * time.Minute
+	pgConnMaxIdleTime = 5 * time.Minute
+)
+
+// SQLSTATE codes, see https://www.postgresql.org/docs/current/errcodes-appendix.html.
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+)
+
+// pgMigrationLockID is the pg_advisory_xact_lock key that serialises
+// concurrent Migrate calls (two instances starting at once).
+const pgMigrationLockID = 0x7061726c6579 // "parley"
+
+func openPostgres(databaseURL string) (*Store, error) {
+	if err := checkPostgresURL(databaseURL); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		// pgx parse errors redact the password.
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(pgMaxOpenConns)
+	db.SetMaxIdleConns(pgMaxIdleConns)
+	db.SetConnMaxLifetime(pgConnMaxLifetime)
+	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
+	return &Store{db: db, dialect: DialectPostgres}, nil
+}
+
+func isPostgresCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}

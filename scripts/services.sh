@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# services.sh — make sure the local test services Parley needs are running.
+#
+# Brings up a PostgreSQL 15 server on 127.0.0.1:5432 with trust auth for the
+# user "postgres". Durability settings are switched off (fsync, synchronous
+# commit, full page writes): this server is for tests and CI only, never for
+# real data.
+#
+# Idempotent: installs postgresql-15 only when it is missing, creates the
+# cluster only when it is missing, reloads instead of restarting a running
+# server. A re-run on a machine where everything is already up takes well
+# under a second. Runs as root; does not need systemd.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+PG_VERSION=15
+PG_CLUSTER=main
+PG_HOST=127.0.0.1
+PG_PORT=5432
+PG_BIN=/usr/lib/postgresql/${PG_VERSION}/bin
+PG_CONF_DIR=/etc/postgresql/${PG_VERSION}/${PG_CLUSTER}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "services.sh: must run as root" >&2
+	exit 1
+fi
+
+# 1. Packages: touch apt only when the server binary is absent.
+if [ ! -x "${PG_BIN}/postgres" ] || ! command -v pg_ctlcluster >/dev/null 2>&1; then
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends "postgresql-${PG_VERSION}" >/dev/null
+fi
+
+cluster_status() {
+	# Prints the status column (online/down/…) of our cluster, or nothing.
+	pg_lsclusters -h 2>/dev/null | awk -v v="${PG_VERSION}" -v c="${PG_CLUSTER}" '$1==v && $2==c {print $4}'
+}
+
+# 2. Cluster: the Debian package may or may not have created one. Test for
+# the config file rather than parse pg_lsclusters, which gives up on a
+# cluster whose config is broken.
+if [ ! -f "${PG_CONF_DIR}/postgresql.conf" ]; then
+	pg_createcluster "${PG_VERSION}" "${PG_CLUSTER}" --port "${PG_PORT}" -- --auth=trust >/dev/null
+fi
+
+# 3. Configuration. Written only when the content differs, so a re-run does
+# not reload for nothing.
+# write_if_changed PATH CONTENT FLAGVAR: (re)writes PATH and sets FLAGVAR=1
+# when its content differs. Called as a plain command so that set -e covers
+# a failed write.
+write_if_changed() {
+	local path=$1 content=$2
+	if [ -f "${path}" ] && [ "$(cat "${path}")" == "${content}" ]; then
+		return 0
+	fi
+	printf '%s\n' "${content}" >"${path}"
+	chown postgres:postgres "${path}"
+	printf -v "$3" 1
+}
+
+hba_changed=0
+conf_changed=0
+write_if_changed "${PG_CONF_DIR}/pg_hba.conf" "# Managed by scripts/services.sh (test-only: trust auth on loopback).
+local   all all               trust
+host    all all 127.0.0.1/32  trust
+host    all all ::1/128       trust" hba_changed
+
+mkdir -p "${PG_CONF_DIR}/conf.d"
+write_if_changed "${PG_CONF_DIR}/conf.d/parley-test.conf" "# Managed by scripts/services.sh. TEST-ONLY: durability is off.
+listen_addresses = '${PG_HOST}'
+port = ${PG_PORT}
+fsync = off
+synchronous_commit = off
+full_page_writes = off" conf_changed
+
+# 4. Start it, or bring a running server in line with the config:
+# listen_addresses and port only take effect on restart, pg_hba on reload.
+action=running
+case "$(cluster_status)" in
+online)
+	if [ "${conf_changed}" -eq 1 ]; then
+		pg_ctlcluster --skip-systemctl-redirect "${PG_VERSION}" "${PG_CLUSTER}" restart
+		action=restarted
+	elif [ "${hba_changed}" -eq 1 ]; then
+		pg_ctlcluster --skip-systemctl-redirect "${PG_VERSION}" "${PG_CLUSTER}" reload
+		action=reloaded
+	fi
+	;;
+*)
+	pg_ctlcluster --skip-systemctl-redirect "${PG_VERSION}" "${PG_CLUSTER}" start
+	action=started
+	;;
+esac
+
+# 5. Wait until it accepts connections (up to ~15 s).
+for _ in $(seq 75); do
+	if pg_isready -q -h "${PG_HOST}" -p "${PG_PORT}"; then
+		echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} ${action} on ${PG_HOST}:${PG_PORT}"
+		exit 0
+	fi
+	sleep 0.2
+done
+echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} did not become ready on ${PG_HOST}:${PG_PORT}" >&2
+exit 1

@@ -1,0 +1,289 @@
+// Package config turns the process environment and the YAML configuration
+// file into typed values.
+//
+// There are two layers:
+//
+//   - [Config]: process settings from environment variables (listen address,
+//     data directory, database URL, upload limits, logging, …). [Load] reads
+//     them through an injected getenv function; every variable, its default
+//     and its parser live in one table (options.go). The CLI may override
+//     fields afterwards and then call [Config.Validate] again.
+//   - [File]: the declarative workspace (model providers, apps, knowledge
+//     bases) read from the YAML file named by PARLEY_CONFIG, or from the
+//     sample embedded in the binary when that variable is empty. [LoadFile]
+//     and [ParseFile] can be re-run at any time; they never touch global
+//     state.
+//
+// Secrets never live in either struct: the file names the environment
+// variable that holds a provider key ([Provider.APIKeyEnv]) and the key is
+// read on demand with [Provider.APIKey], so printing a Config or a File
+// cannot leak it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds the process settings read from the environment. Fields are
+// exported so that the CLI can override Addr, DataDir, ConfigPath and
+// DatabaseURL from flags after [Load]; call [Config.Validate] after doing so.
+type Config struct {
+	// Addr is the TCP listen address (PARLEY_ADDR).
+	Addr string
+	// DataDir holds the SQLite database and uploaded files (PARLEY_DATA_DIR).
+	DataDir string
+	// ConfigPath is the YAML config file (PARLEY_CONFIG); empty means the
+	// sample embedded from configs/parley.yaml.
+	ConfigPath string
+	// DatabaseURL selects the database (PARLEY_DATABASE_URL); empty means
+	// SQLite inside DataDir, postgres:// or postgresql:// means PostgreSQL.
+	DatabaseURL string
+
+	// Upload holds the file upload limits (UPLOAD_* variables, as in Dify).
+	Upload UploadLimits
+
+	// AppMaxActiveRequests is the global ceiling on concurrent requests per
+	// app (APP_MAX_ACTIVE_REQUESTS); 0 means unlimited.
+	AppMaxActiveRequests int
+	// AppDefaultActiveRequests is the per-app limit used when an app sets
+	// none (APP_DEFAULT_ACTIVE_REQUESTS); 0 means unlimited.
+	AppDefaultActiveRequests int
+
+	// ResponseValidation controls validation of responses against the
+	// OpenAPI contract (PARLEY_RESPONSE_VALIDATION).
+	ResponseValidation ValidationMode
+	// LogLevel is the minimum slog level (PARLEY_LOG_LEVEL).
+	LogLevel slog.Level
+	// LogFormat selects the slog handler (PARLEY_LOG_FORMAT).
+	LogFormat LogFormat
+	// ShutdownGrace bounds graceful shutdown (PARLEY_SHUTDOWN_GRACE).
+	ShutdownGrace time.Duration
+	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
+	MaxBodyBytes int64
+}
+
+// UploadLimits are the file upload limits. Sizes are in megabytes, as in
+// Dify's environment variables of the same names.
+type UploadLimits struct {
+	// FileSizeLimitMB applies to documents and any other file
+	// (UPLOAD_FILE_SIZE_LIMIT).
+	FileSizeLimitMB int
+	// ImageFileSizeLimitMB applies to images (UPLOAD_IMAGE_FILE_SIZE_LIMIT).
+	ImageFileSizeLimitMB int
+	// AudioFileSizeLimitMB applies to audio (UPLOAD_AUDIO_FILE_SIZE_LIMIT).
+	AudioFileSizeLimitMB int
+	// VideoFileSizeLimitMB applies to video (UPLOAD_VIDEO_FILE_SIZE_LIMIT).
+	VideoFileSizeLimitMB int
+	// ExtensionBlacklist lists rejected extensions, lower case and without
+	// the leading dot (UPLOAD_FILE_EXTENSION_BLACKLIST).
+	ExtensionBlacklist []string
+}
+
+// ValidationMode says what happens when a response does not match the
+// OpenAPI contract.
+type ValidationMode string
+
+// Response validation modes.
+const (
+	// ValidationEnforce replaces an invalid response with a 500.
+	ValidationEnforce ValidationMode = "enforce"
+	// ValidationLog logs the mismatch and sends the response unchanged.
+	ValidationLog ValidationMode = "log"
+	// ValidationOff skips response validation.
+	ValidationOff ValidationMode = "off"
+)
+
+// LogFormat selects the slog handler.
+type LogFormat string
+
+// Log formats.
+const (
+	// LogFormatText selects slog.TextHandler.
+	LogFormatText LogFormat = "text"
+	// LogFormatJSON selects slog.JSONHandler.
+	LogFormatJSON LogFormat = "json"
+)
+
+// DatabaseDriver names the database implementation chosen by DatabaseURL.
+type DatabaseDriver string
+
+// Database drivers.
+const (
+	// DriverSQLite is the embedded default: a file inside DataDir.
+	DriverSQLite DatabaseDriver = "sqlite"
+	// DriverPostgres is selected by a postgres:// or postgresql:// URL.
+	DriverPostgres DatabaseDriver = "postgres"
+)
+
+// SQLiteFileName is the name of the SQLite database file inside DataDir.
+const SQLiteFileName = "parley.db"
+
+// Load reads every setting through getenv (os.Getenv in production, a map
+// lookup in tests), applies defaults for unset or empty variables and
+// validates the result. The error names each offending variable; all
+// problems are reported at once. Load does not read the YAML file: call
+// [LoadFile] with the (possibly overridden) ConfigPath for that.
+func Load(getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	c := &Config{}
+	var errs []error
+	for _, o := range options() {
+		v := strings.TrimSpace(getenv(o.name))
+		if v == "" {
+			v = o.def
+		}
+		if err := o.parse(c, v); err != nil {
+			if o.secret {
+				errs = append(errs, fmt.Errorf("%s: %w", o.name, err))
+			} else {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", o.name, v, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Validate checks ranges, enumerations and cross-field rules. [Load] calls
+// it; call it again after overriding fields. Errors name the environment
+// variable that feeds the offending field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if err := checkAddr(c.Addr); err != nil {
+		bad("PARLEY_ADDR", "%v", err)
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("PARLEY_DATA_DIR", "must not be empty")
+	}
+	if _, err := ParseDatabaseURL(c.DatabaseURL); err != nil {
+		bad("PARLEY_DATABASE_URL", "%v", err)
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{
+		{"UPLOAD_FILE_SIZE_LIMIT", c.Upload.FileSizeLimitMB},
+		{"UPLOAD_IMAGE_FILE_SIZE_LIMIT", c.Upload.ImageFileSizeLimitMB},
+		{"UPLOAD_AUDIO_FILE_SIZE_LIMIT", c.Upload.AudioFileSizeLimitMB},
+		{"UPLOAD_VIDEO_FILE_SIZE_LIMIT", c.Upload.VideoFileSizeLimitMB},
+	} {
+		if l.v <= 0 {
+			bad(l.name, "must be a positive number of megabytes, got %d", l.v)
+		}
+	}
+	if c.AppMaxActiveRequests < 0 {
+		bad("APP_MAX_ACTIVE_REQUESTS", "must be >= 0, got %d", c.AppMaxActiveRequests)
+	}
+	if c.AppDefaultActiveRequests < 0 {
+		bad("APP_DEFAULT_ACTIVE_REQUESTS", "must be >= 0, got %d", c.AppDefaultActiveRequests)
+	}
+	switch c.ResponseValidation {
+	case ValidationEnforce, ValidationLog, ValidationOff:
+	default:
+		bad("PARLEY_RESPONSE_VALIDATION", "must be enforce, log or off, got %q", c.ResponseValidation)
+	}
+	switch c.LogLevel {
+	case slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError:
+	default:
+		bad("PARLEY_LOG_LEVEL", "must be debug, info, warn or error, got %v", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case LogFormatText, LogFormatJSON:
+	default:
+		bad("PARLEY_LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
+	}
+	if c.ShutdownGrace < 0 {
+		bad("PARLEY_SHUTDOWN_GRACE", "must not be negative, got %v", c.ShutdownGrace)
+	}
+	if c.MaxBodyBytes <= 0 {
+		bad("PARLEY_MAX_BODY_BYTES", "must be a positive number of bytes, got %d", c.MaxBodyBytes)
+	}
+	return errors.Join(errs...)
+}
+
+// DatabaseDriver reports which database DatabaseURL selects. It assumes a
+// validated Config and falls back to SQLite for an invalid URL.
+func (c *Config) DatabaseDriver() DatabaseDriver {
+	d, err := ParseDatabaseURL(c.DatabaseURL)
+	if err != nil {
+		return DriverSQLite
+	}
+	return d
+}
+
+// SQLitePath is the SQLite database file used when DatabaseURL is empty.
+func (c *Config) SQLitePath() string {
+	return filepath.Join(c.DataDir, SQLiteFileName)
+}
+
+// MaxActiveRequests returns the effective concurrency limit for an app
+// whose own limit is appLimit (0 = not set). As in Dify, an unset app limit
+// falls back to AppDefaultActiveRequests, and the result is the smaller of
+// that and AppMaxActiveRequests, ignoring zeros; 0 means unlimited.
+func (c *Config) MaxActiveRequests(appLimit int) int {
+	if appLimit <= 0 {
+		appLimit = c.AppDefaultActiveRequests
+	}
+	ceiling := c.AppMaxActiveRequests
+	switch {
+	case appLimit <= 0 && ceiling <= 0:
+		return 0
+	case appLimit <= 0:
+		return ceiling
+	case ceiling <= 0:
+		return appLimit
+	default:
+		return min(appLimit, ceiling)
+	}
+}
+
+// ParseDatabaseURL classifies a PARLEY_DATABASE_URL value: empty selects
+// SQLite, a postgres:// or postgresql:// URL selects PostgreSQL, anything
+// else is an error. The error never repeats the URL, which may hold a
+// password.
+func ParseDatabaseURL(raw string) (DatabaseDriver, error) {
+	if raw == "" {
+		return DriverSQLite, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("not a valid URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "postgres", "postgresql":
+		return DriverPostgres, nil
+	case "":
+		return "", errors.New("missing scheme: want postgres:// or postgresql:// (leave empty for SQLite)")
+	default:
+		return "", fmt.Errorf("unsupported scheme %q: want postgres:// or postgresql:// (leave empty for SQLite)", u.Scheme)
+	}
+}
+
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid listen address %q: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port %q in listen address", port)
+	}
+	return nil
+}

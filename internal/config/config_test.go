@@ -1,0 +1,229 @@
+package config
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	got, err := Load(envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Addr:    "127.0.0.1:5001",
+		DataDir: "./data",
+		Upload: UploadLimits{
+			FileSizeLimitMB:      15,
+			ImageFileSizeLimitMB: 10,
+			AudioFileSizeLimitMB: 50,
+			VideoFileSizeLimitMB: 100,
+		},
+		ResponseValidation: ValidationLog,
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          LogFormatText,
+		ShutdownGrace:      10 * time.Second,
+		MaxBodyBytes:       1 << 20,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+	if got.DatabaseDriver() != DriverSQLite || got.SQLitePath() != "data/parley.db" {
+		t.Fatalf("database: %v %q", got.DatabaseDriver(), got.SQLitePath())
+	}
+}
+
+func TestLoadNilGetenv(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOptionTable(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, o := range options() {
+		if seen[o.name] {
+			t.Errorf("duplicate option %s", o.name)
+		}
+		seen[o.name] = true
+		if err := o.parse(&Config{}, o.def); err != nil {
+			t.Errorf("%s: default %q does not parse: %v", o.name, o.def, err)
+		}
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(*Config) bool
+	}{
+		{"addr", map[string]string{"PARLEY_ADDR": ":8080"}, func(c *Config) bool { return c.Addr == ":8080" }},
+		{"addr trimmed", map[string]string{"PARLEY_ADDR": " 0.0.0.0:80 "}, func(c *Config) bool { return c.Addr == "0.0.0.0:80" }},
+		{"data dir", map[string]string{"PARLEY_DATA_DIR": "/var/lib/parley"}, func(c *Config) bool {
+			return c.DataDir == "/var/lib/parley" && c.SQLitePath() == "/var/lib/parley/parley.db"
+		}},
+		{"config path", map[string]string{"PARLEY_CONFIG": "/etc/parley.yaml"}, func(c *Config) bool { return c.ConfigPath == "/etc/parley.yaml" }},
+		{"postgres", map[string]string{"PARLEY_DATABASE_URL": "postgres://u:p@db/parley"}, func(c *Config) bool {
+			return c.DatabaseDriver() == DriverPostgres && c.DatabaseURL == "postgres://u:p@db/parley"
+		}},
+		{"postgresql", map[string]string{"PARLEY_DATABASE_URL": "postgresql://db/parley?sslmode=disable"}, func(c *Config) bool {
+			return c.DatabaseDriver() == DriverPostgres
+		}},
+		{"upload limits", map[string]string{
+			"UPLOAD_FILE_SIZE_LIMIT": "20", "UPLOAD_IMAGE_FILE_SIZE_LIMIT": "5",
+			"UPLOAD_AUDIO_FILE_SIZE_LIMIT": "30", "UPLOAD_VIDEO_FILE_SIZE_LIMIT": "200",
+		}, func(c *Config) bool {
+			return reflect.DeepEqual(c.Upload, UploadLimits{FileSizeLimitMB: 20, ImageFileSizeLimitMB: 5, AudioFileSizeLimitMB: 30, VideoFileSizeLimitMB: 200})
+		}},
+		{"blacklist", map[string]string{"UPLOAD_FILE_EXTENSION_BLACKLIST": "EXE, .bat,,exe , sh"}, func(c *Config) bool {
+			return reflect.DeepEqual(c.Upload.ExtensionBlacklist, []string{"exe", "bat", "sh"})
+		}},
+		{"active requests", map[string]string{"APP_MAX_ACTIVE_REQUESTS": "10", "APP_DEFAULT_ACTIVE_REQUESTS": "3"}, func(c *Config) bool {
+			return c.AppMaxActiveRequests == 10 && c.AppDefaultActiveRequests == 3
+		}},
+		{"validation enforce", map[string]string{"PARLEY_RESPONSE_VALIDATION": "ENFORCE"}, func(c *Config) bool { return c.ResponseValidation == ValidationEnforce }},
+		{"validation off", map[string]string{"PARLEY_RESPONSE_VALIDATION": "off"}, func(c *Config) bool { return c.ResponseValidation == ValidationOff }},
+		{"log debug json", map[string]string{"PARLEY_LOG_LEVEL": "debug", "PARLEY_LOG_FORMAT": "json"}, func(c *Config) bool {
+			return c.LogLevel == slog.LevelDebug && c.LogFormat == LogFormatJSON
+		}},
+		{"log warn", map[string]string{"PARLEY_LOG_LEVEL": "Warn"}, func(c *Config) bool { return c.LogLevel == slog.LevelWarn }},
+		{"log error", map[string]string{"PARLEY_LOG_LEVEL": "error"}, func(c *Config) bool { return c.LogLevel == slog.LevelError }},
+		{"grace", map[string]string{"PARLEY_SHUTDOWN_GRACE": "1m30s"}, func(c *Config) bool { return c.ShutdownGrace == 90*time.Second }},
+		{"grace zero", map[string]string{"PARLEY_SHUTDOWN_GRACE": "0s"}, func(c *Config) bool { return c.ShutdownGrace == 0 }},
+		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
+		{"empty means default", map[string]string{"PARLEY_ADDR": "  "}, func(c *Config) bool { return c.Addr == "127.0.0.1:5001" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load(envMap(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		want string // substring; always starts with the variable name
+	}{
+		{map[string]string{"PARLEY_ADDR": "localhost"}, "PARLEY_ADDR"},
+		{map[string]string{"PARLEY_ADDR": "localhost:http"}, "PARLEY_ADDR"},
+		{map[string]string{"PARLEY_ADDR": "localhost:70000"}, "PARLEY_ADDR"},
+		{map[string]string{"PARLEY_DATABASE_URL": "mysql://u:secret@db/x"}, `PARLEY_DATABASE_URL: unsupported scheme "mysql"`},
+		{map[string]string{"PARLEY_DATABASE_URL": "/tmp/x.db"}, "PARLEY_DATABASE_URL: missing scheme"},
+		{map[string]string{"UPLOAD_FILE_SIZE_LIMIT": "big"}, `UPLOAD_FILE_SIZE_LIMIT="big": not an integer`},
+		{map[string]string{"UPLOAD_IMAGE_FILE_SIZE_LIMIT": "0"}, "UPLOAD_IMAGE_FILE_SIZE_LIMIT: must be a positive"},
+		{map[string]string{"UPLOAD_AUDIO_FILE_SIZE_LIMIT": "-1"}, "UPLOAD_AUDIO_FILE_SIZE_LIMIT"},
+		{map[string]string{"UPLOAD_VIDEO_FILE_SIZE_LIMIT": "1.5"}, "UPLOAD_VIDEO_FILE_SIZE_LIMIT"},
+		{map[string]string{"UPLOAD_FILE_EXTENSION_BLACKLIST": "tar gz"}, "UPLOAD_FILE_EXTENSION_BLACKLIST"},
+		{map[string]string{"APP_MAX_ACTIVE_REQUESTS": "-1"}, "APP_MAX_ACTIVE_REQUESTS: must be >= 0"},
+		{map[string]string{"APP_DEFAULT_ACTIVE_REQUESTS": "x"}, "APP_DEFAULT_ACTIVE_REQUESTS"},
+		{map[string]string{"PARLEY_RESPONSE_VALIDATION": "strict"}, "PARLEY_RESPONSE_VALIDATION"},
+		{map[string]string{"PARLEY_LOG_LEVEL": "trace"}, "PARLEY_LOG_LEVEL"},
+		{map[string]string{"PARLEY_LOG_FORMAT": "xml"}, "PARLEY_LOG_FORMAT"},
+		{map[string]string{"PARLEY_SHUTDOWN_GRACE": "10"}, "PARLEY_SHUTDOWN_GRACE"},
+		{map[string]string{"PARLEY_SHUTDOWN_GRACE": "-1s"}, "PARLEY_SHUTDOWN_GRACE: must not be negative"},
+		{map[string]string{"PARLEY_MAX_BODY_BYTES": "0"}, "PARLEY_MAX_BODY_BYTES: must be a positive"},
+		{map[string]string{"PARLEY_MAX_BODY_BYTES": "1MB"}, "PARLEY_MAX_BODY_BYTES"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(envMap(tt.env))
+			if err == nil {
+				t.Fatalf("Load(%v) succeeded", tt.env)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error leaks the database password: %q", err)
+			}
+		})
+	}
+}
+
+func TestLoadReportsAllErrors(t *testing.T) {
+	t.Parallel()
+	_, err := Load(envMap(map[string]string{"PARLEY_LOG_LEVEL": "x", "PARLEY_LOG_FORMAT": "y"}))
+	if err == nil || !strings.Contains(err.Error(), "PARLEY_LOG_LEVEL") || !strings.Contains(err.Error(), "PARLEY_LOG_FORMAT") {
+		t.Fatalf("want both variables named, got %v", err)
+	}
+}
+
+func TestValidateAfterOverride(t *testing.T) {
+	t.Parallel()
+	c, err := Load(envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Addr = "0.0.0.0:9000"
+	c.DatabaseURL = "postgres://db/parley"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.DatabaseURL = "sqlite:///x"
+	c.DataDir = ""
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "PARLEY_DATABASE_URL") || !strings.Contains(err.Error(), "PARLEY_DATA_DIR") {
+		t.Fatalf("want database and data dir errors, got %v", err)
+	}
+}
+
+func TestMaxActiveRequests(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ max, def, app, want int }{
+		{0, 0, 0, 0},
+		{0, 0, 5, 5},
+		{0, 3, 0, 3},
+		{0, 3, 5, 5},
+		{10, 0, 0, 10},
+		{10, 0, 5, 5},
+		{10, 0, 20, 10},
+		{10, 20, 0, 10},
+		{10, 3, 0, 3},
+	}
+	for _, tt := range tests {
+		c := &Config{AppMaxActiveRequests: tt.max, AppDefaultActiveRequests: tt.def}
+		if got := c.MaxActiveRequests(tt.app); got != tt.want {
+			t.Errorf("max=%d default=%d app=%d: got %d, want %d", tt.max, tt.def, tt.app, got, tt.want)
+		}
+	}
+}
+
+func TestParseDatabaseURL(t *testing.T) {
+	t.Parallel()
+	tests := map[string]DatabaseDriver{
+		"":                        DriverSQLite,
+		"postgres://localhost/db": DriverPostgres,
+		"POSTGRESQL://localhost":  DriverPostgres,
+		"mysql://localhost":       "",
+		"localhost:5432":          "",
+		"::":                      "",
+	}
+	for in, want := range tests {
+		got, err := ParseDatabaseURL(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("ParseDatabaseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

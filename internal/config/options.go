@@ -1,0 +1,71 @@
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// option is one environment variable: its public name (a contract, never
+// rename), its default as the text a user would write, and the parser that
+// stores the value in a Config. Secret options never echo their value in
+// errors.
+type option struct {
+	name   string
+	def    string
+	secret bool
+	parse  func(c *Config, v string) error
+}
+
+// options is the single table of environment settings. Keep it the only
+// place where names and defaults appear; the tests check every default.
+func options() []option {
+	return []option{
+		{name: "PARLEY_ADDR", def: "127.0.0.1:5001",
+			parse: set(parseString, func(c *Config) *string { return &c.Addr })},
+		{name: "PARLEY_DATA_DIR", def: "./data",
+			parse: set(parseString, func(c *Config) *string { return &c.DataDir })},
+		{name: "PARLEY_CONFIG", def: "",
+			parse: set(parseString, func(c *Config) *string { return &c.ConfigPath })},
+		{name: "PARLEY_DATABASE_URL", def: "", secret: true,
+			parse: set(parseString, func(c *Config) *string { return &c.DatabaseURL })},
+
+		// Dify's upload limits, in megabytes (reference/app-api.md §13).
+		{name: "UPLOAD_FILE_SIZE_LIMIT", def: "15",
+			parse: set(parseInt, func(c *Config) *int { return &c.Upload.FileSizeLimitMB })},
+		{name: "UPLOAD_IMAGE_FILE_SIZE_LIMIT", def: "10",
+			parse: set(parseInt, func(c *Config) *int { return &c.Upload.ImageFileSizeLimitMB })},
+		{name: "UPLOAD_AUDIO_FILE_SIZE_LIMIT", def: "50",
+			parse: set(parseInt, func(c *Config) *int { return &c.Upload.AudioFileSizeLimitMB })},
+		{name: "UPLOAD_VIDEO_FILE_SIZE_LIMIT", def: "100",
+			parse: set(parseInt, func(c *Config) *int { return &c.Upload.VideoFileSizeLimitMB })},
+		{name: "UPLOAD_FILE_EXTENSION_BLACKLIST", def: "",
+			parse: set(parseExtensionList, func(c *Config) *[]string { return &c.Upload.ExtensionBlacklist })},
+		{name: "APP_MAX_ACTIVE_REQUESTS", def: "0",
+			parse: set(parseInt, func(c *Config) *int { return &c.AppMaxActiveRequests })},
+		{name: "APP_DEFAULT_ACTIVE_REQUESTS", def: "0",
+			parse: set(parseInt, func(c *Config) *int { return &c.AppDefaultActiveRequests })},
+
+		{name: "PARLEY_RESPONSE_VALIDATION", def: "log",
+			parse: set(parseValidationMode, func(c *Config) *ValidationMode { return &c.ResponseValidation })},
+		{name: "PARLEY_LOG_LEVEL", def: "info",
+			parse: set(parseLogLevel, func(c *Config) *slog.Level { return &c.LogLevel })},
+		{name: "PARLEY_LOG_FORMAT", def: "text",
+			parse: set(parseLogFormat, func(c *Config) *LogFormat { return &c.LogFormat })},
+		{name: "PARLEY_SHUTDOWN_GRACE", def: "10s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+		{name: "PARLEY_MAX_BODY_BYTES", def: "1048576",
+			parse: set(parseInt64, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+	}
+}
+
+// set binds a typed parser to the Config field returned by field.
+func set[T any](parse func(string) (T, error), field func(*Config) *T) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		x, err := parse(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = x
+		return nil
+	}
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Parsers turn the text of one environment variable into a typed value.
+// They check syntax only; ranges and enumerations are checked by
+// Config.Validate so that values set by flags get the same checks.
+
+func parseString(v string) (string, error) { return v, nil }
+
+func parseInt(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errors.New("not an integer")
+	}
+	return n, nil
+}
+
+func parseInt64(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, errors.New("not an integer")
+	}
+	return n, nil
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New(`not a duration (examples: "10s", "1m30s")`)
+	}
+	return d, nil
+}
+
+// parseExtensionList accepts Dify's comma-separated blacklist and is lenient
+// about case, spaces and leading dots: "EXE, .bat" → [exe bat].
+func parseExtensionList(v string) ([]string, error) {
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		ext := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(part), "."))
+		if ext == "" || slices.Contains(out, ext) {
+			continue
+		}
+		if strings.ContainsAny(ext, `/\ .`) {
+			return nil, fmt.Errorf("invalid extension %q", ext)
+		}
+		out = append(out, ext)
+	}
+	return out, nil
+}
+
+func parseValidationMode(v string) (ValidationMode, error) {
+	m := ValidationMode(strings.ToLower(v))
+	switch m {
+	case ValidationEnforce, ValidationLog, ValidationOff:
+		return m, nil
+	}
+	return "", errors.New("must be enforce, log or off")
+}
+
+func parseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(v) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, errors.New("must be debug, info, warn or error")
+}
+
+func parseLogFormat(v string) (LogFormat, error) {
+	f := LogFormat(strings.ToLower(v))
+	switch f {
+	case LogFormatText, LogFormatJSON:
+		return f, nil
+	}
+	return "", errors.New("must be json or text")
+}

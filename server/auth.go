@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	oapimw "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/parleyhq/parley/internal/auth"
+)
+
+// Security scheme names of api/openapi.yaml.
+const (
+	schemeAppKey       = "AppKey"
+	schemeKnowledgeKey = "KnowledgeKey"
+)
+
+type principalKey struct{}
+
+// Principal is who a request acts for, as established by its API key.
+type Principal struct {
+	Kind  auth.Kind
+	KeyID string
+	// AppID is set for app keys.
+	AppID string
+}
+
+// principalFrom returns the request's authenticated principal.
+func principalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// authenticate is kin-openapi's AuthenticationFunc. kin-openapi checks security before
+// parameters and body, so a request without a valid key gets 401 before any validation or mode
+// error. The principal is put on the request context the strict handlers receive.
+func (s *Server) authenticate(ctx context.Context, in *openapi3filter.AuthenticationInput) error {
+	c := oapimw.GetEchoContext(ctx)
+	if c == nil {
+		// echo-middleware puts the Echo context on the validation context, not the request's.
+		return errors.New("authenticate: no echo context")
+	}
+	var want auth.Kind
+	switch in.SecuritySchemeName {
+	case schemeAppKey:
+		want = auth.KindApp
+	case schemeKnowledgeKey:
+		want = auth.KindKnowledge
+	default:
+		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(msgInvalidToken)}
+	}
+	req := c.Request()
+	token, err := auth.ParseBearer(req.Header.Get(echo.HeaderAuthorization))
+	if err != nil {
+		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(err.Error())}
+	}
+	key, err := s.keys.Authenticate(req.Context(), token, want)
+	if err != nil {
+		if errors.Is(err, auth.ErrInvalidKey) {
+			return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(msgInvalidToken)}
+		}
+		return &echo.HTTPError{Code: http.StatusInternalServerError, Internal: errInternal(err)}
+	}
+	p := Principal{Kind: want, KeyID: key.ID, AppID: key.AppID}
+	c.SetRequest(req.WithContext(context.WithValue(req.Context(), principalKey{}, p)))
+	return nil
+}

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+)
+
+// APIError is an error with its place in the contract: the HTTP status, the stable code and a
+// message that is safe to show a client. The cause stays private and is only logged.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	cause   error
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("%s (%d): %s: %v", e.Code, e.Status, e.Message, e.cause)
+	}
+	return fmt.Sprintf("%s (%d): %s", e.Code, e.Status, e.Message)
+}
+
+// Unwrap returns the private cause.
+func (e *APIError) Unwrap() error { return e.cause }
+
+func apiError(status int, code, message string) *APIError {
+	return &APIError{Status: status, Code: code, Message: message}
+}
+
+// withCause returns a copy of e that remembers cause for the log.
+func (e *APIError) withCause(cause error) *APIError {
+	c := *e
+	c.cause = cause
+	return &c
+}
+
+// Messages follow Dify's where Dify has one (../shared/reference/errors.md).
+const (
+	msgInvalidToken     = "Access token is invalid"
+	msgInvalidJSON      = "Invalid JSON payload received or JSON payload is empty."
+	msgNotFoundURL      = "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again."
+	msgMethodNotAllowed = "The method is not allowed for the requested URL."
+	msgInternal         = "Internal Server Error."
+)
+
+func errUnauthorized(message string) *APIError {
+	return apiError(http.StatusUnauthorized, "unauthorized", message)
+}
+
+func errInvalidParam(message string) *APIError {
+	return apiError(http.StatusBadRequest, "invalid_param", message)
+}
+
+func errInternal(cause error) *APIError {
+	return apiError(http.StatusInternalServerError, "internal_server_error", msgInternal).withCause(cause)
+}
+
+// errorHandler is Echo's HTTPErrorHandler and the only place where an error becomes the
+// {code, message, status} body. 5xx causes are logged here, once.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		// A stream already started; its producer reports failures as an `error` event.
+		s.log.Debug("error after response committed", "error", err, "path", c.Request().URL.Path)
+		return
+	}
+	e := toAPIError(err, c.Request())
+	if e.Status >= 500 {
+		s.log.Error("request failed", slog.Group("request",
+			"method", c.Request().Method, "path", c.Request().URL.Path),
+			"status", e.Status, "code", e.Code, "error", err)
+	}
+	writeAPIError(c, e)
+}
+
+func writeAPIError(c echo.Context, e *APIError) {
+	h := c.Response().Header()
+	if e.Status == http.StatusUnauthorized {
+		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
+	}
+	body, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "status": e.Status})
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	if c.Request().Method == http.MethodHead {
+		c.Response().WriteHeader(e.Status)
+		return
+	}
+	c.Response().WriteHeader(e.Status)
+	_, _ = c.Response().Write(body)
+}
+
+// toAPIError finds the contract error for any error a request can end with: our own, Echo's
+// (routing, body limit), and kin-openapi's request validation errors.
+func toAPIError(err error, r *http.Request) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var reqErr *openapi3filter.RequestError
+	if errors.As(err, &reqErr) {
+		// The body limit aborts kin-openapi's read of the body; that is a 413, not a bad body.
+		var he *echo.HTTPError
+		if errors.As(reqErr.Err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+			return errTooLarge(r)
+		}
+		return fromRequestError(reqErr).withCause(err)
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		if he.Internal != nil && he.Internal != err {
+			if inner := toAPIError(he.Internal, r); inner.Status == he.Code || he.Code == http.StatusBadRequest {
+				return inner
+			}
+		}
+		switch he.Code {
+		case http.StatusNotFound:
+			return apiError(http.StatusNotFound, "not_found", msgNotFoundURL)
+		case http.StatusMethodNotAllowed:
+			return apiError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
+		case http.StatusRequestEntityTooLarge:
+			return errTooLarge(r)
+		case http.StatusUnsupportedMediaType:
+			return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprint(he.Message))
+		case http.StatusUnauthorized:
+			return errUnauthorized(msgInvalidToken)
+		case http.StatusBadRequest:
+			return apiError(http.StatusBadRequest, "bad_request", fmt.Sprint(he.Message)).withCause(err)
+		}
+		if he.Code >= 500 {
+			return errInternal(err)
+		}
+		return apiError(he.Code, snakeStatus(he.Code), fmt.Sprint(he.Message))
+	}
+	return errInternal(err)
+}
+
+func errTooLarge(r *http.Request) *APIError {
+	if strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeded.")
+	}
+	return apiError(http.StatusRequestEntityTooLarge, "request_entity_too_large",
+		"The data value transmitted exceeds the capacity limit.")
+}
+
+// snakeStatus names a status the way Dify's werkzeug errors do (Not Found → not_found).
+func snakeStatus(status int) string {
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+}
+
+// fromRequestError maps a kin-openapi request validation failure to the contract: malformed or
+// empty JSON is `bad_request`, a wrong content type is 415, and anything else is
+// `invalid_param` with a message that names the offending field.
+func fromRequestError(e *openapi3filter.RequestError) *APIError {
+	if strings.HasPrefix(e.Reason, "header Content-Type has unexpected value") {
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Unsupported Content-Type "+quoteOrEmpty(e.Input)+"; the operation accepts "+accepted(e)+".")
+	}
+	var parseErr *openapi3filter.ParseError
+	if e.RequestBody != nil && errors.As(e.Err, &parseErr) {
+		return apiError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
+	}
+	if e.RequestBody != nil && errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
+		return apiError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
+	}
+	var where string
+	if e.Parameter != nil {
+		where = e.Parameter.Name
+	}
+	var schemaErr *openapi3.SchemaError
+	if errors.As(e.Err, &schemaErr) {
+		field := strings.Join(schemaErr.JSONPointer(), ".")
+		switch {
+		case where != "" && field != "":
+			where += "." + field
+		case field != "":
+			where = field
+		}
+		reason := schemaErr.Reason
+		if reason == "" {
+			reason = schemaErr.Error()
+		}
+		if where == "" {
+			return errInvalidParam(reason)
+		}
+		return errInvalidParam(where + ": " + reason)
+	}
+	reason := e.Reason
+	if e.Err != nil {
+		reason = e.Err.Error()
+	}
+	if where == "" {
+		return errInvalidParam(firstLine(reason))
+	}
+	return errInvalidParam(where + ": " + firstLine(reason))
+}
+
+func quoteOrEmpty(in *openapi3filter.RequestValidationInput) string {
+	if in == nil || in.Request == nil {
+		return `""`
+	}
+	return fmt.Sprintf("%q", in.Request.Header.Get(echo.HeaderContentType))
+}
+
+func accepted(e *openapi3filter.RequestError) string {
+	if e.RequestBody == nil {
+		return "no body"
+	}
+	types := make([]string, 0, len(e.RequestBody.Content))
+	for ct := range e.RequestBody.Content {
+		types = append(types, ct)
+	}
+	return strings.Join(types, ", ")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

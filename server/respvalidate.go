@@ -1,0 +1,399 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+)
+
+// ValidationMode says what the response validator does with a response that breaks the contract.
+type ValidationMode string
+
+// Validation modes.
+const (
+	// ValidationEnforce replaces a violating JSON response with a 500 and a violating SSE event
+	// with an `error` event that ends the stream; tests and CI run in this mode.
+	ValidationEnforce ValidationMode = "enforce"
+	// ValidationLog logs violations and lets the response through unchanged.
+	ValidationLog ValidationMode = "log"
+	// ValidationOff skips response validation.
+	ValidationOff ValidationMode = "off"
+)
+
+// ParseValidationMode parses enforce, log or off.
+func ParseValidationMode(s string) (ValidationMode, error) {
+	switch m := ValidationMode(s); m {
+	case ValidationEnforce, ValidationLog, ValidationOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("response validation mode %q: want enforce, log or off", s)
+}
+
+// ErrStreamViolation is returned to an SSE producer whose event broke the contract in enforce
+// mode; the stream has been ended with an `error` event.
+var ErrStreamViolation = errors.New("stream event violates the contract")
+
+// ResponseValidator checks every response against api/openapi.yaml: JSON bodies whole, and
+// event streams event by event as they pass, without buffering the stream.
+type ResponseValidator struct {
+	router     routers.Router
+	mode       ValidationMode
+	log        *slog.Logger
+	errSchema  *openapi3.Schema
+	events     map[string]map[string]*openapi3.Schema // operation id → event name → schema
+	violations atomic.Int64
+}
+
+// NewResponseValidator builds a validator over doc, whose servers must already be relative to
+// where the API is mounted.
+func NewResponseValidator(doc *openapi3.T, router routers.Router, mode ValidationMode, log *slog.Logger) (*ResponseValidator, error) {
+	v := &ResponseValidator{router: router, mode: mode, log: log, events: map[string]map[string]*openapi3.Schema{}}
+	ref := doc.Components.Schemas["Error"]
+	if ref == nil || ref.Value == nil {
+		return nil, errors.New("response validator: the contract has no Error schema")
+	}
+	v.errSchema = ref.Value
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, resp := range op.Responses.Map() {
+				if resp.Value == nil {
+					continue
+				}
+				mt := resp.Value.Content.Get("text/event-stream")
+				if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+					continue
+				}
+				byEvent, err := eventSchemas(mt.Schema.Value, doc)
+				if err != nil {
+					return nil, fmt.Errorf("response validator: %s: %w", op.OperationID, err)
+				}
+				v.events[op.OperationID] = byEvent
+			}
+		}
+	}
+	return v, nil
+}
+
+// eventSchemas resolves the discriminator mapping of an event-stream schema to the schema of
+// each event name, so an event is checked against its own branch only.
+func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (map[string]*openapi3.Schema, error) {
+	if s.Discriminator == nil || s.Discriminator.PropertyName != "event" {
+		return nil, errors.New("event-stream schema needs a discriminator on `event`")
+	}
+	out := make(map[string]*openapi3.Schema, len(s.Discriminator.Mapping))
+	for name, ref := range s.Discriminator.Mapping {
+		const prefix = "#/components/schemas/"
+		target, ok := strings.CutPrefix(ref.Ref, prefix)
+		if !ok {
+			return nil, fmt.Errorf("event %q: unsupported mapping %q", name, ref.Ref)
+		}
+		sr := doc.Components.Schemas[target]
+		if sr == nil || sr.Value == nil {
+			return nil, fmt.Errorf("event %q: no schema %q", name, target)
+		}
+		out[name] = sr.Value
+	}
+	return out, nil
+}
+
+// Violations counts the responses and events that broke the contract since start.
+func (v *ResponseValidator) Violations() int64 { return v.violations.Load() }
+
+// Middleware validates the responses of the handlers it wraps. It must sit outside the request
+// validator so that error bodies produced there are checked as well.
+func (v *ResponseValidator) Middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if v.mode == ValidationOff {
+			return next
+		}
+		return func(c echo.Context) error {
+			req := c.Request()
+			route, params, rerr := v.router.FindRoute(req)
+			if rerr != nil {
+				route = nil
+			}
+			orig := c.Response().Writer
+			cw := &captureWriter{ResponseWriter: orig, v: v, req: req, route: route, params: params}
+			c.Response().Writer = cw
+			defer func() { c.Response().Writer = orig }()
+
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			if cw.stream != nil {
+				return nil
+			}
+			cw.finish()
+			return nil
+		}
+	}
+}
+
+func (v *ResponseValidator) violation(req *http.Request, what string, err error) {
+	v.violations.Add(1)
+	v.log.Error("response violates the contract",
+		slog.Group("request", "method", req.Method, "path", req.URL.Path),
+		"what", what, "error", err)
+}
+
+// captureWriter buffers a JSON response until the handler is done, or passes an event stream
+// through frame by frame while validating each event.
+type captureWriter struct {
+	http.ResponseWriter
+	v      *ResponseValidator
+	req    *http.Request
+	route  *routers.Route
+	params map[string]string
+
+	status      int
+	wroteHeader bool
+	buf         bytes.Buffer
+	stream      *sseChecker
+}
+
+func (w *captureWriter) WriteHeader(status int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	w.status = status
+	if isEventStream(w.Header().Get(echo.HeaderContentType)) {
+		w.startStream()
+	}
+}
+
+func (w *captureWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.stream != nil {
+		return w.stream.write(p)
+	}
+	return w.buf.Write(p)
+}
+
+// Flush forwards to the real writer while streaming; a buffered response is flushed at the end.
+func (w *captureWriter) Flush() {
+	if w.stream != nil {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines, hijack).
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack is not supported through the validator.
+func (w *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errors.New("hijack not supported")
+}
+
+func (w *captureWriter) startStream() {
+	opID := ""
+	if w.route != nil && w.route.Operation != nil {
+		opID = w.route.Operation.OperationID
+	}
+	schemas := w.v.events[opID]
+	if w.route != nil {
+		in := w.responseInput(nil)
+		in.Options.ExcludeResponseBody = true
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			w.v.violation(w.req, "stream status/headers", err)
+		}
+	}
+	if schemas == nil {
+		w.v.violation(w.req, "stream", fmt.Errorf("operation %q declares no event stream", opID))
+	}
+	w.ResponseWriter.WriteHeader(w.status)
+	w.stream = &sseChecker{w: w.ResponseWriter, v: w.v, req: w.req, schemas: schemas}
+}
+
+func (w *captureWriter) responseInput(body []byte) *openapi3filter.ResponseValidationInput {
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: w.req, PathParams: w.params, Route: w.route,
+		},
+		Status:  w.status,
+		Header:  w.Header(),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if body != nil {
+		in.SetBodyBytes(body)
+	}
+	return in
+}
+
+// finish validates the buffered response and sends it, or its replacement.
+func (w *captureWriter) finish() {
+	if !w.wroteHeader {
+		// Nothing was written at all; let the server send its default.
+		return
+	}
+	body := w.buf.Bytes()
+	if err := w.validate(body); err != nil {
+		w.v.violation(w.req, "response "+strconv.Itoa(w.status), err)
+		if w.v.mode == ValidationEnforce {
+			e := errInternal(err)
+			body, _ = json.Marshal(map[string]any{"code": e.Code, "message": "The response violated the API contract.", "status": e.Status})
+			h := w.Header()
+			h.Del(echo.HeaderWWWAuthenticate)
+			h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+			w.status = http.StatusInternalServerError
+		}
+	}
+	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	w.ResponseWriter.WriteHeader(w.status)
+	if w.req.Method != http.MethodHead {
+		_, _ = w.ResponseWriter.Write(body)
+	}
+}
+
+func (w *captureWriter) validate(body []byte) error {
+	if w.route == nil {
+		// No operation (unknown route, wrong method): the body must still be the Error body.
+		return validateJSON(w.v.errSchema, body)
+	}
+	return openapi3filter.ValidateResponse(context.Background(), w.responseInput(body))
+}
+
+func validateJSON(s *openapi3.Schema, body []byte) error {
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("body is not JSON: %w", err)
+	}
+	return s.VisitJSON(doc, openapi3.MultiErrors())
+}
+
+func isEventStream(ct string) bool {
+	return strings.HasPrefix(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// sseChecker splits a stream into frames (blank-line separated), validates each event against
+// the schema its `event` member names, and forwards the frame bytes unchanged.
+type sseChecker struct {
+	w       http.ResponseWriter
+	v       *ResponseValidator
+	req     *http.Request
+	schemas map[string]*openapi3.Schema
+	pending []byte
+	n       int
+	ended   bool
+}
+
+var frameSep = []byte("\n\n")
+
+func (s *sseChecker) write(p []byte) (int, error) {
+	if s.ended {
+		return 0, ErrStreamViolation
+	}
+	s.pending = append(s.pending, p...)
+	out := s.pending[:0:0]
+	for {
+		i := bytes.Index(s.pending, frameSep)
+		if i < 0 {
+			break
+		}
+		frame := s.pending[:i+len(frameSep)]
+		s.n++
+		if err := s.check(frame[:i]); err != nil {
+			s.v.violation(s.req, fmt.Sprintf("event #%d", s.n), err)
+			if s.v.mode == ValidationEnforce {
+				out = append(out, s.replacement(frame[:i])...)
+				s.ended = true
+				s.pending = nil
+				if _, werr := s.w.Write(out); werr != nil {
+					return 0, werr
+				}
+				return 0, ErrStreamViolation
+			}
+		}
+		out = append(out, frame...)
+		s.pending = s.pending[i+len(frameSep):]
+	}
+	if len(out) > 0 {
+		if _, err := s.w.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// CheckEvent validates one frame's payload (the text between blank lines); exported for the
+// benchmark and for tools that check recorded transcripts.
+func (v *ResponseValidator) CheckEvent(operationID string, frame []byte) error {
+	s := sseChecker{v: v, schemas: v.events[operationID]}
+	return s.check(frame)
+}
+
+func (s *sseChecker) check(frame []byte) error {
+	var data []byte
+	eventField := ""
+	for line := range bytes.SplitSeq(frame, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+		case bytes.HasPrefix(line, []byte("event:")):
+			eventField = strings.TrimSpace(string(line[len("event:"):]))
+		case len(line) == 0 || line[0] == ':':
+		default:
+			return fmt.Errorf("unexpected line %q", line)
+		}
+	}
+	if data == nil {
+		if eventField == "ping" {
+			return nil
+		}
+		return fmt.Errorf("frame without data (event %q)", eventField)
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("data is not JSON: %w", err)
+	}
+	obj, _ := doc.(map[string]any)
+	name, _ := obj["event"].(string)
+	schema := s.schemas[name]
+	if schema == nil {
+		return fmt.Errorf("unknown event %q", name)
+	}
+	return schema.VisitJSON(doc, openapi3.MultiErrors())
+}
+
+// replacement is the `error` event that ends a stream whose event broke the contract; it keeps
+// the envelope of the offending event so that it is itself valid.
+func (s *sseChecker) replacement(frame []byte) []byte {
+	ev := map[string]any{"event": "error", "status": http.StatusInternalServerError,
+		"code": "internal_server_error", "message": "The response violated the API contract."}
+	var bad map[string]any
+	for line := range bytes.SplitSeq(frame, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			_ = json.Unmarshal(bytes.TrimSpace(rest), &bad)
+		}
+	}
+	for _, k := range []string{"conversation_id", "message_id", "created_at", "workflow_run_id"} {
+		if val, ok := bad[k]; ok {
+			ev[k] = val
+		}
+	}
+	b, _ := json.Marshal(ev)
+	return append(append([]byte("data: "), b...), frameSep...)
+}
+
+var _ io.Writer = (*captureWriter)(nil)

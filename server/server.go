@@ -1,0 +1,228 @@
+// Package server fills the strict-server interface generated from api/openapi.yaml: it wires
+// Echo, authentication, request and response validation, and maps between the generated types
+// and the domain packages under internal/. It holds no business rules.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	oapimw "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/models"
+)
+
+// BasePath is where the API is mounted, as in Dify (`…/v1`).
+const BasePath = "/v1"
+
+// KeyAuthenticator checks API keys; *auth.Service implements it.
+type KeyAuthenticator interface {
+	Authenticate(ctx context.Context, secret string, want auth.Kind) (auth.Key, error)
+}
+
+// ModelCatalog lists configured models; *models.Catalog implements it.
+type ModelCatalog interface {
+	ByType(t models.Type) []models.ProviderModels
+}
+
+// Options configure a Server.
+type Options struct {
+	Keys     KeyAuthenticator
+	Catalog  ModelCatalog
+	TenantID string
+	Logger   *slog.Logger
+	// Validation is what the response validator does with a contract violation.
+	Validation ValidationMode
+	// MaxBodyBytes caps JSON request bodies; MaxUploadBytes caps multipart bodies.
+	MaxBodyBytes   int64
+	MaxUploadBytes int64
+}
+
+// Server implements gen.StrictServerInterface.
+type Server struct {
+	keys     KeyAuthenticator
+	catalog  ModelCatalog
+	tenantID string
+	log      *slog.Logger
+
+	validator *ResponseValidator
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// New builds the HTTP handler: Echo with, in order, the body limit, the response validator, the
+// request validator (which authenticates first), and the strict handlers under BasePath.
+func New(opts Options) (*echo.Echo, *Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Validation == "" {
+		opts.Validation = ValidationLog
+	}
+	s := &Server{keys: opts.Keys, catalog: opts.Catalog, tenantID: opts.TenantID, log: opts.Logger}
+
+	doc, err := api.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Validate paths relative to where we mount the API, whatever host the client used.
+	doc.Servers = openapi3.Servers{{URL: BasePath}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("route contract: %w", err)
+	}
+	s.validator, err = NewResponseValidator(doc, router, opts.Validation, opts.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+		s.log.Error("panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
+		return err
+	}}))
+	e.Use(bodyLimit(opts.MaxBodyBytes, opts.MaxUploadBytes))
+	e.Use(s.validator.Middleware())
+	e.Use(oapimw.OapiRequestValidatorWithOptions(doc, &oapimw.Options{
+		SilenceServersWarning: true,
+		Options: openapi3filter.Options{
+			AuthenticationFunc: s.authenticate,
+			// Dify's clients send undeclared members and form fields; the contract says which
+			// ones matter, the rest are ignored.
+			MultiError: false,
+		},
+		ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
+			if err.Code == http.StatusMethodNotAllowed {
+				c.Response().Header().Set(echo.HeaderAllow, allowedMethods(router, c.Request()))
+			}
+			return err
+		},
+	}))
+	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, nil), BasePath)
+	return e, s, nil
+}
+
+// Violations counts contract violations seen by the response validator.
+func (s *Server) Violations() int64 { return s.validator.Violations() }
+
+// allowedMethods lists the methods the contract declares for the request's path, for the Allow
+// header of a 405.
+func allowedMethods(router routers.Router, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, _, err := router.FindRoute(probe); err == nil {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
+}
+
+// bodyLimit caps request bodies before anything reads them: multipart uploads at the configured
+// upload size (plus room for the form framing), everything else at the JSON cap.
+func bodyLimit(maxJSON, maxUpload int64) echo.MiddlewareFunc {
+	if maxJSON <= 0 {
+		maxJSON = 1 << 20
+	}
+	if maxUpload <= 0 {
+		maxUpload = 15 << 20
+	}
+	const formSlack = 64 << 10
+	jsonLimit := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", maxJSON)})
+	uploadLimit := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", maxUpload+formSlack)})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		j, u := jsonLimit(next), uploadLimit(next)
+		return func(c echo.Context) error {
+			if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+				return u(c)
+			}
+			return j(c)
+		}
+	}
+}
+
+// ListAvailableModels answers GET /workspaces/current/models/model-types/{model_type}.
+func (s *Server) ListAvailableModels(ctx context.Context, req gen.ListAvailableModelsRequestObject) (gen.ListAvailableModelsResponseObject, error) {
+	t, err := models.ParseType(string(req.ModelType))
+	if err != nil {
+		// Unreachable behind the request validator; kept so the handler is safe on its own.
+		return nil, errInvalidParam(err.Error())
+	}
+	providers := s.catalog.ByType(t)
+	out := gen.ListAvailableModels200JSONResponse{Data: make([]gen.ModelProvider, 0, len(providers))}
+	for _, p := range providers {
+		out.Data = append(out.Data, s.modelProvider(p))
+	}
+	return out, nil
+}
+
+func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
+	mp := gen.ModelProvider{
+		Provider:  p.Provider,
+		Label:     gen.I18nObject(p.Label),
+		IconSmall: p.IconSmall,
+		Status:    p.Status,
+		TenantId:  s.tenantID,
+		Models:    make([]gen.Model, 0, len(p.Models)),
+	}
+	if mp.IconSmall == nil {
+		mp.IconSmall = map[string]string{}
+	}
+	if p.IconSmallDark != nil {
+		dark := maps.Clone(p.IconSmallDark)
+		mp.IconSmallDark = &dark
+	}
+	for _, m := range p.Models {
+		gm := gen.Model{
+			Model:                          m.Name,
+			Label:                          gen.I18nObject(m.Label),
+			ModelType:                      gen.ModelType(m.Type),
+			FetchFrom:                      gen.ModelFetchFrom(m.FetchFrom),
+			Status:                         m.Status,
+			Deprecated:                     m.Deprecated,
+			LoadBalancingEnabled:           m.LoadBalancingEnabled,
+			HasInvalidLoadBalancingConfigs: m.HasInvalidLoadBalancingConfigs,
+			ModelProperties:                modelProperties(m.Properties),
+		}
+		if m.Features != nil {
+			f := append([]string(nil), m.Features...)
+			gm.Features = &f
+		}
+		mp.Models = append(mp.Models, gm)
+	}
+	return mp
+}
+
+func modelProperties(props map[string]any) gen.Model_ModelProperties {
+	var out gen.Model_ModelProperties
+	for k, v := range props {
+		if k == "context_size" {
+			if n, ok := v.(int); ok {
+				out.ContextSize = &n
+				continue
+			}
+		}
+		if out.AdditionalProperties == nil {
+			out.AdditionalProperties = map[string]any{}
+		}
+		out.AdditionalProperties[k] = v
+	}
+	return out
+}

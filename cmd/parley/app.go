@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// flags are the settings a command line may override.
+type flags struct {
+	addr, dataDir, configPath, databaseURL string
+}
+
+func newRootCmd(getenv func(string) string) *cobra.Command {
+	var f flags
+	root := &cobra.Command{
+		Use:           "parley",
+		Short:         "Parley: a self-hostable LLM application server with the Dify Service API",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides PARLEY_DATA_DIR)")
+	pf.StringVar(&f.configPath, "config", "", "YAML config file (overrides PARLEY_CONFIG)")
+	pf.StringVar(&f.databaseURL, "database-url", "", "postgres:// URL; empty means SQLite in the data dir (overrides PARLEY_DATABASE_URL)")
+	root.AddCommand(newServeCmd(getenv, &f), newMigrateCmd(getenv, &f), newKeysCmd(getenv, &f))
+	return root
+}
+
+// env is what every command starts from: settings, the config file, a logger and the store.
+type env struct {
+	cfg   *config.Config
+	file  *config.File
+	log   *slog.Logger
+	store *store.Store
+}
+
+// loadSettings reads the environment and the config file, with flags on top.
+func loadSettings(getenv func(string) string, f *flags, logOut io.Writer) (*config.Config, *config.File, *slog.Logger, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if f.addr != "" {
+		cfg.Addr = f.addr
+	}
+	if f.dataDir != "" {
+		cfg.DataDir = f.dataDir
+	}
+	if f.configPath != "" {
+		cfg.ConfigPath = f.configPath
+	}
+	if f.databaseURL != "" {
+		cfg.DatabaseURL = f.databaseURL
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	file, err := config.LoadFile(cfg.ConfigPath, getenv) // "" is the embedded sample
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, file, newLogger(cfg, logOut), nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == config.LogFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// open loads the settings, opens and migrates the store, and brings the apps of the config
+// file into it, so ids are stable and keys can name them.
+func open(ctx context.Context, getenv func(string) string, f *flags) (*env, error) {
+	cfg, file, log, err := loadSettings(getenv, f, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	specs := make([]store.AppSpec, 0, len(file.Apps))
+	for _, a := range file.Apps {
+		specs = append(specs, store.AppSpec{Name: a.Name, Mode: a.Mode})
+	}
+	if _, err := st.SyncApps(ctx, specs); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &env{cfg: cfg, file: file, log: log, store: st}, nil
+}
+
+func newMigrateCmd(getenv func(string) string, f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := open(cmd.Context(), getenv, f)
+			if err != nil {
+				return err
+			}
+			defer e.store.Close()
+			v, err := e.store.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e.log.Info("database is up to date", "dialect", e.store.Dialect(), "schema_version", v)
+			return nil
+		},
+	}
+}

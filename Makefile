@@ -1,0 +1,50 @@
+# Parley — build, test and contract tasks. `make help` lists them.
+GO        ?= go
+BIN       ?= bin/parley
+NPM_TOOLS := tools/node_modules/.bin
+BENCH_OUT ?= bench/latest.txt
+export REDOCLY_TELEMETRY := off
+export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
+
+.PHONY: help generate check-generated lint tools services build run test test-go bench migrate
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+generate: ## Regenerate gen/ and client/ from api/openapi.yaml.
+	$(GO) generate ./gen ./client
+
+check-generated: generate ## Fail when generated code or go.mod/go.sum are stale.
+	@git diff --exit-code -- gen client || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen client)" || { echo "untracked generated files:"; git status --porcelain -- gen client; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+
+tools: $(NPM_TOOLS)/spectral ## Install the pinned npm tools (linters, Dify SDK).
+$(NPM_TOOLS)/spectral: tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+lint: tools ## gofmt, go vet, Spectral and Redocly on the contract.
+	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+	$(NPM_TOOLS)/spectral lint --fail-severity=warn api/openapi.yaml
+	$(NPM_TOOLS)/redocly lint api/openapi.yaml
+
+services: ## Start the PostgreSQL server the tests use (installs it when missing).
+	@bash scripts/services.sh
+
+build: ## Build the parley binary into bin/.
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/parley
+
+run: ## Run the server on the embedded default (SQLite under ./data, the sample config).
+	$(GO) run ./cmd/parley serve
+
+migrate: ## Apply database migrations.
+	$(GO) run ./cmd/parley migrate
+
+test: services ## All tests: unit, storage on SQLite and PostgreSQL, conformance.
+	PARLEY_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./...
+
+bench: ## Benchmarks, written to $(BENCH_OUT) (compare runs with benchstat).
+	@mkdir -p $(dir $(BENCH_OUT))
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BENCH_OUT)

@@ -1,0 +1,289 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// contract is api/openapi.yaml read from disk — not the copy embedded in the server — so that
+// this suite checks the server against the document, independently of its own middleware.
+type contract struct {
+	doc       *openapi3.T
+	router    routers.Router
+	errSchema *openapi3.Schema
+	events    map[string]*openapi3.Schema // event name → schema (discriminator mapping)
+}
+
+var (
+	contractOnce sync.Once
+	contractVal  *contract
+	contractErr  error
+)
+
+func loadContract(tb testing.TB) *contract {
+	tb.Helper()
+	contractOnce.Do(func() {
+		// The formats the contract uses, defined here rather than borrowed from the server.
+		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
+		openapi3.DefineStringFormatCallback("uri", func(s string) error {
+			if u, err := url.Parse(s); err != nil || u.Scheme == "" {
+				return fmt.Errorf("%q is not an absolute URL", s)
+			}
+			return nil
+		})
+		_, file, _, _ := runtime.Caller(0)
+		path := filepath.Join(filepath.Dir(file), "..", "api", "openapi.yaml")
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromFile(path)
+		if err != nil {
+			contractErr = err
+			return
+		}
+		if err := doc.Validate(loader.Context); err != nil {
+			contractErr = err
+			return
+		}
+		doc.Servers = openapi3.Servers{{URL: "/v1"}}
+		router, err := gorillamux.NewRouter(doc)
+		if err != nil {
+			contractErr = err
+			return
+		}
+		c := &contract{doc: doc, router: router, errSchema: doc.Components.Schemas["Error"].Value, events: map[string]*openapi3.Schema{}}
+		stream := doc.Components.Schemas["ChatStreamEvent"].Value
+		for name, ref := range stream.Discriminator.Mapping {
+			c.events[name] = doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value
+		}
+		contractVal = c
+	})
+	if contractErr != nil {
+		tb.Fatalf("load contract: %v", contractErr)
+	}
+	return contractVal
+}
+
+// checker collects contract violations seen by a transport and fails the test with them.
+type checker struct {
+	mu         sync.Mutex
+	violations []string
+}
+
+func (c *checker) add(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.violations = append(c.violations, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.violations...)
+}
+
+// contractTransport validates every response that passes through it — status, headers and
+// body for JSON, and each event as it is read for event streams — against the contract.
+type contractTransport struct {
+	base    http.RoundTripper
+	c       *contract
+	checker *checker
+}
+
+// newContractClient returns an HTTP client whose responses are all checked; a violation fails
+// t when the test ends.
+func newContractClient(t *testing.T) *http.Client {
+	t.Helper()
+	ck := &checker{}
+	t.Cleanup(func() {
+		for _, v := range ck.list() {
+			t.Errorf("contract violation: %s", v)
+		}
+	})
+	return &http.Client{Transport: &contractTransport{base: http.DefaultTransport, c: loadContract(t), checker: ck}}
+}
+
+func (ct *contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := ct.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	what := req.Method + " " + req.URL.Path
+	route, params, rerr := ct.c.router.FindRoute(req)
+	if rerr != nil {
+		route = nil
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if route != nil {
+			in := responseInput(req, route, params, resp)
+			in.Options.ExcludeResponseBody = true
+			if err := openapi3filter.ValidateResponse(req.Context(), in); err != nil {
+				ct.checker.add("%s: stream headers: %v", what, err)
+			}
+		} else {
+			ct.checker.add("%s: event stream from an undeclared operation", what)
+		}
+		resp.Body = &eventChecker{rc: resp.Body, r: bufio.NewReader(resp.Body), c: ct.c, checker: ct.checker, what: what}
+		return resp, nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if route == nil {
+		// No operation (unknown route or method): the body must still be the Error body.
+		if err := validateBody(ct.c.errSchema, body); err != nil {
+			ct.checker.add("%s: %d body is not the Error body: %v", what, resp.StatusCode, err)
+		}
+		return resp, nil
+	}
+	in := responseInput(req, route, params, resp)
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(req.Context(), in); err != nil {
+		ct.checker.add("%s: %d: %v", what, resp.StatusCode, err)
+	}
+	return resp, nil
+}
+
+func responseInput(req *http.Request, route *routers.Route, params map[string]string, resp *http.Response) *openapi3filter.ResponseValidationInput {
+	return &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+}
+
+func validateBody(s *openapi3.Schema, body []byte) error {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return s.VisitJSON(v, openapi3.MultiErrors())
+}
+
+// eventChecker passes an event stream through unchanged while checking each frame: a `data:`
+// frame must be JSON matching the schema its `event` names; a frame without data must be the
+// `event: ping` keep-alive.
+type eventChecker struct {
+	rc      io.ReadCloser
+	r       *bufio.Reader
+	c       *contract
+	checker *checker
+	what    string
+	frame   []byte
+	n       int
+}
+
+func (e *eventChecker) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.frame = append(e.frame, p[:n]...)
+	for {
+		i := bytes.Index(e.frame, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		e.n++
+		if verr := e.c.checkFrame(e.frame[:i]); verr != nil {
+			e.checker.add("%s: event #%d: %v", e.what, e.n, verr)
+		}
+		e.frame = e.frame[i+2:]
+	}
+	if errors.Is(err, io.EOF) && len(bytes.TrimSpace(e.frame)) > 0 {
+		e.checker.add("%s: stream ended inside a frame: %q", e.what, e.frame)
+		e.frame = nil
+	}
+	return n, err
+}
+
+func (e *eventChecker) Close() error { return e.rc.Close() }
+
+func (c *contract) checkFrame(frame []byte) error {
+	var data []byte
+	event := ""
+	for _, line := range strings.Split(string(frame), "\n") {
+		switch {
+		case strings.HasPrefix(line, "data: "):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, line[len("data: "):]...)
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		default:
+			// Dify's framing has only `data: {json}` and the bare `event: ping` frame.
+			return fmt.Errorf("unexpected line %q", line)
+		}
+	}
+	if data == nil {
+		if event != "ping" {
+			return fmt.Errorf("frame without data is not a ping: %q", frame)
+		}
+		return nil
+	}
+	if event != "" {
+		return fmt.Errorf("JSON events carry no event: line (got %q)", event)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("data is not a JSON object: %w", err)
+	}
+	name, _ := v["event"].(string)
+	s := c.events[name]
+	if s == nil {
+		return fmt.Errorf("unknown event %q", name)
+	}
+	return s.VisitJSON(any(v), openapi3.MultiErrors())
+}
+
+// TestContractCheckerCatchesViolations proves the checker above can fail: without it every
+// other test here would pass on a server that ignores the contract.
+func TestContractCheckerCatchesViolations(t *testing.T) {
+	c := loadContract(t)
+	good := `data: {"event":"message","conversation_id":"7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11","message_id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","created_at":1705398420,"task_id":"9d2d4d3e-7c6f-4a6f-9c77-5e2d7f2abe33","id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","answer":"Hi","from_variable_selector":null}`
+	for name, tc := range map[string]struct {
+		frame string
+		ok    bool
+	}{
+		"valid message":          {good, true},
+		"ping":                   {"event: ping", true},
+		"missing answer":         {strings.Replace(good, `"answer":"Hi",`, "", 1), false},
+		"id not a uuid":          {strings.Replace(good, `"id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22"`, `"id":"x"`, 1), false},
+		"unknown event":          {strings.Replace(good, `"event":"message"`, `"event":"mystery"`, 1), false},
+		"event line beside data": {"event: message\n" + good, false},
+		"not json":               {"data: {", false},
+		"created_at as string":   {strings.Replace(good, `1705398420`, `"1705398420"`, 1), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := c.checkFrame([]byte(tc.frame))
+			if tc.ok && err != nil {
+				t.Fatalf("valid frame rejected: %v", err)
+			}
+			if !tc.ok && err == nil {
+				t.Fatalf("invalid frame accepted: %s", tc.frame)
+			}
+		})
+	}
+	if err := validateBody(c.errSchema, []byte(`{"code":"not_found","message":"x","status":404}`)); err != nil {
+		t.Fatalf("valid error body rejected: %v", err)
+	}
+	if err := validateBody(c.errSchema, []byte(`{"message":"Not Found"}`)); err == nil {
+		t.Fatal("Echo's default error body accepted")
+	}
+}

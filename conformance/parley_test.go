@@ -1,0 +1,194 @@
+// Package conformance is Parley's black-box suite: it builds and starts the real binary (or
+// targets PARLEY_URL), drives it only through the generated client and raw HTTP, and checks
+// every response and event against api/openapi.yaml read from disk.
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/store/storetest"
+)
+
+// binary is the parley binary built once for the whole run.
+var binary string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if os.Getenv("PARLEY_URL") == "" {
+			dir, err := os.MkdirTemp("", "parley-conformance-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			binary = filepath.Join(dir, "parley")
+			_, file, _, _ := runtime.Caller(0)
+			build := exec.Command("go", "build", "-o", binary, "./cmd/parley")
+			build.Dir = filepath.Join(filepath.Dir(file), "..")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// Parley is one running server under test.
+type Parley struct {
+	// URL is the API base, ending in /v1.
+	URL string
+	// AppKey is a key of the `chatbot` app; KnowledgeKey a knowledge-base key.
+	AppKey, KnowledgeKey string
+	// TenantID is the workspace id the server reports.
+	engine storetest.Engine
+	env    []string
+	logs   *syncBuffer
+}
+
+// engines lists the storage engines a test runs the server on. A PARLEY_URL run has one: the
+// external server.
+func engines() []string {
+	if os.Getenv("PARLEY_URL") != "" {
+		return []string{"external"}
+	}
+	return []string{storetest.SQLite, storetest.Postgres}
+}
+
+// forEachServer runs fn as a parallel subtest against a fresh server on each engine.
+func forEachServer(t *testing.T, fn func(t *testing.T, p *Parley)) {
+	t.Helper()
+	for _, name := range engines() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, startParley(t, name))
+		})
+	}
+}
+
+// startParley starts the binary on a fresh database with the conformance config, issues an app
+// key and a knowledge key through the CLI, and stops the server when t ends. The server runs
+// with response validation enforced; a contract violation it logs fails t.
+func startParley(t *testing.T, engine string) *Parley {
+	t.Helper()
+	if engine == "external" {
+		return &Parley{
+			URL:          strings.TrimRight(os.Getenv("PARLEY_URL"), "/"),
+			AppKey:       os.Getenv("PARLEY_APP_KEY"),
+			KnowledgeKey: os.Getenv("PARLEY_KNOWLEDGE_KEY"),
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	p := &Parley{engine: storetest.NewEngine(t, engine), logs: &syncBuffer{}}
+	p.env = append(os.Environ(),
+		"PARLEY_ADDR=127.0.0.1:0",
+		"PARLEY_DATA_DIR="+p.engine.DataDir,
+		"PARLEY_DATABASE_URL="+p.engine.DatabaseURL,
+		"PARLEY_CONFIG="+filepath.Join(filepath.Dir(file), "testdata", "parley.yaml"),
+		"PARLEY_RESPONSE_VALIDATION=enforce",
+		"PARLEY_LOG_FORMAT=json",
+		"PARLEY_LOG_LEVEL=info",
+		"CONFORMANCE_OPENAI_KEY=sk-conformance",
+		"CONFORMANCE_UNSET_KEY=",
+	)
+	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
+	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, "serve")
+	cmd.Env = p.env
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Bytes()
+			p.logs.Write(append(append([]byte(nil), line...), '\n'))
+			if !sent {
+				var rec struct{ Msg, Addr string }
+				if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
+					addr <- rec.Addr
+					sent = true
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", p.logs.String())
+		}
+		for _, line := range strings.Split(p.logs.String(), "\n") {
+			if strings.Contains(line, "response violates the contract") {
+				t.Errorf("server reported a contract violation: %s", line)
+			}
+		}
+	})
+	select {
+	case a := <-addr:
+		p.URL = "http://" + a + "/v1"
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not report its address in 30s; log:\n%s", p.logs.String())
+	}
+	return p
+}
+
+// CLI runs the parley binary with the server's settings and returns its trimmed stdout.
+func (p *Parley) CLI(t *testing.T, args ...string) string {
+	t.Helper()
+	if binary == "" {
+		t.Skip("CLI not available against an external server")
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = p.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -106,9 +106,74 @@ func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (map[string]*openapi3.Sch
 		if sr == nil || sr.Value == nil {
 			return nil, fmt.Errorf("event %q: no schema %q", name, target)
 		}
-		out[name] = sr.Value
+		out[name] = flattenAllOf(sr.Value)
 	}
 	return out, nil
+}
+
+// flattenAllOf returns a schema that accepts exactly what s accepts, with every allOf of plain
+// object schemas (the envelope + payload pattern of the events) merged into one object schema.
+// kin-openapi validates an allOf by visiting each branch separately, which made it most of the
+// cost of checking an event; the merged form is checked in one pass. Anything that is not a
+// plain merge (oneOf, anyOf, not, closed or typed additionalProperties, a property defined twice)
+// is left as it is.
+func flattenAllOf(s *openapi3.Schema) *openapi3.Schema {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	if len(s.AllOf) > 0 {
+		if merged, ok := mergeObjects(s); ok {
+			out = *merged
+		}
+	}
+	if out.Properties != nil {
+		props := make(openapi3.Schemas, len(out.Properties))
+		for k, ref := range out.Properties {
+			props[k] = &openapi3.SchemaRef{Value: flattenAllOf(ref.Value)}
+		}
+		out.Properties = props
+	}
+	if out.Items != nil {
+		out.Items = &openapi3.SchemaRef{Value: flattenAllOf(out.Items.Value)}
+	}
+	return &out
+}
+
+func mergeObjects(s *openapi3.Schema) (*openapi3.Schema, bool) {
+	parts := []*openapi3.Schema{s}
+	for _, ref := range s.AllOf {
+		if ref.Value == nil {
+			return nil, false
+		}
+		sub := flattenAllOf(ref.Value)
+		if len(sub.AllOf) > 0 || sub.Nullable {
+			return nil, false
+		}
+		parts = append(parts, sub)
+	}
+	merged := *s
+	merged.AllOf = nil
+	merged.Type = &openapi3.Types{openapi3.TypeObject}
+	merged.Properties = openapi3.Schemas{}
+	merged.Required = nil
+	for _, p := range parts {
+		if len(p.OneOf) > 0 || len(p.AnyOf) > 0 || p.Not != nil || p.Discriminator != nil ||
+			(p.Type != nil && !p.Type.Is(openapi3.TypeObject)) ||
+			p.AdditionalProperties.Schema != nil ||
+			(p.AdditionalProperties.Has != nil && !*p.AdditionalProperties.Has) {
+			return nil, false
+		}
+		for k, v := range p.Properties {
+			if _, dup := merged.Properties[k]; dup {
+				return nil, false
+			}
+			merged.Properties[k] = v
+		}
+		merged.Required = append(merged.Required, p.Required...)
+	}
+	merged.AdditionalProperties = openapi3.AdditionalProperties{}
+	return &merged, true
 }
 
 // Violations counts the responses and events that broke the contract since start.

@@ -103,23 +103,30 @@ func open(ctx context.Context, getenv func(string) string, f *flags) (*env, erro
 	return &env{cfg: cfg, file: file, log: log, store: st}, nil
 }
 
+// withEnv adapts fn to a cobra RunE that opens the environment first and closes it after.
+func withEnv(getenv func(string) string, f *flags, fn func(cmd *cobra.Command, args []string, e *env) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		e, err := open(cmd.Context(), getenv, f)
+		if err != nil {
+			return err
+		}
+		defer e.store.Close()
+		return fn(cmd, args, e)
+	}
+}
+
 func newMigrateCmd(getenv func(string) string, f *flags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply database migrations",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e, err := open(cmd.Context(), getenv, f)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
 			v, err := e.store.SchemaVersion(cmd.Context())
 			if err != nil {
 				return err
 			}
 			e.log.Info("database is up to date", "dialect", e.store.Dialect(), "schema_version", v)
 			return nil
-		},
+		}),
 	}
 }

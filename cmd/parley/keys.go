@@ -25,15 +25,13 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 			"models listing. Only the key is printed, on stdout; it is stored as a hash and cannot be\n" +
 			"shown again.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if (appName == "") == !knowledge {
 				return errors.New("give exactly one of --app NAME or --knowledge")
 			}
-			e, err := open(cmd.Context(), getenv, f)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
+			return nil
+		},
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
 			kind, appID := auth.KindKnowledge, ""
 			if appName != "" {
 				if _, ok := e.file.App(appName); !ok {
@@ -52,7 +50,7 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 			fmt.Fprintln(cmd.OutOrStdout(), secret)
 			e.log.Info("key created", "id", key.ID, "kind", string(kind), "app", appName)
 			return nil
-		},
+		}),
 	}
 	create.Flags().StringVar(&appName, "app", "", "name of the app the key is for")
 	create.Flags().BoolVar(&knowledge, "knowledge", false, "issue a knowledge-base key")
@@ -61,12 +59,7 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Use:   "list",
 		Short: "List API keys (ids and prefixes, never secrets)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			e, err := open(cmd.Context(), getenv, f)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
 			keys, err := auth.New(e.store).List(cmd.Context())
 			if err != nil {
 				return err
@@ -90,19 +83,14 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 					stamp(&k.CreatedAt), stamp(k.LastUsedAt), stamp(k.RevokedAt))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke an API key; it stops working at once",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := open(cmd.Context(), getenv, f)
-			if err != nil {
-				return err
-			}
-			defer e.store.Close()
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
 			if err := auth.New(e.store).Revoke(cmd.Context(), args[0]); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("no active key with id %s", args[0])
@@ -111,7 +99,7 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 			}
 			e.log.Info("key revoked", "id", args[0])
 			return nil
-		},
+		}),
 	}
 	keys.AddCommand(create, list, revoke)
 	return keys

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -63,24 +64,108 @@ func (e AgentThoughtEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for AppFeedbackFromSource.
+const (
+	AppFeedbackFromSourceAdmin AppFeedbackFromSource = "admin"
+	AppFeedbackFromSourceUser  AppFeedbackFromSource = "user"
+)
+
+// Valid indicates whether the value is a known member of the AppFeedbackFromSource enum.
+func (e AppFeedbackFromSource) Valid() bool {
+	switch e {
+	case AppFeedbackFromSourceAdmin:
+		return true
+	case AppFeedbackFromSourceUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppFeedbackRating.
+const (
+	AppFeedbackRatingDislike AppFeedbackRating = "dislike"
+	AppFeedbackRatingLike    AppFeedbackRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the AppFeedbackRating enum.
+func (e AppFeedbackRating) Valid() bool {
+	switch e {
+	case AppFeedbackRatingDislike:
+		return true
+	case AppFeedbackRatingLike:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppInfoMode.
+const (
+	AppInfoModeAdvancedChat AppInfoMode = "advanced-chat"
+	AppInfoModeAgent        AppInfoMode = "agent"
+	AppInfoModeAgentChat    AppInfoMode = "agent-chat"
+	AppInfoModeChat         AppInfoMode = "chat"
+	AppInfoModeCompletion   AppInfoMode = "completion"
+	AppInfoModeWorkflow     AppInfoMode = "workflow"
+)
+
+// Valid indicates whether the value is a known member of the AppInfoMode enum.
+func (e AppInfoMode) Valid() bool {
+	switch e {
+	case AppInfoModeAdvancedChat:
+		return true
+	case AppInfoModeAgent:
+		return true
+	case AppInfoModeAgentChat:
+		return true
+	case AppInfoModeChat:
+		return true
+	case AppInfoModeCompletion:
+		return true
+	case AppInfoModeWorkflow:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AppMode.
 const (
-	AdvancedChat AppMode = "advanced-chat"
-	Agent        AppMode = "agent"
-	AgentChat    AppMode = "agent-chat"
-	Chat         AppMode = "chat"
+	AppModeAdvancedChat AppMode = "advanced-chat"
+	AppModeAgent        AppMode = "agent"
+	AppModeAgentChat    AppMode = "agent-chat"
+	AppModeChat         AppMode = "chat"
 )
 
 // Valid indicates whether the value is a known member of the AppMode enum.
 func (e AppMode) Valid() bool {
 	switch e {
-	case AdvancedChat:
+	case AppModeAdvancedChat:
 		return true
-	case Agent:
+	case AppModeAgent:
 		return true
-	case AgentChat:
+	case AppModeAgentChat:
 		return true
-	case Chat:
+	case AppModeChat:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppParametersTextToSpeechAutoPlay.
+const (
+	AppParametersTextToSpeechAutoPlayDisabled AppParametersTextToSpeechAutoPlay = "disabled"
+	AppParametersTextToSpeechAutoPlayEnabled  AppParametersTextToSpeechAutoPlay = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the AppParametersTextToSpeechAutoPlay enum.
+func (e AppParametersTextToSpeechAutoPlay) Valid() bool {
+	switch e {
+	case AppParametersTextToSpeechAutoPlayDisabled:
+		return true
+	case AppParametersTextToSpeechAutoPlayEnabled:
 		return true
 	default:
 		return false
@@ -189,18 +274,36 @@ func (e ErrorEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for FeedbackRequestRating.
+const (
+	FeedbackRequestRatingDislike FeedbackRequestRating = "dislike"
+	FeedbackRequestRatingLike    FeedbackRequestRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the FeedbackRequestRating enum.
+func (e FeedbackRequestRating) Valid() bool {
+	switch e {
+	case FeedbackRequestRatingDislike:
+		return true
+	case FeedbackRequestRatingLike:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FileReferenceTransferMethod.
 const (
-	LocalFile FileReferenceTransferMethod = "local_file"
-	RemoteUrl FileReferenceTransferMethod = "remote_url"
+	FileReferenceTransferMethodLocalFile FileReferenceTransferMethod = "local_file"
+	FileReferenceTransferMethodRemoteUrl FileReferenceTransferMethod = "remote_url"
 )
 
 // Valid indicates whether the value is a known member of the FileReferenceTransferMethod enum.
 func (e FileReferenceTransferMethod) Valid() bool {
 	switch e {
-	case LocalFile:
+	case FileReferenceTransferMethodLocalFile:
 		return true
-	case RemoteUrl:
+	case FileReferenceTransferMethodRemoteUrl:
 		return true
 	default:
 		return false
@@ -228,6 +331,45 @@ func (e FileReferenceType) Valid() bool {
 	case Image:
 		return true
 	case Video:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HistoryMessageFeedbackRating.
+const (
+	HistoryMessageFeedbackRatingDislike HistoryMessageFeedbackRating = "dislike"
+	HistoryMessageFeedbackRatingLike    HistoryMessageFeedbackRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the HistoryMessageFeedbackRating enum.
+func (e HistoryMessageFeedbackRating) Valid() bool {
+	switch e {
+	case HistoryMessageFeedbackRatingDislike:
+		return true
+	case HistoryMessageFeedbackRatingLike:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HistoryMessageStatus.
+const (
+	HistoryMessageStatusError   HistoryMessageStatus = "error"
+	HistoryMessageStatusNormal  HistoryMessageStatus = "normal"
+	HistoryMessageStatusStopped HistoryMessageStatus = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the HistoryMessageStatus enum.
+func (e HistoryMessageStatus) Valid() bool {
+	switch e {
+	case HistoryMessageStatusError:
+		return true
+	case HistoryMessageStatusNormal:
+		return true
+	case HistoryMessageStatusStopped:
 		return true
 	default:
 		return false
@@ -435,18 +577,57 @@ func (e MessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for MessageFileBelongsTo.
+const (
+	MessageFileBelongsToAssistant MessageFileBelongsTo = "assistant"
+	MessageFileBelongsToUser      MessageFileBelongsTo = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileBelongsTo enum.
+func (e MessageFileBelongsTo) Valid() bool {
+	switch e {
+	case MessageFileBelongsToAssistant:
+		return true
+	case MessageFileBelongsToUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageFileTransferMethod.
+const (
+	MessageFileTransferMethodLocalFile MessageFileTransferMethod = "local_file"
+	MessageFileTransferMethodRemoteUrl MessageFileTransferMethod = "remote_url"
+	MessageFileTransferMethodToolFile  MessageFileTransferMethod = "tool_file"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileTransferMethod enum.
+func (e MessageFileTransferMethod) Valid() bool {
+	switch e {
+	case MessageFileTransferMethodLocalFile:
+		return true
+	case MessageFileTransferMethodRemoteUrl:
+		return true
+	case MessageFileTransferMethodToolFile:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageFileEventBelongsTo.
 const (
-	Assistant MessageFileEventBelongsTo = "assistant"
-	User      MessageFileEventBelongsTo = "user"
+	MessageFileEventBelongsToAssistant MessageFileEventBelongsTo = "assistant"
+	MessageFileEventBelongsToUser      MessageFileEventBelongsTo = "user"
 )
 
 // Valid indicates whether the value is a known member of the MessageFileEventBelongsTo enum.
 func (e MessageFileEventBelongsTo) Valid() bool {
 	switch e {
-	case Assistant:
+	case MessageFileEventBelongsToAssistant:
 		return true
-	case User:
+	case MessageFileEventBelongsToUser:
 		return true
 	default:
 		return false
@@ -455,13 +636,13 @@ func (e MessageFileEventBelongsTo) Valid() bool {
 
 // Defines values for MessageFileEventEvent.
 const (
-	MessageFile MessageFileEventEvent = "message_file"
+	MessageFileEventEventMessageFile MessageFileEventEvent = "message_file"
 )
 
 // Valid indicates whether the value is a known member of the MessageFileEventEvent enum.
 func (e MessageFileEventEvent) Valid() bool {
 	switch e {
-	case MessageFile:
+	case MessageFileEventEventMessageFile:
 		return true
 	default:
 		return false
@@ -675,6 +856,36 @@ func (e ReasoningChunkEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ResultResult.
+const (
+	ResultResultSuccess ResultResult = "success"
+)
+
+// Valid indicates whether the value is a known member of the ResultResult enum.
+func (e ResultResult) Valid() bool {
+	switch e {
+	case ResultResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SuggestedQuestionsResult.
+const (
+	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
+)
+
+// Valid indicates whether the value is a known member of the SuggestedQuestionsResult enum.
+func (e SuggestedQuestionsResult) Valid() bool {
+	switch e {
+	case SuggestedQuestionsResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TtsMessageEndEventEvent.
 const (
 	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
@@ -807,6 +1018,30 @@ func (e WorkflowStartedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ListConversationsParamsSortBy.
+const (
+	CreatedAt      ListConversationsParamsSortBy = "created_at"
+	MinusCreatedAt ListConversationsParamsSortBy = "-created_at"
+	MinusUpdatedAt ListConversationsParamsSortBy = "-updated_at"
+	UpdatedAt      ListConversationsParamsSortBy = "updated_at"
+)
+
+// Valid indicates whether the value is a known member of the ListConversationsParamsSortBy enum.
+func (e ListConversationsParamsSortBy) Valid() bool {
+	switch e {
+	case CreatedAt:
+		return true
+	case MinusCreatedAt:
+		return true
+	case MinusUpdatedAt:
+		return true
+	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
 // AgentLogEvent A step log of an agent node (informational); carries no `workflow_run_id`.
 type AgentLogEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -899,8 +1134,94 @@ type AnnotationReply struct {
 	Id string `json:"id"`
 }
 
+// AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
+type AppFeedback struct {
+	AppId          openapi_types.UUID    `json:"app_id"`
+	Content        *string               `json:"content"`
+	ConversationId openapi_types.UUID    `json:"conversation_id"`
+	CreatedAt      time.Time             `json:"created_at"`
+	FromAccountId  *string               `json:"from_account_id"`
+	FromEndUserId  *string               `json:"from_end_user_id"`
+	FromSource     AppFeedbackFromSource `json:"from_source"`
+	Id             openapi_types.UUID    `json:"id"`
+	MessageId      openapi_types.UUID    `json:"message_id"`
+	Rating         AppFeedbackRating     `json:"rating"`
+	UpdatedAt      time.Time             `json:"updated_at"`
+}
+
+// AppFeedbackFromSource defines model for AppFeedback.FromSource.
+type AppFeedbackFromSource string
+
+// AppFeedbackRating defines model for AppFeedback.Rating.
+type AppFeedbackRating string
+
+// AppFeedbackList A page of the app's feedback.
+type AppFeedbackList struct {
+	Data []AppFeedback `json:"data"`
+}
+
+// AppInfo What the app is.
+type AppInfo struct {
+	AuthorName  string      `json:"author_name"`
+	Description string      `json:"description"`
+	Mode        AppInfoMode `json:"mode"`
+	Name        string      `json:"name"`
+	Tags        []string    `json:"tags"`
+}
+
+// AppInfoMode defines model for AppInfo.Mode.
+type AppInfoMode string
+
+// AppMeta Icons of the app's tools, keyed by tool name.
+type AppMeta struct {
+	ToolIcons map[string]interface{} `json:"tool_icons"`
+}
+
 // AppMode The app's response mode. `agent` is the mode of (new) Agent apps.
 type AppMode string
+
+// AppParameters How to call the app.
+type AppParameters struct {
+	// AnnotationReply A feature switch.
+	AnnotationReply Enabled                `json:"annotation_reply"`
+	FileUpload      map[string]interface{} `json:"file_upload"`
+
+	// MoreLikeThis A feature switch.
+	MoreLikeThis     Enabled `json:"more_like_this"`
+	OpeningStatement string  `json:"opening_statement"`
+
+	// RetrieverResource A feature switch.
+	RetrieverResource Enabled `json:"retriever_resource"`
+
+	// SensitiveWordAvoidance A feature switch.
+	SensitiveWordAvoidance Enabled `json:"sensitive_word_avoidance"`
+
+	// SpeechToText A feature switch.
+	SpeechToText       Enabled  `json:"speech_to_text"`
+	SuggestedQuestions []string `json:"suggested_questions"`
+
+	// SuggestedQuestionsAfterAnswer A feature switch.
+	SuggestedQuestionsAfterAnswer Enabled `json:"suggested_questions_after_answer"`
+	SystemParameters              struct {
+		AudioFileSizeLimit      int `json:"audio_file_size_limit"`
+		FileSizeLimit           int `json:"file_size_limit"`
+		ImageFileSizeLimit      int `json:"image_file_size_limit"`
+		VideoFileSizeLimit      int `json:"video_file_size_limit"`
+		WorkflowFileUploadLimit int `json:"workflow_file_upload_limit"`
+	} `json:"system_parameters"`
+	TextToSpeech struct {
+		AutoPlay *AppParametersTextToSpeechAutoPlay `json:"autoPlay,omitempty"`
+		Enabled  bool                               `json:"enabled"`
+		Language *string                            `json:"language,omitempty"`
+		Voice    *string                            `json:"voice,omitempty"`
+	} `json:"text_to_speech"`
+
+	// UserInputForm Each element has one key, the input type (`text-input`, `paragraph`, `select`, `number`, `checkbox`), whose value describes the input.
+	UserInputForm []map[string]InputFormItem `json:"user_input_form"`
+}
+
+// AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
+type AppParametersTextToSpeechAutoPlay string
 
 // ChatCompletionResponse The blocking-mode reply.
 type ChatCompletionResponse struct {
@@ -971,6 +1292,26 @@ type ChatStreamEvent struct {
 	union json.RawMessage
 }
 
+// Conversation A conversation of an end user with the app.
+type Conversation struct {
+	CreatedAt    int64                  `json:"created_at"`
+	Id           openapi_types.UUID     `json:"id"`
+	Inputs       map[string]interface{} `json:"inputs"`
+	Introduction string                 `json:"introduction"`
+	Name         string                 `json:"name"`
+
+	// Status Example: normal
+	Status    string `json:"status"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// ConversationList A page of conversations.
+type ConversationList struct {
+	Data    []Conversation `json:"data"`
+	HasMore bool           `json:"has_more"`
+	Limit   int            `json:"limit"`
+}
+
 // DataSourceDetail Expanded data source information.
 type DataSourceDetail struct {
 	// UploadFile The uploaded file behind a document.
@@ -1030,6 +1371,11 @@ type DocumentWithBatch struct {
 	Document KnowledgeDocument `json:"document"`
 }
 
+// Enabled A feature switch.
+type Enabled struct {
+	Enabled bool `json:"enabled"`
+}
+
 // Error The body of every error response, and the payload members of the `error` event.
 type Error struct {
 	// Code Stable error identifier.
@@ -1072,6 +1418,19 @@ type EventEnvelope struct {
 	MessageId openapi_types.UUID `json:"message_id"`
 }
 
+// FeedbackRequest A rating of a message.
+type FeedbackRequest struct {
+	// Content Free-text feedback.
+	Content *string `json:"content,omitempty"`
+
+	// Rating null revokes the rating.
+	Rating *FeedbackRequestRating `json:"rating,omitempty"`
+	User   string                 `json:"user"`
+}
+
+// FeedbackRequestRating null revokes the rating.
+type FeedbackRequestRating string
+
 // FileReference A file attached to a message. `url` is required when `transfer_method` is `remote_url`; `upload_file_id` when it is `local_file`.
 type FileReference struct {
 	// TransferMethod How the file is supplied.
@@ -1092,6 +1451,67 @@ type FileReferenceTransferMethod string
 
 // FileReferenceType File kind.
 type FileReferenceType string
+
+// FileUploadRequest Multipart body of the file upload; exactly one `file` part.
+type FileUploadRequest struct {
+	// File The file.
+	File *openapi_types.File `json:"file,omitempty"`
+
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User                 *string                `json:"user,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// HistoryAgentThought A reasoning or tool-call step of an agent message.
+type HistoryAgentThought struct {
+	ChainId     *string                 `json:"chain_id,omitempty"`
+	CreatedAt   *int64                  `json:"created_at,omitempty"`
+	Files       *[]string               `json:"files,omitempty"`
+	Id          string                  `json:"id"`
+	MessageId   string                  `json:"message_id"`
+	Observation *string                 `json:"observation,omitempty"`
+	Position    int                     `json:"position"`
+	Thought     *string                 `json:"thought,omitempty"`
+	Tool        *string                 `json:"tool,omitempty"`
+	ToolInput   *string                 `json:"tool_input,omitempty"`
+	ToolLabels  *map[string]interface{} `json:"tool_labels,omitempty"`
+}
+
+// HistoryMessage A message of a conversation, with its answer.
+type HistoryMessage struct {
+	AgentThoughts  []HistoryAgentThought     `json:"agent_thoughts"`
+	Answer         string                    `json:"answer"`
+	AnswerTokens   *int                      `json:"answer_tokens,omitempty"`
+	ConversationId openapi_types.UUID        `json:"conversation_id"`
+	CreatedAt      int64                     `json:"created_at"`
+	Currency       *string                   `json:"currency,omitempty"`
+	Error          *string                   `json:"error"`
+	ExtraContents  *[]map[string]interface{} `json:"extra_contents,omitempty"`
+	Feedback       *struct {
+		Rating HistoryMessageFeedbackRating `json:"rating"`
+	} `json:"feedback"`
+	Id                      openapi_types.UUID     `json:"id"`
+	Inputs                  map[string]interface{} `json:"inputs"`
+	MessageFiles            []MessageFile          `json:"message_files"`
+	MessageTokens           *int                   `json:"message_tokens,omitempty"`
+	ParentMessageId         *string                `json:"parent_message_id"`
+	ProviderResponseLatency *float64               `json:"provider_response_latency,omitempty"`
+	Query                   string                 `json:"query"`
+	RetrieverResources      []RetrieverResource    `json:"retriever_resources"`
+	Status                  HistoryMessageStatus   `json:"status"`
+
+	// TotalPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	TotalPrice  *Decimal `json:"total_price,omitempty"`
+	TotalTokens *int     `json:"total_tokens,omitempty"`
+}
+
+// HistoryMessageFeedbackRating defines model for HistoryMessage.Feedback.Rating.
+type HistoryMessageFeedbackRating string
+
+// HistoryMessageStatus defines model for HistoryMessage.Status.
+type HistoryMessageStatus string
 
 // HumanInputAction A button of a human-input form.
 type HumanInputAction struct {
@@ -1210,6 +1630,16 @@ type I18nObject map[string]string
 
 // IndexingStatus Where the document is in indexing.
 type IndexingStatus string
+
+// InputFormItem One input of the app's form.
+type InputFormItem struct {
+	Default   *string   `json:"default,omitempty"`
+	Label     string    `json:"label"`
+	MaxLength *int      `json:"max_length,omitempty"`
+	Options   *[]string `json:"options,omitempty"`
+	Required  bool      `json:"required"`
+	Variable  string    `json:"variable"`
+}
 
 // IterationCompletedEvent An iteration node completed (informational).
 type IterationCompletedEvent struct {
@@ -1417,6 +1847,25 @@ type MessageEvent struct {
 // MessageEventEvent defines model for MessageEvent.Event.
 type MessageEventEvent string
 
+// MessageFile A file attached to a message.
+type MessageFile struct {
+	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
+	Filename       *string                   `json:"filename,omitempty"`
+	Id             string                    `json:"id"`
+	MimeType       *string                   `json:"mime_type,omitempty"`
+	Size           *int64                    `json:"size,omitempty"`
+	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
+	Type           string                    `json:"type"`
+	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
+	Url            *string                   `json:"url,omitempty"`
+}
+
+// MessageFileBelongsTo defines model for MessageFile.BelongsTo.
+type MessageFileBelongsTo string
+
+// MessageFileTransferMethod defines model for MessageFile.TransferMethod.
+type MessageFileTransferMethod string
+
 // MessageFileEvent The assistant returned a file.
 type MessageFileEvent struct {
 	BelongsTo      MessageFileEventBelongsTo `json:"belongs_to"`
@@ -1443,6 +1892,13 @@ type MessageFileEventBelongsTo string
 
 // MessageFileEventEvent defines model for MessageFileEvent.Event.
 type MessageFileEventEvent string
+
+// MessageList A page of a conversation's messages, oldest to newest.
+type MessageList struct {
+	Data    []HistoryMessage `json:"data"`
+	HasMore bool             `json:"has_more"`
+	Limit   int              `json:"limit"`
+}
 
 // MessageReplaceEvent Output moderation replaced the answer so far with `answer`.
 type MessageReplaceEvent struct {
@@ -1709,6 +2165,13 @@ type ReasoningChunkEvent struct {
 // ReasoningChunkEventEvent defines model for ReasoningChunkEvent.Event.
 type ReasoningChunkEventEvent string
 
+// RenameConversationRequest A new name, or a request to generate one.
+type RenameConversationRequest struct {
+	AutoGenerate *bool   `json:"auto_generate,omitempty"`
+	Name         *string `json:"name,omitempty"`
+	User         *string `json:"user,omitempty"`
+}
+
 // ResponseMetadata Usage and the knowledge citations of a reply.
 type ResponseMetadata struct {
 	// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
@@ -1718,6 +2181,14 @@ type ResponseMetadata struct {
 	// Usage Token usage and price of a reply. Prices are decimal strings.
 	Usage Usage `json:"usage"`
 }
+
+// Result The body of an operation that only reports success.
+type Result struct {
+	Result ResultResult `json:"result"`
+}
+
+// ResultResult defines model for Result.Result.
+type ResultResult string
 
 // RetrieverResource A knowledge chunk cited by a reply.
 type RetrieverResource struct {
@@ -1743,6 +2214,15 @@ type RetrieverResource struct {
 	Summary         *string            `json:"summary,omitempty"`
 	WordCount       *int               `json:"word_count,omitempty"`
 }
+
+// SuggestedQuestions Follow-up questions.
+type SuggestedQuestions struct {
+	Data   []string                 `json:"data"`
+	Result SuggestedQuestionsResult `json:"result"`
+}
+
+// SuggestedQuestionsResult defines model for SuggestedQuestions.Result.
+type SuggestedQuestionsResult string
 
 // TaskEnvelope defines model for TaskEnvelope.
 type TaskEnvelope struct {
@@ -1806,6 +2286,25 @@ type UploadFileDetail struct {
 	Size      int64  `json:"size"`
 }
 
+// UploadedFile A stored upload.
+type UploadedFile struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// CreatedBy The end user's id.
+	CreatedBy string `json:"created_by"`
+
+	// Extension Without the dot.
+	Extension  string             `json:"extension"`
+	Id         openapi_types.UUID `json:"id"`
+	MimeType   string             `json:"mime_type"`
+	Name       string             `json:"name"`
+	PreviewUrl *string            `json:"preview_url,omitempty"`
+
+	// Size Bytes.
+	Size      int64   `json:"size"`
+	SourceUrl *string `json:"source_url,omitempty"`
+}
+
 // Usage Token usage and price of a reply. Prices are decimal strings.
 type Usage struct {
 	// CompletionPrice A decimal number as text.
@@ -1851,6 +2350,12 @@ type Usage struct {
 	// Example: 0.0025825
 	TotalPrice  Decimal `json:"total_price"`
 	TotalTokens int     `json:"total_tokens"`
+}
+
+// UserRequest A body that names the end user.
+type UserRequest struct {
+	// User End-user identifier.
+	User string `json:"user"`
 }
 
 // WorkflowEnvelope defines model for WorkflowEnvelope.
@@ -1950,6 +2455,24 @@ type WorkflowStartedEventDataReason string
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
 
+// ConversationId defines model for ConversationId.
+type ConversationId = string
+
+// Limit defines model for Limit.
+type Limit = int
+
+// MessageId defines model for MessageId.
+type MessageId = string
+
+// TaskId defines model for TaskId.
+type TaskId = string
+
+// User defines model for User.
+type User = string
+
+// UserRequired defines model for UserRequired.
+type UserRequired = string
+
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error
 
@@ -1965,6 +2488,9 @@ type NotFound = Error
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
+// Success The body of an operation that only reports success.
+type Success = Result
+
 // TooManyRequests The body of every error response, and the payload members of the `error` event.
 type TooManyRequests = Error
 
@@ -1974,16 +2500,94 @@ type Unauthorized = Error
 // UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
 type UnsupportedMediaType = Error
 
+// ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
+type ListAppFeedbacksParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListConversationsParams defines parameters for ListConversations.
+type ListConversationsParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// LastId Id of the last conversation of the previous page.
+	LastId *string `form:"last_id,omitempty" json:"last_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// SortBy Sort field; `-` means descending.
+	SortBy *ListConversationsParamsSortBy `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+}
+
+// ListConversationsParamsSortBy defines parameters for ListConversations.
+type ListConversationsParamsSortBy string
+
+// GetAppInfoParams defines parameters for GetAppInfo.
+type GetAppInfoParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// ListMessagesParams defines parameters for ListMessages.
+type ListMessagesParams struct {
+	// ConversationId The conversation.
+	ConversationId string `form:"conversation_id" json:"conversation_id"`
+
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// FirstId Id of the oldest message already shown.
+	FirstId *string `form:"first_id,omitempty" json:"first_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetSuggestedQuestionsParams defines parameters for GetSuggestedQuestions.
+type GetSuggestedQuestionsParams struct {
+	// User End-user identifier.
+	User UserRequired `form:"user" json:"user"`
+}
+
+// GetAppMetaParams defines parameters for GetAppMeta.
+type GetAppMetaParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// GetAppParametersParams defines parameters for GetAppParameters.
+type GetAppParametersParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
+// StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
+type StopChatMessageJSONRequestBody = UserRequest
+
 // DeleteConversationJSONRequestBody defines body for DeleteConversation for application/json ContentType.
 type DeleteConversationJSONRequestBody = DeleteConversationRequest
+
+// RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
+type RenameConversationJSONRequestBody = RenameConversationRequest
 
 // UpdateDocumentByFileMultipartRequestBody defines body for UpdateDocumentByFile for multipart/form-data ContentType.
 //
 // Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileRequest
+
+// UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
+type UploadFileMultipartRequestBody = FileUploadRequest
+
+// SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
+type SendMessageFeedbackJSONRequestBody = FeedbackRequest
 
 // Getter for additional properties for AgentLogEvent_Data. Returns the specified
 // element and whether it was found
@@ -2157,6 +2761,89 @@ func (a AgentLogEvent_Data) MarshalJSON() ([]byte, error) {
 		object["status"], err = json.Marshal(a.Status)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for FileUploadRequest. Returns the specified
+// element and whether it was found
+func (a FileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for FileUploadRequest
+func (a *FileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for FileUploadRequest to handle AdditionalProperties
+func (a *FileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if raw, found := object["user"]; found {
+		err = json.Unmarshal(raw, &a.User)
+		if err != nil {
+			return fmt.Errorf("error reading 'user': %w", err)
+		}
+		delete(object, "user")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for FileUploadRequest to handle AdditionalProperties
+func (a FileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	if a.User != nil {
+		object["user"], err = json.Marshal(a.User)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user': %w", err)
 		}
 	}
 
@@ -3684,6 +4371,13 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAppFeedbacks List the app's feedback
+	//
+	// All ratings given to the app's messages, newest first.
+	//
+	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
+	ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SendChatMessageWithBody Send chat message
 	//
 	// Sends the user's message to a Chatflow, Agent, Chatbot or Legacy Agent app. With
@@ -3710,6 +4404,36 @@ type ClientInterface interface {
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
 	SendChatMessage(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StopChatMessageWithBody Stop response
+	//
+	// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+	// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+	// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+	StopChatMessageWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopChatMessage Stop response
+	//
+	// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+	// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+	// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+	StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConversations Get conversations
+	//
+	// The end user's conversations with the app, in pages: pass the id of the last item of a page
+	// as `last_id` to get the next one.
+	//
+	// Corresponds with GET /conversations (the `ListConversations` operationId).
+	ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteConversationWithBody Delete conversation
 	//
 	// Deletes a conversation of the end user named by `user`. Later use of the conversation yields
@@ -3718,7 +4442,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-	DeleteConversationWithBody(ctx context.Context, conversationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteConversationWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteConversation Delete conversation
 	//
@@ -3728,7 +4452,27 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-	DeleteConversation(ctx context.Context, conversationId string, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteConversation(ctx context.Context, conversationId ConversationId, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenameConversationWithBody Rename conversation
+	//
+	// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+	// from the conversation's first message (then `name` is ignored).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+	RenameConversationWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenameConversation Rename conversation
+	//
+	// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+	// from the conversation's first message (then `name` is ignored).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+	RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateDocumentByFileWithBody Update document by file (deprecated)
 	//
@@ -3742,6 +4486,75 @@ type ClientInterface interface {
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	UpdateDocumentByFileWithBody(ctx context.Context, datasetId string, documentId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UploadFileWithBody Upload file
+	//
+	// Uploads one file for use in a message (`files[].upload_file_id` with
+	// `transfer_method: local_file`). The file is visible only to the same `user`. Size limits by
+	// kind: images `UPLOAD_IMAGE_FILE_SIZE_LIMIT`, audio `UPLOAD_AUDIO_FILE_SIZE_LIMIT`, video
+	// `UPLOAD_VIDEO_FILE_SIZE_LIMIT`, anything else `UPLOAD_FILE_SIZE_LIMIT` (MB).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /files/upload (the `UploadFile` operationId).
+	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAppInfo Get application basic information
+	//
+	// The app's name, description, tags, mode and author.
+	//
+	// Corresponds with GET /info (the `GetAppInfo` operationId).
+	GetAppInfo(ctx context.Context, params *GetAppInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMessages Get conversation history messages
+	//
+	// A conversation's messages, in pages going back in time: without `first_id` the newest
+	// `limit` messages; with it, the `limit` messages older than that one. Each page is ordered
+	// oldest to newest; `has_more` says whether older messages exist.
+	//
+	// Corresponds with GET /messages (the `ListMessages` operationId).
+	ListMessages(ctx context.Context, params *ListMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendMessageFeedbackWithBody Send message feedback
+	//
+	// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+	SendMessageFeedbackWithBody(ctx context.Context, messageId MessageId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendMessageFeedback Send message feedback
+	//
+	// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+	SendMessageFeedback(ctx context.Context, messageId MessageId, body SendMessageFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSuggestedQuestions Get next suggested questions
+	//
+	// Up to three follow-up questions the user might ask after this message, generated by the
+	// app's model. Needs `suggested_questions_after_answer` enabled on the app (else 400
+	// `bad_request`); a model failure gives an empty list.
+	//
+	// Corresponds with GET /messages/{message_id}/suggested (the `GetSuggestedQuestions` operationId).
+	GetSuggestedQuestions(ctx context.Context, messageId MessageId, params *GetSuggestedQuestionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAppMeta Get application meta information
+	//
+	// Icons of the tools the app uses.
+	//
+	// Corresponds with GET /meta (the `GetAppMeta` operationId).
+	GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAppParameters Get application parameters
+	//
+	// The app's input form, opening statement, suggested questions and feature switches.
+	//
+	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
+	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAvailableModels Get available models
 	//
 	// Lists the configured model providers that have active models of the requested type, each
@@ -3750,6 +4563,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /workspaces/current/models/model-types/{model_type} (the `ListAvailableModels` operationId).
 	ListAvailableModels(ctx context.Context, modelType ModelType, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListAppFeedbacks List the app's feedback
+//
+// All ratings given to the app's messages, newest first.
+//
+// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
+func (c *Client) ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAppFeedbacksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // SendChatMessageWithBody Send chat message
@@ -3798,6 +4628,66 @@ func (c *Client) SendChatMessage(ctx context.Context, body SendChatMessageJSONRe
 	return c.Client.Do(req)
 }
 
+// StopChatMessageWithBody Stop response
+//
+// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+func (c *Client) StopChatMessageWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopChatMessageRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopChatMessage Stop response
+//
+// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+func (c *Client) StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopChatMessageRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConversations Get conversations
+//
+// The end user's conversations with the app, in pages: pass the id of the last item of a page
+// as `last_id` to get the next one.
+//
+// Corresponds with GET /conversations (the `ListConversations` operationId).
+func (c *Client) ListConversations(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConversationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteConversationWithBody Delete conversation
 //
 // Deletes a conversation of the end user named by `user`. Later use of the conversation yields
@@ -3806,7 +4696,7 @@ func (c *Client) SendChatMessage(ctx context.Context, body SendChatMessageJSONRe
 // Takes any type of body and a specified content type.
 //
 // Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-func (c *Client) DeleteConversationWithBody(ctx context.Context, conversationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) DeleteConversationWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteConversationRequestWithBody(c.Server, conversationId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -3826,8 +4716,48 @@ func (c *Client) DeleteConversationWithBody(ctx context.Context, conversationId 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-func (c *Client) DeleteConversation(ctx context.Context, conversationId string, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) DeleteConversation(ctx context.Context, conversationId ConversationId, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteConversationRequest(c.Server, conversationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenameConversationWithBody Rename conversation
+//
+// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+// from the conversation's first message (then `name` is ignored).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+func (c *Client) RenameConversationWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenameConversationRequestWithBody(c.Server, conversationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenameConversation Rename conversation
+//
+// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+// from the conversation's first message (then `name` is ignored).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+func (c *Client) RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenameConversationRequest(c.Server, conversationId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3859,6 +4789,155 @@ func (c *Client) UpdateDocumentByFileWithBody(ctx context.Context, datasetId str
 	return c.Client.Do(req)
 }
 
+// UploadFileWithBody Upload file
+//
+// Uploads one file for use in a message (`files[].upload_file_id` with
+// `transfer_method: local_file`). The file is visible only to the same `user`. Size limits by
+// kind: images `UPLOAD_IMAGE_FILE_SIZE_LIMIT`, audio `UPLOAD_AUDIO_FILE_SIZE_LIMIT`, video
+// `UPLOAD_VIDEO_FILE_SIZE_LIMIT`, anything else `UPLOAD_FILE_SIZE_LIMIT` (MB).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /files/upload (the `UploadFile` operationId).
+func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAppInfo Get application basic information
+//
+// The app's name, description, tags, mode and author.
+//
+// Corresponds with GET /info (the `GetAppInfo` operationId).
+func (c *Client) GetAppInfo(ctx context.Context, params *GetAppInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAppInfoRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMessages Get conversation history messages
+//
+// A conversation's messages, in pages going back in time: without `first_id` the newest
+// `limit` messages; with it, the `limit` messages older than that one. Each page is ordered
+// oldest to newest; `has_more` says whether older messages exist.
+//
+// Corresponds with GET /messages (the `ListMessages` operationId).
+func (c *Client) ListMessages(ctx context.Context, params *ListMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMessagesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendMessageFeedbackWithBody Send message feedback
+//
+// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+func (c *Client) SendMessageFeedbackWithBody(ctx context.Context, messageId MessageId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageFeedbackRequestWithBody(c.Server, messageId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendMessageFeedback Send message feedback
+//
+// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+func (c *Client) SendMessageFeedback(ctx context.Context, messageId MessageId, body SendMessageFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageFeedbackRequest(c.Server, messageId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSuggestedQuestions Get next suggested questions
+//
+// Up to three follow-up questions the user might ask after this message, generated by the
+// app's model. Needs `suggested_questions_after_answer` enabled on the app (else 400
+// `bad_request`); a model failure gives an empty list.
+//
+// Corresponds with GET /messages/{message_id}/suggested (the `GetSuggestedQuestions` operationId).
+func (c *Client) GetSuggestedQuestions(ctx context.Context, messageId MessageId, params *GetSuggestedQuestionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSuggestedQuestionsRequest(c.Server, messageId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAppMeta Get application meta information
+//
+// Icons of the tools the app uses.
+//
+// Corresponds with GET /meta (the `GetAppMeta` operationId).
+func (c *Client) GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAppMetaRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAppParameters Get application parameters
+//
+// The app's input form, opening statement, suggested questions and feature switches.
+//
+// Corresponds with GET /parameters (the `GetAppParameters` operationId).
+func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAppParametersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListAvailableModels Get available models
 //
 // Lists the configured model providers that have active models of the requested type, each
@@ -3876,6 +4955,72 @@ func (c *Client) ListAvailableModels(ctx context.Context, modelType ModelType, r
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListAppFeedbacksRequest constructs an http.Request for the ListAppFeedbacks method
+func NewListAppFeedbacksRequest(server string, params *ListAppFeedbacksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/app/feedbacks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewSendChatMessageRequest calls the generic SendChatMessage builder with application/json body
@@ -3918,8 +5063,145 @@ func NewSendChatMessageRequestWithBody(server string, contentType string, body i
 	return req, nil
 }
 
+// NewStopChatMessageRequest calls the generic StopChatMessage builder with application/json body
+func NewStopChatMessageRequest(server string, taskId TaskId, body StopChatMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStopChatMessageRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewStopChatMessageRequestWithBody constructs an http.Request for the StopChatMessage method, with any body, and a specified content type
+func NewStopChatMessageRequestWithBody(server string, taskId TaskId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/chat-messages/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListConversationsRequest constructs an http.Request for the ListConversations method
+func NewListConversationsRequest(server string, params *ListConversationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LastId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last_id", *params.LastId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort_by", *params.SortBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteConversationRequest calls the generic DeleteConversation builder with application/json body
-func NewDeleteConversationRequest(server string, conversationId string, body DeleteConversationJSONRequestBody) (*http.Request, error) {
+func NewDeleteConversationRequest(server string, conversationId ConversationId, body DeleteConversationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -3930,7 +5212,7 @@ func NewDeleteConversationRequest(server string, conversationId string, body Del
 }
 
 // NewDeleteConversationRequestWithBody constructs an http.Request for the DeleteConversation method, with any body, and a specified content type
-func NewDeleteConversationRequestWithBody(server string, conversationId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewDeleteConversationRequestWithBody(server string, conversationId ConversationId, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3956,6 +5238,53 @@ func NewDeleteConversationRequestWithBody(server string, conversationId string, 
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRenameConversationRequest calls the generic RenameConversation builder with application/json body
+func NewRenameConversationRequest(server string, conversationId ConversationId, body RenameConversationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenameConversationRequestWithBody(server, conversationId, "application/json", bodyReader)
+}
+
+// NewRenameConversationRequestWithBody constructs an http.Request for the RenameConversation method, with any body, and a specified content type
+func NewRenameConversationRequestWithBody(server string, conversationId ConversationId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations/%s/name", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -4004,6 +5333,387 @@ func NewUpdateDocumentByFileRequestWithBody(server string, datasetId string, doc
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
+func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/upload")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAppInfoRequest constructs an http.Request for the GetAppInfo method
+func NewGetAppInfoRequest(server string, params *GetAppInfoParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/info")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListMessagesRequest constructs an http.Request for the ListMessages method
+func NewListMessagesRequest(server string, params *ListMessagesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/messages")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "conversation_id", params.ConversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FirstId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "first_id", *params.FirstId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSendMessageFeedbackRequest calls the generic SendMessageFeedback builder with application/json body
+func NewSendMessageFeedbackRequest(server string, messageId MessageId, body SendMessageFeedbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendMessageFeedbackRequestWithBody(server, messageId, "application/json", bodyReader)
+}
+
+// NewSendMessageFeedbackRequestWithBody constructs an http.Request for the SendMessageFeedback method, with any body, and a specified content type
+func NewSendMessageFeedbackRequestWithBody(server string, messageId MessageId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "message_id", messageId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/messages/%s/feedbacks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSuggestedQuestionsRequest constructs an http.Request for the GetSuggestedQuestions method
+func NewGetSuggestedQuestionsRequest(server string, messageId MessageId, params *GetSuggestedQuestionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "message_id", messageId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/messages/%s/suggested", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAppMetaRequest constructs an http.Request for the GetAppMeta method
+func NewGetAppMetaRequest(server string, params *GetAppMetaParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/meta")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAppParametersRequest constructs an http.Request for the GetAppParameters method
+func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/parameters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -4086,6 +5796,15 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAppFeedbacksWithResponse List the app's feedback
+	//
+	// All ratings given to the app's messages, newest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
+	ListAppFeedbacksWithResponse(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*ListAppFeedbacksResponse, error)
+
 	// SendChatMessageWithBodyWithResponse Send chat message
 	//
 	// Sends the user's message to a Chatflow, Agent, Chatbot or Legacy Agent app. With
@@ -4112,6 +5831,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
 	SendChatMessageWithResponse(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error)
 
+	// StopChatMessageWithBodyWithResponse Stop response
+	//
+	// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+	// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+	// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+	StopChatMessageWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error)
+
+	// StopChatMessageWithResponse Stop response
+	//
+	// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+	// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+	// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+	StopChatMessageWithResponse(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error)
+
+	// ListConversationsWithResponse Get conversations
+	//
+	// The end user's conversations with the app, in pages: pass the id of the last item of a page
+	// as `last_id` to get the next one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /conversations (the `ListConversations` operationId).
+	ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error)
+
 	// DeleteConversationWithBodyWithResponse Delete conversation
 	//
 	// Deletes a conversation of the end user named by `user`. Later use of the conversation yields
@@ -4120,7 +5871,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-	DeleteConversationWithBodyWithResponse(ctx context.Context, conversationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error)
+	DeleteConversationWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error)
 
 	// DeleteConversationWithResponse Delete conversation
 	//
@@ -4130,7 +5881,27 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-	DeleteConversationWithResponse(ctx context.Context, conversationId string, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error)
+	DeleteConversationWithResponse(ctx context.Context, conversationId ConversationId, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error)
+
+	// RenameConversationWithBodyWithResponse Rename conversation
+	//
+	// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+	// from the conversation's first message (then `name` is ignored).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+	RenameConversationWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error)
+
+	// RenameConversationWithResponse Rename conversation
+	//
+	// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+	// from the conversation's first message (then `name` is ignored).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+	RenameConversationWithResponse(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error)
 
 	// UpdateDocumentByFileWithBodyWithResponse Update document by file (deprecated)
 	//
@@ -4144,6 +5915,85 @@ type ClientWithResponsesInterface interface {
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	UpdateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId string, documentId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByFileResponse, error)
 
+	// UploadFileWithBodyWithResponse Upload file
+	//
+	// Uploads one file for use in a message (`files[].upload_file_id` with
+	// `transfer_method: local_file`). The file is visible only to the same `user`. Size limits by
+	// kind: images `UPLOAD_IMAGE_FILE_SIZE_LIMIT`, audio `UPLOAD_AUDIO_FILE_SIZE_LIMIT`, video
+	// `UPLOAD_VIDEO_FILE_SIZE_LIMIT`, anything else `UPLOAD_FILE_SIZE_LIMIT` (MB).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/upload (the `UploadFile` operationId).
+	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+
+	// GetAppInfoWithResponse Get application basic information
+	//
+	// The app's name, description, tags, mode and author.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /info (the `GetAppInfo` operationId).
+	GetAppInfoWithResponse(ctx context.Context, params *GetAppInfoParams, reqEditors ...RequestEditorFn) (*GetAppInfoResponse, error)
+
+	// ListMessagesWithResponse Get conversation history messages
+	//
+	// A conversation's messages, in pages going back in time: without `first_id` the newest
+	// `limit` messages; with it, the `limit` messages older than that one. Each page is ordered
+	// oldest to newest; `has_more` says whether older messages exist.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /messages (the `ListMessages` operationId).
+	ListMessagesWithResponse(ctx context.Context, params *ListMessagesParams, reqEditors ...RequestEditorFn) (*ListMessagesResponse, error)
+
+	// SendMessageFeedbackWithBodyWithResponse Send message feedback
+	//
+	// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+	SendMessageFeedbackWithBodyWithResponse(ctx context.Context, messageId MessageId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageFeedbackResponse, error)
+
+	// SendMessageFeedbackWithResponse Send message feedback
+	//
+	// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+	SendMessageFeedbackWithResponse(ctx context.Context, messageId MessageId, body SendMessageFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageFeedbackResponse, error)
+
+	// GetSuggestedQuestionsWithResponse Get next suggested questions
+	//
+	// Up to three follow-up questions the user might ask after this message, generated by the
+	// app's model. Needs `suggested_questions_after_answer` enabled on the app (else 400
+	// `bad_request`); a model failure gives an empty list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /messages/{message_id}/suggested (the `GetSuggestedQuestions` operationId).
+	GetSuggestedQuestionsWithResponse(ctx context.Context, messageId MessageId, params *GetSuggestedQuestionsParams, reqEditors ...RequestEditorFn) (*GetSuggestedQuestionsResponse, error)
+
+	// GetAppMetaWithResponse Get application meta information
+	//
+	// Icons of the tools the app uses.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /meta (the `GetAppMeta` operationId).
+	GetAppMetaWithResponse(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*GetAppMetaResponse, error)
+
+	// GetAppParametersWithResponse Get application parameters
+	//
+	// The app's input form, opening statement, suggested questions and feature switches.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
+	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
+
 	// ListAvailableModelsWithResponse Get available models
 	//
 	// Lists the configured model providers that have active models of the requested type, each
@@ -4154,6 +6004,75 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /workspaces/current/models/model-types/{model_type} (the `ListAvailableModels` operationId).
 	ListAvailableModelsWithResponse(ctx context.Context, modelType ModelType, reqEditors ...RequestEditorFn) (*ListAvailableModelsResponse, error)
+}
+
+// ListAppFeedbacksResponse401Headers the declared response headers of an HTTP 401 response for ListAppFeedbacks
+type ListAppFeedbacksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListAppFeedbacksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppFeedbackList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAppFeedbacksResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAppFeedbacksResponse) GetJSON200() *AppFeedbackList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAppFeedbacksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAppFeedbacksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAppFeedbacksResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAppFeedbacksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAppFeedbacksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAppFeedbacksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAppFeedbacksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // SendChatMessageResponse401Headers the declared response headers of an HTTP 401 response for SendChatMessage
@@ -4260,6 +6179,165 @@ func (r SendChatMessageResponse) ContentType() string {
 	return ""
 }
 
+// StopChatMessageResponse401Headers the declared response headers of an HTTP 401 response for StopChatMessage
+type StopChatMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StopChatMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StopChatMessageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopChatMessageResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StopChatMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StopChatMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StopChatMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StopChatMessageResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StopChatMessageResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StopChatMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopChatMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopChatMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopChatMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConversationsResponse401Headers the declared response headers of an HTTP 401 response for ListConversations
+type ListConversationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListConversationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConversationsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConversationsResponse) GetJSON200() *ConversationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConversationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConversationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConversationsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConversationsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConversationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConversationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConversationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConversationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteConversationResponse401Headers the declared response headers of an HTTP 401 response for DeleteConversation
 type DeleteConversationResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4337,6 +6415,96 @@ func (r DeleteConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenameConversationResponse401Headers the declared response headers of an HTTP 401 response for RenameConversation
+type RenameConversationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RenameConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Conversation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RenameConversationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenameConversationResponse) GetJSON200() *Conversation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RenameConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RenameConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RenameConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RenameConversationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RenameConversationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RenameConversationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RenameConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenameConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenameConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenameConversationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4440,6 +6608,538 @@ func (r UpdateDocumentByFileResponse) ContentType() string {
 	return ""
 }
 
+// UploadFileResponse401Headers the declared response headers of an HTTP 401 response for UploadFile
+type UploadFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UploadFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *UploadedFile
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadFileResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadFileResponse) GetJSON201() *UploadedFile {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UploadFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UploadFileResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UploadFileResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UploadFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAppInfoResponse401Headers the declared response headers of an HTTP 401 response for GetAppInfo
+type GetAppInfoResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetAppInfoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppInfo
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAppInfoResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAppInfoResponse) GetJSON200() *AppInfo {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAppInfoResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAppInfoResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAppInfoResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAppInfoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAppInfoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAppInfoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAppInfoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMessagesResponse401Headers the declared response headers of an HTTP 401 response for ListMessages
+type ListMessagesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListMessagesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMessagesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMessagesResponse) GetJSON200() *MessageList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMessagesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMessagesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListMessagesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMessagesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMessagesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMessagesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMessagesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMessagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendMessageFeedbackResponse401Headers the declared response headers of an HTTP 401 response for SendMessageFeedback
+type SendMessageFeedbackResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SendMessageFeedbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendMessageFeedbackResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SendMessageFeedbackResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SendMessageFeedbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendMessageFeedbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendMessageFeedbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendMessageFeedbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSuggestedQuestionsResponse401Headers the declared response headers of an HTTP 401 response for GetSuggestedQuestions
+type GetSuggestedQuestionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSuggestedQuestionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SuggestedQuestions
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSuggestedQuestionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSuggestedQuestionsResponse) GetJSON200() *SuggestedQuestions {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSuggestedQuestionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSuggestedQuestionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSuggestedQuestionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSuggestedQuestionsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSuggestedQuestionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSuggestedQuestionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSuggestedQuestionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSuggestedQuestionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAppMetaResponse401Headers the declared response headers of an HTTP 401 response for GetAppMeta
+type GetAppMetaResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetAppMetaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppMeta
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAppMetaResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAppMetaResponse) GetJSON200() *AppMeta {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAppMetaResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAppMetaResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAppMetaResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAppMetaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAppMetaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAppMetaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAppMetaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAppParametersResponse401Headers the declared response headers of an HTTP 401 response for GetAppParameters
+type GetAppParametersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetAppParametersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppParameters
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAppParametersResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAppParametersResponse) GetJSON200() *AppParameters {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAppParametersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAppParametersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAppParametersResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAppParametersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAppParametersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAppParametersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAppParametersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListAvailableModelsResponse401Headers the declared response headers of an HTTP 401 response for ListAvailableModels
 type ListAvailableModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4509,6 +7209,21 @@ func (r ListAvailableModelsResponse) ContentType() string {
 	return ""
 }
 
+// ListAppFeedbacksWithResponse List the app's feedback
+//
+// All ratings given to the app's messages, newest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
+func (c *ClientWithResponses) ListAppFeedbacksWithResponse(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*ListAppFeedbacksResponse, error) {
+	rsp, err := c.ListAppFeedbacks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAppFeedbacksResponse(rsp)
+}
+
 // SendChatMessageWithBodyWithResponse Send chat message
 //
 // Sends the user's message to a Chatflow, Agent, Chatbot or Legacy Agent app. With
@@ -4547,6 +7262,56 @@ func (c *ClientWithResponses) SendChatMessageWithResponse(ctx context.Context, b
 	return ParseSendChatMessageResponse(rsp)
 }
 
+// StopChatMessageWithBodyWithResponse Stop response
+//
+// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+func (c *ClientWithResponses) StopChatMessageWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error) {
+	rsp, err := c.StopChatMessageWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopChatMessageResponse(rsp)
+}
+
+// StopChatMessageWithResponse Stop response
+//
+// Stops a streaming reply by its `task_id`. Only the end user who started the task can stop
+// it; any other `user`, or an unknown or finished task, is silently ignored and still answers
+// `success`, as Dify does. What was generated so far is kept with status `stopped`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
+func (c *ClientWithResponses) StopChatMessageWithResponse(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error) {
+	rsp, err := c.StopChatMessage(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopChatMessageResponse(rsp)
+}
+
+// ListConversationsWithResponse Get conversations
+//
+// The end user's conversations with the app, in pages: pass the id of the last item of a page
+// as `last_id` to get the next one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /conversations (the `ListConversations` operationId).
+func (c *ClientWithResponses) ListConversationsWithResponse(ctx context.Context, params *ListConversationsParams, reqEditors ...RequestEditorFn) (*ListConversationsResponse, error) {
+	rsp, err := c.ListConversations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConversationsResponse(rsp)
+}
+
 // DeleteConversationWithBodyWithResponse Delete conversation
 //
 // Deletes a conversation of the end user named by `user`. Later use of the conversation yields
@@ -4555,7 +7320,7 @@ func (c *ClientWithResponses) SendChatMessageWithResponse(ctx context.Context, b
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-func (c *ClientWithResponses) DeleteConversationWithBodyWithResponse(ctx context.Context, conversationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error) {
+func (c *ClientWithResponses) DeleteConversationWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error) {
 	rsp, err := c.DeleteConversationWithBody(ctx, conversationId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -4571,12 +7336,44 @@ func (c *ClientWithResponses) DeleteConversationWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /conversations/{conversation_id} (the `DeleteConversation` operationId).
-func (c *ClientWithResponses) DeleteConversationWithResponse(ctx context.Context, conversationId string, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error) {
+func (c *ClientWithResponses) DeleteConversationWithResponse(ctx context.Context, conversationId ConversationId, body DeleteConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteConversationResponse, error) {
 	rsp, err := c.DeleteConversation(ctx, conversationId, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseDeleteConversationResponse(rsp)
+}
+
+// RenameConversationWithBodyWithResponse Rename conversation
+//
+// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+// from the conversation's first message (then `name` is ignored).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+func (c *ClientWithResponses) RenameConversationWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error) {
+	rsp, err := c.RenameConversationWithBody(ctx, conversationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenameConversationResponse(rsp)
+}
+
+// RenameConversationWithResponse Rename conversation
+//
+// Sets the conversation's name, or with `auto_generate` true has the app's model generate one
+// from the conversation's first message (then `name` is ignored).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
+func (c *ClientWithResponses) RenameConversationWithResponse(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error) {
+	rsp, err := c.RenameConversation(ctx, conversationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenameConversationResponse(rsp)
 }
 
 // UpdateDocumentByFileWithBodyWithResponse Update document by file (deprecated)
@@ -4597,6 +7394,133 @@ func (c *ClientWithResponses) UpdateDocumentByFileWithBodyWithResponse(ctx conte
 	return ParseUpdateDocumentByFileResponse(rsp)
 }
 
+// UploadFileWithBodyWithResponse Upload file
+//
+// Uploads one file for use in a message (`files[].upload_file_id` with
+// `transfer_method: local_file`). The file is visible only to the same `user`. Size limits by
+// kind: images `UPLOAD_IMAGE_FILE_SIZE_LIMIT`, audio `UPLOAD_AUDIO_FILE_SIZE_LIMIT`, video
+// `UPLOAD_VIDEO_FILE_SIZE_LIMIT`, anything else `UPLOAD_FILE_SIZE_LIMIT` (MB).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/upload (the `UploadFile` operationId).
+func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
+	rsp, err := c.UploadFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadFileResponse(rsp)
+}
+
+// GetAppInfoWithResponse Get application basic information
+//
+// The app's name, description, tags, mode and author.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /info (the `GetAppInfo` operationId).
+func (c *ClientWithResponses) GetAppInfoWithResponse(ctx context.Context, params *GetAppInfoParams, reqEditors ...RequestEditorFn) (*GetAppInfoResponse, error) {
+	rsp, err := c.GetAppInfo(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAppInfoResponse(rsp)
+}
+
+// ListMessagesWithResponse Get conversation history messages
+//
+// A conversation's messages, in pages going back in time: without `first_id` the newest
+// `limit` messages; with it, the `limit` messages older than that one. Each page is ordered
+// oldest to newest; `has_more` says whether older messages exist.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /messages (the `ListMessages` operationId).
+func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, params *ListMessagesParams, reqEditors ...RequestEditorFn) (*ListMessagesResponse, error) {
+	rsp, err := c.ListMessages(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMessagesResponse(rsp)
+}
+
+// SendMessageFeedbackWithBodyWithResponse Send message feedback
+//
+// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+func (c *ClientWithResponses) SendMessageFeedbackWithBodyWithResponse(ctx context.Context, messageId MessageId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageFeedbackResponse, error) {
+	rsp, err := c.SendMessageFeedbackWithBody(ctx, messageId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendMessageFeedbackResponse(rsp)
+}
+
+// SendMessageFeedbackWithResponse Send message feedback
+//
+// Rates a message `like` or `dislike`; `rating` null revokes the user's rating.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /messages/{message_id}/feedbacks (the `SendMessageFeedback` operationId).
+func (c *ClientWithResponses) SendMessageFeedbackWithResponse(ctx context.Context, messageId MessageId, body SendMessageFeedbackJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageFeedbackResponse, error) {
+	rsp, err := c.SendMessageFeedback(ctx, messageId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendMessageFeedbackResponse(rsp)
+}
+
+// GetSuggestedQuestionsWithResponse Get next suggested questions
+//
+// Up to three follow-up questions the user might ask after this message, generated by the
+// app's model. Needs `suggested_questions_after_answer` enabled on the app (else 400
+// `bad_request`); a model failure gives an empty list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /messages/{message_id}/suggested (the `GetSuggestedQuestions` operationId).
+func (c *ClientWithResponses) GetSuggestedQuestionsWithResponse(ctx context.Context, messageId MessageId, params *GetSuggestedQuestionsParams, reqEditors ...RequestEditorFn) (*GetSuggestedQuestionsResponse, error) {
+	rsp, err := c.GetSuggestedQuestions(ctx, messageId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSuggestedQuestionsResponse(rsp)
+}
+
+// GetAppMetaWithResponse Get application meta information
+//
+// Icons of the tools the app uses.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /meta (the `GetAppMeta` operationId).
+func (c *ClientWithResponses) GetAppMetaWithResponse(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*GetAppMetaResponse, error) {
+	rsp, err := c.GetAppMeta(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAppMetaResponse(rsp)
+}
+
+// GetAppParametersWithResponse Get application parameters
+//
+// The app's input form, opening statement, suggested questions and feature switches.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /parameters (the `GetAppParameters` operationId).
+func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error) {
+	rsp, err := c.GetAppParameters(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAppParametersResponse(rsp)
+}
+
 // ListAvailableModelsWithResponse Get available models
 //
 // Lists the configured model providers that have active models of the requested type, each
@@ -4612,6 +7536,66 @@ func (c *ClientWithResponses) ListAvailableModelsWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseListAvailableModelsResponse(rsp)
+}
+
+// ParseListAppFeedbacksResponse parses an HTTP response from a ListAppFeedbacksWithResponse call
+func ParseListAppFeedbacksResponse(rsp *http.Response) (*ListAppFeedbacksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAppFeedbacksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppFeedbackList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAppFeedbacksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseSendChatMessageResponse parses an HTTP response from a SendChatMessageWithResponse call
@@ -4712,6 +7696,147 @@ func ParseSendChatMessageResponse(rsp *http.Response) (*SendChatMessageResponse,
 	return response, nil
 }
 
+// ParseStopChatMessageResponse parses an HTTP response from a StopChatMessageWithResponse call
+func ParseStopChatMessageResponse(rsp *http.Response) (*StopChatMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopChatMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StopChatMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConversationsResponse parses an HTTP response from a ListConversationsWithResponse call
+func ParseListConversationsResponse(rsp *http.Response) (*ListConversationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConversationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListConversationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteConversationResponse parses an HTTP response from a DeleteConversationWithResponse call
 func ParseDeleteConversationResponse(rsp *http.Response) (*DeleteConversationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4776,6 +7901,87 @@ func ParseDeleteConversationResponse(rsp *http.Response) (*DeleteConversationRes
 	switch {
 	case rsp.StatusCode == 401:
 		var headers DeleteConversationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenameConversationResponse parses an HTTP response from a RenameConversationWithResponse call
+func ParseRenameConversationResponse(rsp *http.Response) (*RenameConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenameConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Conversation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RenameConversationResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -4864,6 +8070,475 @@ func ParseUpdateDocumentByFileResponse(rsp *http.Response) (*UpdateDocumentByFil
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdateDocumentByFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadFileResponse parses an HTTP response from a UploadFileWithResponse call
+func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest UploadedFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UploadFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAppInfoResponse parses an HTTP response from a GetAppInfoWithResponse call
+func ParseGetAppInfoResponse(rsp *http.Response) (*GetAppInfoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAppInfoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAppInfoResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMessagesResponse parses an HTTP response from a ListMessagesWithResponse call
+func ParseListMessagesResponse(rsp *http.Response) (*ListMessagesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMessagesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMessagesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendMessageFeedbackResponse parses an HTTP response from a SendMessageFeedbackWithResponse call
+func ParseSendMessageFeedbackResponse(rsp *http.Response) (*SendMessageFeedbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendMessageFeedbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SendMessageFeedbackResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSuggestedQuestionsResponse parses an HTTP response from a GetSuggestedQuestionsWithResponse call
+func ParseGetSuggestedQuestionsResponse(rsp *http.Response) (*GetSuggestedQuestionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSuggestedQuestionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SuggestedQuestions
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSuggestedQuestionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAppMetaResponse parses an HTTP response from a GetAppMetaWithResponse call
+func ParseGetAppMetaResponse(rsp *http.Response) (*GetAppMetaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAppMetaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppMeta
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAppMetaResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAppParametersResponse parses an HTTP response from a GetAppParametersWithResponse call
+func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAppParametersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppParameters
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAppParametersResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -14,6 +14,54 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AppInfoMode.
+const (
+	AdvancedChat AppInfoMode = "advanced-chat"
+	Agent        AppInfoMode = "agent"
+	AgentChat    AppInfoMode = "agent-chat"
+	Chat         AppInfoMode = "chat"
+	Completion   AppInfoMode = "completion"
+	Workflow     AppInfoMode = "workflow"
+)
+
+// Valid indicates whether the value is a known member of the AppInfoMode enum.
+func (e AppInfoMode) Valid() bool {
+	switch e {
+	case AdvancedChat:
+		return true
+	case Agent:
+		return true
+	case AgentChat:
+		return true
+	case Chat:
+		return true
+	case Completion:
+		return true
+	case Workflow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppParametersTextToSpeechAutoPlay.
+const (
+	AppParametersTextToSpeechAutoPlayDisabled AppParametersTextToSpeechAutoPlay = "disabled"
+	AppParametersTextToSpeechAutoPlayEnabled  AppParametersTextToSpeechAutoPlay = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the AppParametersTextToSpeechAutoPlay enum.
+func (e AppParametersTextToSpeechAutoPlay) Valid() bool {
+	switch e {
+	case AppParametersTextToSpeechAutoPlayDisabled:
+		return true
+	case AppParametersTextToSpeechAutoPlayEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelFetchFrom.
 const (
 	CustomizableModel ModelFetchFrom = "customizable-model"
@@ -62,6 +110,71 @@ func (e ModelType) Valid() bool {
 	}
 }
 
+// AppInfo What the app is.
+type AppInfo struct {
+	AuthorName  string      `json:"author_name"`
+	Description string      `json:"description"`
+	Mode        AppInfoMode `json:"mode"`
+	Name        string      `json:"name"`
+	Tags        []string    `json:"tags"`
+}
+
+// AppInfoMode defines model for AppInfo.Mode.
+type AppInfoMode string
+
+// AppMeta Icons of the app's tools, keyed by tool name.
+type AppMeta struct {
+	ToolIcons map[string]interface{} `json:"tool_icons"`
+}
+
+// AppParameters How to call the app.
+type AppParameters struct {
+	// AnnotationReply A feature switch.
+	AnnotationReply Enabled                `json:"annotation_reply"`
+	FileUpload      map[string]interface{} `json:"file_upload"`
+
+	// MoreLikeThis A feature switch.
+	MoreLikeThis     Enabled `json:"more_like_this"`
+	OpeningStatement string  `json:"opening_statement"`
+
+	// RetrieverResource A feature switch.
+	RetrieverResource Enabled `json:"retriever_resource"`
+
+	// SensitiveWordAvoidance A feature switch.
+	SensitiveWordAvoidance Enabled `json:"sensitive_word_avoidance"`
+
+	// SpeechToText A feature switch.
+	SpeechToText       Enabled  `json:"speech_to_text"`
+	SuggestedQuestions []string `json:"suggested_questions"`
+
+	// SuggestedQuestionsAfterAnswer A feature switch.
+	SuggestedQuestionsAfterAnswer Enabled `json:"suggested_questions_after_answer"`
+	SystemParameters              struct {
+		AudioFileSizeLimit      int `json:"audio_file_size_limit"`
+		FileSizeLimit           int `json:"file_size_limit"`
+		ImageFileSizeLimit      int `json:"image_file_size_limit"`
+		VideoFileSizeLimit      int `json:"video_file_size_limit"`
+		WorkflowFileUploadLimit int `json:"workflow_file_upload_limit"`
+	} `json:"system_parameters"`
+	TextToSpeech struct {
+		AutoPlay *AppParametersTextToSpeechAutoPlay `json:"autoPlay,omitempty"`
+		Enabled  bool                               `json:"enabled"`
+		Language *string                            `json:"language,omitempty"`
+		Voice    *string                            `json:"voice,omitempty"`
+	} `json:"text_to_speech"`
+
+	// UserInputForm Each element has one key, the input type (`text-input`, `paragraph`, `select`, `number`, `checkbox`), whose value describes the input.
+	UserInputForm []map[string]InputFormItem `json:"user_input_form"`
+}
+
+// AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
+type AppParametersTextToSpeechAutoPlay string
+
+// Enabled A feature switch.
+type Enabled struct {
+	Enabled bool `json:"enabled"`
+}
+
 // Error The body of every error response, and the payload members of the `error` event.
 type Error struct {
 	// Code Stable error identifier.
@@ -82,6 +195,16 @@ type Error struct {
 //
 // Example: {"en_US":"OpenAI","zh_Hans":"OpenAI"}
 type I18nObject map[string]string
+
+// InputFormItem One input of the app's form.
+type InputFormItem struct {
+	Default   *string   `json:"default,omitempty"`
+	Label     string    `json:"label"`
+	MaxLength *int      `json:"max_length,omitempty"`
+	Options   *[]string `json:"options,omitempty"`
+	Required  bool      `json:"required"`
+	Variable  string    `json:"variable"`
+}
 
 // Model A model of a provider.
 type Model struct {
@@ -146,6 +269,9 @@ type ModelProvider struct {
 // ModelType A model type.
 type ModelType string
 
+// User defines model for User.
+type User = string
+
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error
 
@@ -154,6 +280,24 @@ type InternalServerError = Error
 
 // Unauthorized The body of every error response, and the payload members of the `error` event.
 type Unauthorized = Error
+
+// GetAppInfoParams defines parameters for GetAppInfo.
+type GetAppInfoParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// GetAppMetaParams defines parameters for GetAppMeta.
+type GetAppMetaParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// GetAppParametersParams defines parameters for GetAppParameters.
+type GetAppParametersParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
 
 // Getter for additional properties for Model_ModelProperties. Returns the specified
 // element and whether it was found
@@ -225,6 +369,15 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetAppInfo Get application basic information
+	// (GET /info)
+	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
+	// GetAppMeta Get application meta information
+	// (GET /meta)
+	GetAppMeta(ctx echo.Context, params GetAppMetaParams) error
+	// GetAppParameters Get application parameters
+	// (GET /parameters)
+	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -233,6 +386,60 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetAppInfo converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAppInfo(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAppInfoParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAppInfo(ctx, params)
+	return err
+}
+
+// GetAppMeta converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAppMeta(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAppMetaParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAppMeta(ctx, params)
+	return err
+}
+
+// GetAppParameters converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAppParametersParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAppParameters(ctx, params)
+	return err
 }
 
 // ListAvailableModels converts echo context to params.
@@ -298,6 +505,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.GET(options.BaseURL+"/parameters", wrapper.GetAppParameters, options.OperationMiddlewares["getAppParameters"]...)
+	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
+	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
 
 }
@@ -313,6 +523,213 @@ type UnauthorizedJSONResponse struct {
 	Body Error
 
 	Headers UnauthorizedResponseHeaders
+}
+
+type GetAppInfoRequestObject struct {
+	Params GetAppInfoParams
+}
+
+type GetAppInfoResponseObject interface {
+	VisitGetAppInfoResponse(w http.ResponseWriter) error
+}
+
+type GetAppInfo200JSONResponse AppInfo
+
+func (response GetAppInfo200JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppInfo400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAppInfo400JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppInfo401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetAppInfo401JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppInfo500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetAppInfo500JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMetaRequestObject struct {
+	Params GetAppMetaParams
+}
+
+type GetAppMetaResponseObject interface {
+	VisitGetAppMetaResponse(w http.ResponseWriter) error
+}
+
+type GetAppMeta200JSONResponse AppMeta
+
+func (response GetAppMeta200JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMeta400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAppMeta400JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMeta401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetAppMeta401JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMeta500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetAppMeta500JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppParametersRequestObject struct {
+	Params GetAppParametersParams
+}
+
+type GetAppParametersResponseObject interface {
+	VisitGetAppParametersResponse(w http.ResponseWriter) error
+}
+
+type GetAppParameters200JSONResponse AppParameters
+
+func (response GetAppParameters200JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppParameters400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAppParameters400JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppParameters401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetAppParameters401JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppParameters500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListAvailableModelsRequestObject struct {
@@ -386,6 +803,15 @@ func (response ListAvailableModels500JSONResponse) VisitListAvailableModelsRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetAppInfo Get application basic information
+	// (GET /info)
+	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
+	// GetAppMeta Get application meta information
+	// (GET /meta)
+	GetAppMeta(ctx context.Context, request GetAppMetaRequestObject) (GetAppMetaResponseObject, error)
+	// GetAppParameters Get application parameters
+	// (GET /parameters)
+	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx context.Context, request ListAvailableModelsRequestObject) (ListAvailableModelsResponseObject, error)
@@ -401,6 +827,81 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetAppInfo operation middleware
+func (sh *strictHandler) GetAppInfo(ctx echo.Context, params GetAppInfoParams) error {
+	var request GetAppInfoRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAppInfo(ctx.Request().Context(), request.(GetAppInfoRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAppInfo")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAppInfoResponseObject); ok {
+		return validResponse.VisitGetAppInfoResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAppMeta operation middleware
+func (sh *strictHandler) GetAppMeta(ctx echo.Context, params GetAppMetaParams) error {
+	var request GetAppMetaRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAppMeta(ctx.Request().Context(), request.(GetAppMetaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAppMeta")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAppMetaResponseObject); ok {
+		return validResponse.VisitGetAppMetaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAppParameters operation middleware
+func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParametersParams) error {
+	var request GetAppParametersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAppParameters(ctx.Request().Context(), request.(GetAppParametersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAppParameters")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAppParametersResponseObject); ok {
+		return validResponse.VisitGetAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListAvailableModels operation middleware

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/models"
 )
@@ -42,8 +43,13 @@ type ModelCatalog interface {
 type Options struct {
 	Keys     KeyAuthenticator
 	Catalog  ModelCatalog
+	Apps     *apps.Registry
 	TenantID string
-	Logger   *slog.Logger
+	// WorkspaceName is shown as the apps' author.
+	WorkspaceName string
+	// Limits are the upload limits shown in app parameters.
+	Limits apps.Limits
+	Logger *slog.Logger
 	// Validation is what the response validator does with a contract violation.
 	Validation ValidationMode
 	// MaxBodyBytes caps JSON request bodies; MaxUploadBytes caps multipart bodies.
@@ -53,10 +59,13 @@ type Options struct {
 
 // Server implements gen.StrictServerInterface.
 type Server struct {
-	keys     KeyAuthenticator
-	catalog  ModelCatalog
-	tenantID string
-	log      *slog.Logger
+	keys          KeyAuthenticator
+	catalog       ModelCatalog
+	apps          *apps.Registry
+	tenantID      string
+	workspaceName string
+	limits        apps.Limits
+	log           *slog.Logger
 
 	validator *ResponseValidator
 }
@@ -72,7 +81,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Validation == "" {
 		opts.Validation = ValidationLog
 	}
-	s := &Server{keys: opts.Keys, catalog: opts.Catalog, tenantID: opts.TenantID, log: opts.Logger}
+	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
+		workspaceName: opts.WorkspaceName, limits: opts.Limits, log: opts.Logger}
 
 	doc, err := api.Load()
 	if err != nil {
@@ -93,6 +103,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(dropEmptyQueryValues)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		s.log.Error("panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/configs"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
@@ -47,7 +48,7 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	if err := st.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	apps, err := st.SyncApps(ctx, []store.AppSpec{{Name: "chatbot", Mode: "chat"}})
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "chatbot", Mode: "chat"}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	}
 	keys := auth.New(st)
 	tb.Cleanup(keys.Close)
-	appKey, _, err := keys.Create(ctx, auth.KindApp, apps["chatbot"].ID)
+	appKey, _, err := keys.Create(ctx, auth.KindApp, synced["chatbot"].ID)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,8 +66,12 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	registry, err := apps.NewRegistry(file.Apps, map[string]string{"chatbot": synced["chatbot"].ID}, func(n int) int { return n })
+	if err != nil {
+		tb.Fatal(err)
+	}
 	e, srv, err := New(Options{
-		Keys: keys, Catalog: models.NewCatalog(file.Providers, getenv), TenantID: ws.ID,
+		Keys: keys, Catalog: models.NewCatalog(file.Providers, getenv), TenantID: ws.ID, Apps: registry,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Validation: mode,
 	})
 	if err != nil {

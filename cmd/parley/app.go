@@ -39,6 +39,8 @@ type env struct {
 	file  *config.File
 	log   *slog.Logger
 	store *store.Store
+	// appIDs maps the config's app names to their ids in the store.
+	appIDs map[string]string
 }
 
 // loadSettings reads the environment and the config file, with flags on top.
@@ -96,11 +98,16 @@ func open(ctx context.Context, getenv func(string) string, f *flags) (*env, erro
 	for _, a := range file.Apps {
 		specs = append(specs, store.AppSpec{Name: a.Name, Mode: a.Mode})
 	}
-	if _, err := st.SyncApps(ctx, specs); err != nil {
+	synced, err := st.SyncApps(ctx, specs)
+	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &env{cfg: cfg, file: file, log: log, store: st}, nil
+	ids := make(map[string]string, len(synced))
+	for name, a := range synced {
+		ids[name] = a.ID
+	}
+	return &env{cfg: cfg, file: file, log: log, store: st, appIDs: ids}, nil
 }
 
 // withEnv adapts fn to a cobra RunE that opens the environment first and closes it after.

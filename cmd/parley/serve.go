@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/server"
@@ -46,12 +47,23 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
+	registry, err := apps.NewRegistry(e.file.Apps, e.appIDs, cfg.MaxActiveRequests)
+	if err != nil {
+		return err
+	}
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	handler, _, err := server.New(server.Options{
-		Keys:           keys,
-		Catalog:        models.NewCatalog(e.file.Providers, getenv),
-		TenantID:       ws.ID,
+		Keys:          keys,
+		Catalog:       models.NewCatalog(e.file.Providers, getenv),
+		Apps:          registry,
+		TenantID:      ws.ID,
+		WorkspaceName: e.file.Workspace.Name,
+		Limits: apps.Limits{
+			File: cfg.Upload.FileSizeLimitMB, Image: cfg.Upload.ImageFileSizeLimitMB,
+			Audio: cfg.Upload.AudioFileSizeLimitMB, Video: cfg.Upload.VideoFileSizeLimitMB,
+			WorkflowFiles: workflowFileUploadLimit,
+		},
 		Logger:         e.log,
 		Validation:     mode,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -100,6 +112,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	e.log.Info("stopped")
 	return err
 }
+
+// workflowFileUploadLimit is Dify's WORKFLOW_FILE_UPLOAD_LIMIT default, shown in app parameters.
+const workflowFileUploadLimit = 10
 
 func configName(path string) string {
 	if path == "" {

@@ -1,0 +1,82 @@
+// Package sse writes Server-Sent Events the way Dify frames them: every event is one
+// `data: <compact JSON>` line and a blank line, with no `event:` or `id:` field; the keep-alive
+// is the bare frame `event: ping`; the stream ends by closing, with no sentinel
+// (../shared/reference/events.md §1). It knows nothing of the events themselves.
+package sse
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+)
+
+// PingFrame is the keep-alive frame.
+var PingFrame = []byte("event: ping\n\n")
+
+// DefaultPingInterval is how long a stream may stay silent before a keep-alive, as in Dify.
+const DefaultPingInterval = 10 * time.Second
+
+// AppendFrame appends the frame carrying one JSON-encoded event to dst.
+func AppendFrame(dst, data []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = append(dst, data...)
+	return append(dst, '\n', '\n')
+}
+
+// Headers prepares w for a stream: the content type, no caching, no proxy buffering (nginx
+// honours X-Accel-Buffering), and no write deadline, since a stream outlives any fixed one.
+func Headers(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// Writer writes frames to one response and flushes each, so every event reaches the client as
+// soon as it is written. It is not safe for concurrent use: one goroutine owns a stream.
+type Writer struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	buf   []byte
+	err   error
+	wrote time.Time
+}
+
+// NewWriter returns a Writer on w, which should already have its headers set (see Headers).
+func NewWriter(w http.ResponseWriter) *Writer {
+	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512)}
+}
+
+// Event writes one JSON-encoded event and flushes it.
+func (s *Writer) Event(data []byte) error {
+	s.buf = AppendFrame(s.buf[:0], data)
+	return s.write(s.buf)
+}
+
+// Ping writes the keep-alive frame and flushes it.
+func (s *Writer) Ping() error { return s.write(PingFrame) }
+
+// Err is the first write error; after one, every write fails with it.
+func (s *Writer) Err() error { return s.err }
+
+// LastWrite is when the last frame went out.
+func (s *Writer) LastWrite() time.Time { return s.wrote }
+
+func (s *Writer) write(frame []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	if _, err := s.w.Write(frame); err != nil {
+		s.err = err
+		return err
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.err = err
+		return err
+	}
+	s.wrote = time.Now()
+	return nil
+}

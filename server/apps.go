@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/config"
+)
+
+const msgAppUnavailable = "App unavailable, please check your app configurations."
+
+// app returns the app the request's key belongs to. An app the config no longer declares, or
+// has disabled, is unavailable.
+func (s *Server) app(ctx context.Context) (*apps.App, error) {
+	p, ok := principalFrom(ctx)
+	if !ok || p.AppID == "" {
+		return nil, errUnauthorized(msgInvalidToken)
+	}
+	a, ok := s.apps.ByID(p.AppID)
+	if !ok || !a.Enabled {
+		return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
+	}
+	return a, nil
+}
+
+// chatApp is app for the chat routes: other modes get `not_chat_app`, as in Dify.
+func (s *Server) chatApp(ctx context.Context) (*apps.App, error) {
+	a, err := s.app(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !a.IsChat() {
+		return nil, apiError(http.StatusBadRequest, "not_chat_app", "Please check if your app mode matches the right API route.")
+	}
+	return a, nil
+}
+
+// GetAppParameters answers GET /parameters.
+func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersRequestObject) (gen.GetAppParametersResponseObject, error) {
+	a, err := s.app(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := a.Parameters(s.limits)
+	out := gen.GetAppParameters200JSONResponse{
+		OpeningStatement:              p.OpeningStatement,
+		SuggestedQuestions:            p.SuggestedQuestions,
+		SuggestedQuestionsAfterAnswer: gen.Enabled{Enabled: p.SuggestedQuestionsAfterAnswer},
+		RetrieverResource:             gen.Enabled{Enabled: p.RetrieverResource},
+		UserInputForm:                 make([]map[string]gen.InputFormItem, 0, len(p.UserInputForm)),
+		// Features Parley does not offer yet are reported off, as Dify reports them for an app
+		// that has not enabled them; file_upload has no enabled kinds.
+		FileUpload: map[string]any{"image": map[string]any{
+			"enabled": false, "number_limits": 3, "detail": "high", "transfer_methods": []string{"remote_url", "local_file"},
+		}},
+	}
+	out.SystemParameters.FileSizeLimit = p.Limits.File
+	out.SystemParameters.ImageFileSizeLimit = p.Limits.Image
+	out.SystemParameters.AudioFileSizeLimit = p.Limits.Audio
+	out.SystemParameters.VideoFileSizeLimit = p.Limits.Video
+	out.SystemParameters.WorkflowFileUploadLimit = p.Limits.WorkflowFiles
+	for _, f := range p.UserInputForm {
+		item := gen.InputFormItem{Label: f.Label, Variable: f.Variable, Required: f.Required}
+		if f.Default != "" {
+			item.Default = &f.Default
+		}
+		if f.MaxLength > 0 && (f.Type == config.InputText || f.Type == config.InputParagraph) {
+			item.MaxLength = &f.MaxLength
+		}
+		if f.Type == config.InputSelect {
+			item.Options = &f.Options
+		}
+		out.UserInputForm = append(out.UserInputForm, map[string]gen.InputFormItem{f.Type: item})
+	}
+	return out, nil
+}
+
+// GetAppInfo answers GET /info.
+func (s *Server) GetAppInfo(ctx context.Context, _ gen.GetAppInfoRequestObject) (gen.GetAppInfoResponseObject, error) {
+	a, err := s.app(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetAppInfo200JSONResponse{
+		Name: a.Name, Description: a.Description, Tags: []string{},
+		Mode: gen.AppInfoMode(a.Mode), AuthorName: s.workspaceName,
+	}, nil
+}
+
+// GetAppMeta answers GET /meta. Parley's apps use no tools yet, so there are no tool icons.
+func (s *Server) GetAppMeta(ctx context.Context, _ gen.GetAppMetaRequestObject) (gen.GetAppMetaResponseObject, error) {
+	if _, err := s.app(ctx); err != nil {
+		return nil, err
+	}
+	return gen.GetAppMeta200JSONResponse{ToolIcons: map[string]any{}}, nil
+}
+
+// dropEmptyQueryValues treats `?last_id=&limit=` (what the Python SDK sends for unset
+// arguments) as absent, so the contract's types and defaults apply.
+func dropEmptyQueryValues(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.URL.RawQuery == "" {
+			return next(c)
+		}
+		q := r.URL.Query()
+		changed := false
+		for k, vs := range q {
+			kept := vs[:0]
+			for _, v := range vs {
+				if v != "" {
+					kept = append(kept, v)
+				}
+			}
+			if len(kept) != len(vs) {
+				changed = true
+				if len(kept) == 0 {
+					q.Del(k)
+				} else {
+					q[k] = kept
+				}
+			}
+		}
+		if changed {
+			r.URL.RawQuery = q.Encode()
+		}
+		return next(c)
+	}
+}

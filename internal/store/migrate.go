@@ -98,6 +98,221 @@ CREATE INDEX api_keys_app_id ON api_keys (app_id);
 CREATE INDEX api_keys_created_at ON api_keys (created_at);
 `,
 	},
+	{
+		// JSON columns (inputs, metadata) are TEXT on both engines, not
+		// JSONB: the bytes a caller stored are the bytes it reads back
+		// (JSONB would reorder keys), and Go validates them on write.
+		// Money amounts are decimal strings, never floats.
+		//
+		// The partial indexes serve ListConversations (keyset pagination on
+		// (sort column, id) within one app and end user, live rows only);
+		// messages_conversation_created serves ListMessages and
+		// RecentMessages.
+		version: 2,
+		name:    "end_users, conversations, messages, feedbacks, files",
+		sqlite: `
+CREATE TABLE end_users (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	app_id     TEXT    NOT NULL REFERENCES apps (id),
+	session_id TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (app_id, session_id)
+) STRICT;
+
+CREATE TABLE conversations (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	app_id       TEXT    NOT NULL REFERENCES apps (id),
+	end_user_id  TEXT    NOT NULL REFERENCES end_users (id),
+	name         TEXT    NOT NULL,
+	inputs       TEXT    NOT NULL,
+	status       TEXT    NOT NULL CHECK (status IN ('normal', 'ended')),
+	introduction TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	deleted_at   INTEGER
+) STRICT;
+
+CREATE INDEX conversations_user_updated ON conversations (app_id, end_user_id, updated_at, id) WHERE deleted_at IS NULL;
+CREATE INDEX conversations_user_created ON conversations (app_id, end_user_id, created_at, id) WHERE deleted_at IS NULL;
+
+CREATE TABLE messages (
+	id                        TEXT    NOT NULL PRIMARY KEY,
+	app_id                    TEXT    NOT NULL REFERENCES apps (id),
+	conversation_id           TEXT    NOT NULL REFERENCES conversations (id),
+	end_user_id               TEXT    NOT NULL REFERENCES end_users (id),
+	parent_message_id         TEXT    REFERENCES messages (id),
+	query                     TEXT    NOT NULL,
+	answer                    TEXT    NOT NULL,
+	inputs                    TEXT    NOT NULL,
+	status                    TEXT    NOT NULL CHECK (status IN ('running', 'normal', 'error', 'stopped')),
+	error                     TEXT,
+	message_tokens            INTEGER NOT NULL,
+	answer_tokens             INTEGER NOT NULL,
+	total_tokens              INTEGER NOT NULL,
+	message_unit_price        TEXT    NOT NULL,
+	answer_unit_price         TEXT    NOT NULL,
+	price_unit                TEXT    NOT NULL,
+	total_price               TEXT    NOT NULL,
+	currency                  TEXT    NOT NULL,
+	provider_response_latency REAL    NOT NULL,
+	task_id                   TEXT    NOT NULL,
+	model_provider            TEXT    NOT NULL,
+	model_id                  TEXT    NOT NULL,
+	metadata                  TEXT    NOT NULL,
+	created_at                INTEGER NOT NULL,
+	updated_at                INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX messages_conversation_created ON messages (conversation_id, created_at, id);
+
+CREATE TABLE message_feedbacks (
+	id               TEXT    NOT NULL PRIMARY KEY,
+	app_id           TEXT    NOT NULL REFERENCES apps (id),
+	conversation_id  TEXT    NOT NULL REFERENCES conversations (id),
+	message_id       TEXT    NOT NULL UNIQUE REFERENCES messages (id),
+	rating           TEXT    NOT NULL CHECK (rating IN ('like', 'dislike')),
+	content          TEXT,
+	from_source      TEXT    NOT NULL CHECK (from_source IN ('user', 'admin')),
+	from_end_user_id TEXT    REFERENCES end_users (id),
+	from_account_id  TEXT,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX message_feedbacks_app_created ON message_feedbacks (app_id, created_at, id);
+
+CREATE TABLE upload_files (
+	id          TEXT    NOT NULL PRIMARY KEY,
+	app_id      TEXT    REFERENCES apps (id),
+	end_user_id TEXT    REFERENCES end_users (id),
+	name        TEXT    NOT NULL,
+	size        INTEGER NOT NULL CHECK (size >= 0),
+	extension   TEXT    NOT NULL,
+	mime_type   TEXT    NOT NULL,
+	storage_key TEXT    NOT NULL UNIQUE,
+	hash        TEXT    NOT NULL,
+	source_url  TEXT,
+	created_by  TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE message_files (
+	id              TEXT    NOT NULL PRIMARY KEY,
+	message_id      TEXT    NOT NULL REFERENCES messages (id),
+	type            TEXT    NOT NULL,
+	transfer_method TEXT    NOT NULL CHECK (transfer_method IN ('remote_url', 'local_file', 'tool_file')),
+	url             TEXT,
+	upload_file_id  TEXT    REFERENCES upload_files (id),
+	belongs_to      TEXT    NOT NULL CHECK (belongs_to IN ('user', 'assistant')),
+	created_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX message_files_message_id ON message_files (message_id, created_at, id);
+CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
+`,
+		postgres: `
+CREATE TABLE end_users (
+	id         TEXT   NOT NULL PRIMARY KEY,
+	app_id     TEXT   NOT NULL REFERENCES apps (id),
+	session_id TEXT   NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	UNIQUE (app_id, session_id)
+);
+
+CREATE TABLE conversations (
+	id           TEXT   NOT NULL PRIMARY KEY,
+	app_id       TEXT   NOT NULL REFERENCES apps (id),
+	end_user_id  TEXT   NOT NULL REFERENCES end_users (id),
+	name         TEXT   NOT NULL,
+	inputs       TEXT   NOT NULL,
+	status       TEXT   NOT NULL CHECK (status IN ('normal', 'ended')),
+	introduction TEXT   NOT NULL,
+	created_at   BIGINT NOT NULL,
+	updated_at   BIGINT NOT NULL,
+	deleted_at   BIGINT
+);
+
+CREATE INDEX conversations_user_updated ON conversations (app_id, end_user_id, updated_at, id) WHERE deleted_at IS NULL;
+CREATE INDEX conversations_user_created ON conversations (app_id, end_user_id, created_at, id) WHERE deleted_at IS NULL;
+
+CREATE TABLE messages (
+	id                        TEXT             NOT NULL PRIMARY KEY,
+	app_id                    TEXT             NOT NULL REFERENCES apps (id),
+	conversation_id           TEXT             NOT NULL REFERENCES conversations (id),
+	end_user_id               TEXT             NOT NULL REFERENCES end_users (id),
+	parent_message_id         TEXT             REFERENCES messages (id),
+	query                     TEXT             NOT NULL,
+	answer                    TEXT             NOT NULL,
+	inputs                    TEXT             NOT NULL,
+	status                    TEXT             NOT NULL CHECK (status IN ('running', 'normal', 'error', 'stopped')),
+	error                     TEXT,
+	message_tokens            BIGINT           NOT NULL,
+	answer_tokens             BIGINT           NOT NULL,
+	total_tokens              BIGINT           NOT NULL,
+	message_unit_price        TEXT             NOT NULL,
+	answer_unit_price         TEXT             NOT NULL,
+	price_unit                TEXT             NOT NULL,
+	total_price               TEXT             NOT NULL,
+	currency                  TEXT             NOT NULL,
+	provider_response_latency DOUBLE PRECISION NOT NULL,
+	task_id                   TEXT             NOT NULL,
+	model_provider            TEXT             NOT NULL,
+	model_id                  TEXT             NOT NULL,
+	metadata                  TEXT             NOT NULL,
+	created_at                BIGINT           NOT NULL,
+	updated_at                BIGINT           NOT NULL
+);
+
+CREATE INDEX messages_conversation_created ON messages (conversation_id, created_at, id);
+
+CREATE TABLE message_feedbacks (
+	id               TEXT   NOT NULL PRIMARY KEY,
+	app_id           TEXT   NOT NULL REFERENCES apps (id),
+	conversation_id  TEXT   NOT NULL REFERENCES conversations (id),
+	message_id       TEXT   NOT NULL UNIQUE REFERENCES messages (id),
+	rating           TEXT   NOT NULL CHECK (rating IN ('like', 'dislike')),
+	content          TEXT,
+	from_source      TEXT   NOT NULL CHECK (from_source IN ('user', 'admin')),
+	from_end_user_id TEXT   REFERENCES end_users (id),
+	from_account_id  TEXT,
+	created_at       BIGINT NOT NULL,
+	updated_at       BIGINT NOT NULL
+);
+
+CREATE INDEX message_feedbacks_app_created ON message_feedbacks (app_id, created_at, id);
+
+CREATE TABLE upload_files (
+	id          TEXT   NOT NULL PRIMARY KEY,
+	app_id      TEXT   REFERENCES apps (id),
+	end_user_id TEXT   REFERENCES end_users (id),
+	name        TEXT   NOT NULL,
+	size        BIGINT NOT NULL CHECK (size >= 0),
+	extension   TEXT   NOT NULL,
+	mime_type   TEXT   NOT NULL,
+	storage_key TEXT   NOT NULL UNIQUE,
+	hash        TEXT   NOT NULL,
+	source_url  TEXT,
+	created_by  TEXT   NOT NULL,
+	created_at  BIGINT NOT NULL
+);
+
+CREATE TABLE message_files (
+	id              TEXT   NOT NULL PRIMARY KEY,
+	message_id      TEXT   NOT NULL REFERENCES messages (id),
+	type            TEXT   NOT NULL,
+	transfer_method TEXT   NOT NULL CHECK (transfer_method IN ('remote_url', 'local_file', 'tool_file')),
+	url             TEXT,
+	upload_file_id  TEXT   REFERENCES upload_files (id),
+	belongs_to      TEXT   NOT NULL CHECK (belongs_to IN ('user', 'assistant')),
+	created_at      BIGINT NOT NULL
+);
+
+CREATE INDEX message_files_message_id ON message_files (message_id, created_at, id);
+CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
+`,
+	},
 }
 
 // schemaMigrationsDDL is the same on both engines.

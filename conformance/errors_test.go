@@ -170,3 +170,14 @@ func bigUpload(t *testing.T, size int) (io.Reader, string) {
 	}
 	return &buf, mw.FormDataContentType()
 }
+
+// newRequest builds a JSON request with an app or knowledge key.
+func newRequest(method, url, body, key string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req, nil
+}

@@ -16,14 +16,26 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
 )
 
 // binary is the parley binary built once for the whole run.
 var binary string
+
+// upstream is the fake OpenAI-compatible provider every server of the run talks to. Tests
+// script it with rules keyed on a marker unique to the test (openaitest.Server.On).
+var upstream *openaitest.Server
+
+// generatedTitle is what the fake answers to every conversation-naming request.
+const generatedTitle = "A generated title"
+
+// upstreamKey is the provider key the servers are configured with and the fake accepts.
+const upstreamKey = "sk-conformance"
 
 func TestMain(m *testing.M) {
 	code := func() int {
@@ -44,6 +56,12 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
+		upstream = openaitest.NewServer(openaitest.WithAPIKey(upstreamKey))
+		defer upstream.Close()
+		// The naming and suggestion prompts quote the conversation, so their rules go first
+		// (the fake answers with the first matching rule) and hold for every test.
+		upstream.On("You name conversations", openaitest.Reply{Text: generatedTitle})
+		upstream.On("predict the three questions", openaitest.Reply{Text: `["Why?", "How?", "When?"]`})
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -59,6 +77,7 @@ type Parley struct {
 	engine storetest.Engine
 	env    []string
 	logs   *syncBuffer
+	stop   func() error
 }
 
 // engines lists the storage engines a test runs the server on. A PARLEY_URL run has one: the
@@ -103,17 +122,25 @@ func startParley(t *testing.T, engine string) *Parley {
 		"PARLEY_RESPONSE_VALIDATION=enforce",
 		"PARLEY_LOG_FORMAT=json",
 		"PARLEY_LOG_LEVEL=info",
-		"CONFORMANCE_OPENAI_KEY=sk-conformance",
+		"CONFORMANCE_OPENAI_KEY="+upstreamKey,
+		"CONFORMANCE_OPENAI_BASE_URL="+upstream.URL(),
 		"CONFORMANCE_UNSET_KEY=",
 	)
 	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
 	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")
+	p.Start(t)
+	return p
+}
 
+// Start runs `parley serve` with the server's settings (again, after Stop) and waits for its
+// address. The process is stopped when t ends.
+func (p *Parley) Start(t *testing.T, extraEnv ...string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, "serve")
-	cmd.Env = p.env
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(append([]string(nil), p.env...), extraEnv...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 20 * time.Second
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -139,9 +166,21 @@ func startParley(t *testing.T, engine string) *Parley {
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
+	var once sync.Once
+	p.stop = func() error {
+		var err error
+		once.Do(func() {
+			cancel()
+			err = cmd.Wait()
+			// Wait reports the cancellation that sent SIGTERM; the exit status is what counts.
+			if cmd.ProcessState != nil && cmd.ProcessState.Success() {
+				err = nil
+			}
+		})
+		return err
+	}
 	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
+		_ = p.stop()
 		if t.Failed() {
 			t.Logf("server log:\n%s", p.logs.String())
 		}
@@ -157,8 +196,10 @@ func startParley(t *testing.T, engine string) *Parley {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("server did not report its address in 30s; log:\n%s", p.logs.String())
 	}
-	return p
 }
+
+// Stop sends SIGTERM and waits for the process to exit; it returns the exit error.
+func (p *Parley) Stop() error { return p.stop() }
 
 // CLI runs the parley binary with the server's settings and returns its trimmed stdout.
 func (p *Parley) CLI(t *testing.T, args ...string) string {

@@ -7,37 +7,146 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
+
+// Defines values for AgentLogEventEvent.
+const (
+	AgentLog AgentLogEventEvent = "agent_log"
+)
+
+// Valid indicates whether the value is a known member of the AgentLogEventEvent enum.
+func (e AgentLogEventEvent) Valid() bool {
+	switch e {
+	case AgentLog:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentMessageEventEvent.
+const (
+	AgentMessage AgentMessageEventEvent = "agent_message"
+)
+
+// Valid indicates whether the value is a known member of the AgentMessageEventEvent enum.
+func (e AgentMessageEventEvent) Valid() bool {
+	switch e {
+	case AgentMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentThoughtEventEvent.
+const (
+	AgentThought AgentThoughtEventEvent = "agent_thought"
+)
+
+// Valid indicates whether the value is a known member of the AgentThoughtEventEvent enum.
+func (e AgentThoughtEventEvent) Valid() bool {
+	switch e {
+	case AgentThought:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppFeedbackFromSource.
+const (
+	AppFeedbackFromSourceAdmin AppFeedbackFromSource = "admin"
+	AppFeedbackFromSourceUser  AppFeedbackFromSource = "user"
+)
+
+// Valid indicates whether the value is a known member of the AppFeedbackFromSource enum.
+func (e AppFeedbackFromSource) Valid() bool {
+	switch e {
+	case AppFeedbackFromSourceAdmin:
+		return true
+	case AppFeedbackFromSourceUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppFeedbackRating.
+const (
+	AppFeedbackRatingDislike AppFeedbackRating = "dislike"
+	AppFeedbackRatingLike    AppFeedbackRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the AppFeedbackRating enum.
+func (e AppFeedbackRating) Valid() bool {
+	switch e {
+	case AppFeedbackRatingDislike:
+		return true
+	case AppFeedbackRatingLike:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for AppInfoMode.
 const (
-	AdvancedChat AppInfoMode = "advanced-chat"
-	Agent        AppInfoMode = "agent"
-	AgentChat    AppInfoMode = "agent-chat"
-	Chat         AppInfoMode = "chat"
-	Completion   AppInfoMode = "completion"
-	Workflow     AppInfoMode = "workflow"
+	AppInfoModeAdvancedChat AppInfoMode = "advanced-chat"
+	AppInfoModeAgent        AppInfoMode = "agent"
+	AppInfoModeAgentChat    AppInfoMode = "agent-chat"
+	AppInfoModeChat         AppInfoMode = "chat"
+	AppInfoModeCompletion   AppInfoMode = "completion"
+	AppInfoModeWorkflow     AppInfoMode = "workflow"
 )
 
 // Valid indicates whether the value is a known member of the AppInfoMode enum.
 func (e AppInfoMode) Valid() bool {
 	switch e {
-	case AdvancedChat:
+	case AppInfoModeAdvancedChat:
 		return true
-	case Agent:
+	case AppInfoModeAgent:
 		return true
-	case AgentChat:
+	case AppInfoModeAgentChat:
 		return true
-	case Chat:
+	case AppInfoModeChat:
 		return true
-	case Completion:
+	case AppInfoModeCompletion:
 		return true
-	case Workflow:
+	case AppInfoModeWorkflow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AppMode.
+const (
+	AppModeAdvancedChat AppMode = "advanced-chat"
+	AppModeAgent        AppMode = "agent"
+	AppModeAgentChat    AppMode = "agent-chat"
+	AppModeChat         AppMode = "chat"
+)
+
+// Valid indicates whether the value is a known member of the AppMode enum.
+func (e AppMode) Valid() bool {
+	switch e {
+	case AppModeAdvancedChat:
+		return true
+	case AppModeAgent:
+		return true
+	case AppModeAgentChat:
+		return true
+	case AppModeChat:
 		return true
 	default:
 		return false
@@ -56,6 +165,408 @@ func (e AppParametersTextToSpeechAutoPlay) Valid() bool {
 	case AppParametersTextToSpeechAutoPlayDisabled:
 		return true
 	case AppParametersTextToSpeechAutoPlayEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChatCompletionResponseEvent.
+const (
+	ChatCompletionResponseEventMessage ChatCompletionResponseEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the ChatCompletionResponseEvent enum.
+func (e ChatCompletionResponseEvent) Valid() bool {
+	switch e {
+	case ChatCompletionResponseEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChatRequestResponseMode.
+const (
+	Blocking  ChatRequestResponseMode = "blocking"
+	Streaming ChatRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the ChatRequestResponseMode enum.
+func (e ChatRequestResponseMode) Valid() bool {
+	switch e {
+	case Blocking:
+		return true
+	case Streaming:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ErrorEventEvent.
+const (
+	ErrorEventEventError ErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the ErrorEventEvent enum.
+func (e ErrorEventEvent) Valid() bool {
+	switch e {
+	case ErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FeedbackRequestRating.
+const (
+	FeedbackRequestRatingDislike FeedbackRequestRating = "dislike"
+	FeedbackRequestRatingLike    FeedbackRequestRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the FeedbackRequestRating enum.
+func (e FeedbackRequestRating) Valid() bool {
+	switch e {
+	case FeedbackRequestRatingDislike:
+		return true
+	case FeedbackRequestRatingLike:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileReferenceTransferMethod.
+const (
+	FileReferenceTransferMethodLocalFile FileReferenceTransferMethod = "local_file"
+	FileReferenceTransferMethodRemoteUrl FileReferenceTransferMethod = "remote_url"
+)
+
+// Valid indicates whether the value is a known member of the FileReferenceTransferMethod enum.
+func (e FileReferenceTransferMethod) Valid() bool {
+	switch e {
+	case FileReferenceTransferMethodLocalFile:
+		return true
+	case FileReferenceTransferMethodRemoteUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileReferenceType.
+const (
+	Audio    FileReferenceType = "audio"
+	Custom   FileReferenceType = "custom"
+	Document FileReferenceType = "document"
+	Image    FileReferenceType = "image"
+	Video    FileReferenceType = "video"
+)
+
+// Valid indicates whether the value is a known member of the FileReferenceType enum.
+func (e FileReferenceType) Valid() bool {
+	switch e {
+	case Audio:
+		return true
+	case Custom:
+		return true
+	case Document:
+		return true
+	case Image:
+		return true
+	case Video:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HistoryMessageFeedbackRating.
+const (
+	HistoryMessageFeedbackRatingDislike HistoryMessageFeedbackRating = "dislike"
+	HistoryMessageFeedbackRatingLike    HistoryMessageFeedbackRating = "like"
+)
+
+// Valid indicates whether the value is a known member of the HistoryMessageFeedbackRating enum.
+func (e HistoryMessageFeedbackRating) Valid() bool {
+	switch e {
+	case HistoryMessageFeedbackRatingDislike:
+		return true
+	case HistoryMessageFeedbackRatingLike:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HistoryMessageStatus.
+const (
+	HistoryMessageStatusError   HistoryMessageStatus = "error"
+	HistoryMessageStatusNormal  HistoryMessageStatus = "normal"
+	HistoryMessageStatusStopped HistoryMessageStatus = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the HistoryMessageStatus enum.
+func (e HistoryMessageStatus) Valid() bool {
+	switch e {
+	case HistoryMessageStatusError:
+		return true
+	case HistoryMessageStatusNormal:
+		return true
+	case HistoryMessageStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HumanInputFormFilledEventEvent.
+const (
+	HumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
+)
+
+// Valid indicates whether the value is a known member of the HumanInputFormFilledEventEvent enum.
+func (e HumanInputFormFilledEventEvent) Valid() bool {
+	switch e {
+	case HumanInputFormFilled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HumanInputFormTimeoutEventEvent.
+const (
+	HumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
+)
+
+// Valid indicates whether the value is a known member of the HumanInputFormTimeoutEventEvent enum.
+func (e HumanInputFormTimeoutEventEvent) Valid() bool {
+	switch e {
+	case HumanInputFormTimeout:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HumanInputRequiredEventEvent.
+const (
+	HumanInputRequiredEventEventHumanInputRequired HumanInputRequiredEventEvent = "human_input_required"
+)
+
+// Valid indicates whether the value is a known member of the HumanInputRequiredEventEvent enum.
+func (e HumanInputRequiredEventEvent) Valid() bool {
+	switch e {
+	case HumanInputRequiredEventEventHumanInputRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IterationCompletedEventEvent.
+const (
+	IterationCompleted IterationCompletedEventEvent = "iteration_completed"
+)
+
+// Valid indicates whether the value is a known member of the IterationCompletedEventEvent enum.
+func (e IterationCompletedEventEvent) Valid() bool {
+	switch e {
+	case IterationCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IterationNextEventEvent.
+const (
+	IterationNext IterationNextEventEvent = "iteration_next"
+)
+
+// Valid indicates whether the value is a known member of the IterationNextEventEvent enum.
+func (e IterationNextEventEvent) Valid() bool {
+	switch e {
+	case IterationNext:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IterationStartedEventEvent.
+const (
+	IterationStarted IterationStartedEventEvent = "iteration_started"
+)
+
+// Valid indicates whether the value is a known member of the IterationStartedEventEvent enum.
+func (e IterationStartedEventEvent) Valid() bool {
+	switch e {
+	case IterationStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LoopCompletedEventEvent.
+const (
+	LoopCompleted LoopCompletedEventEvent = "loop_completed"
+)
+
+// Valid indicates whether the value is a known member of the LoopCompletedEventEvent enum.
+func (e LoopCompletedEventEvent) Valid() bool {
+	switch e {
+	case LoopCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LoopNextEventEvent.
+const (
+	LoopNext LoopNextEventEvent = "loop_next"
+)
+
+// Valid indicates whether the value is a known member of the LoopNextEventEvent enum.
+func (e LoopNextEventEvent) Valid() bool {
+	switch e {
+	case LoopNext:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LoopStartedEventEvent.
+const (
+	LoopStarted LoopStartedEventEvent = "loop_started"
+)
+
+// Valid indicates whether the value is a known member of the LoopStartedEventEvent enum.
+func (e LoopStartedEventEvent) Valid() bool {
+	switch e {
+	case LoopStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageEndEventEvent.
+const (
+	MessageEnd MessageEndEventEvent = "message_end"
+)
+
+// Valid indicates whether the value is a known member of the MessageEndEventEvent enum.
+func (e MessageEndEventEvent) Valid() bool {
+	switch e {
+	case MessageEnd:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageEventEvent.
+const (
+	MessageEventEventMessage MessageEventEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the MessageEventEvent enum.
+func (e MessageEventEvent) Valid() bool {
+	switch e {
+	case MessageEventEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageFileBelongsTo.
+const (
+	MessageFileBelongsToAssistant MessageFileBelongsTo = "assistant"
+	MessageFileBelongsToUser      MessageFileBelongsTo = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileBelongsTo enum.
+func (e MessageFileBelongsTo) Valid() bool {
+	switch e {
+	case MessageFileBelongsToAssistant:
+		return true
+	case MessageFileBelongsToUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageFileTransferMethod.
+const (
+	MessageFileTransferMethodLocalFile MessageFileTransferMethod = "local_file"
+	MessageFileTransferMethodRemoteUrl MessageFileTransferMethod = "remote_url"
+	MessageFileTransferMethodToolFile  MessageFileTransferMethod = "tool_file"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileTransferMethod enum.
+func (e MessageFileTransferMethod) Valid() bool {
+	switch e {
+	case MessageFileTransferMethodLocalFile:
+		return true
+	case MessageFileTransferMethodRemoteUrl:
+		return true
+	case MessageFileTransferMethodToolFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageFileEventBelongsTo.
+const (
+	MessageFileEventBelongsToAssistant MessageFileEventBelongsTo = "assistant"
+	MessageFileEventBelongsToUser      MessageFileEventBelongsTo = "user"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileEventBelongsTo enum.
+func (e MessageFileEventBelongsTo) Valid() bool {
+	switch e {
+	case MessageFileEventBelongsToAssistant:
+		return true
+	case MessageFileEventBelongsToUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageFileEventEvent.
+const (
+	MessageFileEventEventMessageFile MessageFileEventEvent = "message_file"
+)
+
+// Valid indicates whether the value is a known member of the MessageFileEventEvent enum.
+func (e MessageFileEventEvent) Valid() bool {
+	switch e {
+	case MessageFileEventEventMessageFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageReplaceEventEvent.
+const (
+	MessageReplace MessageReplaceEventEvent = "message_replace"
+)
+
+// Valid indicates whether the value is a known member of the MessageReplaceEventEvent enum.
+func (e MessageReplaceEventEvent) Valid() bool {
+	switch e {
+	case MessageReplace:
 		return true
 	default:
 		return false
@@ -110,6 +621,454 @@ func (e ModelType) Valid() bool {
 	}
 }
 
+// Defines values for NodeFinishedDataStatus.
+const (
+	NodeFinishedDataStatusException NodeFinishedDataStatus = "exception"
+	NodeFinishedDataStatusFailed    NodeFinishedDataStatus = "failed"
+	NodeFinishedDataStatusRunning   NodeFinishedDataStatus = "running"
+	NodeFinishedDataStatusStopped   NodeFinishedDataStatus = "stopped"
+	NodeFinishedDataStatusSucceeded NodeFinishedDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the NodeFinishedDataStatus enum.
+func (e NodeFinishedDataStatus) Valid() bool {
+	switch e {
+	case NodeFinishedDataStatusException:
+		return true
+	case NodeFinishedDataStatusFailed:
+		return true
+	case NodeFinishedDataStatusRunning:
+		return true
+	case NodeFinishedDataStatusStopped:
+		return true
+	case NodeFinishedDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeFinishedEventEvent.
+const (
+	NodeFinished NodeFinishedEventEvent = "node_finished"
+)
+
+// Valid indicates whether the value is a known member of the NodeFinishedEventEvent enum.
+func (e NodeFinishedEventEvent) Valid() bool {
+	switch e {
+	case NodeFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeRetryEventDataStatus.
+const (
+	NodeRetryEventDataStatusException NodeRetryEventDataStatus = "exception"
+	NodeRetryEventDataStatusFailed    NodeRetryEventDataStatus = "failed"
+	NodeRetryEventDataStatusRunning   NodeRetryEventDataStatus = "running"
+	NodeRetryEventDataStatusStopped   NodeRetryEventDataStatus = "stopped"
+	NodeRetryEventDataStatusSucceeded NodeRetryEventDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the NodeRetryEventDataStatus enum.
+func (e NodeRetryEventDataStatus) Valid() bool {
+	switch e {
+	case NodeRetryEventDataStatusException:
+		return true
+	case NodeRetryEventDataStatusFailed:
+		return true
+	case NodeRetryEventDataStatusRunning:
+		return true
+	case NodeRetryEventDataStatusStopped:
+		return true
+	case NodeRetryEventDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeRetryEventEvent.
+const (
+	NodeRetry NodeRetryEventEvent = "node_retry"
+)
+
+// Valid indicates whether the value is a known member of the NodeRetryEventEvent enum.
+func (e NodeRetryEventEvent) Valid() bool {
+	switch e {
+	case NodeRetry:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeStartedEventEvent.
+const (
+	NodeStarted NodeStartedEventEvent = "node_started"
+)
+
+// Valid indicates whether the value is a known member of the NodeStartedEventEvent enum.
+func (e NodeStartedEventEvent) Valid() bool {
+	switch e {
+	case NodeStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseReasonTYPE.
+const (
+	PauseReasonTYPEHumanInputRequired PauseReasonTYPE = "human_input_required"
+)
+
+// Valid indicates whether the value is a known member of the PauseReasonTYPE enum.
+func (e PauseReasonTYPE) Valid() bool {
+	switch e {
+	case PauseReasonTYPEHumanInputRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PingEventEvent.
+const (
+	Ping PingEventEvent = "ping"
+)
+
+// Valid indicates whether the value is a known member of the PingEventEvent enum.
+func (e PingEventEvent) Valid() bool {
+	switch e {
+	case Ping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReasoningChunkEventEvent.
+const (
+	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
+)
+
+// Valid indicates whether the value is a known member of the ReasoningChunkEventEvent enum.
+func (e ReasoningChunkEventEvent) Valid() bool {
+	switch e {
+	case ReasoningChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResultResult.
+const (
+	ResultResultSuccess ResultResult = "success"
+)
+
+// Valid indicates whether the value is a known member of the ResultResult enum.
+func (e ResultResult) Valid() bool {
+	switch e {
+	case ResultResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SuggestedQuestionsResult.
+const (
+	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
+)
+
+// Valid indicates whether the value is a known member of the SuggestedQuestionsResult enum.
+func (e SuggestedQuestionsResult) Valid() bool {
+	switch e {
+	case SuggestedQuestionsResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TtsMessageEndEventEvent.
+const (
+	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
+)
+
+// Valid indicates whether the value is a known member of the TtsMessageEndEventEvent enum.
+func (e TtsMessageEndEventEvent) Valid() bool {
+	switch e {
+	case TtsMessageEnd:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TtsMessageEventEvent.
+const (
+	TtsMessage TtsMessageEventEvent = "tts_message"
+)
+
+// Valid indicates whether the value is a known member of the TtsMessageEventEvent enum.
+func (e TtsMessageEventEvent) Valid() bool {
+	switch e {
+	case TtsMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowFinishedEventEvent.
+const (
+	WorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowFinishedEventEvent enum.
+func (e WorkflowFinishedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowPausedEventDataStatus.
+const (
+	Paused WorkflowPausedEventDataStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowPausedEventDataStatus enum.
+func (e WorkflowPausedEventDataStatus) Valid() bool {
+	switch e {
+	case Paused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowPausedEventEvent.
+const (
+	WorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowPausedEventEvent enum.
+func (e WorkflowPausedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunStatus.
+const (
+	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
+	WorkflowRunStatusPartialSucceeded WorkflowRunStatus = "partial-succeeded"
+	WorkflowRunStatusStopped          WorkflowRunStatus = "stopped"
+	WorkflowRunStatusSucceeded        WorkflowRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunStatus enum.
+func (e WorkflowRunStatus) Valid() bool {
+	switch e {
+	case WorkflowRunStatusFailed:
+		return true
+	case WorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowRunStatusStopped:
+		return true
+	case WorkflowRunStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowStartedEventDataReason.
+const (
+	Initial    WorkflowStartedEventDataReason = "initial"
+	Resumption WorkflowStartedEventDataReason = "resumption"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowStartedEventDataReason enum.
+func (e WorkflowStartedEventDataReason) Valid() bool {
+	switch e {
+	case Initial:
+		return true
+	case Resumption:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowStartedEventEvent.
+const (
+	WorkflowStarted WorkflowStartedEventEvent = "workflow_started"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowStartedEventEvent enum.
+func (e WorkflowStartedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListConversationsParamsSortBy.
+const (
+	CreatedAt      ListConversationsParamsSortBy = "created_at"
+	MinusCreatedAt ListConversationsParamsSortBy = "-created_at"
+	MinusUpdatedAt ListConversationsParamsSortBy = "-updated_at"
+	UpdatedAt      ListConversationsParamsSortBy = "updated_at"
+)
+
+// Valid indicates whether the value is a known member of the ListConversationsParamsSortBy enum.
+func (e ListConversationsParamsSortBy) Valid() bool {
+	switch e {
+	case CreatedAt:
+		return true
+	case MinusCreatedAt:
+		return true
+	case MinusUpdatedAt:
+		return true
+	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// AgentLogEvent A step log of an agent node (informational); carries no `workflow_run_id`.
+type AgentLogEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64              `json:"created_at"`
+	Data      AgentLogEvent_Data `json:"data"`
+	Event     AgentLogEventEvent `json:"event"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// AgentLogEvent_Data defines model for AgentLogEvent.Data.
+type AgentLogEvent_Data struct {
+	Data                 *map[string]interface{} `json:"data,omitempty"`
+	Error                *string                 `json:"error,omitempty"`
+	Id                   string                  `json:"id"`
+	Label                *string                 `json:"label,omitempty"`
+	Metadata             *map[string]interface{} `json:"metadata,omitempty"`
+	NodeExecutionId      *string                 `json:"node_execution_id,omitempty"`
+	NodeId               string                  `json:"node_id"`
+	ParentId             *string                 `json:"parent_id,omitempty"`
+	Status               *string                 `json:"status,omitempty"`
+	AdditionalProperties map[string]interface{}  `json:"-"`
+}
+
+// AgentLogEventEvent defines model for AgentLogEvent.Event.
+type AgentLogEventEvent string
+
+// AgentMessageEvent An answer chunk of a Legacy Agent or Agent app.
+type AgentMessageEvent struct {
+	Answer         string             `json:"answer"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                  `json:"created_at"`
+	Event     AgentMessageEventEvent `json:"event"`
+	Id        openapi_types.UUID     `json:"id"`
+	MessageId openapi_types.UUID     `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// AgentMessageEventEvent defines model for AgentMessageEvent.Event.
+type AgentMessageEventEvent string
+
+// AgentThoughtEvent A reasoning or tool-call step of a Legacy Agent or Agent app.
+type AgentThoughtEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                  `json:"created_at"`
+	Event     AgentThoughtEventEvent `json:"event"`
+
+	// Id Thought id.
+	Id           openapi_types.UUID `json:"id"`
+	MessageFiles *[]string          `json:"message_files"`
+	MessageId    openapi_types.UUID `json:"message_id"`
+	Observation  *string            `json:"observation"`
+
+	// Position 1-based position of the step.
+	Position int `json:"position"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId  openapi_types.UUID `json:"task_id"`
+	Thought *string            `json:"thought"`
+
+	// Tool Tool name; several tools joined by `;`.
+	Tool *string `json:"tool"`
+
+	// ToolInput JSON text of the tool input.
+	ToolInput  *string                 `json:"tool_input"`
+	ToolLabels *map[string]interface{} `json:"tool_labels,omitempty"`
+}
+
+// AgentThoughtEventEvent defines model for AgentThoughtEvent.Event.
+type AgentThoughtEventEvent string
+
+// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
+type AnnotationReply struct {
+	Account *struct {
+		Id   *string `json:"id,omitempty"`
+		Name *string `json:"name,omitempty"`
+	} `json:"account,omitempty"`
+
+	// Id Annotation id.
+	Id string `json:"id"`
+}
+
+// AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
+type AppFeedback struct {
+	AppId          openapi_types.UUID    `json:"app_id"`
+	Content        *string               `json:"content"`
+	ConversationId openapi_types.UUID    `json:"conversation_id"`
+	CreatedAt      time.Time             `json:"created_at"`
+	FromAccountId  *string               `json:"from_account_id"`
+	FromEndUserId  *string               `json:"from_end_user_id"`
+	FromSource     AppFeedbackFromSource `json:"from_source"`
+	Id             openapi_types.UUID    `json:"id"`
+	MessageId      openapi_types.UUID    `json:"message_id"`
+	Rating         AppFeedbackRating     `json:"rating"`
+	UpdatedAt      time.Time             `json:"updated_at"`
+}
+
+// AppFeedbackFromSource defines model for AppFeedback.FromSource.
+type AppFeedbackFromSource string
+
+// AppFeedbackRating defines model for AppFeedback.Rating.
+type AppFeedbackRating string
+
+// AppFeedbackList A page of the app's feedback.
+type AppFeedbackList struct {
+	Data []AppFeedback `json:"data"`
+}
+
 // AppInfo What the app is.
 type AppInfo struct {
 	AuthorName  string      `json:"author_name"`
@@ -126,6 +1085,9 @@ type AppInfoMode string
 type AppMeta struct {
 	ToolIcons map[string]interface{} `json:"tool_icons"`
 }
+
+// AppMode The app's response mode. `agent` is the mode of (new) Agent apps.
+type AppMode string
 
 // AppParameters How to call the app.
 type AppParameters struct {
@@ -170,6 +1132,106 @@ type AppParameters struct {
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
 
+// ChatCompletionResponse The blocking-mode reply.
+type ChatCompletionResponse struct {
+	// Answer Complete answer.
+	Answer string `json:"answer"`
+
+	// ConversationId Conversation id.
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// Event Always `message`.
+	Event ChatCompletionResponseEvent `json:"event"`
+
+	// Id Id of this response event.
+	Id openapi_types.UUID `json:"id"`
+
+	// MessageId Message id; used by the feedback and suggested-question operations.
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Usage and the knowledge citations of a reply.
+	Metadata ResponseMetadata `json:"metadata"`
+
+	// Mode The app's response mode. `agent` is the mode of (new) Agent apps.
+	Mode AppMode `json:"mode"`
+
+	// TaskId Task id for tracking and for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// ChatCompletionResponseEvent Always `message`.
+type ChatCompletionResponseEvent string
+
+// ChatRequest Body of the send-message operation. Unknown members are ignored.
+type ChatRequest struct {
+	// AutoGenerateName Default true. When false, the title is generated only by the rename operation called with `auto_generate` true.
+	AutoGenerateName *bool `json:"auto_generate_name,omitempty"`
+
+	// ConversationId Omitted, null or empty starts a new conversation; otherwise continues that conversation.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Files Files for the message; `null` is accepted as "none". Agent apps accept file references but do not process their contents.
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the app's input variables keyed by variable name.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// Query The user's message.
+	Query string `json:"query"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+	ResponseMode *ChatRequestResponseMode `json:"response_mode,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app.
+	User string `json:"user"`
+
+	// WorkflowId Chatflow apps only. Id of a published workflow version to run; when omitted the latest published version runs.
+	WorkflowId *string `json:"workflow_id,omitempty"`
+}
+
+// ChatRequestResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+type ChatRequestResponseMode string
+
+// ChatStreamEvent One event of a streamed reply, dispatched on `event`. `ping` is a keep-alive sent as the
+// bare frame `event: ping`; clients skip it.
+type ChatStreamEvent struct {
+	union json.RawMessage
+}
+
+// Conversation A conversation of an end user with the app.
+type Conversation struct {
+	CreatedAt    int64                  `json:"created_at"`
+	Id           openapi_types.UUID     `json:"id"`
+	Inputs       map[string]interface{} `json:"inputs"`
+	Introduction string                 `json:"introduction"`
+	Name         string                 `json:"name"`
+
+	// Status Example: normal
+	Status    string `json:"status"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// ConversationList A page of conversations.
+type ConversationList struct {
+	Data    []Conversation `json:"data"`
+	HasMore bool           `json:"has_more"`
+	Limit   int            `json:"limit"`
+}
+
+// Decimal A decimal number as text.
+//
+// Example: 0.0025825
+type Decimal = string
+
+// DeleteConversationRequest Body of delete-conversation; `{}` when `user` is omitted.
+type DeleteConversationRequest struct {
+	// User End-user identifier.
+	User *string `json:"user,omitempty"`
+}
+
 // Enabled A feature switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
@@ -191,6 +1253,227 @@ type Error struct {
 	Status int `json:"status"`
 }
 
+// ErrorEvent A failure ended the stream; the HTTP status stays 200.
+type ErrorEvent struct {
+	Code           string             `json:"code"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt     int64               `json:"created_at"`
+	Event         ErrorEventEvent     `json:"event"`
+	Message       string              `json:"message"`
+	MessageId     openapi_types.UUID  `json:"message_id"`
+	Status        int                 `json:"status"`
+	WorkflowRunId *openapi_types.UUID `json:"workflow_run_id,omitempty"`
+}
+
+// ErrorEventEvent defines model for ErrorEvent.Event.
+type ErrorEventEvent string
+
+// EventEnvelope defines model for EventEnvelope.
+type EventEnvelope struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64              `json:"created_at"`
+	MessageId openapi_types.UUID `json:"message_id"`
+}
+
+// FeedbackRequest A rating of a message.
+type FeedbackRequest struct {
+	// Content Free-text feedback.
+	Content *string `json:"content,omitempty"`
+
+	// Rating null revokes the rating.
+	Rating *FeedbackRequestRating `json:"rating,omitempty"`
+	User   string                 `json:"user"`
+}
+
+// FeedbackRequestRating null revokes the rating.
+type FeedbackRequestRating string
+
+// FileReference A file attached to a message. `url` is required when `transfer_method` is `remote_url`; `upload_file_id` when it is `local_file`.
+type FileReference struct {
+	// TransferMethod How the file is supplied.
+	TransferMethod FileReferenceTransferMethod `json:"transfer_method"`
+
+	// Type File kind.
+	Type FileReferenceType `json:"type"`
+
+	// UploadFileId Id returned by the file-upload operation; required when `transfer_method` is `local_file`.
+	UploadFileId *string `json:"upload_file_id,omitempty"`
+
+	// Url File address; required when `transfer_method` is `remote_url`.
+	Url *string `json:"url,omitempty"`
+}
+
+// FileReferenceTransferMethod How the file is supplied.
+type FileReferenceTransferMethod string
+
+// FileReferenceType File kind.
+type FileReferenceType string
+
+// HistoryAgentThought A reasoning or tool-call step of an agent message.
+type HistoryAgentThought struct {
+	ChainId     *string                 `json:"chain_id,omitempty"`
+	CreatedAt   *int64                  `json:"created_at,omitempty"`
+	Files       *[]string               `json:"files,omitempty"`
+	Id          string                  `json:"id"`
+	MessageId   string                  `json:"message_id"`
+	Observation *string                 `json:"observation,omitempty"`
+	Position    int                     `json:"position"`
+	Thought     *string                 `json:"thought,omitempty"`
+	Tool        *string                 `json:"tool,omitempty"`
+	ToolInput   *string                 `json:"tool_input,omitempty"`
+	ToolLabels  *map[string]interface{} `json:"tool_labels,omitempty"`
+}
+
+// HistoryMessage A message of a conversation, with its answer.
+type HistoryMessage struct {
+	AgentThoughts  []HistoryAgentThought     `json:"agent_thoughts"`
+	Answer         string                    `json:"answer"`
+	AnswerTokens   *int                      `json:"answer_tokens,omitempty"`
+	ConversationId openapi_types.UUID        `json:"conversation_id"`
+	CreatedAt      int64                     `json:"created_at"`
+	Currency       *string                   `json:"currency,omitempty"`
+	Error          *string                   `json:"error"`
+	ExtraContents  *[]map[string]interface{} `json:"extra_contents,omitempty"`
+	Feedback       *struct {
+		Rating HistoryMessageFeedbackRating `json:"rating"`
+	} `json:"feedback"`
+	Id                      openapi_types.UUID     `json:"id"`
+	Inputs                  map[string]interface{} `json:"inputs"`
+	MessageFiles            []MessageFile          `json:"message_files"`
+	MessageTokens           *int                   `json:"message_tokens,omitempty"`
+	ParentMessageId         *string                `json:"parent_message_id"`
+	ProviderResponseLatency *float64               `json:"provider_response_latency,omitempty"`
+	Query                   string                 `json:"query"`
+	RetrieverResources      []RetrieverResource    `json:"retriever_resources"`
+	Status                  HistoryMessageStatus   `json:"status"`
+
+	// TotalPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	TotalPrice  *Decimal `json:"total_price,omitempty"`
+	TotalTokens *int     `json:"total_tokens,omitempty"`
+}
+
+// HistoryMessageFeedbackRating defines model for HistoryMessage.Feedback.Rating.
+type HistoryMessageFeedbackRating string
+
+// HistoryMessageStatus defines model for HistoryMessage.Status.
+type HistoryMessageStatus string
+
+// HumanInputAction A button of a human-input form.
+type HumanInputAction struct {
+	// ButtonStyle Example: primary
+	ButtonStyle string `json:"button_style"`
+	Id          string `json:"id"`
+	Title       string `json:"title"`
+}
+
+// HumanInputField An input of a human-input form.
+type HumanInputField struct {
+	Default *struct {
+		Selector *[]string   `json:"selector,omitempty"`
+		Type     *string     `json:"type,omitempty"`
+		Value    interface{} `json:"value,omitempty"`
+	} `json:"default"`
+	OutputVariableName string `json:"output_variable_name"`
+
+	// Type Example: paragraph
+	Type                 string                 `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// HumanInputForm The form a paused run waits for.
+type HumanInputForm struct {
+	Actions     []HumanInputAction `json:"actions"`
+	DisplayInUi *bool              `json:"display_in_ui,omitempty"`
+
+	// ExpirationTime Unix epoch seconds.
+	ExpirationTime        int64             `json:"expiration_time"`
+	FormContent           string            `json:"form_content"`
+	FormId                string            `json:"form_id"`
+	FormToken             *string           `json:"form_token"`
+	Inputs                []HumanInputField `json:"inputs"`
+	NodeId                string            `json:"node_id"`
+	NodeTitle             string            `json:"node_title"`
+	ResolvedDefaultValues map[string]string `json:"resolved_default_values"`
+}
+
+// HumanInputFormFilledEvent A paused run's form was submitted; the run resumes.
+type HumanInputFormFilledEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		ActionId        string                  `json:"action_id"`
+		ActionText      *string                 `json:"action_text,omitempty"`
+		NodeId          string                  `json:"node_id"`
+		NodeTitle       string                  `json:"node_title"`
+		RenderedContent *string                 `json:"rendered_content,omitempty"`
+		SubmittedData   *map[string]interface{} `json:"submitted_data,omitempty"`
+	} `json:"data"`
+	Event         HumanInputFormFilledEventEvent `json:"event"`
+	MessageId     openapi_types.UUID             `json:"message_id"`
+	TaskId        openapi_types.UUID             `json:"task_id"`
+	WorkflowRunId openapi_types.UUID             `json:"workflow_run_id"`
+}
+
+// HumanInputFormFilledEventEvent defines model for HumanInputFormFilledEvent.Event.
+type HumanInputFormFilledEventEvent string
+
+// HumanInputFormTimeoutEvent A paused run's form timed out; the run resumes.
+type HumanInputFormTimeoutEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		ExpirationTime int64  `json:"expiration_time"`
+		NodeId         string `json:"node_id"`
+		NodeTitle      string `json:"node_title"`
+	} `json:"data"`
+	Event         HumanInputFormTimeoutEventEvent `json:"event"`
+	MessageId     openapi_types.UUID              `json:"message_id"`
+	TaskId        openapi_types.UUID              `json:"task_id"`
+	WorkflowRunId openapi_types.UUID              `json:"workflow_run_id"`
+}
+
+// HumanInputFormTimeoutEventEvent defines model for HumanInputFormTimeoutEvent.Event.
+type HumanInputFormTimeoutEventEvent string
+
+// HumanInputRequiredEvent A Chatflow run reached a human-input node.
+type HumanInputRequiredEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		Actions     []HumanInputAction `json:"actions"`
+		DisplayInUi bool               `json:"display_in_ui"`
+
+		// ExpirationTime Unix epoch seconds.
+		ExpirationTime        int64             `json:"expiration_time"`
+		FormContent           string            `json:"form_content"`
+		FormId                string            `json:"form_id"`
+		FormToken             *string           `json:"form_token"`
+		Inputs                []HumanInputField `json:"inputs"`
+		NodeId                string            `json:"node_id"`
+		NodeTitle             string            `json:"node_title"`
+		ResolvedDefaultValues map[string]string `json:"resolved_default_values"`
+	} `json:"data"`
+	Event         HumanInputRequiredEventEvent `json:"event"`
+	MessageId     openapi_types.UUID           `json:"message_id"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// HumanInputRequiredEventEvent defines model for HumanInputRequiredEvent.Event.
+type HumanInputRequiredEventEvent string
+
 // I18nObject Text keyed by locale (`en_US`, `zh_Hans`, …).
 //
 // Example: {"en_US":"OpenAI","zh_Hans":"OpenAI"}
@@ -205,6 +1488,239 @@ type InputFormItem struct {
 	Required  bool      `json:"required"`
 	Variable  string    `json:"variable"`
 }
+
+// IterationCompletedEvent An iteration node completed (informational).
+type IterationCompletedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData                 `json:"data"`
+	Event         IterationCompletedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID           `json:"message_id"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// IterationCompletedEventEvent defines model for IterationCompletedEvent.Event.
+type IterationCompletedEventEvent string
+
+// IterationNextEvent An iteration node moved to its next item (informational).
+type IterationNextEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData            `json:"data"`
+	Event         IterationNextEventEvent `json:"event"`
+	MessageId     openapi_types.UUID      `json:"message_id"`
+	TaskId        openapi_types.UUID      `json:"task_id"`
+	WorkflowRunId openapi_types.UUID      `json:"workflow_run_id"`
+}
+
+// IterationNextEventEvent defines model for IterationNextEvent.Event.
+type IterationNextEventEvent string
+
+// IterationStartedEvent An iteration node started (informational).
+type IterationStartedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData               `json:"data"`
+	Event         IterationStartedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID         `json:"message_id"`
+	TaskId        openapi_types.UUID         `json:"task_id"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// IterationStartedEventEvent defines model for IterationStartedEvent.Event.
+type IterationStartedEventEvent string
+
+// LoopCompletedEvent A loop node completed (informational).
+type LoopCompletedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData            `json:"data"`
+	Event         LoopCompletedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID      `json:"message_id"`
+	TaskId        openapi_types.UUID      `json:"task_id"`
+	WorkflowRunId openapi_types.UUID      `json:"workflow_run_id"`
+}
+
+// LoopCompletedEventEvent defines model for LoopCompletedEvent.Event.
+type LoopCompletedEventEvent string
+
+// LoopNextEvent A loop node moved to its next round (informational).
+type LoopNextEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData       `json:"data"`
+	Event         LoopNextEventEvent `json:"event"`
+	MessageId     openapi_types.UUID `json:"message_id"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// LoopNextEventEvent defines model for LoopNextEvent.Event.
+type LoopNextEventEvent string
+
+// LoopStartedEvent A loop node started (informational).
+type LoopStartedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+
+	// Data Progress of an iteration or loop node (informational).
+	Data          ProgressData          `json:"data"`
+	Event         LoopStartedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID    `json:"message_id"`
+	TaskId        openapi_types.UUID    `json:"task_id"`
+	WorkflowRunId openapi_types.UUID    `json:"workflow_run_id"`
+}
+
+// LoopStartedEventEvent defines model for LoopStartedEvent.Event.
+type LoopStartedEventEvent string
+
+// MessageEndEvent The answer is complete.
+type MessageEndEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                     `json:"created_at"`
+	Event     MessageEndEventEvent      `json:"event"`
+	Files     *[]map[string]interface{} `json:"files,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
+	Metadata MessageEndMetadata `json:"metadata"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// MessageEndEventEvent defines model for MessageEndEvent.Event.
+type MessageEndEventEvent string
+
+// MessageEndMetadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
+type MessageEndMetadata struct {
+	// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
+	AnnotationReply    *AnnotationReply     `json:"annotation_reply,omitempty"`
+	RetrieverResources *[]RetrieverResource `json:"retriever_resources,omitempty"`
+
+	// Usage Token usage and price of a reply. Prices are decimal strings.
+	Usage Usage `json:"usage"`
+}
+
+// MessageEvent An answer chunk (Chatbot, Chatflow, Agent). Concatenate in order; for Agent apps the one closing `message` carries the complete answer.
+type MessageEvent struct {
+	Answer         string             `json:"answer"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt            int64             `json:"created_at"`
+	Event                MessageEventEvent `json:"event"`
+	FromVariableSelector *[]string         `json:"from_variable_selector,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// MessageEventEvent defines model for MessageEvent.Event.
+type MessageEventEvent string
+
+// MessageFile A file attached to a message.
+type MessageFile struct {
+	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
+	Filename       *string                   `json:"filename,omitempty"`
+	Id             string                    `json:"id"`
+	MimeType       *string                   `json:"mime_type,omitempty"`
+	Size           *int64                    `json:"size,omitempty"`
+	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
+	Type           string                    `json:"type"`
+	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
+	Url            *string                   `json:"url,omitempty"`
+}
+
+// MessageFileBelongsTo defines model for MessageFile.BelongsTo.
+type MessageFileBelongsTo string
+
+// MessageFileTransferMethod defines model for MessageFile.TransferMethod.
+type MessageFileTransferMethod string
+
+// MessageFileEvent The assistant returned a file.
+type MessageFileEvent struct {
+	BelongsTo      MessageFileEventBelongsTo `json:"belongs_to"`
+	ConversationId openapi_types.UUID        `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                 `json:"created_at"`
+	Event     MessageFileEventEvent `json:"event"`
+
+	// Id File id.
+	Id        string             `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+
+	// Type Example: image
+	Type string `json:"type"`
+	Url  string `json:"url"`
+}
+
+// MessageFileEventBelongsTo defines model for MessageFileEvent.BelongsTo.
+type MessageFileEventBelongsTo string
+
+// MessageFileEventEvent defines model for MessageFileEvent.Event.
+type MessageFileEventEvent string
+
+// MessageList A page of a conversation's messages, oldest to newest.
+type MessageList struct {
+	Data    []HistoryMessage `json:"data"`
+	HasMore bool             `json:"has_more"`
+	Limit   int              `json:"limit"`
+}
+
+// MessageReplaceEvent Output moderation replaced the answer so far with `answer`.
+type MessageReplaceEvent struct {
+	Answer         string             `json:"answer"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                    `json:"created_at"`
+	Event     MessageReplaceEventEvent `json:"event"`
+	MessageId openapi_types.UUID       `json:"message_id"`
+	Reason    *string                  `json:"reason,omitempty"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// MessageReplaceEventEvent defines model for MessageReplaceEvent.Event.
+type MessageReplaceEventEvent string
 
 // Model A model of a provider.
 type Model struct {
@@ -269,22 +1785,537 @@ type ModelProvider struct {
 // ModelType A model type.
 type ModelType string
 
+// NodeFinishedData defines model for NodeFinishedData.
+type NodeFinishedData struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime       float64                   `json:"elapsed_time"`
+	Error             *string                   `json:"error,omitempty"`
+	ExecutionMetadata *map[string]interface{}   `json:"execution_metadata"`
+	Files             *[]map[string]interface{} `json:"files,omitempty"`
+	FinishedAt        int64                     `json:"finished_at"`
+	Id                string                    `json:"id"`
+	Index             int                       `json:"index"`
+	Inputs            *map[string]interface{}   `json:"inputs,omitempty"`
+	IterationId       *string                   `json:"iteration_id,omitempty"`
+	LoopId            *string                   `json:"loop_id,omitempty"`
+	NodeId            string                    `json:"node_id"`
+	NodeType          string                    `json:"node_type"`
+	Outputs           *map[string]interface{}   `json:"outputs"`
+	PredecessorNodeId *string                   `json:"predecessor_node_id,omitempty"`
+	ProcessData       *map[string]interface{}   `json:"process_data,omitempty"`
+	Status            NodeFinishedDataStatus    `json:"status"`
+	Title             string                    `json:"title"`
+}
+
+// NodeFinishedDataStatus defines model for NodeFinishedData.Status.
+type NodeFinishedDataStatus string
+
+// NodeFinishedEvent A node ended.
+type NodeFinishedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt     int64                  `json:"created_at"`
+	Data          NodeFinishedData       `json:"data"`
+	Event         NodeFinishedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID     `json:"message_id"`
+	TaskId        openapi_types.UUID     `json:"task_id"`
+	WorkflowRunId openapi_types.UUID     `json:"workflow_run_id"`
+}
+
+// NodeFinishedEventEvent defines model for NodeFinishedEvent.Event.
+type NodeFinishedEventEvent string
+
+// NodeRetryEvent A node failed and is retried.
+type NodeRetryEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		CreatedAt int64 `json:"created_at"`
+
+		// ElapsedTime Seconds.
+		ElapsedTime       float64                   `json:"elapsed_time"`
+		Error             *string                   `json:"error,omitempty"`
+		ExecutionMetadata *map[string]interface{}   `json:"execution_metadata"`
+		Files             *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt        int64                     `json:"finished_at"`
+		Id                string                    `json:"id"`
+		Index             int                       `json:"index"`
+		Inputs            *map[string]interface{}   `json:"inputs,omitempty"`
+		IterationId       *string                   `json:"iteration_id,omitempty"`
+		LoopId            *string                   `json:"loop_id,omitempty"`
+		NodeId            string                    `json:"node_id"`
+		NodeType          string                    `json:"node_type"`
+		Outputs           *map[string]interface{}   `json:"outputs"`
+		PredecessorNodeId *string                   `json:"predecessor_node_id,omitempty"`
+		ProcessData       *map[string]interface{}   `json:"process_data,omitempty"`
+		RetryIndex        int                       `json:"retry_index"`
+		Status            NodeRetryEventDataStatus  `json:"status"`
+		Title             string                    `json:"title"`
+	} `json:"data"`
+	Event         NodeRetryEventEvent `json:"event"`
+	MessageId     openapi_types.UUID  `json:"message_id"`
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
+}
+
+// NodeRetryEventDataStatus defines model for NodeRetryEvent.Data.Status.
+type NodeRetryEventDataStatus string
+
+// NodeRetryEventEvent defines model for NodeRetryEvent.Event.
+type NodeRetryEventEvent string
+
+// NodeStartedData defines model for NodeStartedData.
+type NodeStartedData struct {
+	CreatedAt int64                   `json:"created_at"`
+	Extras    *map[string]interface{} `json:"extras,omitempty"`
+
+	// Id Node execution id.
+	Id string `json:"id"`
+
+	// Index 1-based execution order.
+	Index       int                     `json:"index"`
+	Inputs      *map[string]interface{} `json:"inputs,omitempty"`
+	IterationId *string                 `json:"iteration_id,omitempty"`
+	LoopId      *string                 `json:"loop_id,omitempty"`
+	NodeId      string                  `json:"node_id"`
+
+	// NodeType Example: llm
+	NodeType          string  `json:"node_type"`
+	PredecessorNodeId *string `json:"predecessor_node_id,omitempty"`
+	Title             string  `json:"title"`
+}
+
+// NodeStartedEvent A node began.
+type NodeStartedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt     int64                 `json:"created_at"`
+	Data          NodeStartedData       `json:"data"`
+	Event         NodeStartedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID    `json:"message_id"`
+	TaskId        openapi_types.UUID    `json:"task_id"`
+	WorkflowRunId openapi_types.UUID    `json:"workflow_run_id"`
+}
+
+// NodeStartedEventEvent defines model for NodeStartedEvent.Event.
+type NodeStartedEventEvent string
+
+// PauseReason Why a run paused.
+type PauseReason struct {
+	TYPE        PauseReasonTYPE    `json:"TYPE"`
+	Actions     []HumanInputAction `json:"actions"`
+	DisplayInUi *bool              `json:"display_in_ui,omitempty"`
+
+	// ExpirationTime Unix epoch seconds.
+	ExpirationTime        int64             `json:"expiration_time"`
+	FormContent           string            `json:"form_content"`
+	FormId                string            `json:"form_id"`
+	FormToken             *string           `json:"form_token"`
+	Inputs                []HumanInputField `json:"inputs"`
+	NodeId                string            `json:"node_id"`
+	NodeTitle             string            `json:"node_title"`
+	ResolvedDefaultValues map[string]string `json:"resolved_default_values"`
+}
+
+// PauseReasonTYPE defines model for PauseReason.TYPE.
+type PauseReasonTYPE string
+
+// PingEvent Keep-alive, sent as the bare frame `event: ping`; skip it.
+type PingEvent struct {
+	Event PingEventEvent `json:"event"`
+}
+
+// PingEventEvent defines model for PingEvent.Event.
+type PingEventEvent string
+
+// ProgressData Progress of an iteration or loop node (informational).
+type ProgressData struct {
+	CreatedAt            *int64                 `json:"created_at,omitempty"`
+	Id                   string                 `json:"id"`
+	Index                *int                   `json:"index,omitempty"`
+	NodeId               string                 `json:"node_id"`
+	NodeType             *string                `json:"node_type,omitempty"`
+	Title                *string                `json:"title,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReasoningChunkEvent A reasoning delta of a Chatflow LLM node with `reasoning_format` `separated`; concatenate in order.
+type ReasoningChunkEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		// IsFinal The last event has `is_final` true and may have empty `reasoning`.
+		IsFinal   bool               `json:"is_final"`
+		MessageId openapi_types.UUID `json:"message_id"`
+		NodeId    *string            `json:"node_id"`
+		Reasoning string             `json:"reasoning"`
+	} `json:"data"`
+	Event     ReasoningChunkEventEvent `json:"event"`
+	MessageId openapi_types.UUID       `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId *openapi_types.UUID `json:"workflow_run_id,omitempty"`
+}
+
+// ReasoningChunkEventEvent defines model for ReasoningChunkEvent.Event.
+type ReasoningChunkEventEvent string
+
+// RenameConversationRequest A new name, or a request to generate one.
+type RenameConversationRequest struct {
+	AutoGenerate *bool   `json:"auto_generate,omitempty"`
+	Name         *string `json:"name,omitempty"`
+	User         *string `json:"user,omitempty"`
+}
+
+// ResponseMetadata Usage and the knowledge citations of a reply.
+type ResponseMetadata struct {
+	// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
+	AnnotationReply    *AnnotationReply    `json:"annotation_reply,omitempty"`
+	RetrieverResources []RetrieverResource `json:"retriever_resources"`
+
+	// Usage Token usage and price of a reply. Prices are decimal strings.
+	Usage Usage `json:"usage"`
+}
+
+// Result The body of an operation that only reports success.
+type Result struct {
+	Result ResultResult `json:"result"`
+}
+
+// ResultResult defines model for Result.Result.
+type ResultResult string
+
+// RetrieverResource A knowledge chunk cited by a reply.
+type RetrieverResource struct {
+	Content string `json:"content"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt      *int64              `json:"created_at,omitempty"`
+	DataSourceType *string             `json:"data_source_type,omitempty"`
+	DatasetId      openapi_types.UUID  `json:"dataset_id"`
+	DatasetName    string              `json:"dataset_name"`
+	DocumentId     openapi_types.UUID  `json:"document_id"`
+	DocumentName   string              `json:"document_name"`
+	HitCount       *int                `json:"hit_count,omitempty"`
+	Id             *openapi_types.UUID `json:"id,omitempty"`
+	IndexNodeHash  *string             `json:"index_node_hash,omitempty"`
+	MessageId      *openapi_types.UUID `json:"message_id,omitempty"`
+	Position       int                 `json:"position"`
+
+	// Score Similarity.
+	Score           float32            `json:"score"`
+	SegmentId       openapi_types.UUID `json:"segment_id"`
+	SegmentPosition *int               `json:"segment_position,omitempty"`
+	Summary         *string            `json:"summary,omitempty"`
+	WordCount       *int               `json:"word_count,omitempty"`
+}
+
+// SuggestedQuestions Follow-up questions.
+type SuggestedQuestions struct {
+	Data   []string                 `json:"data"`
+	Result SuggestedQuestionsResult `json:"result"`
+}
+
+// SuggestedQuestionsResult defines model for SuggestedQuestions.Result.
+type SuggestedQuestionsResult string
+
+// TaskEnvelope defines model for TaskEnvelope.
+type TaskEnvelope struct {
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
+type TtsMessageEndEvent struct {
+	Audio          string             `json:"audio"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                   `json:"created_at"`
+	Event     TtsMessageEndEventEvent `json:"event"`
+	MessageId openapi_types.UUID      `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// TtsMessageEndEventEvent defines model for TtsMessageEndEvent.Event.
+type TtsMessageEndEventEvent string
+
+// TtsMessageEvent A text-to-speech audio chunk (auto-play on).
+type TtsMessageEvent struct {
+	// Audio Base64-encoded audio chunk.
+	Audio          string             `json:"audio"`
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                `json:"created_at"`
+	Event     TtsMessageEventEvent `json:"event"`
+	MessageId openapi_types.UUID   `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// TtsMessageEventEvent defines model for TtsMessageEvent.Event.
+type TtsMessageEventEvent string
+
+// Usage Token usage and price of a reply. Prices are decimal strings.
+type Usage struct {
+	// CompletionPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	CompletionPrice Decimal `json:"completion_price"`
+
+	// CompletionPriceUnit A decimal number as text.
+	//
+	// Example: 0.0025825
+	CompletionPriceUnit Decimal `json:"completion_price_unit"`
+	CompletionTokens    int     `json:"completion_tokens"`
+
+	// CompletionUnitPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	CompletionUnitPrice Decimal `json:"completion_unit_price"`
+
+	// Currency Example: USD
+	Currency string `json:"currency"`
+
+	// Latency Seconds.
+	Latency float64 `json:"latency"`
+
+	// PromptPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	PromptPrice Decimal `json:"prompt_price"`
+
+	// PromptPriceUnit A decimal number as text.
+	//
+	// Example: 0.0025825
+	PromptPriceUnit Decimal `json:"prompt_price_unit"`
+	PromptTokens    int     `json:"prompt_tokens"`
+
+	// PromptUnitPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	PromptUnitPrice Decimal `json:"prompt_unit_price"`
+
+	// TotalPrice A decimal number as text.
+	//
+	// Example: 0.0025825
+	TotalPrice  Decimal `json:"total_price"`
+	TotalTokens int     `json:"total_tokens"`
+}
+
+// UserRequest A body that names the end user.
+type UserRequest struct {
+	// User End-user identifier.
+	User string `json:"user"`
+}
+
+// WorkflowEnvelope defines model for WorkflowEnvelope.
+type WorkflowEnvelope struct {
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// WorkflowFinishedEvent A Chatflow run ended.
+type WorkflowFinishedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		CreatedAt       int64                     `json:"created_at"`
+		CreatedBy       *map[string]interface{}   `json:"created_by,omitempty"`
+		ElapsedTime     float64                   `json:"elapsed_time"`
+		Error           *string                   `json:"error,omitempty"`
+		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
+		Files           *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt      int64                     `json:"finished_at"`
+		Id              openapi_types.UUID        `json:"id"`
+		Outputs         *map[string]interface{}   `json:"outputs"`
+
+		// Status The final status of a workflow run.
+		Status      WorkflowRunStatus `json:"status"`
+		TotalSteps  int               `json:"total_steps"`
+		TotalTokens int               `json:"total_tokens"`
+		WorkflowId  string            `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowFinishedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID         `json:"message_id"`
+	TaskId        openapi_types.UUID         `json:"task_id"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// WorkflowFinishedEventEvent defines model for WorkflowFinishedEvent.Event.
+type WorkflowFinishedEventEvent string
+
+// WorkflowPausedEvent A Chatflow run paused at a human-input node; the stream ends.
+type WorkflowPausedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		CreatedAt     int64                         `json:"created_at"`
+		ElapsedTime   float64                       `json:"elapsed_time"`
+		Outputs       *map[string]interface{}       `json:"outputs"`
+		PausedNodes   []string                      `json:"paused_nodes"`
+		Reasons       []PauseReason                 `json:"reasons"`
+		Status        WorkflowPausedEventDataStatus `json:"status"`
+		TotalSteps    int                           `json:"total_steps"`
+		TotalTokens   int                           `json:"total_tokens"`
+		WorkflowRunId openapi_types.UUID            `json:"workflow_run_id"`
+	} `json:"data"`
+	Event         WorkflowPausedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID       `json:"message_id"`
+	TaskId        openapi_types.UUID       `json:"task_id"`
+	WorkflowRunId openapi_types.UUID       `json:"workflow_run_id"`
+}
+
+// WorkflowPausedEventDataStatus defines model for WorkflowPausedEvent.Data.Status.
+type WorkflowPausedEventDataStatus string
+
+// WorkflowPausedEventEvent defines model for WorkflowPausedEvent.Event.
+type WorkflowPausedEventEvent string
+
+// WorkflowRunStatus The final status of a workflow run.
+type WorkflowRunStatus string
+
+// WorkflowStartedEvent A Chatflow run began.
+type WorkflowStartedEvent struct {
+	ConversationId openapi_types.UUID `json:"conversation_id"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64 `json:"created_at"`
+	Data      struct {
+		CreatedAt int64 `json:"created_at"`
+
+		// Id Workflow run id.
+		Id         openapi_types.UUID              `json:"id"`
+		Inputs     map[string]interface{}          `json:"inputs"`
+		Reason     *WorkflowStartedEventDataReason `json:"reason,omitempty"`
+		WorkflowId string                          `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowStartedEventEvent `json:"event"`
+	MessageId     openapi_types.UUID        `json:"message_id"`
+	TaskId        openapi_types.UUID        `json:"task_id"`
+	WorkflowRunId openapi_types.UUID        `json:"workflow_run_id"`
+}
+
+// WorkflowStartedEventDataReason defines model for WorkflowStartedEvent.Data.Reason.
+type WorkflowStartedEventDataReason string
+
+// WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
+type WorkflowStartedEventEvent string
+
+// ConversationId defines model for ConversationId.
+type ConversationId = string
+
+// Limit defines model for Limit.
+type Limit = int
+
+// MessageId defines model for MessageId.
+type MessageId = string
+
+// TaskId defines model for TaskId.
+type TaskId = string
+
 // User defines model for User.
 type User = string
+
+// UserRequired defines model for UserRequired.
+type UserRequired = string
 
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error
 
+// Forbidden The body of every error response, and the payload members of the `error` event.
+type Forbidden = Error
+
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
 
+// NotFound The body of every error response, and the payload members of the `error` event.
+type NotFound = Error
+
+// PayloadTooLarge The body of every error response, and the payload members of the `error` event.
+type PayloadTooLarge = Error
+
+// Success The body of an operation that only reports success.
+type Success = Result
+
+// TooManyRequests The body of every error response, and the payload members of the `error` event.
+type TooManyRequests = Error
+
 // Unauthorized The body of every error response, and the payload members of the `error` event.
 type Unauthorized = Error
+
+// UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
+type UnsupportedMediaType = Error
+
+// ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
+type ListAppFeedbacksParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListConversationsParams defines parameters for ListConversations.
+type ListConversationsParams struct {
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// LastId Id of the last conversation of the previous page.
+	LastId *string `form:"last_id,omitempty" json:"last_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// SortBy Sort field; `-` means descending.
+	SortBy *ListConversationsParamsSortBy `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+}
+
+// ListConversationsParamsSortBy defines parameters for ListConversations.
+type ListConversationsParamsSortBy string
 
 // GetAppInfoParams defines parameters for GetAppInfo.
 type GetAppInfoParams struct {
 	// User End-user identifier; when omitted, a shared anonymous end user.
 	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// ListMessagesParams defines parameters for ListMessages.
+type ListMessagesParams struct {
+	// ConversationId The conversation.
+	ConversationId string `form:"conversation_id" json:"conversation_id"`
+
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// FirstId Id of the oldest message already shown.
+	FirstId *string `form:"first_id,omitempty" json:"first_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetSuggestedQuestionsParams defines parameters for GetSuggestedQuestions.
+type GetSuggestedQuestionsParams struct {
+	// User End-user identifier.
+	User UserRequired `form:"user" json:"user"`
 }
 
 // GetAppMetaParams defines parameters for GetAppMeta.
@@ -297,6 +2328,297 @@ type GetAppMetaParams struct {
 type GetAppParametersParams struct {
 	// User End-user identifier; when omitted, a shared anonymous end user.
 	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
+type SendChatMessageJSONRequestBody = ChatRequest
+
+// StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
+type StopChatMessageJSONRequestBody = UserRequest
+
+// DeleteConversationJSONRequestBody defines body for DeleteConversation for application/json ContentType.
+type DeleteConversationJSONRequestBody = DeleteConversationRequest
+
+// RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
+type RenameConversationJSONRequestBody = RenameConversationRequest
+
+// SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
+type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// Getter for additional properties for AgentLogEvent_Data. Returns the specified
+// element and whether it was found
+func (a AgentLogEvent_Data) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AgentLogEvent_Data
+func (a *AgentLogEvent_Data) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AgentLogEvent_Data to handle AdditionalProperties
+func (a *AgentLogEvent_Data) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["error"]; found {
+		err = json.Unmarshal(raw, &a.Error)
+		if err != nil {
+			return fmt.Errorf("error reading 'error': %w", err)
+		}
+		delete(object, "error")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["label"]; found {
+		err = json.Unmarshal(raw, &a.Label)
+		if err != nil {
+			return fmt.Errorf("error reading 'label': %w", err)
+		}
+		delete(object, "label")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["node_execution_id"]; found {
+		err = json.Unmarshal(raw, &a.NodeExecutionId)
+		if err != nil {
+			return fmt.Errorf("error reading 'node_execution_id': %w", err)
+		}
+		delete(object, "node_execution_id")
+	}
+
+	if raw, found := object["node_id"]; found {
+		err = json.Unmarshal(raw, &a.NodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'node_id': %w", err)
+		}
+		delete(object, "node_id")
+	}
+
+	if raw, found := object["parent_id"]; found {
+		err = json.Unmarshal(raw, &a.ParentId)
+		if err != nil {
+			return fmt.Errorf("error reading 'parent_id': %w", err)
+		}
+		delete(object, "parent_id")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AgentLogEvent_Data to handle AdditionalProperties
+func (a AgentLogEvent_Data) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	if a.Error != nil {
+		object["error"], err = json.Marshal(a.Error)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'error': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.Label != nil {
+		object["label"], err = json.Marshal(a.Label)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'label': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if a.NodeExecutionId != nil {
+		object["node_execution_id"], err = json.Marshal(a.NodeExecutionId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'node_execution_id': %w", err)
+		}
+	}
+
+	object["node_id"], err = json.Marshal(a.NodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'node_id': %w", err)
+	}
+
+	if a.ParentId != nil {
+		object["parent_id"], err = json.Marshal(a.ParentId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'parent_id': %w", err)
+		}
+	}
+
+	if a.Status != nil {
+		object["status"], err = json.Marshal(a.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for HumanInputField. Returns the specified
+// element and whether it was found
+func (a HumanInputField) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for HumanInputField
+func (a *HumanInputField) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for HumanInputField to handle AdditionalProperties
+func (a *HumanInputField) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["default"]; found {
+		err = json.Unmarshal(raw, &a.Default)
+		if err != nil {
+			return fmt.Errorf("error reading 'default': %w", err)
+		}
+		delete(object, "default")
+	}
+
+	if raw, found := object["output_variable_name"]; found {
+		err = json.Unmarshal(raw, &a.OutputVariableName)
+		if err != nil {
+			return fmt.Errorf("error reading 'output_variable_name': %w", err)
+		}
+		delete(object, "output_variable_name")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for HumanInputField to handle AdditionalProperties
+func (a HumanInputField) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["default"], err = json.Marshal(a.Default)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'default': %w", err)
+	}
+
+	object["output_variable_name"], err = json.Marshal(a.OutputVariableName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'output_variable_name': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
 }
 
 // Getter for additional properties for Model_ModelProperties. Returns the specified
@@ -367,11 +2689,1178 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for ProgressData. Returns the specified
+// element and whether it was found
+func (a ProgressData) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProgressData
+func (a *ProgressData) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProgressData to handle AdditionalProperties
+func (a *ProgressData) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["created_at"]; found {
+		err = json.Unmarshal(raw, &a.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_at': %w", err)
+		}
+		delete(object, "created_at")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["index"]; found {
+		err = json.Unmarshal(raw, &a.Index)
+		if err != nil {
+			return fmt.Errorf("error reading 'index': %w", err)
+		}
+		delete(object, "index")
+	}
+
+	if raw, found := object["node_id"]; found {
+		err = json.Unmarshal(raw, &a.NodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'node_id': %w", err)
+		}
+		delete(object, "node_id")
+	}
+
+	if raw, found := object["node_type"]; found {
+		err = json.Unmarshal(raw, &a.NodeType)
+		if err != nil {
+			return fmt.Errorf("error reading 'node_type': %w", err)
+		}
+		delete(object, "node_type")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProgressData to handle AdditionalProperties
+func (a ProgressData) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CreatedAt != nil {
+		object["created_at"], err = json.Marshal(a.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_at': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.Index != nil {
+		object["index"], err = json.Marshal(a.Index)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'index': %w", err)
+		}
+	}
+
+	object["node_id"], err = json.Marshal(a.NodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'node_id': %w", err)
+	}
+
+	if a.NodeType != nil {
+		object["node_type"], err = json.Marshal(a.NodeType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'node_type': %w", err)
+		}
+	}
+
+	if a.Title != nil {
+		object["title"], err = json.Marshal(a.Title)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'title': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// AsMessageEvent returns the union data inside the ChatStreamEvent as a MessageEvent
+func (t ChatStreamEvent) AsMessageEvent() (MessageEvent, error) {
+	var body MessageEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageEvent overwrites any union data inside the ChatStreamEvent as the provided MessageEvent
+func (t *ChatStreamEvent) FromMessageEvent(v MessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageEvent performs a merge with any union data inside the ChatStreamEvent, using the provided MessageEvent
+func (t *ChatStreamEvent) MergeMessageEvent(v MessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentMessageEvent returns the union data inside the ChatStreamEvent as a AgentMessageEvent
+func (t ChatStreamEvent) AsAgentMessageEvent() (AgentMessageEvent, error) {
+	var body AgentMessageEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentMessageEvent overwrites any union data inside the ChatStreamEvent as the provided AgentMessageEvent
+func (t *ChatStreamEvent) FromAgentMessageEvent(v AgentMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_message"}`))
+	t.union = b
+	return err
+}
+
+// MergeAgentMessageEvent performs a merge with any union data inside the ChatStreamEvent, using the provided AgentMessageEvent
+func (t *ChatStreamEvent) MergeAgentMessageEvent(v AgentMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentThoughtEvent returns the union data inside the ChatStreamEvent as a AgentThoughtEvent
+func (t ChatStreamEvent) AsAgentThoughtEvent() (AgentThoughtEvent, error) {
+	var body AgentThoughtEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentThoughtEvent overwrites any union data inside the ChatStreamEvent as the provided AgentThoughtEvent
+func (t *ChatStreamEvent) FromAgentThoughtEvent(v AgentThoughtEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_thought"}`))
+	t.union = b
+	return err
+}
+
+// MergeAgentThoughtEvent performs a merge with any union data inside the ChatStreamEvent, using the provided AgentThoughtEvent
+func (t *ChatStreamEvent) MergeAgentThoughtEvent(v AgentThoughtEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_thought"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMessageReplaceEvent returns the union data inside the ChatStreamEvent as a MessageReplaceEvent
+func (t ChatStreamEvent) AsMessageReplaceEvent() (MessageReplaceEvent, error) {
+	var body MessageReplaceEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageReplaceEvent overwrites any union data inside the ChatStreamEvent as the provided MessageReplaceEvent
+func (t *ChatStreamEvent) FromMessageReplaceEvent(v MessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageReplaceEvent performs a merge with any union data inside the ChatStreamEvent, using the provided MessageReplaceEvent
+func (t *ChatStreamEvent) MergeMessageReplaceEvent(v MessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReasoningChunkEvent returns the union data inside the ChatStreamEvent as a ReasoningChunkEvent
+func (t ChatStreamEvent) AsReasoningChunkEvent() (ReasoningChunkEvent, error) {
+	var body ReasoningChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReasoningChunkEvent overwrites any union data inside the ChatStreamEvent as the provided ReasoningChunkEvent
+func (t *ChatStreamEvent) FromReasoningChunkEvent(v ReasoningChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"reasoning_chunk"}`))
+	t.union = b
+	return err
+}
+
+// MergeReasoningChunkEvent performs a merge with any union data inside the ChatStreamEvent, using the provided ReasoningChunkEvent
+func (t *ChatStreamEvent) MergeReasoningChunkEvent(v ReasoningChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"reasoning_chunk"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMessageFileEvent returns the union data inside the ChatStreamEvent as a MessageFileEvent
+func (t ChatStreamEvent) AsMessageFileEvent() (MessageFileEvent, error) {
+	var body MessageFileEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageFileEvent overwrites any union data inside the ChatStreamEvent as the provided MessageFileEvent
+func (t *ChatStreamEvent) FromMessageFileEvent(v MessageFileEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_file"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageFileEvent performs a merge with any union data inside the ChatStreamEvent, using the provided MessageFileEvent
+func (t *ChatStreamEvent) MergeMessageFileEvent(v MessageFileEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_file"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMessageEndEvent returns the union data inside the ChatStreamEvent as a MessageEndEvent
+func (t ChatStreamEvent) AsMessageEndEvent() (MessageEndEvent, error) {
+	var body MessageEndEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageEndEvent overwrites any union data inside the ChatStreamEvent as the provided MessageEndEvent
+func (t *ChatStreamEvent) FromMessageEndEvent(v MessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	t.union = b
+	return err
+}
+
+// MergeMessageEndEvent performs a merge with any union data inside the ChatStreamEvent, using the provided MessageEndEvent
+func (t *ChatStreamEvent) MergeMessageEndEvent(v MessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTtsMessageEvent returns the union data inside the ChatStreamEvent as a TtsMessageEvent
+func (t ChatStreamEvent) AsTtsMessageEvent() (TtsMessageEvent, error) {
+	var body TtsMessageEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTtsMessageEvent overwrites any union data inside the ChatStreamEvent as the provided TtsMessageEvent
+func (t *ChatStreamEvent) FromTtsMessageEvent(v TtsMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"tts_message"}`))
+	t.union = b
+	return err
+}
+
+// MergeTtsMessageEvent performs a merge with any union data inside the ChatStreamEvent, using the provided TtsMessageEvent
+func (t *ChatStreamEvent) MergeTtsMessageEvent(v TtsMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"tts_message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTtsMessageEndEvent returns the union data inside the ChatStreamEvent as a TtsMessageEndEvent
+func (t ChatStreamEvent) AsTtsMessageEndEvent() (TtsMessageEndEvent, error) {
+	var body TtsMessageEndEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTtsMessageEndEvent overwrites any union data inside the ChatStreamEvent as the provided TtsMessageEndEvent
+func (t *ChatStreamEvent) FromTtsMessageEndEvent(v TtsMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"tts_message_end"}`))
+	t.union = b
+	return err
+}
+
+// MergeTtsMessageEndEvent performs a merge with any union data inside the ChatStreamEvent, using the provided TtsMessageEndEvent
+func (t *ChatStreamEvent) MergeTtsMessageEndEvent(v TtsMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"tts_message_end"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowStartedEvent returns the union data inside the ChatStreamEvent as a WorkflowStartedEvent
+func (t ChatStreamEvent) AsWorkflowStartedEvent() (WorkflowStartedEvent, error) {
+	var body WorkflowStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowStartedEvent overwrites any union data inside the ChatStreamEvent as the provided WorkflowStartedEvent
+func (t *ChatStreamEvent) FromWorkflowStartedEvent(v WorkflowStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_started"}`))
+	t.union = b
+	return err
+}
+
+// MergeWorkflowStartedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided WorkflowStartedEvent
+func (t *ChatStreamEvent) MergeWorkflowStartedEvent(v WorkflowStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeStartedEvent returns the union data inside the ChatStreamEvent as a NodeStartedEvent
+func (t ChatStreamEvent) AsNodeStartedEvent() (NodeStartedEvent, error) {
+	var body NodeStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeStartedEvent overwrites any union data inside the ChatStreamEvent as the provided NodeStartedEvent
+func (t *ChatStreamEvent) FromNodeStartedEvent(v NodeStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_started"}`))
+	t.union = b
+	return err
+}
+
+// MergeNodeStartedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided NodeStartedEvent
+func (t *ChatStreamEvent) MergeNodeStartedEvent(v NodeStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeFinishedEvent returns the union data inside the ChatStreamEvent as a NodeFinishedEvent
+func (t ChatStreamEvent) AsNodeFinishedEvent() (NodeFinishedEvent, error) {
+	var body NodeFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeFinishedEvent overwrites any union data inside the ChatStreamEvent as the provided NodeFinishedEvent
+func (t *ChatStreamEvent) FromNodeFinishedEvent(v NodeFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_finished"}`))
+	t.union = b
+	return err
+}
+
+// MergeNodeFinishedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided NodeFinishedEvent
+func (t *ChatStreamEvent) MergeNodeFinishedEvent(v NodeFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_finished"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeRetryEvent returns the union data inside the ChatStreamEvent as a NodeRetryEvent
+func (t ChatStreamEvent) AsNodeRetryEvent() (NodeRetryEvent, error) {
+	var body NodeRetryEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeRetryEvent overwrites any union data inside the ChatStreamEvent as the provided NodeRetryEvent
+func (t *ChatStreamEvent) FromNodeRetryEvent(v NodeRetryEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_retry"}`))
+	t.union = b
+	return err
+}
+
+// MergeNodeRetryEvent performs a merge with any union data inside the ChatStreamEvent, using the provided NodeRetryEvent
+func (t *ChatStreamEvent) MergeNodeRetryEvent(v NodeRetryEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"node_retry"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIterationStartedEvent returns the union data inside the ChatStreamEvent as a IterationStartedEvent
+func (t ChatStreamEvent) AsIterationStartedEvent() (IterationStartedEvent, error) {
+	var body IterationStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIterationStartedEvent overwrites any union data inside the ChatStreamEvent as the provided IterationStartedEvent
+func (t *ChatStreamEvent) FromIterationStartedEvent(v IterationStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_started"}`))
+	t.union = b
+	return err
+}
+
+// MergeIterationStartedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided IterationStartedEvent
+func (t *ChatStreamEvent) MergeIterationStartedEvent(v IterationStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIterationNextEvent returns the union data inside the ChatStreamEvent as a IterationNextEvent
+func (t ChatStreamEvent) AsIterationNextEvent() (IterationNextEvent, error) {
+	var body IterationNextEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIterationNextEvent overwrites any union data inside the ChatStreamEvent as the provided IterationNextEvent
+func (t *ChatStreamEvent) FromIterationNextEvent(v IterationNextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_next"}`))
+	t.union = b
+	return err
+}
+
+// MergeIterationNextEvent performs a merge with any union data inside the ChatStreamEvent, using the provided IterationNextEvent
+func (t *ChatStreamEvent) MergeIterationNextEvent(v IterationNextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_next"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIterationCompletedEvent returns the union data inside the ChatStreamEvent as a IterationCompletedEvent
+func (t ChatStreamEvent) AsIterationCompletedEvent() (IterationCompletedEvent, error) {
+	var body IterationCompletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIterationCompletedEvent overwrites any union data inside the ChatStreamEvent as the provided IterationCompletedEvent
+func (t *ChatStreamEvent) FromIterationCompletedEvent(v IterationCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_completed"}`))
+	t.union = b
+	return err
+}
+
+// MergeIterationCompletedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided IterationCompletedEvent
+func (t *ChatStreamEvent) MergeIterationCompletedEvent(v IterationCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"iteration_completed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLoopStartedEvent returns the union data inside the ChatStreamEvent as a LoopStartedEvent
+func (t ChatStreamEvent) AsLoopStartedEvent() (LoopStartedEvent, error) {
+	var body LoopStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLoopStartedEvent overwrites any union data inside the ChatStreamEvent as the provided LoopStartedEvent
+func (t *ChatStreamEvent) FromLoopStartedEvent(v LoopStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_started"}`))
+	t.union = b
+	return err
+}
+
+// MergeLoopStartedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided LoopStartedEvent
+func (t *ChatStreamEvent) MergeLoopStartedEvent(v LoopStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLoopNextEvent returns the union data inside the ChatStreamEvent as a LoopNextEvent
+func (t ChatStreamEvent) AsLoopNextEvent() (LoopNextEvent, error) {
+	var body LoopNextEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLoopNextEvent overwrites any union data inside the ChatStreamEvent as the provided LoopNextEvent
+func (t *ChatStreamEvent) FromLoopNextEvent(v LoopNextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_next"}`))
+	t.union = b
+	return err
+}
+
+// MergeLoopNextEvent performs a merge with any union data inside the ChatStreamEvent, using the provided LoopNextEvent
+func (t *ChatStreamEvent) MergeLoopNextEvent(v LoopNextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_next"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLoopCompletedEvent returns the union data inside the ChatStreamEvent as a LoopCompletedEvent
+func (t ChatStreamEvent) AsLoopCompletedEvent() (LoopCompletedEvent, error) {
+	var body LoopCompletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLoopCompletedEvent overwrites any union data inside the ChatStreamEvent as the provided LoopCompletedEvent
+func (t *ChatStreamEvent) FromLoopCompletedEvent(v LoopCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_completed"}`))
+	t.union = b
+	return err
+}
+
+// MergeLoopCompletedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided LoopCompletedEvent
+func (t *ChatStreamEvent) MergeLoopCompletedEvent(v LoopCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"loop_completed"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentLogEvent returns the union data inside the ChatStreamEvent as a AgentLogEvent
+func (t ChatStreamEvent) AsAgentLogEvent() (AgentLogEvent, error) {
+	var body AgentLogEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentLogEvent overwrites any union data inside the ChatStreamEvent as the provided AgentLogEvent
+func (t *ChatStreamEvent) FromAgentLogEvent(v AgentLogEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_log"}`))
+	t.union = b
+	return err
+}
+
+// MergeAgentLogEvent performs a merge with any union data inside the ChatStreamEvent, using the provided AgentLogEvent
+func (t *ChatStreamEvent) MergeAgentLogEvent(v AgentLogEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"agent_log"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowFinishedEvent returns the union data inside the ChatStreamEvent as a WorkflowFinishedEvent
+func (t ChatStreamEvent) AsWorkflowFinishedEvent() (WorkflowFinishedEvent, error) {
+	var body WorkflowFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowFinishedEvent overwrites any union data inside the ChatStreamEvent as the provided WorkflowFinishedEvent
+func (t *ChatStreamEvent) FromWorkflowFinishedEvent(v WorkflowFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_finished"}`))
+	t.union = b
+	return err
+}
+
+// MergeWorkflowFinishedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided WorkflowFinishedEvent
+func (t *ChatStreamEvent) MergeWorkflowFinishedEvent(v WorkflowFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_finished"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowPausedEvent returns the union data inside the ChatStreamEvent as a WorkflowPausedEvent
+func (t ChatStreamEvent) AsWorkflowPausedEvent() (WorkflowPausedEvent, error) {
+	var body WorkflowPausedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowPausedEvent overwrites any union data inside the ChatStreamEvent as the provided WorkflowPausedEvent
+func (t *ChatStreamEvent) FromWorkflowPausedEvent(v WorkflowPausedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_paused"}`))
+	t.union = b
+	return err
+}
+
+// MergeWorkflowPausedEvent performs a merge with any union data inside the ChatStreamEvent, using the provided WorkflowPausedEvent
+func (t *ChatStreamEvent) MergeWorkflowPausedEvent(v WorkflowPausedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"workflow_paused"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsHumanInputRequiredEvent returns the union data inside the ChatStreamEvent as a HumanInputRequiredEvent
+func (t ChatStreamEvent) AsHumanInputRequiredEvent() (HumanInputRequiredEvent, error) {
+	var body HumanInputRequiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHumanInputRequiredEvent overwrites any union data inside the ChatStreamEvent as the provided HumanInputRequiredEvent
+func (t *ChatStreamEvent) FromHumanInputRequiredEvent(v HumanInputRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_required"}`))
+	t.union = b
+	return err
+}
+
+// MergeHumanInputRequiredEvent performs a merge with any union data inside the ChatStreamEvent, using the provided HumanInputRequiredEvent
+func (t *ChatStreamEvent) MergeHumanInputRequiredEvent(v HumanInputRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_required"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsHumanInputFormFilledEvent returns the union data inside the ChatStreamEvent as a HumanInputFormFilledEvent
+func (t ChatStreamEvent) AsHumanInputFormFilledEvent() (HumanInputFormFilledEvent, error) {
+	var body HumanInputFormFilledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHumanInputFormFilledEvent overwrites any union data inside the ChatStreamEvent as the provided HumanInputFormFilledEvent
+func (t *ChatStreamEvent) FromHumanInputFormFilledEvent(v HumanInputFormFilledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_form_filled"}`))
+	t.union = b
+	return err
+}
+
+// MergeHumanInputFormFilledEvent performs a merge with any union data inside the ChatStreamEvent, using the provided HumanInputFormFilledEvent
+func (t *ChatStreamEvent) MergeHumanInputFormFilledEvent(v HumanInputFormFilledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_form_filled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsHumanInputFormTimeoutEvent returns the union data inside the ChatStreamEvent as a HumanInputFormTimeoutEvent
+func (t ChatStreamEvent) AsHumanInputFormTimeoutEvent() (HumanInputFormTimeoutEvent, error) {
+	var body HumanInputFormTimeoutEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHumanInputFormTimeoutEvent overwrites any union data inside the ChatStreamEvent as the provided HumanInputFormTimeoutEvent
+func (t *ChatStreamEvent) FromHumanInputFormTimeoutEvent(v HumanInputFormTimeoutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_form_timeout"}`))
+	t.union = b
+	return err
+}
+
+// MergeHumanInputFormTimeoutEvent performs a merge with any union data inside the ChatStreamEvent, using the provided HumanInputFormTimeoutEvent
+func (t *ChatStreamEvent) MergeHumanInputFormTimeoutEvent(v HumanInputFormTimeoutEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"human_input_form_timeout"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsErrorEvent returns the union data inside the ChatStreamEvent as a ErrorEvent
+func (t ChatStreamEvent) AsErrorEvent() (ErrorEvent, error) {
+	var body ErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromErrorEvent overwrites any union data inside the ChatStreamEvent as the provided ErrorEvent
+func (t *ChatStreamEvent) FromErrorEvent(v ErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeErrorEvent performs a merge with any union data inside the ChatStreamEvent, using the provided ErrorEvent
+func (t *ChatStreamEvent) MergeErrorEvent(v ErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the ChatStreamEvent as a PingEvent
+func (t ChatStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the ChatStreamEvent as the provided PingEvent
+func (t *ChatStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the ChatStreamEvent, using the provided PingEvent
+func (t *ChatStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ChatStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ChatStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsAgentLogEvent()
+	case "agent_message":
+		return t.AsAgentMessageEvent()
+	case "agent_thought":
+		return t.AsAgentThoughtEvent()
+	case "error":
+		return t.AsErrorEvent()
+	case "human_input_form_filled":
+		return t.AsHumanInputFormFilledEvent()
+	case "human_input_form_timeout":
+		return t.AsHumanInputFormTimeoutEvent()
+	case "human_input_required":
+		return t.AsHumanInputRequiredEvent()
+	case "iteration_completed":
+		return t.AsIterationCompletedEvent()
+	case "iteration_next":
+		return t.AsIterationNextEvent()
+	case "iteration_started":
+		return t.AsIterationStartedEvent()
+	case "loop_completed":
+		return t.AsLoopCompletedEvent()
+	case "loop_next":
+		return t.AsLoopNextEvent()
+	case "loop_started":
+		return t.AsLoopStartedEvent()
+	case "message":
+		return t.AsMessageEvent()
+	case "message_end":
+		return t.AsMessageEndEvent()
+	case "message_file":
+		return t.AsMessageFileEvent()
+	case "message_replace":
+		return t.AsMessageReplaceEvent()
+	case "node_finished":
+		return t.AsNodeFinishedEvent()
+	case "node_retry":
+		return t.AsNodeRetryEvent()
+	case "node_started":
+		return t.AsNodeStartedEvent()
+	case "ping":
+		return t.AsPingEvent()
+	case "reasoning_chunk":
+		return t.AsReasoningChunkEvent()
+	case "tts_message":
+		return t.AsTtsMessageEvent()
+	case "tts_message_end":
+		return t.AsTtsMessageEndEvent()
+	case "workflow_finished":
+		return t.AsWorkflowFinishedEvent()
+	case "workflow_paused":
+		return t.AsWorkflowPausedEvent()
+	case "workflow_started":
+		return t.AsWorkflowStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ChatStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ChatStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAppFeedbacks List the app's feedback
+	// (GET /app/feedbacks)
+	ListAppFeedbacks(ctx echo.Context, params ListAppFeedbacksParams) error
+	// SendChatMessage Send chat message
+	// (POST /chat-messages)
+	SendChatMessage(ctx echo.Context) error
+	// StopChatMessage Stop response
+	// (POST /chat-messages/{task_id}/stop)
+	StopChatMessage(ctx echo.Context, taskId TaskId) error
+	// ListConversations Get conversations
+	// (GET /conversations)
+	ListConversations(ctx echo.Context, params ListConversationsParams) error
+	// DeleteConversation Delete conversation
+	// (DELETE /conversations/{conversation_id})
+	DeleteConversation(ctx echo.Context, conversationId ConversationId) error
+	// RenameConversation Rename conversation
+	// (POST /conversations/{conversation_id}/name)
+	RenameConversation(ctx echo.Context, conversationId ConversationId) error
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
+	// ListMessages Get conversation history messages
+	// (GET /messages)
+	ListMessages(ctx echo.Context, params ListMessagesParams) error
+	// SendMessageFeedback Send message feedback
+	// (POST /messages/{message_id}/feedbacks)
+	SendMessageFeedback(ctx echo.Context, messageId MessageId) error
+	// GetSuggestedQuestions Get next suggested questions
+	// (GET /messages/{message_id}/suggested)
+	GetSuggestedQuestions(ctx echo.Context, messageId MessageId, params GetSuggestedQuestionsParams) error
 	// GetAppMeta Get application meta information
 	// (GET /meta)
 	GetAppMeta(ctx echo.Context, params GetAppMetaParams) error
@@ -386,6 +3875,127 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListAppFeedbacks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAppFeedbacks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAppFeedbacksParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAppFeedbacks(ctx, params)
+	return err
+}
+
+// SendChatMessage converts echo context to params.
+func (w *ServerInterfaceWrapper) SendChatMessage(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendChatMessage(ctx)
+	return err
+}
+
+// StopChatMessage converts echo context to params.
+func (w *ServerInterfaceWrapper) StopChatMessage(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "task_id" -------------
+	var taskId TaskId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StopChatMessage(ctx, taskId)
+	return err
+}
+
+// ListConversations converts echo context to params.
+func (w *ServerInterfaceWrapper) ListConversations(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConversationsParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// ------------- Optional query parameter "last_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "last_id", ctx.QueryParams(), &params.LastId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter last_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort_by", ctx.QueryParams(), &params.SortBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort_by: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListConversations(ctx, params)
+	return err
+}
+
+// DeleteConversation converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteConversation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteConversation(ctx, conversationId)
+	return err
+}
+
+// RenameConversation converts echo context to params.
+func (w *ServerInterfaceWrapper) RenameConversation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RenameConversation(ctx, conversationId)
+	return err
 }
 
 // GetAppInfo converts echo context to params.
@@ -403,6 +4013,86 @@ func (w *ServerInterfaceWrapper) GetAppInfo(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetAppInfo(ctx, params)
+	return err
+}
+
+// ListMessages converts echo context to params.
+func (w *ServerInterfaceWrapper) ListMessages(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMessagesParams
+	// ------------- Required query parameter "conversation_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "conversation_id", ctx.QueryParams(), &params.ConversationId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// ------------- Optional query parameter "first_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "first_id", ctx.QueryParams(), &params.FirstId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter first_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListMessages(ctx, params)
+	return err
+}
+
+// SendMessageFeedback converts echo context to params.
+func (w *ServerInterfaceWrapper) SendMessageFeedback(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "message_id" -------------
+	var messageId MessageId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "message_id", ctx.Param("message_id"), &messageId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter message_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendMessageFeedback(ctx, messageId)
+	return err
+}
+
+// GetSuggestedQuestions converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSuggestedQuestions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "message_id" -------------
+	var messageId MessageId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "message_id", ctx.Param("message_id"), &messageId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter message_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSuggestedQuestionsParams
+	// ------------- Required query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSuggestedQuestions(ctx, messageId, params)
 	return err
 }
 
@@ -505,16 +4195,35 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.POST(options.BaseURL+"/chat-messages", wrapper.SendChatMessage, options.OperationMiddlewares["sendChatMessage"]...)
+	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessage, options.OperationMiddlewares["stopChatMessage"]...)
+	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
+	router.GET(options.BaseURL+"/app/feedbacks", wrapper.ListAppFeedbacks, options.OperationMiddlewares["listAppFeedbacks"]...)
+	router.GET(options.BaseURL+"/messages/:message_id/suggested", wrapper.GetSuggestedQuestions, options.OperationMiddlewares["getSuggestedQuestions"]...)
+	router.GET(options.BaseURL+"/messages", wrapper.ListMessages, options.OperationMiddlewares["listMessages"]...)
+	router.GET(options.BaseURL+"/conversations", wrapper.ListConversations, options.OperationMiddlewares["listConversations"]...)
+	router.POST(options.BaseURL+"/conversations/:conversation_id/name", wrapper.RenameConversation, options.OperationMiddlewares["renameConversation"]...)
 	router.GET(options.BaseURL+"/parameters", wrapper.GetAppParameters, options.OperationMiddlewares["getAppParameters"]...)
 	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
+	router.DELETE(options.BaseURL+"/conversations/:conversation_id", wrapper.DeleteConversation, options.OperationMiddlewares["deleteConversation"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
 
 }
 
 type BadRequestJSONResponse Error
 
+type ForbiddenJSONResponse Error
+
 type InternalServerErrorJSONResponse Error
+
+type NotFoundJSONResponse Error
+
+type PayloadTooLargeJSONResponse Error
+
+type SuccessJSONResponse Result
+
+type TooManyRequestsJSONResponse Error
 
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
@@ -523,6 +4232,666 @@ type UnauthorizedJSONResponse struct {
 	Body Error
 
 	Headers UnauthorizedResponseHeaders
+}
+
+type UnsupportedMediaTypeJSONResponse Error
+
+type ListAppFeedbacksRequestObject struct {
+	Params ListAppFeedbacksParams
+}
+
+type ListAppFeedbacksResponseObject interface {
+	VisitListAppFeedbacksResponse(w http.ResponseWriter) error
+}
+
+type ListAppFeedbacks200JSONResponse AppFeedbackList
+
+func (response ListAppFeedbacks200JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAppFeedbacks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAppFeedbacks400JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAppFeedbacks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAppFeedbacks401JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAppFeedbacks500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListAppFeedbacks500JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessageRequestObject struct {
+	Body *SendChatMessageJSONRequestBody
+}
+
+type SendChatMessageResponseObject interface {
+	VisitSendChatMessageResponse(w http.ResponseWriter) error
+}
+
+type SendChatMessage200JSONResponse ChatCompletionResponse
+
+func (response SendChatMessage200JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response SendChatMessage200TexteventStreamResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type SendChatMessage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendChatMessage400JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendChatMessage401JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendChatMessage403JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SendChatMessage404JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SendChatMessage413JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendChatMessage415JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SendChatMessage429JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SendChatMessage500JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessageRequestObject struct {
+	TaskId TaskId `json:"task_id"`
+	Body   *StopChatMessageJSONRequestBody
+}
+
+type StopChatMessageResponseObject interface {
+	VisitStopChatMessageResponse(w http.ResponseWriter) error
+}
+
+type StopChatMessage200JSONResponse struct{ SuccessJSONResponse }
+
+func (response StopChatMessage200JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopChatMessage400JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopChatMessage401JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopChatMessage413JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopChatMessage415JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StopChatMessage500JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationsRequestObject struct {
+	Params ListConversationsParams
+}
+
+type ListConversationsResponseObject interface {
+	VisitListConversationsResponse(w http.ResponseWriter) error
+}
+
+type ListConversations200JSONResponse ConversationList
+
+func (response ListConversations200JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListConversations400JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListConversations401JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListConversations404JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListConversations500JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversationRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	Body           *DeleteConversationJSONRequestBody
+}
+
+type DeleteConversationResponseObject interface {
+	VisitDeleteConversationResponse(w http.ResponseWriter) error
+}
+
+type DeleteConversation204Response struct {
+}
+
+func (response DeleteConversation204Response) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteConversation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteConversation400JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteConversation401JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteConversation404JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DeleteConversation413JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DeleteConversation415JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteConversation500JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversationRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	Body           *RenameConversationJSONRequestBody
+}
+
+type RenameConversationResponseObject interface {
+	VisitRenameConversationResponse(w http.ResponseWriter) error
+}
+
+type RenameConversation200JSONResponse Conversation
+
+func (response RenameConversation200JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RenameConversation400JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RenameConversation401JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RenameConversation404JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RenameConversation413JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RenameConversation415JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RenameConversation500JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type GetAppInfoRequestObject struct {
@@ -583,6 +4952,287 @@ type GetAppInfo500JSONResponse struct {
 }
 
 func (response GetAppInfo500JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessagesRequestObject struct {
+	Params ListMessagesParams
+}
+
+type ListMessagesResponseObject interface {
+	VisitListMessagesResponse(w http.ResponseWriter) error
+}
+
+type ListMessages200JSONResponse MessageList
+
+func (response ListMessages200JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMessages400JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMessages401JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListMessages404JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListMessages500JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedbackRequestObject struct {
+	MessageId MessageId `json:"message_id"`
+	Body      *SendMessageFeedbackJSONRequestBody
+}
+
+type SendMessageFeedbackResponseObject interface {
+	VisitSendMessageFeedbackResponse(w http.ResponseWriter) error
+}
+
+type SendMessageFeedback200JSONResponse struct{ SuccessJSONResponse }
+
+func (response SendMessageFeedback200JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendMessageFeedback400JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendMessageFeedback401JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SendMessageFeedback404JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SendMessageFeedback413JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendMessageFeedback415JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SendMessageFeedback500JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuggestedQuestionsRequestObject struct {
+	MessageId MessageId `json:"message_id"`
+	Params    GetSuggestedQuestionsParams
+}
+
+type GetSuggestedQuestionsResponseObject interface {
+	VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error
+}
+
+type GetSuggestedQuestions200JSONResponse SuggestedQuestions
+
+func (response GetSuggestedQuestions200JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuggestedQuestions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSuggestedQuestions400JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuggestedQuestions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSuggestedQuestions401JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuggestedQuestions404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSuggestedQuestions404JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuggestedQuestions500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSuggestedQuestions500JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -803,9 +5453,36 @@ func (response ListAvailableModels500JSONResponse) VisitListAvailableModelsRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAppFeedbacks List the app's feedback
+	// (GET /app/feedbacks)
+	ListAppFeedbacks(ctx context.Context, request ListAppFeedbacksRequestObject) (ListAppFeedbacksResponseObject, error)
+	// SendChatMessage Send chat message
+	// (POST /chat-messages)
+	SendChatMessage(ctx context.Context, request SendChatMessageRequestObject) (SendChatMessageResponseObject, error)
+	// StopChatMessage Stop response
+	// (POST /chat-messages/{task_id}/stop)
+	StopChatMessage(ctx context.Context, request StopChatMessageRequestObject) (StopChatMessageResponseObject, error)
+	// ListConversations Get conversations
+	// (GET /conversations)
+	ListConversations(ctx context.Context, request ListConversationsRequestObject) (ListConversationsResponseObject, error)
+	// DeleteConversation Delete conversation
+	// (DELETE /conversations/{conversation_id})
+	DeleteConversation(ctx context.Context, request DeleteConversationRequestObject) (DeleteConversationResponseObject, error)
+	// RenameConversation Rename conversation
+	// (POST /conversations/{conversation_id}/name)
+	RenameConversation(ctx context.Context, request RenameConversationRequestObject) (RenameConversationResponseObject, error)
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
+	// ListMessages Get conversation history messages
+	// (GET /messages)
+	ListMessages(ctx context.Context, request ListMessagesRequestObject) (ListMessagesResponseObject, error)
+	// SendMessageFeedback Send message feedback
+	// (POST /messages/{message_id}/feedbacks)
+	SendMessageFeedback(ctx context.Context, request SendMessageFeedbackRequestObject) (SendMessageFeedbackResponseObject, error)
+	// GetSuggestedQuestions Get next suggested questions
+	// (GET /messages/{message_id}/suggested)
+	GetSuggestedQuestions(ctx context.Context, request GetSuggestedQuestionsRequestObject) (GetSuggestedQuestionsResponseObject, error)
 	// GetAppMeta Get application meta information
 	// (GET /meta)
 	GetAppMeta(ctx context.Context, request GetAppMetaRequestObject) (GetAppMetaResponseObject, error)
@@ -829,6 +5506,246 @@ type strictHandler struct {
 	middlewares []StrictMiddlewareFunc
 }
 
+// ListAppFeedbacks operation middleware
+func (sh *strictHandler) ListAppFeedbacks(ctx echo.Context, params ListAppFeedbacksParams) error {
+	var request ListAppFeedbacksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAppFeedbacks(ctx.Request().Context(), request.(ListAppFeedbacksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAppFeedbacks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAppFeedbacksResponseObject); ok {
+		return validResponse.VisitListAppFeedbacksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SendChatMessage operation middleware
+func (sh *strictHandler) SendChatMessage(ctx echo.Context) error {
+	var request SendChatMessageRequestObject
+
+	var body SendChatMessageJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendChatMessage(ctx.Request().Context(), request.(SendChatMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendChatMessage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendChatMessageResponseObject); ok {
+		return validResponse.VisitSendChatMessageResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StopChatMessage operation middleware
+func (sh *strictHandler) StopChatMessage(ctx echo.Context, taskId TaskId) error {
+	var request StopChatMessageRequestObject
+
+	request.TaskId = taskId
+
+	var body StopChatMessageJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopChatMessage(ctx.Request().Context(), request.(StopChatMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopChatMessage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StopChatMessageResponseObject); ok {
+		return validResponse.VisitStopChatMessageResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListConversations operation middleware
+func (sh *strictHandler) ListConversations(ctx echo.Context, params ListConversationsParams) error {
+	var request ListConversationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListConversations(ctx.Request().Context(), request.(ListConversationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListConversations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListConversationsResponseObject); ok {
+		return validResponse.VisitListConversationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteConversation operation middleware
+func (sh *strictHandler) DeleteConversation(ctx echo.Context, conversationId ConversationId) error {
+	var request DeleteConversationRequestObject
+
+	request.ConversationId = conversationId
+
+	var body DeleteConversationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteConversation(ctx.Request().Context(), request.(DeleteConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteConversation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteConversationResponseObject); ok {
+		return validResponse.VisitDeleteConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RenameConversation operation middleware
+func (sh *strictHandler) RenameConversation(ctx echo.Context, conversationId ConversationId) error {
+	var request RenameConversationRequestObject
+
+	request.ConversationId = conversationId
+
+	var body RenameConversationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RenameConversation(ctx.Request().Context(), request.(RenameConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RenameConversation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RenameConversationResponseObject); ok {
+		return validResponse.VisitRenameConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetAppInfo operation middleware
 func (sh *strictHandler) GetAppInfo(ctx echo.Context, params GetAppInfoParams) error {
 	var request GetAppInfoRequestObject
@@ -848,6 +5765,105 @@ func (sh *strictHandler) GetAppInfo(ctx echo.Context, params GetAppInfoParams) e
 		return err
 	} else if validResponse, ok := response.(GetAppInfoResponseObject); ok {
 		return validResponse.VisitGetAppInfoResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListMessages operation middleware
+func (sh *strictHandler) ListMessages(ctx echo.Context, params ListMessagesParams) error {
+	var request ListMessagesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMessages(ctx.Request().Context(), request.(ListMessagesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMessages")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListMessagesResponseObject); ok {
+		return validResponse.VisitListMessagesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SendMessageFeedback operation middleware
+func (sh *strictHandler) SendMessageFeedback(ctx echo.Context, messageId MessageId) error {
+	var request SendMessageFeedbackRequestObject
+
+	request.MessageId = messageId
+
+	var body SendMessageFeedbackJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendMessageFeedback(ctx.Request().Context(), request.(SendMessageFeedbackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendMessageFeedback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendMessageFeedbackResponseObject); ok {
+		return validResponse.VisitSendMessageFeedbackResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSuggestedQuestions operation middleware
+func (sh *strictHandler) GetSuggestedQuestions(ctx echo.Context, messageId MessageId, params GetSuggestedQuestionsParams) error {
+	var request GetSuggestedQuestionsRequestObject
+
+	request.MessageId = messageId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSuggestedQuestions(ctx.Request().Context(), request.(GetSuggestedQuestionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSuggestedQuestions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSuggestedQuestionsResponseObject); ok {
+		return validResponse.VisitGetSuggestedQuestionsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

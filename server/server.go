@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -23,7 +24,11 @@ import (
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/sse"
+	"github.com/parleyhq/parley/internal/tasks"
 )
 
 // BasePath is where the API is mounted, as in Dify (`…/v1`).
@@ -49,7 +54,13 @@ type Options struct {
 	WorkspaceName string
 	// Limits are the upload limits shown in app parameters.
 	Limits apps.Limits
-	Logger *slog.Logger
+	// Chat runs chat apps; Tasks is the registry its runs are stopped through.
+	Chat          *chat.Service
+	Tasks         tasks.Registry
+	Conversations *conversations.Service
+	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
+	PingInterval time.Duration
+	Logger       *slog.Logger
 	// Validation is what the response validator does with a contract violation.
 	Validation ValidationMode
 	// MaxBodyBytes caps JSON request bodies; MaxUploadBytes caps multipart bodies.
@@ -65,6 +76,10 @@ type Server struct {
 	tenantID      string
 	workspaceName string
 	limits        apps.Limits
+	chat          *chat.Service
+	tasks         tasks.Registry
+	conversations *conversations.Service
+	pingInterval  time.Duration
 	log           *slog.Logger
 
 	validator *ResponseValidator
@@ -82,7 +97,12 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		opts.Validation = ValidationLog
 	}
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
-		workspaceName: opts.WorkspaceName, limits: opts.Limits, log: opts.Logger}
+		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
+		conversations: opts.Conversations,
+		pingInterval:  opts.PingInterval, log: opts.Logger}
+	if s.pingInterval <= 0 {
+		s.pingInterval = sse.DefaultPingInterval
+	}
 
 	doc, err := api.Load()
 	if err != nil {

@@ -12,7 +12,12 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/server"
 )
 
@@ -53,9 +58,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
+	go tokens.Warm() // load the tokenizer's data off the first request's path
+	catalog := models.NewCatalog(e.file.Providers, getenv)
+	runs := tasks.NewLocal()
+	chatSvc := chat.New(chat.Options{
+		Store: e.store, Models: catalog, Providers: chat.NewProviderSet(catalog.APIKey),
+		Limiter: limiter.NewLocal(), Tasks: runs, Logger: e.log,
+	})
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
-		Catalog:       models.NewCatalog(e.file.Providers, getenv),
+		Catalog:       catalog,
+		Chat:          chatSvc,
+		Tasks:         runs,
+		Conversations: conversations.New(e.store, chatSvc),
 		Apps:          registry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,
@@ -98,14 +113,25 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	case <-ctx.Done():
 	}
 	e.log.Info("shutting down", "grace", cfg.ShutdownGrace.String())
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	bg := context.WithoutCancel(ctx)
+	// Stop accepting and let open requests, streams included, finish within the grace period.
+	graceCtx, cancel := context.WithTimeout(bg, cfg.ShutdownGrace)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	cancelBase()
-	if errors.Is(err, context.DeadlineExceeded) {
-		e.log.Warn("grace period over; closing remaining connections")
-		err = srv.Close()
+	err = srv.Shutdown(graceCtx)
+	// Then end the runs still going: each persists what it has and its stream gets an error
+	// event; wait briefly for those last frames to go out before closing connections.
+	endCtx, cancelEnd := context.WithTimeout(bg, 5*time.Second)
+	defer cancelEnd()
+	if serr := chatSvc.Shutdown(endCtx); serr != nil {
+		e.log.Warn("runs did not end in time", "error", serr)
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		e.log.Warn("grace period over; ended the remaining runs")
+		if err = srv.Shutdown(endCtx); err != nil {
+			err = srv.Close()
+		}
+	}
+	cancelBase()
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -1,0 +1,82 @@
+package conformance
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var (
+	uuidRE    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	createdRE = regexp.MustCompile(`"created_at":\d+`)
+	latencyRE = regexp.MustCompile(`"latency":[0-9.e-]+`)
+)
+
+// normalize replaces what differs between runs: ids (numbered by first appearance, so equal
+// ids stay equal), timestamps and latencies.
+func normalize(s string) string {
+	ids := map[string]string{}
+	s = uuidRE.ReplaceAllStringFunc(s, func(id string) string {
+		if _, ok := ids[id]; !ok {
+			ids[id] = fmt.Sprintf("<uuid-%d>", len(ids)+1)
+		}
+		return ids[id]
+	})
+	s = createdRE.ReplaceAllString(s, `"created_at":<ts>`)
+	return latencyRE.ReplaceAllString(s, `"latency":<seconds>`)
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs (run with -update after checking)\n got:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+// TestGoldenTranscripts pins the exact bytes of a blocking reply and of a stream, framing
+// included, after normalising ids, times and latency.
+func TestGoldenTranscripts(t *testing.T) {
+	p := startParley(t, "sqlite")
+	hc := newContractClient(t)
+	reply := openaitest.Reply{Chunks: []string{"Hello", " there", "!"}, Usage: &providers.Usage{PromptTokens: 24, CompletionTokens: 3}}
+	for _, tc := range []struct{ mode, file string }{{"blocking", "chat_blocking.json.golden"}, {"streaming", "chat_streaming.sse.golden"}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			q := "golden " + tc.mode
+			upstream.On(q, reply)
+			body := `{"query":"` + q + `","inputs":{"tone":"dry"},"user":"golden","response_mode":"` + tc.mode + `","auto_generate_name":false}`
+			req, _ := newRequest("POST", p.URL+"/chat-messages", body, p.AppKey)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			golden(t, tc.file, normalize(strings.TrimRight(got, "\n")+"\n"))
+		})
+	}
+}

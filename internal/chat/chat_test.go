@@ -1,0 +1,415 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/tasks"
+)
+
+// env is a Service over a real store, the real OpenAI-compatible client and a fake upstream
+// speaking the OpenAI wire protocol over loopback.
+type env struct {
+	svc      *Service
+	store    *store.Store
+	upstream *openaitest.Server
+	tasks    *tasks.Local
+	app      *apps.App
+}
+
+const testConfig = `
+providers:
+  - name: openai
+    base_url: ${UPSTREAM}
+    api_key_env: UPSTREAM_KEY
+    models:
+      - name: gpt-4o
+        type: llm
+        context_size: 4096
+        max_output_tokens: 512
+        pricing: {input: "2.50", output: "10.00", unit: "0.000001"}
+apps:
+  - name: bot
+    mode: chat
+    model: {provider: openai, name: gpt-4o, parameters: {temperature: 0.3}}
+    pre_prompt: "You help {{name}}."
+    opening_statement: Hi there!
+    max_active_requests: 1
+    user_input_form:
+      - {type: text-input, variable: name, required: true}
+`
+
+func newEnv(t *testing.T, e storetest.Engine) *env {
+	t.Helper()
+	ctx := context.Background()
+	up := openaitest.NewServer()
+	t.Cleanup(up.Close)
+	getenv := func(k string) string {
+		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
+	}
+	file, err := config.ParseFile([]byte(testConfig), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bot": synced["bot"].ID}, func(n int) int { return n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := reg.ByID(synced["bot"].ID)
+	catalog := models.NewCatalog(file.Providers, getenv)
+	tr := tasks.NewLocal()
+	svc := New(Options{
+		Store: st, Models: catalog, Providers: NewProviderSet(catalog.APIKey),
+		Limiter: limiter.NewLocal(), Tasks: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := svc.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return &env{svc: svc, store: st, upstream: up, tasks: tr, app: app}
+}
+
+// collect reads a run's events to the end, failing if that takes more than 20 s.
+func collect(t *testing.T, run *Run) []Event {
+	t.Helper()
+	var evs []Event
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-run.Events():
+			if !ok {
+				return evs
+			}
+			evs = append(evs, ev)
+		case <-timeout:
+			t.Fatalf("run did not end; events so far: %+v", evs)
+		}
+	}
+}
+
+func wait(t *testing.T, run *Run) {
+	t.Helper()
+	select {
+	case <-run.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not finish")
+	}
+}
+
+func answerOf(evs []Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == EventMessage {
+			b.WriteString(ev.Answer)
+		}
+	}
+	return b.String()
+}
+
+func (e *env) send(t *testing.T, req Request) *Run {
+	t.Helper()
+	req.App = e.app
+	if req.User == "" {
+		req.User = "u1"
+	}
+	if req.Inputs == nil {
+		req.Inputs = map[string]any{"name": "Ada"}
+	}
+	run, err := e.svc.Send(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func (e *env) message(t *testing.T, run *Run, user string) store.Message {
+	t.Helper()
+	u, err := e.store.EndUser(context.Background(), e.app.ID, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.store.Message(context.Background(), e.app.ID, u.ID, run.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestStreamPersistAndContinue(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		env.upstream.On("first question", openaitest.Reply{Chunks: []string{"Hello", ", ", "Ada."}, Usage: &providers.Usage{PromptTokens: 1033, CompletionTokens: 135}})
+		run := env.send(t, Request{Query: "first question", Streaming: true, AutoGenerateName: false})
+		evs := collect(t, run)
+		if got := answerOf(evs); got != "Hello, Ada." {
+			t.Fatalf("answer %q", got)
+		}
+		last := evs[len(evs)-1]
+		if last.Kind != EventMessageEnd {
+			t.Fatalf("last event %+v", last)
+		}
+		// Dify's worked example: 1033 × 2.50 × 0.000001 and 135 × 10.00 × 0.000001.
+		if u := last.Usage; u.PromptPrice != "0.0025825" || u.CompletionPrice != "0.0013500" || u.TotalPrice != "0.0039325" || u.TotalTokens != 1168 {
+			t.Fatalf("usage %+v", u)
+		}
+		wait(t, run)
+		m := env.message(t, run, "u1")
+		if m.Status != store.MessageStatusNormal || m.Answer != "Hello, Ada." || m.TotalPrice != "0.0039325" || m.AnswerTokens != 135 {
+			t.Fatalf("stored %+v", m)
+		}
+
+		// The second message carries the first exchange, the rendered pre-prompt and the
+		// opening statement; a conversation keeps its first inputs.
+		run2 := env.send(t, Request{Query: "second question", ConversationID: run.ConversationID, Inputs: map[string]any{"name": "Bob"}})
+		collect(t, run2)
+		reqs := env.upstream.Requests()
+		got := reqs[len(reqs)-1].Messages
+		want := []providers.Message{
+			{Role: "system", Content: "You help Ada."},
+			{Role: "assistant", Content: "Hi there!"},
+			{Role: "user", Content: "first question"},
+			{Role: "assistant", Content: "Hello, Ada."},
+			{Role: "user", Content: "second question"},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("prompt %+v", got)
+		}
+		for i := range want {
+			if got[i].Role != want[i].Role || got[i].Text() != want[i].Content {
+				t.Fatalf("prompt[%d] = %s %q, want %s %q", i, got[i].Role, got[i].Text(), want[i].Role, want[i].Content)
+			}
+		}
+		if p := reqs[len(reqs)-1]; !p.Stream || !p.IncludeUsage {
+			t.Fatalf("upstream request not streamed with usage: %+v", p)
+		}
+	})
+}
+
+func TestRefusals(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		ctx := context.Background()
+		for name, tc := range map[string]struct {
+			req  Request
+			want error
+		}{
+			"unknown conversation": {Request{ConversationID: "7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"}, ErrConversationNotFound},
+			"malformed id":         {Request{ConversationID: "abc"}, ErrInvalidConversationID},
+		} {
+			tc.req.App, tc.req.User, tc.req.Query = env.app, "u1", "q"
+			if _, err := env.svc.Send(ctx, tc.req); !errors.Is(err, tc.want) {
+				t.Errorf("%s: err %v, want %v", name, err, tc.want)
+			}
+		}
+		_, err := env.svc.Send(ctx, Request{App: env.app, User: "u1", Query: "q", Inputs: map[string]any{}})
+		var ie *apps.InputError
+		if !errors.As(err, &ie) || ie.Message != "name is required in input form" {
+			t.Fatalf("missing input: %v", err)
+		}
+		// Another user's conversation does not exist for this one.
+		run := env.send(t, Request{Query: "mine"})
+		wait(t, run)
+		if _, err := env.svc.Send(ctx, Request{App: env.app, User: "u2", Query: "q", ConversationID: run.ConversationID}); !errors.Is(err, ErrConversationNotFound) {
+			t.Fatalf("other user's conversation: %v", err)
+		}
+		// An ended conversation refuses new messages.
+		if err := env.store.SetConversationStatus(ctx, env.app.ID, run.ConversationID, store.ConversationStatusEnded); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.svc.Send(ctx, Request{App: env.app, User: "u1", Query: "q", ConversationID: run.ConversationID}); !errors.Is(err, ErrConversationEnded) {
+			t.Fatalf("ended conversation: %v", err)
+		}
+	})
+}
+
+func TestProviderFailuresArePersisted(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		for _, tc := range []struct {
+			marker  string
+			reply   openaitest.Reply
+			kind    providers.Kind
+			partial string
+		}{
+			{"bad key", openaitest.Reply{Status: 401}, providers.KindCredentials, ""},
+			{"no quota", openaitest.Reply{Status: 429, ErrorCode: "insufficient_quota"}, providers.KindQuota, ""},
+			{"upstream down", openaitest.Reply{Status: 500}, providers.KindInvocation, ""},
+			{"cut mid-way", openaitest.Reply{Chunks: []string{"par", "tial", " answer"}, CutAfterChunks: 2}, providers.KindInvocation, "partial"},
+			{"no done", openaitest.Reply{Chunks: []string{"cut", " off"}, NoDone: true}, providers.KindInvocation, "cut off"},
+		} {
+			t.Run(tc.marker, func(t *testing.T) {
+				env.upstream.On(tc.marker, tc.reply)
+				run := env.send(t, Request{Query: tc.marker, Streaming: true})
+				evs := collect(t, run)
+				last := evs[len(evs)-1]
+				if last.Kind != EventError || providers.KindOf(last.Err) != tc.kind {
+					t.Fatalf("last event %+v (kind %q), want error of kind %q", last, providers.KindOf(last.Err), tc.kind)
+				}
+				wait(t, run)
+				m := env.message(t, run, "u1")
+				if m.Status != store.MessageStatusError || m.Answer != tc.partial || m.Error == "" || m.Query != tc.marker {
+					t.Fatalf("stored %+v", m)
+				}
+			})
+		}
+	})
+}
+
+func TestStopKeepsPartialAnswer(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		env.upstream.On("long story", openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
+		run := env.send(t, Request{Query: "long story", User: "owner", Streaming: true})
+		first := <-run.Events()
+		if first.Kind != EventMessage {
+			t.Fatalf("first event %+v", first)
+		}
+		// Someone else's stop is ignored, as in Dify; the owner's stops the run.
+		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "intruder")
+		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "owner")
+		evs := collect(t, run)
+		if last := evs[len(evs)-1]; last.Kind != EventMessageEnd {
+			t.Fatalf("stopped run ended with %+v", last)
+		}
+		wait(t, run)
+		m := env.message(t, run, "owner")
+		if m.Status != store.MessageStatusStopped || m.Answer != "Once upon" {
+			t.Fatalf("stored %+v", m)
+		}
+	})
+}
+
+// TestDetachedRunFinishes: a client that goes away leaves the run to finish and be stored, and
+// nothing it started is left behind. The engines run one after the other here, not in
+// parallel, so the goroutine count is this test's own.
+func TestDetachedRunFinishes(t *testing.T) {
+	for _, name := range []string{storetest.SQLite, storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			env := newEnv(t, storetest.NewEngine(t, name))
+			env.upstream.On("walk away", openaitest.Reply{Chunks: []string{"a", "b", "c", "d"}, ChunkDelay: 5 * time.Millisecond})
+			detached := func() {
+				run := env.send(t, Request{Query: "walk away", Streaming: true})
+				<-run.Events()
+				run.Detach()
+				wait(t, run)
+				if m := env.message(t, run, "u1"); m.Status != store.MessageStatusNormal || m.Answer != "abcd" {
+					t.Fatalf("stored %+v", m)
+				}
+			}
+			detached() // warm up: database pool, upstream keep-alive connection, tokenizer
+			baseline := runtime.NumGoroutine()
+			for range 5 {
+				detached()
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for runtime.NumGoroutine() > baseline {
+				if time.Now().After(deadline) {
+					t.Fatalf("goroutines: %d after warm-up, %d after 5 more detached runs", baseline, runtime.NumGoroutine())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestConcurrencyCapAndRelease(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		env.upstream.On("hold the slot", openaitest.Reply{Chunks: []string{"x", "y"}, HangAfterChunks: 1})
+		run := env.send(t, Request{Query: "hold the slot", User: "a", Streaming: true})
+		<-run.Events()
+		_, err := env.svc.Send(context.Background(), Request{App: env.app, User: "b", Query: "q", Inputs: map[string]any{"name": "B"}, Streaming: true})
+		var le *LimitError
+		if !errors.As(err, &le) || le.Limit != 1 {
+			t.Fatalf("second run: %v", err)
+		}
+		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "a")
+		collect(t, run)
+		wait(t, run)
+		// The slot is free again however the run ended.
+		run2 := env.send(t, Request{Query: "after", User: "b"})
+		collect(t, run2)
+	})
+}
+
+func TestConversationNamedAfterFirstExchange(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		// The title request carries the naming instruction and then the user's message, so its
+		// rule goes first (the fake answers with the first rule that matches).
+		env.upstream.On("You name conversations", openaitest.Reply{Text: "\"Tides explained.\"\n"})
+		env.upstream.On("how do tides work", openaitest.Reply{Text: "Gravity."})
+		run := env.send(t, Request{Query: "how do tides work", AutoGenerateName: true})
+		collect(t, run)
+		wait(t, run)
+		u, _ := env.store.EndUser(context.Background(), env.app.ID, "u1")
+		c, err := env.store.Conversation(context.Background(), env.app.ID, u.ID, run.ConversationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Name != "Tides explained" {
+			t.Fatalf("name %q", c.Name)
+		}
+		// With auto_generate_name false the default name stays.
+		run2 := env.send(t, Request{Query: "how do tides work", AutoGenerateName: false})
+		collect(t, run2)
+		wait(t, run2)
+		c2, _ := env.store.Conversation(context.Background(), env.app.ID, u.ID, run2.ConversationID)
+		if c2.Name != DefaultConversationName {
+			t.Fatalf("name %q", c2.Name)
+		}
+	})
+}
+
+func TestShutdownEndsRuns(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e)
+		env.upstream.On("never ends", openaitest.Reply{Chunks: []string{"so", " far"}, HangAfterChunks: 1})
+		run := env.send(t, Request{Query: "never ends", Streaming: true})
+		<-run.Events()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := env.svc.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evs := collect(t, run)
+		if last := evs[len(evs)-1]; last.Kind != EventError || !errors.Is(last.Err, ErrShuttingDown) {
+			t.Fatalf("last event %+v", last)
+		}
+		if m := env.message(t, run, "u1"); m.Status != store.MessageStatusError || m.Answer != "so" {
+			t.Fatalf("stored %+v", m)
+		}
+		if _, err := env.svc.Send(context.Background(), Request{App: env.app, User: "u1", Query: "late", Inputs: map[string]any{"name": "x"}}); !errors.Is(err, ErrShuttingDown) {
+			t.Fatalf("send after shutdown: %v", err)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package chat
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
+)
+
+// variable matches {{name}} in a pre-prompt, as Dify's prompt template parser does.
+var variable = regexp.MustCompile(`\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29})\}\}`)
+
+// render fills {{name}} from inputs; a name with no input stays as written.
+func render(tmpl string, inputs map[string]any) string {
+	return variable.ReplaceAllStringFunc(tmpl, func(m string) string {
+		v, ok := inputs[m[2:len(m)-2]]
+		if !ok {
+			return m
+		}
+		switch x := v.(type) {
+		case string:
+			return x
+		case float64:
+			return strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			return fmt.Sprint(x)
+		}
+	})
+}
+
+// defaultReply is the completion budget kept free when neither the app nor the model says how
+// long an answer may be.
+const defaultReply = 1024
+
+// completionParams are the app's completion parameters as sent upstream.
+func completionParams(app *apps.App, spec models.ModelSpec) map[string]any {
+	p := maps.Clone(app.Model.Parameters)
+	if p == nil {
+		p = map[string]any{}
+	}
+	if _, ok := p["max_tokens"]; !ok && spec.MaxOutputTokens > 0 {
+		p["max_tokens"] = spec.MaxOutputTokens
+	}
+	return p
+}
+
+// replyBudget is how many tokens of the context the answer may need.
+func replyBudget(app *apps.App, spec models.ModelSpec) int {
+	if n, ok := app.Model.Parameters["max_tokens"]; ok {
+		switch v := n.(type) {
+		case int:
+			return v
+		case float64:
+			return int(v)
+		}
+	}
+	if spec.MaxOutputTokens > 0 {
+		return spec.MaxOutputTokens
+	}
+	return min(defaultReply, spec.ContextSize/4)
+}
+
+// buildPrompt assembles the messages sent to the model: the pre-prompt with its variables
+// filled in, the opening statement the user was shown, as much of the conversation's history as
+// fits the model's context (oldest exchanges dropped first), and the query.
+func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, history []store.Message, query string) []providers.Message {
+	var head []providers.Message
+	if sys := render(app.PrePrompt, inputs); sys != "" {
+		head = append(head, providers.Message{Role: providers.RoleSystem, Content: sys})
+	}
+	if app.OpeningStatement != "" {
+		head = append(head, providers.Message{Role: providers.RoleAssistant, Content: render(app.OpeningStatement, inputs)})
+	}
+	last := providers.Message{Role: providers.RoleUser, Content: query}
+
+	budget := spec.ContextSize - replyBudget(app, spec)
+	msgs := make([]providers.Message, 0, len(head)+2*len(history)+1)
+	msgs = append(msgs, head...)
+	// A token covers at least one byte, so a prompt whose bytes fit the budget fits in tokens:
+	// the common case needs no tokenizer, which costs far more than the rest of a request.
+	if upperBound(head)+upperBound(history)+upperBound([]providers.Message{last}) <= budget {
+		for _, m := range history {
+			msgs = append(msgs, exchange(m)...)
+		}
+		return append(msgs, last)
+	}
+	budget -= tokens.CountMessages(append(head, last))
+	// history is oldest → newest; keep the newest exchanges that fit.
+	keep := len(history)
+	for i := len(history) - 1; i >= 0; i-- {
+		cost := tokens.CountMessages(exchange(history[i]))
+		if cost > budget {
+			break
+		}
+		budget -= cost
+		keep = i
+	}
+	for _, m := range history[keep:] {
+		msgs = append(msgs, exchange(m)...)
+	}
+	return append(msgs, last)
+}
+
+// perMessage bounds the tokens a message adds besides its text (role and framing).
+const perMessage = 8
+
+// upperBound is more than the tokens the messages (or exchanges) can take.
+func upperBound[T providers.Message | store.Message](ms []T) int {
+	n := 3
+	for _, m := range ms {
+		switch v := any(m).(type) {
+		case providers.Message:
+			n += len(v.Content) + perMessage
+			for _, p := range v.Parts {
+				n += len(p.Text) + tokens.ImageTokens + perMessage
+			}
+		case store.Message:
+			n += len(v.Query) + len(v.Answer) + 2*perMessage
+		}
+	}
+	return n
+}
+
+// exchange is an earlier message as the user's query and the assistant's answer.
+func exchange(m store.Message) []providers.Message {
+	out := []providers.Message{{Role: providers.RoleUser, Content: m.Query}}
+	if m.Answer != "" {
+		out = append(out, providers.Message{Role: providers.RoleAssistant, Content: m.Answer})
+	}
+	return out
+}

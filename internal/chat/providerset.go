@@ -1,0 +1,40 @@
+package chat
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openai"
+)
+
+// ProviderSet keeps one client per configured provider, so connections to a provider are
+// pooled and reused across requests.
+type ProviderSet struct {
+	apiKey  func(provider string) string
+	mu      sync.Mutex
+	clients map[string]*openai.Client
+}
+
+// NewProviderSet returns a ProviderSet; apiKey gives a provider's key (models.Catalog.APIKey).
+func NewProviderSet(apiKey func(provider string) string) *ProviderSet {
+	return &ProviderSet{apiKey: apiKey, clients: map[string]*openai.Client{}}
+}
+
+// ChatModel returns the client for spec's provider.
+func (p *ProviderSet) ChatModel(spec models.ModelSpec) (providers.ChatModel, error) {
+	switch spec.ProviderType {
+	case "", "openai-compatible":
+	default:
+		return nil, fmt.Errorf("chat: provider %s: unsupported type %q", spec.Provider, spec.ProviderType)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.clients[spec.Provider]
+	if !ok {
+		c = openai.New(openai.Config{Name: spec.Provider, BaseURL: spec.BaseURL, APIKey: p.apiKey(spec.Provider), Timeout: spec.Timeout})
+		p.clients[spec.Provider] = c
+	}
+	return c, nil
+}

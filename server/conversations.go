@@ -1,0 +1,289 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// conversationError maps the conversations package's outcomes to the contract, with Dify's
+// messages; anything else goes through domainError.
+func conversationError(err error) *APIError {
+	switch {
+	case errors.Is(err, conversations.ErrConversationNotFound):
+		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
+	case errors.Is(err, conversations.ErrLastNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Last Conversation Not Exists.")
+	case errors.Is(err, conversations.ErrMessageNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Message Not Exists.")
+	case errors.Is(err, conversations.ErrFirstNotFound):
+		return apiError(http.StatusNotFound, "not_found", "First Message Not Exists.")
+	case errors.Is(err, conversations.ErrNoFeedback):
+		return errInvalidParam("Feedback does not exist.")
+	case errors.Is(err, conversations.ErrNameRequired):
+		return errInvalidParam("name is required when auto_generate is false")
+	case errors.Is(err, conversations.ErrNoMessages):
+		return errInvalidParam("The conversation has no message to generate a name from.")
+	case errors.Is(err, conversations.ErrSuggestDisabled):
+		return apiError(http.StatusBadRequest, "bad_request", "Suggested Questions Is Disabled.")
+	}
+	return domainError(err)
+}
+
+// validID reports whether id is a UUID. Dify declares these path ids as UUIDs, so any other
+// value is a conversation or message that does not exist.
+func validID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func genConversation(c store.Conversation) (gen.Conversation, error) {
+	out := gen.Conversation{
+		Id: mustUUID(c.ID), Name: c.Name, Status: c.Status, Introduction: c.Introduction,
+		CreatedAt: c.CreatedAt.Unix(), UpdatedAt: c.UpdatedAt.Unix(), Inputs: map[string]any{},
+	}
+	if len(c.Inputs) > 0 {
+		if err := json.Unmarshal(c.Inputs, &out.Inputs); err != nil {
+			return gen.Conversation{}, err
+		}
+	}
+	return out, nil
+}
+
+// ListConversations answers GET /conversations.
+func (s *Server) ListConversations(ctx context.Context, req gen.ListConversationsRequestObject) (gen.ListConversationsResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Params
+	limit := intOr(p.Limit, 20)
+	sortBy := ""
+	if p.SortBy != nil {
+		sortBy = string(*p.SortBy)
+	}
+	lastID := str(p.LastId)
+	if lastID != "" && !validID(lastID) {
+		return nil, conversationError(conversations.ErrLastNotFound)
+	}
+	items, more, err := s.conversations.List(ctx, app, str(p.User), lastID, limit, sortBy)
+	if err != nil {
+		return nil, conversationError(err)
+	}
+	out := gen.ListConversations200JSONResponse{Limit: limit, HasMore: more, Data: make([]gen.Conversation, 0, len(items))}
+	for _, c := range items {
+		gc, err := genConversation(c)
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, gc)
+	}
+	return out, nil
+}
+
+// RenameConversation answers POST /conversations/{conversation_id}/name.
+func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversationRequestObject) (gen.RenameConversationResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !validID(req.ConversationId) {
+		return nil, conversationError(conversations.ErrConversationNotFound)
+	}
+	b := req.Body
+	auto := b.AutoGenerate != nil && *b.AutoGenerate
+	c, err := s.conversations.Rename(ctx, app, str(b.User), req.ConversationId, str(b.Name), auto)
+	if err != nil {
+		return nil, conversationError(err)
+	}
+	gc, err := genConversation(c)
+	if err != nil {
+		return nil, err
+	}
+	return gen.RenameConversation200JSONResponse(gc), nil
+}
+
+// DeleteConversation answers DELETE /conversations/{conversation_id}: 204, as in Dify.
+func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversationRequestObject) (gen.DeleteConversationResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !validID(req.ConversationId) {
+		return nil, conversationError(conversations.ErrConversationNotFound)
+	}
+	if err := s.conversations.Delete(ctx, app, str(req.Body.User), req.ConversationId); err != nil {
+		return nil, conversationError(err)
+	}
+	return gen.DeleteConversation204Response{}, nil
+}
+
+// ListMessages answers GET /messages.
+func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestObject) (gen.ListMessagesResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Params
+	if !validID(p.ConversationId) {
+		return nil, conversationError(conversations.ErrConversationNotFound)
+	}
+	firstID := str(p.FirstId)
+	if firstID != "" && !validID(firstID) {
+		return nil, conversationError(conversations.ErrFirstNotFound)
+	}
+	limit := intOr(p.Limit, 20)
+	msgs, more, err := s.conversations.Messages(ctx, app, str(p.User), p.ConversationId, firstID, limit)
+	if err != nil {
+		return nil, conversationError(err)
+	}
+	out := gen.ListMessages200JSONResponse{Limit: limit, HasMore: more, Data: make([]gen.HistoryMessage, 0, len(msgs))}
+	for _, m := range msgs {
+		hm, err := historyMessage(m)
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, hm)
+	}
+	return out, nil
+}
+
+func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) {
+	msgTokens, ansTokens, total := int(m.MessageTokens), int(m.AnswerTokens), int(m.TotalTokens)
+	latency, currency := m.ProviderResponseLatency, m.Currency
+	price := m.TotalPrice
+	if _, err := strconv.ParseFloat(price, 64); err != nil || price == "" {
+		price = "0"
+	}
+	hm := gen.HistoryMessage{
+		Id: mustUUID(m.ID), ConversationId: mustUUID(m.ConversationID), Query: m.Query, Answer: m.Answer,
+		Status: gen.HistoryMessageStatus(m.Status), CreatedAt: m.CreatedAt.Unix(), Inputs: map[string]any{},
+		MessageFiles: make([]gen.MessageFile, 0, len(m.Files)), RetrieverResources: []gen.RetrieverResource{},
+		AgentThoughts: []gen.HistoryAgentThought{}, MessageTokens: &msgTokens, AnswerTokens: &ansTokens,
+		TotalTokens: &total, ProviderResponseLatency: &latency, TotalPrice: &price, Currency: &currency,
+	}
+	if m.Status == store.MessageStatusRunning {
+		// Still being answered: history shows it as a normal message with the answer so far.
+		hm.Status = gen.HistoryMessageStatusNormal
+	}
+	if m.ParentMessageID != "" {
+		hm.ParentMessageId = &m.ParentMessageID
+	}
+	if m.Error != "" {
+		hm.Error = &m.Error
+	}
+	if len(m.Inputs) > 0 {
+		if err := json.Unmarshal(m.Inputs, &hm.Inputs); err != nil {
+			return gen.HistoryMessage{}, err
+		}
+	}
+	if m.Feedback != nil {
+		hm.Feedback = &struct {
+			Rating gen.HistoryMessageFeedbackRating `json:"rating"`
+		}{Rating: gen.HistoryMessageFeedbackRating(m.Feedback.Rating)}
+	}
+	for _, f := range m.Files {
+		mf := gen.MessageFile{
+			Id: f.ID, Type: f.Type, TransferMethod: gen.MessageFileTransferMethod(f.TransferMethod),
+			BelongsTo: gen.MessageFileBelongsTo(f.BelongsTo),
+		}
+		if f.URL != "" {
+			mf.Url = &f.URL
+		}
+		if f.UploadFileID != "" {
+			mf.UploadFileId = &f.UploadFileID
+		}
+		hm.MessageFiles = append(hm.MessageFiles, mf)
+	}
+	return hm, nil
+}
+
+// SendMessageFeedback answers POST /messages/{message_id}/feedbacks.
+func (s *Server) SendMessageFeedback(ctx context.Context, req gen.SendMessageFeedbackRequestObject) (gen.SendMessageFeedbackResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !validID(req.MessageId) {
+		return nil, conversationError(conversations.ErrMessageNotFound)
+	}
+	b := req.Body
+	var rating *string
+	if b.Rating != nil {
+		r := string(*b.Rating)
+		rating = &r
+	}
+	if err := s.conversations.Feedback(ctx, app, b.User, req.MessageId, rating, str(b.Content)); err != nil {
+		return nil, conversationError(err)
+	}
+	return gen.SendMessageFeedback200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
+}
+
+// ListAppFeedbacks answers GET /app/feedbacks.
+func (s *Server) ListAppFeedbacks(ctx context.Context, req gen.ListAppFeedbacksRequestObject) (gen.ListAppFeedbacksResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fbs, err := s.conversations.AppFeedbacks(ctx, app, intOr(req.Params.Page, 1), intOr(req.Params.Limit, 20))
+	if err != nil {
+		return nil, conversationError(err)
+	}
+	out := gen.ListAppFeedbacks200JSONResponse{Data: make([]gen.AppFeedback, 0, len(fbs))}
+	for _, f := range fbs {
+		af := gen.AppFeedback{
+			Id: mustUUID(f.ID), AppId: mustUUID(f.AppID), ConversationId: mustUUID(f.ConversationID),
+			MessageId: mustUUID(f.MessageID), Rating: gen.AppFeedbackRating(f.Rating),
+			FromSource: gen.AppFeedbackFromSource(f.FromSource), CreatedAt: f.CreatedAt.UTC(), UpdatedAt: f.UpdatedAt.UTC(),
+		}
+		if f.Content != "" {
+			af.Content = &f.Content
+		}
+		if f.FromEndUserID != "" {
+			af.FromEndUserId = &f.FromEndUserID
+		}
+		if f.FromAccountID != "" {
+			af.FromAccountId = &f.FromAccountID
+		}
+		out.Data = append(out.Data, af)
+	}
+	return out, nil
+}
+
+// GetSuggestedQuestions answers GET /messages/{message_id}/suggested.
+func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggestedQuestionsRequestObject) (gen.GetSuggestedQuestionsResponseObject, error) {
+	app, err := s.chatApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !validID(req.MessageId) {
+		return nil, conversationError(conversations.ErrMessageNotFound)
+	}
+	qs, err := s.conversations.Suggested(ctx, app, req.Params.User, req.MessageId)
+	if err != nil {
+		return nil, conversationError(err)
+	}
+	return gen.GetSuggestedQuestions200JSONResponse{Result: gen.SuggestedQuestionsResultSuccess, Data: qs}, nil
+}

@@ -39,8 +39,8 @@ func TestAppEndpoints(t *testing.T) {
 		if got["opening_statement"] != "Hello from the conformance bot." {
 			t.Errorf("opening_statement = %v", got["opening_statement"])
 		}
-		if !reflect.DeepEqual(got["system_parameters"], map[string]any{"file_size_limit": float64(15), "image_file_size_limit": float64(10),
-			"audio_file_size_limit": float64(50), "video_file_size_limit": float64(100), "workflow_file_upload_limit": float64(10)}) {
+		if !reflect.DeepEqual(got["system_parameters"], map[string]any{"file_size_limit": float64(15), "image_file_size_limit": float64(2),
+			"audio_file_size_limit": float64(20), "video_file_size_limit": float64(20), "workflow_file_upload_limit": float64(10)}) {
 			t.Errorf("system_parameters = %v", got["system_parameters"])
 		}
 

@@ -98,7 +98,7 @@ func TestBadInput(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				c := tc.c
 				if tc.name == "oversized upload" {
-					c.body, c.contentType = bigUpload(t, 16<<20)
+					c.body, c.contentType = bigUpload(t, 21<<20) // over the largest upload limit (20 MB)
 				}
 				resp, e := p.do(t, hc, c)
 				if resp.StatusCode != tc.status || e.Code != tc.code {
@@ -181,3 +181,5 @@ func newRequest(method, url, body, key string) (*http.Request, error) {
 	req.Header.Set("Authorization", "Bearer "+key)
 	return req, nil
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

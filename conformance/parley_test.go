@@ -125,6 +125,12 @@ func startParley(t *testing.T, engine string) *Parley {
 		"CONFORMANCE_OPENAI_KEY="+upstreamKey,
 		"CONFORMANCE_OPENAI_BASE_URL="+upstream.URL(),
 		"CONFORMANCE_UNSET_KEY=",
+		// Small upload limits keep the size tests light; remote files come from loopback here.
+		"UPLOAD_AUDIO_FILE_SIZE_LIMIT=20",
+		"UPLOAD_VIDEO_FILE_SIZE_LIMIT=20",
+		"UPLOAD_IMAGE_FILE_SIZE_LIMIT=2",
+		"UPLOAD_FILE_EXTENSION_BLACKLIST=exe,bat",
+		"PARLEY_REMOTE_FILES_ALLOW_PRIVATE=true",
 	)
 	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
 	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")

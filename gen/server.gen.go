@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"time"
 
@@ -1313,6 +1314,16 @@ type FileReferenceTransferMethod string
 // FileReferenceType File kind.
 type FileReferenceType string
 
+// FileUploadRequest Multipart body of the file upload; exactly one `file` part.
+type FileUploadRequest struct {
+	// File The file.
+	File *openapi_types.File `json:"file,omitempty"`
+
+	// User End-user identifier; when omitted, a shared anonymous end user.
+	User                 *string                `json:"user,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // HistoryAgentThought A reasoning or tool-call step of an agent message.
 type HistoryAgentThought struct {
 	ChainId     *string                 `json:"chain_id,omitempty"`
@@ -2069,6 +2080,25 @@ type TtsMessageEvent struct {
 // TtsMessageEventEvent defines model for TtsMessageEvent.Event.
 type TtsMessageEventEvent string
 
+// UploadedFile A stored upload.
+type UploadedFile struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// CreatedBy The end user's id.
+	CreatedBy string `json:"created_by"`
+
+	// Extension Without the dot.
+	Extension  string             `json:"extension"`
+	Id         openapi_types.UUID `json:"id"`
+	MimeType   string             `json:"mime_type"`
+	Name       string             `json:"name"`
+	PreviewUrl *string            `json:"preview_url,omitempty"`
+
+	// Size Bytes.
+	Size      int64   `json:"size"`
+	SourceUrl *string `json:"source_url,omitempty"`
+}
+
 // Usage Token usage and price of a reply. Prices are decimal strings.
 type Usage struct {
 	// CompletionPrice A decimal number as text.
@@ -2342,6 +2372,9 @@ type DeleteConversationJSONRequestBody = DeleteConversationRequest
 // RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
 type RenameConversationJSONRequestBody = RenameConversationRequest
 
+// UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
+type UploadFileMultipartRequestBody = FileUploadRequest
+
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
 
@@ -2517,6 +2550,89 @@ func (a AgentLogEvent_Data) MarshalJSON() ([]byte, error) {
 		object["status"], err = json.Marshal(a.Status)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for FileUploadRequest. Returns the specified
+// element and whether it was found
+func (a FileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for FileUploadRequest
+func (a *FileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for FileUploadRequest to handle AdditionalProperties
+func (a *FileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if raw, found := object["user"]; found {
+		err = json.Unmarshal(raw, &a.User)
+		if err != nil {
+			return fmt.Errorf("error reading 'user': %w", err)
+		}
+		delete(object, "user")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for FileUploadRequest to handle AdditionalProperties
+func (a FileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	if a.User != nil {
+		object["user"], err = json.Marshal(a.User)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user': %w", err)
 		}
 	}
 
@@ -3849,6 +3965,9 @@ type ServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx echo.Context, conversationId ConversationId) error
+	// UploadFile Upload file
+	// (POST /files/upload)
+	UploadFile(ctx echo.Context) error
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
@@ -3995,6 +4114,15 @@ func (w *ServerInterfaceWrapper) RenameConversation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RenameConversation(ctx, conversationId)
+	return err
+}
+
+// UploadFile converts echo context to params.
+func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UploadFile(ctx)
 	return err
 }
 
@@ -4197,6 +4325,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.POST(options.BaseURL+"/chat-messages", wrapper.SendChatMessage, options.OperationMiddlewares["sendChatMessage"]...)
 	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessage, options.OperationMiddlewares["stopChatMessage"]...)
+	router.POST(options.BaseURL+"/files/upload", wrapper.UploadFile, options.OperationMiddlewares["uploadFile"]...)
 	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
 	router.GET(options.BaseURL+"/app/feedbacks", wrapper.ListAppFeedbacks, options.OperationMiddlewares["listAppFeedbacks"]...)
 	router.GET(options.BaseURL+"/messages/:message_id/suggested", wrapper.GetSuggestedQuestions, options.OperationMiddlewares["getSuggestedQuestions"]...)
@@ -4894,6 +5023,105 @@ func (response RenameConversation500JSONResponse) VisitRenameConversationRespons
 	return err
 }
 
+type UploadFileRequestObject struct {
+	Body *multipart.Reader
+}
+
+type UploadFileResponseObject interface {
+	VisitUploadFileResponse(w http.ResponseWriter) error
+}
+
+type UploadFile201JSONResponse UploadedFile
+
+func (response UploadFile201JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UploadFile400JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UploadFile401JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UploadFile413JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UploadFile415JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppInfoRequestObject struct {
 	Params GetAppInfoParams
 }
@@ -5471,6 +5699,9 @@ type StrictServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx context.Context, request RenameConversationRequestObject) (RenameConversationResponseObject, error)
+	// UploadFile Upload file
+	// (POST /files/upload)
+	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
@@ -5740,6 +5971,35 @@ func (sh *strictHandler) RenameConversation(ctx echo.Context, conversationId Con
 		return err
 	} else if validResponse, ok := response.(RenameConversationResponseObject); ok {
 		return validResponse.VisitRenameConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UploadFile operation middleware
+func (sh *strictHandler) UploadFile(ctx echo.Context) error {
+	var request UploadFileRequestObject
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UploadFile(ctx.Request().Context(), request.(UploadFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UploadFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UploadFileResponseObject); ok {
+		return validResponse.VisitUploadFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

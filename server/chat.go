@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/sse"
@@ -33,9 +34,27 @@ func domainError(err error) *APIError {
 	var perr *providers.Error
 	var inputErr *apps.InputError
 	var limitErr *chat.LimitError
+	var ext *files.ExtensionNotAllowedError
+	var tooLarge *files.TooLargeError
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.Is(err, files.ErrUnsupportedType):
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
+	case errors.Is(err, files.ErrFilenameMissing):
+		return apiError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
+	case errors.Is(err, files.ErrInvalidFilename):
+		return errInvalidParam("Filename contains invalid characters")
+	case errors.As(err, &ext):
+		return errInvalidParam(ext.Error())
+	case errors.As(err, &tooLarge):
+		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeded. "+tooLarge.Error())
+	case errors.Is(err, files.ErrFileNotFound):
+		return errInvalidParam("Invalid upload file id.")
+	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):
+		return errInvalidParam(err.Error())
+	case errors.Is(err, chat.ErrFileReference):
+		return errInvalidParam(err.Error())
 	case errors.As(err, &perr):
 		switch perr.Kind {
 		case providers.KindCredentials:

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -58,12 +59,15 @@ type Options struct {
 	Chat          *chat.Service
 	Tasks         tasks.Registry
 	Conversations *conversations.Service
+	Files         *files.Service
+	EndUsers      EndUsers
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
 	// Validation is what the response validator does with a contract violation.
 	Validation ValidationMode
-	// MaxBodyBytes caps JSON request bodies; MaxUploadBytes caps multipart bodies.
+	// MaxBodyBytes caps JSON request bodies; MaxUploadBytes caps multipart bodies (the largest
+	// size any kind of upload may have).
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
 }
@@ -79,8 +83,12 @@ type Server struct {
 	chat          *chat.Service
 	tasks         tasks.Registry
 	conversations *conversations.Service
-	pingInterval  time.Duration
-	log           *slog.Logger
+	files         *files.Service
+	endUsers      EndUsers
+	// maxUploadBytes is the largest upload any category allows.
+	maxUploadBytes int64
+	pingInterval   time.Duration
+	log            *slog.Logger
 
 	validator *ResponseValidator
 }
@@ -98,8 +106,9 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
-		conversations: opts.Conversations,
-		pingInterval:  opts.PingInterval, log: opts.Logger}
+		conversations: opts.Conversations, files: opts.Files, endUsers: opts.EndUsers,
+		maxUploadBytes: opts.MaxUploadBytes,
+		pingInterval:   opts.PingInterval, log: opts.Logger}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}

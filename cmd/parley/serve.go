@@ -12,8 +12,10 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -61,9 +63,15 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	go tokens.Warm() // load the tokenizer's data off the first request's path
 	catalog := models.NewCatalog(e.file.Providers, getenv)
 	runs := tasks.NewLocal()
+	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
+	if err != nil {
+		return err
+	}
+	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
+		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: chat.NewProviderSet(catalog.APIKey),
-		Limiter: limiter.NewLocal(), Tasks: runs, Logger: e.log,
+		Limiter: limiter.NewLocal(), Tasks: runs, Files: fileSvc, Logger: e.log,
 	})
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
@@ -71,6 +79,8 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Chat:          chatSvc,
 		Tasks:         runs,
 		Conversations: conversations.New(e.store, chatSvc),
+		Files:         fileSvc,
+		EndUsers:      e.store,
 		Apps:          registry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,
@@ -79,10 +89,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			Audio: cfg.Upload.AudioFileSizeLimitMB, Video: cfg.Upload.VideoFileSizeLimitMB,
 			WorkflowFiles: workflowFileUploadLimit,
 		},
-		Logger:         e.log,
-		Validation:     mode,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		MaxUploadBytes: int64(cfg.Upload.FileSizeLimitMB) << 20,
+		Logger:       e.log,
+		Validation:   mode,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxUploadBytes: int64(max(cfg.Upload.FileSizeLimitMB, cfg.Upload.ImageFileSizeLimitMB,
+			cfg.Upload.AudioFileSizeLimitMB, cfg.Upload.VideoFileSizeLimitMB)) << 20,
 	})
 	if err != nil {
 		return err

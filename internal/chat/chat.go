@@ -67,6 +67,7 @@ type Store interface {
 	CreateMessage(ctx context.Context, m store.Message) (store.Message, error)
 	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
+	AddMessageFiles(ctx context.Context, files []store.MessageFile) ([]store.MessageFile, error)
 }
 
 // Models finds an app's model; *models.Catalog implements it.
@@ -86,7 +87,9 @@ type Options struct {
 	Providers Providers
 	Limiter   limiter.Limiter
 	Tasks     tasks.Registry
-	Logger    *slog.Logger
+	// Files resolves message files; without it, uploaded files cannot be referenced.
+	Files  Files
+	Logger *slog.Logger
 	// HistoryMessages bounds how many earlier exchanges are considered for the prompt before
 	// trimming to the model's context (default 50).
 	HistoryMessages int
@@ -101,6 +104,7 @@ type Service struct {
 	providers Providers
 	limiter   limiter.Limiter
 	tasks     tasks.Registry
+	files     Files
 	log       *slog.Logger
 	history   int
 	buffer    int
@@ -125,7 +129,7 @@ func New(o Options) *Service {
 	}
 	life, stop := context.WithCancelCause(context.Background())
 	return &Service{
-		store: o.Store, models: o.Models, providers: o.Providers, limiter: o.Limiter, tasks: o.Tasks,
+		store: o.Store, models: o.Models, providers: o.Providers, limiter: o.Limiter, tasks: o.Tasks, files: o.Files,
 		log: o.Logger, history: o.HistoryMessages, buffer: o.EventBuffer,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
@@ -262,6 +266,10 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	atts, err := s.resolveFiles(ctx, app.ID, user.ID, req.Files)
+	if err != nil {
+		return nil, err
+	}
 	var inputs map[string]any
 	if err := json.Unmarshal(conv.Inputs, &inputs); err != nil {
 		return nil, fmt.Errorf("chat: conversation inputs: %w", err)
@@ -280,6 +288,11 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(atts) > 0 {
+		if _, err := s.store.AddMessageFiles(ctx, messageFiles(msg.ID, atts)); err != nil {
+			return nil, err
+		}
+	}
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, ConversationID: conv.ID, CreatedAt: msg.CreatedAt,
 		Mode: app.Mode, events: make(chan Event, s.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
@@ -296,7 +309,7 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 			// background work after it (done also cancels runCtx).
 			defer release()
 			defer done()
-			s.answer(runCtx, run, model, spec, completionParams(app, spec), prompt)
+			s.answer(runCtx, run, model, spec, completionParams(app, spec), prompt, atts)
 			completed = runCtx.Err() == nil
 		}()
 		if isNew && req.AutoGenerateName && completed {
@@ -343,12 +356,20 @@ func (s *Service) conversation(ctx context.Context, app *apps.App, user store.En
 
 // answer streams the model's answer to the run's events and persists the outcome, whatever
 // it is: completed, stopped, failed, or cut short by shutdown.
-func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatModel, spec models.ModelSpec, params map[string]any, prompt []providers.Message) {
+func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatModel, spec models.ModelSpec, params map[string]any, prompt []providers.Message, atts []attachment) {
 	defer close(run.events)
 	started := time.Now()
-	creq := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: params}
 	var reported *providers.Usage
 	err := func() error {
+		images, err := s.imageParts(ctx, spec, atts)
+		if err != nil {
+			return err
+		}
+		if len(images) > 0 {
+			last := &prompt[len(prompt)-1]
+			last.Parts = append([]providers.Part{{Type: providers.PartText, Text: last.Content}}, images...)
+		}
+		creq := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: params}
 		stream, err := model.ChatStream(ctx, creq)
 		if err != nil {
 			return err

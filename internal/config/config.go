@@ -68,6 +68,9 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
+	// RemoteFilesAllowPrivate lets remote_url files be fetched from loopback and private
+	// networks (PARLEY_REMOTE_FILES_ALLOW_PRIVATE); off by default, against SSRF.
+	RemoteFilesAllowPrivate bool
 }
 
 // UploadLimits are the file upload limits. Sizes are in megabytes, as in

@@ -16,6 +16,14 @@ import (
 
 func parseString(v string) (string, error) { return v, nil }
 
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", v)
+	}
+	return b, nil
+}
+
 func parseInt(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil {

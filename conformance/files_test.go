@@ -1,0 +1,195 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+)
+
+// pngBytes is a real, small PNG image.
+func pngBytes(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	img.Set(1, 1, color.RGBA{R: 255, A: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+type part struct {
+	field, filename, contentType string
+	data                         []byte
+	emptyName                    bool // send filename="" (a file part with no name)
+}
+
+// form builds a multipart body from parts, in order.
+func form(t *testing.T, parts ...part) (io.Reader, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		if p.filename != "" || p.emptyName {
+			h.Set("Content-Disposition", `form-data; name="`+p.field+`"; filename="`+p.filename+`"`)
+		} else {
+			h.Set("Content-Disposition", `form-data; name="`+p.field+`"`)
+		}
+		if p.contentType != "" {
+			h.Set("Content-Type", p.contentType)
+		}
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(p.data)
+	}
+	mw.Close()
+	return &buf, mw.FormDataContentType()
+}
+
+// upload posts a form to /files/upload and decodes a 201.
+func (p *Parley) upload(t *testing.T, hc *http.Client, parts ...part) (*http.Response, client.UploadedFile, apiErr) {
+	t.Helper()
+	body, ct := form(t, parts...)
+	req, _ := http.NewRequest("POST", p.URL+"/files/upload", body)
+	req.Header.Set("Authorization", "Bearer "+p.AppKey)
+	req.Header.Set("Content-Type", ct)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var f client.UploadedFile
+	var e apiErr
+	if resp.StatusCode == http.StatusCreated {
+		if err := jsonUnmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		_ = jsonUnmarshal(raw, &e)
+	}
+	return resp, f, e
+}
+
+func TestFileUploadAndUse(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		hc := newContractClient(t)
+		img := pngBytes(t)
+		// The user field after the file (as browsers and the Node SDK send it).
+		resp, f, e := p.upload(t, hc, part{field: "file", filename: "dot.png", contentType: "image/png", data: img}, part{field: "user", data: []byte("ivy")})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("upload: %d %+v", resp.StatusCode, e)
+		}
+		if f.Name != "dot.png" || f.Extension != "png" || f.MimeType != "image/png" || f.Size != int64(len(img)) || f.CreatedBy == "" {
+			t.Fatalf("uploaded %+v", f)
+		}
+
+		// A remote image, served on loopback.
+		remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(img)
+		}))
+		defer remote.Close()
+
+		c := newClient(t, p, p.AppKey)
+		q := marker(t, "what is in these pictures")
+		upstream.On(q, openaitest.Reply{Text: "A red dot."})
+		body := chatBody(q, "ivy", false)
+		upID := f.Id.String()
+		body.Files = &[]client.FileReference{
+			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID},
+			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(remote.URL + "/dot.png")},
+		}
+		r, err := c.SendChatMessageWithResponse(context.Background(), body)
+		if err != nil || r.JSON200 == nil {
+			t.Fatalf("chat with images: %v %s", err, r.Body)
+		}
+		// The model saw both images as data URLs next to the text.
+		want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
+		var seen int
+		for _, req := range upstream.Requests() {
+			if req.LastUserMessage() != q {
+				continue
+			}
+			msgs := req.Messages
+			for _, part := range msgs[len(msgs)-1].Parts {
+				if part.ImageURL == want {
+					seen++
+				}
+			}
+		}
+		if seen != 2 {
+			t.Fatalf("upstream saw %d of the 2 images", seen)
+		}
+		user, conv := "ivy", r.JSON200.ConversationId.String()
+		h, _ := c.ListMessagesWithResponse(context.Background(), &client.ListMessagesParams{ConversationId: conv, User: &user})
+		if h.JSON200 == nil || len(h.JSON200.Data) != 1 || len(h.JSON200.Data[0].MessageFiles) != 2 {
+			t.Fatalf("history files: %s", h.Body)
+		}
+		if mf := h.JSON200.Data[0].MessageFiles[0]; mf.UploadFileId == nil || *mf.UploadFileId != upID || mf.BelongsTo != "user" {
+			t.Fatalf("message file %+v", mf)
+		}
+
+		// Another user cannot use the upload.
+		other := chatBody(marker(t, "steal"), "mallory", false)
+		other.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID}}
+		if r, _ := c.SendChatMessageWithResponse(context.Background(), other); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
+			t.Fatalf("someone else's upload: %d %s", r.StatusCode(), r.Body)
+		}
+		bad := chatBody(marker(t, "ftp"), "ivy", false)
+		bad.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl}}
+		if r, _ := c.SendChatMessageWithResponse(context.Background(), bad); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
+			t.Fatalf("remote file without url: %d %s", r.StatusCode(), r.Body)
+		}
+	})
+}
+
+func TestFileUploadErrors(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		hc := newContractClient(t)
+		txt := []byte("hello")
+		for _, tc := range []struct {
+			name   string
+			parts  []part
+			status int
+			code   string
+			msg    string
+		}{
+			{"no file", []part{{field: "user", data: []byte("u")}}, 400, "no_file_uploaded", "Please upload your file."},
+			{"two files", []part{{field: "file", filename: "a.txt", contentType: "text/plain", data: txt}, {field: "file", filename: "b.txt", contentType: "text/plain", data: txt}}, 400, "too_many_files", "Only one file is allowed."},
+			{"no content type", []part{{field: "file", filename: "a.txt", data: txt}}, 415, "unsupported_file_type", ""},
+			{"file field without filename", []part{{field: "file", contentType: "text/plain", data: txt}}, 400, "no_file_uploaded", ""},
+			{"empty file name", []part{{field: "file", emptyName: true, contentType: "text/plain", data: txt}}, 400, "filename_not_exists_error", "The specified filename does not exist."},
+			{"blacklisted extension", []part{{field: "file", filename: "setup.EXE", contentType: "application/octet-stream", data: txt}}, 400, "invalid_param", "File extension '.exe' is not allowed for security reasons"},
+			{"image over its limit", []part{{field: "file", filename: "big.png", contentType: "image/png", data: bytes.Repeat([]byte{1}, 2<<20+1)}}, 413, "file_too_large", "File size exceeded."},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, _, e := p.upload(t, hc, tc.parts...)
+				if resp.StatusCode != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
+					t.Fatalf("got %d %+v, want %d %s %q", resp.StatusCode, e, tc.status, tc.code, tc.msg)
+				}
+			})
+		}
+		// A document under the document limit is fine even though it is over the image one.
+		resp, f, e := p.upload(t, hc, part{field: "file", filename: "notes.txt", contentType: "text/plain", data: bytes.Repeat([]byte("a"), 3<<20)})
+		if resp.StatusCode != 201 || f.Extension != "txt" {
+			t.Fatalf("3 MB text: %d %+v", resp.StatusCode, e)
+		}
+	})
+}

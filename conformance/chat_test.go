@@ -478,3 +478,34 @@ func TestConcurrencyCap(t *testing.T) {
 		}
 	})
 }
+
+// TestEndedConversation ends a conversation with the CLI while the server runs: the next
+// message gets conversation_completed, history stays readable.
+func TestEndedConversation(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		if p.engine.Name == "" {
+			t.Skip("needs the CLI")
+		}
+		c := newClient(t, p, p.AppKey)
+		ctx := context.Background()
+		r, err := c.SendChatMessageWithResponse(ctx, chatBody(marker(t, "hello"), "jo", false))
+		if err != nil || r.JSON200 == nil {
+			t.Fatalf("%v %s", err, r.Body)
+		}
+		conv := r.JSON200.ConversationId.String()
+		p.CLI(t, "conversations", "end", "--app", "chatbot", conv)
+		next := chatBody("again", "jo", false)
+		next.ConversationId = &conv
+		again, _ := c.SendChatMessageWithResponse(ctx, next)
+		if again.StatusCode() != 400 || again.JSON400 == nil || again.JSON400.Code != "conversation_completed" {
+			t.Fatalf("message to ended conversation: %d %s", again.StatusCode(), again.Body)
+		}
+		user := "jo"
+		if h, _ := c.ListMessagesWithResponse(ctx, &client.ListMessagesParams{ConversationId: conv, User: &user}); h.JSON200 == nil || len(h.JSON200.Data) != 1 {
+			t.Fatalf("history of ended conversation: %s", h.Body)
+		}
+		if out, err := p.run("conversations", "end", "--app", "chatbot", "7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"); err == nil || !strings.Contains(out, "has no conversation") {
+			t.Fatalf("ending an unknown conversation: %v %q", err, out)
+		}
+	})
+}

@@ -1,0 +1,171 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+)
+
+// sdkTimeout bounds one run of the Node SDK suite against one server.
+const sdkTimeout = 2 * time.Minute
+
+// TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
+// conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
+// node's built-in test runner. Without node it skips, except in CI (CI set), where it fails.
+func TestDifyNodeSDK(t *testing.T) {
+	if os.Getenv("PARLEY_URL") != "" {
+		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("node is not installed")
+		}
+		t.Fatal("node is not installed; CI must run the Node SDK conformance suite")
+	}
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installNodeDeps(t, dir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files in %s (%v)", dir, err)
+	}
+
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		script := scriptSDKReplies(t, p)
+		ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
+		defer cancel()
+		args := append([]string{"--test", "--test-reporter=spec"}, files...)
+		cmd := exec.CommandContext(ctx, node, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(),
+			"PARLEY_URL="+p.URL,
+			"PARLEY_APP_KEY="+p.AppKey,
+			"PARLEY_SDK_SCRIPT="+script,
+			"NO_COLOR=1",
+		)
+		// node --test runs each file in a child process that may outlive a killed runner and
+		// hold the output pipe: do not wait for it forever.
+		cmd.WaitDelay = 5 * time.Second
+		out := &lineLogger{t: t}
+		cmd.Stdout, cmd.Stderr = out, out
+		err := cmd.Run()
+		out.close()
+		switch {
+		case ctx.Err() != nil:
+			t.Fatalf("node --test did not finish in %v", sdkTimeout)
+		case err != nil:
+			t.Fatalf("node --test: %v (its output is above)", err)
+		}
+	})
+}
+
+// sdkReply is one reply of the fake model, as the Node suite reads it from PARLEY_SDK_SCRIPT:
+// Marker, when set, is what in the user's message triggers it.
+type sdkReply struct {
+	Marker    string   `json:"marker,omitempty"`
+	Chunks    []string `json:"chunks,omitempty"`
+	Text      string   `json:"text,omitempty"`
+	Questions []string `json:"questions,omitempty"`
+}
+
+// scriptSDKReplies registers on the shared upstream the replies the Node suite relies on, under
+// markers unique to this server, and returns them, with the replies TestMain scripts for every
+// test, as PARLEY_SDK_SCRIPT.
+func scriptSDKReplies(t *testing.T, p *Parley) string {
+	t.Helper()
+	tag := fmt.Sprintf("%s-%d", p.engine.Name, time.Now().UnixNano())
+	script := map[string]sdkReply{
+		// A streamed answer in several chunks.
+		"stream": {Marker: "[node-sdk-stream-" + tag + "]", Chunks: []string{"Streamed ", "through ", "the ", "Node ", "SDK."}},
+		// One chunk, then nothing until the request goes away: only the stop operation ends it.
+		"hang": {Marker: "[node-sdk-hang-" + tag + "]", Chunks: []string{"Partial answer ", "never sent"}},
+		// TestMain's answers to every naming and suggestion request.
+		"title":   {Text: generatedTitle},
+		"suggest": {Questions: []string{"Why?", "How?", "When?"}},
+	}
+	upstream.On(script["stream"].Marker, openaitest.Reply{Chunks: script["stream"].Chunks})
+	upstream.On(script["hang"].Marker, openaitest.Reply{Chunks: script["hang"].Chunks, HangAfterChunks: 1})
+	raw, err := json.Marshal(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// installNodeDeps runs `npm ci` in dir when node_modules is missing or older than
+// package-lock.json.
+func installNodeDeps(t *testing.T, dir string) {
+	t.Helper()
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// npm writes node_modules/.package-lock.json on every install.
+	if installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil && !installed.ModTime().Before(lock.ModTime()) {
+		return
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("node is installed but npm is not: cannot install conformance/node's dependencies")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out.String())
+	}
+	t.Logf("npm ci in %s (%v):\n%s", dir, time.Since(start).Round(time.Millisecond), strings.TrimSpace(out.String()))
+}
+
+// lineLogger writes a child's output to the test log line by line, as it comes.
+type lineLogger struct {
+	t      *testing.T
+	mu     sync.Mutex
+	buf    []byte
+	closed bool
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return len(p), nil
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.t.Log(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+// close logs what is left and drops any later output (the test may be over by then).
+func (l *lineLogger) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.t.Log(string(l.buf))
+	}
+	l.closed = true
+}

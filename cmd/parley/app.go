@@ -86,7 +86,7 @@ func open(ctx context.Context, getenv func(string) string, f *flags) (*env, erro
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir, store.WithSQLiteSynchronous(cfg.SQLiteSynchronous))
 	if err != nil {
 		return nil, err
 	}

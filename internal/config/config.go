@@ -68,6 +68,9 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
+	// SQLiteSynchronous is SQLite's synchronous mode, normal or full
+	// (PARLEY_SQLITE_SYNCHRONOUS): full survives power loss at the cost of an fsync per commit.
+	SQLiteSynchronous string
 	// RemoteFilesAllowPrivate lets remote_url files be fetched from loopback and private
 	// networks (PARLEY_REMOTE_FILES_ALLOW_PRIVATE); off by default, against SSRF.
 	RemoteFilesAllowPrivate bool

@@ -32,6 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:          LogFormatText,
 		ShutdownGrace:      10 * time.Second,
 		MaxBodyBytes:       1 << 20,
+		SQLiteSynchronous:  "normal",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -103,6 +104,8 @@ func TestLoadValues(t *testing.T) {
 		{"grace", map[string]string{"PARLEY_SHUTDOWN_GRACE": "1m30s"}, func(c *Config) bool { return c.ShutdownGrace == 90*time.Second }},
 		{"grace zero", map[string]string{"PARLEY_SHUTDOWN_GRACE": "0s"}, func(c *Config) bool { return c.ShutdownGrace == 0 }},
 		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
+		{"sqlite full", map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "FULL"}, func(c *Config) bool { return c.SQLiteSynchronous == "full" }},
+		{"private fetch", map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "true"}, func(c *Config) bool { return c.RemoteFilesAllowPrivate }},
 		{"empty means default", map[string]string{"PARLEY_ADDR": "  "}, func(c *Config) bool { return c.Addr == "127.0.0.1:5001" }},
 	}
 	for _, tt := range tests {
@@ -144,6 +147,8 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_SHUTDOWN_GRACE": "-1s"}, "PARLEY_SHUTDOWN_GRACE: must not be negative"},
 		{map[string]string{"PARLEY_MAX_BODY_BYTES": "0"}, "PARLEY_MAX_BODY_BYTES: must be a positive"},
 		{map[string]string{"PARLEY_MAX_BODY_BYTES": "1MB"}, "PARLEY_MAX_BODY_BYTES"},
+		{map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "off"}, "PARLEY_SQLITE_SYNCHRONOUS"},
+		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

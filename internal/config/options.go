@@ -55,6 +55,8 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{name: "PARLEY_MAX_BODY_BYTES", def: "1048576",
 			parse: set(parseInt64, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+		{name: "PARLEY_SQLITE_SYNCHRONOUS", def: "normal",
+			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",
 			parse: set(parseBool, func(c *Config) *bool { return &c.RemoteFilesAllowPrivate })},
 	}

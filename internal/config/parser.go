@@ -16,6 +16,14 @@ import (
 
 func parseString(v string) (string, error) { return v, nil }
 
+func parseSynchronous(v string) (string, error) {
+	switch v = strings.ToLower(v); v {
+	case "normal", "full":
+		return v, nil
+	}
+	return "", fmt.Errorf("%q is not normal or full", v)
+}
+
 func parseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(v)
 	if err != nil {

@@ -87,7 +87,7 @@ const apiKeyColumns = "id, type, app_id, token_hash, prefix, created_at, last_us
 // (RevokedAt tells); the caller decides what a revoked key means. An unknown
 // hash gives an error wrapping [ErrNotFound].
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
-	row := s.db.QueryRowContext(ctx, s.Rebind("SELECT "+apiKeyColumns+" FROM api_keys WHERE token_hash = ?"), hash)
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+apiKeyColumns+" FROM api_keys WHERE token_hash = ?"), hash)
 	k, err := scanAPIKey(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return APIKey{}, fmt.Errorf("store: api key: %w", ErrNotFound)
@@ -100,7 +100,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
 
 // ListAPIKeys returns every key, revoked ones included, oldest first.
 func (s *Store) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+apiKeyColumns+" FROM api_keys ORDER BY created_at, id")
+	rows, err := s.conn().QueryContext(ctx, "SELECT "+apiKeyColumns+" FROM api_keys ORDER BY created_at, id")
 	if err != nil {
 		return nil, fmt.Errorf("store: list api keys: %w", err)
 	}

@@ -53,11 +53,11 @@ func (s *Store) SyncApps(ctx context.Context, specs []AppSpec) (map[string]App, 
 ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at
 WHERE apps.mode <> excluded.mode`)
 		for _, sp := range specs {
-			if _, err := tx.ExecContext(ctx, upsert, uuid.NewString(), sp.Name, sp.Mode, now, now); err != nil {
+			if _, err := s.inTx(tx).ExecContext(ctx, upsert, uuid.NewString(), sp.Name, sp.Mode, now, now); err != nil {
 				return fmt.Errorf("upsert app %q: %w", sp.Name, err)
 			}
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT id, name, mode, created_at, updated_at FROM apps")
+		rows, err := s.inTx(tx).QueryContext(ctx, "SELECT id, name, mode, created_at, updated_at FROM apps")
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ WHERE apps.mode <> excluded.mode`)
 // AppByName returns the app with the given name, or an error wrapping
 // [ErrNotFound].
 func (s *Store) AppByName(ctx context.Context, name string) (App, error) {
-	row := s.db.QueryRowContext(ctx, s.Rebind("SELECT id, name, mode, created_at, updated_at FROM apps WHERE name = ?"), name)
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT id, name, mode, created_at, updated_at FROM apps WHERE name = ?"), name)
 	a, err := scanApp(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return App{}, fmt.Errorf("store: app %q: %w", name, ErrNotFound)
@@ -96,7 +96,7 @@ func (s *Store) AppByName(ctx context.Context, name string) (App, error) {
 // AppByID returns the app with the given id, or an error wrapping
 // [ErrNotFound].
 func (s *Store) AppByID(ctx context.Context, id string) (App, error) {
-	row := s.db.QueryRowContext(ctx, s.Rebind("SELECT id, name, mode, created_at, updated_at FROM apps WHERE id = ?"), id)
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT id, name, mode, created_at, updated_at FROM apps WHERE id = ?"), id)
 	a, err := scanApp(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return App{}, fmt.Errorf("store: app %s: %w", id, ErrNotFound)

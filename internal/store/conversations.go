@@ -114,7 +114,7 @@ SELECT ?, app_id, id, ?, ?, ?, ?, ?, ? FROM end_users WHERE id = ? AND app_id = 
 // (unknown id, another app's, another end user's, deleted) the error wraps
 // [ErrNotFound] and reads the same, so a caller cannot tell which.
 func (s *Store) Conversation(ctx context.Context, appID, endUserID, id string) (Conversation, error) {
-	row := s.db.QueryRowContext(ctx, s.Rebind("SELECT "+conversationColumns+
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+conversationColumns+
 		" FROM conversations WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL"),
 		id, appID, endUserID)
 	c, err := scanConversation(row)
@@ -171,7 +171,7 @@ func (s *Store) ListConversations(ctx context.Context, q ConversationQuery) (ite
 	args := []any{q.AppID, q.EndUserID}
 	if q.LastID != "" {
 		var created, updated int64
-		err := s.db.QueryRowContext(ctx, s.Rebind(
+		err := s.conn().QueryRowContext(ctx, s.Rebind(
 			"SELECT created_at, updated_at FROM conversations WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL"),
 			q.LastID, q.AppID, q.EndUserID).Scan(&created, &updated)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -192,7 +192,7 @@ func (s *Store) ListConversations(ctx context.Context, q ConversationQuery) (ite
 	query += " ORDER BY " + sort.column + " " + dir + ", id " + dir + " LIMIT ?"
 	args = append(args, q.Limit+1)
 
-	rows, err := s.db.QueryContext(ctx, s.Rebind(query), args...)
+	rows, err := s.conn().QueryContext(ctx, s.Rebind(query), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: list conversations: %w", err)
 	}
@@ -221,7 +221,7 @@ func (s *Store) RenameConversation(ctx context.Context, appID, endUserID, id, na
 	var c Conversation
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
 		now := time.Now().Unix()
-		res, err := tx.ExecContext(ctx, s.Rebind(`UPDATE conversations
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE conversations
 SET name = ?, updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
 WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 			name, now, now, id, appID, endUserID)
@@ -233,7 +233,7 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 		} else if n == 0 {
 			return ErrNotFound
 		}
-		c, err = scanConversation(tx.QueryRowContext(ctx, s.Rebind("SELECT "+conversationColumns+" FROM conversations WHERE id = ?"), id))
+		c, err = scanConversation(s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT "+conversationColumns+" FROM conversations WHERE id = ?"), id))
 		return err
 	})
 	if err != nil {

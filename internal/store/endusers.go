@@ -62,7 +62,7 @@ func (s *Store) EndUser(ctx context.Context, appID, sessionID string) (EndUser, 
 }
 
 func (s *Store) endUserBySession(ctx context.Context, appID, sessionID string) (EndUser, error) {
-	row := s.db.QueryRowContext(ctx,
+	row := s.conn().QueryRowContext(ctx,
 		s.Rebind("SELECT "+endUserColumns+" FROM end_users WHERE app_id = ? AND session_id = ?"), appID, sessionID)
 	return scanEndUser(row)
 }
@@ -71,7 +71,7 @@ func (s *Store) endUserBySession(ctx context.Context, appID, sessionID string) (
 // appID; otherwise, or if there is no such user, an error wrapping
 // [ErrNotFound].
 func (s *Store) EndUserByID(ctx context.Context, appID, id string) (EndUser, error) {
-	row := s.db.QueryRowContext(ctx,
+	row := s.conn().QueryRowContext(ctx,
 		s.Rebind("SELECT "+endUserColumns+" FROM end_users WHERE id = ? AND app_id = ?"), id, appID)
 	u, err := scanEndUser(row)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -68,7 +68,7 @@ func (s *Store) UpsertFeedback(ctx context.Context, f Feedback) (Feedback, error
 		// message of this app, and takes its conversation from it. The
 		// WHERE clause also keeps SQLite from reading ON CONFLICT as part
 		// of a join.
-		res, err := tx.ExecContext(ctx, s.Rebind("INSERT INTO message_feedbacks ("+feedbackColumns+`)
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind("INSERT INTO message_feedbacks ("+feedbackColumns+`)
 SELECT ?, app_id, conversation_id, id, ?, ?, ?, ?, ?, ?, ? FROM messages WHERE id = ? AND app_id = ?
 ON CONFLICT (message_id) DO UPDATE SET
 	rating = excluded.rating, content = excluded.content, from_source = excluded.from_source,
@@ -87,7 +87,7 @@ ON CONFLICT (message_id) DO UPDATE SET
 		} else if n == 0 {
 			return fmt.Errorf("message %s: %w", f.MessageID, ErrNotFound)
 		}
-		out, err = scanFeedback(tx.QueryRowContext(ctx, s.Rebind("SELECT "+feedbackColumns+" FROM message_feedbacks WHERE message_id = ?"), f.MessageID))
+		out, err = scanFeedback(s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT "+feedbackColumns+" FROM message_feedbacks WHERE message_id = ?"), f.MessageID))
 		return err
 	})
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *Store) DeleteFeedback(ctx context.Context, messageID string) error {
 func (s *Store) FeedbackForMessages(ctx context.Context, ids []string) (map[string]Feedback, error) {
 	out := make(map[string]Feedback, len(ids))
 	for _, chunk := range chunks(ids) {
-		rows, err := s.db.QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
 			" FROM message_feedbacks WHERE message_id IN ("+placeholders(len(chunk))+")"), anys(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: feedback for messages: %w", err)
@@ -143,7 +143,7 @@ func (s *Store) ListAppFeedbacks(ctx context.Context, appID string, page, limit 
 	if page < 1 || limit < 1 {
 		return nil, fmt.Errorf("store: list app feedbacks: page %d and limit %d must be positive", page, limit)
 	}
-	rows, err := s.db.QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
+	rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
 		" FROM message_feedbacks WHERE app_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"),
 		appID, limit, int64(page-1)*int64(limit))
 	if err != nil {

@@ -97,7 +97,7 @@ func (s *Store) CreateUploadFile(ctx context.Context, f UploadFile) (UploadFile,
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
 		if f.EndUserID != "" {
 			var appID string
-			err := tx.QueryRowContext(ctx, s.Rebind("SELECT app_id FROM end_users WHERE id = ?"), f.EndUserID).Scan(&appID)
+			err := s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT app_id FROM end_users WHERE id = ?"), f.EndUserID).Scan(&appID)
 			if errors.Is(err, sql.ErrNoRows) || (err == nil && f.AppID != "" && appID != f.AppID) {
 				return fmt.Errorf("end user %s: %w", f.EndUserID, ErrNotFound)
 			}
@@ -105,7 +105,7 @@ func (s *Store) CreateUploadFile(ctx context.Context, f UploadFile) (UploadFile,
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, s.Rebind("INSERT INTO upload_files ("+uploadFileColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		_, err := s.inTx(tx).ExecContext(ctx, s.Rebind("INSERT INTO upload_files ("+uploadFileColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
 			f.ID, nullString(f.AppID), nullString(f.EndUserID), f.Name, f.Size, f.Extension, f.MimeType, f.StorageKey, f.Hash,
 			nullString(f.SourceURL), f.CreatedBy, f.CreatedAt.Unix())
 		if isForeignKeyViolation(err) {
@@ -127,7 +127,7 @@ func (s *Store) UploadFile(ctx context.Context, id string) (UploadFile, error) {
 		appID, endUserID, sourceURL sql.NullString
 		created                     int64
 	)
-	err := s.db.QueryRowContext(ctx, s.Rebind("SELECT "+uploadFileColumns+" FROM upload_files WHERE id = ?"), id).
+	err := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+uploadFileColumns+" FROM upload_files WHERE id = ?"), id).
 		Scan(&f.ID, &appID, &endUserID, &f.Name, &f.Size, &f.Extension, &f.MimeType, &f.StorageKey, &f.Hash, &sourceURL, &f.CreatedBy, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return UploadFile{}, fmt.Errorf("store: upload file %s: %w", id, ErrNotFound)
@@ -195,7 +195,7 @@ func (s *Store) AddMessageFiles(ctx context.Context, files []MessageFile) ([]Mes
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
 		insert := s.Rebind("INSERT INTO message_files (" + messageFileColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 		for _, f := range out {
-			_, err := tx.ExecContext(ctx, insert,
+			_, err := s.inTx(tx).ExecContext(ctx, insert,
 				f.ID, f.MessageID, f.Type, f.TransferMethod, nullString(f.URL), nullString(f.UploadFileID), f.BelongsTo, f.CreatedAt.Unix())
 			if isForeignKeyViolation(err) {
 				return fmt.Errorf("message %s or upload file %s: %w", f.MessageID, f.UploadFileID, ErrNotFound)
@@ -218,7 +218,7 @@ func (s *Store) AddMessageFiles(ctx context.Context, files []MessageFile) ([]Mes
 func (s *Store) MessageFiles(ctx context.Context, messageIDs []string) (map[string][]MessageFile, error) {
 	out := make(map[string][]MessageFile)
 	for _, chunk := range chunks(messageIDs) {
-		rows, err := s.db.QueryContext(ctx, s.Rebind("SELECT "+messageFileColumns+
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+messageFileColumns+
 			" FROM message_files WHERE message_id IN ("+placeholders(len(chunk))+") ORDER BY created_at, id"), anys(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: message files: %w", err)

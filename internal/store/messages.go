@@ -184,7 +184,7 @@ func (s *Store) CreateMessage(ctx context.Context, m Message) (Message, error) {
 		// The touch doubles as the ownership check: it matches only a
 		// live conversation of this app and end user.
 		created := m.CreatedAt.Unix()
-		res, err := tx.ExecContext(ctx, s.Rebind(`UPDATE conversations
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE conversations
 SET updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
 WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 			created, created, m.ConversationID, m.AppID, m.EndUserID)
@@ -196,7 +196,7 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 		} else if n == 0 {
 			return fmt.Errorf("conversation %s: %w", m.ConversationID, ErrNotFound)
 		}
-		_, err = tx.ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
+		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
 			") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
 			m.ID, m.AppID, m.ConversationID, m.EndUserID, nullString(m.ParentMessageID), m.Query, m.Answer, inputs, m.Status, nullString(m.Error),
 			m.MessageTokens, m.AnswerTokens, m.TotalTokens, m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency,
@@ -262,7 +262,7 @@ WHERE id = ?`,
 // endUserID and its conversation has not been deleted; otherwise an error
 // wrapping [ErrNotFound] that does not say which check failed.
 func (s *Store) Message(ctx context.Context, appID, endUserID, id string) (Message, error) {
-	row := s.db.QueryRowContext(ctx, s.Rebind("SELECT "+messageColumnsM+` FROM messages m
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+messageColumnsM+` FROM messages m
 JOIN conversations c ON c.id = m.conversation_id
 WHERE m.id = ? AND m.app_id = ? AND m.end_user_id = ? AND c.deleted_at IS NULL`), id, appID, endUserID)
 	m, err := scanMessage(row)
@@ -299,7 +299,7 @@ func (s *Store) ListMessages(ctx context.Context, q MessageQuery) (items []Messa
 	args := []any{q.ConversationID, q.AppID, q.EndUserID}
 	if q.FirstID != "" {
 		var created int64
-		err := s.db.QueryRowContext(ctx, s.Rebind(
+		err := s.conn().QueryRowContext(ctx, s.Rebind(
 			"SELECT created_at FROM messages WHERE id = ? AND conversation_id = ? AND app_id = ? AND end_user_id = ?"),
 			q.FirstID, q.ConversationID, q.AppID, q.EndUserID).Scan(&created)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -348,7 +348,7 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int
 // status (running ones included). It does not check visibility.
 func (s *Store) CountMessages(ctx context.Context, conversationID string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, s.Rebind("SELECT COUNT(*) FROM messages WHERE conversation_id = ?"), conversationID).Scan(&n)
+	err := s.conn().QueryRowContext(ctx, s.Rebind("SELECT COUNT(*) FROM messages WHERE conversation_id = ?"), conversationID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: count messages of %s: %w", conversationID, err)
 	}
@@ -356,7 +356,7 @@ func (s *Store) CountMessages(ctx context.Context, conversationID string) (int, 
 }
 
 func (s *Store) queryMessages(ctx context.Context, query string, args ...any) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, s.Rebind(query), args...)
+	rows, err := s.conn().QueryContext(ctx, s.Rebind(query), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ var ErrConflict = errors.New("conflict")
 type Store struct {
 	db      *sql.DB
 	dialect string
+	stmts   *stmtCache
 
 	// workspace caches the single workspace row once it is known; its id
 	// never changes for the life of the database.
@@ -55,13 +56,17 @@ type Store struct {
 // created with mode 0o750 if missing). A postgres:// or postgresql:// URL
 // selects PostgreSQL; dataDir is then unused. Any other scheme is an error.
 // Open does not migrate; call [Store.Migrate].
-func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+func Open(ctx context.Context, databaseURL, dataDir string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var (
 		s   *Store
 		err error
 	)
 	if databaseURL == "" {
-		s, err = openSQLite(dataDir)
+		s, err = openSQLite(dataDir, o.synchronous)
 	} else {
 		s, err = openPostgres(databaseURL)
 	}
@@ -73,6 +78,19 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		return nil, fmt.Errorf("store: connect to %s: %w", s.dialect, err)
 	}
 	return s, nil
+}
+
+// Option adjusts how Open opens a database.
+type Option func(*options)
+
+type options struct {
+	synchronous string
+}
+
+// WithSQLiteSynchronous sets SQLite's synchronous mode: SynchronousNormal (the default) or
+// SynchronousFull. PostgreSQL ignores it.
+func WithSQLiteSynchronous(mode string) Option {
+	return func(o *options) { o.synchronous = mode }
 }
 
 // checkPostgresURL accepts only postgres:// and postgresql:// URLs. The URL
@@ -96,6 +114,9 @@ func checkPostgresURL(databaseURL string) error {
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
+	if s.stmts != nil {
+		s.stmts.close()
+	}
 	return s.db.Close()
 }
 
@@ -212,13 +233,13 @@ type execer interface {
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	query = s.Rebind(query)
 	if s.dialect != DialectSQLite {
-		res, err := s.db.ExecContext(ctx, query, args...)
+		res, err := s.conn().ExecContext(ctx, query, args...)
 		return res, mapError(err)
 	}
 	var res sql.Result
 	err := retryBusy(ctx, func() error {
 		var err error
-		res, err = s.db.ExecContext(ctx, query, args...)
+		res, err = s.conn().ExecContext(ctx, query, args...)
 		return err
 	})
 	return res, mapError(err)

@@ -93,7 +93,7 @@ func TestOpenSQLiteCreatesDataDirAndAppliesPragmas(t *testing.T) {
 		"busy_timeout": "5000",
 		"journal_mode": "wal",
 		"foreign_keys": "1",
-		"synchronous":  "2", // FULL
+		"synchronous":  "1", // NORMAL, the default
 		"temp_store":   "2", // MEMORY
 		"cache_size":   "-8000",
 	} {
@@ -104,6 +104,27 @@ func TestOpenSQLiteCreatesDataDirAndAppliesPragmas(t *testing.T) {
 		if got != want {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
 		}
+	}
+}
+
+func TestOpenSQLiteSynchronous(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[string]string{SynchronousFull: "2", SynchronousNormal: "1"} {
+		s, err := Open(t.Context(), "", t.TempDir(), WithSQLiteSynchronous(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := s.DB().QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if got != want {
+			t.Errorf("%s: PRAGMA synchronous = %s, want %s", mode, got, want)
+		}
+	}
+	if _, err := Open(t.Context(), "", t.TempDir(), WithSQLiteSynchronous("off")); err == nil {
+		t.Error("synchronous off accepted")
 	}
 }
 

@@ -52,7 +52,7 @@ func (s *Store) readWorkspace(ctx context.Context) (Workspace, error) {
 		w       Workspace
 		created int64
 	)
-	err := s.db.QueryRowContext(ctx, "SELECT id, name, created_at FROM workspace WHERE singleton = 1").
+	err := s.conn().QueryRowContext(ctx, "SELECT id, name, created_at FROM workspace WHERE singleton = 1").
 		Scan(&w.ID, &w.Name, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Workspace{}, fmt.Errorf("store: workspace: %w", ErrNotFound)

@@ -151,7 +151,7 @@ func blockingReply(ctx context.Context, run *chat.Run) (gen.SendChatMessageRespo
 					MessageId: mustUUID(run.MessageID), ConversationId: mustUUID(run.ConversationID),
 					TaskId: mustUUID(run.TaskID), Mode: gen.AppMode(run.Mode), Answer: string(answer),
 					CreatedAt: run.CreatedAt.Unix(),
-					Metadata:  gen.ResponseMetadata{Usage: genUsage(ev.Usage), RetrieverResources: []gen.RetrieverResource{}},
+					Metadata:  gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: []gen.RetrieverResource{}},
 				}, nil
 			}
 		}
@@ -256,7 +256,7 @@ func encodeEvent(env envelope, taskID string, ev chat.Event) ([]byte, error) {
 			ID       string               `json:"id"`
 			Metadata gen.ResponseMetadata `json:"metadata"`
 			Files    *[]map[string]any    `json:"files"`
-		}{env, taskID, env.MessageID, gen.ResponseMetadata{Usage: genUsage(ev.Usage), RetrieverResources: []gen.RetrieverResource{}}, nil})
+		}{env, taskID, env.MessageID, gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: []gen.RetrieverResource{}}, nil})
 	case chat.EventError:
 		env.Event = "error"
 		e := domainError(ev.Err)

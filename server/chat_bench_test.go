@@ -27,11 +27,16 @@ import (
 // chatStack is the whole chat path in one process: Echo and the validators, auth, the chat
 // runtime, SQLite, the OpenAI client and the fake upstream, for profiling.
 func chatStack(b *testing.B, mode ValidationMode) (http.Handler, string) {
+	h, key, _ := chatStackTB(b, mode)
+	return h, key
+}
+
+func chatStackTB(b testing.TB, mode ValidationMode) (http.Handler, string, *openaitest.Server) {
 	b.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithoutRequestLog())
 	b.Cleanup(up.Close)
-	up.On("", openaitest.Reply{Chunks: []string{"a", " b", " c", " d", " e"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
+	up.On("hi", openaitest.Reply{Chunks: []string{"a", " b", " c", " d", " e"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
 	getenv := func(k string) string { return map[string]string{"U": up.URL(), "K": up.APIKey()}[k] }
 	file, err := config.ParseFile([]byte(`
 providers:
@@ -64,7 +69,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return e, key
+	return e, key, up
 }
 
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole

@@ -19,7 +19,6 @@ import (
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/tasks"
-	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/server"
 )
 
@@ -60,7 +59,6 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
-	go tokens.Warm() // load the tokenizer's data off the first request's path
 	catalog := models.NewCatalog(e.file.Providers, getenv)
 	runs := tasks.NewLocal()
 	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))

@@ -93,7 +93,7 @@ type Options struct {
 	// HistoryMessages bounds how many earlier exchanges are considered for the prompt before
 	// trimming to the model's context (default 50).
 	HistoryMessages int
-	// EventBuffer is how many events a run may get ahead of a slow client (default 64).
+	// EventBuffer is how many events a run may get ahead of a slow client (default 16).
 	EventBuffer int
 }
 
@@ -125,7 +125,7 @@ func New(o Options) *Service {
 		o.HistoryMessages = 50
 	}
 	if o.EventBuffer <= 0 {
-		o.EventBuffer = 64
+		o.EventBuffer = 16
 	}
 	life, stop := context.WithCancelCause(context.Background())
 	return &Service{
@@ -182,12 +182,13 @@ const (
 	EventError
 )
 
-// Event is one step of a run.
+// Event is one step of a run. It is small on purpose: every open stream buffers some.
 type Event struct {
 	Kind   EventKind
 	Answer string
-	Usage  models.Usage
-	Err    error
+	// Usage is set on EventMessageEnd.
+	Usage *models.Usage
+	Err   error
 }
 
 // Run is an accepted message being answered.
@@ -428,7 +429,7 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, Usage: usage})
+	run.emit(Event{Kind: EventMessageEnd, Usage: &usage})
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

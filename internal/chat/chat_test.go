@@ -178,7 +178,7 @@ func TestStreamPersistAndContinue(t *testing.T) {
 			t.Fatalf("last event %+v", last)
 		}
 		// Dify's worked example: 1033 × 2.50 × 0.000001 and 135 × 10.00 × 0.000001.
-		if u := last.Usage; u.PromptPrice != "0.0025825" || u.CompletionPrice != "0.0013500" || u.TotalPrice != "0.0039325" || u.TotalTokens != 1168 {
+		if u := *last.Usage; u.PromptPrice != "0.0025825" || u.CompletionPrice != "0.0013500" || u.TotalPrice != "0.0039325" || u.TotalTokens != 1168 {
 			t.Fatalf("usage %+v", u)
 		}
 		wait(t, run)

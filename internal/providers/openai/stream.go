@@ -41,7 +41,7 @@ type stream struct {
 }
 
 func newStream(c *Client, x *exchange) *stream {
-	return &stream{c: c, x: x, br: bufio.NewReaderSize(x, 8<<10)}
+	return &stream{c: c, x: x, br: bufio.NewReaderSize(x, 4<<10)}
 }
 
 var doneMarker = []byte("[DONE]")

@@ -220,15 +220,27 @@ func (cs *chatStream) VisitSendChatMessageResponse(w http.ResponseWriter) error 
 				}
 			}
 		case ev, ok := <-run.Events():
-			if !ok {
-				return nil
+			// Write this event and any that are already waiting, then flush once: under load a
+			// stream gets one write per burst instead of one per event.
+			for more := true; more; {
+				if !ok {
+					_ = out.Flush()
+					return nil
+				}
+				data, err := encodeEvent(env, run.TaskID, ev)
+				if err != nil {
+					cs.log.log.Error("encode event", "task_id", run.TaskID, "error", err)
+				} else if err := out.Queue(data); err != nil {
+					run.Detach()
+					return nil
+				}
+				select {
+				case ev, ok = <-run.Events():
+				default:
+					more = false
+				}
 			}
-			data, err := encodeEvent(env, run.TaskID, ev)
-			if err != nil {
-				cs.log.log.Error("encode event", "task_id", run.TaskID, "error", err)
-				continue
-			}
-			if err := out.Event(data); err != nil {
+			if err := out.Flush(); err != nil {
 				run.Detach()
 				return nil
 			}

@@ -52,12 +52,39 @@ func NewWriter(w http.ResponseWriter) *Writer {
 
 // Event writes one JSON-encoded event and flushes it.
 func (s *Writer) Event(data []byte) error {
-	s.buf = AppendFrame(s.buf[:0], data)
-	return s.write(s.buf)
+	if err := s.Queue(data); err != nil {
+		return err
+	}
+	return s.Flush()
 }
 
-// Ping writes the keep-alive frame and flushes it.
-func (s *Writer) Ping() error { return s.write(PingFrame) }
+// Queue adds one JSON-encoded event to the frames waiting for the next Flush, so a burst of
+// events costs one write instead of one each.
+func (s *Writer) Queue(data []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.buf = AppendFrame(s.buf, data)
+	return nil
+}
+
+// Flush writes the queued frames, if any, and flushes them to the client.
+func (s *Writer) Flush() error {
+	if len(s.buf) == 0 {
+		return s.err
+	}
+	err := s.write(s.buf)
+	s.buf = s.buf[:0]
+	return err
+}
+
+// Ping writes the keep-alive frame (after any queued frames) and flushes it.
+func (s *Writer) Ping() error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	return s.write(PingFrame)
+}
 
 // Err is the first write error; after one, every write fails with it.
 func (s *Writer) Err() error { return s.err }

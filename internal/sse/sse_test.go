@@ -71,3 +71,26 @@ func BenchmarkEvent(b *testing.B) {
 		}
 	}
 }
+
+// TestQueueFlushesOnce: queued frames go out together, in order, framed one by one.
+func TestQueueFlushesOnce(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := NewWriter(rec)
+	for _, d := range []string{`{"a":1}`, `{"b":2}`} {
+		if err := w.Queue([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.Body.Len() != 0 || rec.Flushed {
+		t.Fatal("queued frames were written before Flush")
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Body.String(); got != "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n" || !rec.Flushed {
+		t.Fatalf("flushed %q (flushed=%v)", got, rec.Flushed)
+	}
+	if err := w.Ping(); err != nil || rec.Body.String() != "data: {\"a\":1}\n\ndata: {\"b\":2}\n\nevent: ping\n\n" {
+		t.Fatalf("ping after flush: %v %q", err, rec.Body.String())
+	}
+}

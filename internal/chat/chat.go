@@ -62,7 +62,7 @@ const DefaultConversationName = "New conversation"
 type Store interface {
 	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
 	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
-	CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error)
+	StartConversation(ctx context.Context, c store.Conversation, m store.Message) (store.Conversation, store.Message, error)
 	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
 	CreateMessage(ctx context.Context, m store.Message) (store.Message, error)
 	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
@@ -275,17 +275,25 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 	if err := json.Unmarshal(conv.Inputs, &inputs); err != nil {
 		return nil, fmt.Errorf("chat: conversation inputs: %w", err)
 	}
-	history, err := s.store.RecentMessages(ctx, conv.ID, s.history)
-	if err != nil {
-		return nil, err
+	var history []store.Message
+	if !isNew {
+		if history, err = s.store.RecentMessages(ctx, conv.ID, s.history); err != nil {
+			return nil, err
+		}
 	}
 	prompt := buildPrompt(app, spec, inputs, history, req.Query)
 
-	msg, err := s.store.CreateMessage(ctx, store.Message{
+	msg := store.Message{
 		AppID: app.ID, ConversationID: conv.ID, EndUserID: user.ID,
 		Query: req.Query, Inputs: conv.Inputs, Status: store.MessageStatusRunning,
 		ModelProvider: spec.Provider, ModelID: spec.Name, TaskID: uuid.NewString(),
-	})
+	}
+	if isNew {
+		// A new conversation is stored together with its first message: one commit.
+		conv, msg, err = s.store.StartConversation(ctx, conv, msg)
+	} else {
+		msg, err = s.store.CreateMessage(ctx, msg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +328,8 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 	return run, nil
 }
 
-// conversation loads the request's conversation, or starts one when it names none.
+// conversation loads the request's conversation or, when it names none, prepares a new one
+// (stored later, with the first message).
 func (s *Service) conversation(ctx context.Context, app *apps.App, user store.EndUser, req Request) (store.Conversation, bool, error) {
 	id := strings.TrimSpace(req.ConversationID)
 	if id == "" {
@@ -332,11 +341,10 @@ func (s *Service) conversation(ctx context.Context, app *apps.App, user store.En
 		if err != nil {
 			return store.Conversation{}, false, err
 		}
-		c, err := s.store.CreateConversation(ctx, store.Conversation{
-			AppID: app.ID, EndUserID: user.ID, Name: DefaultConversationName,
+		return store.Conversation{
+			ID: store.NewID(), AppID: app.ID, EndUserID: user.ID, Name: DefaultConversationName,
 			Inputs: raw, Status: store.ConversationStatusNormal, Introduction: app.OpeningStatement,
-		})
-		return c, true, err
+		}, true, nil
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return store.Conversation{}, false, ErrInvalidConversationID

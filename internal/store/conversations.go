@@ -70,6 +70,46 @@ func validConversationStatus(s string) bool {
 // otherwise, or if either is unknown, the error wraps [ErrNotFound]. A
 // duplicate id gives an error wrapping [ErrConflict].
 func (s *Store) CreateConversation(ctx context.Context, c Conversation) (Conversation, error) {
+	if err := prepareConversation(&c); err != nil {
+		return Conversation{}, err
+	}
+	var err error
+	if s.dialect == DialectSQLite {
+		err = retryBusy(ctx, func() error { return s.insertConversation(ctx, s.conn(), c) })
+	} else {
+		err = s.insertConversation(ctx, s.conn(), c)
+	}
+	if err != nil {
+		return Conversation{}, err
+	}
+	return c, nil
+}
+
+// StartConversation stores a new conversation and its first message in one transaction (one
+// commit instead of two on the path of every first message). c and m are completed as
+// CreateConversation and CreateMessage complete them; m.ConversationID is set to c.ID.
+func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message) (Conversation, Message, error) {
+	if err := prepareConversation(&c); err != nil {
+		return Conversation{}, Message{}, err
+	}
+	m.ConversationID = c.ID
+	if err := prepareMessage(&m); err != nil {
+		return Conversation{}, Message{}, err
+	}
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		if err := s.insertConversation(ctx, s.inTx(tx), c); err != nil {
+			return err
+		}
+		return s.insertMessage(ctx, s.inTx(tx), m)
+	})
+	if err != nil {
+		return Conversation{}, Message{}, fmt.Errorf("store: start conversation: %w", err)
+	}
+	return c, m, nil
+}
+
+// prepareConversation fills in defaults and checks c before it is stored.
+func prepareConversation(c *Conversation) error {
 	if c.ID == "" {
 		c.ID = NewID()
 	}
@@ -77,11 +117,11 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) (Convers
 		c.Status = ConversationStatusNormal
 	}
 	if !validConversationStatus(c.Status) {
-		return Conversation{}, fmt.Errorf("store: create conversation: unknown status %q", c.Status)
+		return fmt.Errorf("store: create conversation: unknown status %q", c.Status)
 	}
 	inputs, err := jsonText(c.Inputs)
 	if err != nil {
-		return Conversation{}, fmt.Errorf("store: create conversation: inputs: %w", err)
+		return fmt.Errorf("store: create conversation: inputs: %w", err)
 	}
 	c.Inputs = json.RawMessage(inputs)
 	c.CreatedAt = fromUnix(nowOr(c.CreatedAt).Unix())
@@ -89,24 +129,27 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) (Convers
 		c.UpdatedAt = c.CreatedAt
 	}
 	c.UpdatedAt = fromUnix(c.UpdatedAt.Unix())
+	return nil
+}
 
+// insertConversation writes a prepared conversation through q.
+func (s *Store) insertConversation(ctx context.Context, q execer, c Conversation) error {
 	// INSERT … SELECT from end_users: the row is written only if the end
 	// user exists and belongs to the app, so no conversation can join an
 	// app with another app's user.
-	res, err := s.exec(ctx,
-		"INSERT INTO conversations ("+conversationColumns+`)
-SELECT ?, app_id, id, ?, ?, ?, ?, ?, ? FROM end_users WHERE id = ? AND app_id = ?`,
-		c.ID, c.Name, inputs, c.Status, c.Introduction, c.CreatedAt.Unix(), c.UpdatedAt.Unix(),
+	res, err := q.ExecContext(ctx, s.Rebind("INSERT INTO conversations ("+conversationColumns+`)
+SELECT ?, app_id, id, ?, ?, ?, ?, ?, ? FROM end_users WHERE id = ? AND app_id = ?`),
+		c.ID, c.Name, string(c.Inputs), c.Status, c.Introduction, c.CreatedAt.Unix(), c.UpdatedAt.Unix(),
 		c.EndUserID, c.AppID)
 	if err != nil {
-		return Conversation{}, fmt.Errorf("store: create conversation: %w", err)
+		return fmt.Errorf("store: create conversation: %w", mapError(err))
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return Conversation{}, fmt.Errorf("store: create conversation: %w", err)
+		return fmt.Errorf("store: create conversation: %w", err)
 	} else if n == 0 {
-		return Conversation{}, fmt.Errorf("store: create conversation: end user %s of app %s: %w", c.EndUserID, c.AppID, ErrNotFound)
+		return fmt.Errorf("store: create conversation: end user %s of app %s: %w", c.EndUserID, c.AppID, ErrNotFound)
 	}
-	return c, nil
+	return nil
 }
 
 // Conversation returns the conversation with the given id if it belongs to

@@ -151,6 +151,17 @@ func normaliseCosts(c costs) (costs, error) {
 // wraps [ErrNotFound]. A duplicate id gives an error wrapping [ErrConflict].
 // It returns the message as stored.
 func (s *Store) CreateMessage(ctx context.Context, m Message) (Message, error) {
+	if err := prepareMessage(&m); err != nil {
+		return Message{}, err
+	}
+	if err := s.WithTx(ctx, func(tx *sql.Tx) error { return s.insertMessage(ctx, s.inTx(tx), m) }); err != nil {
+		return Message{}, fmt.Errorf("store: create message: %w", err)
+	}
+	return m, nil
+}
+
+// prepareMessage fills in defaults and checks m before it is stored.
+func prepareMessage(m *Message) error {
 	if m.ID == "" {
 		m.ID = NewID()
 	}
@@ -158,20 +169,20 @@ func (s *Store) CreateMessage(ctx context.Context, m Message) (Message, error) {
 		m.Status = MessageStatusRunning
 	}
 	if !validMessageStatus(m.Status) {
-		return Message{}, fmt.Errorf("store: create message: unknown status %q", m.Status)
+		return fmt.Errorf("store: create message: unknown status %q", m.Status)
 	}
 	c, err := normaliseCosts(costs{m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency})
 	if err != nil {
-		return Message{}, fmt.Errorf("store: create message: %w", err)
+		return fmt.Errorf("store: create message: %w", err)
 	}
 	m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency = c.messageUnitPrice, c.answerUnitPrice, c.priceUnit, c.totalPrice, c.currency
 	inputs, err := jsonText(m.Inputs)
 	if err != nil {
-		return Message{}, fmt.Errorf("store: create message: inputs: %w", err)
+		return fmt.Errorf("store: create message: inputs: %w", err)
 	}
 	metadata, err := jsonText(m.Metadata)
 	if err != nil {
-		return Message{}, fmt.Errorf("store: create message: metadata: %w", err)
+		return fmt.Errorf("store: create message: metadata: %w", err)
 	}
 	m.Inputs, m.Metadata = json.RawMessage(inputs), json.RawMessage(metadata)
 	m.CreatedAt = fromUnix(nowOr(m.CreatedAt).Unix())
@@ -179,41 +190,40 @@ func (s *Store) CreateMessage(ctx context.Context, m Message) (Message, error) {
 		m.UpdatedAt = m.CreatedAt
 	}
 	m.UpdatedAt = fromUnix(m.UpdatedAt.Unix())
+	return nil
+}
 
-	err = s.WithTx(ctx, func(tx *sql.Tx) error {
-		// The touch doubles as the ownership check: it matches only a
-		// live conversation of this app and end user.
-		created := m.CreatedAt.Unix()
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE conversations
+// insertMessage writes a prepared message through q, which must be a transaction: the touch of
+// the conversation and the insert go together.
+func (s *Store) insertMessage(ctx context.Context, q execer, m Message) error {
+	// The touch doubles as the ownership check: it matches only a
+	// live conversation of this app and end user.
+	created := m.CreatedAt.Unix()
+	res, err := q.ExecContext(ctx, s.Rebind(`UPDATE conversations
 SET updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
 WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
-			created, created, m.ConversationID, m.AppID, m.EndUserID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("conversation %s: %w", m.ConversationID, ErrNotFound)
-		}
-		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
-			") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-			m.ID, m.AppID, m.ConversationID, m.EndUserID, nullString(m.ParentMessageID), m.Query, m.Answer, inputs, m.Status, nullString(m.Error),
-			m.MessageTokens, m.AnswerTokens, m.TotalTokens, m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency,
-			m.ProviderResponseLatency, m.TaskID, m.ModelProvider, m.ModelID, metadata, m.CreatedAt.Unix(), m.UpdatedAt.Unix())
-		switch {
-		case err == nil:
-			return nil
-		case isForeignKeyViolation(err):
-			return fmt.Errorf("parent message %s: %w", m.ParentMessageID, ErrNotFound)
-		default:
-			return mapError(err)
-		}
-	})
+		created, created, m.ConversationID, m.AppID, m.EndUserID)
 	if err != nil {
-		return Message{}, fmt.Errorf("store: create message: %w", err)
+		return err
 	}
-	return m, nil
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("conversation %s: %w", m.ConversationID, ErrNotFound)
+	}
+	_, err = q.ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
+		") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		m.ID, m.AppID, m.ConversationID, m.EndUserID, nullString(m.ParentMessageID), m.Query, m.Answer, string(m.Inputs), m.Status, nullString(m.Error),
+		m.MessageTokens, m.AnswerTokens, m.TotalTokens, m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency,
+		m.ProviderResponseLatency, m.TaskID, m.ModelProvider, m.ModelID, string(m.Metadata), m.CreatedAt.Unix(), m.UpdatedAt.Unix())
+	switch {
+	case err == nil:
+		return nil
+	case isForeignKeyViolation(err):
+		return fmt.Errorf("parent message %s: %w", m.ParentMessageID, ErrNotFound)
+	default:
+		return mapError(err)
+	}
 }
 
 // FinishMessage records the outcome of generating a message: answer,

@@ -307,3 +307,50 @@ func TestListMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestStartConversation stores a conversation and its first message together, and nothing at
+// all when either is refused.
+func TestStartConversation(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		f := newChatFixture(t, s)
+		c, m, err := s.StartConversation(ctx,
+			Conversation{AppID: f.app, EndUserID: f.alice.ID, Name: "New conversation", Inputs: []byte(`{"a":1}`)},
+			Message{AppID: f.app, EndUserID: f.alice.ID, Query: "hi", TaskID: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ConversationID != c.ID || m.Status != MessageStatusRunning {
+			t.Fatalf("conversation %+v message %+v", c, m)
+		}
+		got, err := s.Message(ctx, f.app, f.alice.ID, m.ID)
+		if err != nil || got.Query != "hi" {
+			t.Fatalf("message: %+v %v", got, err)
+		}
+		if _, err := s.Conversation(ctx, f.app, f.alice.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Another app's end user: refused, and no conversation is left behind.
+		before, _, _ := s.ListConversations(ctx, ConversationQuery{AppID: f.otherApp, EndUserID: f.aliceInOtherApp.ID, Limit: 10})
+		_, _, err = s.StartConversation(ctx,
+			Conversation{AppID: f.otherApp, EndUserID: f.alice.ID, Name: "x"},
+			Message{AppID: f.otherApp, EndUserID: f.alice.ID, Query: "q"})
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("foreign end user: %v", err)
+		}
+		// A message that cannot be stored rolls the conversation back.
+		_, _, err = s.StartConversation(ctx,
+			Conversation{AppID: f.app, EndUserID: f.bob.ID, Name: "y"},
+			Message{AppID: f.app, EndUserID: f.bob.ID, Query: "q", ParentMessageID: "00000000-0000-0000-0000-000000000000"})
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("bad parent: %v", err)
+		}
+		if list, _, _ := s.ListConversations(ctx, ConversationQuery{AppID: f.app, EndUserID: f.bob.ID, Limit: 10}); len(list) != 0 {
+			t.Fatalf("conversation left behind: %+v", list)
+		}
+		if after, _, _ := s.ListConversations(ctx, ConversationQuery{AppID: f.otherApp, EndUserID: f.aliceInOtherApp.ID, Limit: 10}); len(after) != len(before) {
+			t.Fatal("conversation left behind in the other app")
+		}
+	})
+}

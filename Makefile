@@ -45,6 +45,7 @@ migrate: ## Apply database migrations.
 test: services ## All tests: unit, storage on SQLite and PostgreSQL, conformance.
 	PARLEY_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./...
 
-bench: ## Benchmarks, written to $(BENCH_OUT) (compare runs with benchstat).
-	@mkdir -p $(dir $(BENCH_OUT))
+bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), then the load benchmark to bench/load.txt (flags: LOAD_FLAGS=...).
+	@mkdir -p $(dir $(BENCH_OUT)) bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BENCH_OUT)
+	$(GO) run ./bench/load $(LOAD_FLAGS) -o bench/load.txt

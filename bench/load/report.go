@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets the report checks against.
+const (
+	targetAddedTTFTP99 = time.Millisecond
+	targetBlockingRate = 3000.0
+	targetOpenRSS      = 100e6 // bytes, for targetOpenStreams streams
+	targetOpenStreams  = 1000
+)
+
+// report collects the phases' results and renders them.
+type report struct {
+	opts               options
+	env                []string
+	latency, light     *latencyResult
+	blocking           *blockingResult
+	memory             *memoryResult
+	mainLog, memoryLog string
+	endLoad            string
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "MET"
+	}
+	return "MISSED"
+}
+
+func (r *report) String() string {
+	var b strings.Builder
+	o := r.opts
+	fmt.Fprintf(&b, "Parley load benchmark (bench/load), loopback 127.0.0.1\n\n")
+	for _, l := range r.env {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench`, chat mode\n", o.validation)
+	fmt.Fprintf(&b, "  upstream    internal/providers/openaitest fake, request log off, fixed usage (no token counting)\n")
+	if r.latency != nil {
+		r.writeLatency(&b, r.latency, true)
+	}
+	if r.light != nil {
+		r.writeLatency(&b, r.light, false)
+	}
+	if r.blocking != nil {
+		r.writeBlocking(&b)
+	}
+	if r.mainLog != "" {
+		fmt.Fprintf(&b, "\n  server log (phases 1-2): %s\n", r.mainLog)
+	}
+	if r.memory != nil {
+		r.writeMemory(&b)
+	}
+	if r.endLoad != "" {
+		fmt.Fprintf(&b, "\n  load avg %s at the end (1/5/15 min)\n", r.endLoad)
+	}
+	return b.String()
+}
+
+// latencyRow is one figure across rounds on both sides.
+func latencyRow(tw *tabwriter.Writer, name string, direct, parley []latencySide, get func(latencySide) time.Duration) float64 {
+	var d, p, added []float64
+	for i := range direct {
+		d = append(d, us(get(direct[i])))
+		p = append(p, us(get(parley[i])))
+		added = append(added, us(get(parley[i]))-us(get(direct[i])))
+	}
+	md, mp := median(d), median(p)
+	lo, hi := spread(added)
+	ratio := 0.0
+	if md > 0 {
+		ratio = mp / md
+	}
+	fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%+.0f\t%.3f×\t%+.0f … %+.0f\t\n", name, md, mp, mp-md, ratio, lo, hi)
+	return mp - md
+}
+
+func (r *report) writeLatency(b *strings.Builder, l *latencyResult, target bool) {
+	o := r.opts
+	if target {
+		fmt.Fprintf(b, "\n1. Streaming latency at %d concurrent streams\n", l.streams)
+		fmt.Fprintf(b, "   answer: %d chunks, %s before each, headers after %s (≈%s per answer upstream)\n",
+			o.chunks, o.chunkDelay, o.firstByte, o.firstByte+time.Duration(o.chunks)*o.chunkDelay)
+		fmt.Fprintf(b, "   %d measured rounds after a warm-up, interleaved (direct, parley, direct, …); per round and side\n", len(l.direct))
+		fmt.Fprintf(b, "   %d streams × %d measured requests (+1 unmeasured before and after, staggered start);\n", l.streams, o.per)
+		fmt.Fprintf(b, "   figures are the median over rounds of each round's percentile, in µs\n")
+		fmt.Fprintf(b, "   direct: POST fake /v1/chat/completions stream=true, TTFT = first non-empty content delta, total = [DONE]\n")
+		fmt.Fprintf(b, "   parley: POST /v1/chat-messages streaming, new conversation, TTFT = first `message` event, total = message_end\n\n")
+	} else {
+		fmt.Fprintf(b, "\n1b. Reference: the same at %d concurrent streams (%d × %d measured requests per round and side; no target)\n\n",
+			l.streams, l.streams, o.per)
+	}
+	if len(l.direct) == 0 {
+		fmt.Fprintf(b, "   (no measured round)\n")
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \tdirect µs\tparley µs\tadded µs\tratio\tadded, range over rounds\t\n")
+	latencyRow(tw, "TTFT p50", l.direct, l.parley, func(s latencySide) time.Duration { return s.ttftP50 })
+	addedTTFT99 := latencyRow(tw, "TTFT p99", l.direct, l.parley, func(s latencySide) time.Duration { return s.ttftP99 })
+	latencyRow(tw, "total p50", l.direct, l.parley, func(s latencySide) time.Duration { return s.totalP50 })
+	latencyRow(tw, "total p99", l.direct, l.parley, func(s latencySide) time.Duration { return s.totalP99 })
+	tw.Flush()
+	var nd, np, ed, ep int
+	for i := range l.direct {
+		nd += l.direct[i].n
+		np += l.parley[i].n
+		ed += l.direct[i].errs
+		ep += l.parley[i].errs
+	}
+	fmt.Fprintf(b, "\n   samples: direct %d, parley %d; errors: direct %d, parley %d\n", nd, np, ed, ep)
+	if target && l.parleyReqs > 0 {
+		fmt.Fprintf(b, "   parley CPU: %.0f µs per streamed chat (%d chats, incl. conversation naming after each)\n",
+			us(l.parleyCPU)/float64(l.parleyReqs), l.parleyReqs)
+	}
+	if target {
+		fmt.Fprintf(b, "   target: added TTFT p99 ≤ %.0f µs: %s (%+.0f µs)\n", us(targetAddedTTFTP99), verdict(addedTTFT99 <= us(targetAddedTTFTP99)), addedTTFT99)
+	}
+}
+
+func (r *report) writeBlocking(b *strings.Builder) {
+	o, bl := r.opts, r.blocking
+	fmt.Fprintf(b, "\n2. Blocking chats per second\n")
+	fmt.Fprintf(b, "   %d workers, each its own user, sending back to back for %s per window; %d measured rounds after a\n", bl.workers, o.duration, o.blockRounds)
+	fmt.Fprintf(b, "   warm-up, interleaved (direct, then each parley variant); zero-delay %d-chunk answer; req/s is the\n", len(blockChunks))
+	fmt.Fprintf(b, "   median over rounds, p50/p99 the median of the rounds' request latencies\n\n")
+	if len(bl.variants) == 0 || len(bl.variants[0].rounds) == 0 {
+		fmt.Fprintf(b, "   (no measured round)\n")
+		return
+	}
+	base := median(rates(bl.variants[0].rounds))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \treq/s\trange\tvs direct\tp50 µs\tp99 µs\terrors\tparley CPU/req\tbench CPU/req\t\n")
+	for _, v := range bl.variants {
+		if len(v.rounds) == 0 {
+			continue
+		}
+		rs := rates(v.rounds)
+		m := median(rs)
+		lo, hi := spread(rs)
+		var p50, p99 []float64
+		var errs, n int
+		var srv, self time.Duration
+		for _, w := range v.rounds {
+			p50 = append(p50, us(w.p50))
+			p99 = append(p99, us(w.p99))
+			errs += w.errs
+			n += w.n
+			srv += w.serverCPU
+			self += w.selfCPU
+		}
+		srvPer := "-"
+		if v.parley && n > 0 {
+			srvPer = fmt.Sprintf("%.0f µs", us(srv)/float64(n))
+		}
+		selfPer := "-"
+		if n > 0 {
+			selfPer = fmt.Sprintf("%.0f µs", us(self)/float64(n))
+		}
+		ratio := 0.0
+		if base > 0 {
+			ratio = m / base
+		}
+		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f … %.0f\t%.3f×\t%.0f\t%.0f\t%d\t%s\t%s\t\n", v.name, m, lo, hi, ratio, median(p50), median(p99), errs, srvPer, selfPer)
+	}
+	tw.Flush()
+	fmt.Fprintf(b, "\n   CPU/req: CPU time per completed request (parley: the server process, incl. settling after the\n")
+	fmt.Fprintf(b, "   window; bench: this process = load generator + fake upstream); %d CPUs are shared\n", runtimeCPUs())
+	if nv := bl.variants[1]; len(nv.rounds) > 0 {
+		m := median(rates(nv.rounds))
+		fmt.Fprintf(b, "   target: ≥ %.0f blocking chats/s (new conversation each, API defaults): %s (%.0f/s)\n", targetBlockingRate, verdict(m >= targetBlockingRate), m)
+	}
+}
+
+func rates(ws []window) []float64 {
+	out := make([]float64, len(ws))
+	for i, w := range ws {
+		out[i] = w.rate()
+	}
+	return out
+}
+
+func (r *report) writeMemory(b *strings.Builder) {
+	m := r.memory
+	fmt.Fprintf(b, "\n3. Memory per open stream (fresh server on a fresh database)\n")
+	fmt.Fprintf(b, "   %d concurrent streaming chats whose upstream hangs after one chunk; figures read from\n", m.open)
+	fmt.Fprintf(b, "   /proc/<pid>/status once every stream had its first message event (+1 s)\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \tRSS\tvs idle\tanon\tfile\tfds\tthreads\t\n")
+	row := func(name string, s procStat) {
+		if s.RSS == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", name, mb(s.RSS), signedMB(s.RSS-m.idle.RSS), mb(s.Anon), mb(s.File), s.FDs, s.Threads)
+	}
+	row("idle after warm-up", m.idle)
+	row(fmt.Sprintf("%d streams open", m.open), m.held)
+	row("stopped (+1 s)", m.stopped)
+	row(fmt.Sprintf("stopped (+1 s +%s)", r.opts.releaseWait), m.later)
+	tw.Flush()
+	if m.held.RSS == 0 {
+		return
+	}
+	delta := m.held.RSS - m.idle.RSS
+	fmt.Fprintf(b, "\n   per open stream: %.1f kB RSS (delta / %d); peak RSS (VmHWM) %s\n", float64(delta)/1e3/float64(m.open), m.open, mb(m.held.HWM))
+	fmt.Fprintf(b, "   opened in %s; upstream streams hanging: %d while open, %d after the stop\n",
+		m.openTime.Round(time.Millisecond), m.upstreamOpen, m.upstreamAfter)
+	if m.stopTime > 0 {
+		fmt.Fprintf(b, "   stopped through POST /chat-messages/{task_id}/stop in %s; stream errors: %d\n", m.stopTime.Round(time.Millisecond), m.streamErrs)
+	}
+	if r.memoryLog != "" {
+		fmt.Fprintf(b, "   server log: %s\n", r.memoryLog)
+	}
+	projected := m.idle.RSS + delta*targetOpenStreams/int64(m.open)
+	fmt.Fprintf(b, "   target: %d open streams in ≤ %s RSS: %s (%s", targetOpenStreams, mb(targetOpenRSS), verdict(projected <= targetOpenRSS), mb(projected))
+	if m.open != targetOpenStreams {
+		fmt.Fprintf(b, ", projected from %d streams", m.open)
+	}
+	fmt.Fprintf(b, ")\n")
+}
+
+func signedMB(b int64) string {
+	return fmt.Sprintf("%+.1f MB", float64(b)/1e6)
+}
+
+func runtimeCPUs() int { return runtime.NumCPU() }

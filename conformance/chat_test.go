@@ -423,6 +423,10 @@ func TestChatRefusals(t *testing.T) {
 			"completion app":         {p.CLI(t, "keys", "create", "--app", "writer"), ok, 400, "not_chat_app", ""},
 			"legacy agent blocking":  {p.CLI(t, "keys", "create", "--app", "agent"), ok, 400, "bad_request", "streaming"},
 			"disabled app":           {p.CLI(t, "keys", "create", "--app", "offline"), ok, 400, "app_unavailable", ""},
+			// The provider has no key: known before anything starts, so even a streaming
+			// request gets a plain 400, not a stream with an error event.
+			"provider without credentials, blocking":  {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u"}`, 400, "provider_not_initialize", ""},
+			"provider without credentials, streaming": {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u","response_mode":"streaming"}`, 400, "provider_not_initialize", ""},
 		} {
 			t.Run(name, func(t *testing.T) {
 				resp, e := send(tc.key, tc.body)

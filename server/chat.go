@@ -122,7 +122,7 @@ func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageReq
 		return nil, domainError(err)
 	}
 	if streaming {
-		return &chatStream{ctx: ctx, run: run, ping: s.pingInterval, log: s}, nil
+		return &chatStream{ctx: ctx, run: run, ping: s.pingInterval, srv: s}, nil
 	}
 	return blockingReply(ctx, run)
 }
@@ -182,7 +182,7 @@ type chatStream struct {
 	ctx  context.Context
 	run  *chat.Run
 	ping time.Duration
-	log  *Server
+	srv  *Server
 }
 
 // envelope is what every event of a chat stream carries (../shared/reference/events.md §2).
@@ -229,7 +229,7 @@ func (cs *chatStream) VisitSendChatMessageResponse(w http.ResponseWriter) error 
 				}
 				data, err := encodeEvent(env, run.TaskID, ev)
 				if err != nil {
-					cs.log.log.Error("encode event", "task_id", run.TaskID, "error", err)
+					cs.srv.log.Error("encode event", "task_id", run.TaskID, "error", err)
 				} else if err := out.Queue(data); err != nil {
 					run.Detach()
 					return nil

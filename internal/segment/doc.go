@@ -1,0 +1,18 @@
+// Package segment turns extracted document text into Dify-compatible
+// segments (chunks): process-rule parsing and validation, text cleaning,
+// chunk splitting, the per-segment fields Dify stores, and economy-mode
+// keyword extraction.
+//
+// The behaviour mirrors Dify as described in
+// /work/shared/reference/indexing.md (§3 cleaning, §4 splitting, §5 segment
+// fields, §6 keyword table) and knowledge-api.md §2.2 (process_rule).
+//
+// Package-level state: the Chinese segmenter (gse, embedded dictionary) and
+// the IDF table used by [Keywords] are loaded once, lazily, under a
+// sync.Once the first time keywords are extracted from text that contains
+// Han characters or when [WarmKeywords] is called. Loading takes on the
+// order of a second and tens of megabytes; call WarmKeywords at start-up
+// (for example in a goroutine from main) to keep it off the first indexing
+// job. Token counts use the shared counter of internal/tokens, which has its
+// own lazy state. Everything else is immutable after package init.
+package segment

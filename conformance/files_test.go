@@ -116,6 +116,7 @@ func TestFileUploadAndUse(t *testing.T) {
 			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID},
 			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(remote.URL + "/dot.png")},
 		}
+		seenBefore := len(upstream.Requests()) // the fake outlives this test (go test -count)
 		r, err := c.SendChatMessageWithResponse(context.Background(), body)
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("chat with images: %v %s", err, r.Body)
@@ -123,7 +124,7 @@ func TestFileUploadAndUse(t *testing.T) {
 		// The model saw both images as data URLs next to the text.
 		want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
 		var seen int
-		for _, req := range upstream.Requests() {
+		for _, req := range upstream.Requests()[seenBefore:] {
 			if req.LastUserMessage() != q {
 				continue
 			}

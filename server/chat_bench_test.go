@@ -25,13 +25,9 @@ import (
 )
 
 // chatStack is the whole chat path in one process: Echo and the validators, auth, the chat
-// runtime, SQLite, the OpenAI client and the fake upstream, for profiling.
-func chatStack(b *testing.B, mode ValidationMode) (http.Handler, string) {
-	h, key, _ := chatStackTB(b, mode)
-	return h, key
-}
-
-func chatStackTB(b testing.TB, mode ValidationMode) (http.Handler, string, *openaitest.Server) {
+// runtime, SQLite, the OpenAI client and the fake upstream (which answers queries containing
+// "hi"), for tests that need a real chat and for profiling.
+func chatStack(b testing.TB, mode ValidationMode) (http.Handler, string, *openaitest.Server) {
 	b.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithoutRequestLog())
@@ -75,7 +71,7 @@ apps:
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole
 // in-process stack; it exists to be profiled (-cpuprofile).
 func BenchmarkChatBlocking(b *testing.B) {
-	h, key := chatStack(b, ValidationLog)
+	h, key, _ := chatStack(b, ValidationLog)
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

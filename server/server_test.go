@@ -140,11 +140,18 @@ func TestModelsListingFromSampleConfig(t *testing.T) {
 	}
 }
 
-// TestDifyClientQuirksPassValidation sends what Dify's SDKs really send: request validation
-// stays on and must not reject them. sendChatMessage is not served yet (its issue adds it), so
-// a body that passes validation reaches the router's 404; one that fails gets 400.
+// TestDifyClientQuirksPassValidation sends what Dify's SDKs really send through the whole chat
+// stack: request validation stays on and must not reject them.
 func TestDifyClientQuirksPassValidation(t *testing.T) {
-	f := newFixture(t, ValidationEnforce)
+	h, key, _ := chatStack(t, ValidationEnforce)
+	do := func(method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
 	for name, body := range map[string]string{
 		"files null (Node and Python SDKs)": `{"inputs":{},"query":"hi","user":"u","response_mode":"blocking","files":null}`,
 		"extra members":                     `{"inputs":{"name":"x"},"query":"hi","user":"u","retriever_from":"dev","unknown":1}`,
@@ -153,7 +160,7 @@ func TestDifyClientQuirksPassValidation(t *testing.T) {
 		"remote file":                       `{"inputs":{},"query":"hi","user":"u","files":[{"type":"image","transfer_method":"remote_url","url":"https://example.com/a.png"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			rec := f.do("POST", "/v1/chat-messages", f.appKey, "application/json", body)
+			rec := do("POST", "/v1/chat-messages", body)
 			if rec.Code == http.StatusBadRequest {
 				code, msg := decodeErr(t, rec)
 				t.Fatalf("rejected: %s %s", code, msg)
@@ -161,7 +168,7 @@ func TestDifyClientQuirksPassValidation(t *testing.T) {
 		})
 	}
 	// The JSON body on DELETE that both SDKs send.
-	rec := f.do("DELETE", "/v1/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11", f.appKey, "application/json", `{"user":"u"}`)
+	rec := do("DELETE", "/v1/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11", `{"user":"u"}`)
 	if rec.Code == http.StatusBadRequest {
 		t.Fatalf("DELETE with JSON body rejected: %s", rec.Body)
 	}

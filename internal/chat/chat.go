@@ -443,12 +443,7 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that
 // message_end carried (usage and retriever resources).
 func messageResult(answer string, u models.Usage) store.MessageResult {
-	meta, _ := json.Marshal(map[string]any{"usage": map[string]any{
-		"prompt_tokens": u.PromptTokens, "prompt_unit_price": u.PromptUnitPrice, "prompt_price_unit": u.PromptPriceUnit,
-		"prompt_price": u.PromptPrice, "completion_tokens": u.CompletionTokens, "completion_unit_price": u.CompletionUnitPrice,
-		"completion_price_unit": u.CompletionPriceUnit, "completion_price": u.CompletionPrice, "total_tokens": u.TotalTokens,
-		"total_price": u.TotalPrice, "currency": u.Currency, "latency": u.Latency,
-	}, "retriever_resources": []any{}})
+	meta, _ := json.Marshal(map[string]any{"usage": u, "retriever_resources": []any{}})
 	return store.MessageResult{
 		Answer:                  answer,
 		Status:                  store.MessageStatusNormal,

@@ -11,36 +11,36 @@ import (
 // Usage is the token usage of one or more model calls with its cost, as
 // Dify reports it in metadata.usage (LLMUsage; reference/models-api.md §2.3,
 // events.md "metadata.usage"). Prices are decimal strings, exactly as Dify
-// serialises its Decimals.
+// serialises its Decimals; the JSON names are Dify's.
 type Usage struct {
 	// PromptTokens counts the input tokens.
-	PromptTokens int
+	PromptTokens int `json:"prompt_tokens"`
 	// CompletionTokens counts the generated tokens.
-	CompletionTokens int
+	CompletionTokens int `json:"completion_tokens"`
 	// TotalTokens is PromptTokens + CompletionTokens.
-	TotalTokens int
+	TotalTokens int `json:"total_tokens"`
 
 	// PromptUnitPrice is the configured input price ("2.50"), or "0.0".
-	PromptUnitPrice string
+	PromptUnitPrice string `json:"prompt_unit_price"`
 	// PromptPriceUnit is the configured unit ("0.000001"), or "0.0".
-	PromptPriceUnit string
+	PromptPriceUnit string `json:"prompt_price_unit"`
 	// PromptPrice is tokens × unit price × unit, 7 decimal places, or
 	// "0.0" when unpriced.
-	PromptPrice string
+	PromptPrice string `json:"prompt_price"`
 
 	// CompletionUnitPrice is the configured output price, or "0.0".
-	CompletionUnitPrice string
+	CompletionUnitPrice string `json:"completion_unit_price"`
 	// CompletionPriceUnit is the configured unit, or "0.0".
-	CompletionPriceUnit string
+	CompletionPriceUnit string `json:"completion_price_unit"`
 	// CompletionPrice is like PromptPrice for completion tokens.
-	CompletionPrice string
+	CompletionPrice string `json:"completion_price"`
 
 	// TotalPrice is PromptPrice + CompletionPrice.
-	TotalPrice string
+	TotalPrice string `json:"total_price"`
 	// Currency is the prompt price's currency; "USD" when unpriced.
-	Currency string
+	Currency string `json:"currency"`
 	// Latency is the call duration in seconds (summed over calls).
-	Latency float64
+	Latency float64 `json:"latency"`
 }
 
 // zeroDecimal is how Dify writes an absent price (Decimal("0.0")).

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"encoding/json"
 	"math/big"
 	"testing"
 	"time"
@@ -228,5 +229,17 @@ func BenchmarkComputeUsage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ComputeUsage(p, 1033, 135, time.Second)
+	}
+}
+
+// TestUsageJSONNames: Usage marshals with Dify's LLMUsage names, as stored in message metadata.
+func TestUsageJSONNames(t *testing.T) {
+	b, err := json.Marshal(ComputeUsage(&Pricing{Input: "2.50", Output: "10.00", Unit: "0.000001", Currency: "USD"}, 1033, 135, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"prompt_tokens":1033,"completion_tokens":135,"total_tokens":1168,"prompt_unit_price":"2.50","prompt_price_unit":"0.000001","prompt_price":"0.0025825","completion_unit_price":"10.00","completion_price_unit":"0.000001","completion_price":"0.0013500","total_price":"0.0039325","currency":"USD","latency":0}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
 	}
 }

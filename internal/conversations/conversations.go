@@ -37,6 +37,7 @@ type Store interface {
 	DeleteConversation(ctx context.Context, appID, endUserID, id string) error
 	Message(ctx context.Context, appID, endUserID, id string) (store.Message, error)
 	ListMessages(ctx context.Context, q store.MessageQuery) ([]store.Message, bool, error)
+	FirstMessage(ctx context.Context, appID, endUserID, conversationID string) (store.Message, error)
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
 	UpsertFeedback(ctx context.Context, f store.Feedback) (store.Feedback, error)
 	DeleteFeedback(ctx context.Context, messageID string) error
@@ -96,7 +97,10 @@ func (s *Service) Rename(ctx context.Context, app *apps.App, user, id, name stri
 		return store.Conversation{}, err
 	}
 	if auto {
-		first, err := s.firstMessage(ctx, app, u, conv.ID)
+		first, err := s.store.FirstMessage(ctx, app.ID, u.ID, conv.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Conversation{}, ErrNoMessages
+		}
 		if err != nil {
 			return store.Conversation{}, err
 		}
@@ -111,24 +115,6 @@ func (s *Service) Rename(ctx context.Context, app *apps.App, user, id, name stri
 		return store.Conversation{}, ErrConversationNotFound
 	}
 	return c, err
-}
-
-// firstMessage pages back through a conversation to its first message.
-func (s *Service) firstMessage(ctx context.Context, app *apps.App, u store.EndUser, conversationID string) (store.Message, error) {
-	q := store.MessageQuery{AppID: app.ID, EndUserID: u.ID, ConversationID: conversationID, Limit: 100}
-	for {
-		page, more, err := s.store.ListMessages(ctx, q)
-		if err != nil {
-			return store.Message{}, err
-		}
-		if len(page) == 0 {
-			return store.Message{}, ErrNoMessages
-		}
-		if !more {
-			return page[0], nil
-		}
-		q.FirstID = page[0].ID
-	}
 }
 
 // Delete deletes a conversation.

@@ -285,6 +285,24 @@ WHERE m.id = ? AND m.app_id = ? AND m.end_user_id = ? AND c.deleted_at IS NULL`)
 	return m, nil
 }
 
+// FirstMessage returns the oldest message of a conversation the caller may see (see
+// [Store.Conversation]), by (created_at, id). A conversation without messages, or one the
+// caller may not see, gives an error wrapping [ErrNotFound].
+func (s *Store) FirstMessage(ctx context.Context, appID, endUserID, conversationID string) (Message, error) {
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+messageColumnsM+` FROM messages m
+JOIN conversations c ON c.id = m.conversation_id
+WHERE m.conversation_id = ? AND m.app_id = ? AND m.end_user_id = ? AND c.deleted_at IS NULL
+ORDER BY m.created_at, m.id LIMIT 1`), conversationID, appID, endUserID)
+	m, err := scanMessage(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, fmt.Errorf("store: first message of %s: %w", conversationID, ErrNotFound)
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("store: first message of %s: %w", conversationID, err)
+	}
+	return m, nil
+}
+
 // ListMessages returns one page of a conversation's messages, of every
 // status (a running one shows its partial or empty answer), and whether
 // older messages exist.

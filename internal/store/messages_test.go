@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 func msgID(m Message) string { return m.ID }
@@ -351,6 +352,48 @@ func TestStartConversation(t *testing.T) {
 		}
 		if after, _, _ := s.ListConversations(ctx, ConversationQuery{AppID: f.otherApp, EndUserID: f.aliceInOtherApp.ID, Limit: 10}); len(after) != len(before) {
 			t.Fatal("conversation left behind in the other app")
+		}
+	})
+}
+
+// TestFirstMessage: the oldest message of a conversation, and not-found for an empty,
+// someone else's or a deleted conversation.
+func TestFirstMessage(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		f := newChatFixture(t, s)
+		empty, err := s.CreateConversation(ctx, Conversation{AppID: f.app, EndUserID: f.alice.ID, Name: "e"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FirstMessage(ctx, f.app, f.alice.ID, empty.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("empty conversation: %v", err)
+		}
+		base := time.Now().Add(-time.Hour)
+		c, _, err := s.StartConversation(ctx, Conversation{AppID: f.app, EndUserID: f.alice.ID, Name: "c"},
+			Message{AppID: f.app, EndUserID: f.alice.ID, Query: "first", CreatedAt: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			if _, err := s.CreateMessage(ctx, Message{AppID: f.app, EndUserID: f.alice.ID, ConversationID: c.ID,
+				Query: "later", CreatedAt: base.Add(time.Duration(i) * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := s.FirstMessage(ctx, f.app, f.alice.ID, c.ID)
+		if err != nil || m.Query != "first" {
+			t.Fatalf("first message: %+v %v", m, err)
+		}
+		if _, err := s.FirstMessage(ctx, f.app, f.bob.ID, c.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("another user's conversation: %v", err)
+		}
+		if err := s.DeleteConversation(ctx, f.app, f.alice.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FirstMessage(ctx, f.app, f.alice.ID, c.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("deleted conversation: %v", err)
 		}
 	})
 }

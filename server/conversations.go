@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 
@@ -172,11 +171,8 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 
 func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) {
 	msgTokens, ansTokens, total := int(m.MessageTokens), int(m.AnswerTokens), int(m.TotalTokens)
-	latency, currency := m.ProviderResponseLatency, m.Currency
-	price := m.TotalPrice
-	if _, err := strconv.ParseFloat(price, 64); err != nil || price == "" {
-		price = "0"
-	}
+	// The store keeps prices as plain decimals ("0" when empty), as the contract wants them.
+	latency, currency, price := m.ProviderResponseLatency, m.Currency, m.TotalPrice
 	hm := gen.HistoryMessage{
 		Id: mustUUID(m.ID), ConversationId: mustUUID(m.ConversationID), Query: m.Query, Answer: m.Answer,
 		Status: gen.HistoryMessageStatus(m.Status), CreatedAt: m.CreatedAt.Unix(), Inputs: map[string]any{},

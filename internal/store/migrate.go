@@ -313,6 +313,8 @@ CREATE INDEX message_files_message_id ON message_files (message_id, created_at, 
 CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 `,
 	},
+	migrationKnowledge,
+	migrationKnowledgeExtras,
 }
 
 // schemaMigrationsDDL is the same on both engines.

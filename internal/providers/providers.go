@@ -203,3 +203,21 @@ type Embedder interface {
 	// caller batches inputs by the model's max_chunks.
 	Embed(ctx context.Context, model string, inputs []string) ([][]float32, *Usage, error)
 }
+
+// Reranker scores documents against a query.
+type Reranker interface {
+	// Rerank returns the topN most relevant documents (all of them when
+	// topN <= 0 or exceeds len(docs)), best first, each by its index in
+	// docs, and the usage (nil when the provider reported none). No docs,
+	// no request.
+	Rerank(ctx context.Context, model, query string, docs []string, topN int) ([]RerankResult, *Usage, error)
+}
+
+// RerankResult is the relevance of one document.
+type RerankResult struct {
+	// Index is the document's position in the request's docs.
+	Index int
+	// Score is the provider's relevance score, higher is more relevant
+	// (usually in [0, 1], but the scale is the model's).
+	Score float64
+}

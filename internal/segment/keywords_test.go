@@ -2,6 +2,7 @@ package segment
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -100,4 +101,17 @@ func TestWarmKeywords(t *testing.T) {
 		t.Errorf("WarmKeywords = %v", d)
 	}
 	t.Logf("gse dictionary + IDF load: %v", d)
+}
+
+func TestTerms(t *testing.T) {
+	if got, want := Terms("Hello, World! It's 2026."), "hello world it s 2026"; got != want {
+		t.Errorf("Terms = %q, want %q", got, want)
+	}
+	got := Terms("我们喜欢自然语言处理")
+	if !strings.Contains(got, " ") || strings.Contains(got, "我们喜欢自然语言处理") {
+		t.Errorf("Chinese text was not segmented: %q", got)
+	}
+	if q := QueryTerms("a b a B"); len(q) != 2 || q[0] != "a" || q[1] != "b" {
+		t.Errorf("QueryTerms = %q", q)
+	}
 }

@@ -1,7 +1,8 @@
-// Package openai implements providers.ChatModel and providers.Embedder over
-// the OpenAI chat completions and embeddings HTTP protocol, as spoken by
-// OpenAI itself, Azure OpenAI (base URLs with ?api-version=…), vLLM,
-// Ollama, llama.cpp's server and LM Studio.
+// Package openai implements providers.ChatModel, providers.Embedder and
+// providers.Reranker over the OpenAI chat completions and embeddings HTTP
+// protocol, as spoken by OpenAI itself, Azure OpenAI (base URLs with
+// ?api-version=…), vLLM, Ollama, llama.cpp's server and LM Studio, plus the
+// Jina/Cohere-style rerank endpoint that OpenAI-compatible servers add.
 //
 // The wire protocol is implemented here with net/http and encoding/json;
 // there is no SDK. One [Client] per configured provider owns one
@@ -45,8 +46,8 @@ type Config struct {
 	Name string
 	// BaseURL is the API root, e.g. https://api.openai.com/v1 or an Azure
 	// deployment URL with ?api-version=…; requests go to
-	// <BaseURL>/chat/completions and <BaseURL>/embeddings with the query
-	// string preserved.
+	// <BaseURL>/chat/completions, <BaseURL>/embeddings and <BaseURL>/rerank
+	// with the query string preserved.
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <key>" when non-empty, and
 	// also as "api-key: <key>" when BaseURL looks like Azure (an
@@ -68,15 +69,16 @@ type Config struct {
 // concurrent use; build one per provider and reuse it so that connections
 // are pooled.
 type Client struct {
-	name     string
-	chatURL  string
-	embedURL string
-	urlErr   error
-	apiKey   string
-	azure    bool
-	timeout  time.Duration
-	idle     time.Duration
-	hc       *http.Client
+	name      string
+	chatURL   string
+	embedURL  string
+	rerankURL string
+	urlErr    error
+	apiKey    string
+	azure     bool
+	timeout   time.Duration
+	idle      time.Duration
+	hc        *http.Client
 
 	// noStreamOptions is set once the upstream rejected stream_options
 	// and accepted the same stream without it (older vLLM and Ollama
@@ -87,6 +89,7 @@ type Client struct {
 var (
 	_ providers.ChatModel = (*Client)(nil)
 	_ providers.Embedder  = (*Client)(nil)
+	_ providers.Reranker  = (*Client)(nil)
 )
 
 // New returns a client for cfg. Unless cfg.HTTPClient is set, it builds an
@@ -123,6 +126,7 @@ func New(cfg Config) *Client {
 	default:
 		c.chatURL = base.JoinPath("chat/completions").String()
 		c.embedURL = base.JoinPath("embeddings").String()
+		c.rerankURL = base.JoinPath("rerank").String()
 		c.azure = base.Query().Has("api-version") || strings.HasSuffix(strings.ToLower(base.Hostname()), ".azure.com")
 	}
 	return c

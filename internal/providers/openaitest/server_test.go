@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -383,7 +386,7 @@ func TestEmbeddingDeterministicUnitLength(t *testing.T) {
 	a, b, c := make([]float32, 256), make([]float32, 256), make([]float32, 256)
 	Embedding("same text", a)
 	Embedding("same text", b)
-	Embedding("other text", c)
+	Embedding("unrelated words", c)
 	if !slices.Equal(a, b) || slices.Equal(a, c) {
 		t.Fatal("not deterministic per text")
 	}
@@ -394,6 +397,200 @@ func TestEmbeddingDeterministicUnitLength(t *testing.T) {
 	}
 	if math.Abs(norm-1) > 1e-5 || math.Abs(dot) > 0.3 {
 		t.Errorf("norm² %v, cosine with other text %v", norm, dot)
+	}
+}
+
+func cosine(a, b []float32) float64 {
+	var dot float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+	}
+	return dot
+}
+
+// TestEmbeddingSemantic pins the bag-of-words behaviour that lets
+// retrieval tests expect texts sharing words to be neighbours.
+func TestEmbeddingSemantic(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		a, b     string
+		min, max float64
+	}{
+		{"The quick brown fox", "the QUICK, brown fox!", 1 - 1e-6, 1 + 1e-6}, // same words, case and punctuation ignored
+		{"fox brown quick the", "the quick brown fox", 1 - 1e-6, 1 + 1e-6},   // word order ignored
+		{"机器学习", "学习机器", 1 - 1e-6, 1 + 1e-6},                                 // one word per Han character
+		{"apple banana cherry", "apple banana durian", 0.45, 0.9},            // 2 of 3 words shared: about 2/3
+		{"apple banana cherry", "apple kiwi mango", 0.1, 0.6},                // 1 of 3: about 1/3
+		{"Straße café naïve", "straße CAFÉ naïve", 1 - 1e-6, 1 + 1e-6},       // Unicode lower-casing
+		{"apple banana cherry", "granite volcano river", -0.2, 0.2},
+		{"知识库检索", "apple banana", -0.2, 0.2},
+		{"!!!", "???", -0.3, 0.3}, // no words: whole-text hashing
+	}
+	for _, dim := range []int{256, 1536} {
+		for _, tt := range tests {
+			a, b := make([]float32, dim), make([]float32, dim)
+			Embedding(tt.a, a)
+			Embedding(tt.b, b)
+			if c := cosine(a, b); c < tt.min || c > tt.max {
+				t.Errorf("dim %d: cosine(%q, %q) = %.3f, want in [%.2f, %.2f]", dim, tt.a, tt.b, c, tt.min, tt.max)
+			}
+			for _, v := range [][]float32{a, b} {
+				if n := cosine(v, v); math.Abs(n-1) > 1e-5 {
+					t.Errorf("dim %d: |v|² = %v", dim, n)
+				}
+			}
+		}
+	}
+	// A word repeated weighs more: "apple apple kiwi" leans to "apple".
+	q, x, y := make([]float32, 512), make([]float32, 512), make([]float32, 512)
+	Embedding("apple apple kiwi", q)
+	Embedding("apple", x)
+	Embedding("kiwi", y)
+	if cosine(q, x) <= cosine(q, y)+0.2 {
+		t.Errorf("repeated word not weighted: %.3f vs %.3f", cosine(q, x), cosine(q, y))
+	}
+	// Tiny dimensions (tests use 4 and 8) still give unit vectors.
+	for _, dim := range []int{1, 4, 8} {
+		v := make([]float32, dim)
+		Embedding("hello world", v)
+		if n := cosine(v, v); math.Abs(n-1) > 1e-5 {
+			t.Errorf("dim %d: |v|² = %v", dim, n)
+		}
+	}
+	Embedding("anything", nil) // no panic
+}
+
+func TestForEachWord(t *testing.T) {
+	t.Parallel()
+	hash := func(w string) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(w))
+		return h.Sum64()
+	}
+	tests := map[string][]string{
+		"":                         nil,
+		" ,;! ":                    nil,
+		"Hello, World":             {"hello", "world"},
+		"GPT-4o costs $2.50":       {"gpt", "4o", "costs", "2", "50"},
+		"ÉCOLE naïve":              {"école", "naïve"},
+		"知识库 search":               {"知", "识", "库", "search"},
+		"日本語のテキスト":                 {"日", "本", "語", "の", "テ", "キ", "ス", "ト"},
+		"한국어 문장":                   {"한국어", "문장"},
+		"x\u0301y":                 {"x\u0301y"}, // a combining mark continues the word
+		"e\u0301 is e with accent": {"e\u0301", "is", "e", "with", "accent"},
+	}
+	for in, words := range tests {
+		var got []uint64
+		n := forEachWord(in, func(h uint64) { got = append(got, h) })
+		var want []uint64
+		for _, w := range words {
+			want = append(want, hash(w))
+		}
+		if n != len(want) || !slices.Equal(got, want) {
+			t.Errorf("forEachWord(%q) gave %d hashes, want those of %q", in, n, words)
+		}
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		q, d string
+		want float64
+	}{
+		{"cat on mat", "the cat sat on the mat", 1},
+		{"cat cat on mat", "a cat", 1.0 / 3},
+		{"Cat", "CAT CAT", 1},
+		{"cat", "dog", 0},
+		{"...", "anything", 0},
+		{"向量检索", "检索", 0.5},
+	}
+	for _, tt := range tests {
+		if got := Overlap(tt.q, tt.d); got != tt.want {
+			t.Errorf("Overlap(%q, %q) = %v, want %v", tt.q, tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestRerankWire(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.On("overloaded", Reply{Status: 503})
+	type result struct {
+		Index          int     `json:"index"`
+		RelevanceScore float64 `json:"relevance_score"`
+		Document       *struct {
+			Text string `json:"text"`
+		} `json:"document"`
+	}
+	type response struct {
+		Model   string   `json:"model"`
+		Results []result `json:"results"`
+		Usage   *struct {
+			PromptTokens int `json:"prompt_tokens"`
+			TotalTokens  int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	m := `"model":"` + DefaultRerankModel + `"`
+	tests := []struct {
+		name, key, body string
+		status          int
+		want            []result
+	}{
+		{"strings, top_n", DefaultAPIKey, `{` + m + `,"query":"red apple","documents":["green pear","red apple pie","apple"],"top_n":2}`,
+			200, []result{{Index: 1, RelevanceScore: 1}, {Index: 2, RelevanceScore: 0.5}}},
+		{"objects, no top_n", DefaultAPIKey, `{` + m + `,"query":"red apple","documents":[{"text":"green pear"},{"text":"red"}]}`,
+			200, []result{{Index: 1, RelevanceScore: 0.5}, {Index: 0, RelevanceScore: 0}}},
+		{"top_n beyond documents", DefaultAPIKey, `{` + m + `,"query":"x","documents":["y"],"top_n":10}`,
+			200, []result{{Index: 0, RelevanceScore: 0}}},
+		{"no key", "", `{` + m + `,"query":"x","documents":["y"]}`, 401, nil},
+		{"unknown model", DefaultAPIKey, `{"model":"nope","query":"x","documents":["y"]}`, 404, nil},
+		{"no query", DefaultAPIKey, `{` + m + `,"documents":["y"]}`, 400, nil},
+		{"no documents", DefaultAPIKey, `{` + m + `,"query":"x"}`, 400, nil},
+		{"empty documents", DefaultAPIKey, `{` + m + `,"query":"x","documents":[]}`, 400, nil},
+		{"bad document", DefaultAPIKey, `{` + m + `,"query":"x","documents":[1]}`, 400, nil},
+		{"top_n zero", DefaultAPIKey, `{` + m + `,"query":"x","documents":["y"],"top_n":0}`, 400, nil},
+		{"scripted error", DefaultAPIKey, `{` + m + `,"query":"x","documents":["overloaded"]}`, 503, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := post(t, s, "/v1/rerank", tt.key, tt.body)
+			body := readAll(t, resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.status != 200 {
+				if !strings.Contains(body, `"error"`) {
+					t.Errorf("error body %s", body)
+				}
+				return
+			}
+			var got response
+			if err := json.Unmarshal([]byte(body), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Model != DefaultRerankModel || got.Usage == nil || got.Usage.TotalTokens == 0 || got.Usage.PromptTokens != got.Usage.TotalTokens {
+				t.Errorf("envelope %s", body)
+			}
+			if !reflect.DeepEqual(got.Results, tt.want) {
+				t.Errorf("results %s, want %+v", body, tt.want)
+			}
+		})
+	}
+
+	// return_documents, scripted usage and NoUsage.
+	s.On("scripted-usage", Reply{Usage: &providers.Usage{PromptTokens: 7}})
+	s.On("no-usage", Reply{NoUsage: true})
+	resp := post(t, s, "/v1/rerank", DefaultAPIKey, `{`+m+`,"query":"scripted-usage","documents":["a b"],"return_documents":true}`)
+	var got response
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Results) != 1 || got.Results[0].Document == nil ||
+		got.Results[0].Document.Text != "a b" || got.Usage == nil || got.Usage.TotalTokens != 7 {
+		t.Errorf("return_documents / usage: %+v %v", got, err)
+	}
+	resp = post(t, s, "/v1/rerank", DefaultAPIKey, `{`+m+`,"query":"no-usage","documents":["a"]}`)
+	body := readAll(t, resp.Body)
+	if strings.Contains(body, "usage") || strings.Contains(body, "document") {
+		t.Errorf("NoUsage: %s", body)
 	}
 }
 
@@ -470,5 +667,20 @@ func TestCloseAbortsHangingStreams(t *testing.T) {
 	rest, _ := io.ReadAll(br)
 	if bytes.Contains(rest, []byte("[DONE]")) {
 		t.Error("an aborted stream ended with [DONE]")
+	}
+}
+
+// BenchmarkEmbedding embeds a typical 200-word chunk: knowledge benchmarks
+// embed ~100k of them through the fake.
+func BenchmarkEmbedding(b *testing.B) {
+	text := strings.Repeat("Parley indexes knowledge base documents into chunks, embeds them and retrieves the nearest ones. ", 15)
+	for _, dim := range []int{256, 1536} {
+		b.Run(strconv.Itoa(dim), func(b *testing.B) {
+			b.ReportAllocs()
+			vec := make([]float32, dim)
+			for b.Loop() {
+				Embedding(text, vec)
+			}
+		})
 	}
 }

@@ -1,0 +1,309 @@
+package vectorindex
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// DefaultParallelMin is the slab size, in vectors, above which a search
+// scans in parallel.
+const DefaultParallelMin = 20_000
+
+// Memory is an in-process exact vector index. Per dataset it keeps every
+// searchable vector, normalised, in one contiguous []float32 slab with the
+// node ids beside it, and answers by scanning the whole slab: exact top-k
+// by cosine, no approximation, no tuning. Scanning is linear in
+// vectors×dimensions (see BenchmarkSearch for the figures).
+//
+// Freshness: every search asks the Source for the dataset's index version
+// and, when it differs from the slab's, reloads the slab before answering,
+// so a search never misses a node made searchable before it started nor
+// returns one removed before it started. Concurrent searches of a dataset
+// share one reload (they wait for it; a search whose context ends stops
+// waiting, the reload still completes and is kept); other datasets are not
+// held up. Datasets being indexed change version on every batch, so
+// searches during indexing pay for reloads.
+//
+// Memory bound: a dataset's slab takes 4×dim bytes per vector plus its node
+// id (100k chunks of 1536 dimensions ≈ 615 MB; of 256 ≈ 103 MB), held from
+// the dataset's first search until [Memory.Invalidate]. A reload briefly
+// holds the old slab, the rows read from the Source and the new slab, about
+// three times that. Past a few million vectors per process, use a
+// database-side index behind [Index] instead.
+//
+// Memory is safe for concurrent use.
+type Memory struct {
+	src         Source
+	parallelMin int
+	workers     int // 0: GOMAXPROCS at search time
+	log         *slog.Logger
+
+	mu   sync.Mutex
+	sets map[string]*entry
+}
+
+var _ Index = (*Memory)(nil)
+
+// Option configures a Memory.
+type Option func(*Memory)
+
+// WithParallelMin sets the slab size, in vectors, above which searches scan
+// in parallel (default DefaultParallelMin); math.MaxInt turns parallel
+// scans off.
+func WithParallelMin(n int) Option {
+	return func(m *Memory) {
+		if n > 0 {
+			m.parallelMin = n
+		}
+	}
+}
+
+// WithWorkers sets how many goroutines a parallel scan uses (default
+// GOMAXPROCS).
+func WithWorkers(n int) Option {
+	return func(m *Memory) {
+		if n > 0 {
+			m.workers = n
+		}
+	}
+}
+
+// WithLogger sets where reload anomalies (vectors skipped because their
+// length differs from the dataset's or they are zero) are logged; by
+// default they are not.
+func WithLogger(l *slog.Logger) Option { return func(m *Memory) { m.log = l } }
+
+// NewMemory returns an empty index that loads datasets from src on demand.
+func NewMemory(src Source, opts ...Option) *Memory {
+	m := &Memory{src: src, parallelMin: DefaultParallelMin, sets: map[string]*entry{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// slab is one dataset's immutable index: row i is vecs[i*dim:(i+1)*dim],
+// the unit vector of node ids[i].
+type slab struct {
+	version int64
+	dim     int
+	vecs    []float32
+	ids     []string
+}
+
+// entry is one dataset's slot: its current slab and the reload in flight.
+type entry struct {
+	mu      sync.Mutex
+	slab    *slab
+	loading *load
+	started uint64 // reloads started so far
+}
+
+// load is a reload in flight; slab and err are set before done closes.
+type load struct {
+	n    uint64 // entry.started when it began
+	done chan struct{}
+	slab *slab
+	err  error
+}
+
+// Invalidate drops the dataset's slab, freeing its memory (a deleted
+// dataset); the next search of the dataset reloads it. A reload in flight
+// completes for the searches waiting on it but is not kept.
+func (m *Memory) Invalidate(datasetID string) {
+	m.mu.Lock()
+	delete(m.sets, datasetID)
+	m.mu.Unlock()
+}
+
+// Search implements Index. The query need not be unit length: it is
+// normalised (a copy), and so are the stored vectors, so scores are
+// cosines whatever the embedding model returns. Duplicate dataset ids
+// count once; datasets without vectors add nothing. Ties are broken by the
+// order of datasetIDs, then the Source's node order. k <= 0 gives no hits
+// without touching the Source. A query whose length differs from a
+// non-empty dataset's vectors gives an error wrapping ErrDimensionMismatch;
+// a zero or non-finite query one wrapping ErrInvalidQuery. A NaN minScore
+// means no minimum.
+func (m *Memory) Search(ctx context.Context, datasetIDs []string, query []float32, k int, minScore float64) ([]store.NodeHit, error) {
+	if k <= 0 || len(datasetIDs) == 0 {
+		return []store.NodeHit{}, nil
+	}
+	q := make([]float32, len(query))
+	copy(q, query)
+	if !Normalize(q) {
+		return nil, ErrInvalidQuery
+	}
+	if math.IsNaN(minScore) {
+		minScore = math.Inf(-1)
+	}
+	floor := floor32(minScore)
+	workers := m.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+
+	type hit struct {
+		cand
+		set int
+		id  string
+	}
+	var hits []hit
+	seen := make(map[string]bool, len(datasetIDs))
+	for i, id := range datasetIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		s, err := m.slab(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.ids) == 0 {
+			continue
+		}
+		if s.dim != len(q) {
+			return nil, fmt.Errorf("dataset %s holds %d-dimensional vectors, the query has %d: %w", id, s.dim, len(q), ErrDimensionMismatch)
+		}
+		for _, c := range scan(s.vecs, s.dim, q, k, floor, m.parallelMin, workers) {
+			hits = append(hits, hit{cand: c, set: i, id: s.ids[c.pos]})
+		}
+	}
+	if len(seen) > 1 {
+		// Each dataset's list is sorted; order the union the same way.
+		slices.SortStableFunc(hits, func(a, b hit) int {
+			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.set, b.set), cmp.Compare(a.pos, b.pos))
+		})
+	}
+	out := make([]store.NodeHit, 0, min(k, len(hits)))
+	for _, h := range hits {
+		if len(out) == k {
+			break
+		}
+		// Rounding can push a dot product of unit vectors just past ±1.
+		score := max(-1, min(1, float64(h.score)))
+		if score < minScore {
+			continue
+		}
+		out = append(out, store.NodeHit{NodeID: h.id, Score: score})
+	}
+	return out, nil
+}
+
+// slab returns the dataset's slab for its current index version, reloading
+// it first when the version changed.
+func (m *Memory) slab(ctx context.Context, id string) (*slab, error) {
+	v, err := m.src.IndexVersion(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			m.Invalidate(id)
+		}
+		return nil, fmt.Errorf("vectorindex: dataset %s: index version: %w", id, err)
+	}
+	m.mu.Lock()
+	e := m.sets[id]
+	if e == nil {
+		e = &entry{}
+		m.sets[id] = e
+	}
+	m.mu.Unlock()
+
+	e.mu.Lock()
+	// Reloads numbered above seen started after v was read, so whatever
+	// they load is at least as fresh as v.
+	seen := e.started
+	for {
+		if s := e.slab; s != nil && s.version == v {
+			e.mu.Unlock()
+			return s, nil
+		}
+		l := e.loading
+		if l == nil {
+			e.started++
+			l = &load{n: e.started, done: make(chan struct{})}
+			e.loading = l
+			// The reload outlives a searcher that gives up: the others
+			// wait on it, and the result is kept for the next search.
+			go m.reload(context.WithoutCancel(ctx), id, e, l)
+		}
+		e.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("vectorindex: dataset %s: waiting for reload: %w", id, context.Cause(ctx))
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+		// index_version only grows (it counts changes), so a newer slab
+		// is also fresh enough.
+		if l.n > seen || l.slab.version >= v {
+			return l.slab, nil
+		}
+		e.mu.Lock()
+	}
+}
+
+// reload loads the dataset into a new slab and installs it in e.
+func (m *Memory) reload(ctx context.Context, id string, e *entry, l *load) {
+	s, err := m.build(ctx, id)
+	e.mu.Lock()
+	e.loading = nil
+	if err == nil {
+		e.slab = s
+	}
+	e.mu.Unlock()
+	l.slab, l.err = s, err
+	close(l.done)
+}
+
+// build reads the dataset's searchable vectors into a slab. The slab's
+// dimension is the most common vector length; vectors of another length
+// (left over from an earlier embedding model) and zero or non-finite ones
+// are skipped, and logged.
+func (m *Memory) build(ctx context.Context, id string) (*slab, error) {
+	version, nodes, err := m.src.SearchableVectors(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("vectorindex: dataset %s: load vectors: %w", id, err)
+	}
+	dims := map[int]int{}
+	for _, n := range nodes {
+		dims[len(n.Vector)]++
+	}
+	dim, count := 0, 0
+	for d, c := range dims {
+		if d > 0 && (c > count || (c == count && d > dim)) {
+			dim, count = d, c
+		}
+	}
+	s := &slab{version: version, dim: dim, vecs: make([]float32, 0, count*dim), ids: make([]string, 0, count)}
+	var wrongDim, invalid int
+	for _, n := range nodes {
+		if len(n.Vector) != dim {
+			wrongDim++
+			continue
+		}
+		start := len(s.vecs)
+		s.vecs = append(s.vecs, n.Vector...)
+		if !Normalize(s.vecs[start:]) {
+			s.vecs = s.vecs[:start]
+			invalid++
+			continue
+		}
+		s.ids = append(s.ids, n.NodeID)
+	}
+	if (wrongDim > 0 || invalid > 0) && m.log != nil {
+		m.log.WarnContext(ctx, "vector index skipped vectors", "dataset_id", id, "dim", dim,
+			"wrong_dim", wrongDim, "zero_or_not_finite", invalid, "kept", len(s.ids))
+	}
+	return s, nil
+}

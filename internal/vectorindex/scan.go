@@ -1,0 +1,164 @@
+package vectorindex
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+)
+
+// dot returns the dot product of a and b (len(b) >= len(a)) with eight
+// independent accumulators: the additions do not wait on each other, which
+// makes the scalar loop several times faster than a single running sum
+// (there is no SIMD in portable Go).
+func dot(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		// Full slice expressions let the compiler drop the bounds checks
+		// inside the block.
+		a8, b8 := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += a8[0] * b8[0]
+		s1 += a8[1] * b8[1]
+		s2 += a8[2] * b8[2]
+		s3 += a8[3] * b8[3]
+		s4 += a8[4] * b8[4]
+		s5 += a8[5] * b8[5]
+		s6 += a8[6] * b8[6]
+		s7 += a8[7] * b8[7]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// cand is a scored slab row.
+type cand struct {
+	score float32
+	pos   int
+}
+
+// better orders candidates: higher score first, then earlier row, so that
+// results are deterministic when scores tie.
+func better(a, b cand) bool {
+	return a.score > b.score || (a.score == b.score && a.pos < b.pos)
+}
+
+// topK keeps the k best candidates in a min-heap whose root is the worst
+// kept one.
+type topK struct {
+	k int
+	h []cand
+}
+
+func (t *topK) push(c cand) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, c)
+		t.up(len(t.h) - 1)
+		return
+	}
+	if !better(c, t.h[0]) {
+		return
+	}
+	t.h[0] = c
+	t.down(0)
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(t.h[p], t.h[i]) {
+			break
+		}
+		t.h[p], t.h[i] = t.h[i], t.h[p]
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	n := len(t.h)
+	for {
+		w := i
+		if l := 2*i + 1; l < n && better(t.h[w], t.h[l]) {
+			w = l
+		}
+		if r := 2*i + 2; r < n && better(t.h[w], t.h[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		t.h[w], t.h[i] = t.h[i], t.h[w]
+		i = w
+	}
+}
+
+// sorted returns the kept candidates best first.
+func sorted(c []cand) []cand {
+	slices.SortFunc(c, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.pos, b.pos))
+	})
+	return c
+}
+
+// scanRange returns the k best rows in [lo, hi) of vecs (rows of dim
+// floats) against the unit query q whose score is >= floor, unsorted.
+func scanRange(vecs []float32, dim int, q []float32, lo, hi, k int, floor float32) []cand {
+	t := topK{k: k, h: make([]cand, 0, min(k, hi-lo))}
+	thr := floor
+	for i := lo; i < hi; i++ {
+		s := dot(q, vecs[i*dim:])
+		// Rows arrive in ascending order, so a tie with the worst kept
+		// row loses: strictly better is needed once the heap is full.
+		if s < thr || (len(t.h) == k && s == thr) {
+			continue
+		}
+		t.push(cand{score: s, pos: i})
+		if len(t.h) == k {
+			thr = max(floor, t.h[0].score)
+		}
+	}
+	return t.h
+}
+
+// scan returns the k best rows of vecs against q with score >= floor, best
+// first. Slabs of more than parallelMin rows are split among workers
+// goroutines, each keeping its own top k, merged at the end.
+func scan(vecs []float32, dim int, q []float32, k int, floor float32, parallelMin, workers int) []cand {
+	n := 0
+	if dim > 0 {
+		n = len(vecs) / dim
+	}
+	if n == 0 || k <= 0 {
+		return nil
+	}
+	if n <= parallelMin || workers < 2 {
+		return sorted(scanRange(vecs, dim, q, 0, n, k, floor))
+	}
+	workers = min(workers, n)
+	parts := make([][]cand, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() { parts[w] = scanRange(vecs, dim, q, lo, hi, k, floor) })
+	}
+	wg.Wait()
+	all := slices.Concat(parts...)
+	return sorted(all)[:min(k, len(all))]
+}
+
+// floor32 returns the largest float32 not above x, the scan's cheap
+// pre-filter for minScore (the exact test is done in float64 at the end).
+func floor32(x float64) float32 {
+	if math.IsNaN(x) || x <= -1 {
+		return float32(math.Inf(-1))
+	}
+	f := float32(x)
+	if float64(f) > x {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
+}

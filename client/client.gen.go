@@ -205,6 +205,81 @@ func (e ChatRequestResponseMode) Valid() bool {
 	}
 }
 
+// Defines values for ChildChunkType.
+const (
+	ChildChunkTypeAutomatic  ChildChunkType = "automatic"
+	ChildChunkTypeCustomized ChildChunkType = "customized"
+)
+
+// Valid indicates whether the value is a known member of the ChildChunkType enum.
+func (e ChildChunkType) Valid() bool {
+	switch e {
+	case ChildChunkTypeAutomatic:
+		return true
+	case ChildChunkTypeCustomized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateDatasetRequestProvider.
+const (
+	CreateDatasetRequestProviderExternal CreateDatasetRequestProvider = "external"
+	CreateDatasetRequestProviderVendor   CreateDatasetRequestProvider = "vendor"
+)
+
+// Valid indicates whether the value is a known member of the CreateDatasetRequestProvider enum.
+func (e CreateDatasetRequestProvider) Valid() bool {
+	switch e {
+	case CreateDatasetRequestProviderExternal:
+		return true
+	case CreateDatasetRequestProviderVendor:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetProvider.
+const (
+	DatasetProviderExternal DatasetProvider = "external"
+	DatasetProviderVendor   DatasetProvider = "vendor"
+)
+
+// Valid indicates whether the value is a known member of the DatasetProvider enum.
+func (e DatasetProvider) Valid() bool {
+	switch e {
+	case DatasetProviderExternal:
+		return true
+	case DatasetProviderVendor:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetPermission.
+const (
+	AllTeamMembers DatasetPermission = "all_team_members"
+	OnlyMe         DatasetPermission = "only_me"
+	PartialMembers DatasetPermission = "partial_members"
+)
+
+// Valid indicates whether the value is a known member of the DatasetPermission enum.
+func (e DatasetPermission) Valid() bool {
+	switch e {
+	case AllTeamMembers:
+		return true
+	case OnlyMe:
+		return true
+	case PartialMembers:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DisplayStatus.
 const (
 	DisplayStatusArchived  DisplayStatus = "archived"
@@ -240,19 +315,19 @@ func (e DisplayStatus) Valid() bool {
 
 // Defines values for DocMetadataType.
 const (
-	Number DocMetadataType = "number"
-	String DocMetadataType = "string"
-	Time   DocMetadataType = "time"
+	DocMetadataTypeNumber DocMetadataType = "number"
+	DocMetadataTypeString DocMetadataType = "string"
+	DocMetadataTypeTime   DocMetadataType = "time"
 )
 
 // Valid indicates whether the value is a known member of the DocMetadataType enum.
 func (e DocMetadataType) Valid() bool {
 	switch e {
-	case Number:
+	case DocMetadataTypeNumber:
 		return true
-	case String:
+	case DocMetadataTypeString:
 		return true
-	case Time:
+	case DocMetadataTypeTime:
 		return true
 	default:
 		return false
@@ -451,6 +526,24 @@ func (e IndexingStatus) Valid() bool {
 	case IndexingStatusSplitting:
 		return true
 	case IndexingStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IndexingTechnique.
+const (
+	Economy     IndexingTechnique = "economy"
+	HighQuality IndexingTechnique = "high_quality"
+)
+
+// Valid indicates whether the value is a known member of the IndexingTechnique enum.
+func (e IndexingTechnique) Valid() bool {
+	switch e {
+	case Economy:
+		return true
+	case HighQuality:
 		return true
 	default:
 		return false
@@ -664,6 +757,111 @@ func (e MessageReplaceEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for MetadataFilteringConditionComparisonOperator.
+const (
+	After              MetadataFilteringConditionComparisonOperator = "after"
+	Before             MetadataFilteringConditionComparisonOperator = "before"
+	Contains           MetadataFilteringConditionComparisonOperator = "contains"
+	Empty              MetadataFilteringConditionComparisonOperator = "empty"
+	EndWith            MetadataFilteringConditionComparisonOperator = "end with"
+	Equal              MetadataFilteringConditionComparisonOperator = "="
+	GreaterThan        MetadataFilteringConditionComparisonOperator = ">"
+	GreaterThanOrEqual MetadataFilteringConditionComparisonOperator = "≥"
+	In                 MetadataFilteringConditionComparisonOperator = "in"
+	Is                 MetadataFilteringConditionComparisonOperator = "is"
+	IsNot              MetadataFilteringConditionComparisonOperator = "is not"
+	LessThan           MetadataFilteringConditionComparisonOperator = "<"
+	LessThanOrEqual    MetadataFilteringConditionComparisonOperator = "≤"
+	NotContains        MetadataFilteringConditionComparisonOperator = "not contains"
+	NotEmpty           MetadataFilteringConditionComparisonOperator = "not empty"
+	NotEqual           MetadataFilteringConditionComparisonOperator = "≠"
+	NotIn              MetadataFilteringConditionComparisonOperator = "not in"
+	StartWith          MetadataFilteringConditionComparisonOperator = "start with"
+)
+
+// Valid indicates whether the value is a known member of the MetadataFilteringConditionComparisonOperator enum.
+func (e MetadataFilteringConditionComparisonOperator) Valid() bool {
+	switch e {
+	case After:
+		return true
+	case Before:
+		return true
+	case Contains:
+		return true
+	case Empty:
+		return true
+	case EndWith:
+		return true
+	case Equal:
+		return true
+	case GreaterThan:
+		return true
+	case GreaterThanOrEqual:
+		return true
+	case In:
+		return true
+	case Is:
+		return true
+	case IsNot:
+		return true
+	case LessThan:
+		return true
+	case LessThanOrEqual:
+		return true
+	case NotContains:
+		return true
+	case NotEmpty:
+		return true
+	case NotEqual:
+		return true
+	case NotIn:
+		return true
+	case StartWith:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MetadataFilteringConditionsLogicalOperator.
+const (
+	And MetadataFilteringConditionsLogicalOperator = "and"
+	Or  MetadataFilteringConditionsLogicalOperator = "or"
+)
+
+// Valid indicates whether the value is a known member of the MetadataFilteringConditionsLogicalOperator enum.
+func (e MetadataFilteringConditionsLogicalOperator) Valid() bool {
+	switch e {
+	case And:
+		return true
+	case Or:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MetadataType.
+const (
+	MetadataTypeNumber MetadataType = "number"
+	MetadataTypeString MetadataType = "string"
+	MetadataTypeTime   MetadataType = "time"
+)
+
+// Valid indicates whether the value is a known member of the MetadataType enum.
+func (e MetadataType) Valid() bool {
+	switch e {
+	case MetadataTypeNumber:
+		return true
+	case MetadataTypeString:
+		return true
+	case MetadataTypeTime:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelFetchFrom.
 const (
 	CustomizableModel ModelFetchFrom = "customizable-model"
@@ -871,6 +1069,96 @@ func (e ResultResult) Valid() bool {
 	}
 }
 
+// Defines values for RetrievalModelRerankingMode.
+const (
+	RetrievalModelRerankingModeRerankingModel RetrievalModelRerankingMode = "reranking_model"
+	RetrievalModelRerankingModeWeightedScore  RetrievalModelRerankingMode = "weighted_score"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalModelRerankingMode enum.
+func (e RetrievalModelRerankingMode) Valid() bool {
+	switch e {
+	case RetrievalModelRerankingModeRerankingModel:
+		return true
+	case RetrievalModelRerankingModeWeightedScore:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrievalModelSearchMethod.
+const (
+	FullTextSearch RetrievalModelSearchMethod = "full_text_search"
+	HybridSearch   RetrievalModelSearchMethod = "hybrid_search"
+	KeywordSearch  RetrievalModelSearchMethod = "keyword_search"
+	SemanticSearch RetrievalModelSearchMethod = "semantic_search"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalModelSearchMethod enum.
+func (e RetrievalModelSearchMethod) Valid() bool {
+	switch e {
+	case FullTextSearch:
+		return true
+	case HybridSearch:
+		return true
+	case KeywordSearch:
+		return true
+	case SemanticSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrievalWeightsWeightType.
+const (
+	RetrievalWeightsWeightTypeCustomized    RetrievalWeightsWeightType = "customized"
+	RetrievalWeightsWeightTypeKeywordFirst  RetrievalWeightsWeightType = "keyword_first"
+	RetrievalWeightsWeightTypeSemanticFirst RetrievalWeightsWeightType = "semantic_first"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalWeightsWeightType enum.
+func (e RetrievalWeightsWeightType) Valid() bool {
+	switch e {
+	case RetrievalWeightsWeightTypeCustomized:
+		return true
+	case RetrievalWeightsWeightTypeKeywordFirst:
+		return true
+	case RetrievalWeightsWeightTypeSemanticFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentStatus.
+const (
+	SegmentStatusCompleted SegmentStatus = "completed"
+	SegmentStatusError     SegmentStatus = "error"
+	SegmentStatusIndexing  SegmentStatus = "indexing"
+	SegmentStatusReSegment SegmentStatus = "re_segment"
+	SegmentStatusWaiting   SegmentStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the SegmentStatus enum.
+func (e SegmentStatus) Valid() bool {
+	switch e {
+	case SegmentStatusCompleted:
+		return true
+	case SegmentStatusError:
+		return true
+	case SegmentStatusIndexing:
+		return true
+	case SegmentStatusReSegment:
+		return true
+	case SegmentStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SuggestedQuestionsResult.
 const (
 	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
@@ -880,6 +1168,36 @@ const (
 func (e SuggestedQuestionsResult) Valid() bool {
 	switch e {
 	case SuggestedQuestionsResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TagType.
+const (
+	TagTypeKnowledge TagType = "knowledge"
+)
+
+// Valid indicates whether the value is a known member of the TagType enum.
+func (e TagType) Valid() bool {
+	switch e {
+	case TagTypeKnowledge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TagRefType.
+const (
+	TagRefTypeKnowledge TagRefType = "knowledge"
+)
+
+// Valid indicates whether the value is a known member of the TagRefType enum.
+func (e TagRefType) Valid() bool {
+	switch e {
+	case TagRefTypeKnowledge:
 		return true
 	default:
 		return false
@@ -1223,6 +1541,33 @@ type AppParameters struct {
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
 
+// BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
+type BindTagsRequest struct {
+	TagIds []string `json:"tag_ids"`
+
+	// TargetId The knowledge base.
+	TargetId             string                 `json:"target_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// BoundTag A tag bound to a knowledge base.
+type BoundTag struct {
+	Id   openapi_types.UUID `json:"id"`
+	Name string             `json:"name"`
+}
+
+// BuiltInMetadataFields The built-in metadata fields: `document_name`, `uploader`, `upload_date`, `last_update_date`, `source`.
+//
+// Example: {"fields":[{"name":"document_name","type":"string"},{"name":"uploader","type":"string"},{"name":"upload_date","type":"time"},{"name":"last_update_date","type":"time"},{"name":"source","type":"string"}]}
+type BuiltInMetadataFields struct {
+	Fields []struct {
+		Name string `json:"name"`
+
+		// Type Value type of a metadata field.
+		Type MetadataType `json:"type"`
+	} `json:"fields"`
+}
+
 // ChatCompletionResponse The blocking-mode reply.
 type ChatCompletionResponse struct {
 	// Answer Complete answer.
@@ -1292,6 +1637,48 @@ type ChatStreamEvent struct {
 	union json.RawMessage
 }
 
+// ChildChunk A child chunk of a hierarchical document's chunk; what is searched, while the parent chunk is returned.
+//
+// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
+type ChildChunk struct {
+	Content   string             `json:"content"`
+	CreatedAt int64              `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
+	Position  int                `json:"position"`
+	SegmentId openapi_types.UUID `json:"segment_id"`
+
+	// Type `automatic` from indexing, `customized` when added through the API.
+	Type      ChildChunkType `json:"type"`
+	UpdatedAt int64          `json:"updated_at"`
+	WordCount int            `json:"word_count"`
+}
+
+// ChildChunkType `automatic` from indexing, `customized` when added through the API.
+type ChildChunkType string
+
+// ChildChunkList A page of a chunk's child chunks.
+type ChildChunkList struct {
+	Data       []ChildChunk `json:"data"`
+	Limit      int          `json:"limit"`
+	Page       int          `json:"page"`
+	Total      int          `json:"total"`
+	TotalPages int          `json:"total_pages"`
+}
+
+// ChildChunkRequest Body of add-child-chunk and update-child-chunk. Unknown members are ignored.
+type ChildChunkRequest struct {
+	Content              string                 `json:"content"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ChildChunkResponse One child chunk.
+type ChildChunkResponse struct {
+	// Data A child chunk of a hierarchical document's chunk; what is searched, while the parent chunk is returned.
+	//
+	// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
+	Data ChildChunk `json:"data"`
+}
+
 // Conversation A conversation of an end user with the app.
 type Conversation struct {
 	CreatedAt    int64                  `json:"created_at"`
@@ -1312,6 +1699,117 @@ type ConversationList struct {
 	Limit   int            `json:"limit"`
 }
 
+// CreateDatasetRequest Body of create-knowledge-base. Unknown members are ignored.
+type CreateDatasetRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// EmbeddingModel A `text-embedding` model of the models listing; given together with `embedding_model_provider`.
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+
+	// EmbeddingModelProvider Provider of `embedding_model`, as `org/plugin/provider` or bare (`openai`).
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+
+	// Name Unique within the workspace.
+	Name string `json:"name"`
+
+	// Permission Default `only_me`.
+	Permission *DatasetPermission `json:"permission,omitempty"`
+
+	// Provider `vendor` (default); `external` knowledge bases are not supported.
+	Provider       *CreateDatasetRequestProvider `json:"provider,omitempty"`
+	RetrievalModel *RetrievalModel               `json:"retrieval_model,omitempty"`
+
+	// SummaryIndexSetting Summary-index configuration (newest Dify).
+	SummaryIndexSetting  *SummaryIndexSetting   `json:"summary_index_setting,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateDatasetRequestProvider `vendor` (default); `external` knowledge bases are not supported.
+type CreateDatasetRequestProvider string
+
+// CreateDocumentByFileRequest Multipart body of create-document-by-file. Both parts are optional here because the
+// server answers their absence with Dify's own errors (`no_file_uploaded`, "process_rule is
+// required."). Other form fields are ignored.
+type CreateDocumentByFileRequest struct {
+	// Data A JSON object (see `DocumentProcessConfig`).
+	Data *string `json:"data,omitempty"`
+
+	// File The document; exactly one file part.
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateDocumentByTextRequest Body of create-document-by-text. Unknown members are ignored.
+type CreateDocumentByTextRequest struct {
+	// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+	// `qa_model` (question and answer pairs). Free text in requests so that another value
+	// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+	//
+	//
+	// Example: text_model
+	DocForm *DocForm `json:"doc_form,omitempty"`
+
+	// DocLanguage Language of generated questions for `qa_model`; default `English`.
+	DocLanguage *string `json:"doc_language,omitempty"`
+
+	// EmbeddingModel Used by the knowledge base's first high-quality document only.
+	EmbeddingModel         *string `json:"embedding_model,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+
+	// Name Document name; the text is stored as `<name>.txt`.
+	Name string `json:"name"`
+
+	// OriginalDocumentId Makes the call update that document instead.
+	OriginalDocumentId *string `json:"original_document_id,omitempty"`
+
+	// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+	// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+	// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+	// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+	// which is why neither is constrained here.
+	//
+	//
+	// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+	ProcessRule *ProcessRule `json:"process_rule,omitempty"`
+
+	// RetrievalModel Stored on the knowledge base by its first high-quality document only.
+	RetrievalModel *RetrievalModel `json:"retrieval_model,omitempty"`
+
+	// Text The document's content.
+	Text                 string                 `json:"text"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateMetadataFieldRequest Body of create-metadata-field. Unknown members are ignored.
+type CreateMetadataFieldRequest struct {
+	// Name Unique in the knowledge base, at most 255 characters, not a built-in field's name.
+	Name string `json:"name"`
+
+	// Type Value type of a metadata field.
+	Type                 MetadataType           `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateSegmentsRequest Body of add-chunks. Unknown members are ignored.
+type CreateSegmentsRequest struct {
+	Segments             []SegmentInput         `json:"segments"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateTagRequest Body of create-tag. Unknown members are ignored.
+type CreateTagRequest struct {
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // DataSourceDetail Expanded data source information.
 type DataSourceDetail struct {
 	// UploadFile The uploaded file behind a document.
@@ -1321,6 +1819,111 @@ type DataSourceDetail struct {
 // DataSourceInfo Raw data source information.
 type DataSourceInfo struct {
 	UploadFileId *string `json:"upload_file_id,omitempty"`
+}
+
+// Dataset A knowledge base. Timestamps are Unix epoch seconds.
+//
+// Example: {"app_count":1,"author_name":"Admin","built_in_field_enabled":false,"chunk_structure":null,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","data_source_type":"upload_file","description":"Manuals of every product line.","doc_form":"text_model","doc_metadata":[{"id":"0190f5a4-3b5c-7d6e-9f7a-8b9c0d1e2f3a","name":"product","type":"string"}],"document_count":1,"embedding_available":true,"embedding_model":"text-embedding-3-small","embedding_model_provider":"langgenius/openai/openai","enable_api":true,"external_knowledge_info":null,"external_retrieval_model":null,"icon_info":null,"id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","indexing_technique":"high_quality","is_multimodal":false,"is_published":false,"maintainer":null,"name":"Product manuals","permission":"only_me","pipeline_id":null,"provider":"vendor","retrieval_model_dict":{"reranking_enable":false,"reranking_model":{"reranking_model_name":"","reranking_provider_name":""},"score_threshold_enabled":false,"search_method":"semantic_search","top_k":2},"runtime_mode":"general","summary_index_setting":null,"tags":[{"id":"0190f5a3-2a4b-7c5d-8e6f-7a8b9c0d1e2f","name":"manuals","type":"knowledge"}],"total_available_documents":1,"total_documents":1,"updated_at":1741267200,"updated_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","word_count":4120}
+type Dataset struct {
+	// AppCount Apps that use the knowledge base.
+	AppCount int `json:"app_count"`
+
+	// AuthorName Display name of the creator.
+	AuthorName          *string `json:"author_name"`
+	BuiltInFieldEnabled bool    `json:"built_in_field_enabled"`
+	ChunkStructure      *string `json:"chunk_structure"`
+	CreatedAt           int64   `json:"created_at"`
+	CreatedBy           string  `json:"created_by"`
+
+	// DataSourceType Set by the first document (`upload_file`).
+	DataSourceType *string `json:"data_source_type"`
+	Description    string  `json:"description"`
+
+	// DocForm Chunk structure (`text_model`, `hierarchical_model`, `qa_model`).
+	DocForm *string `json:"doc_form"`
+
+	// DocMetadata Metadata field definitions; with built-in fields enabled, also those (id `built-in`).
+	DocMetadata   []MetadataField `json:"doc_metadata"`
+	DocumentCount int             `json:"document_count"`
+
+	// EmbeddingAvailable True for economy, or when the embedding model is an active text-embedding model of the workspace.
+	EmbeddingAvailable bool    `json:"embedding_available"`
+	EmbeddingModel     *string `json:"embedding_model"`
+
+	// EmbeddingModelProvider As `org/plugin/provider`, e.g. `langgenius/openai/openai`.
+	EmbeddingModelProvider *string `json:"embedding_model_provider"`
+	EnableApi              bool    `json:"enable_api"`
+
+	// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+	ExternalKnowledgeInfo *ExternalKnowledgeInfo `json:"external_knowledge_info"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model"`
+
+	// IconInfo The knowledge base's icon.
+	IconInfo *IconInfo          `json:"icon_info"`
+	Id       openapi_types.UUID `json:"id"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique"`
+	IsMultimodal      bool               `json:"is_multimodal"`
+	IsPublished       bool               `json:"is_published"`
+	Maintainer        *string            `json:"maintainer"`
+	Name              string             `json:"name"`
+
+	// PartialMemberList Account ids with access; always in the update response, and in the detail when `permission` is `partial_members`.
+	PartialMemberList *[]string `json:"partial_member_list,omitempty"`
+
+	// Permission Who may use the knowledge base in the console. Through the API every knowledge base of the workspace is reachable.
+	Permission DatasetPermission `json:"permission"`
+	PipelineId *string           `json:"pipeline_id"`
+	Provider   DatasetProvider   `json:"provider"`
+
+	// RetrievalModelDict How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
+	// `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
+	// (`reranking_model`) or `weights`. `score_threshold` applies only when
+	// `score_threshold_enabled`. Unknown members are ignored.
+	//
+	//
+	// Example: {"reranking_enable":false,"reranking_mode":"weighted_score","score_threshold":0.5,"score_threshold_enabled":true,"search_method":"hybrid_search","top_k":4,"weights":{"keyword_setting":{"keyword_weight":0.3},"vector_setting":{"embedding_model_name":"text-embedding-3-small","embedding_provider_name":"langgenius/openai/openai","vector_weight":0.7},"weight_type":"customized"}}
+	RetrievalModelDict RetrievalModel `json:"retrieval_model_dict"`
+
+	// RuntimeMode `general` or `rag_pipeline`.
+	RuntimeMode *string `json:"runtime_mode"`
+
+	// SummaryIndexSetting Summary-index configuration (newest Dify).
+	SummaryIndexSetting *SummaryIndexSetting `json:"summary_index_setting"`
+	Tags                []TagRef             `json:"tags"`
+
+	// TotalAvailableDocuments Documents that are completed, enabled and not archived.
+	TotalAvailableDocuments int     `json:"total_available_documents"`
+	TotalDocuments          int     `json:"total_documents"`
+	UpdatedAt               int64   `json:"updated_at"`
+	UpdatedBy               *string `json:"updated_by"`
+
+	// WordCount Characters of all documents.
+	WordCount int `json:"word_count"`
+}
+
+// DatasetProvider defines model for Dataset.Provider.
+type DatasetProvider string
+
+// DatasetList A page of knowledge bases; `has_more` is true when the page is full.
+type DatasetList struct {
+	Data    []Dataset `json:"data"`
+	HasMore bool      `json:"has_more"`
+	Limit   int       `json:"limit"`
+	Page    int       `json:"page"`
+	Total   int       `json:"total"`
+}
+
+// DatasetPermission Who may use the knowledge base in the console. Through the API every knowledge base of the workspace is reachable.
+type DatasetPermission string
+
+// DatasetTagList The tags bound to a knowledge base.
+type DatasetTagList struct {
+	Data  []BoundTag `json:"data"`
+	Total int        `json:"total"`
 }
 
 // Decimal A decimal number as text.
@@ -1334,8 +1937,21 @@ type DeleteConversationRequest struct {
 	User *string `json:"user,omitempty"`
 }
 
+// DeleteTagRequest Body of delete-tag. Unknown members are ignored.
+type DeleteTagRequest struct {
+	TagId                string                 `json:"tag_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
 type DisplayStatus string
+
+// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+// `qa_model` (question and answer pairs). Free text in requests so that another value
+// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+//
+// Example: text_model
+type DocForm = string
 
 // DocMetadata One metadata value of a document.
 type DocMetadata struct {
@@ -1360,6 +1976,115 @@ type DocMetadataValue1 = float32
 // DocMetadata_Value A string or number value, or null.
 type DocMetadata_Value struct {
 	union json.RawMessage
+}
+
+// DocumentDetail A document's detail. With `metadata=only` just `id`, `doc_type` and `doc_metadata` are
+// present; with `without` everything but those two; with `all` everything. Members that
+// are null are sent as null, not left out. Timestamps are Unix epoch seconds.
+//
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+type DocumentDetail struct {
+	Archived *bool `json:"archived,omitempty"`
+
+	// AverageSegmentLength Characters per chunk, rounded down.
+	AverageSegmentLength *int    `json:"average_segment_length,omitempty"`
+	CompletedAt          *int64  `json:"completed_at,omitempty"`
+	CreatedAt            *int64  `json:"created_at,omitempty"`
+	CreatedBy            *string `json:"created_by,omitempty"`
+
+	// CreatedFrom Example: api
+	CreatedFrom *string `json:"created_from,omitempty"`
+
+	// DataSourceInfo Expanded data source information.
+	DataSourceInfo *DataSourceDetail `json:"data_source_info,omitempty"`
+
+	// DataSourceType Example: upload_file
+	DataSourceType *string `json:"data_source_type,omitempty"`
+
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
+	DisabledAt         *int64             `json:"disabled_at,omitempty"`
+	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
+	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
+
+	// DocForm Example: text_model
+	DocForm     *string        `json:"doc_form,omitempty"`
+	DocLanguage *string        `json:"doc_language,omitempty"`
+	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
+	DocType     *string        `json:"doc_type,omitempty"`
+
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
+	Enabled             *bool              `json:"enabled,omitempty"`
+	Error               *string            `json:"error,omitempty"`
+	HitCount            *int               `json:"hit_count,omitempty"`
+	Id                  openapi_types.UUID `json:"id"`
+
+	// IndexingLatency Seconds.
+	IndexingLatency *float64 `json:"indexing_latency,omitempty"`
+
+	// IndexingStatus Where the document is in indexing.
+	IndexingStatus       *IndexingStatus        `json:"indexing_status,omitempty"`
+	Name                 *string                `json:"name,omitempty"`
+	NeedSummary          *bool                  `json:"need_summary,omitempty"`
+	Position             *int                   `json:"position,omitempty"`
+	SegmentCount         *int                   `json:"segment_count,omitempty"`
+	SummaryIndexStatus   *string                `json:"summary_index_status,omitempty"`
+	Tokens               *int                   `json:"tokens,omitempty"`
+	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
+//
+// Example: {"cleaning_completed_at":1741267201,"completed_at":null,"completed_segments":4,"error":null,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_status":"indexing","parsing_completed_at":1741267201,"paused_at":null,"processing_started_at":1741267200,"splitting_completed_at":1741267201,"stopped_at":null,"total_segments":9}
+type DocumentIndexingStatus struct {
+	CleaningCompletedAt *int64 `json:"cleaning_completed_at"`
+	CompletedAt         *int64 `json:"completed_at"`
+
+	// CompletedSegments Chunks indexed so far (chunks being rebuilt are not counted).
+	CompletedSegments int     `json:"completed_segments"`
+	Error             *string `json:"error"`
+
+	// Id Document id.
+	Id openapi_types.UUID `json:"id"`
+
+	// IndexingStatus Where the document is in indexing.
+	IndexingStatus       IndexingStatus `json:"indexing_status"`
+	ParsingCompletedAt   *int64         `json:"parsing_completed_at"`
+	PausedAt             *int64         `json:"paused_at"`
+	ProcessingStartedAt  *int64         `json:"processing_started_at"`
+	SplittingCompletedAt *int64         `json:"splitting_completed_at"`
+	StoppedAt            *int64         `json:"stopped_at"`
+	TotalSegments        int            `json:"total_segments"`
+}
+
+// DocumentList A page of documents; `has_more` is true when the page is full.
+type DocumentList struct {
+	Data    []KnowledgeDocument `json:"data"`
+	HasMore bool                `json:"has_more"`
+	Limit   int                 `json:"limit"`
+	Page    int                 `json:"page"`
+	Total   int                 `json:"total"`
+}
+
+// DocumentMetadataOperation Metadata values for one document.
+type DocumentMetadataOperation struct {
+	DocumentId   string          `json:"document_id"`
+	MetadataList []MetadataValue `json:"metadata_list"`
+
+	// PartialUpdate Merge into the document's values instead of replacing them all.
+	PartialUpdate        *bool                  `json:"partial_update,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentStatusRequest Body of the document status change. Unknown members are ignored.
+type DocumentStatusRequest struct {
+	// DocumentIds The documents; unknown ids are skipped.
+	DocumentIds          *[]string              `json:"document_ids,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // DocumentWithBatch A created or updated document and its indexing batch.
@@ -1416,6 +2141,22 @@ type EventEnvelope struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64              `json:"created_at"`
 	MessageId openapi_types.UUID `json:"message_id"`
+}
+
+// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+type ExternalKnowledgeInfo struct {
+	ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint,omitempty"`
+	ExternalKnowledgeApiId       *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeApiName     *string `json:"external_knowledge_api_name,omitempty"`
+	ExternalKnowledgeId          *string `json:"external_knowledge_id,omitempty"`
+}
+
+// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+type ExternalRetrievalModel struct {
+	ScoreThreshold        *float64               `json:"score_threshold,omitempty"`
+	ScoreThresholdEnabled *bool                  `json:"score_threshold_enabled,omitempty"`
+	TopK                  *int                   `json:"top_k,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
 }
 
 // FeedbackRequest A rating of a message.
@@ -1628,8 +2369,24 @@ type HumanInputRequiredEventEvent string
 // Example: {"en_US":"OpenAI","zh_Hans":"OpenAI"}
 type I18nObject map[string]string
 
+// IconInfo The knowledge base's icon.
+type IconInfo struct {
+	Icon           *string `json:"icon,omitempty"`
+	IconBackground *string `json:"icon_background,omitempty"`
+	IconType       *string `json:"icon_type,omitempty"`
+	IconUrl        *string `json:"icon_url,omitempty"`
+}
+
 // IndexingStatus Where the document is in indexing.
 type IndexingStatus string
+
+// IndexingStatusList Indexing progress of a batch's documents.
+type IndexingStatusList struct {
+	Data []DocumentIndexingStatus `json:"data"`
+}
+
+// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+type IndexingTechnique string
 
 // InputFormItem One input of the app's form.
 type InputFormItem struct {
@@ -1918,6 +2675,96 @@ type MessageReplaceEvent struct {
 // MessageReplaceEventEvent defines model for MessageReplaceEvent.Event.
 type MessageReplaceEventEvent string
 
+// MetadataField A metadata field definition; `id` is `built-in` for the built-in fields listed by a knowledge base.
+//
+// Example: {"id":"0190f5a4-3b5c-7d6e-9f7a-8b9c0d1e2f3a","name":"product","type":"string"}
+type MetadataField struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Type Value type of a metadata field.
+	Type MetadataType `json:"type"`
+}
+
+// MetadataFieldList A knowledge base's custom metadata fields; `count` is the number of documents that use each.
+type MetadataFieldList struct {
+	BuiltInFieldEnabled bool `json:"built_in_field_enabled"`
+	DocMetadata         []struct {
+		Count int    `json:"count"`
+		Id    string `json:"id"`
+		Name  string `json:"name"`
+
+		// Type Value type of a metadata field.
+		Type MetadataType `json:"type"`
+	} `json:"doc_metadata"`
+}
+
+// MetadataFilteringCondition One metadata condition. Operators by field type: string `contains`, `not contains`,
+// `start with`, `end with`, `is`, `is not`, `empty`, `not empty`, `in`, `not in`; number
+// `=`, `≠`, `>`, `<`, `≥`, `≤`; time `before`, `after`.
+type MetadataFilteringCondition struct {
+	ComparisonOperator MetadataFilteringConditionComparisonOperator `json:"comparison_operator"`
+
+	// Name Metadata field name.
+	Name string `json:"name"`
+
+	// Value The value to compare with; a list for `in` and `not in`; absent or null for `empty` and `not empty`.
+	Value                *MetadataFilteringCondition_Value `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{}            `json:"-"`
+}
+
+// MetadataFilteringConditionComparisonOperator defines model for MetadataFilteringCondition.ComparisonOperator.
+type MetadataFilteringConditionComparisonOperator string
+
+// MetadataFilteringConditionValue0 defines model for MetadataFilteringCondition.Value.0.
+type MetadataFilteringConditionValue0 = string
+
+// MetadataFilteringConditionValue1 defines model for MetadataFilteringCondition.Value.1.
+type MetadataFilteringConditionValue1 = float32
+
+// MetadataFilteringConditionValue2 defines model for MetadataFilteringCondition.Value.2.
+type MetadataFilteringConditionValue2 = []string
+
+// MetadataFilteringCondition_Value The value to compare with; a list for `in` and `not in`; absent or null for `empty` and `not empty`.
+type MetadataFilteringCondition_Value struct {
+	union json.RawMessage
+}
+
+// MetadataFilteringConditions Keep only documents whose metadata satisfies the conditions (retrieve only).
+type MetadataFilteringConditions struct {
+	Conditions           *[]MetadataFilteringCondition               `json:"conditions,omitempty"`
+	LogicalOperator      *MetadataFilteringConditionsLogicalOperator `json:"logical_operator,omitempty"`
+	AdditionalProperties map[string]interface{}                      `json:"-"`
+}
+
+// MetadataFilteringConditionsLogicalOperator defines model for MetadataFilteringConditions.LogicalOperator.
+type MetadataFilteringConditionsLogicalOperator string
+
+// MetadataType Value type of a metadata field.
+type MetadataType string
+
+// MetadataValue A metadata field and the value to give it.
+type MetadataValue struct {
+	// Id Metadata field id.
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Value A string or number value, or null.
+	Value                *MetadataValue_Value   `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// MetadataValueValue0 defines model for MetadataValue.Value.0.
+type MetadataValueValue0 = string
+
+// MetadataValueValue1 defines model for MetadataValue.Value.1.
+type MetadataValueValue1 = float32
+
+// MetadataValue_Value A string or number value, or null.
+type MetadataValue_Value struct {
+	union json.RawMessage
+}
+
 // Model A model of a provider.
 type Model struct {
 	Deprecated                     bool           `json:"deprecated"`
@@ -2130,6 +2977,58 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
+type PreProcessingRule struct {
+	Enabled              *bool                  `json:"enabled,omitempty"`
+	Id                   *string                `json:"id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+// which is why neither is constrained here.
+//
+// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+type ProcessRule struct {
+	// Mode Example: custom
+	Mode string `json:"mode"`
+
+	// Rules The rules of a `custom` or `hierarchical` process rule.
+	Rules                *ProcessRuleRules      `json:"rules,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+type ProcessRuleDetail struct {
+	DatasetId *string `json:"dataset_id,omitempty"`
+	Id        *string `json:"id,omitempty"`
+
+	// Mode Example: custom
+	Mode                 *string                 `json:"mode,omitempty"`
+	Rules                *map[string]interface{} `json:"rules,omitempty"`
+	AdditionalProperties map[string]interface{}  `json:"-"`
+}
+
+// ProcessRuleRules The rules of a `custom` or `hierarchical` process rule.
+type ProcessRuleRules struct {
+	// ParentMode `paragraph` or `full-doc` (hierarchical only).
+	ParentMode *string `json:"parent_mode,omitempty"`
+
+	// PreProcessingRules Cleaning steps; required (possibly empty) for `custom` and `hierarchical`.
+	PreProcessingRules *[]PreProcessingRule `json:"pre_processing_rules,omitempty"`
+
+	// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	Segmentation *Segmentation `json:"segmentation,omitempty"`
+
+	// SubchunkSegmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	SubchunkSegmentation *Segmentation          `json:"subchunk_segmentation,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // ProgressData Progress of an iteration or loop node (informational).
 type ProgressData struct {
 	CreatedAt            *int64                 `json:"created_at,omitempty"`
@@ -2172,6 +3071,13 @@ type RenameConversationRequest struct {
 	User         *string `json:"user,omitempty"`
 }
 
+// RerankingModel A rerank model, as listed by the models listing with `model_type` `rerank`.
+type RerankingModel struct {
+	RerankingModelName    *string                `json:"reranking_model_name,omitempty"`
+	RerankingProviderName *string                `json:"reranking_provider_name,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
 // ResponseMetadata Usage and the knowledge citations of a reply.
 type ResponseMetadata struct {
 	// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
@@ -2189,6 +3095,151 @@ type Result struct {
 
 // ResultResult defines model for Result.Result.
 type ResultResult string
+
+// RetrievalModel How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
+// `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
+// (`reranking_model`) or `weights`. `score_threshold` applies only when
+// `score_threshold_enabled`. Unknown members are ignored.
+//
+// Example: {"reranking_enable":false,"reranking_mode":"weighted_score","score_threshold":0.5,"score_threshold_enabled":true,"search_method":"hybrid_search","top_k":4,"weights":{"keyword_setting":{"keyword_weight":0.3},"vector_setting":{"embedding_model_name":"text-embedding-3-small","embedding_provider_name":"langgenius/openai/openai","vector_weight":0.7},"weight_type":"customized"}}
+type RetrievalModel struct {
+	// MetadataFilteringConditions Keep only documents whose metadata satisfies the conditions (retrieve only).
+	MetadataFilteringConditions *MetadataFilteringConditions `json:"metadata_filtering_conditions,omitempty"`
+	RerankingEnable             bool                         `json:"reranking_enable"`
+	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode,omitempty"`
+
+	// RerankingModel A rerank model, as listed by the models listing with `model_type` `rerank`.
+	RerankingModel        *RerankingModel            `json:"reranking_model,omitempty"`
+	ScoreThreshold        *float64                   `json:"score_threshold,omitempty"`
+	ScoreThresholdEnabled bool                       `json:"score_threshold_enabled"`
+	SearchMethod          RetrievalModelSearchMethod `json:"search_method"`
+
+	// TopK Number of chunks to return.
+	TopK int `json:"top_k"`
+
+	// Weights Weights of semantic and keyword scores for `reranking_mode` `weighted_score`.
+	Weights              *RetrievalWeights      `json:"weights,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrievalModelRerankingMode defines model for RetrievalModel.RerankingMode.
+type RetrievalModelRerankingMode string
+
+// RetrievalModelSearchMethod defines model for RetrievalModel.SearchMethod.
+type RetrievalModelSearchMethod string
+
+// RetrievalWeights Weights of semantic and keyword scores for `reranking_mode` `weighted_score`.
+type RetrievalWeights struct {
+	KeywordSetting       *RetrievalWeights_KeywordSetting `json:"keyword_setting,omitempty"`
+	VectorSetting        *RetrievalWeights_VectorSetting  `json:"vector_setting,omitempty"`
+	WeightType           *RetrievalWeightsWeightType      `json:"weight_type,omitempty"`
+	AdditionalProperties map[string]interface{}           `json:"-"`
+}
+
+// RetrievalWeights_KeywordSetting defines model for RetrievalWeights.KeywordSetting.
+type RetrievalWeights_KeywordSetting struct {
+	KeywordWeight        float64                `json:"keyword_weight"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrievalWeights_VectorSetting defines model for RetrievalWeights.VectorSetting.
+type RetrievalWeights_VectorSetting struct {
+	EmbeddingModelName    string                 `json:"embedding_model_name"`
+	EmbeddingProviderName string                 `json:"embedding_provider_name"`
+	VectorWeight          float64                `json:"vector_weight"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
+// RetrievalWeightsWeightType defines model for RetrievalWeights.WeightType.
+type RetrievalWeightsWeightType string
+
+// RetrieveChildChunk A matching child chunk of a retrieved parent chunk.
+type RetrieveChildChunk struct {
+	Content  string             `json:"content"`
+	Id       openapi_types.UUID `json:"id"`
+	Position int                `json:"position"`
+	Score    float64            `json:"score"`
+}
+
+// RetrieveDocument The document of a retrieved chunk. `doc_metadata` is the raw metadata object keyed by field name, not the list form.
+type RetrieveDocument struct {
+	// DataSourceType Example: upload_file
+	DataSourceType string                  `json:"data_source_type"`
+	DocMetadata    *map[string]interface{} `json:"doc_metadata"`
+	DocType        *string                 `json:"doc_type"`
+	Id             openapi_types.UUID      `json:"id"`
+	Name           string                  `json:"name"`
+}
+
+// RetrieveRecord A matching chunk. For a hierarchical document `segment` is the parent chunk, `score` its
+// best child's score and `child_chunks` the matching children; otherwise `child_chunks` is
+// empty. `score` is null for keyword search.
+type RetrieveRecord struct {
+	ChildChunks []RetrieveChildChunk     `json:"child_chunks"`
+	Files       []map[string]interface{} `json:"files"`
+	Score       *float64                 `json:"score"`
+
+	// Segment A chunk in a retrieval result, with its document.
+	Segment      RetrieveSegment         `json:"segment"`
+	Summary      *string                 `json:"summary"`
+	TsnePosition *map[string]interface{} `json:"tsne_position"`
+}
+
+// RetrieveRequest Body of retrieve. `query` is required unless `attachment_ids` is given, and may not exceed
+// 250 characters; the server checks both with Dify's messages. Unknown members are ignored.
+type RetrieveRequest struct {
+	// AttachmentIds Image query of a multimodal knowledge base.
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
+	Query                  *string                 `json:"query,omitempty"`
+
+	// RetrievalModel Overrides the knowledge base's retrieval settings for this call.
+	RetrievalModel       *RetrievalModel        `json:"retrieval_model,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrieveResult The query and the matching chunks, best first.
+//
+// Example: {"query":{"content":"What is Dify?"},"records":[{"child_chunks":[],"files":[],"score":0.92,"segment":{"answer":null,"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document":{"data_source_type":"upload_file","doc_metadata":null,"doc_type":null,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","name":"guide.txt"},"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":1,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"tokens":9,"word_count":40},"summary":null,"tsne_position":null}]}
+type RetrieveResult struct {
+	Query struct {
+		Content string `json:"content"`
+	} `json:"query"`
+	Records []RetrieveRecord `json:"records"`
+}
+
+// RetrieveSegment A chunk in a retrieval result, with its document.
+type RetrieveSegment struct {
+	Answer      *string `json:"answer"`
+	CompletedAt *int64  `json:"completed_at"`
+	Content     string  `json:"content"`
+	CreatedAt   int64   `json:"created_at"`
+	CreatedBy   string  `json:"created_by"`
+	DisabledAt  *int64  `json:"disabled_at"`
+	DisabledBy  *string `json:"disabled_by"`
+
+	// Document The document of a retrieved chunk. `doc_metadata` is the raw metadata object keyed by field name, not the list form.
+	Document      RetrieveDocument   `json:"document"`
+	DocumentId    openapi_types.UUID `json:"document_id"`
+	Enabled       bool               `json:"enabled"`
+	Error         *string            `json:"error"`
+	HitCount      int                `json:"hit_count"`
+	Id            openapi_types.UUID `json:"id"`
+	IndexNodeHash string             `json:"index_node_hash"`
+	IndexNodeId   string             `json:"index_node_id"`
+	IndexingAt    *int64             `json:"indexing_at"`
+	Keywords      []string           `json:"keywords"`
+	Position      int                `json:"position"`
+	SignContent   string             `json:"sign_content"`
+
+	// Status Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+	Status    SegmentStatus `json:"status"`
+	StoppedAt *int64        `json:"stopped_at"`
+	Tokens    int           `json:"tokens"`
+	WordCount int           `json:"word_count"`
+}
 
 // RetrieverResource A knowledge chunk cited by a reply.
 type RetrieverResource struct {
@@ -2215,6 +3266,130 @@ type RetrieverResource struct {
 	WordCount       *int               `json:"word_count,omitempty"`
 }
 
+// Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
+//
+// Example: {"answer":null,"attachments":[],"child_chunks":[],"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":0,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify","platform"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"summary":null,"tokens":9,"updated_at":1741267201,"updated_by":null,"word_count":40}
+type Segment struct {
+	// Answer The answer of a `qa_model` pair.
+	Answer      *string             `json:"answer"`
+	Attachments []SegmentAttachment `json:"attachments"`
+
+	// ChildChunks Child chunks of a hierarchical document's chunk; empty otherwise.
+	ChildChunks []ChildChunk `json:"child_chunks"`
+	CompletedAt *int64       `json:"completed_at"`
+
+	// Content The chunk's text; the question of a `qa_model` pair.
+	Content       string             `json:"content"`
+	CreatedAt     int64              `json:"created_at"`
+	CreatedBy     string             `json:"created_by"`
+	DisabledAt    *int64             `json:"disabled_at"`
+	DisabledBy    *string            `json:"disabled_by"`
+	DocumentId    openapi_types.UUID `json:"document_id"`
+	Enabled       bool               `json:"enabled"`
+	Error         *string            `json:"error"`
+	HitCount      int                `json:"hit_count"`
+	Id            openapi_types.UUID `json:"id"`
+	IndexNodeHash string             `json:"index_node_hash"`
+	IndexNodeId   string             `json:"index_node_id"`
+	IndexingAt    *int64             `json:"indexing_at"`
+	Keywords      []string           `json:"keywords"`
+
+	// Position 1-based order within the document.
+	Position int `json:"position"`
+
+	// SignContent The content with signed file URLs.
+	SignContent string `json:"sign_content"`
+
+	// Status Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+	Status    SegmentStatus `json:"status"`
+	StoppedAt *int64        `json:"stopped_at"`
+	Summary   *string       `json:"summary"`
+
+	// Tokens Embedding tokens; 0 for economy knowledge bases.
+	Tokens    int     `json:"tokens"`
+	UpdatedAt int64   `json:"updated_at"`
+	UpdatedBy *string `json:"updated_by"`
+	WordCount int     `json:"word_count"`
+}
+
+// SegmentAttachment A file attached to a chunk.
+type SegmentAttachment struct {
+	Extension string  `json:"extension"`
+	Id        string  `json:"id"`
+	MimeType  string  `json:"mime_type"`
+	Name      string  `json:"name"`
+	Size      int64   `json:"size"`
+	SourceUrl *string `json:"source_url"`
+}
+
+// SegmentInput A chunk to add. `content` must not be empty; `answer` is required in a `qa_model` document.
+type SegmentInput struct {
+	Answer        *string   `json:"answer,omitempty"`
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+	Content       *string   `json:"content,omitempty"`
+
+	// Keywords Keywords for the economy keyword table; extracted from the content when absent.
+	Keywords             *[]string              `json:"keywords,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SegmentList A page of a document's chunks; `has_more` is true when the page is full.
+type SegmentList struct {
+	Data []Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+	HasMore bool   `json:"has_more"`
+	Limit   int    `json:"limit"`
+	Page    int    `json:"page"`
+	Total   int    `json:"total"`
+}
+
+// SegmentResponse One chunk and its document's chunk structure.
+type SegmentResponse struct {
+	// Data A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
+	//
+	// Example: {"answer":null,"attachments":[],"child_chunks":[],"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":0,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify","platform"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"summary":null,"tokens":9,"updated_at":1741267201,"updated_by":null,"word_count":40}
+	Data Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+}
+
+// SegmentStatus Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+type SegmentStatus string
+
+// SegmentUpdate Changes to a chunk; absent and null members are left as they are.
+type SegmentUpdate struct {
+	Answer        *string   `json:"answer,omitempty"`
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+	Content       *string   `json:"content,omitempty"`
+	Enabled       *bool     `json:"enabled,omitempty"`
+	Keywords      *[]string `json:"keywords,omitempty"`
+
+	// RegenerateChildChunks Rebuild the child chunks of a hierarchical document's chunk from the new content.
+	RegenerateChildChunks *bool                  `json:"regenerate_child_chunks,omitempty"`
+	Summary               *string                `json:"summary,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
+// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+type Segmentation struct {
+	ChunkOverlap         *int                   `json:"chunk_overlap,omitempty"`
+	MaxTokens            *int                   `json:"max_tokens,omitempty"`
+	Separator            *string                `json:"separator,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SegmentsCreated The chunks just added and their document's chunk structure.
+type SegmentsCreated struct {
+	Data []Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+}
+
 // SuggestedQuestions Follow-up questions.
 type SuggestedQuestions struct {
 	Data   []string                 `json:"data"`
@@ -2223,6 +3398,42 @@ type SuggestedQuestions struct {
 
 // SuggestedQuestionsResult defines model for SuggestedQuestions.Result.
 type SuggestedQuestionsResult string
+
+// SummaryIndexSetting Summary-index configuration (newest Dify).
+type SummaryIndexSetting struct {
+	Enable               *bool                  `json:"enable,omitempty"`
+	ModelName            *string                `json:"model_name,omitempty"`
+	ModelProviderName    *string                `json:"model_provider_name,omitempty"`
+	SummaryPrompt        *string                `json:"summary_prompt,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// Tag A workspace tag for knowledge bases. `binding_count` is a decimal string, as in Dify.
+//
+// Example: {"binding_count":"1","id":"0190f5a3-2a4b-7c5d-8e6f-7a8b9c0d1e2f","name":"manuals","type":"knowledge"}
+type Tag struct {
+	// BindingCount Number of knowledge bases bound to the tag.
+	BindingCount *string            `json:"binding_count"`
+	Id           openapi_types.UUID `json:"id"`
+	Name         string             `json:"name"`
+	Type         TagType            `json:"type"`
+}
+
+// TagType defines model for Tag.Type.
+type TagType string
+
+// TagList The workspace's knowledge tags.
+type TagList = []Tag
+
+// TagRef A tag bound to a knowledge base.
+type TagRef struct {
+	Id   openapi_types.UUID `json:"id"`
+	Name string             `json:"name"`
+	Type TagRefType         `json:"type"`
+}
+
+// TagRefType defines model for TagRef.Type.
+type TagRefType string
 
 // TaskEnvelope defines model for TaskEnvelope.
 type TaskEnvelope struct {
@@ -2265,6 +3476,46 @@ type TtsMessageEvent struct {
 // TtsMessageEventEvent defines model for TtsMessageEvent.Event.
 type TtsMessageEventEvent string
 
+// UnbindTagsRequest Body of unbind-tags; `tag_ids`, or the legacy `tag_id`, must name at least one tag. Unknown members are ignored.
+type UnbindTagsRequest struct {
+	// TagId A single tag id, as the official SDKs send it; used when `tag_ids` is empty.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	TagId  *string   `json:"tag_id,omitempty"`
+	TagIds *[]string `json:"tag_ids,omitempty"`
+
+	// TargetId The knowledge base.
+	TargetId             string                 `json:"target_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
+type UpdateDatasetRequest struct {
+	Description            *string `json:"description,omitempty"`
+	EmbeddingModel         *string `json:"embedding_model,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+	Name              *string            `json:"name,omitempty"`
+
+	// PartialMemberList Members given access when `permission` is `partial_members`.
+	PartialMemberList    *[]UpdateDatasetRequest_PartialMemberList_Item `json:"partial_member_list,omitempty"`
+	Permission           *DatasetPermission                             `json:"permission,omitempty"`
+	RetrievalModel       *RetrievalModel                                `json:"retrieval_model,omitempty"`
+	AdditionalProperties map[string]interface{}                         `json:"-"`
+}
+
+// UpdateDatasetRequest_PartialMemberList_Item defines model for UpdateDatasetRequest.partial_member_list.Item.
+type UpdateDatasetRequest_PartialMemberList_Item struct {
+	UserId               *string                `json:"user_id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // UpdateDocumentByFileRequest Multipart body of update-by-file. Other form fields are ignored.
 type UpdateDocumentByFileRequest struct {
 	// Data A JSON object (see `DocumentProcessConfig`) with the create-document-by-text configuration members except `name` and `text`.
@@ -2272,6 +3523,70 @@ type UpdateDocumentByFileRequest struct {
 
 	// File The new content of the document.
 	File                 openapi_types.File     `json:"file"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentByTextRequest Body of update-document-by-text; `name` is required when `text` is given. Unknown members are ignored.
+type UpdateDocumentByTextRequest struct {
+	// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+	// `qa_model` (question and answer pairs). Free text in requests so that another value
+	// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+	//
+	//
+	// Example: text_model
+	DocForm     *DocForm `json:"doc_form,omitempty"`
+	DocLanguage *string  `json:"doc_language,omitempty"`
+	Name        *string  `json:"name,omitempty"`
+
+	// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+	// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+	// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+	// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+	// which is why neither is constrained here.
+	//
+	//
+	// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+	ProcessRule    *ProcessRule    `json:"process_rule,omitempty"`
+	RetrievalModel *RetrievalModel `json:"retrieval_model,omitempty"`
+
+	// Text New content; when absent only the configuration changes.
+	Text                 *string                `json:"text,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentRequest Multipart body of update-document; without `file` only the configuration changes. Other form fields are ignored.
+type UpdateDocumentRequest struct {
+	// Data A JSON object (see `DocumentProcessConfig`); `indexing_technique` is ignored.
+	Data *string `json:"data,omitempty"`
+
+	// File The new content of the document.
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentsMetadataRequest Body of set-documents-metadata. Unknown members are ignored.
+type UpdateDocumentsMetadataRequest struct {
+	OperationData        []DocumentMetadataOperation `json:"operation_data"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
+}
+
+// UpdateMetadataFieldRequest Body of rename-metadata-field. Unknown members are ignored.
+type UpdateMetadataFieldRequest struct {
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateSegmentRequest Body of update-chunk. Unknown members are ignored.
+type UpdateSegmentRequest struct {
+	// Segment Changes to a chunk; absent and null members are left as they are.
+	Segment              SegmentUpdate          `json:"segment"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateTagRequest Body of rename-tag. Unknown members are ignored.
+type UpdateTagRequest struct {
+	Name                 string                 `json:"name"`
+	TagId                string                 `json:"tag_id"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -2455,14 +3770,35 @@ type WorkflowStartedEventDataReason string
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
 
+// Batch defines model for Batch.
+type Batch = string
+
+// ChildChunkId defines model for ChildChunkId.
+type ChildChunkId = string
+
 // ConversationId defines model for ConversationId.
 type ConversationId = string
+
+// DatasetId defines model for DatasetId.
+type DatasetId = string
+
+// DocumentId defines model for DocumentId.
+type DocumentId = string
 
 // Limit defines model for Limit.
 type Limit = int
 
 // MessageId defines model for MessageId.
 type MessageId = string
+
+// MetadataId defines model for MetadataId.
+type MetadataId = string
+
+// Page defines model for Page.
+type Page = int
+
+// SegmentId defines model for SegmentId.
+type SegmentId = string
 
 // TaskId defines model for TaskId.
 type TaskId = string
@@ -2475,6 +3811,9 @@ type UserRequired = string
 
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error
+
+// Conflict The body of every error response, and the payload members of the `error` event.
+type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
@@ -2527,6 +3866,72 @@ type ListConversationsParams struct {
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
 
+// ListDatasetsParams defines parameters for ListDatasets.
+type ListDatasetsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep knowledge bases whose name contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// IncludeAll Include knowledge bases regardless of their permission setting.
+	IncludeAll *bool `form:"include_all,omitempty" json:"include_all,omitempty"`
+
+	// TagIds Keep knowledge bases bound to any of these tags; repeat the parameter for several.
+	TagIds *[]string `form:"tag_ids,omitempty" json:"tag_ids,omitempty"`
+}
+
+// ListDocumentsParams defines parameters for ListDocuments.
+type ListDocumentsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep documents whose name contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Status Keep documents with this display status.
+	Status *DisplayStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// GetDocumentParams defines parameters for GetDocument.
+type GetDocumentParams struct {
+	// Metadata `all` (default), `only` or `without`. Declared as free text so that another value reaches the server, which answers 400 `invalid_metadata` as Dify does.
+	Metadata *string `form:"metadata,omitempty" json:"metadata,omitempty"`
+}
+
+// ListSegmentsParams defines parameters for ListSegments.
+type ListSegmentsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Status Keep chunks with any of these statuses (`waiting`, `indexing`, `completed`, `error`, `re_segment`); repeat the parameter for several. Other values match nothing.
+	Status *[]string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Keyword Keep chunks whose content contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// ListChildChunksParams defines parameters for ListChildChunks.
+type ListChildChunksParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep child chunks whose content contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
 // GetAppInfoParams defines parameters for GetAppInfo.
 type GetAppInfoParams struct {
 	// User End-user identifier; when omitted, a shared anonymous end user.
@@ -2578,10 +3983,87 @@ type DeleteConversationJSONRequestBody = DeleteConversationRequest
 // RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
 type RenameConversationJSONRequestBody = RenameConversationRequest
 
+// CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
+type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
+type DeleteTagJSONRequestBody = DeleteTagRequest
+
+// UpdateTagJSONRequestBody defines body for UpdateTag for application/json ContentType.
+type UpdateTagJSONRequestBody = UpdateTagRequest
+
+// CreateTagJSONRequestBody defines body for CreateTag for application/json ContentType.
+type CreateTagJSONRequestBody = CreateTagRequest
+
+// BindTagsJSONRequestBody defines body for BindTags for application/json ContentType.
+type BindTagsJSONRequestBody = BindTagsRequest
+
+// UnbindTagsJSONRequestBody defines body for UnbindTags for application/json ContentType.
+type UnbindTagsJSONRequestBody = UnbindTagsRequest
+
+// UpdateDatasetJSONRequestBody defines body for UpdateDataset for application/json ContentType.
+type UpdateDatasetJSONRequestBody = UpdateDatasetRequest
+
+// CreateDocumentByFileMultipartRequestBody defines body for CreateDocumentByFile for multipart/form-data ContentType.
+type CreateDocumentByFileMultipartRequestBody = CreateDocumentByFileRequest
+
+// CreateDocumentByTextJSONRequestBody defines body for CreateDocumentByText for application/json ContentType.
+type CreateDocumentByTextJSONRequestBody = CreateDocumentByTextRequest
+
+// CreateDocumentByFileLegacyMultipartRequestBody defines body for CreateDocumentByFileLegacy for multipart/form-data ContentType.
+type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileRequest
+
+// CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
+type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
+type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
+
+// UpdateDocumentStatusJSONRequestBody defines body for UpdateDocumentStatus for application/json ContentType.
+type UpdateDocumentStatusJSONRequestBody = DocumentStatusRequest
+
+// UpdateDocumentMultipartRequestBody defines body for UpdateDocument for multipart/form-data ContentType.
+type UpdateDocumentMultipartRequestBody = UpdateDocumentRequest
+
+// CreateSegmentsJSONRequestBody defines body for CreateSegments for application/json ContentType.
+type CreateSegmentsJSONRequestBody = CreateSegmentsRequest
+
+// UpdateSegmentJSONRequestBody defines body for UpdateSegment for application/json ContentType.
+type UpdateSegmentJSONRequestBody = UpdateSegmentRequest
+
+// CreateChildChunkJSONRequestBody defines body for CreateChildChunk for application/json ContentType.
+type CreateChildChunkJSONRequestBody = ChildChunkRequest
+
+// UpdateChildChunkJSONRequestBody defines body for UpdateChildChunk for application/json ContentType.
+type UpdateChildChunkJSONRequestBody = ChildChunkRequest
+
 // UpdateDocumentByFileMultipartRequestBody defines body for UpdateDocumentByFile for multipart/form-data ContentType.
 //
 // Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileRequest
+
+// UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
+type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
+
+// UpdateDocumentByFileLegacyMultipartRequestBody defines body for UpdateDocumentByFileLegacy for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByFileLegacyMultipartRequestBody = UpdateDocumentByFileRequest
+
+// UpdateDocumentByTextLegacyJSONRequestBody defines body for UpdateDocumentByTextLegacy for application/json ContentType.
+type UpdateDocumentByTextLegacyJSONRequestBody = UpdateDocumentByTextRequest
+
+// HitTestingJSONRequestBody defines body for HitTesting for application/json ContentType.
+type HitTestingJSONRequestBody = RetrieveRequest
+
+// CreateMetadataFieldJSONRequestBody defines body for CreateMetadataField for application/json ContentType.
+type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
+
+// UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
+type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
+
+// RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
+type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
@@ -2773,6 +4255,1693 @@ func (a AgentLogEvent_Data) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for BindTagsRequest. Returns the specified
+// element and whether it was found
+func (a BindTagsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for BindTagsRequest
+func (a *BindTagsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for BindTagsRequest to handle AdditionalProperties
+func (a *BindTagsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_ids"]; found {
+		err = json.Unmarshal(raw, &a.TagIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_ids': %w", err)
+		}
+		delete(object, "tag_ids")
+	}
+
+	if raw, found := object["target_id"]; found {
+		err = json.Unmarshal(raw, &a.TargetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_id': %w", err)
+		}
+		delete(object, "target_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for BindTagsRequest to handle AdditionalProperties
+func (a BindTagsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.TagIds != nil {
+		object["tag_ids"], err = json.Marshal(a.TagIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_ids': %w", err)
+		}
+	}
+
+	object["target_id"], err = json.Marshal(a.TargetId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'target_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ChildChunkRequest. Returns the specified
+// element and whether it was found
+func (a ChildChunkRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChildChunkRequest
+func (a *ChildChunkRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChildChunkRequest to handle AdditionalProperties
+func (a *ChildChunkRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChildChunkRequest to handle AdditionalProperties
+func (a ChildChunkRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["content"], err = json.Marshal(a.Content)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'content': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDatasetRequest. Returns the specified
+// element and whether it was found
+func (a CreateDatasetRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDatasetRequest
+func (a *CreateDatasetRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDatasetRequest to handle AdditionalProperties
+func (a *CreateDatasetRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["external_knowledge_api_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeApiId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_api_id': %w", err)
+		}
+		delete(object, "external_knowledge_api_id")
+	}
+
+	if raw, found := object["external_knowledge_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_id': %w", err)
+		}
+		delete(object, "external_knowledge_id")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["permission"]; found {
+		err = json.Unmarshal(raw, &a.Permission)
+		if err != nil {
+			return fmt.Errorf("error reading 'permission': %w", err)
+		}
+		delete(object, "permission")
+	}
+
+	if raw, found := object["provider"]; found {
+		err = json.Unmarshal(raw, &a.Provider)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider': %w", err)
+		}
+		delete(object, "provider")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["summary_index_setting"]; found {
+		err = json.Unmarshal(raw, &a.SummaryIndexSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_index_setting': %w", err)
+		}
+		delete(object, "summary_index_setting")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDatasetRequest to handle AdditionalProperties
+func (a CreateDatasetRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Description != nil {
+		object["description"], err = json.Marshal(a.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeApiId != nil {
+		object["external_knowledge_api_id"], err = json.Marshal(a.ExternalKnowledgeApiId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_api_id': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeId != nil {
+		object["external_knowledge_id"], err = json.Marshal(a.ExternalKnowledgeId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_id': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Permission != nil {
+		object["permission"], err = json.Marshal(a.Permission)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'permission': %w", err)
+		}
+	}
+
+	if a.Provider != nil {
+		object["provider"], err = json.Marshal(a.Provider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	if a.SummaryIndexSetting != nil {
+		object["summary_index_setting"], err = json.Marshal(a.SummaryIndexSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_index_setting': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDocumentByFileRequest. Returns the specified
+// element and whether it was found
+func (a CreateDocumentByFileRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDocumentByFileRequest
+func (a *CreateDocumentByFileRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDocumentByFileRequest to handle AdditionalProperties
+func (a *CreateDocumentByFileRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDocumentByFileRequest to handle AdditionalProperties
+func (a CreateDocumentByFileRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDocumentByTextRequest. Returns the specified
+// element and whether it was found
+func (a CreateDocumentByTextRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDocumentByTextRequest
+func (a *CreateDocumentByTextRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDocumentByTextRequest to handle AdditionalProperties
+func (a *CreateDocumentByTextRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["original_document_id"]; found {
+		err = json.Unmarshal(raw, &a.OriginalDocumentId)
+		if err != nil {
+			return fmt.Errorf("error reading 'original_document_id': %w", err)
+		}
+		delete(object, "original_document_id")
+	}
+
+	if raw, found := object["process_rule"]; found {
+		err = json.Unmarshal(raw, &a.ProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'process_rule': %w", err)
+		}
+		delete(object, "process_rule")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &a.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+		delete(object, "text")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDocumentByTextRequest to handle AdditionalProperties
+func (a CreateDocumentByTextRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.OriginalDocumentId != nil {
+		object["original_document_id"], err = json.Marshal(a.OriginalDocumentId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'original_document_id': %w", err)
+		}
+	}
+
+	if a.ProcessRule != nil {
+		object["process_rule"], err = json.Marshal(a.ProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'process_rule': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	object["text"], err = json.Marshal(a.Text)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'text': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateMetadataFieldRequest. Returns the specified
+// element and whether it was found
+func (a CreateMetadataFieldRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateMetadataFieldRequest
+func (a *CreateMetadataFieldRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateMetadataFieldRequest to handle AdditionalProperties
+func (a *CreateMetadataFieldRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateMetadataFieldRequest to handle AdditionalProperties
+func (a CreateMetadataFieldRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateSegmentsRequest. Returns the specified
+// element and whether it was found
+func (a CreateSegmentsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateSegmentsRequest
+func (a *CreateSegmentsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateSegmentsRequest to handle AdditionalProperties
+func (a *CreateSegmentsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["segments"]; found {
+		err = json.Unmarshal(raw, &a.Segments)
+		if err != nil {
+			return fmt.Errorf("error reading 'segments': %w", err)
+		}
+		delete(object, "segments")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateSegmentsRequest to handle AdditionalProperties
+func (a CreateSegmentsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Segments != nil {
+		object["segments"], err = json.Marshal(a.Segments)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segments': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateTagRequest. Returns the specified
+// element and whether it was found
+func (a CreateTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateTagRequest
+func (a *CreateTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateTagRequest to handle AdditionalProperties
+func (a *CreateTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateTagRequest to handle AdditionalProperties
+func (a CreateTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DeleteTagRequest. Returns the specified
+// element and whether it was found
+func (a DeleteTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DeleteTagRequest
+func (a *DeleteTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DeleteTagRequest to handle AdditionalProperties
+func (a *DeleteTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DeleteTagRequest to handle AdditionalProperties
+func (a DeleteTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["tag_id"], err = json.Marshal(a.TagId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentDetail. Returns the specified
+// element and whether it was found
+func (a DocumentDetail) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentDetail
+func (a *DocumentDetail) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentDetail to handle AdditionalProperties
+func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["archived"]; found {
+		err = json.Unmarshal(raw, &a.Archived)
+		if err != nil {
+			return fmt.Errorf("error reading 'archived': %w", err)
+		}
+		delete(object, "archived")
+	}
+
+	if raw, found := object["average_segment_length"]; found {
+		err = json.Unmarshal(raw, &a.AverageSegmentLength)
+		if err != nil {
+			return fmt.Errorf("error reading 'average_segment_length': %w", err)
+		}
+		delete(object, "average_segment_length")
+	}
+
+	if raw, found := object["completed_at"]; found {
+		err = json.Unmarshal(raw, &a.CompletedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'completed_at': %w", err)
+		}
+		delete(object, "completed_at")
+	}
+
+	if raw, found := object["created_at"]; found {
+		err = json.Unmarshal(raw, &a.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_at': %w", err)
+		}
+		delete(object, "created_at")
+	}
+
+	if raw, found := object["created_by"]; found {
+		err = json.Unmarshal(raw, &a.CreatedBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_by': %w", err)
+		}
+		delete(object, "created_by")
+	}
+
+	if raw, found := object["created_from"]; found {
+		err = json.Unmarshal(raw, &a.CreatedFrom)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_from': %w", err)
+		}
+		delete(object, "created_from")
+	}
+
+	if raw, found := object["data_source_info"]; found {
+		err = json.Unmarshal(raw, &a.DataSourceInfo)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_source_info': %w", err)
+		}
+		delete(object, "data_source_info")
+	}
+
+	if raw, found := object["data_source_type"]; found {
+		err = json.Unmarshal(raw, &a.DataSourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_source_type': %w", err)
+		}
+		delete(object, "data_source_type")
+	}
+
+	if raw, found := object["dataset_process_rule"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule': %w", err)
+		}
+		delete(object, "dataset_process_rule")
+	}
+
+	if raw, found := object["disabled_at"]; found {
+		err = json.Unmarshal(raw, &a.DisabledAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'disabled_at': %w", err)
+		}
+		delete(object, "disabled_at")
+	}
+
+	if raw, found := object["disabled_by"]; found {
+		err = json.Unmarshal(raw, &a.DisabledBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'disabled_by': %w", err)
+		}
+		delete(object, "disabled_by")
+	}
+
+	if raw, found := object["display_status"]; found {
+		err = json.Unmarshal(raw, &a.DisplayStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_status': %w", err)
+		}
+		delete(object, "display_status")
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["doc_metadata"]; found {
+		err = json.Unmarshal(raw, &a.DocMetadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_metadata': %w", err)
+		}
+		delete(object, "doc_metadata")
+	}
+
+	if raw, found := object["doc_type"]; found {
+		err = json.Unmarshal(raw, &a.DocType)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_type': %w", err)
+		}
+		delete(object, "doc_type")
+	}
+
+	if raw, found := object["document_process_rule"]; found {
+		err = json.Unmarshal(raw, &a.DocumentProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_process_rule': %w", err)
+		}
+		delete(object, "document_process_rule")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["error"]; found {
+		err = json.Unmarshal(raw, &a.Error)
+		if err != nil {
+			return fmt.Errorf("error reading 'error': %w", err)
+		}
+		delete(object, "error")
+	}
+
+	if raw, found := object["hit_count"]; found {
+		err = json.Unmarshal(raw, &a.HitCount)
+		if err != nil {
+			return fmt.Errorf("error reading 'hit_count': %w", err)
+		}
+		delete(object, "hit_count")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["indexing_latency"]; found {
+		err = json.Unmarshal(raw, &a.IndexingLatency)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_latency': %w", err)
+		}
+		delete(object, "indexing_latency")
+	}
+
+	if raw, found := object["indexing_status"]; found {
+		err = json.Unmarshal(raw, &a.IndexingStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_status': %w", err)
+		}
+		delete(object, "indexing_status")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["need_summary"]; found {
+		err = json.Unmarshal(raw, &a.NeedSummary)
+		if err != nil {
+			return fmt.Errorf("error reading 'need_summary': %w", err)
+		}
+		delete(object, "need_summary")
+	}
+
+	if raw, found := object["position"]; found {
+		err = json.Unmarshal(raw, &a.Position)
+		if err != nil {
+			return fmt.Errorf("error reading 'position': %w", err)
+		}
+		delete(object, "position")
+	}
+
+	if raw, found := object["segment_count"]; found {
+		err = json.Unmarshal(raw, &a.SegmentCount)
+		if err != nil {
+			return fmt.Errorf("error reading 'segment_count': %w", err)
+		}
+		delete(object, "segment_count")
+	}
+
+	if raw, found := object["summary_index_status"]; found {
+		err = json.Unmarshal(raw, &a.SummaryIndexStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_index_status': %w", err)
+		}
+		delete(object, "summary_index_status")
+	}
+
+	if raw, found := object["tokens"]; found {
+		err = json.Unmarshal(raw, &a.Tokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'tokens': %w", err)
+		}
+		delete(object, "tokens")
+	}
+
+	if raw, found := object["updated_at"]; found {
+		err = json.Unmarshal(raw, &a.UpdatedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'updated_at': %w", err)
+		}
+		delete(object, "updated_at")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentDetail to handle AdditionalProperties
+func (a DocumentDetail) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Archived != nil {
+		object["archived"], err = json.Marshal(a.Archived)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'archived': %w", err)
+		}
+	}
+
+	if a.AverageSegmentLength != nil {
+		object["average_segment_length"], err = json.Marshal(a.AverageSegmentLength)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'average_segment_length': %w", err)
+		}
+	}
+
+	if a.CompletedAt != nil {
+		object["completed_at"], err = json.Marshal(a.CompletedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'completed_at': %w", err)
+		}
+	}
+
+	if a.CreatedAt != nil {
+		object["created_at"], err = json.Marshal(a.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_at': %w", err)
+		}
+	}
+
+	if a.CreatedBy != nil {
+		object["created_by"], err = json.Marshal(a.CreatedBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_by': %w", err)
+		}
+	}
+
+	if a.CreatedFrom != nil {
+		object["created_from"], err = json.Marshal(a.CreatedFrom)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_from': %w", err)
+		}
+	}
+
+	if a.DataSourceInfo != nil {
+		object["data_source_info"], err = json.Marshal(a.DataSourceInfo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data_source_info': %w", err)
+		}
+	}
+
+	if a.DataSourceType != nil {
+		object["data_source_type"], err = json.Marshal(a.DataSourceType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data_source_type': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRule != nil {
+		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DisabledAt != nil {
+		object["disabled_at"], err = json.Marshal(a.DisabledAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'disabled_at': %w", err)
+		}
+	}
+
+	if a.DisabledBy != nil {
+		object["disabled_by"], err = json.Marshal(a.DisabledBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'disabled_by': %w", err)
+		}
+	}
+
+	if a.DisplayStatus != nil {
+		object["display_status"], err = json.Marshal(a.DisplayStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'display_status': %w", err)
+		}
+	}
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.DocMetadata != nil {
+		object["doc_metadata"], err = json.Marshal(a.DocMetadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_metadata': %w", err)
+		}
+	}
+
+	if a.DocType != nil {
+		object["doc_type"], err = json.Marshal(a.DocType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_type': %w", err)
+		}
+	}
+
+	if a.DocumentProcessRule != nil {
+		object["document_process_rule"], err = json.Marshal(a.DocumentProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_process_rule': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Error != nil {
+		object["error"], err = json.Marshal(a.Error)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'error': %w", err)
+		}
+	}
+
+	if a.HitCount != nil {
+		object["hit_count"], err = json.Marshal(a.HitCount)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hit_count': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.IndexingLatency != nil {
+		object["indexing_latency"], err = json.Marshal(a.IndexingLatency)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_latency': %w", err)
+		}
+	}
+
+	if a.IndexingStatus != nil {
+		object["indexing_status"], err = json.Marshal(a.IndexingStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_status': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.NeedSummary != nil {
+		object["need_summary"], err = json.Marshal(a.NeedSummary)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'need_summary': %w", err)
+		}
+	}
+
+	if a.Position != nil {
+		object["position"], err = json.Marshal(a.Position)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'position': %w", err)
+		}
+	}
+
+	if a.SegmentCount != nil {
+		object["segment_count"], err = json.Marshal(a.SegmentCount)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segment_count': %w", err)
+		}
+	}
+
+	if a.SummaryIndexStatus != nil {
+		object["summary_index_status"], err = json.Marshal(a.SummaryIndexStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_index_status': %w", err)
+		}
+	}
+
+	if a.Tokens != nil {
+		object["tokens"], err = json.Marshal(a.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tokens': %w", err)
+		}
+	}
+
+	if a.UpdatedAt != nil {
+		object["updated_at"], err = json.Marshal(a.UpdatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'updated_at': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentMetadataOperation. Returns the specified
+// element and whether it was found
+func (a DocumentMetadataOperation) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentMetadataOperation
+func (a *DocumentMetadataOperation) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentMetadataOperation to handle AdditionalProperties
+func (a *DocumentMetadataOperation) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_id"]; found {
+		err = json.Unmarshal(raw, &a.DocumentId)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_id': %w", err)
+		}
+		delete(object, "document_id")
+	}
+
+	if raw, found := object["metadata_list"]; found {
+		err = json.Unmarshal(raw, &a.MetadataList)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_list': %w", err)
+		}
+		delete(object, "metadata_list")
+	}
+
+	if raw, found := object["partial_update"]; found {
+		err = json.Unmarshal(raw, &a.PartialUpdate)
+		if err != nil {
+			return fmt.Errorf("error reading 'partial_update': %w", err)
+		}
+		delete(object, "partial_update")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentMetadataOperation to handle AdditionalProperties
+func (a DocumentMetadataOperation) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["document_id"], err = json.Marshal(a.DocumentId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'document_id': %w", err)
+	}
+
+	if a.MetadataList != nil {
+		object["metadata_list"], err = json.Marshal(a.MetadataList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_list': %w", err)
+		}
+	}
+
+	if a.PartialUpdate != nil {
+		object["partial_update"], err = json.Marshal(a.PartialUpdate)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'partial_update': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentStatusRequest. Returns the specified
+// element and whether it was found
+func (a DocumentStatusRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentStatusRequest
+func (a *DocumentStatusRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
+func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
+func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalRetrievalModel. Returns the specified
+// element and whether it was found
+func (a ExternalRetrievalModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalRetrievalModel
+func (a *ExternalRetrievalModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalRetrievalModel to handle AdditionalProperties
+func (a *ExternalRetrievalModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["score_threshold"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold': %w", err)
+		}
+		delete(object, "score_threshold")
+	}
+
+	if raw, found := object["score_threshold_enabled"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThresholdEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold_enabled': %w", err)
+		}
+		delete(object, "score_threshold_enabled")
+	}
+
+	if raw, found := object["top_k"]; found {
+		err = json.Unmarshal(raw, &a.TopK)
+		if err != nil {
+			return fmt.Errorf("error reading 'top_k': %w", err)
+		}
+		delete(object, "top_k")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalRetrievalModel to handle AdditionalProperties
+func (a ExternalRetrievalModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ScoreThreshold != nil {
+		object["score_threshold"], err = json.Marshal(a.ScoreThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold': %w", err)
+		}
+	}
+
+	if a.ScoreThresholdEnabled != nil {
+		object["score_threshold_enabled"], err = json.Marshal(a.ScoreThresholdEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold_enabled': %w", err)
+		}
+	}
+
+	if a.TopK != nil {
+		object["top_k"], err = json.Marshal(a.TopK)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'top_k': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for FileUploadRequest. Returns the specified
 // element and whether it was found
 func (a FileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
@@ -2948,6 +6117,277 @@ func (a HumanInputField) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for MetadataFilteringCondition. Returns the specified
+// element and whether it was found
+func (a MetadataFilteringCondition) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataFilteringCondition
+func (a *MetadataFilteringCondition) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataFilteringCondition to handle AdditionalProperties
+func (a *MetadataFilteringCondition) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comparison_operator"]; found {
+		err = json.Unmarshal(raw, &a.ComparisonOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'comparison_operator': %w", err)
+		}
+		delete(object, "comparison_operator")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataFilteringCondition to handle AdditionalProperties
+func (a MetadataFilteringCondition) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["comparison_operator"], err = json.Marshal(a.ComparisonOperator)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'comparison_operator': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MetadataFilteringConditions. Returns the specified
+// element and whether it was found
+func (a MetadataFilteringConditions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataFilteringConditions
+func (a *MetadataFilteringConditions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataFilteringConditions to handle AdditionalProperties
+func (a *MetadataFilteringConditions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["conditions"]; found {
+		err = json.Unmarshal(raw, &a.Conditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'conditions': %w", err)
+		}
+		delete(object, "conditions")
+	}
+
+	if raw, found := object["logical_operator"]; found {
+		err = json.Unmarshal(raw, &a.LogicalOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'logical_operator': %w", err)
+		}
+		delete(object, "logical_operator")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataFilteringConditions to handle AdditionalProperties
+func (a MetadataFilteringConditions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Conditions != nil {
+		object["conditions"], err = json.Marshal(a.Conditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'conditions': %w", err)
+		}
+	}
+
+	if a.LogicalOperator != nil {
+		object["logical_operator"], err = json.Marshal(a.LogicalOperator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'logical_operator': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MetadataValue. Returns the specified
+// element and whether it was found
+func (a MetadataValue) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataValue
+func (a *MetadataValue) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataValue to handle AdditionalProperties
+func (a *MetadataValue) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataValue to handle AdditionalProperties
+func (a MetadataValue) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for Model_ModelProperties. Returns the specified
 // element and whether it was found
 func (a Model_ModelProperties) Get(fieldName string) (value interface{}, found bool) {
@@ -3004,6 +6444,396 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		object["context_size"], err = json.Marshal(a.ContextSize)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PreProcessingRule. Returns the specified
+// element and whether it was found
+func (a PreProcessingRule) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PreProcessingRule
+func (a *PreProcessingRule) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PreProcessingRule to handle AdditionalProperties
+func (a *PreProcessingRule) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PreProcessingRule to handle AdditionalProperties
+func (a PreProcessingRule) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRule. Returns the specified
+// element and whether it was found
+func (a ProcessRule) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRule
+func (a *ProcessRule) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRule to handle AdditionalProperties
+func (a *ProcessRule) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["mode"]; found {
+		err = json.Unmarshal(raw, &a.Mode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mode': %w", err)
+		}
+		delete(object, "mode")
+	}
+
+	if raw, found := object["rules"]; found {
+		err = json.Unmarshal(raw, &a.Rules)
+		if err != nil {
+			return fmt.Errorf("error reading 'rules': %w", err)
+		}
+		delete(object, "rules")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRule to handle AdditionalProperties
+func (a ProcessRule) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["mode"], err = json.Marshal(a.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'mode': %w", err)
+	}
+
+	if a.Rules != nil {
+		object["rules"], err = json.Marshal(a.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'rules': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRuleDetail. Returns the specified
+// element and whether it was found
+func (a ProcessRuleDetail) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRuleDetail
+func (a *ProcessRuleDetail) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRuleDetail to handle AdditionalProperties
+func (a *ProcessRuleDetail) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["dataset_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_id': %w", err)
+		}
+		delete(object, "dataset_id")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["mode"]; found {
+		err = json.Unmarshal(raw, &a.Mode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mode': %w", err)
+		}
+		delete(object, "mode")
+	}
+
+	if raw, found := object["rules"]; found {
+		err = json.Unmarshal(raw, &a.Rules)
+		if err != nil {
+			return fmt.Errorf("error reading 'rules': %w", err)
+		}
+		delete(object, "rules")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRuleDetail to handle AdditionalProperties
+func (a ProcessRuleDetail) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasetId != nil {
+		object["dataset_id"], err = json.Marshal(a.DatasetId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_id': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Mode != nil {
+		object["mode"], err = json.Marshal(a.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mode': %w", err)
+		}
+	}
+
+	if a.Rules != nil {
+		object["rules"], err = json.Marshal(a.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'rules': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRuleRules. Returns the specified
+// element and whether it was found
+func (a ProcessRuleRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRuleRules
+func (a *ProcessRuleRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRuleRules to handle AdditionalProperties
+func (a *ProcessRuleRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["parent_mode"]; found {
+		err = json.Unmarshal(raw, &a.ParentMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'parent_mode': %w", err)
+		}
+		delete(object, "parent_mode")
+	}
+
+	if raw, found := object["pre_processing_rules"]; found {
+		err = json.Unmarshal(raw, &a.PreProcessingRules)
+		if err != nil {
+			return fmt.Errorf("error reading 'pre_processing_rules': %w", err)
+		}
+		delete(object, "pre_processing_rules")
+	}
+
+	if raw, found := object["segmentation"]; found {
+		err = json.Unmarshal(raw, &a.Segmentation)
+		if err != nil {
+			return fmt.Errorf("error reading 'segmentation': %w", err)
+		}
+		delete(object, "segmentation")
+	}
+
+	if raw, found := object["subchunk_segmentation"]; found {
+		err = json.Unmarshal(raw, &a.SubchunkSegmentation)
+		if err != nil {
+			return fmt.Errorf("error reading 'subchunk_segmentation': %w", err)
+		}
+		delete(object, "subchunk_segmentation")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRuleRules to handle AdditionalProperties
+func (a ProcessRuleRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ParentMode != nil {
+		object["parent_mode"], err = json.Marshal(a.ParentMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'parent_mode': %w", err)
+		}
+	}
+
+	if a.PreProcessingRules != nil {
+		object["pre_processing_rules"], err = json.Marshal(a.PreProcessingRules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pre_processing_rules': %w", err)
+		}
+	}
+
+	if a.Segmentation != nil {
+		object["segmentation"], err = json.Marshal(a.Segmentation)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segmentation': %w", err)
+		}
+	}
+
+	if a.SubchunkSegmentation != nil {
+		object["subchunk_segmentation"], err = json.Marshal(a.SubchunkSegmentation)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'subchunk_segmentation': %w", err)
 		}
 	}
 
@@ -3155,6 +6985,1502 @@ func (a ProgressData) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for RerankingModel. Returns the specified
+// element and whether it was found
+func (a RerankingModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RerankingModel
+func (a *RerankingModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RerankingModel to handle AdditionalProperties
+func (a *RerankingModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["reranking_model_name"]; found {
+		err = json.Unmarshal(raw, &a.RerankingModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_model_name': %w", err)
+		}
+		delete(object, "reranking_model_name")
+	}
+
+	if raw, found := object["reranking_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.RerankingProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_provider_name': %w", err)
+		}
+		delete(object, "reranking_provider_name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RerankingModel to handle AdditionalProperties
+func (a RerankingModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.RerankingModelName != nil {
+		object["reranking_model_name"], err = json.Marshal(a.RerankingModelName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_model_name': %w", err)
+		}
+	}
+
+	if a.RerankingProviderName != nil {
+		object["reranking_provider_name"], err = json.Marshal(a.RerankingProviderName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_provider_name': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalModel. Returns the specified
+// element and whether it was found
+func (a RetrievalModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalModel
+func (a *RetrievalModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalModel to handle AdditionalProperties
+func (a *RetrievalModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["metadata_filtering_conditions"]; found {
+		err = json.Unmarshal(raw, &a.MetadataFilteringConditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_filtering_conditions': %w", err)
+		}
+		delete(object, "metadata_filtering_conditions")
+	}
+
+	if raw, found := object["reranking_enable"]; found {
+		err = json.Unmarshal(raw, &a.RerankingEnable)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_enable': %w", err)
+		}
+		delete(object, "reranking_enable")
+	}
+
+	if raw, found := object["reranking_mode"]; found {
+		err = json.Unmarshal(raw, &a.RerankingMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_mode': %w", err)
+		}
+		delete(object, "reranking_mode")
+	}
+
+	if raw, found := object["reranking_model"]; found {
+		err = json.Unmarshal(raw, &a.RerankingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_model': %w", err)
+		}
+		delete(object, "reranking_model")
+	}
+
+	if raw, found := object["score_threshold"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold': %w", err)
+		}
+		delete(object, "score_threshold")
+	}
+
+	if raw, found := object["score_threshold_enabled"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThresholdEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold_enabled': %w", err)
+		}
+		delete(object, "score_threshold_enabled")
+	}
+
+	if raw, found := object["search_method"]; found {
+		err = json.Unmarshal(raw, &a.SearchMethod)
+		if err != nil {
+			return fmt.Errorf("error reading 'search_method': %w", err)
+		}
+		delete(object, "search_method")
+	}
+
+	if raw, found := object["top_k"]; found {
+		err = json.Unmarshal(raw, &a.TopK)
+		if err != nil {
+			return fmt.Errorf("error reading 'top_k': %w", err)
+		}
+		delete(object, "top_k")
+	}
+
+	if raw, found := object["weights"]; found {
+		err = json.Unmarshal(raw, &a.Weights)
+		if err != nil {
+			return fmt.Errorf("error reading 'weights': %w", err)
+		}
+		delete(object, "weights")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalModel to handle AdditionalProperties
+func (a RetrievalModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.MetadataFilteringConditions != nil {
+		object["metadata_filtering_conditions"], err = json.Marshal(a.MetadataFilteringConditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_filtering_conditions': %w", err)
+		}
+	}
+
+	object["reranking_enable"], err = json.Marshal(a.RerankingEnable)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reranking_enable': %w", err)
+	}
+
+	if a.RerankingMode != nil {
+		object["reranking_mode"], err = json.Marshal(a.RerankingMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_mode': %w", err)
+		}
+	}
+
+	if a.RerankingModel != nil {
+		object["reranking_model"], err = json.Marshal(a.RerankingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_model': %w", err)
+		}
+	}
+
+	if a.ScoreThreshold != nil {
+		object["score_threshold"], err = json.Marshal(a.ScoreThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold': %w", err)
+		}
+	}
+
+	object["score_threshold_enabled"], err = json.Marshal(a.ScoreThresholdEnabled)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'score_threshold_enabled': %w", err)
+	}
+
+	object["search_method"], err = json.Marshal(a.SearchMethod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'search_method': %w", err)
+	}
+
+	object["top_k"], err = json.Marshal(a.TopK)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'top_k': %w", err)
+	}
+
+	if a.Weights != nil {
+		object["weights"], err = json.Marshal(a.Weights)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'weights': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights
+func (a *RetrievalWeights) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights to handle AdditionalProperties
+func (a *RetrievalWeights) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["keyword_setting"]; found {
+		err = json.Unmarshal(raw, &a.KeywordSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'keyword_setting': %w", err)
+		}
+		delete(object, "keyword_setting")
+	}
+
+	if raw, found := object["vector_setting"]; found {
+		err = json.Unmarshal(raw, &a.VectorSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'vector_setting': %w", err)
+		}
+		delete(object, "vector_setting")
+	}
+
+	if raw, found := object["weight_type"]; found {
+		err = json.Unmarshal(raw, &a.WeightType)
+		if err != nil {
+			return fmt.Errorf("error reading 'weight_type': %w", err)
+		}
+		delete(object, "weight_type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights to handle AdditionalProperties
+func (a RetrievalWeights) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.KeywordSetting != nil {
+		object["keyword_setting"], err = json.Marshal(a.KeywordSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keyword_setting': %w", err)
+		}
+	}
+
+	if a.VectorSetting != nil {
+		object["vector_setting"], err = json.Marshal(a.VectorSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'vector_setting': %w", err)
+		}
+	}
+
+	if a.WeightType != nil {
+		object["weight_type"], err = json.Marshal(a.WeightType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'weight_type': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights_KeywordSetting. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights_KeywordSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights_KeywordSetting
+func (a *RetrievalWeights_KeywordSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights_KeywordSetting to handle AdditionalProperties
+func (a *RetrievalWeights_KeywordSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["keyword_weight"]; found {
+		err = json.Unmarshal(raw, &a.KeywordWeight)
+		if err != nil {
+			return fmt.Errorf("error reading 'keyword_weight': %w", err)
+		}
+		delete(object, "keyword_weight")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights_KeywordSetting to handle AdditionalProperties
+func (a RetrievalWeights_KeywordSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["keyword_weight"], err = json.Marshal(a.KeywordWeight)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'keyword_weight': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights_VectorSetting. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights_VectorSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights_VectorSetting
+func (a *RetrievalWeights_VectorSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights_VectorSetting to handle AdditionalProperties
+func (a *RetrievalWeights_VectorSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["embedding_model_name"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_name': %w", err)
+		}
+		delete(object, "embedding_model_name")
+	}
+
+	if raw, found := object["embedding_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_provider_name': %w", err)
+		}
+		delete(object, "embedding_provider_name")
+	}
+
+	if raw, found := object["vector_weight"]; found {
+		err = json.Unmarshal(raw, &a.VectorWeight)
+		if err != nil {
+			return fmt.Errorf("error reading 'vector_weight': %w", err)
+		}
+		delete(object, "vector_weight")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights_VectorSetting to handle AdditionalProperties
+func (a RetrievalWeights_VectorSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["embedding_model_name"], err = json.Marshal(a.EmbeddingModelName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'embedding_model_name': %w", err)
+	}
+
+	object["embedding_provider_name"], err = json.Marshal(a.EmbeddingProviderName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'embedding_provider_name': %w", err)
+	}
+
+	object["vector_weight"], err = json.Marshal(a.VectorWeight)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'vector_weight': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrieveRequest. Returns the specified
+// element and whether it was found
+func (a RetrieveRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrieveRequest
+func (a *RetrieveRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrieveRequest to handle AdditionalProperties
+func (a *RetrieveRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["external_retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.ExternalRetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_retrieval_model': %w", err)
+		}
+		delete(object, "external_retrieval_model")
+	}
+
+	if raw, found := object["query"]; found {
+		err = json.Unmarshal(raw, &a.Query)
+		if err != nil {
+			return fmt.Errorf("error reading 'query': %w", err)
+		}
+		delete(object, "query")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrieveRequest to handle AdditionalProperties
+func (a RetrieveRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.ExternalRetrievalModel != nil {
+		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
+		}
+	}
+
+	if a.Query != nil {
+		object["query"], err = json.Marshal(a.Query)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'query': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SegmentInput. Returns the specified
+// element and whether it was found
+func (a SegmentInput) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SegmentInput
+func (a *SegmentInput) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SegmentInput to handle AdditionalProperties
+func (a *SegmentInput) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["answer"]; found {
+		err = json.Unmarshal(raw, &a.Answer)
+		if err != nil {
+			return fmt.Errorf("error reading 'answer': %w", err)
+		}
+		delete(object, "answer")
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if raw, found := object["keywords"]; found {
+		err = json.Unmarshal(raw, &a.Keywords)
+		if err != nil {
+			return fmt.Errorf("error reading 'keywords': %w", err)
+		}
+		delete(object, "keywords")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SegmentInput to handle AdditionalProperties
+func (a SegmentInput) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Answer != nil {
+		object["answer"], err = json.Marshal(a.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'answer': %w", err)
+		}
+	}
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.Content != nil {
+		object["content"], err = json.Marshal(a.Content)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'content': %w", err)
+		}
+	}
+
+	if a.Keywords != nil {
+		object["keywords"], err = json.Marshal(a.Keywords)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keywords': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SegmentUpdate. Returns the specified
+// element and whether it was found
+func (a SegmentUpdate) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SegmentUpdate
+func (a *SegmentUpdate) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SegmentUpdate to handle AdditionalProperties
+func (a *SegmentUpdate) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["answer"]; found {
+		err = json.Unmarshal(raw, &a.Answer)
+		if err != nil {
+			return fmt.Errorf("error reading 'answer': %w", err)
+		}
+		delete(object, "answer")
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["keywords"]; found {
+		err = json.Unmarshal(raw, &a.Keywords)
+		if err != nil {
+			return fmt.Errorf("error reading 'keywords': %w", err)
+		}
+		delete(object, "keywords")
+	}
+
+	if raw, found := object["regenerate_child_chunks"]; found {
+		err = json.Unmarshal(raw, &a.RegenerateChildChunks)
+		if err != nil {
+			return fmt.Errorf("error reading 'regenerate_child_chunks': %w", err)
+		}
+		delete(object, "regenerate_child_chunks")
+	}
+
+	if raw, found := object["summary"]; found {
+		err = json.Unmarshal(raw, &a.Summary)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary': %w", err)
+		}
+		delete(object, "summary")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SegmentUpdate to handle AdditionalProperties
+func (a SegmentUpdate) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Answer != nil {
+		object["answer"], err = json.Marshal(a.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'answer': %w", err)
+		}
+	}
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.Content != nil {
+		object["content"], err = json.Marshal(a.Content)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'content': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Keywords != nil {
+		object["keywords"], err = json.Marshal(a.Keywords)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keywords': %w", err)
+		}
+	}
+
+	if a.RegenerateChildChunks != nil {
+		object["regenerate_child_chunks"], err = json.Marshal(a.RegenerateChildChunks)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'regenerate_child_chunks': %w", err)
+		}
+	}
+
+	if a.Summary != nil {
+		object["summary"], err = json.Marshal(a.Summary)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for Segmentation. Returns the specified
+// element and whether it was found
+func (a Segmentation) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Segmentation
+func (a *Segmentation) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Segmentation to handle AdditionalProperties
+func (a *Segmentation) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["chunk_overlap"]; found {
+		err = json.Unmarshal(raw, &a.ChunkOverlap)
+		if err != nil {
+			return fmt.Errorf("error reading 'chunk_overlap': %w", err)
+		}
+		delete(object, "chunk_overlap")
+	}
+
+	if raw, found := object["max_tokens"]; found {
+		err = json.Unmarshal(raw, &a.MaxTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'max_tokens': %w", err)
+		}
+		delete(object, "max_tokens")
+	}
+
+	if raw, found := object["separator"]; found {
+		err = json.Unmarshal(raw, &a.Separator)
+		if err != nil {
+			return fmt.Errorf("error reading 'separator': %w", err)
+		}
+		delete(object, "separator")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Segmentation to handle AdditionalProperties
+func (a Segmentation) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ChunkOverlap != nil {
+		object["chunk_overlap"], err = json.Marshal(a.ChunkOverlap)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'chunk_overlap': %w", err)
+		}
+	}
+
+	if a.MaxTokens != nil {
+		object["max_tokens"], err = json.Marshal(a.MaxTokens)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'max_tokens': %w", err)
+		}
+	}
+
+	if a.Separator != nil {
+		object["separator"], err = json.Marshal(a.Separator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'separator': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SummaryIndexSetting. Returns the specified
+// element and whether it was found
+func (a SummaryIndexSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SummaryIndexSetting
+func (a *SummaryIndexSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SummaryIndexSetting to handle AdditionalProperties
+func (a *SummaryIndexSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["enable"]; found {
+		err = json.Unmarshal(raw, &a.Enable)
+		if err != nil {
+			return fmt.Errorf("error reading 'enable': %w", err)
+		}
+		delete(object, "enable")
+	}
+
+	if raw, found := object["model_name"]; found {
+		err = json.Unmarshal(raw, &a.ModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'model_name': %w", err)
+		}
+		delete(object, "model_name")
+	}
+
+	if raw, found := object["model_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.ModelProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'model_provider_name': %w", err)
+		}
+		delete(object, "model_provider_name")
+	}
+
+	if raw, found := object["summary_prompt"]; found {
+		err = json.Unmarshal(raw, &a.SummaryPrompt)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_prompt': %w", err)
+		}
+		delete(object, "summary_prompt")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SummaryIndexSetting to handle AdditionalProperties
+func (a SummaryIndexSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Enable != nil {
+		object["enable"], err = json.Marshal(a.Enable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enable': %w", err)
+		}
+	}
+
+	if a.ModelName != nil {
+		object["model_name"], err = json.Marshal(a.ModelName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'model_name': %w", err)
+		}
+	}
+
+	if a.ModelProviderName != nil {
+		object["model_provider_name"], err = json.Marshal(a.ModelProviderName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'model_provider_name': %w", err)
+		}
+	}
+
+	if a.SummaryPrompt != nil {
+		object["summary_prompt"], err = json.Marshal(a.SummaryPrompt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_prompt': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UnbindTagsRequest. Returns the specified
+// element and whether it was found
+func (a UnbindTagsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UnbindTagsRequest
+func (a *UnbindTagsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UnbindTagsRequest to handle AdditionalProperties
+func (a *UnbindTagsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if raw, found := object["tag_ids"]; found {
+		err = json.Unmarshal(raw, &a.TagIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_ids': %w", err)
+		}
+		delete(object, "tag_ids")
+	}
+
+	if raw, found := object["target_id"]; found {
+		err = json.Unmarshal(raw, &a.TargetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_id': %w", err)
+		}
+		delete(object, "target_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UnbindTagsRequest to handle AdditionalProperties
+func (a UnbindTagsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.TagId != nil {
+		object["tag_id"], err = json.Marshal(a.TagId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
+		}
+	}
+
+	if a.TagIds != nil {
+		object["tag_ids"], err = json.Marshal(a.TagIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_ids': %w", err)
+		}
+	}
+
+	object["target_id"], err = json.Marshal(a.TargetId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'target_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDatasetRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDatasetRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDatasetRequest
+func (a *UpdateDatasetRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDatasetRequest to handle AdditionalProperties
+func (a *UpdateDatasetRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["external_knowledge_api_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeApiId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_api_id': %w", err)
+		}
+		delete(object, "external_knowledge_api_id")
+	}
+
+	if raw, found := object["external_knowledge_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_id': %w", err)
+		}
+		delete(object, "external_knowledge_id")
+	}
+
+	if raw, found := object["external_retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.ExternalRetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_retrieval_model': %w", err)
+		}
+		delete(object, "external_retrieval_model")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["partial_member_list"]; found {
+		err = json.Unmarshal(raw, &a.PartialMemberList)
+		if err != nil {
+			return fmt.Errorf("error reading 'partial_member_list': %w", err)
+		}
+		delete(object, "partial_member_list")
+	}
+
+	if raw, found := object["permission"]; found {
+		err = json.Unmarshal(raw, &a.Permission)
+		if err != nil {
+			return fmt.Errorf("error reading 'permission': %w", err)
+		}
+		delete(object, "permission")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDatasetRequest to handle AdditionalProperties
+func (a UpdateDatasetRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Description != nil {
+		object["description"], err = json.Marshal(a.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeApiId != nil {
+		object["external_knowledge_api_id"], err = json.Marshal(a.ExternalKnowledgeApiId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_api_id': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeId != nil {
+		object["external_knowledge_id"], err = json.Marshal(a.ExternalKnowledgeId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_id': %w", err)
+		}
+	}
+
+	if a.ExternalRetrievalModel != nil {
+		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.PartialMemberList != nil {
+		object["partial_member_list"], err = json.Marshal(a.PartialMemberList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'partial_member_list': %w", err)
+		}
+	}
+
+	if a.Permission != nil {
+		object["permission"], err = json.Marshal(a.Permission)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'permission': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDatasetRequest_PartialMemberList_Item. Returns the specified
+// element and whether it was found
+func (a UpdateDatasetRequest_PartialMemberList_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDatasetRequest_PartialMemberList_Item
+func (a *UpdateDatasetRequest_PartialMemberList_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDatasetRequest_PartialMemberList_Item to handle AdditionalProperties
+func (a *UpdateDatasetRequest_PartialMemberList_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["user_id"]; found {
+		err = json.Unmarshal(raw, &a.UserId)
+		if err != nil {
+			return fmt.Errorf("error reading 'user_id': %w", err)
+		}
+		delete(object, "user_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDatasetRequest_PartialMemberList_Item to handle AdditionalProperties
+func (a UpdateDatasetRequest_PartialMemberList_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.UserId != nil {
+		object["user_id"], err = json.Marshal(a.UserId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for UpdateDocumentByFileRequest. Returns the specified
 // element and whether it was found
 func (a UpdateDocumentByFileRequest) Get(fieldName string) (value interface{}, found bool) {
@@ -3223,6 +8549,511 @@ func (a UpdateDocumentByFileRequest) MarshalJSON() ([]byte, error) {
 	object["file"], err = json.Marshal(a.File)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'file': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentByTextRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentByTextRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentByTextRequest
+func (a *UpdateDocumentByTextRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentByTextRequest to handle AdditionalProperties
+func (a *UpdateDocumentByTextRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["process_rule"]; found {
+		err = json.Unmarshal(raw, &a.ProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'process_rule': %w", err)
+		}
+		delete(object, "process_rule")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &a.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+		delete(object, "text")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentByTextRequest to handle AdditionalProperties
+func (a UpdateDocumentByTextRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.ProcessRule != nil {
+		object["process_rule"], err = json.Marshal(a.ProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'process_rule': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	if a.Text != nil {
+		object["text"], err = json.Marshal(a.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentRequest
+func (a *UpdateDocumentRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentRequest to handle AdditionalProperties
+func (a *UpdateDocumentRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentRequest to handle AdditionalProperties
+func (a UpdateDocumentRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentsMetadataRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentsMetadataRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentsMetadataRequest
+func (a *UpdateDocumentsMetadataRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentsMetadataRequest to handle AdditionalProperties
+func (a *UpdateDocumentsMetadataRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["operation_data"]; found {
+		err = json.Unmarshal(raw, &a.OperationData)
+		if err != nil {
+			return fmt.Errorf("error reading 'operation_data': %w", err)
+		}
+		delete(object, "operation_data")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentsMetadataRequest to handle AdditionalProperties
+func (a UpdateDocumentsMetadataRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.OperationData != nil {
+		object["operation_data"], err = json.Marshal(a.OperationData)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'operation_data': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateMetadataFieldRequest. Returns the specified
+// element and whether it was found
+func (a UpdateMetadataFieldRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateMetadataFieldRequest
+func (a *UpdateMetadataFieldRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateMetadataFieldRequest to handle AdditionalProperties
+func (a *UpdateMetadataFieldRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateMetadataFieldRequest to handle AdditionalProperties
+func (a UpdateMetadataFieldRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateSegmentRequest. Returns the specified
+// element and whether it was found
+func (a UpdateSegmentRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateSegmentRequest
+func (a *UpdateSegmentRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateSegmentRequest to handle AdditionalProperties
+func (a *UpdateSegmentRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["segment"]; found {
+		err = json.Unmarshal(raw, &a.Segment)
+		if err != nil {
+			return fmt.Errorf("error reading 'segment': %w", err)
+		}
+		delete(object, "segment")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateSegmentRequest to handle AdditionalProperties
+func (a UpdateSegmentRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["segment"], err = json.Marshal(a.Segment)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'segment': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateTagRequest. Returns the specified
+// element and whether it was found
+func (a UpdateTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateTagRequest
+func (a *UpdateTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateTagRequest to handle AdditionalProperties
+func (a *UpdateTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateTagRequest to handle AdditionalProperties
+func (a UpdateTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	object["tag_id"], err = json.Marshal(a.TagId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -4297,6 +10128,156 @@ func (t *DocMetadata_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsMetadataFilteringConditionValue0 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue0
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue0() (MetadataFilteringConditionValue0, error) {
+	var body MetadataFilteringConditionValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue0 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue0
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue0(v MetadataFilteringConditionValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue0 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue0
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue0(v MetadataFilteringConditionValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataFilteringConditionValue1 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue1
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue1() (MetadataFilteringConditionValue1, error) {
+	var body MetadataFilteringConditionValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue1 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue1
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue1(v MetadataFilteringConditionValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue1 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue1
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue1(v MetadataFilteringConditionValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataFilteringConditionValue2 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue2
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue2() (MetadataFilteringConditionValue2, error) {
+	var body MetadataFilteringConditionValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue2 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue2
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue2(v MetadataFilteringConditionValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue2 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue2
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue2(v MetadataFilteringConditionValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MetadataFilteringCondition_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MetadataFilteringCondition_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsMetadataValueValue0 returns the union data inside the MetadataValue_Value as a MetadataValueValue0
+func (t MetadataValue_Value) AsMetadataValueValue0() (MetadataValueValue0, error) {
+	var body MetadataValueValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataValueValue0 overwrites any union data inside the MetadataValue_Value as the provided MetadataValueValue0
+func (t *MetadataValue_Value) FromMetadataValueValue0(v MetadataValueValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataValueValue0 performs a merge with any union data inside the MetadataValue_Value, using the provided MetadataValueValue0
+func (t *MetadataValue_Value) MergeMetadataValueValue0(v MetadataValueValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataValueValue1 returns the union data inside the MetadataValue_Value as a MetadataValueValue1
+func (t MetadataValue_Value) AsMetadataValueValue1() (MetadataValueValue1, error) {
+	var body MetadataValueValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataValueValue1 overwrites any union data inside the MetadataValue_Value as the provided MetadataValueValue1
+func (t *MetadataValue_Value) FromMetadataValueValue1(v MetadataValueValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataValueValue1 performs a merge with any union data inside the MetadataValue_Value, using the provided MetadataValueValue1
+func (t *MetadataValue_Value) MergeMetadataValueValue1(v MetadataValueValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MetadataValue_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -4474,6 +10455,460 @@ type ClientInterface interface {
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListDatasets List knowledge bases
+	//
+	// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
+	// is full, as in Dify, so a full last page reports true.
+	//
+	// Corresponds with GET /datasets (the `ListDatasets` operationId).
+	ListDatasets(ctx context.Context, params *ListDatasetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDatasetWithBody Create an empty knowledge base
+	//
+	// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+	// the first document then sets it for good. The name must be unique in the workspace (409
+	// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+	// configured (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets (the `CreateDataset` operationId).
+	CreateDatasetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDataset Create an empty knowledge base
+	//
+	// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+	// the first document then sets it for good. The name must be unique in the workspace (409
+	// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+	// configured (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets (the `CreateDataset` operationId).
+	CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTagWithBody Delete a knowledge tag
+	//
+	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+	DeleteTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTag Delete a knowledge tag
+	//
+	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+	DeleteTag(ctx context.Context, body DeleteTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTags List knowledge tags
+	//
+	// The workspace's knowledge tags with the number of knowledge bases bound to each.
+	//
+	// Corresponds with GET /datasets/tags (the `ListTags` operationId).
+	ListTags(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTagWithBody Rename a knowledge tag
+	//
+	// Renames the tag named by `tag_id`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+	UpdateTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTag Rename a knowledge tag
+	//
+	// Renames the tag named by `tag_id`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+	UpdateTag(ctx context.Context, body UpdateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTagWithBody Create a knowledge tag
+	//
+	// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+	CreateTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTag Create a knowledge tag
+	//
+	// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+	CreateTag(ctx context.Context, body CreateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BindTagsWithBody Bind tags to a knowledge base
+	//
+	// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+	// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+	BindTagsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BindTags Bind tags to a knowledge base
+	//
+	// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+	// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+	BindTags(ctx context.Context, body BindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnbindTagsWithBody Unbind tags from a knowledge base
+	//
+	// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+	// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+	UnbindTagsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnbindTags Unbind tags from a knowledge base
+	//
+	// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+	// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+	UnbindTags(ctx context.Context, body UnbindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteDataset Delete a knowledge base
+	//
+	// Deletes the knowledge base with its documents, chunks and index. Refused with 409
+	// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
+	// documents are being indexed.
+	//
+	// Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
+	DeleteDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDataset Get a knowledge base
+	//
+	// The knowledge base with its statistics and configuration. For an economy knowledge base
+	// `retrieval_model_dict.search_method` is `keyword_search`. `partial_member_list` is present
+	// when `permission` is `partial_members`.
+	//
+	// Corresponds with GET /datasets/{dataset_id} (the `GetDataset` operationId).
+	GetDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDatasetWithBody Update a knowledge base
+	//
+	// Changes the members present in the body; omitted and null members keep their value. A named
+	// embedding or rerank model must be configured (400 `invalid_param`). The response always
+	// carries `partial_member_list`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+	UpdateDatasetWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDataset Update a knowledge base
+	//
+	// Changes the members present in the body; omitted and null members keep their value. A named
+	// embedding or rerank model must be configured (400 `invalid_param`). The response always
+	// carries `partial_member_list`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+	UpdateDataset(ctx context.Context, datasetId DatasetId, body UpdateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByFileWithBody Create a document from a file
+	//
+	// Uploads one file and indexes it asynchronously; the document is named after the file.
+	// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
+	// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
+	// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
+	// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
+	// then `process_rule` is required unless the knowledge base has a previous rule.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
+	CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByTextWithBody Create a document from text
+	//
+	// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+	// status with the returned `batch`. `indexing_technique` is required while the knowledge
+	// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+	// `invalid_param` "process_rule is required." when it has none). An enabled document of
+	// the same name is re-pointed to the new content instead of a new one being created.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+	CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByText Create a document from text
+	//
+	// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+	// status with the returned `batch`. `indexing_technique` is required while the knowledge
+	// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+	// `invalid_param` "process_rule is required." when it has none). An enabled document of
+	// the same name is re-pointed to the new content instead of a new one being created.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+	CreateDocumentByText(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByFileLegacyWithBody Create a document from a file (legacy path)
+	//
+	// The same operation as create-document-by-file under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
+	CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByTextLegacyWithBody Create a document from text (legacy path)
+	//
+	// The same operation as create-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+	CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDocumentByTextLegacy Create a document from text (legacy path)
+	//
+	// The same operation as create-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+	CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDocuments List documents
+	//
+	// The knowledge base's documents, newest first (then by position, descending), in pages.
+	// `has_more` is true when the page is full.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
+	ListDocuments(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentsMetadataWithBody Set documents' metadata values
+	//
+	// Sets metadata values of several documents. With `partial_update` false (the default) the
+	// list replaces all of a document's custom values; with true it is merged into them. An
+	// unknown document → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+	UpdateDocumentsMetadataWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentsMetadata Set documents' metadata values
+	//
+	// Sets metadata values of several documents. With `partial_update` false (the default) the
+	// list replaces all of a document's custom values; with true it is merged into them. An
+	// unknown document → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+	UpdateDocumentsMetadata(ctx context.Context, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentStatusWithBody Enable, disable, archive or unarchive documents
+	//
+	// Applies `action` to each listed document; unknown ids are skipped and a document already
+	// in the requested state is left alone. `disable` needs a completed document (400
+	// `invalid_action`); a document still being re-indexed by an earlier action → 400
+	// `invalid_action`. An unknown action → 400 `invalid_action`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+	UpdateDocumentStatusWithBody(ctx context.Context, datasetId DatasetId, action string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentStatus Enable, disable, archive or unarchive documents
+	//
+	// Applies `action` to each listed document; unknown ids are skipped and a document already
+	// in the requested state is left alone. `disable` needs a completed document (400
+	// `invalid_action`); a document still being re-indexed by an earlier action → 400
+	// `invalid_action`. An unknown action → 400 `invalid_action`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+	UpdateDocumentStatus(ctx context.Context, datasetId DatasetId, action string, body UpdateDocumentStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocumentIndexingStatus Get the indexing status of a batch
+	//
+	// Indexing progress of every document created in the batch (the `batch` returned by the
+	// create and update operations). A paused document reports `indexing_status` `paused`.
+	// An unknown batch → 404.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{batch}/indexing-status (the `GetDocumentIndexingStatus` operationId).
+	GetDocumentIndexingStatus(ctx context.Context, datasetId DatasetId, batch Batch, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteDocument Delete a document
+	//
+	// Deletes the document with its chunks. Refused for an archived document (403
+	// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
+	DeleteDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocument Get a document
+	//
+	// The document's detail. `metadata` chooses the shape: `all` (default) every detail member;
+	// `only` just `id`, `doc_type` and `doc_metadata`; `without` every member except `doc_type`
+	// and `doc_metadata`. Any other value → 400 `invalid_metadata`. Unlike the list shape, the
+	// detail has no `data_source_detail_dict` and no `word_count`, and its `data_source_info` is
+	// the expanded object.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id} (the `GetDocument` operationId).
+	GetDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *GetDocumentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentWithBody Update a document
+	//
+	// Replaces the document's file (when a `file` part is given) and/or its configuration (the
+	// `data` part), and re-indexes it; `indexing_technique` is always the knowledge base's.
+	// Only documents whose display status is `available` can be updated (400 `invalid_param`
+	// "Document is not available"). More than one file → 400 `too_many_files`; empty file name
+	// → 400 `filename_not_exists_error`; file too large → 413 `file_too_large`; file type not
+	// allowed → 415 `unsupported_file_type`. The response carries the document's original batch.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
+	UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSegments List a document's chunks
+	//
+	// The document's chunks by position, in pages; `has_more` is true when the page is full.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments (the `ListSegments` operationId).
+	ListSegments(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *ListSegmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSegmentsWithBody Add chunks to a document
+	//
+	// Adds chunks after the document's last one and indexes them at once. The document must be
+	// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+	// `answer` in a `qa_model` document (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+	CreateSegmentsWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSegments Add chunks to a document
+	//
+	// Adds chunks after the document's last one and indexes them at once. The document must be
+	// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+	// `answer` in a `qa_model` document (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+	CreateSegments(ctx context.Context, datasetId DatasetId, documentId DocumentId, body CreateSegmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSegment Delete a chunk
+	//
+	// Deletes the chunk and removes it from the index; a chunk already being deleted → 400 `invalid_param`.
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `DeleteSegment` operationId).
+	DeleteSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSegment Get a chunk
+	//
+	// One chunk of the document.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `GetSegment` operationId).
+	GetSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSegmentWithBody Update a chunk
+	//
+	// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+	// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+	// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+	UpdateSegmentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSegment Update a chunk
+	//
+	// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+	// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+	// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+	UpdateSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListChildChunks List a chunk's child chunks
+	//
+	// The chunk's child chunks by position, in pages.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `ListChildChunks` operationId).
+	ListChildChunks(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params *ListChildChunksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateChildChunkWithBody Add a child chunk
+	//
+	// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+	CreateChildChunkWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateChildChunk Add a child chunk
+	//
+	// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+	CreateChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body CreateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteChildChunk Delete a child chunk
+	//
+	// Deletes the child chunk and removes it from the index.
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `DeleteChildChunk` operationId).
+	DeleteChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChildChunkWithBody Update a child chunk
+	//
+	// Replaces the child chunk's content and re-indexes it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+	UpdateChildChunkWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChildChunk Update a child chunk
+	//
+	// Replaces the child chunk's content and re-indexes it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+	UpdateChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, body UpdateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateDocumentByFileWithBody Update document by file (deprecated)
 	//
 	// Replaces the document's content with an uploaded file and re-indexes it. Deprecated: the
@@ -4485,6 +10920,182 @@ type ClientInterface interface {
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	UpdateDocumentByFileWithBody(ctx context.Context, datasetId string, documentId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentByTextWithBody Update a document with text
+	//
+	// Replaces the document's content with `text` (then `name` is required and becomes the
+	// document's name) and/or its configuration, and re-indexes it. Only documents whose
+	// display status is `available` can be updated (400 `invalid_param` "Document is not
+	// available"). The response carries the document's original batch.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+	UpdateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentByText Update a document with text
+	//
+	// Replaces the document's content with `text` (then `name` is required and becomes the
+	// document's name) and/or its configuration, and re-indexes it. Only documents whose
+	// display status is `available` can be updated (400 `invalid_param` "Document is not
+	// available"). The response carries the document's original batch.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+	UpdateDocumentByText(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentByFileLegacyWithBody Update document by file (deprecated legacy path)
+	//
+	// The same operation as update-document-by-file under Dify's underscore path, which the
+	// official SDKs call. Deprecated: the generic update-document operation replaces it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_file (the `UpdateDocumentByFileLegacy` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentByTextLegacyWithBody Update a document with text (legacy path)
+	//
+	// The same operation as update-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+	UpdateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDocumentByTextLegacy Update a document with text (legacy path)
+	//
+	// The same operation as update-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+	UpdateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HitTestingWithBody Retrieve chunks (hit-testing path)
+	//
+	// The same operation as retrieve under Dify's older name, which the official SDKs call.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+	HitTestingWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HitTesting Retrieve chunks (hit-testing path)
+	//
+	// The same operation as retrieve under Dify's older name, which the official SDKs call.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+	HitTesting(ctx context.Context, datasetId DatasetId, body HitTestingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMetadataFields List metadata fields
+	//
+	// The knowledge base's custom metadata fields, each with the number of documents that use it.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/metadata (the `ListMetadataFields` operationId).
+	ListMetadataFields(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMetadataFieldWithBody Create a metadata field
+	//
+	// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+	// characters, or equal to a built-in field's name → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+	CreateMetadataFieldWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMetadataField Create a metadata field
+	//
+	// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+	// characters, or equal to a built-in field's name → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+	CreateMetadataField(ctx context.Context, datasetId DatasetId, body CreateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListBuiltInMetadataFields List built-in metadata fields
+	//
+	// The built-in fields a knowledge base can switch on.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/metadata/built-in (the `ListBuiltInMetadataFields` operationId).
+	ListBuiltInMetadataFields(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ToggleBuiltInMetadata Switch built-in metadata on or off
+	//
+	// `enable` fills the built-in fields of every document and lists them in the knowledge
+	// base's `doc_metadata`; `disable` removes them. Any request body is ignored.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata/built-in/{action} (the `ToggleBuiltInMetadata` operationId).
+	ToggleBuiltInMetadata(ctx context.Context, datasetId DatasetId, action string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteMetadataField Delete a metadata field
+	//
+	// Deletes the field and removes its values from the documents.
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/metadata/{metadata_id} (the `DeleteMetadataField` operationId).
+	DeleteMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMetadataFieldWithBody Rename a metadata field
+	//
+	// Renames the field (documents' values follow); the name rules of create apply.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+	UpdateMetadataFieldWithBody(ctx context.Context, datasetId DatasetId, metadataId MetadataId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMetadataField Rename a metadata field
+	//
+	// Renames the field (documents' values follow); the name rules of create apply.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+	UpdateMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetrieveWithBody Retrieve chunks
+	//
+	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+	// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+	// → 400 `dataset_not_initialized`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+	RetrieveWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Retrieve Retrieve chunks
+	//
+	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+	// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+	// → 400 `dataset_not_initialized`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+	Retrieve(ctx context.Context, datasetId DatasetId, body RetrieveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDatasetTags List a knowledge base's tags
+	//
+	// The tags bound to the knowledge base.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
+	ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadFileWithBody Upload file
 	//
@@ -4768,6 +11379,920 @@ func (c *Client) RenameConversation(ctx context.Context, conversationId Conversa
 	return c.Client.Do(req)
 }
 
+// ListDatasets List knowledge bases
+//
+// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
+// is full, as in Dify, so a full last page reports true.
+//
+// Corresponds with GET /datasets (the `ListDatasets` operationId).
+func (c *Client) ListDatasets(ctx context.Context, params *ListDatasetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDatasetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDatasetWithBody Create an empty knowledge base
+//
+// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+// the first document then sets it for good. The name must be unique in the workspace (409
+// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+// configured (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets (the `CreateDataset` operationId).
+func (c *Client) CreateDatasetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDatasetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDataset Create an empty knowledge base
+//
+// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+// the first document then sets it for good. The name must be unique in the workspace (409
+// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+// configured (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets (the `CreateDataset` operationId).
+func (c *Client) CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDatasetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTagWithBody Delete a knowledge tag
+//
+// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+func (c *Client) DeleteTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTagRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTag Delete a knowledge tag
+//
+// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+func (c *Client) DeleteTag(ctx context.Context, body DeleteTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTagRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTags List knowledge tags
+//
+// The workspace's knowledge tags with the number of knowledge bases bound to each.
+//
+// Corresponds with GET /datasets/tags (the `ListTags` operationId).
+func (c *Client) ListTags(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTagsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTagWithBody Rename a knowledge tag
+//
+// Renames the tag named by `tag_id`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+func (c *Client) UpdateTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTagRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTag Rename a knowledge tag
+//
+// Renames the tag named by `tag_id`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+func (c *Client) UpdateTag(ctx context.Context, body UpdateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTagRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTagWithBody Create a knowledge tag
+//
+// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+func (c *Client) CreateTagWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTagRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTag Create a knowledge tag
+//
+// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+func (c *Client) CreateTag(ctx context.Context, body CreateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTagRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BindTagsWithBody Bind tags to a knowledge base
+//
+// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+func (c *Client) BindTagsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBindTagsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BindTags Bind tags to a knowledge base
+//
+// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+func (c *Client) BindTags(ctx context.Context, body BindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBindTagsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnbindTagsWithBody Unbind tags from a knowledge base
+//
+// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+func (c *Client) UnbindTagsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnbindTagsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnbindTags Unbind tags from a knowledge base
+//
+// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+func (c *Client) UnbindTags(ctx context.Context, body UnbindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnbindTagsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteDataset Delete a knowledge base
+//
+// Deletes the knowledge base with its documents, chunks and index. Refused with 409
+// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
+// documents are being indexed.
+//
+// Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
+func (c *Client) DeleteDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteDatasetRequest(c.Server, datasetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDataset Get a knowledge base
+//
+// The knowledge base with its statistics and configuration. For an economy knowledge base
+// `retrieval_model_dict.search_method` is `keyword_search`. `partial_member_list` is present
+// when `permission` is `partial_members`.
+//
+// Corresponds with GET /datasets/{dataset_id} (the `GetDataset` operationId).
+func (c *Client) GetDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDatasetRequest(c.Server, datasetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDatasetWithBody Update a knowledge base
+//
+// Changes the members present in the body; omitted and null members keep their value. A named
+// embedding or rerank model must be configured (400 `invalid_param`). The response always
+// carries `partial_member_list`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+func (c *Client) UpdateDatasetWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDatasetRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDataset Update a knowledge base
+//
+// Changes the members present in the body; omitted and null members keep their value. A named
+// embedding or rerank model must be configured (400 `invalid_param`). The response always
+// carries `partial_member_list`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+func (c *Client) UpdateDataset(ctx context.Context, datasetId DatasetId, body UpdateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDatasetRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByFileWithBody Create a document from a file
+//
+// Uploads one file and indexes it asynchronously; the document is named after the file.
+// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
+// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
+// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
+// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
+// then `process_rule` is required unless the knowledge base has a previous rule.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
+func (c *Client) CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByFileRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByTextWithBody Create a document from text
+//
+// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+// status with the returned `batch`. `indexing_technique` is required while the knowledge
+// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+// `invalid_param` "process_rule is required." when it has none). An enabled document of
+// the same name is re-pointed to the new content instead of a new one being created.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+func (c *Client) CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByText Create a document from text
+//
+// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+// status with the returned `batch`. `indexing_technique` is required while the knowledge
+// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+// `invalid_param` "process_rule is required." when it has none). An enabled document of
+// the same name is re-pointed to the new content instead of a new one being created.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+func (c *Client) CreateDocumentByText(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByFileLegacyWithBody Create a document from a file (legacy path)
+//
+// The same operation as create-document-by-file under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
+func (c *Client) CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByFileLegacyRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByTextLegacyWithBody Create a document from text (legacy path)
+//
+// The same operation as create-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+func (c *Client) CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextLegacyRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDocumentByTextLegacy Create a document from text (legacy path)
+//
+// The same operation as create-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+func (c *Client) CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextLegacyRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDocuments List documents
+//
+// The knowledge base's documents, newest first (then by position, descending), in pages.
+// `has_more` is true when the page is full.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
+func (c *Client) ListDocuments(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDocumentsRequest(c.Server, datasetId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentsMetadataWithBody Set documents' metadata values
+//
+// Sets metadata values of several documents. With `partial_update` false (the default) the
+// list replaces all of a document's custom values; with true it is merged into them. An
+// unknown document → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+func (c *Client) UpdateDocumentsMetadataWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentsMetadataRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentsMetadata Set documents' metadata values
+//
+// Sets metadata values of several documents. With `partial_update` false (the default) the
+// list replaces all of a document's custom values; with true it is merged into them. An
+// unknown document → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+func (c *Client) UpdateDocumentsMetadata(ctx context.Context, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentsMetadataRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentStatusWithBody Enable, disable, archive or unarchive documents
+//
+// Applies `action` to each listed document; unknown ids are skipped and a document already
+// in the requested state is left alone. `disable` needs a completed document (400
+// `invalid_action`); a document still being re-indexed by an earlier action → 400
+// `invalid_action`. An unknown action → 400 `invalid_action`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+func (c *Client) UpdateDocumentStatusWithBody(ctx context.Context, datasetId DatasetId, action string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentStatusRequestWithBody(c.Server, datasetId, action, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentStatus Enable, disable, archive or unarchive documents
+//
+// Applies `action` to each listed document; unknown ids are skipped and a document already
+// in the requested state is left alone. `disable` needs a completed document (400
+// `invalid_action`); a document still being re-indexed by an earlier action → 400
+// `invalid_action`. An unknown action → 400 `invalid_action`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+func (c *Client) UpdateDocumentStatus(ctx context.Context, datasetId DatasetId, action string, body UpdateDocumentStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentStatusRequest(c.Server, datasetId, action, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocumentIndexingStatus Get the indexing status of a batch
+//
+// Indexing progress of every document created in the batch (the `batch` returned by the
+// create and update operations). A paused document reports `indexing_status` `paused`.
+// An unknown batch → 404.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{batch}/indexing-status (the `GetDocumentIndexingStatus` operationId).
+func (c *Client) GetDocumentIndexingStatus(ctx context.Context, datasetId DatasetId, batch Batch, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocumentIndexingStatusRequest(c.Server, datasetId, batch)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteDocument Delete a document
+//
+// Deletes the document with its chunks. Refused for an archived document (403
+// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
+func (c *Client) DeleteDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteDocumentRequest(c.Server, datasetId, documentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocument Get a document
+//
+// The document's detail. `metadata` chooses the shape: `all` (default) every detail member;
+// `only` just `id`, `doc_type` and `doc_metadata`; `without` every member except `doc_type`
+// and `doc_metadata`. Any other value → 400 `invalid_metadata`. Unlike the list shape, the
+// detail has no `data_source_detail_dict` and no `word_count`, and its `data_source_info` is
+// the expanded object.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id} (the `GetDocument` operationId).
+func (c *Client) GetDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *GetDocumentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocumentRequest(c.Server, datasetId, documentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentWithBody Update a document
+//
+// Replaces the document's file (when a `file` part is given) and/or its configuration (the
+// `data` part), and re-indexes it; `indexing_technique` is always the knowledge base's.
+// Only documents whose display status is `available` can be updated (400 `invalid_param`
+// "Document is not available"). More than one file → 400 `too_many_files`; empty file name
+// → 400 `filename_not_exists_error`; file too large → 413 `file_too_large`; file type not
+// allowed → 415 `unsupported_file_type`. The response carries the document's original batch.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
+func (c *Client) UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSegments List a document's chunks
+//
+// The document's chunks by position, in pages; `has_more` is true when the page is full.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments (the `ListSegments` operationId).
+func (c *Client) ListSegments(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *ListSegmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSegmentsRequest(c.Server, datasetId, documentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSegmentsWithBody Add chunks to a document
+//
+// Adds chunks after the document's last one and indexes them at once. The document must be
+// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+// `answer` in a `qa_model` document (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+func (c *Client) CreateSegmentsWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSegmentsRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSegments Add chunks to a document
+//
+// Adds chunks after the document's last one and indexes them at once. The document must be
+// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+// `answer` in a `qa_model` document (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+func (c *Client) CreateSegments(ctx context.Context, datasetId DatasetId, documentId DocumentId, body CreateSegmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSegmentsRequest(c.Server, datasetId, documentId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSegment Delete a chunk
+//
+// Deletes the chunk and removes it from the index; a chunk already being deleted → 400 `invalid_param`.
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `DeleteSegment` operationId).
+func (c *Client) DeleteSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSegmentRequest(c.Server, datasetId, documentId, segmentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSegment Get a chunk
+//
+// One chunk of the document.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `GetSegment` operationId).
+func (c *Client) GetSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSegmentRequest(c.Server, datasetId, documentId, segmentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSegmentWithBody Update a chunk
+//
+// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+func (c *Client) UpdateSegmentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSegmentRequestWithBody(c.Server, datasetId, documentId, segmentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSegment Update a chunk
+//
+// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+func (c *Client) UpdateSegment(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSegmentRequest(c.Server, datasetId, documentId, segmentId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListChildChunks List a chunk's child chunks
+//
+// The chunk's child chunks by position, in pages.
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `ListChildChunks` operationId).
+func (c *Client) ListChildChunks(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params *ListChildChunksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListChildChunksRequest(c.Server, datasetId, documentId, segmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateChildChunkWithBody Add a child chunk
+//
+// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+func (c *Client) CreateChildChunkWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChildChunkRequestWithBody(c.Server, datasetId, documentId, segmentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateChildChunk Add a child chunk
+//
+// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+func (c *Client) CreateChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body CreateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChildChunkRequest(c.Server, datasetId, documentId, segmentId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteChildChunk Delete a child chunk
+//
+// Deletes the child chunk and removes it from the index.
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `DeleteChildChunk` operationId).
+func (c *Client) DeleteChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteChildChunkRequest(c.Server, datasetId, documentId, segmentId, childChunkId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChildChunkWithBody Update a child chunk
+//
+// Replaces the child chunk's content and re-indexes it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+func (c *Client) UpdateChildChunkWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChildChunkRequestWithBody(c.Server, datasetId, documentId, segmentId, childChunkId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChildChunk Update a child chunk
+//
+// Replaces the child chunk's content and re-indexes it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+func (c *Client) UpdateChildChunk(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, body UpdateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChildChunkRequest(c.Server, datasetId, documentId, segmentId, childChunkId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateDocumentByFileWithBody Update document by file (deprecated)
 //
 // Replaces the document's content with an uploaded file and re-indexes it. Deprecated: the
@@ -4779,6 +12304,361 @@ func (c *Client) RenameConversation(ctx context.Context, conversationId Conversa
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 func (c *Client) UpdateDocumentByFileWithBody(ctx context.Context, datasetId string, documentId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateDocumentByFileRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentByTextWithBody Update a document with text
+//
+// Replaces the document's content with `text` (then `name` is required and becomes the
+// document's name) and/or its configuration, and re-indexes it. Only documents whose
+// display status is `available` can be updated (400 `invalid_param` "Document is not
+// available"). The response carries the document's original batch.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+func (c *Client) UpdateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentByTextRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentByText Update a document with text
+//
+// Replaces the document's content with `text` (then `name` is required and becomes the
+// document's name) and/or its configuration, and re-indexes it. Only documents whose
+// display status is `available` can be updated (400 `invalid_param` "Document is not
+// available"). The response carries the document's original batch.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+func (c *Client) UpdateDocumentByText(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentByTextRequest(c.Server, datasetId, documentId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentByFileLegacyWithBody Update document by file (deprecated legacy path)
+//
+// The same operation as update-document-by-file under Dify's underscore path, which the
+// official SDKs call. Deprecated: the generic update-document operation replaces it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_file (the `UpdateDocumentByFileLegacy` operationId).
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *Client) UpdateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentByFileLegacyRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentByTextLegacyWithBody Update a document with text (legacy path)
+//
+// The same operation as update-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+func (c *Client) UpdateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentByTextLegacyRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateDocumentByTextLegacy Update a document with text (legacy path)
+//
+// The same operation as update-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+func (c *Client) UpdateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDocumentByTextLegacyRequest(c.Server, datasetId, documentId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HitTestingWithBody Retrieve chunks (hit-testing path)
+//
+// The same operation as retrieve under Dify's older name, which the official SDKs call.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+func (c *Client) HitTestingWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHitTestingRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HitTesting Retrieve chunks (hit-testing path)
+//
+// The same operation as retrieve under Dify's older name, which the official SDKs call.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+func (c *Client) HitTesting(ctx context.Context, datasetId DatasetId, body HitTestingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHitTestingRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMetadataFields List metadata fields
+//
+// The knowledge base's custom metadata fields, each with the number of documents that use it.
+//
+// Corresponds with GET /datasets/{dataset_id}/metadata (the `ListMetadataFields` operationId).
+func (c *Client) ListMetadataFields(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMetadataFieldsRequest(c.Server, datasetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMetadataFieldWithBody Create a metadata field
+//
+// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+// characters, or equal to a built-in field's name → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+func (c *Client) CreateMetadataFieldWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMetadataFieldRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMetadataField Create a metadata field
+//
+// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+// characters, or equal to a built-in field's name → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+func (c *Client) CreateMetadataField(ctx context.Context, datasetId DatasetId, body CreateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMetadataFieldRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBuiltInMetadataFields List built-in metadata fields
+//
+// The built-in fields a knowledge base can switch on.
+//
+// Corresponds with GET /datasets/{dataset_id}/metadata/built-in (the `ListBuiltInMetadataFields` operationId).
+func (c *Client) ListBuiltInMetadataFields(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBuiltInMetadataFieldsRequest(c.Server, datasetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ToggleBuiltInMetadata Switch built-in metadata on or off
+//
+// `enable` fills the built-in fields of every document and lists them in the knowledge
+// base's `doc_metadata`; `disable` removes them. Any request body is ignored.
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata/built-in/{action} (the `ToggleBuiltInMetadata` operationId).
+func (c *Client) ToggleBuiltInMetadata(ctx context.Context, datasetId DatasetId, action string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewToggleBuiltInMetadataRequest(c.Server, datasetId, action)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteMetadataField Delete a metadata field
+//
+// Deletes the field and removes its values from the documents.
+//
+// Corresponds with DELETE /datasets/{dataset_id}/metadata/{metadata_id} (the `DeleteMetadataField` operationId).
+func (c *Client) DeleteMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteMetadataFieldRequest(c.Server, datasetId, metadataId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMetadataFieldWithBody Rename a metadata field
+//
+// Renames the field (documents' values follow); the name rules of create apply.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+func (c *Client) UpdateMetadataFieldWithBody(ctx context.Context, datasetId DatasetId, metadataId MetadataId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMetadataFieldRequestWithBody(c.Server, datasetId, metadataId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMetadataField Rename a metadata field
+//
+// Renames the field (documents' values follow); the name rules of create apply.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+func (c *Client) UpdateMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMetadataFieldRequest(c.Server, datasetId, metadataId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetrieveWithBody Retrieve chunks
+//
+// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+// → 400 `dataset_not_initialized`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+func (c *Client) RetrieveWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Retrieve Retrieve chunks
+//
+// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+// → 400 `dataset_not_initialized`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+func (c *Client) Retrieve(ctx context.Context, datasetId DatasetId, body RetrieveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDatasetTags List a knowledge base's tags
+//
+// The tags bound to the knowledge base.
+//
+// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
+func (c *Client) ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDatasetTagsRequest(c.Server, datasetId)
 	if err != nil {
 		return nil, err
 	}
@@ -5294,6 +13174,1645 @@ func NewRenameConversationRequestWithBody(server string, conversationId Conversa
 	return req, nil
 }
 
+// NewListDatasetsRequest constructs an http.Request for the ListDatasets method
+func NewListDatasetsRequest(server string, params *ListDatasetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeAll != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_all", *params.IncludeAll, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TagIds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag_ids", *params.TagIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateDatasetRequest calls the generic CreateDataset builder with application/json body
+func NewCreateDatasetRequest(server string, body CreateDatasetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDatasetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateDatasetRequestWithBody constructs an http.Request for the CreateDataset method, with any body, and a specified content type
+func NewCreateDatasetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteTagRequest calls the generic DeleteTag builder with application/json body
+func NewDeleteTagRequest(server string, body DeleteTagJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeleteTagRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDeleteTagRequestWithBody constructs an http.Request for the DeleteTag method, with any body, and a specified content type
+func NewDeleteTagRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListTagsRequest constructs an http.Request for the ListTags method
+func NewListTagsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateTagRequest calls the generic UpdateTag builder with application/json body
+func NewUpdateTagRequest(server string, body UpdateTagJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateTagRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateTagRequestWithBody constructs an http.Request for the UpdateTag method, with any body, and a specified content type
+func NewUpdateTagRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateTagRequest calls the generic CreateTag builder with application/json body
+func NewCreateTagRequest(server string, body CreateTagJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTagRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateTagRequestWithBody constructs an http.Request for the CreateTag method, with any body, and a specified content type
+func NewCreateTagRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewBindTagsRequest calls the generic BindTags builder with application/json body
+func NewBindTagsRequest(server string, body BindTagsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBindTagsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBindTagsRequestWithBody constructs an http.Request for the BindTags method, with any body, and a specified content type
+func NewBindTagsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags/binding")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUnbindTagsRequest calls the generic UnbindTags builder with application/json body
+func NewUnbindTagsRequest(server string, body UnbindTagsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUnbindTagsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUnbindTagsRequestWithBody constructs an http.Request for the UnbindTags method, with any body, and a specified content type
+func NewUnbindTagsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/tags/unbinding")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteDatasetRequest constructs an http.Request for the DeleteDataset method
+func NewDeleteDatasetRequest(server string, datasetId DatasetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDatasetRequest constructs an http.Request for the GetDataset method
+func NewGetDatasetRequest(server string, datasetId DatasetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateDatasetRequest calls the generic UpdateDataset builder with application/json body
+func NewUpdateDatasetRequest(server string, datasetId DatasetId, body UpdateDatasetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDatasetRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewUpdateDatasetRequestWithBody constructs an http.Request for the UpdateDataset method, with any body, and a specified content type
+func NewUpdateDatasetRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateDocumentByFileRequestWithBody constructs an http.Request for the CreateDocumentByFile method, with any body, and a specified content type
+func NewCreateDocumentByFileRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/document/create-by-file", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateDocumentByTextRequest calls the generic CreateDocumentByText builder with application/json body
+func NewCreateDocumentByTextRequest(server string, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDocumentByTextRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewCreateDocumentByTextRequestWithBody constructs an http.Request for the CreateDocumentByText method, with any body, and a specified content type
+func NewCreateDocumentByTextRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/document/create-by-text", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateDocumentByFileLegacyRequestWithBody constructs an http.Request for the CreateDocumentByFileLegacy method, with any body, and a specified content type
+func NewCreateDocumentByFileLegacyRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/document/create_by_file", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateDocumentByTextLegacyRequest calls the generic CreateDocumentByTextLegacy builder with application/json body
+func NewCreateDocumentByTextLegacyRequest(server string, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDocumentByTextLegacyRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewCreateDocumentByTextLegacyRequestWithBody constructs an http.Request for the CreateDocumentByTextLegacy method, with any body, and a specified content type
+func NewCreateDocumentByTextLegacyRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/document/create_by_text", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListDocumentsRequest constructs an http.Request for the ListDocuments method
+func NewListDocumentsRequest(server string, datasetId DatasetId, params *ListDocumentsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateDocumentsMetadataRequest calls the generic UpdateDocumentsMetadata builder with application/json body
+func NewUpdateDocumentsMetadataRequest(server string, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDocumentsMetadataRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewUpdateDocumentsMetadataRequestWithBody constructs an http.Request for the UpdateDocumentsMetadata method, with any body, and a specified content type
+func NewUpdateDocumentsMetadataRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/metadata", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateDocumentStatusRequest calls the generic UpdateDocumentStatus builder with application/json body
+func NewUpdateDocumentStatusRequest(server string, datasetId DatasetId, action string, body UpdateDocumentStatusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDocumentStatusRequestWithBody(server, datasetId, action, "application/json", bodyReader)
+}
+
+// NewUpdateDocumentStatusRequestWithBody constructs an http.Request for the UpdateDocumentStatus method, with any body, and a specified content type
+func NewUpdateDocumentStatusRequestWithBody(server string, datasetId DatasetId, action string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/status/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetDocumentIndexingStatusRequest constructs an http.Request for the GetDocumentIndexingStatus method
+func NewGetDocumentIndexingStatusRequest(server string, datasetId DatasetId, batch Batch) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "batch", batch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/indexing-status", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteDocumentRequest constructs an http.Request for the DeleteDocument method
+func NewDeleteDocumentRequest(server string, datasetId DatasetId, documentId DocumentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDocumentRequest constructs an http.Request for the GetDocument method
+func NewGetDocumentRequest(server string, datasetId DatasetId, documentId DocumentId, params *GetDocumentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Metadata != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "metadata", *params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateDocumentRequestWithBody constructs an http.Request for the UpdateDocument method, with any body, and a specified content type
+func NewUpdateDocumentRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListSegmentsRequest constructs an http.Request for the ListSegments method
+func NewListSegmentsRequest(server string, datasetId DatasetId, documentId DocumentId, params *ListSegmentsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSegmentsRequest calls the generic CreateSegments builder with application/json body
+func NewCreateSegmentsRequest(server string, datasetId DatasetId, documentId DocumentId, body CreateSegmentsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSegmentsRequestWithBody(server, datasetId, documentId, "application/json", bodyReader)
+}
+
+// NewCreateSegmentsRequestWithBody constructs an http.Request for the CreateSegments method, with any body, and a specified content type
+func NewCreateSegmentsRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSegmentRequest constructs an http.Request for the DeleteSegment method
+func NewDeleteSegmentRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSegmentRequest constructs an http.Request for the GetSegment method
+func NewGetSegmentRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSegmentRequest calls the generic UpdateSegment builder with application/json body
+func NewUpdateSegmentRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body UpdateSegmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSegmentRequestWithBody(server, datasetId, documentId, segmentId, "application/json", bodyReader)
+}
+
+// NewUpdateSegmentRequestWithBody constructs an http.Request for the UpdateSegment method, with any body, and a specified content type
+func NewUpdateSegmentRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListChildChunksRequest constructs an http.Request for the ListChildChunks method
+func NewListChildChunksRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params *ListChildChunksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s/child_chunks", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateChildChunkRequest calls the generic CreateChildChunk builder with application/json body
+func NewCreateChildChunkRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body CreateChildChunkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateChildChunkRequestWithBody(server, datasetId, documentId, segmentId, "application/json", bodyReader)
+}
+
+// NewCreateChildChunkRequestWithBody constructs an http.Request for the CreateChildChunk method, with any body, and a specified content type
+func NewCreateChildChunkRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s/child_chunks", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteChildChunkRequest constructs an http.Request for the DeleteChildChunk method
+func NewDeleteChildChunkRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "child_chunk_id", childChunkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s/child_chunks/%s", pathParam0, pathParam1, pathParam2, pathParam3)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateChildChunkRequest calls the generic UpdateChildChunk builder with application/json body
+func NewUpdateChildChunkRequest(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, body UpdateChildChunkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateChildChunkRequestWithBody(server, datasetId, documentId, segmentId, childChunkId, "application/json", bodyReader)
+}
+
+// NewUpdateChildChunkRequestWithBody constructs an http.Request for the UpdateChildChunk method, with any body, and a specified content type
+func NewUpdateChildChunkRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "segment_id", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "child_chunk_id", childChunkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/segments/%s/child_chunks/%s", pathParam0, pathParam1, pathParam2, pathParam3)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateDocumentByFileRequestWithBody constructs an http.Request for the UpdateDocumentByFile method, with any body, and a specified content type
 func NewUpdateDocumentByFileRequestWithBody(server string, datasetId string, documentId string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -5333,6 +14852,536 @@ func NewUpdateDocumentByFileRequestWithBody(server string, datasetId string, doc
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateDocumentByTextRequest calls the generic UpdateDocumentByText builder with application/json body
+func NewUpdateDocumentByTextRequest(server string, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDocumentByTextRequestWithBody(server, datasetId, documentId, "application/json", bodyReader)
+}
+
+// NewUpdateDocumentByTextRequestWithBody constructs an http.Request for the UpdateDocumentByText method, with any body, and a specified content type
+func NewUpdateDocumentByTextRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/update-by-text", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateDocumentByFileLegacyRequestWithBody constructs an http.Request for the UpdateDocumentByFileLegacy method, with any body, and a specified content type
+func NewUpdateDocumentByFileLegacyRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/update_by_file", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateDocumentByTextLegacyRequest calls the generic UpdateDocumentByTextLegacy builder with application/json body
+func NewUpdateDocumentByTextLegacyRequest(server string, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDocumentByTextLegacyRequestWithBody(server, datasetId, documentId, "application/json", bodyReader)
+}
+
+// NewUpdateDocumentByTextLegacyRequestWithBody constructs an http.Request for the UpdateDocumentByTextLegacy method, with any body, and a specified content type
+func NewUpdateDocumentByTextLegacyRequestWithBody(server string, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/update_by_text", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHitTestingRequest calls the generic HitTesting builder with application/json body
+func NewHitTestingRequest(server string, datasetId DatasetId, body HitTestingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHitTestingRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewHitTestingRequestWithBody constructs an http.Request for the HitTesting method, with any body, and a specified content type
+func NewHitTestingRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/hit-testing", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListMetadataFieldsRequest constructs an http.Request for the ListMetadataFields method
+func NewListMetadataFieldsRequest(server string, datasetId DatasetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMetadataFieldRequest calls the generic CreateMetadataField builder with application/json body
+func NewCreateMetadataFieldRequest(server string, datasetId DatasetId, body CreateMetadataFieldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateMetadataFieldRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewCreateMetadataFieldRequestWithBody constructs an http.Request for the CreateMetadataField method, with any body, and a specified content type
+func NewCreateMetadataFieldRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListBuiltInMetadataFieldsRequest constructs an http.Request for the ListBuiltInMetadataFields method
+func NewListBuiltInMetadataFieldsRequest(server string, datasetId DatasetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata/built-in", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewToggleBuiltInMetadataRequest constructs an http.Request for the ToggleBuiltInMetadata method
+func NewToggleBuiltInMetadataRequest(server string, datasetId DatasetId, action string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata/built-in/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteMetadataFieldRequest constructs an http.Request for the DeleteMetadataField method
+func NewDeleteMetadataFieldRequest(server string, datasetId DatasetId, metadataId MetadataId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "metadata_id", metadataId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateMetadataFieldRequest calls the generic UpdateMetadataField builder with application/json body
+func NewUpdateMetadataFieldRequest(server string, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateMetadataFieldRequestWithBody(server, datasetId, metadataId, "application/json", bodyReader)
+}
+
+// NewUpdateMetadataFieldRequestWithBody constructs an http.Request for the UpdateMetadataField method, with any body, and a specified content type
+func NewUpdateMetadataFieldRequestWithBody(server string, datasetId DatasetId, metadataId MetadataId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "metadata_id", metadataId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/metadata/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRetrieveRequest calls the generic Retrieve builder with application/json body
+func NewRetrieveRequest(server string, datasetId DatasetId, body RetrieveJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRetrieveRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewRetrieveRequestWithBody constructs an http.Request for the Retrieve method, with any body, and a specified content type
+func NewRetrieveRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/retrieve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListDatasetTagsRequest constructs an http.Request for the ListDatasetTags method
+func NewListDatasetTagsRequest(server string, datasetId DatasetId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/tags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -5903,6 +15952,486 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversationWithResponse(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error)
 
+	// ListDatasetsWithResponse List knowledge bases
+	//
+	// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
+	// is full, as in Dify, so a full last page reports true.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets (the `ListDatasets` operationId).
+	ListDatasetsWithResponse(ctx context.Context, params *ListDatasetsParams, reqEditors ...RequestEditorFn) (*ListDatasetsResponse, error)
+
+	// CreateDatasetWithBodyWithResponse Create an empty knowledge base
+	//
+	// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+	// the first document then sets it for good. The name must be unique in the workspace (409
+	// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+	// configured (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets (the `CreateDataset` operationId).
+	CreateDatasetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error)
+
+	// CreateDatasetWithResponse Create an empty knowledge base
+	//
+	// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+	// the first document then sets it for good. The name must be unique in the workspace (409
+	// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+	// configured (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets (the `CreateDataset` operationId).
+	CreateDatasetWithResponse(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error)
+
+	// DeleteTagWithBodyWithResponse Delete a knowledge tag
+	//
+	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+	DeleteTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteTagResponse, error)
+
+	// DeleteTagWithResponse Delete a knowledge tag
+	//
+	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+	DeleteTagWithResponse(ctx context.Context, body DeleteTagJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteTagResponse, error)
+
+	// ListTagsWithResponse List knowledge tags
+	//
+	// The workspace's knowledge tags with the number of knowledge bases bound to each.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/tags (the `ListTags` operationId).
+	ListTagsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTagsResponse, error)
+
+	// UpdateTagWithBodyWithResponse Rename a knowledge tag
+	//
+	// Renames the tag named by `tag_id`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+	UpdateTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTagResponse, error)
+
+	// UpdateTagWithResponse Rename a knowledge tag
+	//
+	// Renames the tag named by `tag_id`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+	UpdateTagWithResponse(ctx context.Context, body UpdateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTagResponse, error)
+
+	// CreateTagWithBodyWithResponse Create a knowledge tag
+	//
+	// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+	CreateTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTagResponse, error)
+
+	// CreateTagWithResponse Create a knowledge tag
+	//
+	// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+	CreateTagWithResponse(ctx context.Context, body CreateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTagResponse, error)
+
+	// BindTagsWithBodyWithResponse Bind tags to a knowledge base
+	//
+	// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+	// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+	BindTagsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BindTagsResponse, error)
+
+	// BindTagsWithResponse Bind tags to a knowledge base
+	//
+	// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+	// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+	BindTagsWithResponse(ctx context.Context, body BindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*BindTagsResponse, error)
+
+	// UnbindTagsWithBodyWithResponse Unbind tags from a knowledge base
+	//
+	// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+	// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+	UnbindTagsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnbindTagsResponse, error)
+
+	// UnbindTagsWithResponse Unbind tags from a knowledge base
+	//
+	// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+	// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+	UnbindTagsWithResponse(ctx context.Context, body UnbindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*UnbindTagsResponse, error)
+
+	// DeleteDatasetWithResponse Delete a knowledge base
+	//
+	// Deletes the knowledge base with its documents, chunks and index. Refused with 409
+	// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
+	// documents are being indexed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
+	DeleteDatasetWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*DeleteDatasetResponse, error)
+
+	// GetDatasetWithResponse Get a knowledge base
+	//
+	// The knowledge base with its statistics and configuration. For an economy knowledge base
+	// `retrieval_model_dict.search_method` is `keyword_search`. `partial_member_list` is present
+	// when `permission` is `partial_members`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id} (the `GetDataset` operationId).
+	GetDatasetWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error)
+
+	// UpdateDatasetWithBodyWithResponse Update a knowledge base
+	//
+	// Changes the members present in the body; omitted and null members keep their value. A named
+	// embedding or rerank model must be configured (400 `invalid_param`). The response always
+	// carries `partial_member_list`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+	UpdateDatasetWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDatasetResponse, error)
+
+	// UpdateDatasetWithResponse Update a knowledge base
+	//
+	// Changes the members present in the body; omitted and null members keep their value. A named
+	// embedding or rerank model must be configured (400 `invalid_param`). The response always
+	// carries `partial_member_list`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+	UpdateDatasetWithResponse(ctx context.Context, datasetId DatasetId, body UpdateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDatasetResponse, error)
+
+	// CreateDocumentByFileWithBodyWithResponse Create a document from a file
+	//
+	// Uploads one file and indexes it asynchronously; the document is named after the file.
+	// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
+	// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
+	// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
+	// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
+	// then `process_rule` is required unless the knowledge base has a previous rule.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
+	CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error)
+
+	// CreateDocumentByTextWithBodyWithResponse Create a document from text
+	//
+	// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+	// status with the returned `batch`. `indexing_technique` is required while the knowledge
+	// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+	// `invalid_param` "process_rule is required." when it has none). An enabled document of
+	// the same name is re-pointed to the new content instead of a new one being created.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+	CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
+
+	// CreateDocumentByTextWithResponse Create a document from text
+	//
+	// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+	// status with the returned `batch`. `indexing_technique` is required while the knowledge
+	// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+	// `invalid_param` "process_rule is required." when it has none). An enabled document of
+	// the same name is re-pointed to the new content instead of a new one being created.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+	CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
+
+	// CreateDocumentByFileLegacyWithBodyWithResponse Create a document from a file (legacy path)
+	//
+	// The same operation as create-document-by-file under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
+	CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error)
+
+	// CreateDocumentByTextLegacyWithBodyWithResponse Create a document from text (legacy path)
+	//
+	// The same operation as create-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+	CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
+
+	// CreateDocumentByTextLegacyWithResponse Create a document from text (legacy path)
+	//
+	// The same operation as create-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+	CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
+
+	// ListDocumentsWithResponse List documents
+	//
+	// The knowledge base's documents, newest first (then by position, descending), in pages.
+	// `has_more` is true when the page is full.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
+	ListDocumentsWithResponse(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*ListDocumentsResponse, error)
+
+	// UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
+	//
+	// Sets metadata values of several documents. With `partial_update` false (the default) the
+	// list replaces all of a document's custom values; with true it is merged into them. An
+	// unknown document → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+	UpdateDocumentsMetadataWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentsMetadataResponse, error)
+
+	// UpdateDocumentsMetadataWithResponse Set documents' metadata values
+	//
+	// Sets metadata values of several documents. With `partial_update` false (the default) the
+	// list replaces all of a document's custom values; with true it is merged into them. An
+	// unknown document → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+	UpdateDocumentsMetadataWithResponse(ctx context.Context, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentsMetadataResponse, error)
+
+	// UpdateDocumentStatusWithBodyWithResponse Enable, disable, archive or unarchive documents
+	//
+	// Applies `action` to each listed document; unknown ids are skipped and a document already
+	// in the requested state is left alone. `disable` needs a completed document (400
+	// `invalid_action`); a document still being re-indexed by an earlier action → 400
+	// `invalid_action`. An unknown action → 400 `invalid_action`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+	UpdateDocumentStatusWithBodyWithResponse(ctx context.Context, datasetId DatasetId, action string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentStatusResponse, error)
+
+	// UpdateDocumentStatusWithResponse Enable, disable, archive or unarchive documents
+	//
+	// Applies `action` to each listed document; unknown ids are skipped and a document already
+	// in the requested state is left alone. `disable` needs a completed document (400
+	// `invalid_action`); a document still being re-indexed by an earlier action → 400
+	// `invalid_action`. An unknown action → 400 `invalid_action`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+	UpdateDocumentStatusWithResponse(ctx context.Context, datasetId DatasetId, action string, body UpdateDocumentStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentStatusResponse, error)
+
+	// GetDocumentIndexingStatusWithResponse Get the indexing status of a batch
+	//
+	// Indexing progress of every document created in the batch (the `batch` returned by the
+	// create and update operations). A paused document reports `indexing_status` `paused`.
+	// An unknown batch → 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{batch}/indexing-status (the `GetDocumentIndexingStatus` operationId).
+	GetDocumentIndexingStatusWithResponse(ctx context.Context, datasetId DatasetId, batch Batch, reqEditors ...RequestEditorFn) (*GetDocumentIndexingStatusResponse, error)
+
+	// DeleteDocumentWithResponse Delete a document
+	//
+	// Deletes the document with its chunks. Refused for an archived document (403
+	// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
+	DeleteDocumentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*DeleteDocumentResponse, error)
+
+	// GetDocumentWithResponse Get a document
+	//
+	// The document's detail. `metadata` chooses the shape: `all` (default) every detail member;
+	// `only` just `id`, `doc_type` and `doc_metadata`; `without` every member except `doc_type`
+	// and `doc_metadata`. Any other value → 400 `invalid_metadata`. Unlike the list shape, the
+	// detail has no `data_source_detail_dict` and no `word_count`, and its `data_source_info` is
+	// the expanded object.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id} (the `GetDocument` operationId).
+	GetDocumentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *GetDocumentParams, reqEditors ...RequestEditorFn) (*GetDocumentResponse, error)
+
+	// UpdateDocumentWithBodyWithResponse Update a document
+	//
+	// Replaces the document's file (when a `file` part is given) and/or its configuration (the
+	// `data` part), and re-indexes it; `indexing_technique` is always the knowledge base's.
+	// Only documents whose display status is `available` can be updated (400 `invalid_param`
+	// "Document is not available"). More than one file → 400 `too_many_files`; empty file name
+	// → 400 `filename_not_exists_error`; file too large → 413 `file_too_large`; file type not
+	// allowed → 415 `unsupported_file_type`. The response carries the document's original batch.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
+	UpdateDocumentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentResponse, error)
+
+	// ListSegmentsWithResponse List a document's chunks
+	//
+	// The document's chunks by position, in pages; `has_more` is true when the page is full.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments (the `ListSegments` operationId).
+	ListSegmentsWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *ListSegmentsParams, reqEditors ...RequestEditorFn) (*ListSegmentsResponse, error)
+
+	// CreateSegmentsWithBodyWithResponse Add chunks to a document
+	//
+	// Adds chunks after the document's last one and indexes them at once. The document must be
+	// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+	// `answer` in a `qa_model` document (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+	CreateSegmentsWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSegmentsResponse, error)
+
+	// CreateSegmentsWithResponse Add chunks to a document
+	//
+	// Adds chunks after the document's last one and indexes them at once. The document must be
+	// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+	// `answer` in a `qa_model` document (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+	CreateSegmentsWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body CreateSegmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSegmentsResponse, error)
+
+	// DeleteSegmentWithResponse Delete a chunk
+	//
+	// Deletes the chunk and removes it from the index; a chunk already being deleted → 400 `invalid_param`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `DeleteSegment` operationId).
+	DeleteSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*DeleteSegmentResponse, error)
+
+	// GetSegmentWithResponse Get a chunk
+	//
+	// One chunk of the document.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `GetSegment` operationId).
+	GetSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*GetSegmentResponse, error)
+
+	// UpdateSegmentWithBodyWithResponse Update a chunk
+	//
+	// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+	// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+	// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+	UpdateSegmentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error)
+
+	// UpdateSegmentWithResponse Update a chunk
+	//
+	// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+	// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+	// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+	UpdateSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error)
+
+	// ListChildChunksWithResponse List a chunk's child chunks
+	//
+	// The chunk's child chunks by position, in pages.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `ListChildChunks` operationId).
+	ListChildChunksWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params *ListChildChunksParams, reqEditors ...RequestEditorFn) (*ListChildChunksResponse, error)
+
+	// CreateChildChunkWithBodyWithResponse Add a child chunk
+	//
+	// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+	CreateChildChunkWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChildChunkResponse, error)
+
+	// CreateChildChunkWithResponse Add a child chunk
+	//
+	// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+	CreateChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body CreateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChildChunkResponse, error)
+
+	// DeleteChildChunkWithResponse Delete a child chunk
+	//
+	// Deletes the child chunk and removes it from the index.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `DeleteChildChunk` operationId).
+	DeleteChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, reqEditors ...RequestEditorFn) (*DeleteChildChunkResponse, error)
+
+	// UpdateChildChunkWithBodyWithResponse Update a child chunk
+	//
+	// Replaces the child chunk's content and re-indexes it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+	UpdateChildChunkWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChildChunkResponse, error)
+
+	// UpdateChildChunkWithResponse Update a child chunk
+	//
+	// Replaces the child chunk's content and re-indexes it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+	UpdateChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, body UpdateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChildChunkResponse, error)
+
 	// UpdateDocumentByFileWithBodyWithResponse Update document by file (deprecated)
 	//
 	// Replaces the document's content with an uploaded file and re-indexes it. Deprecated: the
@@ -5914,6 +16443,192 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	UpdateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId string, documentId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByFileResponse, error)
+
+	// UpdateDocumentByTextWithBodyWithResponse Update a document with text
+	//
+	// Replaces the document's content with `text` (then `name` is required and becomes the
+	// document's name) and/or its configuration, and re-indexes it. Only documents whose
+	// display status is `available` can be updated (400 `invalid_param` "Document is not
+	// available"). The response carries the document's original batch.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+	UpdateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextResponse, error)
+
+	// UpdateDocumentByTextWithResponse Update a document with text
+	//
+	// Replaces the document's content with `text` (then `name` is required and becomes the
+	// document's name) and/or its configuration, and re-indexes it. Only documents whose
+	// display status is `available` can be updated (400 `invalid_param` "Document is not
+	// available"). The response carries the document's original batch.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+	UpdateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextResponse, error)
+
+	// UpdateDocumentByFileLegacyWithBodyWithResponse Update document by file (deprecated legacy path)
+	//
+	// The same operation as update-document-by-file under Dify's underscore path, which the
+	// official SDKs call. Deprecated: the generic update-document operation replaces it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_file (the `UpdateDocumentByFileLegacy` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByFileLegacyResponse, error)
+
+	// UpdateDocumentByTextLegacyWithBodyWithResponse Update a document with text (legacy path)
+	//
+	// The same operation as update-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+	UpdateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextLegacyResponse, error)
+
+	// UpdateDocumentByTextLegacyWithResponse Update a document with text (legacy path)
+	//
+	// The same operation as update-document-by-text under Dify's underscore path, which the
+	// official SDKs call.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+	UpdateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextLegacyResponse, error)
+
+	// HitTestingWithBodyWithResponse Retrieve chunks (hit-testing path)
+	//
+	// The same operation as retrieve under Dify's older name, which the official SDKs call.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+	HitTestingWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HitTestingResponse, error)
+
+	// HitTestingWithResponse Retrieve chunks (hit-testing path)
+	//
+	// The same operation as retrieve under Dify's older name, which the official SDKs call.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+	HitTestingWithResponse(ctx context.Context, datasetId DatasetId, body HitTestingJSONRequestBody, reqEditors ...RequestEditorFn) (*HitTestingResponse, error)
+
+	// ListMetadataFieldsWithResponse List metadata fields
+	//
+	// The knowledge base's custom metadata fields, each with the number of documents that use it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/metadata (the `ListMetadataFields` operationId).
+	ListMetadataFieldsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListMetadataFieldsResponse, error)
+
+	// CreateMetadataFieldWithBodyWithResponse Create a metadata field
+	//
+	// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+	// characters, or equal to a built-in field's name → 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+	CreateMetadataFieldWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMetadataFieldResponse, error)
+
+	// CreateMetadataFieldWithResponse Create a metadata field
+	//
+	// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+	// characters, or equal to a built-in field's name → 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+	CreateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, body CreateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMetadataFieldResponse, error)
+
+	// ListBuiltInMetadataFieldsWithResponse List built-in metadata fields
+	//
+	// The built-in fields a knowledge base can switch on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/metadata/built-in (the `ListBuiltInMetadataFields` operationId).
+	ListBuiltInMetadataFieldsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListBuiltInMetadataFieldsResponse, error)
+
+	// ToggleBuiltInMetadataWithResponse Switch built-in metadata on or off
+	//
+	// `enable` fills the built-in fields of every document and lists them in the knowledge
+	// base's `doc_metadata`; `disable` removes them. Any request body is ignored.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/metadata/built-in/{action} (the `ToggleBuiltInMetadata` operationId).
+	ToggleBuiltInMetadataWithResponse(ctx context.Context, datasetId DatasetId, action string, reqEditors ...RequestEditorFn) (*ToggleBuiltInMetadataResponse, error)
+
+	// DeleteMetadataFieldWithResponse Delete a metadata field
+	//
+	// Deletes the field and removes its values from the documents.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /datasets/{dataset_id}/metadata/{metadata_id} (the `DeleteMetadataField` operationId).
+	DeleteMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, reqEditors ...RequestEditorFn) (*DeleteMetadataFieldResponse, error)
+
+	// UpdateMetadataFieldWithBodyWithResponse Rename a metadata field
+	//
+	// Renames the field (documents' values follow); the name rules of create apply.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+	UpdateMetadataFieldWithBodyWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error)
+
+	// UpdateMetadataFieldWithResponse Rename a metadata field
+	//
+	// Renames the field (documents' values follow); the name rules of create apply.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+	UpdateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error)
+
+	// RetrieveWithBodyWithResponse Retrieve chunks
+	//
+	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+	// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+	// → 400 `dataset_not_initialized`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+	RetrieveWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetrieveResponse, error)
+
+	// RetrieveWithResponse Retrieve chunks
+	//
+	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+	// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+	// → 400 `dataset_not_initialized`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+	RetrieveWithResponse(ctx context.Context, datasetId DatasetId, body RetrieveJSONRequestBody, reqEditors ...RequestEditorFn) (*RetrieveResponse, error)
+
+	// ListDatasetTagsWithResponse List a knowledge base's tags
+	//
+	// The tags bound to the knowledge base.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
+	ListDatasetTagsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListDatasetTagsResponse, error)
 
 	// UploadFileWithBodyWithResponse Upload file
 	//
@@ -6511,6 +17226,2705 @@ func (r RenameConversationResponse) ContentType() string {
 	return ""
 }
 
+// ListDatasetsResponse401Headers the declared response headers of an HTTP 401 response for ListDatasets
+type ListDatasetsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListDatasetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DatasetList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDatasetsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDatasetsResponse) GetJSON200() *DatasetList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListDatasetsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDatasetsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListDatasetsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDatasetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDatasetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDatasetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDatasetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDatasetResponse401Headers the declared response headers of an HTTP 401 response for CreateDataset
+type CreateDatasetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateDatasetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Dataset
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDatasetResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDatasetResponse) GetJSON200() *Dataset {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDatasetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDatasetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDatasetResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDatasetResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDatasetResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDatasetResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDatasetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDatasetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDatasetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteTagResponse401Headers the declared response headers of an HTTP 401 response for DeleteTag
+type DeleteTagResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteTagResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteTagResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteTagResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteTagResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteTagResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteTagResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteTagResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DeleteTagResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteTagResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTagResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTagResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTagResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTagResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListTagsResponse401Headers the declared response headers of an HTTP 401 response for ListTags
+type ListTagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListTagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TagList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTagsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTagsResponse) GetJSON200() *TagList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTagsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTagsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateTagResponse401Headers the declared response headers of an HTTP 401 response for UpdateTag
+type UpdateTagResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateTagResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Tag
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateTagResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateTagResponse) GetJSON200() *Tag {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateTagResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateTagResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateTagResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateTagResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateTagResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateTagResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateTagResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateTagResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateTagResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateTagResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateTagResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTagResponse401Headers the declared response headers of an HTTP 401 response for CreateTag
+type CreateTagResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateTagResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Tag
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateTagResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateTagResponse) GetJSON200() *Tag {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateTagResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateTagResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateTagResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateTagResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateTagResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateTagResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTagResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTagResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTagResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTagResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BindTagsResponse401Headers the declared response headers of an HTTP 401 response for BindTags
+type BindTagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type BindTagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BindTagsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BindTagsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BindTagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BindTagsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r BindTagsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BindTagsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r BindTagsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BindTagsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r BindTagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BindTagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BindTagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BindTagsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnbindTagsResponse401Headers the declared response headers of an HTTP 401 response for UnbindTags
+type UnbindTagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UnbindTagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnbindTagsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UnbindTagsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnbindTagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UnbindTagsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnbindTagsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UnbindTagsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UnbindTagsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnbindTagsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UnbindTagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnbindTagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnbindTagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnbindTagsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteDatasetResponse401Headers the declared response headers of an HTTP 401 response for DeleteDataset
+type DeleteDatasetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteDatasetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteDatasetResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteDatasetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteDatasetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteDatasetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteDatasetResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteDatasetResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteDatasetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteDatasetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteDatasetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDatasetResponse401Headers the declared response headers of an HTTP 401 response for GetDataset
+type GetDatasetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDatasetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Dataset
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDatasetResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDatasetResponse) GetJSON200() *Dataset {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDatasetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDatasetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDatasetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDatasetResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDatasetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDatasetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDatasetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDatasetResponse401Headers the declared response headers of an HTTP 401 response for UpdateDataset
+type UpdateDatasetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDatasetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Dataset
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDatasetResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDatasetResponse) GetJSON200() *Dataset {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDatasetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDatasetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDatasetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDatasetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDatasetResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDatasetResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDatasetResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDatasetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDatasetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDatasetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDocumentByFileResponse401Headers the declared response headers of an HTTP 401 response for CreateDocumentByFile
+type CreateDocumentByFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateDocumentByFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDocumentByFileResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDocumentByFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDocumentByFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDocumentByFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDocumentByFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDocumentByTextResponse401Headers the declared response headers of an HTTP 401 response for CreateDocumentByText
+type CreateDocumentByTextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateDocumentByTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDocumentByTextResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDocumentByTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDocumentByTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDocumentByTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDocumentByTextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDocumentByFileLegacyResponse401Headers the declared response headers of an HTTP 401 response for CreateDocumentByFileLegacy
+type CreateDocumentByFileLegacyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateDocumentByFileLegacyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDocumentByFileLegacyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDocumentByFileLegacyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDocumentByFileLegacyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDocumentByFileLegacyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDocumentByFileLegacyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDocumentByTextLegacyResponse401Headers the declared response headers of an HTTP 401 response for CreateDocumentByTextLegacy
+type CreateDocumentByTextLegacyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateDocumentByTextLegacyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDocumentByTextLegacyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDocumentByTextLegacyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDocumentByTextLegacyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDocumentByTextLegacyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDocumentByTextLegacyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDocumentsResponse401Headers the declared response headers of an HTTP 401 response for ListDocuments
+type ListDocumentsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListDocumentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDocumentsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDocumentsResponse) GetJSON200() *DocumentList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListDocumentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDocumentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDocumentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListDocumentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListDocumentsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDocumentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDocumentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDocumentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDocumentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentsMetadataResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentsMetadata
+type UpdateDocumentsMetadataResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentsMetadataResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentsMetadataResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentsMetadataResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentsMetadataResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentsMetadataResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentsMetadataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentsMetadataResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentStatusResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentStatus
+type UpdateDocumentStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentStatusResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentStatusResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocumentIndexingStatusResponse401Headers the declared response headers of an HTTP 401 response for GetDocumentIndexingStatus
+type GetDocumentIndexingStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocumentIndexingStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IndexingStatusList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocumentIndexingStatusResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDocumentIndexingStatusResponse) GetJSON200() *IndexingStatusList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocumentIndexingStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDocumentIndexingStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDocumentIndexingStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDocumentIndexingStatusResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocumentIndexingStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocumentIndexingStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocumentIndexingStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocumentIndexingStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteDocumentResponse401Headers the declared response headers of an HTTP 401 response for DeleteDocument
+type DeleteDocumentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteDocumentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteDocumentResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteDocumentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteDocumentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteDocumentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteDocumentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteDocumentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteDocumentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteDocumentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocumentResponse401Headers the declared response headers of an HTTP 401 response for GetDocument
+type GetDocumentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocumentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocumentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDocumentResponse) GetJSON200() *DocumentDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetDocumentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocumentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDocumentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDocumentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDocumentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocumentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocumentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocument
+type UpdateDocumentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSegmentsResponse401Headers the declared response headers of an HTTP 401 response for ListSegments
+type ListSegmentsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListSegmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSegmentsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSegmentsResponse) GetJSON200() *SegmentList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSegmentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSegmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSegmentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSegmentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSegmentsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSegmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSegmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSegmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSegmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSegmentsResponse401Headers the declared response headers of an HTTP 401 response for CreateSegments
+type CreateSegmentsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateSegmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentsCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateSegmentsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateSegmentsResponse) GetJSON200() *SegmentsCreated {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateSegmentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateSegmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateSegmentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateSegmentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateSegmentsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateSegmentsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateSegmentsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSegmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSegmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSegmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSegmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSegmentResponse401Headers the declared response headers of an HTTP 401 response for DeleteSegment
+type DeleteSegmentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSegmentResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSegmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSegmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSegmentResponse401Headers the declared response headers of an HTTP 401 response for GetSegment
+type GetSegmentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSegmentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSegmentResponse) GetJSON200() *SegmentResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSegmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSegmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSegmentResponse401Headers the declared response headers of an HTTP 401 response for UpdateSegment
+type UpdateSegmentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateSegmentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSegmentResponse) GetJSON200() *SegmentResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateSegmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateSegmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateSegmentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateSegmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListChildChunksResponse401Headers the declared response headers of an HTTP 401 response for ListChildChunks
+type ListChildChunksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListChildChunksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChildChunkList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListChildChunksResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListChildChunksResponse) GetJSON200() *ChildChunkList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListChildChunksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListChildChunksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListChildChunksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListChildChunksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListChildChunksResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListChildChunksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListChildChunksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListChildChunksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListChildChunksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateChildChunkResponse401Headers the declared response headers of an HTTP 401 response for CreateChildChunk
+type CreateChildChunkResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateChildChunkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChildChunkResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChildChunkResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateChildChunkResponse) GetJSON200() *ChildChunkResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateChildChunkResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateChildChunkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateChildChunkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateChildChunkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateChildChunkResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateChildChunkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateChildChunkResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateChildChunkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateChildChunkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateChildChunkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateChildChunkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteChildChunkResponse401Headers the declared response headers of an HTTP 401 response for DeleteChildChunk
+type DeleteChildChunkResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteChildChunkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteChildChunkResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteChildChunkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteChildChunkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteChildChunkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteChildChunkResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteChildChunkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteChildChunkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteChildChunkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteChildChunkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateChildChunkResponse401Headers the declared response headers of an HTTP 401 response for UpdateChildChunk
+type UpdateChildChunkResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateChildChunkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChildChunkResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateChildChunkResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON200() *ChildChunkResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateChildChunkResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateChildChunkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateChildChunkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateChildChunkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateChildChunkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateDocumentByFileResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentByFile
 type UpdateDocumentByFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6602,6 +20016,1065 @@ func (r UpdateDocumentByFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateDocumentByFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentByTextResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentByText
+type UpdateDocumentByTextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentByTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentByTextResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentByTextResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentByTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentByTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentByTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentByTextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentByFileLegacyResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentByFileLegacy
+type UpdateDocumentByFileLegacyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentByFileLegacyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentByFileLegacyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentByFileLegacyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentByFileLegacyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentByFileLegacyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentByFileLegacyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentByFileLegacyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateDocumentByTextLegacyResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentByTextLegacy
+type UpdateDocumentByTextLegacyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateDocumentByTextLegacyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentWithBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateDocumentByTextLegacyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON200() *DocumentWithBatch {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateDocumentByTextLegacyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateDocumentByTextLegacyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDocumentByTextLegacyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDocumentByTextLegacyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateDocumentByTextLegacyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HitTestingResponse401Headers the declared response headers of an HTTP 401 response for HitTesting
+type HitTestingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HitTestingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RetrieveResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HitTestingResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HitTestingResponse) GetJSON200() *RetrieveResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HitTestingResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HitTestingResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HitTestingResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r HitTestingResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r HitTestingResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r HitTestingResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r HitTestingResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r HitTestingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HitTestingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HitTestingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HitTestingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMetadataFieldsResponse401Headers the declared response headers of an HTTP 401 response for ListMetadataFields
+type ListMetadataFieldsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListMetadataFieldsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MetadataFieldList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMetadataFieldsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMetadataFieldsResponse) GetJSON200() *MetadataFieldList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMetadataFieldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMetadataFieldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListMetadataFieldsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMetadataFieldsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMetadataFieldsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMetadataFieldsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMetadataFieldsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMetadataFieldsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMetadataFieldResponse401Headers the declared response headers of an HTTP 401 response for CreateMetadataField
+type CreateMetadataFieldResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateMetadataFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *MetadataField
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateMetadataFieldResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON201() *MetadataField {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateMetadataFieldResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMetadataFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMetadataFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMetadataFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMetadataFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBuiltInMetadataFieldsResponse401Headers the declared response headers of an HTTP 401 response for ListBuiltInMetadataFields
+type ListBuiltInMetadataFieldsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListBuiltInMetadataFieldsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BuiltInMetadataFields
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBuiltInMetadataFieldsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBuiltInMetadataFieldsResponse) GetJSON200() *BuiltInMetadataFields {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBuiltInMetadataFieldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBuiltInMetadataFieldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBuiltInMetadataFieldsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBuiltInMetadataFieldsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBuiltInMetadataFieldsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBuiltInMetadataFieldsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBuiltInMetadataFieldsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBuiltInMetadataFieldsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ToggleBuiltInMetadataResponse401Headers the declared response headers of an HTTP 401 response for ToggleBuiltInMetadata
+type ToggleBuiltInMetadataResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ToggleBuiltInMetadataResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ToggleBuiltInMetadataResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ToggleBuiltInMetadataResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ToggleBuiltInMetadataResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ToggleBuiltInMetadataResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ToggleBuiltInMetadataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ToggleBuiltInMetadataResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteMetadataFieldResponse401Headers the declared response headers of an HTTP 401 response for DeleteMetadataField
+type DeleteMetadataFieldResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteMetadataFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteMetadataFieldResponse401Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteMetadataFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteMetadataFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteMetadataFieldResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteMetadataFieldResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteMetadataFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteMetadataFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteMetadataFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteMetadataFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateMetadataFieldResponse401Headers the declared response headers of an HTTP 401 response for UpdateMetadataField
+type UpdateMetadataFieldResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateMetadataFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MetadataField
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateMetadataFieldResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON200() *MetadataField {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateMetadataFieldResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateMetadataFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateMetadataFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateMetadataFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateMetadataFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetrieveResponse401Headers the declared response headers of an HTTP 401 response for Retrieve
+type RetrieveResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RetrieveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RetrieveResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetrieveResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetrieveResponse) GetJSON200() *RetrieveResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetrieveResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetrieveResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RetrieveResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetrieveResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RetrieveResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RetrieveResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetrieveResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RetrieveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetrieveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetrieveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetrieveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDatasetTagsResponse401Headers the declared response headers of an HTTP 401 response for ListDatasetTags
+type ListDatasetTagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListDatasetTagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DatasetTagList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDatasetTagsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDatasetTagsResponse) GetJSON200() *DatasetTagList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDatasetTagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDatasetTagsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListDatasetTagsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListDatasetTagsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDatasetTagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDatasetTagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDatasetTagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDatasetTagsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7376,6 +21849,762 @@ func (c *ClientWithResponses) RenameConversationWithResponse(ctx context.Context
 	return ParseRenameConversationResponse(rsp)
 }
 
+// ListDatasetsWithResponse List knowledge bases
+//
+// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
+// is full, as in Dify, so a full last page reports true.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets (the `ListDatasets` operationId).
+func (c *ClientWithResponses) ListDatasetsWithResponse(ctx context.Context, params *ListDatasetsParams, reqEditors ...RequestEditorFn) (*ListDatasetsResponse, error) {
+	rsp, err := c.ListDatasets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDatasetsResponse(rsp)
+}
+
+// CreateDatasetWithBodyWithResponse Create an empty knowledge base
+//
+// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+// the first document then sets it for good. The name must be unique in the workspace (409
+// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+// configured (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets (the `CreateDataset` operationId).
+func (c *ClientWithResponses) CreateDatasetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error) {
+	rsp, err := c.CreateDatasetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDatasetResponse(rsp)
+}
+
+// CreateDatasetWithResponse Create an empty knowledge base
+//
+// Creates a knowledge base without documents. `indexing_technique` may be omitted or null;
+// the first document then sets it for good. The name must be unique in the workspace (409
+// `dataset_name_duplicate`). An embedding model or rerank model named in the body must be
+// configured (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets (the `CreateDataset` operationId).
+func (c *ClientWithResponses) CreateDatasetWithResponse(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error) {
+	rsp, err := c.CreateDataset(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDatasetResponse(rsp)
+}
+
+// DeleteTagWithBodyWithResponse Delete a knowledge tag
+//
+// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+func (c *ClientWithResponses) DeleteTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteTagResponse, error) {
+	rsp, err := c.DeleteTagWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTagResponse(rsp)
+}
+
+// DeleteTagWithResponse Delete a knowledge tag
+//
+// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/tags (the `DeleteTag` operationId).
+func (c *ClientWithResponses) DeleteTagWithResponse(ctx context.Context, body DeleteTagJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteTagResponse, error) {
+	rsp, err := c.DeleteTag(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTagResponse(rsp)
+}
+
+// ListTagsWithResponse List knowledge tags
+//
+// The workspace's knowledge tags with the number of knowledge bases bound to each.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/tags (the `ListTags` operationId).
+func (c *ClientWithResponses) ListTagsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTagsResponse, error) {
+	rsp, err := c.ListTags(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTagsResponse(rsp)
+}
+
+// UpdateTagWithBodyWithResponse Rename a knowledge tag
+//
+// Renames the tag named by `tag_id`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+func (c *ClientWithResponses) UpdateTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTagResponse, error) {
+	rsp, err := c.UpdateTagWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTagResponse(rsp)
+}
+
+// UpdateTagWithResponse Rename a knowledge tag
+//
+// Renames the tag named by `tag_id`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/tags (the `UpdateTag` operationId).
+func (c *ClientWithResponses) UpdateTagWithResponse(ctx context.Context, body UpdateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTagResponse, error) {
+	rsp, err := c.UpdateTag(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTagResponse(rsp)
+}
+
+// CreateTagWithBodyWithResponse Create a knowledge tag
+//
+// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+func (c *ClientWithResponses) CreateTagWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTagResponse, error) {
+	rsp, err := c.CreateTagWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTagResponse(rsp)
+}
+
+// CreateTagWithResponse Create a knowledge tag
+//
+// Creates a workspace tag of type `knowledge`; a name already used → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags (the `CreateTag` operationId).
+func (c *ClientWithResponses) CreateTagWithResponse(ctx context.Context, body CreateTagJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTagResponse, error) {
+	rsp, err := c.CreateTag(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTagResponse(rsp)
+}
+
+// BindTagsWithBodyWithResponse Bind tags to a knowledge base
+//
+// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+func (c *ClientWithResponses) BindTagsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BindTagsResponse, error) {
+	rsp, err := c.BindTagsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBindTagsResponse(rsp)
+}
+
+// BindTagsWithResponse Bind tags to a knowledge base
+//
+// Binds the tags to the knowledge base `target_id`; unknown tag ids are ignored. An empty
+// `tag_ids` → 400 `invalid_param` "Tag IDs is required."; an unknown knowledge base → 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags/binding (the `BindTags` operationId).
+func (c *ClientWithResponses) BindTagsWithResponse(ctx context.Context, body BindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*BindTagsResponse, error) {
+	rsp, err := c.BindTags(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBindTagsResponse(rsp)
+}
+
+// UnbindTagsWithBodyWithResponse Unbind tags from a knowledge base
+//
+// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+func (c *ClientWithResponses) UnbindTagsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnbindTagsResponse, error) {
+	rsp, err := c.UnbindTagsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnbindTagsResponse(rsp)
+}
+
+// UnbindTagsWithResponse Unbind tags from a knowledge base
+//
+// Removes the tags from the knowledge base `target_id`. Takes `tag_ids`, or the legacy single
+// `tag_id` that the official SDKs send; neither → 400 `invalid_param` "Tag IDs is required.".
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/tags/unbinding (the `UnbindTags` operationId).
+func (c *ClientWithResponses) UnbindTagsWithResponse(ctx context.Context, body UnbindTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*UnbindTagsResponse, error) {
+	rsp, err := c.UnbindTags(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnbindTagsResponse(rsp)
+}
+
+// DeleteDatasetWithResponse Delete a knowledge base
+//
+// Deletes the knowledge base with its documents, chunks and index. Refused with 409
+// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
+// documents are being indexed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
+func (c *ClientWithResponses) DeleteDatasetWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*DeleteDatasetResponse, error) {
+	rsp, err := c.DeleteDataset(ctx, datasetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteDatasetResponse(rsp)
+}
+
+// GetDatasetWithResponse Get a knowledge base
+//
+// The knowledge base with its statistics and configuration. For an economy knowledge base
+// `retrieval_model_dict.search_method` is `keyword_search`. `partial_member_list` is present
+// when `permission` is `partial_members`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id} (the `GetDataset` operationId).
+func (c *ClientWithResponses) GetDatasetWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error) {
+	rsp, err := c.GetDataset(ctx, datasetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDatasetResponse(rsp)
+}
+
+// UpdateDatasetWithBodyWithResponse Update a knowledge base
+//
+// Changes the members present in the body; omitted and null members keep their value. A named
+// embedding or rerank model must be configured (400 `invalid_param`). The response always
+// carries `partial_member_list`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+func (c *ClientWithResponses) UpdateDatasetWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDatasetResponse, error) {
+	rsp, err := c.UpdateDatasetWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDatasetResponse(rsp)
+}
+
+// UpdateDatasetWithResponse Update a knowledge base
+//
+// Changes the members present in the body; omitted and null members keep their value. A named
+// embedding or rerank model must be configured (400 `invalid_param`). The response always
+// carries `partial_member_list`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id} (the `UpdateDataset` operationId).
+func (c *ClientWithResponses) UpdateDatasetWithResponse(ctx context.Context, datasetId DatasetId, body UpdateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDatasetResponse, error) {
+	rsp, err := c.UpdateDataset(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDatasetResponse(rsp)
+}
+
+// CreateDocumentByFileWithBodyWithResponse Create a document from a file
+//
+// Uploads one file and indexes it asynchronously; the document is named after the file.
+// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
+// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
+// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
+// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
+// then `process_rule` is required unless the knowledge base has a previous rule.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
+func (c *ClientWithResponses) CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error) {
+	rsp, err := c.CreateDocumentByFileWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByFileResponse(rsp)
+}
+
+// CreateDocumentByTextWithBodyWithResponse Create a document from text
+//
+// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+// status with the returned `batch`. `indexing_technique` is required while the knowledge
+// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+// `invalid_param` "process_rule is required." when it has none). An enabled document of
+// the same name is re-pointed to the new content instead of a new one being created.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+func (c *ClientWithResponses) CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
+	rsp, err := c.CreateDocumentByTextWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByTextResponse(rsp)
+}
+
+// CreateDocumentByTextWithResponse Create a document from text
+//
+// Stores `text` as the file `<name>.txt` and indexes it asynchronously; poll the indexing
+// status with the returned `batch`. `indexing_technique` is required while the knowledge
+// base has none. Without `process_rule` the knowledge base's latest rule is used (400
+// `invalid_param` "process_rule is required." when it has none). An enabled document of
+// the same name is re-pointed to the new content instead of a new one being created.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
+func (c *ClientWithResponses) CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
+	rsp, err := c.CreateDocumentByText(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByTextResponse(rsp)
+}
+
+// CreateDocumentByFileLegacyWithBodyWithResponse Create a document from a file (legacy path)
+//
+// The same operation as create-document-by-file under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
+func (c *ClientWithResponses) CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByFileLegacyWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByFileLegacyResponse(rsp)
+}
+
+// CreateDocumentByTextLegacyWithBodyWithResponse Create a document from text (legacy path)
+//
+// The same operation as create-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+func (c *ClientWithResponses) CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByTextLegacyWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByTextLegacyResponse(rsp)
+}
+
+// CreateDocumentByTextLegacyWithResponse Create a document from text (legacy path)
+//
+// The same operation as create-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
+func (c *ClientWithResponses) CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByTextLegacy(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDocumentByTextLegacyResponse(rsp)
+}
+
+// ListDocumentsWithResponse List documents
+//
+// The knowledge base's documents, newest first (then by position, descending), in pages.
+// `has_more` is true when the page is full.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
+func (c *ClientWithResponses) ListDocumentsWithResponse(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*ListDocumentsResponse, error) {
+	rsp, err := c.ListDocuments(ctx, datasetId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDocumentsResponse(rsp)
+}
+
+// UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
+//
+// Sets metadata values of several documents. With `partial_update` false (the default) the
+// list replaces all of a document's custom values; with true it is merged into them. An
+// unknown document → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+func (c *ClientWithResponses) UpdateDocumentsMetadataWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentsMetadataResponse, error) {
+	rsp, err := c.UpdateDocumentsMetadataWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentsMetadataResponse(rsp)
+}
+
+// UpdateDocumentsMetadataWithResponse Set documents' metadata values
+//
+// Sets metadata values of several documents. With `partial_update` false (the default) the
+// list replaces all of a document's custom values; with true it is merged into them. An
+// unknown document → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/metadata (the `UpdateDocumentsMetadata` operationId).
+func (c *ClientWithResponses) UpdateDocumentsMetadataWithResponse(ctx context.Context, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentsMetadataResponse, error) {
+	rsp, err := c.UpdateDocumentsMetadata(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentsMetadataResponse(rsp)
+}
+
+// UpdateDocumentStatusWithBodyWithResponse Enable, disable, archive or unarchive documents
+//
+// Applies `action` to each listed document; unknown ids are skipped and a document already
+// in the requested state is left alone. `disable` needs a completed document (400
+// `invalid_action`); a document still being re-indexed by an earlier action → 400
+// `invalid_action`. An unknown action → 400 `invalid_action`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+func (c *ClientWithResponses) UpdateDocumentStatusWithBodyWithResponse(ctx context.Context, datasetId DatasetId, action string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentStatusResponse, error) {
+	rsp, err := c.UpdateDocumentStatusWithBody(ctx, datasetId, action, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentStatusResponse(rsp)
+}
+
+// UpdateDocumentStatusWithResponse Enable, disable, archive or unarchive documents
+//
+// Applies `action` to each listed document; unknown ids are skipped and a document already
+// in the requested state is left alone. `disable` needs a completed document (400
+// `invalid_action`); a document still being re-indexed by an earlier action → 400
+// `invalid_action`. An unknown action → 400 `invalid_action`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/status/{action} (the `UpdateDocumentStatus` operationId).
+func (c *ClientWithResponses) UpdateDocumentStatusWithResponse(ctx context.Context, datasetId DatasetId, action string, body UpdateDocumentStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentStatusResponse, error) {
+	rsp, err := c.UpdateDocumentStatus(ctx, datasetId, action, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentStatusResponse(rsp)
+}
+
+// GetDocumentIndexingStatusWithResponse Get the indexing status of a batch
+//
+// Indexing progress of every document created in the batch (the `batch` returned by the
+// create and update operations). A paused document reports `indexing_status` `paused`.
+// An unknown batch → 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{batch}/indexing-status (the `GetDocumentIndexingStatus` operationId).
+func (c *ClientWithResponses) GetDocumentIndexingStatusWithResponse(ctx context.Context, datasetId DatasetId, batch Batch, reqEditors ...RequestEditorFn) (*GetDocumentIndexingStatusResponse, error) {
+	rsp, err := c.GetDocumentIndexingStatus(ctx, datasetId, batch, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocumentIndexingStatusResponse(rsp)
+}
+
+// DeleteDocumentWithResponse Delete a document
+//
+// Deletes the document with its chunks. Refused for an archived document (403
+// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
+func (c *ClientWithResponses) DeleteDocumentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*DeleteDocumentResponse, error) {
+	rsp, err := c.DeleteDocument(ctx, datasetId, documentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteDocumentResponse(rsp)
+}
+
+// GetDocumentWithResponse Get a document
+//
+// The document's detail. `metadata` chooses the shape: `all` (default) every detail member;
+// `only` just `id`, `doc_type` and `doc_metadata`; `without` every member except `doc_type`
+// and `doc_metadata`. Any other value → 400 `invalid_metadata`. Unlike the list shape, the
+// detail has no `data_source_detail_dict` and no `word_count`, and its `data_source_info` is
+// the expanded object.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id} (the `GetDocument` operationId).
+func (c *ClientWithResponses) GetDocumentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *GetDocumentParams, reqEditors ...RequestEditorFn) (*GetDocumentResponse, error) {
+	rsp, err := c.GetDocument(ctx, datasetId, documentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocumentResponse(rsp)
+}
+
+// UpdateDocumentWithBodyWithResponse Update a document
+//
+// Replaces the document's file (when a `file` part is given) and/or its configuration (the
+// `data` part), and re-indexes it; `indexing_technique` is always the knowledge base's.
+// Only documents whose display status is `available` can be updated (400 `invalid_param`
+// "Document is not available"). More than one file → 400 `too_many_files`; empty file name
+// → 400 `filename_not_exists_error`; file too large → 413 `file_too_large`; file type not
+// allowed → 415 `unsupported_file_type`. The response carries the document's original batch.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
+func (c *ClientWithResponses) UpdateDocumentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentResponse, error) {
+	rsp, err := c.UpdateDocumentWithBody(ctx, datasetId, documentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentResponse(rsp)
+}
+
+// ListSegmentsWithResponse List a document's chunks
+//
+// The document's chunks by position, in pages; `has_more` is true when the page is full.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments (the `ListSegments` operationId).
+func (c *ClientWithResponses) ListSegmentsWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, params *ListSegmentsParams, reqEditors ...RequestEditorFn) (*ListSegmentsResponse, error) {
+	rsp, err := c.ListSegments(ctx, datasetId, documentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSegmentsResponse(rsp)
+}
+
+// CreateSegmentsWithBodyWithResponse Add chunks to a document
+//
+// Adds chunks after the document's last one and indexes them at once. The document must be
+// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+// `answer` in a `qa_model` document (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+func (c *ClientWithResponses) CreateSegmentsWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSegmentsResponse, error) {
+	rsp, err := c.CreateSegmentsWithBody(ctx, datasetId, documentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSegmentsResponse(rsp)
+}
+
+// CreateSegmentsWithResponse Add chunks to a document
+//
+// Adds chunks after the document's last one and indexes them at once. The document must be
+// completed and enabled (404 otherwise). Each chunk needs non-empty `content`, and an
+// `answer` in a `qa_model` document (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments (the `CreateSegments` operationId).
+func (c *ClientWithResponses) CreateSegmentsWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body CreateSegmentsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSegmentsResponse, error) {
+	rsp, err := c.CreateSegments(ctx, datasetId, documentId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSegmentsResponse(rsp)
+}
+
+// DeleteSegmentWithResponse Delete a chunk
+//
+// Deletes the chunk and removes it from the index; a chunk already being deleted → 400 `invalid_param`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `DeleteSegment` operationId).
+func (c *ClientWithResponses) DeleteSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*DeleteSegmentResponse, error) {
+	rsp, err := c.DeleteSegment(ctx, datasetId, documentId, segmentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSegmentResponse(rsp)
+}
+
+// GetSegmentWithResponse Get a chunk
+//
+// One chunk of the document.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `GetSegment` operationId).
+func (c *ClientWithResponses) GetSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, reqEditors ...RequestEditorFn) (*GetSegmentResponse, error) {
+	rsp, err := c.GetSegment(ctx, datasetId, documentId, segmentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSegmentResponse(rsp)
+}
+
+// UpdateSegmentWithBodyWithResponse Update a chunk
+//
+// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+func (c *ClientWithResponses) UpdateSegmentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error) {
+	rsp, err := c.UpdateSegmentWithBody(ctx, datasetId, documentId, segmentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSegmentResponse(rsp)
+}
+
+// UpdateSegmentWithResponse Update a chunk
+//
+// Changes the chunk's content, answer, keywords or enabled state and re-indexes it. A chunk
+// still being indexed → 400 `invalid_param`; so is editing a disabled chunk without enabling
+// it. With `regenerate_child_chunks` a hierarchical chunk's child chunks are rebuilt.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id} (the `UpdateSegment` operationId).
+func (c *ClientWithResponses) UpdateSegmentWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error) {
+	rsp, err := c.UpdateSegment(ctx, datasetId, documentId, segmentId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSegmentResponse(rsp)
+}
+
+// ListChildChunksWithResponse List a chunk's child chunks
+//
+// The chunk's child chunks by position, in pages.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `ListChildChunks` operationId).
+func (c *ClientWithResponses) ListChildChunksWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params *ListChildChunksParams, reqEditors ...RequestEditorFn) (*ListChildChunksResponse, error) {
+	rsp, err := c.ListChildChunks(ctx, datasetId, documentId, segmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListChildChunksResponse(rsp)
+}
+
+// CreateChildChunkWithBodyWithResponse Add a child chunk
+//
+// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+func (c *ClientWithResponses) CreateChildChunkWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChildChunkResponse, error) {
+	rsp, err := c.CreateChildChunkWithBody(ctx, datasetId, documentId, segmentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateChildChunkResponse(rsp)
+}
+
+// CreateChildChunkWithResponse Add a child chunk
+//
+// Adds a child chunk (type `customized`) to a chunk of a hierarchical document and indexes it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks (the `CreateChildChunk` operationId).
+func (c *ClientWithResponses) CreateChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, body CreateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChildChunkResponse, error) {
+	rsp, err := c.CreateChildChunk(ctx, datasetId, documentId, segmentId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateChildChunkResponse(rsp)
+}
+
+// DeleteChildChunkWithResponse Delete a child chunk
+//
+// Deletes the child chunk and removes it from the index.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `DeleteChildChunk` operationId).
+func (c *ClientWithResponses) DeleteChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, reqEditors ...RequestEditorFn) (*DeleteChildChunkResponse, error) {
+	rsp, err := c.DeleteChildChunk(ctx, datasetId, documentId, segmentId, childChunkId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteChildChunkResponse(rsp)
+}
+
+// UpdateChildChunkWithBodyWithResponse Update a child chunk
+//
+// Replaces the child chunk's content and re-indexes it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+func (c *ClientWithResponses) UpdateChildChunkWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChildChunkResponse, error) {
+	rsp, err := c.UpdateChildChunkWithBody(ctx, datasetId, documentId, segmentId, childChunkId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChildChunkResponse(rsp)
+}
+
+// UpdateChildChunkWithResponse Update a child chunk
+//
+// Replaces the child chunk's content and re-indexes it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id} (the `UpdateChildChunk` operationId).
+func (c *ClientWithResponses) UpdateChildChunkWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId, body UpdateChildChunkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChildChunkResponse, error) {
+	rsp, err := c.UpdateChildChunk(ctx, datasetId, documentId, segmentId, childChunkId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChildChunkResponse(rsp)
+}
+
 // UpdateDocumentByFileWithBodyWithResponse Update document by file (deprecated)
 //
 // Replaces the document's content with an uploaded file and re-indexes it. Deprecated: the
@@ -7392,6 +22621,300 @@ func (c *ClientWithResponses) UpdateDocumentByFileWithBodyWithResponse(ctx conte
 		return nil, err
 	}
 	return ParseUpdateDocumentByFileResponse(rsp)
+}
+
+// UpdateDocumentByTextWithBodyWithResponse Update a document with text
+//
+// Replaces the document's content with `text` (then `name` is required and becomes the
+// document's name) and/or its configuration, and re-indexes it. Only documents whose
+// display status is `available` can be updated (400 `invalid_param` "Document is not
+// available"). The response carries the document's original batch.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+func (c *ClientWithResponses) UpdateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextResponse, error) {
+	rsp, err := c.UpdateDocumentByTextWithBody(ctx, datasetId, documentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentByTextResponse(rsp)
+}
+
+// UpdateDocumentByTextWithResponse Update a document with text
+//
+// Replaces the document's content with `text` (then `name` is required and becomes the
+// document's name) and/or its configuration, and re-indexes it. Only documents whose
+// display status is `available` can be updated (400 `invalid_param` "Document is not
+// available"). The response carries the document's original batch.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update-by-text (the `UpdateDocumentByText` operationId).
+func (c *ClientWithResponses) UpdateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextResponse, error) {
+	rsp, err := c.UpdateDocumentByText(ctx, datasetId, documentId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentByTextResponse(rsp)
+}
+
+// UpdateDocumentByFileLegacyWithBodyWithResponse Update document by file (deprecated legacy path)
+//
+// The same operation as update-document-by-file under Dify's underscore path, which the
+// official SDKs call. Deprecated: the generic update-document operation replaces it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_file (the `UpdateDocumentByFileLegacy` operationId).
+//
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *ClientWithResponses) UpdateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByFileLegacyResponse, error) {
+	rsp, err := c.UpdateDocumentByFileLegacyWithBody(ctx, datasetId, documentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentByFileLegacyResponse(rsp)
+}
+
+// UpdateDocumentByTextLegacyWithBodyWithResponse Update a document with text (legacy path)
+//
+// The same operation as update-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+func (c *ClientWithResponses) UpdateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.UpdateDocumentByTextLegacyWithBody(ctx, datasetId, documentId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentByTextLegacyResponse(rsp)
+}
+
+// UpdateDocumentByTextLegacyWithResponse Update a document with text (legacy path)
+//
+// The same operation as update-document-by-text under Dify's underscore path, which the
+// official SDKs call.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
+func (c *ClientWithResponses) UpdateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.UpdateDocumentByTextLegacy(ctx, datasetId, documentId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDocumentByTextLegacyResponse(rsp)
+}
+
+// HitTestingWithBodyWithResponse Retrieve chunks (hit-testing path)
+//
+// The same operation as retrieve under Dify's older name, which the official SDKs call.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+func (c *ClientWithResponses) HitTestingWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HitTestingResponse, error) {
+	rsp, err := c.HitTestingWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHitTestingResponse(rsp)
+}
+
+// HitTestingWithResponse Retrieve chunks (hit-testing path)
+//
+// The same operation as retrieve under Dify's older name, which the official SDKs call.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/hit-testing (the `HitTesting` operationId).
+func (c *ClientWithResponses) HitTestingWithResponse(ctx context.Context, datasetId DatasetId, body HitTestingJSONRequestBody, reqEditors ...RequestEditorFn) (*HitTestingResponse, error) {
+	rsp, err := c.HitTesting(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHitTestingResponse(rsp)
+}
+
+// ListMetadataFieldsWithResponse List metadata fields
+//
+// The knowledge base's custom metadata fields, each with the number of documents that use it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/metadata (the `ListMetadataFields` operationId).
+func (c *ClientWithResponses) ListMetadataFieldsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListMetadataFieldsResponse, error) {
+	rsp, err := c.ListMetadataFields(ctx, datasetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMetadataFieldsResponse(rsp)
+}
+
+// CreateMetadataFieldWithBodyWithResponse Create a metadata field
+//
+// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+// characters, or equal to a built-in field's name → 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+func (c *ClientWithResponses) CreateMetadataFieldWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMetadataFieldResponse, error) {
+	rsp, err := c.CreateMetadataFieldWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMetadataFieldResponse(rsp)
+}
+
+// CreateMetadataFieldWithResponse Create a metadata field
+//
+// Adds a custom metadata field to the knowledge base. A name already used, longer than 255
+// characters, or equal to a built-in field's name → 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata (the `CreateMetadataField` operationId).
+func (c *ClientWithResponses) CreateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, body CreateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMetadataFieldResponse, error) {
+	rsp, err := c.CreateMetadataField(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMetadataFieldResponse(rsp)
+}
+
+// ListBuiltInMetadataFieldsWithResponse List built-in metadata fields
+//
+// The built-in fields a knowledge base can switch on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/metadata/built-in (the `ListBuiltInMetadataFields` operationId).
+func (c *ClientWithResponses) ListBuiltInMetadataFieldsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListBuiltInMetadataFieldsResponse, error) {
+	rsp, err := c.ListBuiltInMetadataFields(ctx, datasetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBuiltInMetadataFieldsResponse(rsp)
+}
+
+// ToggleBuiltInMetadataWithResponse Switch built-in metadata on or off
+//
+// `enable` fills the built-in fields of every document and lists them in the knowledge
+// base's `doc_metadata`; `disable` removes them. Any request body is ignored.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/metadata/built-in/{action} (the `ToggleBuiltInMetadata` operationId).
+func (c *ClientWithResponses) ToggleBuiltInMetadataWithResponse(ctx context.Context, datasetId DatasetId, action string, reqEditors ...RequestEditorFn) (*ToggleBuiltInMetadataResponse, error) {
+	rsp, err := c.ToggleBuiltInMetadata(ctx, datasetId, action, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseToggleBuiltInMetadataResponse(rsp)
+}
+
+// DeleteMetadataFieldWithResponse Delete a metadata field
+//
+// Deletes the field and removes its values from the documents.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /datasets/{dataset_id}/metadata/{metadata_id} (the `DeleteMetadataField` operationId).
+func (c *ClientWithResponses) DeleteMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, reqEditors ...RequestEditorFn) (*DeleteMetadataFieldResponse, error) {
+	rsp, err := c.DeleteMetadataField(ctx, datasetId, metadataId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteMetadataFieldResponse(rsp)
+}
+
+// UpdateMetadataFieldWithBodyWithResponse Rename a metadata field
+//
+// Renames the field (documents' values follow); the name rules of create apply.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+func (c *ClientWithResponses) UpdateMetadataFieldWithBodyWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error) {
+	rsp, err := c.UpdateMetadataFieldWithBody(ctx, datasetId, metadataId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMetadataFieldResponse(rsp)
+}
+
+// UpdateMetadataFieldWithResponse Rename a metadata field
+//
+// Renames the field (documents' values follow); the name rules of create apply.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
+func (c *ClientWithResponses) UpdateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error) {
+	rsp, err := c.UpdateMetadataField(ctx, datasetId, metadataId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMetadataFieldResponse(rsp)
+}
+
+// RetrieveWithBodyWithResponse Retrieve chunks
+//
+// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+// → 400 `dataset_not_initialized`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+func (c *ClientWithResponses) RetrieveWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetrieveResponse, error) {
+	rsp, err := c.RetrieveWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveResponse(rsp)
+}
+
+// RetrieveWithResponse Retrieve chunks
+//
+// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
+// of enabled, non-archived, completed documents are searched. Without `retrieval_model` the
+// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
+// always uses keyword search. `query` is required unless `attachment_ids` is given and may
+// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
+// → 400 `dataset_not_initialized`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/retrieve (the `Retrieve` operationId).
+func (c *ClientWithResponses) RetrieveWithResponse(ctx context.Context, datasetId DatasetId, body RetrieveJSONRequestBody, reqEditors ...RequestEditorFn) (*RetrieveResponse, error) {
+	rsp, err := c.Retrieve(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveResponse(rsp)
+}
+
+// ListDatasetTagsWithResponse List a knowledge base's tags
+//
+// The tags bound to the knowledge base.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
+func (c *ClientWithResponses) ListDatasetTagsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListDatasetTagsResponse, error) {
+	rsp, err := c.ListDatasetTags(ctx, datasetId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDatasetTagsResponse(rsp)
 }
 
 // UploadFileWithBodyWithResponse Upload file
@@ -7995,6 +23518,2447 @@ func ParseRenameConversationResponse(rsp *http.Response) (*RenameConversationRes
 	return response, nil
 }
 
+// ParseListDatasetsResponse parses an HTTP response from a ListDatasetsWithResponse call
+func ParseListDatasetsResponse(rsp *http.Response) (*ListDatasetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDatasetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DatasetList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDatasetsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDatasetResponse parses an HTTP response from a CreateDatasetWithResponse call
+func ParseCreateDatasetResponse(rsp *http.Response) (*CreateDatasetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDatasetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Dataset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTagResponse parses an HTTP response from a DeleteTagWithResponse call
+func ParseDeleteTagResponse(rsp *http.Response) (*DeleteTagResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTagResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteTagResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTagsResponse parses an HTTP response from a ListTagsWithResponse call
+func ParseListTagsResponse(rsp *http.Response) (*ListTagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TagList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTagsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateTagResponse parses an HTTP response from a UpdateTagWithResponse call
+func ParseUpdateTagResponse(rsp *http.Response) (*UpdateTagResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateTagResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Tag
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateTagResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTagResponse parses an HTTP response from a CreateTagWithResponse call
+func ParseCreateTagResponse(rsp *http.Response) (*CreateTagResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTagResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Tag
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateTagResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBindTagsResponse parses an HTTP response from a BindTagsWithResponse call
+func ParseBindTagsResponse(rsp *http.Response) (*BindTagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BindTagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BindTagsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnbindTagsResponse parses an HTTP response from a UnbindTagsWithResponse call
+func ParseUnbindTagsResponse(rsp *http.Response) (*UnbindTagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnbindTagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnbindTagsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteDatasetResponse parses an HTTP response from a DeleteDatasetWithResponse call
+func ParseDeleteDatasetResponse(rsp *http.Response) (*DeleteDatasetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteDatasetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDatasetResponse parses an HTTP response from a GetDatasetWithResponse call
+func ParseGetDatasetResponse(rsp *http.Response) (*GetDatasetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDatasetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Dataset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDatasetResponse parses an HTTP response from a UpdateDatasetWithResponse call
+func ParseUpdateDatasetResponse(rsp *http.Response) (*UpdateDatasetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDatasetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Dataset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDocumentByFileResponse parses an HTTP response from a CreateDocumentByFileWithResponse call
+func ParseCreateDocumentByFileResponse(rsp *http.Response) (*CreateDocumentByFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDocumentByFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateDocumentByFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDocumentByTextResponse parses an HTTP response from a CreateDocumentByTextWithResponse call
+func ParseCreateDocumentByTextResponse(rsp *http.Response) (*CreateDocumentByTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDocumentByTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateDocumentByTextResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDocumentByFileLegacyResponse parses an HTTP response from a CreateDocumentByFileLegacyWithResponse call
+func ParseCreateDocumentByFileLegacyResponse(rsp *http.Response) (*CreateDocumentByFileLegacyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDocumentByFileLegacyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateDocumentByFileLegacyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDocumentByTextLegacyResponse parses an HTTP response from a CreateDocumentByTextLegacyWithResponse call
+func ParseCreateDocumentByTextLegacyResponse(rsp *http.Response) (*CreateDocumentByTextLegacyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDocumentByTextLegacyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateDocumentByTextLegacyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDocumentsResponse parses an HTTP response from a ListDocumentsWithResponse call
+func ParseListDocumentsResponse(rsp *http.Response) (*ListDocumentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDocumentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDocumentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentsMetadataResponse parses an HTTP response from a UpdateDocumentsMetadataWithResponse call
+func ParseUpdateDocumentsMetadataResponse(rsp *http.Response) (*UpdateDocumentsMetadataResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentsMetadataResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentsMetadataResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentStatusResponse parses an HTTP response from a UpdateDocumentStatusWithResponse call
+func ParseUpdateDocumentStatusResponse(rsp *http.Response) (*UpdateDocumentStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocumentIndexingStatusResponse parses an HTTP response from a GetDocumentIndexingStatusWithResponse call
+func ParseGetDocumentIndexingStatusResponse(rsp *http.Response) (*GetDocumentIndexingStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocumentIndexingStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IndexingStatusList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDocumentIndexingStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteDocumentResponse parses an HTTP response from a DeleteDocumentWithResponse call
+func ParseDeleteDocumentResponse(rsp *http.Response) (*DeleteDocumentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteDocumentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteDocumentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocumentResponse parses an HTTP response from a GetDocumentWithResponse call
+func ParseGetDocumentResponse(rsp *http.Response) (*GetDocumentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocumentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDocumentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentResponse parses an HTTP response from a UpdateDocumentWithResponse call
+func ParseUpdateDocumentResponse(rsp *http.Response) (*UpdateDocumentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSegmentsResponse parses an HTTP response from a ListSegmentsWithResponse call
+func ParseListSegmentsResponse(rsp *http.Response) (*ListSegmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSegmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSegmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSegmentsResponse parses an HTTP response from a CreateSegmentsWithResponse call
+func ParseCreateSegmentsResponse(rsp *http.Response) (*CreateSegmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSegmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentsCreated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateSegmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSegmentResponse parses an HTTP response from a DeleteSegmentWithResponse call
+func ParseDeleteSegmentResponse(rsp *http.Response) (*DeleteSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteSegmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSegmentResponse parses an HTTP response from a GetSegmentWithResponse call
+func ParseGetSegmentResponse(rsp *http.Response) (*GetSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSegmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSegmentResponse parses an HTTP response from a UpdateSegmentWithResponse call
+func ParseUpdateSegmentResponse(rsp *http.Response) (*UpdateSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateSegmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListChildChunksResponse parses an HTTP response from a ListChildChunksWithResponse call
+func ParseListChildChunksResponse(rsp *http.Response) (*ListChildChunksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListChildChunksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChildChunkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListChildChunksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateChildChunkResponse parses an HTTP response from a CreateChildChunkWithResponse call
+func ParseCreateChildChunkResponse(rsp *http.Response) (*CreateChildChunkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateChildChunkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChildChunkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateChildChunkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteChildChunkResponse parses an HTTP response from a DeleteChildChunkWithResponse call
+func ParseDeleteChildChunkResponse(rsp *http.Response) (*DeleteChildChunkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteChildChunkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteChildChunkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateChildChunkResponse parses an HTTP response from a UpdateChildChunkWithResponse call
+func ParseUpdateChildChunkResponse(rsp *http.Response) (*UpdateChildChunkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateChildChunkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChildChunkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateChildChunkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUpdateDocumentByFileResponse parses an HTTP response from a UpdateDocumentByFileWithResponse call
 func ParseUpdateDocumentByFileResponse(rsp *http.Response) (*UpdateDocumentByFileResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -8070,6 +26034,960 @@ func ParseUpdateDocumentByFileResponse(rsp *http.Response) (*UpdateDocumentByFil
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdateDocumentByFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentByTextResponse parses an HTTP response from a UpdateDocumentByTextWithResponse call
+func ParseUpdateDocumentByTextResponse(rsp *http.Response) (*UpdateDocumentByTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentByTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentByTextResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentByFileLegacyResponse parses an HTTP response from a UpdateDocumentByFileLegacyWithResponse call
+func ParseUpdateDocumentByFileLegacyResponse(rsp *http.Response) (*UpdateDocumentByFileLegacyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentByFileLegacyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentByFileLegacyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDocumentByTextLegacyResponse parses an HTTP response from a UpdateDocumentByTextLegacyWithResponse call
+func ParseUpdateDocumentByTextLegacyResponse(rsp *http.Response) (*UpdateDocumentByTextLegacyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDocumentByTextLegacyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentWithBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateDocumentByTextLegacyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHitTestingResponse parses an HTTP response from a HitTestingWithResponse call
+func ParseHitTestingResponse(rsp *http.Response) (*HitTestingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HitTestingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RetrieveResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HitTestingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMetadataFieldsResponse parses an HTTP response from a ListMetadataFieldsWithResponse call
+func ParseListMetadataFieldsResponse(rsp *http.Response) (*ListMetadataFieldsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMetadataFieldsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MetadataFieldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMetadataFieldsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMetadataFieldResponse parses an HTTP response from a CreateMetadataFieldWithResponse call
+func ParseCreateMetadataFieldResponse(rsp *http.Response) (*CreateMetadataFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMetadataFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest MetadataField
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateMetadataFieldResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListBuiltInMetadataFieldsResponse parses an HTTP response from a ListBuiltInMetadataFieldsWithResponse call
+func ParseListBuiltInMetadataFieldsResponse(rsp *http.Response) (*ListBuiltInMetadataFieldsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBuiltInMetadataFieldsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BuiltInMetadataFields
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBuiltInMetadataFieldsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseToggleBuiltInMetadataResponse parses an HTTP response from a ToggleBuiltInMetadataWithResponse call
+func ParseToggleBuiltInMetadataResponse(rsp *http.Response) (*ToggleBuiltInMetadataResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ToggleBuiltInMetadataResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ToggleBuiltInMetadataResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteMetadataFieldResponse parses an HTTP response from a DeleteMetadataFieldWithResponse call
+func ParseDeleteMetadataFieldResponse(rsp *http.Response) (*DeleteMetadataFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteMetadataFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteMetadataFieldResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateMetadataFieldResponse parses an HTTP response from a UpdateMetadataFieldWithResponse call
+func ParseUpdateMetadataFieldResponse(rsp *http.Response) (*UpdateMetadataFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateMetadataFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MetadataField
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateMetadataFieldResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetrieveResponse parses an HTTP response from a RetrieveWithResponse call
+func ParseRetrieveResponse(rsp *http.Response) (*RetrieveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetrieveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RetrieveResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RetrieveResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDatasetTagsResponse parses an HTTP response from a ListDatasetTagsWithResponse call
+func ParseListDatasetTagsResponse(rsp *http.Response) (*ListDatasetTagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDatasetTagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DatasetTagList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDatasetTagsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -205,6 +205,135 @@ func (e ChatRequestResponseMode) Valid() bool {
 	}
 }
 
+// Defines values for ChildChunkType.
+const (
+	ChildChunkTypeAutomatic  ChildChunkType = "automatic"
+	ChildChunkTypeCustomized ChildChunkType = "customized"
+)
+
+// Valid indicates whether the value is a known member of the ChildChunkType enum.
+func (e ChildChunkType) Valid() bool {
+	switch e {
+	case ChildChunkTypeAutomatic:
+		return true
+	case ChildChunkTypeCustomized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateDatasetRequestProvider.
+const (
+	CreateDatasetRequestProviderExternal CreateDatasetRequestProvider = "external"
+	CreateDatasetRequestProviderVendor   CreateDatasetRequestProvider = "vendor"
+)
+
+// Valid indicates whether the value is a known member of the CreateDatasetRequestProvider enum.
+func (e CreateDatasetRequestProvider) Valid() bool {
+	switch e {
+	case CreateDatasetRequestProviderExternal:
+		return true
+	case CreateDatasetRequestProviderVendor:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetProvider.
+const (
+	DatasetProviderExternal DatasetProvider = "external"
+	DatasetProviderVendor   DatasetProvider = "vendor"
+)
+
+// Valid indicates whether the value is a known member of the DatasetProvider enum.
+func (e DatasetProvider) Valid() bool {
+	switch e {
+	case DatasetProviderExternal:
+		return true
+	case DatasetProviderVendor:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetPermission.
+const (
+	AllTeamMembers DatasetPermission = "all_team_members"
+	OnlyMe         DatasetPermission = "only_me"
+	PartialMembers DatasetPermission = "partial_members"
+)
+
+// Valid indicates whether the value is a known member of the DatasetPermission enum.
+func (e DatasetPermission) Valid() bool {
+	switch e {
+	case AllTeamMembers:
+		return true
+	case OnlyMe:
+		return true
+	case PartialMembers:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DisplayStatus.
+const (
+	DisplayStatusArchived  DisplayStatus = "archived"
+	DisplayStatusAvailable DisplayStatus = "available"
+	DisplayStatusDisabled  DisplayStatus = "disabled"
+	DisplayStatusError     DisplayStatus = "error"
+	DisplayStatusIndexing  DisplayStatus = "indexing"
+	DisplayStatusPaused    DisplayStatus = "paused"
+	DisplayStatusQueuing   DisplayStatus = "queuing"
+)
+
+// Valid indicates whether the value is a known member of the DisplayStatus enum.
+func (e DisplayStatus) Valid() bool {
+	switch e {
+	case DisplayStatusArchived:
+		return true
+	case DisplayStatusAvailable:
+		return true
+	case DisplayStatusDisabled:
+		return true
+	case DisplayStatusError:
+		return true
+	case DisplayStatusIndexing:
+		return true
+	case DisplayStatusPaused:
+		return true
+	case DisplayStatusQueuing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocMetadataType.
+const (
+	DocMetadataTypeNumber DocMetadataType = "number"
+	DocMetadataTypeString DocMetadataType = "string"
+	DocMetadataTypeTime   DocMetadataType = "time"
+)
+
+// Valid indicates whether the value is a known member of the DocMetadataType enum.
+func (e DocMetadataType) Valid() bool {
+	switch e {
+	case DocMetadataTypeNumber:
+		return true
+	case DocMetadataTypeString:
+		return true
+	case DocMetadataTypeTime:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorEventEvent.
 const (
 	ErrorEventEventError ErrorEventEvent = "error"
@@ -361,6 +490,60 @@ const (
 func (e HumanInputRequiredEventEvent) Valid() bool {
 	switch e {
 	case HumanInputRequiredEventEventHumanInputRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IndexingStatus.
+const (
+	IndexingStatusCleaning  IndexingStatus = "cleaning"
+	IndexingStatusCompleted IndexingStatus = "completed"
+	IndexingStatusError     IndexingStatus = "error"
+	IndexingStatusIndexing  IndexingStatus = "indexing"
+	IndexingStatusParsing   IndexingStatus = "parsing"
+	IndexingStatusPaused    IndexingStatus = "paused"
+	IndexingStatusSplitting IndexingStatus = "splitting"
+	IndexingStatusWaiting   IndexingStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the IndexingStatus enum.
+func (e IndexingStatus) Valid() bool {
+	switch e {
+	case IndexingStatusCleaning:
+		return true
+	case IndexingStatusCompleted:
+		return true
+	case IndexingStatusError:
+		return true
+	case IndexingStatusIndexing:
+		return true
+	case IndexingStatusParsing:
+		return true
+	case IndexingStatusPaused:
+		return true
+	case IndexingStatusSplitting:
+		return true
+	case IndexingStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IndexingTechnique.
+const (
+	Economy     IndexingTechnique = "economy"
+	HighQuality IndexingTechnique = "high_quality"
+)
+
+// Valid indicates whether the value is a known member of the IndexingTechnique enum.
+func (e IndexingTechnique) Valid() bool {
+	switch e {
+	case Economy:
+		return true
+	case HighQuality:
 		return true
 	default:
 		return false
@@ -574,6 +757,111 @@ func (e MessageReplaceEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for MetadataFilteringConditionComparisonOperator.
+const (
+	After              MetadataFilteringConditionComparisonOperator = "after"
+	Before             MetadataFilteringConditionComparisonOperator = "before"
+	Contains           MetadataFilteringConditionComparisonOperator = "contains"
+	Empty              MetadataFilteringConditionComparisonOperator = "empty"
+	EndWith            MetadataFilteringConditionComparisonOperator = "end with"
+	Equal              MetadataFilteringConditionComparisonOperator = "="
+	GreaterThan        MetadataFilteringConditionComparisonOperator = ">"
+	GreaterThanOrEqual MetadataFilteringConditionComparisonOperator = "≥"
+	In                 MetadataFilteringConditionComparisonOperator = "in"
+	Is                 MetadataFilteringConditionComparisonOperator = "is"
+	IsNot              MetadataFilteringConditionComparisonOperator = "is not"
+	LessThan           MetadataFilteringConditionComparisonOperator = "<"
+	LessThanOrEqual    MetadataFilteringConditionComparisonOperator = "≤"
+	NotContains        MetadataFilteringConditionComparisonOperator = "not contains"
+	NotEmpty           MetadataFilteringConditionComparisonOperator = "not empty"
+	NotEqual           MetadataFilteringConditionComparisonOperator = "≠"
+	NotIn              MetadataFilteringConditionComparisonOperator = "not in"
+	StartWith          MetadataFilteringConditionComparisonOperator = "start with"
+)
+
+// Valid indicates whether the value is a known member of the MetadataFilteringConditionComparisonOperator enum.
+func (e MetadataFilteringConditionComparisonOperator) Valid() bool {
+	switch e {
+	case After:
+		return true
+	case Before:
+		return true
+	case Contains:
+		return true
+	case Empty:
+		return true
+	case EndWith:
+		return true
+	case Equal:
+		return true
+	case GreaterThan:
+		return true
+	case GreaterThanOrEqual:
+		return true
+	case In:
+		return true
+	case Is:
+		return true
+	case IsNot:
+		return true
+	case LessThan:
+		return true
+	case LessThanOrEqual:
+		return true
+	case NotContains:
+		return true
+	case NotEmpty:
+		return true
+	case NotEqual:
+		return true
+	case NotIn:
+		return true
+	case StartWith:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MetadataFilteringConditionsLogicalOperator.
+const (
+	And MetadataFilteringConditionsLogicalOperator = "and"
+	Or  MetadataFilteringConditionsLogicalOperator = "or"
+)
+
+// Valid indicates whether the value is a known member of the MetadataFilteringConditionsLogicalOperator enum.
+func (e MetadataFilteringConditionsLogicalOperator) Valid() bool {
+	switch e {
+	case And:
+		return true
+	case Or:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MetadataType.
+const (
+	MetadataTypeNumber MetadataType = "number"
+	MetadataTypeString MetadataType = "string"
+	MetadataTypeTime   MetadataType = "time"
+)
+
+// Valid indicates whether the value is a known member of the MetadataType enum.
+func (e MetadataType) Valid() bool {
+	switch e {
+	case MetadataTypeNumber:
+		return true
+	case MetadataTypeString:
+		return true
+	case MetadataTypeTime:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelFetchFrom.
 const (
 	CustomizableModel ModelFetchFrom = "customizable-model"
@@ -781,6 +1069,96 @@ func (e ResultResult) Valid() bool {
 	}
 }
 
+// Defines values for RetrievalModelRerankingMode.
+const (
+	RetrievalModelRerankingModeRerankingModel RetrievalModelRerankingMode = "reranking_model"
+	RetrievalModelRerankingModeWeightedScore  RetrievalModelRerankingMode = "weighted_score"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalModelRerankingMode enum.
+func (e RetrievalModelRerankingMode) Valid() bool {
+	switch e {
+	case RetrievalModelRerankingModeRerankingModel:
+		return true
+	case RetrievalModelRerankingModeWeightedScore:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrievalModelSearchMethod.
+const (
+	FullTextSearch RetrievalModelSearchMethod = "full_text_search"
+	HybridSearch   RetrievalModelSearchMethod = "hybrid_search"
+	KeywordSearch  RetrievalModelSearchMethod = "keyword_search"
+	SemanticSearch RetrievalModelSearchMethod = "semantic_search"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalModelSearchMethod enum.
+func (e RetrievalModelSearchMethod) Valid() bool {
+	switch e {
+	case FullTextSearch:
+		return true
+	case HybridSearch:
+		return true
+	case KeywordSearch:
+		return true
+	case SemanticSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrievalWeightsWeightType.
+const (
+	RetrievalWeightsWeightTypeCustomized    RetrievalWeightsWeightType = "customized"
+	RetrievalWeightsWeightTypeKeywordFirst  RetrievalWeightsWeightType = "keyword_first"
+	RetrievalWeightsWeightTypeSemanticFirst RetrievalWeightsWeightType = "semantic_first"
+)
+
+// Valid indicates whether the value is a known member of the RetrievalWeightsWeightType enum.
+func (e RetrievalWeightsWeightType) Valid() bool {
+	switch e {
+	case RetrievalWeightsWeightTypeCustomized:
+		return true
+	case RetrievalWeightsWeightTypeKeywordFirst:
+		return true
+	case RetrievalWeightsWeightTypeSemanticFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentStatus.
+const (
+	SegmentStatusCompleted SegmentStatus = "completed"
+	SegmentStatusError     SegmentStatus = "error"
+	SegmentStatusIndexing  SegmentStatus = "indexing"
+	SegmentStatusReSegment SegmentStatus = "re_segment"
+	SegmentStatusWaiting   SegmentStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the SegmentStatus enum.
+func (e SegmentStatus) Valid() bool {
+	switch e {
+	case SegmentStatusCompleted:
+		return true
+	case SegmentStatusError:
+		return true
+	case SegmentStatusIndexing:
+		return true
+	case SegmentStatusReSegment:
+		return true
+	case SegmentStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SuggestedQuestionsResult.
 const (
 	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
@@ -790,6 +1168,36 @@ const (
 func (e SuggestedQuestionsResult) Valid() bool {
 	switch e {
 	case SuggestedQuestionsResultSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TagType.
+const (
+	TagTypeKnowledge TagType = "knowledge"
+)
+
+// Valid indicates whether the value is a known member of the TagType enum.
+func (e TagType) Valid() bool {
+	switch e {
+	case TagTypeKnowledge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TagRefType.
+const (
+	TagRefTypeKnowledge TagRefType = "knowledge"
+)
+
+// Valid indicates whether the value is a known member of the TagRefType enum.
+func (e TagRefType) Valid() bool {
+	switch e {
+	case TagRefTypeKnowledge:
 		return true
 	default:
 		return false
@@ -843,13 +1251,13 @@ func (e WorkflowFinishedEventEvent) Valid() bool {
 
 // Defines values for WorkflowPausedEventDataStatus.
 const (
-	Paused WorkflowPausedEventDataStatus = "paused"
+	WorkflowPausedEventDataStatusPaused WorkflowPausedEventDataStatus = "paused"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowPausedEventDataStatus enum.
 func (e WorkflowPausedEventDataStatus) Valid() bool {
 	switch e {
-	case Paused:
+	case WorkflowPausedEventDataStatusPaused:
 		return true
 	default:
 		return false
@@ -1133,6 +1541,33 @@ type AppParameters struct {
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
 
+// BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
+type BindTagsRequest struct {
+	TagIds []string `json:"tag_ids"`
+
+	// TargetId The knowledge base.
+	TargetId             string                 `json:"target_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// BoundTag A tag bound to a knowledge base.
+type BoundTag struct {
+	Id   openapi_types.UUID `json:"id"`
+	Name string             `json:"name"`
+}
+
+// BuiltInMetadataFields The built-in metadata fields: `document_name`, `uploader`, `upload_date`, `last_update_date`, `source`.
+//
+// Example: {"fields":[{"name":"document_name","type":"string"},{"name":"uploader","type":"string"},{"name":"upload_date","type":"time"},{"name":"last_update_date","type":"time"},{"name":"source","type":"string"}]}
+type BuiltInMetadataFields struct {
+	Fields []struct {
+		Name string `json:"name"`
+
+		// Type Value type of a metadata field.
+		Type MetadataType `json:"type"`
+	} `json:"fields"`
+}
+
 // ChatCompletionResponse The blocking-mode reply.
 type ChatCompletionResponse struct {
 	// Answer Complete answer.
@@ -1202,6 +1637,48 @@ type ChatStreamEvent struct {
 	union json.RawMessage
 }
 
+// ChildChunk A child chunk of a hierarchical document's chunk; what is searched, while the parent chunk is returned.
+//
+// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
+type ChildChunk struct {
+	Content   string             `json:"content"`
+	CreatedAt int64              `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
+	Position  int                `json:"position"`
+	SegmentId openapi_types.UUID `json:"segment_id"`
+
+	// Type `automatic` from indexing, `customized` when added through the API.
+	Type      ChildChunkType `json:"type"`
+	UpdatedAt int64          `json:"updated_at"`
+	WordCount int            `json:"word_count"`
+}
+
+// ChildChunkType `automatic` from indexing, `customized` when added through the API.
+type ChildChunkType string
+
+// ChildChunkList A page of a chunk's child chunks.
+type ChildChunkList struct {
+	Data       []ChildChunk `json:"data"`
+	Limit      int          `json:"limit"`
+	Page       int          `json:"page"`
+	Total      int          `json:"total"`
+	TotalPages int          `json:"total_pages"`
+}
+
+// ChildChunkRequest Body of add-child-chunk and update-child-chunk. Unknown members are ignored.
+type ChildChunkRequest struct {
+	Content              string                 `json:"content"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ChildChunkResponse One child chunk.
+type ChildChunkResponse struct {
+	// Data A child chunk of a hierarchical document's chunk; what is searched, while the parent chunk is returned.
+	//
+	// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
+	Data ChildChunk `json:"data"`
+}
+
 // Conversation A conversation of an end user with the app.
 type Conversation struct {
 	CreatedAt    int64                  `json:"created_at"`
@@ -1222,6 +1699,233 @@ type ConversationList struct {
 	Limit   int            `json:"limit"`
 }
 
+// CreateDatasetRequest Body of create-knowledge-base. Unknown members are ignored.
+type CreateDatasetRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// EmbeddingModel A `text-embedding` model of the models listing; given together with `embedding_model_provider`.
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+
+	// EmbeddingModelProvider Provider of `embedding_model`, as `org/plugin/provider` or bare (`openai`).
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+
+	// Name Unique within the workspace.
+	Name string `json:"name"`
+
+	// Permission Default `only_me`.
+	Permission *DatasetPermission `json:"permission,omitempty"`
+
+	// Provider `vendor` (default); `external` knowledge bases are not supported.
+	Provider       *CreateDatasetRequestProvider `json:"provider,omitempty"`
+	RetrievalModel *RetrievalModel               `json:"retrieval_model,omitempty"`
+
+	// SummaryIndexSetting Summary-index configuration (newest Dify).
+	SummaryIndexSetting  *SummaryIndexSetting   `json:"summary_index_setting,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateDatasetRequestProvider `vendor` (default); `external` knowledge bases are not supported.
+type CreateDatasetRequestProvider string
+
+// CreateDocumentByFileRequest Multipart body of create-document-by-file. Both parts are optional here because the
+// server answers their absence with Dify's own errors (`no_file_uploaded`, "process_rule is
+// required."). Other form fields are ignored.
+type CreateDocumentByFileRequest struct {
+	// Data A JSON object (see `DocumentProcessConfig`).
+	Data *string `json:"data,omitempty"`
+
+	// File The document; exactly one file part.
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateDocumentByTextRequest Body of create-document-by-text. Unknown members are ignored.
+type CreateDocumentByTextRequest struct {
+	// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+	// `qa_model` (question and answer pairs). Free text in requests so that another value
+	// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+	//
+	//
+	// Example: text_model
+	DocForm *DocForm `json:"doc_form,omitempty"`
+
+	// DocLanguage Language of generated questions for `qa_model`; default `English`.
+	DocLanguage *string `json:"doc_language,omitempty"`
+
+	// EmbeddingModel Used by the knowledge base's first high-quality document only.
+	EmbeddingModel         *string `json:"embedding_model,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+
+	// Name Document name; the text is stored as `<name>.txt`.
+	Name string `json:"name"`
+
+	// OriginalDocumentId Makes the call update that document instead.
+	OriginalDocumentId *string `json:"original_document_id,omitempty"`
+
+	// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+	// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+	// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+	// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+	// which is why neither is constrained here.
+	//
+	//
+	// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+	ProcessRule *ProcessRule `json:"process_rule,omitempty"`
+
+	// RetrievalModel Stored on the knowledge base by its first high-quality document only.
+	RetrievalModel *RetrievalModel `json:"retrieval_model,omitempty"`
+
+	// Text The document's content.
+	Text                 string                 `json:"text"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateMetadataFieldRequest Body of create-metadata-field. Unknown members are ignored.
+type CreateMetadataFieldRequest struct {
+	// Name Unique in the knowledge base, at most 255 characters, not a built-in field's name.
+	Name string `json:"name"`
+
+	// Type Value type of a metadata field.
+	Type                 MetadataType           `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateSegmentsRequest Body of add-chunks. Unknown members are ignored.
+type CreateSegmentsRequest struct {
+	Segments             []SegmentInput         `json:"segments"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateTagRequest Body of create-tag. Unknown members are ignored.
+type CreateTagRequest struct {
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DataSourceDetail Expanded data source information.
+type DataSourceDetail struct {
+	// UploadFile The uploaded file behind a document.
+	UploadFile *UploadFileDetail `json:"upload_file,omitempty"`
+}
+
+// DataSourceInfo Raw data source information.
+type DataSourceInfo struct {
+	UploadFileId *string `json:"upload_file_id,omitempty"`
+}
+
+// Dataset A knowledge base. Timestamps are Unix epoch seconds.
+//
+// Example: {"app_count":1,"author_name":"Admin","built_in_field_enabled":false,"chunk_structure":null,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","data_source_type":"upload_file","description":"Manuals of every product line.","doc_form":"text_model","doc_metadata":[{"id":"0190f5a4-3b5c-7d6e-9f7a-8b9c0d1e2f3a","name":"product","type":"string"}],"document_count":1,"embedding_available":true,"embedding_model":"text-embedding-3-small","embedding_model_provider":"langgenius/openai/openai","enable_api":true,"external_knowledge_info":null,"external_retrieval_model":null,"icon_info":null,"id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","indexing_technique":"high_quality","is_multimodal":false,"is_published":false,"maintainer":null,"name":"Product manuals","permission":"only_me","pipeline_id":null,"provider":"vendor","retrieval_model_dict":{"reranking_enable":false,"reranking_model":{"reranking_model_name":"","reranking_provider_name":""},"score_threshold_enabled":false,"search_method":"semantic_search","top_k":2},"runtime_mode":"general","summary_index_setting":null,"tags":[{"id":"0190f5a3-2a4b-7c5d-8e6f-7a8b9c0d1e2f","name":"manuals","type":"knowledge"}],"total_available_documents":1,"total_documents":1,"updated_at":1741267200,"updated_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","word_count":4120}
+type Dataset struct {
+	// AppCount Apps that use the knowledge base.
+	AppCount int `json:"app_count"`
+
+	// AuthorName Display name of the creator.
+	AuthorName          *string `json:"author_name"`
+	BuiltInFieldEnabled bool    `json:"built_in_field_enabled"`
+	ChunkStructure      *string `json:"chunk_structure"`
+	CreatedAt           int64   `json:"created_at"`
+	CreatedBy           string  `json:"created_by"`
+
+	// DataSourceType Set by the first document (`upload_file`).
+	DataSourceType *string `json:"data_source_type"`
+	Description    string  `json:"description"`
+
+	// DocForm Chunk structure (`text_model`, `hierarchical_model`, `qa_model`).
+	DocForm *string `json:"doc_form"`
+
+	// DocMetadata Metadata field definitions; with built-in fields enabled, also those (id `built-in`).
+	DocMetadata   []MetadataField `json:"doc_metadata"`
+	DocumentCount int             `json:"document_count"`
+
+	// EmbeddingAvailable True for economy, or when the embedding model is an active text-embedding model of the workspace.
+	EmbeddingAvailable bool    `json:"embedding_available"`
+	EmbeddingModel     *string `json:"embedding_model"`
+
+	// EmbeddingModelProvider As `org/plugin/provider`, e.g. `langgenius/openai/openai`.
+	EmbeddingModelProvider *string `json:"embedding_model_provider"`
+	EnableApi              bool    `json:"enable_api"`
+
+	// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+	ExternalKnowledgeInfo *ExternalKnowledgeInfo `json:"external_knowledge_info"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model"`
+
+	// IconInfo The knowledge base's icon.
+	IconInfo *IconInfo          `json:"icon_info"`
+	Id       openapi_types.UUID `json:"id"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique"`
+	IsMultimodal      bool               `json:"is_multimodal"`
+	IsPublished       bool               `json:"is_published"`
+	Maintainer        *string            `json:"maintainer"`
+	Name              string             `json:"name"`
+
+	// PartialMemberList Account ids with access; always in the update response, and in the detail when `permission` is `partial_members`.
+	PartialMemberList *[]string `json:"partial_member_list,omitempty"`
+
+	// Permission Who may use the knowledge base in the console. Through the API every knowledge base of the workspace is reachable.
+	Permission DatasetPermission `json:"permission"`
+	PipelineId *string           `json:"pipeline_id"`
+	Provider   DatasetProvider   `json:"provider"`
+
+	// RetrievalModelDict How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
+	// `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
+	// (`reranking_model`) or `weights`. `score_threshold` applies only when
+	// `score_threshold_enabled`. Unknown members are ignored.
+	//
+	//
+	// Example: {"reranking_enable":false,"reranking_mode":"weighted_score","score_threshold":0.5,"score_threshold_enabled":true,"search_method":"hybrid_search","top_k":4,"weights":{"keyword_setting":{"keyword_weight":0.3},"vector_setting":{"embedding_model_name":"text-embedding-3-small","embedding_provider_name":"langgenius/openai/openai","vector_weight":0.7},"weight_type":"customized"}}
+	RetrievalModelDict RetrievalModel `json:"retrieval_model_dict"`
+
+	// RuntimeMode `general` or `rag_pipeline`.
+	RuntimeMode *string `json:"runtime_mode"`
+
+	// SummaryIndexSetting Summary-index configuration (newest Dify).
+	SummaryIndexSetting *SummaryIndexSetting `json:"summary_index_setting"`
+	Tags                []TagRef             `json:"tags"`
+
+	// TotalAvailableDocuments Documents that are completed, enabled and not archived.
+	TotalAvailableDocuments int     `json:"total_available_documents"`
+	TotalDocuments          int     `json:"total_documents"`
+	UpdatedAt               int64   `json:"updated_at"`
+	UpdatedBy               *string `json:"updated_by"`
+
+	// WordCount Characters of all documents.
+	WordCount int `json:"word_count"`
+}
+
+// DatasetProvider defines model for Dataset.Provider.
+type DatasetProvider string
+
+// DatasetList A page of knowledge bases; `has_more` is true when the page is full.
+type DatasetList struct {
+	Data    []Dataset `json:"data"`
+	HasMore bool      `json:"has_more"`
+	Limit   int       `json:"limit"`
+	Page    int       `json:"page"`
+	Total   int       `json:"total"`
+}
+
+// DatasetPermission Who may use the knowledge base in the console. Through the API every knowledge base of the workspace is reachable.
+type DatasetPermission string
+
+// DatasetTagList The tags bound to a knowledge base.
+type DatasetTagList struct {
+	Data  []BoundTag `json:"data"`
+	Total int        `json:"total"`
+}
+
 // Decimal A decimal number as text.
 //
 // Example: 0.0025825
@@ -1231,6 +1935,165 @@ type Decimal = string
 type DeleteConversationRequest struct {
 	// User End-user identifier.
 	User *string `json:"user,omitempty"`
+}
+
+// DeleteTagRequest Body of delete-tag. Unknown members are ignored.
+type DeleteTagRequest struct {
+	TagId                string                 `json:"tag_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
+type DisplayStatus string
+
+// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+// `qa_model` (question and answer pairs). Free text in requests so that another value
+// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+//
+// Example: text_model
+type DocForm = string
+
+// DocMetadata One metadata value of a document.
+type DocMetadata struct {
+	// Id Metadata field id, or `built-in`.
+	Id   string          `json:"id"`
+	Name string          `json:"name"`
+	Type DocMetadataType `json:"type"`
+
+	// Value A string or number value, or null.
+	Value *DocMetadata_Value `json:"value,omitempty"`
+}
+
+// DocMetadataType defines model for DocMetadata.Type.
+type DocMetadataType string
+
+// DocMetadataValue0 defines model for DocMetadata.Value.0.
+type DocMetadataValue0 = string
+
+// DocMetadataValue1 defines model for DocMetadata.Value.1.
+type DocMetadataValue1 = float32
+
+// DocMetadata_Value A string or number value, or null.
+type DocMetadata_Value struct {
+	union json.RawMessage
+}
+
+// DocumentDetail A document's detail. With `metadata=only` just `id`, `doc_type` and `doc_metadata` are
+// present; with `without` everything but those two; with `all` everything. Members that
+// are null are sent as null, not left out. Timestamps are Unix epoch seconds.
+//
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+type DocumentDetail struct {
+	Archived *bool `json:"archived,omitempty"`
+
+	// AverageSegmentLength Characters per chunk, rounded down.
+	AverageSegmentLength *int    `json:"average_segment_length,omitempty"`
+	CompletedAt          *int64  `json:"completed_at,omitempty"`
+	CreatedAt            *int64  `json:"created_at,omitempty"`
+	CreatedBy            *string `json:"created_by,omitempty"`
+
+	// CreatedFrom Example: api
+	CreatedFrom *string `json:"created_from,omitempty"`
+
+	// DataSourceInfo Expanded data source information.
+	DataSourceInfo *DataSourceDetail `json:"data_source_info,omitempty"`
+
+	// DataSourceType Example: upload_file
+	DataSourceType *string `json:"data_source_type,omitempty"`
+
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
+	DisabledAt         *int64             `json:"disabled_at,omitempty"`
+	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
+	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
+
+	// DocForm Example: text_model
+	DocForm     *string        `json:"doc_form,omitempty"`
+	DocLanguage *string        `json:"doc_language,omitempty"`
+	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
+	DocType     *string        `json:"doc_type,omitempty"`
+
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
+	Enabled             *bool              `json:"enabled,omitempty"`
+	Error               *string            `json:"error,omitempty"`
+	HitCount            *int               `json:"hit_count,omitempty"`
+	Id                  openapi_types.UUID `json:"id"`
+
+	// IndexingLatency Seconds.
+	IndexingLatency *float64 `json:"indexing_latency,omitempty"`
+
+	// IndexingStatus Where the document is in indexing.
+	IndexingStatus       *IndexingStatus        `json:"indexing_status,omitempty"`
+	Name                 *string                `json:"name,omitempty"`
+	NeedSummary          *bool                  `json:"need_summary,omitempty"`
+	Position             *int                   `json:"position,omitempty"`
+	SegmentCount         *int                   `json:"segment_count,omitempty"`
+	SummaryIndexStatus   *string                `json:"summary_index_status,omitempty"`
+	Tokens               *int                   `json:"tokens,omitempty"`
+	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
+//
+// Example: {"cleaning_completed_at":1741267201,"completed_at":null,"completed_segments":4,"error":null,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_status":"indexing","parsing_completed_at":1741267201,"paused_at":null,"processing_started_at":1741267200,"splitting_completed_at":1741267201,"stopped_at":null,"total_segments":9}
+type DocumentIndexingStatus struct {
+	CleaningCompletedAt *int64 `json:"cleaning_completed_at"`
+	CompletedAt         *int64 `json:"completed_at"`
+
+	// CompletedSegments Chunks indexed so far (chunks being rebuilt are not counted).
+	CompletedSegments int     `json:"completed_segments"`
+	Error             *string `json:"error"`
+
+	// Id Document id.
+	Id openapi_types.UUID `json:"id"`
+
+	// IndexingStatus Where the document is in indexing.
+	IndexingStatus       IndexingStatus `json:"indexing_status"`
+	ParsingCompletedAt   *int64         `json:"parsing_completed_at"`
+	PausedAt             *int64         `json:"paused_at"`
+	ProcessingStartedAt  *int64         `json:"processing_started_at"`
+	SplittingCompletedAt *int64         `json:"splitting_completed_at"`
+	StoppedAt            *int64         `json:"stopped_at"`
+	TotalSegments        int            `json:"total_segments"`
+}
+
+// DocumentList A page of documents; `has_more` is true when the page is full.
+type DocumentList struct {
+	Data    []KnowledgeDocument `json:"data"`
+	HasMore bool                `json:"has_more"`
+	Limit   int                 `json:"limit"`
+	Page    int                 `json:"page"`
+	Total   int                 `json:"total"`
+}
+
+// DocumentMetadataOperation Metadata values for one document.
+type DocumentMetadataOperation struct {
+	DocumentId   string          `json:"document_id"`
+	MetadataList []MetadataValue `json:"metadata_list"`
+
+	// PartialUpdate Merge into the document's values instead of replacing them all.
+	PartialUpdate        *bool                  `json:"partial_update,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentStatusRequest Body of the document status change. Unknown members are ignored.
+type DocumentStatusRequest struct {
+	// DocumentIds The documents; unknown ids are skipped.
+	DocumentIds          *[]string              `json:"document_ids,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentWithBatch A created or updated document and its indexing batch.
+type DocumentWithBatch struct {
+	// Batch Indexing batch id.
+	Batch string `json:"batch"`
+
+	// Document A document of a knowledge base.
+	Document KnowledgeDocument `json:"document"`
 }
 
 // Enabled A feature switch.
@@ -1278,6 +2141,22 @@ type EventEnvelope struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64              `json:"created_at"`
 	MessageId openapi_types.UUID `json:"message_id"`
+}
+
+// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+type ExternalKnowledgeInfo struct {
+	ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint,omitempty"`
+	ExternalKnowledgeApiId       *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeApiName     *string `json:"external_knowledge_api_name,omitempty"`
+	ExternalKnowledgeId          *string `json:"external_knowledge_id,omitempty"`
+}
+
+// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+type ExternalRetrievalModel struct {
+	ScoreThreshold        *float64               `json:"score_threshold,omitempty"`
+	ScoreThresholdEnabled *bool                  `json:"score_threshold_enabled,omitempty"`
+	TopK                  *int                   `json:"top_k,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
 }
 
 // FeedbackRequest A rating of a message.
@@ -1490,6 +2369,25 @@ type HumanInputRequiredEventEvent string
 // Example: {"en_US":"OpenAI","zh_Hans":"OpenAI"}
 type I18nObject map[string]string
 
+// IconInfo The knowledge base's icon.
+type IconInfo struct {
+	Icon           *string `json:"icon,omitempty"`
+	IconBackground *string `json:"icon_background,omitempty"`
+	IconType       *string `json:"icon_type,omitempty"`
+	IconUrl        *string `json:"icon_url,omitempty"`
+}
+
+// IndexingStatus Where the document is in indexing.
+type IndexingStatus string
+
+// IndexingStatusList Indexing progress of a batch's documents.
+type IndexingStatusList struct {
+	Data []DocumentIndexingStatus `json:"data"`
+}
+
+// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+type IndexingTechnique string
+
 // InputFormItem One input of the app's form.
 type InputFormItem struct {
 	Default   *string   `json:"default,omitempty"`
@@ -1553,6 +2451,50 @@ type IterationStartedEvent struct {
 
 // IterationStartedEventEvent defines model for IterationStartedEvent.Event.
 type IterationStartedEventEvent string
+
+// KnowledgeDocument A document of a knowledge base.
+type KnowledgeDocument struct {
+	Archived bool `json:"archived"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt int64  `json:"created_at"`
+	CreatedBy string `json:"created_by"`
+
+	// CreatedFrom Example: api
+	CreatedFrom string `json:"created_from"`
+
+	// DataSourceDetailDict Expanded data source information.
+	DataSourceDetailDict DataSourceDetail `json:"data_source_detail_dict"`
+
+	// DataSourceInfo Raw data source information.
+	DataSourceInfo DataSourceInfo `json:"data_source_info"`
+
+	// DataSourceType Example: upload_file
+	DataSourceType       string  `json:"data_source_type"`
+	DatasetProcessRuleId string  `json:"dataset_process_rule_id"`
+	DisabledAt           *int64  `json:"disabled_at"`
+	DisabledBy           *string `json:"disabled_by"`
+
+	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
+	DisplayStatus DisplayStatus `json:"display_status"`
+
+	// DocForm Example: text_model
+	DocForm     string             `json:"doc_form"`
+	DocMetadata []DocMetadata      `json:"doc_metadata"`
+	Enabled     bool               `json:"enabled"`
+	Error       *string            `json:"error"`
+	HitCount    int                `json:"hit_count"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// IndexingStatus Where the document is in indexing.
+	IndexingStatus     IndexingStatus `json:"indexing_status"`
+	Name               string         `json:"name"`
+	NeedSummary        bool           `json:"need_summary"`
+	Position           int            `json:"position"`
+	SummaryIndexStatus *string        `json:"summary_index_status"`
+	Tokens             int            `json:"tokens"`
+	WordCount          int            `json:"word_count"`
+}
 
 // LoopCompletedEvent A loop node completed (informational).
 type LoopCompletedEvent struct {
@@ -1732,6 +2674,96 @@ type MessageReplaceEvent struct {
 
 // MessageReplaceEventEvent defines model for MessageReplaceEvent.Event.
 type MessageReplaceEventEvent string
+
+// MetadataField A metadata field definition; `id` is `built-in` for the built-in fields listed by a knowledge base.
+//
+// Example: {"id":"0190f5a4-3b5c-7d6e-9f7a-8b9c0d1e2f3a","name":"product","type":"string"}
+type MetadataField struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Type Value type of a metadata field.
+	Type MetadataType `json:"type"`
+}
+
+// MetadataFieldList A knowledge base's custom metadata fields; `count` is the number of documents that use each.
+type MetadataFieldList struct {
+	BuiltInFieldEnabled bool `json:"built_in_field_enabled"`
+	DocMetadata         []struct {
+		Count int    `json:"count"`
+		Id    string `json:"id"`
+		Name  string `json:"name"`
+
+		// Type Value type of a metadata field.
+		Type MetadataType `json:"type"`
+	} `json:"doc_metadata"`
+}
+
+// MetadataFilteringCondition One metadata condition. Operators by field type: string `contains`, `not contains`,
+// `start with`, `end with`, `is`, `is not`, `empty`, `not empty`, `in`, `not in`; number
+// `=`, `≠`, `>`, `<`, `≥`, `≤`; time `before`, `after`.
+type MetadataFilteringCondition struct {
+	ComparisonOperator MetadataFilteringConditionComparisonOperator `json:"comparison_operator"`
+
+	// Name Metadata field name.
+	Name string `json:"name"`
+
+	// Value The value to compare with; a list for `in` and `not in`; absent or null for `empty` and `not empty`.
+	Value                *MetadataFilteringCondition_Value `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{}            `json:"-"`
+}
+
+// MetadataFilteringConditionComparisonOperator defines model for MetadataFilteringCondition.ComparisonOperator.
+type MetadataFilteringConditionComparisonOperator string
+
+// MetadataFilteringConditionValue0 defines model for MetadataFilteringCondition.Value.0.
+type MetadataFilteringConditionValue0 = string
+
+// MetadataFilteringConditionValue1 defines model for MetadataFilteringCondition.Value.1.
+type MetadataFilteringConditionValue1 = float32
+
+// MetadataFilteringConditionValue2 defines model for MetadataFilteringCondition.Value.2.
+type MetadataFilteringConditionValue2 = []string
+
+// MetadataFilteringCondition_Value The value to compare with; a list for `in` and `not in`; absent or null for `empty` and `not empty`.
+type MetadataFilteringCondition_Value struct {
+	union json.RawMessage
+}
+
+// MetadataFilteringConditions Keep only documents whose metadata satisfies the conditions (retrieve only).
+type MetadataFilteringConditions struct {
+	Conditions           *[]MetadataFilteringCondition               `json:"conditions,omitempty"`
+	LogicalOperator      *MetadataFilteringConditionsLogicalOperator `json:"logical_operator,omitempty"`
+	AdditionalProperties map[string]interface{}                      `json:"-"`
+}
+
+// MetadataFilteringConditionsLogicalOperator defines model for MetadataFilteringConditions.LogicalOperator.
+type MetadataFilteringConditionsLogicalOperator string
+
+// MetadataType Value type of a metadata field.
+type MetadataType string
+
+// MetadataValue A metadata field and the value to give it.
+type MetadataValue struct {
+	// Id Metadata field id.
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Value A string or number value, or null.
+	Value                *MetadataValue_Value   `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// MetadataValueValue0 defines model for MetadataValue.Value.0.
+type MetadataValueValue0 = string
+
+// MetadataValueValue1 defines model for MetadataValue.Value.1.
+type MetadataValueValue1 = float32
+
+// MetadataValue_Value A string or number value, or null.
+type MetadataValue_Value struct {
+	union json.RawMessage
+}
 
 // Model A model of a provider.
 type Model struct {
@@ -1945,6 +2977,58 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
+type PreProcessingRule struct {
+	Enabled              *bool                  `json:"enabled,omitempty"`
+	Id                   *string                `json:"id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+// which is why neither is constrained here.
+//
+// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+type ProcessRule struct {
+	// Mode Example: custom
+	Mode string `json:"mode"`
+
+	// Rules The rules of a `custom` or `hierarchical` process rule.
+	Rules                *ProcessRuleRules      `json:"rules,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+type ProcessRuleDetail struct {
+	DatasetId *string `json:"dataset_id,omitempty"`
+	Id        *string `json:"id,omitempty"`
+
+	// Mode Example: custom
+	Mode                 *string                 `json:"mode,omitempty"`
+	Rules                *map[string]interface{} `json:"rules,omitempty"`
+	AdditionalProperties map[string]interface{}  `json:"-"`
+}
+
+// ProcessRuleRules The rules of a `custom` or `hierarchical` process rule.
+type ProcessRuleRules struct {
+	// ParentMode `paragraph` or `full-doc` (hierarchical only).
+	ParentMode *string `json:"parent_mode,omitempty"`
+
+	// PreProcessingRules Cleaning steps; required (possibly empty) for `custom` and `hierarchical`.
+	PreProcessingRules *[]PreProcessingRule `json:"pre_processing_rules,omitempty"`
+
+	// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	Segmentation *Segmentation `json:"segmentation,omitempty"`
+
+	// SubchunkSegmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	SubchunkSegmentation *Segmentation          `json:"subchunk_segmentation,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // ProgressData Progress of an iteration or loop node (informational).
 type ProgressData struct {
 	CreatedAt            *int64                 `json:"created_at,omitempty"`
@@ -1987,6 +3071,13 @@ type RenameConversationRequest struct {
 	User         *string `json:"user,omitempty"`
 }
 
+// RerankingModel A rerank model, as listed by the models listing with `model_type` `rerank`.
+type RerankingModel struct {
+	RerankingModelName    *string                `json:"reranking_model_name,omitempty"`
+	RerankingProviderName *string                `json:"reranking_provider_name,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
 // ResponseMetadata Usage and the knowledge citations of a reply.
 type ResponseMetadata struct {
 	// AnnotationReply Present when an annotation matched; the answer then equals the annotation.
@@ -2004,6 +3095,151 @@ type Result struct {
 
 // ResultResult defines model for Result.Result.
 type ResultResult string
+
+// RetrievalModel How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
+// `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
+// (`reranking_model`) or `weights`. `score_threshold` applies only when
+// `score_threshold_enabled`. Unknown members are ignored.
+//
+// Example: {"reranking_enable":false,"reranking_mode":"weighted_score","score_threshold":0.5,"score_threshold_enabled":true,"search_method":"hybrid_search","top_k":4,"weights":{"keyword_setting":{"keyword_weight":0.3},"vector_setting":{"embedding_model_name":"text-embedding-3-small","embedding_provider_name":"langgenius/openai/openai","vector_weight":0.7},"weight_type":"customized"}}
+type RetrievalModel struct {
+	// MetadataFilteringConditions Keep only documents whose metadata satisfies the conditions (retrieve only).
+	MetadataFilteringConditions *MetadataFilteringConditions `json:"metadata_filtering_conditions,omitempty"`
+	RerankingEnable             bool                         `json:"reranking_enable"`
+	RerankingMode               *RetrievalModelRerankingMode `json:"reranking_mode,omitempty"`
+
+	// RerankingModel A rerank model, as listed by the models listing with `model_type` `rerank`.
+	RerankingModel        *RerankingModel            `json:"reranking_model,omitempty"`
+	ScoreThreshold        *float64                   `json:"score_threshold,omitempty"`
+	ScoreThresholdEnabled bool                       `json:"score_threshold_enabled"`
+	SearchMethod          RetrievalModelSearchMethod `json:"search_method"`
+
+	// TopK Number of chunks to return.
+	TopK int `json:"top_k"`
+
+	// Weights Weights of semantic and keyword scores for `reranking_mode` `weighted_score`.
+	Weights              *RetrievalWeights      `json:"weights,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrievalModelRerankingMode defines model for RetrievalModel.RerankingMode.
+type RetrievalModelRerankingMode string
+
+// RetrievalModelSearchMethod defines model for RetrievalModel.SearchMethod.
+type RetrievalModelSearchMethod string
+
+// RetrievalWeights Weights of semantic and keyword scores for `reranking_mode` `weighted_score`.
+type RetrievalWeights struct {
+	KeywordSetting       *RetrievalWeights_KeywordSetting `json:"keyword_setting,omitempty"`
+	VectorSetting        *RetrievalWeights_VectorSetting  `json:"vector_setting,omitempty"`
+	WeightType           *RetrievalWeightsWeightType      `json:"weight_type,omitempty"`
+	AdditionalProperties map[string]interface{}           `json:"-"`
+}
+
+// RetrievalWeights_KeywordSetting defines model for RetrievalWeights.KeywordSetting.
+type RetrievalWeights_KeywordSetting struct {
+	KeywordWeight        float64                `json:"keyword_weight"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrievalWeights_VectorSetting defines model for RetrievalWeights.VectorSetting.
+type RetrievalWeights_VectorSetting struct {
+	EmbeddingModelName    string                 `json:"embedding_model_name"`
+	EmbeddingProviderName string                 `json:"embedding_provider_name"`
+	VectorWeight          float64                `json:"vector_weight"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
+// RetrievalWeightsWeightType defines model for RetrievalWeights.WeightType.
+type RetrievalWeightsWeightType string
+
+// RetrieveChildChunk A matching child chunk of a retrieved parent chunk.
+type RetrieveChildChunk struct {
+	Content  string             `json:"content"`
+	Id       openapi_types.UUID `json:"id"`
+	Position int                `json:"position"`
+	Score    float64            `json:"score"`
+}
+
+// RetrieveDocument The document of a retrieved chunk. `doc_metadata` is the raw metadata object keyed by field name, not the list form.
+type RetrieveDocument struct {
+	// DataSourceType Example: upload_file
+	DataSourceType string                  `json:"data_source_type"`
+	DocMetadata    *map[string]interface{} `json:"doc_metadata"`
+	DocType        *string                 `json:"doc_type"`
+	Id             openapi_types.UUID      `json:"id"`
+	Name           string                  `json:"name"`
+}
+
+// RetrieveRecord A matching chunk. For a hierarchical document `segment` is the parent chunk, `score` its
+// best child's score and `child_chunks` the matching children; otherwise `child_chunks` is
+// empty. `score` is null for keyword search.
+type RetrieveRecord struct {
+	ChildChunks []RetrieveChildChunk     `json:"child_chunks"`
+	Files       []map[string]interface{} `json:"files"`
+	Score       *float64                 `json:"score"`
+
+	// Segment A chunk in a retrieval result, with its document.
+	Segment      RetrieveSegment         `json:"segment"`
+	Summary      *string                 `json:"summary"`
+	TsnePosition *map[string]interface{} `json:"tsne_position"`
+}
+
+// RetrieveRequest Body of retrieve. `query` is required unless `attachment_ids` is given, and may not exceed
+// 250 characters; the server checks both with Dify's messages. Unknown members are ignored.
+type RetrieveRequest struct {
+	// AttachmentIds Image query of a multimodal knowledge base.
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
+	Query                  *string                 `json:"query,omitempty"`
+
+	// RetrievalModel Overrides the knowledge base's retrieval settings for this call.
+	RetrievalModel       *RetrievalModel        `json:"retrieval_model,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetrieveResult The query and the matching chunks, best first.
+//
+// Example: {"query":{"content":"What is Dify?"},"records":[{"child_chunks":[],"files":[],"score":0.92,"segment":{"answer":null,"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document":{"data_source_type":"upload_file","doc_metadata":null,"doc_type":null,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","name":"guide.txt"},"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":1,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"tokens":9,"word_count":40},"summary":null,"tsne_position":null}]}
+type RetrieveResult struct {
+	Query struct {
+		Content string `json:"content"`
+	} `json:"query"`
+	Records []RetrieveRecord `json:"records"`
+}
+
+// RetrieveSegment A chunk in a retrieval result, with its document.
+type RetrieveSegment struct {
+	Answer      *string `json:"answer"`
+	CompletedAt *int64  `json:"completed_at"`
+	Content     string  `json:"content"`
+	CreatedAt   int64   `json:"created_at"`
+	CreatedBy   string  `json:"created_by"`
+	DisabledAt  *int64  `json:"disabled_at"`
+	DisabledBy  *string `json:"disabled_by"`
+
+	// Document The document of a retrieved chunk. `doc_metadata` is the raw metadata object keyed by field name, not the list form.
+	Document      RetrieveDocument   `json:"document"`
+	DocumentId    openapi_types.UUID `json:"document_id"`
+	Enabled       bool               `json:"enabled"`
+	Error         *string            `json:"error"`
+	HitCount      int                `json:"hit_count"`
+	Id            openapi_types.UUID `json:"id"`
+	IndexNodeHash string             `json:"index_node_hash"`
+	IndexNodeId   string             `json:"index_node_id"`
+	IndexingAt    *int64             `json:"indexing_at"`
+	Keywords      []string           `json:"keywords"`
+	Position      int                `json:"position"`
+	SignContent   string             `json:"sign_content"`
+
+	// Status Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+	Status    SegmentStatus `json:"status"`
+	StoppedAt *int64        `json:"stopped_at"`
+	Tokens    int           `json:"tokens"`
+	WordCount int           `json:"word_count"`
+}
 
 // RetrieverResource A knowledge chunk cited by a reply.
 type RetrieverResource struct {
@@ -2030,6 +3266,130 @@ type RetrieverResource struct {
 	WordCount       *int               `json:"word_count,omitempty"`
 }
 
+// Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
+//
+// Example: {"answer":null,"attachments":[],"child_chunks":[],"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":0,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify","platform"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"summary":null,"tokens":9,"updated_at":1741267201,"updated_by":null,"word_count":40}
+type Segment struct {
+	// Answer The answer of a `qa_model` pair.
+	Answer      *string             `json:"answer"`
+	Attachments []SegmentAttachment `json:"attachments"`
+
+	// ChildChunks Child chunks of a hierarchical document's chunk; empty otherwise.
+	ChildChunks []ChildChunk `json:"child_chunks"`
+	CompletedAt *int64       `json:"completed_at"`
+
+	// Content The chunk's text; the question of a `qa_model` pair.
+	Content       string             `json:"content"`
+	CreatedAt     int64              `json:"created_at"`
+	CreatedBy     string             `json:"created_by"`
+	DisabledAt    *int64             `json:"disabled_at"`
+	DisabledBy    *string            `json:"disabled_by"`
+	DocumentId    openapi_types.UUID `json:"document_id"`
+	Enabled       bool               `json:"enabled"`
+	Error         *string            `json:"error"`
+	HitCount      int                `json:"hit_count"`
+	Id            openapi_types.UUID `json:"id"`
+	IndexNodeHash string             `json:"index_node_hash"`
+	IndexNodeId   string             `json:"index_node_id"`
+	IndexingAt    *int64             `json:"indexing_at"`
+	Keywords      []string           `json:"keywords"`
+
+	// Position 1-based order within the document.
+	Position int `json:"position"`
+
+	// SignContent The content with signed file URLs.
+	SignContent string `json:"sign_content"`
+
+	// Status Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+	Status    SegmentStatus `json:"status"`
+	StoppedAt *int64        `json:"stopped_at"`
+	Summary   *string       `json:"summary"`
+
+	// Tokens Embedding tokens; 0 for economy knowledge bases.
+	Tokens    int     `json:"tokens"`
+	UpdatedAt int64   `json:"updated_at"`
+	UpdatedBy *string `json:"updated_by"`
+	WordCount int     `json:"word_count"`
+}
+
+// SegmentAttachment A file attached to a chunk.
+type SegmentAttachment struct {
+	Extension string  `json:"extension"`
+	Id        string  `json:"id"`
+	MimeType  string  `json:"mime_type"`
+	Name      string  `json:"name"`
+	Size      int64   `json:"size"`
+	SourceUrl *string `json:"source_url"`
+}
+
+// SegmentInput A chunk to add. `content` must not be empty; `answer` is required in a `qa_model` document.
+type SegmentInput struct {
+	Answer        *string   `json:"answer,omitempty"`
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+	Content       *string   `json:"content,omitempty"`
+
+	// Keywords Keywords for the economy keyword table; extracted from the content when absent.
+	Keywords             *[]string              `json:"keywords,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SegmentList A page of a document's chunks; `has_more` is true when the page is full.
+type SegmentList struct {
+	Data []Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+	HasMore bool   `json:"has_more"`
+	Limit   int    `json:"limit"`
+	Page    int    `json:"page"`
+	Total   int    `json:"total"`
+}
+
+// SegmentResponse One chunk and its document's chunk structure.
+type SegmentResponse struct {
+	// Data A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
+	//
+	// Example: {"answer":null,"attachments":[],"child_chunks":[],"completed_at":1741267202,"content":"Dify is an LLM app development platform.","created_at":1741267201,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","disabled_at":null,"disabled_by":null,"document_id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","enabled":true,"error":null,"hit_count":0,"id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","index_node_hash":"3b5d5c3712955042212316173ccf37be800b5f2d1a8e8e6e6b9e0b3b2e0a0d1c","index_node_id":"0190f5c0-9a8b-7c6d-8e5f-4a3b2c1d0e9f","indexing_at":1741267201,"keywords":["dify","platform"],"position":1,"sign_content":"Dify is an LLM app development platform.","status":"completed","stopped_at":null,"summary":null,"tokens":9,"updated_at":1741267201,"updated_by":null,"word_count":40}
+	Data Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+}
+
+// SegmentStatus Where a chunk is in indexing; `re_segment` while a document update rebuilds it.
+type SegmentStatus string
+
+// SegmentUpdate Changes to a chunk; absent and null members are left as they are.
+type SegmentUpdate struct {
+	Answer        *string   `json:"answer,omitempty"`
+	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+	Content       *string   `json:"content,omitempty"`
+	Enabled       *bool     `json:"enabled,omitempty"`
+	Keywords      *[]string `json:"keywords,omitempty"`
+
+	// RegenerateChildChunks Rebuild the child chunks of a hierarchical document's chunk from the new content.
+	RegenerateChildChunks *bool                  `json:"regenerate_child_chunks,omitempty"`
+	Summary               *string                `json:"summary,omitempty"`
+	AdditionalProperties  map[string]interface{} `json:"-"`
+}
+
+// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
+// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+type Segmentation struct {
+	ChunkOverlap         *int                   `json:"chunk_overlap,omitempty"`
+	MaxTokens            *int                   `json:"max_tokens,omitempty"`
+	Separator            *string                `json:"separator,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SegmentsCreated The chunks just added and their document's chunk structure.
+type SegmentsCreated struct {
+	Data []Segment `json:"data"`
+
+	// DocForm Example: text_model
+	DocForm string `json:"doc_form"`
+}
+
 // SuggestedQuestions Follow-up questions.
 type SuggestedQuestions struct {
 	Data   []string                 `json:"data"`
@@ -2038,6 +3398,42 @@ type SuggestedQuestions struct {
 
 // SuggestedQuestionsResult defines model for SuggestedQuestions.Result.
 type SuggestedQuestionsResult string
+
+// SummaryIndexSetting Summary-index configuration (newest Dify).
+type SummaryIndexSetting struct {
+	Enable               *bool                  `json:"enable,omitempty"`
+	ModelName            *string                `json:"model_name,omitempty"`
+	ModelProviderName    *string                `json:"model_provider_name,omitempty"`
+	SummaryPrompt        *string                `json:"summary_prompt,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// Tag A workspace tag for knowledge bases. `binding_count` is a decimal string, as in Dify.
+//
+// Example: {"binding_count":"1","id":"0190f5a3-2a4b-7c5d-8e6f-7a8b9c0d1e2f","name":"manuals","type":"knowledge"}
+type Tag struct {
+	// BindingCount Number of knowledge bases bound to the tag.
+	BindingCount *string            `json:"binding_count"`
+	Id           openapi_types.UUID `json:"id"`
+	Name         string             `json:"name"`
+	Type         TagType            `json:"type"`
+}
+
+// TagType defines model for Tag.Type.
+type TagType string
+
+// TagList The workspace's knowledge tags.
+type TagList = []Tag
+
+// TagRef A tag bound to a knowledge base.
+type TagRef struct {
+	Id   openapi_types.UUID `json:"id"`
+	Name string             `json:"name"`
+	Type TagRefType         `json:"type"`
+}
+
+// TagRefType defines model for TagRef.Type.
+type TagRefType string
 
 // TaskEnvelope defines model for TaskEnvelope.
 type TaskEnvelope struct {
@@ -2079,6 +3475,131 @@ type TtsMessageEvent struct {
 
 // TtsMessageEventEvent defines model for TtsMessageEvent.Event.
 type TtsMessageEventEvent string
+
+// UnbindTagsRequest Body of unbind-tags; `tag_ids`, or the legacy `tag_id`, must name at least one tag. Unknown members are ignored.
+type UnbindTagsRequest struct {
+	// TagId A single tag id, as the official SDKs send it; used when `tag_ids` is empty.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	TagId  *string   `json:"tag_id,omitempty"`
+	TagIds *[]string `json:"tag_ids,omitempty"`
+
+	// TargetId The knowledge base.
+	TargetId             string                 `json:"target_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
+type UpdateDatasetRequest struct {
+	Description            *string `json:"description,omitempty"`
+	EmbeddingModel         *string `json:"embedding_model,omitempty"`
+	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
+	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
+
+	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
+	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
+	Name              *string            `json:"name,omitempty"`
+
+	// PartialMemberList Members given access when `permission` is `partial_members`.
+	PartialMemberList    *[]UpdateDatasetRequest_PartialMemberList_Item `json:"partial_member_list,omitempty"`
+	Permission           *DatasetPermission                             `json:"permission,omitempty"`
+	RetrievalModel       *RetrievalModel                                `json:"retrieval_model,omitempty"`
+	AdditionalProperties map[string]interface{}                         `json:"-"`
+}
+
+// UpdateDatasetRequest_PartialMemberList_Item defines model for UpdateDatasetRequest.partial_member_list.Item.
+type UpdateDatasetRequest_PartialMemberList_Item struct {
+	UserId               *string                `json:"user_id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentByFileRequest Multipart body of update-by-file. Other form fields are ignored.
+type UpdateDocumentByFileRequest struct {
+	// Data A JSON object (see `DocumentProcessConfig`) with the create-document-by-text configuration members except `name` and `text`.
+	Data string `json:"data"`
+
+	// File The new content of the document.
+	File                 openapi_types.File     `json:"file"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentByTextRequest Body of update-document-by-text; `name` is required when `text` is given. Unknown members are ignored.
+type UpdateDocumentByTextRequest struct {
+	// DocForm Chunk structure: `text_model` (default), `hierarchical_model` (parent and child chunks) or
+	// `qa_model` (question and answer pairs). Free text in requests so that another value
+	// reaches the server, which answers 400 `invalid_param` "Invalid doc_form." as Dify does.
+	//
+	//
+	// Example: text_model
+	DocForm     *DocForm `json:"doc_form,omitempty"`
+	DocLanguage *string  `json:"doc_language,omitempty"`
+	Name        *string  `json:"name,omitempty"`
+
+	// ProcessRule How a document is cleaned and split into chunks. `mode` is `automatic` (Dify's automatic
+	// rules; `rules` is ignored), `custom` or `hierarchical` (with `doc_form`
+	// `hierarchical_model`); any other value is refused with 400 `invalid_param` "Process rule
+	// mode is invalid", and missing rules of `custom` and `hierarchical` with Dify's messages,
+	// which is why neither is constrained here.
+	//
+	//
+	// Example: {"mode":"custom","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"max_tokens":500,"separator":"\n\n"}}}
+	ProcessRule    *ProcessRule    `json:"process_rule,omitempty"`
+	RetrievalModel *RetrievalModel `json:"retrieval_model,omitempty"`
+
+	// Text New content; when absent only the configuration changes.
+	Text                 *string                `json:"text,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentRequest Multipart body of update-document; without `file` only the configuration changes. Other form fields are ignored.
+type UpdateDocumentRequest struct {
+	// Data A JSON object (see `DocumentProcessConfig`); `indexing_technique` is ignored.
+	Data *string `json:"data,omitempty"`
+
+	// File The new content of the document.
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateDocumentsMetadataRequest Body of set-documents-metadata. Unknown members are ignored.
+type UpdateDocumentsMetadataRequest struct {
+	OperationData        []DocumentMetadataOperation `json:"operation_data"`
+	AdditionalProperties map[string]interface{}      `json:"-"`
+}
+
+// UpdateMetadataFieldRequest Body of rename-metadata-field. Unknown members are ignored.
+type UpdateMetadataFieldRequest struct {
+	Name                 string                 `json:"name"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateSegmentRequest Body of update-chunk. Unknown members are ignored.
+type UpdateSegmentRequest struct {
+	// Segment Changes to a chunk; absent and null members are left as they are.
+	Segment              SegmentUpdate          `json:"segment"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UpdateTagRequest Body of rename-tag. Unknown members are ignored.
+type UpdateTagRequest struct {
+	Name                 string                 `json:"name"`
+	TagId                string                 `json:"tag_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UploadFileDetail The uploaded file behind a document.
+type UploadFileDetail struct {
+	CreatedAt int64  `json:"created_at"`
+	CreatedBy string `json:"created_by"`
+	Extension string `json:"extension"`
+	Id        string `json:"id"`
+	MimeType  string `json:"mime_type"`
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+}
 
 // UploadedFile A stored upload.
 type UploadedFile struct {
@@ -2249,14 +3770,35 @@ type WorkflowStartedEventDataReason string
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
 
+// Batch defines model for Batch.
+type Batch = string
+
+// ChildChunkId defines model for ChildChunkId.
+type ChildChunkId = string
+
 // ConversationId defines model for ConversationId.
 type ConversationId = string
+
+// DatasetId defines model for DatasetId.
+type DatasetId = string
+
+// DocumentId defines model for DocumentId.
+type DocumentId = string
 
 // Limit defines model for Limit.
 type Limit = int
 
 // MessageId defines model for MessageId.
 type MessageId = string
+
+// MetadataId defines model for MetadataId.
+type MetadataId = string
+
+// Page defines model for Page.
+type Page = int
+
+// SegmentId defines model for SegmentId.
+type SegmentId = string
 
 // TaskId defines model for TaskId.
 type TaskId = string
@@ -2269,6 +3811,9 @@ type UserRequired = string
 
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error
+
+// Conflict The body of every error response, and the payload members of the `error` event.
+type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
@@ -2321,6 +3866,72 @@ type ListConversationsParams struct {
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
 
+// ListDatasetsParams defines parameters for ListDatasets.
+type ListDatasetsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep knowledge bases whose name contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// IncludeAll Include knowledge bases regardless of their permission setting.
+	IncludeAll *bool `form:"include_all,omitempty" json:"include_all,omitempty"`
+
+	// TagIds Keep knowledge bases bound to any of these tags; repeat the parameter for several.
+	TagIds *[]string `form:"tag_ids,omitempty" json:"tag_ids,omitempty"`
+}
+
+// ListDocumentsParams defines parameters for ListDocuments.
+type ListDocumentsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep documents whose name contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Status Keep documents with this display status.
+	Status *DisplayStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// GetDocumentParams defines parameters for GetDocument.
+type GetDocumentParams struct {
+	// Metadata `all` (default), `only` or `without`. Declared as free text so that another value reaches the server, which answers 400 `invalid_metadata` as Dify does.
+	Metadata *string `form:"metadata,omitempty" json:"metadata,omitempty"`
+}
+
+// ListSegmentsParams defines parameters for ListSegments.
+type ListSegmentsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Status Keep chunks with any of these statuses (`waiting`, `indexing`, `completed`, `error`, `re_segment`); repeat the parameter for several. Other values match nothing.
+	Status *[]string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Keyword Keep chunks whose content contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// ListChildChunksParams defines parameters for ListChildChunks.
+type ListChildChunksParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep child chunks whose content contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
 // GetAppInfoParams defines parameters for GetAppInfo.
 type GetAppInfoParams struct {
 	// User End-user identifier; when omitted, a shared anonymous end user.
@@ -2371,6 +3982,88 @@ type DeleteConversationJSONRequestBody = DeleteConversationRequest
 
 // RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
 type RenameConversationJSONRequestBody = RenameConversationRequest
+
+// CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
+type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
+type DeleteTagJSONRequestBody = DeleteTagRequest
+
+// UpdateTagJSONRequestBody defines body for UpdateTag for application/json ContentType.
+type UpdateTagJSONRequestBody = UpdateTagRequest
+
+// CreateTagJSONRequestBody defines body for CreateTag for application/json ContentType.
+type CreateTagJSONRequestBody = CreateTagRequest
+
+// BindTagsJSONRequestBody defines body for BindTags for application/json ContentType.
+type BindTagsJSONRequestBody = BindTagsRequest
+
+// UnbindTagsJSONRequestBody defines body for UnbindTags for application/json ContentType.
+type UnbindTagsJSONRequestBody = UnbindTagsRequest
+
+// UpdateDatasetJSONRequestBody defines body for UpdateDataset for application/json ContentType.
+type UpdateDatasetJSONRequestBody = UpdateDatasetRequest
+
+// CreateDocumentByFileMultipartRequestBody defines body for CreateDocumentByFile for multipart/form-data ContentType.
+type CreateDocumentByFileMultipartRequestBody = CreateDocumentByFileRequest
+
+// CreateDocumentByTextJSONRequestBody defines body for CreateDocumentByText for application/json ContentType.
+type CreateDocumentByTextJSONRequestBody = CreateDocumentByTextRequest
+
+// CreateDocumentByFileLegacyMultipartRequestBody defines body for CreateDocumentByFileLegacy for multipart/form-data ContentType.
+type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileRequest
+
+// CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
+type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
+type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
+
+// UpdateDocumentStatusJSONRequestBody defines body for UpdateDocumentStatus for application/json ContentType.
+type UpdateDocumentStatusJSONRequestBody = DocumentStatusRequest
+
+// UpdateDocumentMultipartRequestBody defines body for UpdateDocument for multipart/form-data ContentType.
+type UpdateDocumentMultipartRequestBody = UpdateDocumentRequest
+
+// CreateSegmentsJSONRequestBody defines body for CreateSegments for application/json ContentType.
+type CreateSegmentsJSONRequestBody = CreateSegmentsRequest
+
+// UpdateSegmentJSONRequestBody defines body for UpdateSegment for application/json ContentType.
+type UpdateSegmentJSONRequestBody = UpdateSegmentRequest
+
+// CreateChildChunkJSONRequestBody defines body for CreateChildChunk for application/json ContentType.
+type CreateChildChunkJSONRequestBody = ChildChunkRequest
+
+// UpdateChildChunkJSONRequestBody defines body for UpdateChildChunk for application/json ContentType.
+type UpdateChildChunkJSONRequestBody = ChildChunkRequest
+
+// UpdateDocumentByFileMultipartRequestBody defines body for UpdateDocumentByFile for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByFileMultipartRequestBody = UpdateDocumentByFileRequest
+
+// UpdateDocumentByTextJSONRequestBody defines body for UpdateDocumentByText for application/json ContentType.
+type UpdateDocumentByTextJSONRequestBody = UpdateDocumentByTextRequest
+
+// UpdateDocumentByFileLegacyMultipartRequestBody defines body for UpdateDocumentByFileLegacy for multipart/form-data ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type UpdateDocumentByFileLegacyMultipartRequestBody = UpdateDocumentByFileRequest
+
+// UpdateDocumentByTextLegacyJSONRequestBody defines body for UpdateDocumentByTextLegacy for application/json ContentType.
+type UpdateDocumentByTextLegacyJSONRequestBody = UpdateDocumentByTextRequest
+
+// HitTestingJSONRequestBody defines body for HitTesting for application/json ContentType.
+type HitTestingJSONRequestBody = RetrieveRequest
+
+// CreateMetadataFieldJSONRequestBody defines body for CreateMetadataField for application/json ContentType.
+type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
+
+// UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
+type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
+
+// RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
+type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
@@ -2562,6 +4255,1693 @@ func (a AgentLogEvent_Data) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for BindTagsRequest. Returns the specified
+// element and whether it was found
+func (a BindTagsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for BindTagsRequest
+func (a *BindTagsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for BindTagsRequest to handle AdditionalProperties
+func (a *BindTagsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_ids"]; found {
+		err = json.Unmarshal(raw, &a.TagIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_ids': %w", err)
+		}
+		delete(object, "tag_ids")
+	}
+
+	if raw, found := object["target_id"]; found {
+		err = json.Unmarshal(raw, &a.TargetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_id': %w", err)
+		}
+		delete(object, "target_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for BindTagsRequest to handle AdditionalProperties
+func (a BindTagsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.TagIds != nil {
+		object["tag_ids"], err = json.Marshal(a.TagIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_ids': %w", err)
+		}
+	}
+
+	object["target_id"], err = json.Marshal(a.TargetId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'target_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ChildChunkRequest. Returns the specified
+// element and whether it was found
+func (a ChildChunkRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChildChunkRequest
+func (a *ChildChunkRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChildChunkRequest to handle AdditionalProperties
+func (a *ChildChunkRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChildChunkRequest to handle AdditionalProperties
+func (a ChildChunkRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["content"], err = json.Marshal(a.Content)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'content': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDatasetRequest. Returns the specified
+// element and whether it was found
+func (a CreateDatasetRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDatasetRequest
+func (a *CreateDatasetRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDatasetRequest to handle AdditionalProperties
+func (a *CreateDatasetRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["external_knowledge_api_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeApiId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_api_id': %w", err)
+		}
+		delete(object, "external_knowledge_api_id")
+	}
+
+	if raw, found := object["external_knowledge_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_id': %w", err)
+		}
+		delete(object, "external_knowledge_id")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["permission"]; found {
+		err = json.Unmarshal(raw, &a.Permission)
+		if err != nil {
+			return fmt.Errorf("error reading 'permission': %w", err)
+		}
+		delete(object, "permission")
+	}
+
+	if raw, found := object["provider"]; found {
+		err = json.Unmarshal(raw, &a.Provider)
+		if err != nil {
+			return fmt.Errorf("error reading 'provider': %w", err)
+		}
+		delete(object, "provider")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["summary_index_setting"]; found {
+		err = json.Unmarshal(raw, &a.SummaryIndexSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_index_setting': %w", err)
+		}
+		delete(object, "summary_index_setting")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDatasetRequest to handle AdditionalProperties
+func (a CreateDatasetRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Description != nil {
+		object["description"], err = json.Marshal(a.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeApiId != nil {
+		object["external_knowledge_api_id"], err = json.Marshal(a.ExternalKnowledgeApiId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_api_id': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeId != nil {
+		object["external_knowledge_id"], err = json.Marshal(a.ExternalKnowledgeId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_id': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Permission != nil {
+		object["permission"], err = json.Marshal(a.Permission)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'permission': %w", err)
+		}
+	}
+
+	if a.Provider != nil {
+		object["provider"], err = json.Marshal(a.Provider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'provider': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	if a.SummaryIndexSetting != nil {
+		object["summary_index_setting"], err = json.Marshal(a.SummaryIndexSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_index_setting': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDocumentByFileRequest. Returns the specified
+// element and whether it was found
+func (a CreateDocumentByFileRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDocumentByFileRequest
+func (a *CreateDocumentByFileRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDocumentByFileRequest to handle AdditionalProperties
+func (a *CreateDocumentByFileRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDocumentByFileRequest to handle AdditionalProperties
+func (a CreateDocumentByFileRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateDocumentByTextRequest. Returns the specified
+// element and whether it was found
+func (a CreateDocumentByTextRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateDocumentByTextRequest
+func (a *CreateDocumentByTextRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateDocumentByTextRequest to handle AdditionalProperties
+func (a *CreateDocumentByTextRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["original_document_id"]; found {
+		err = json.Unmarshal(raw, &a.OriginalDocumentId)
+		if err != nil {
+			return fmt.Errorf("error reading 'original_document_id': %w", err)
+		}
+		delete(object, "original_document_id")
+	}
+
+	if raw, found := object["process_rule"]; found {
+		err = json.Unmarshal(raw, &a.ProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'process_rule': %w", err)
+		}
+		delete(object, "process_rule")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &a.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+		delete(object, "text")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateDocumentByTextRequest to handle AdditionalProperties
+func (a CreateDocumentByTextRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.OriginalDocumentId != nil {
+		object["original_document_id"], err = json.Marshal(a.OriginalDocumentId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'original_document_id': %w", err)
+		}
+	}
+
+	if a.ProcessRule != nil {
+		object["process_rule"], err = json.Marshal(a.ProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'process_rule': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	object["text"], err = json.Marshal(a.Text)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'text': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateMetadataFieldRequest. Returns the specified
+// element and whether it was found
+func (a CreateMetadataFieldRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateMetadataFieldRequest
+func (a *CreateMetadataFieldRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateMetadataFieldRequest to handle AdditionalProperties
+func (a *CreateMetadataFieldRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateMetadataFieldRequest to handle AdditionalProperties
+func (a CreateMetadataFieldRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateSegmentsRequest. Returns the specified
+// element and whether it was found
+func (a CreateSegmentsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateSegmentsRequest
+func (a *CreateSegmentsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateSegmentsRequest to handle AdditionalProperties
+func (a *CreateSegmentsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["segments"]; found {
+		err = json.Unmarshal(raw, &a.Segments)
+		if err != nil {
+			return fmt.Errorf("error reading 'segments': %w", err)
+		}
+		delete(object, "segments")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateSegmentsRequest to handle AdditionalProperties
+func (a CreateSegmentsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Segments != nil {
+		object["segments"], err = json.Marshal(a.Segments)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segments': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateTagRequest. Returns the specified
+// element and whether it was found
+func (a CreateTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateTagRequest
+func (a *CreateTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateTagRequest to handle AdditionalProperties
+func (a *CreateTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateTagRequest to handle AdditionalProperties
+func (a CreateTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DeleteTagRequest. Returns the specified
+// element and whether it was found
+func (a DeleteTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DeleteTagRequest
+func (a *DeleteTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DeleteTagRequest to handle AdditionalProperties
+func (a *DeleteTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DeleteTagRequest to handle AdditionalProperties
+func (a DeleteTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["tag_id"], err = json.Marshal(a.TagId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentDetail. Returns the specified
+// element and whether it was found
+func (a DocumentDetail) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentDetail
+func (a *DocumentDetail) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentDetail to handle AdditionalProperties
+func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["archived"]; found {
+		err = json.Unmarshal(raw, &a.Archived)
+		if err != nil {
+			return fmt.Errorf("error reading 'archived': %w", err)
+		}
+		delete(object, "archived")
+	}
+
+	if raw, found := object["average_segment_length"]; found {
+		err = json.Unmarshal(raw, &a.AverageSegmentLength)
+		if err != nil {
+			return fmt.Errorf("error reading 'average_segment_length': %w", err)
+		}
+		delete(object, "average_segment_length")
+	}
+
+	if raw, found := object["completed_at"]; found {
+		err = json.Unmarshal(raw, &a.CompletedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'completed_at': %w", err)
+		}
+		delete(object, "completed_at")
+	}
+
+	if raw, found := object["created_at"]; found {
+		err = json.Unmarshal(raw, &a.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_at': %w", err)
+		}
+		delete(object, "created_at")
+	}
+
+	if raw, found := object["created_by"]; found {
+		err = json.Unmarshal(raw, &a.CreatedBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_by': %w", err)
+		}
+		delete(object, "created_by")
+	}
+
+	if raw, found := object["created_from"]; found {
+		err = json.Unmarshal(raw, &a.CreatedFrom)
+		if err != nil {
+			return fmt.Errorf("error reading 'created_from': %w", err)
+		}
+		delete(object, "created_from")
+	}
+
+	if raw, found := object["data_source_info"]; found {
+		err = json.Unmarshal(raw, &a.DataSourceInfo)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_source_info': %w", err)
+		}
+		delete(object, "data_source_info")
+	}
+
+	if raw, found := object["data_source_type"]; found {
+		err = json.Unmarshal(raw, &a.DataSourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_source_type': %w", err)
+		}
+		delete(object, "data_source_type")
+	}
+
+	if raw, found := object["dataset_process_rule"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule': %w", err)
+		}
+		delete(object, "dataset_process_rule")
+	}
+
+	if raw, found := object["disabled_at"]; found {
+		err = json.Unmarshal(raw, &a.DisabledAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'disabled_at': %w", err)
+		}
+		delete(object, "disabled_at")
+	}
+
+	if raw, found := object["disabled_by"]; found {
+		err = json.Unmarshal(raw, &a.DisabledBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'disabled_by': %w", err)
+		}
+		delete(object, "disabled_by")
+	}
+
+	if raw, found := object["display_status"]; found {
+		err = json.Unmarshal(raw, &a.DisplayStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_status': %w", err)
+		}
+		delete(object, "display_status")
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["doc_metadata"]; found {
+		err = json.Unmarshal(raw, &a.DocMetadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_metadata': %w", err)
+		}
+		delete(object, "doc_metadata")
+	}
+
+	if raw, found := object["doc_type"]; found {
+		err = json.Unmarshal(raw, &a.DocType)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_type': %w", err)
+		}
+		delete(object, "doc_type")
+	}
+
+	if raw, found := object["document_process_rule"]; found {
+		err = json.Unmarshal(raw, &a.DocumentProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_process_rule': %w", err)
+		}
+		delete(object, "document_process_rule")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["error"]; found {
+		err = json.Unmarshal(raw, &a.Error)
+		if err != nil {
+			return fmt.Errorf("error reading 'error': %w", err)
+		}
+		delete(object, "error")
+	}
+
+	if raw, found := object["hit_count"]; found {
+		err = json.Unmarshal(raw, &a.HitCount)
+		if err != nil {
+			return fmt.Errorf("error reading 'hit_count': %w", err)
+		}
+		delete(object, "hit_count")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["indexing_latency"]; found {
+		err = json.Unmarshal(raw, &a.IndexingLatency)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_latency': %w", err)
+		}
+		delete(object, "indexing_latency")
+	}
+
+	if raw, found := object["indexing_status"]; found {
+		err = json.Unmarshal(raw, &a.IndexingStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_status': %w", err)
+		}
+		delete(object, "indexing_status")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["need_summary"]; found {
+		err = json.Unmarshal(raw, &a.NeedSummary)
+		if err != nil {
+			return fmt.Errorf("error reading 'need_summary': %w", err)
+		}
+		delete(object, "need_summary")
+	}
+
+	if raw, found := object["position"]; found {
+		err = json.Unmarshal(raw, &a.Position)
+		if err != nil {
+			return fmt.Errorf("error reading 'position': %w", err)
+		}
+		delete(object, "position")
+	}
+
+	if raw, found := object["segment_count"]; found {
+		err = json.Unmarshal(raw, &a.SegmentCount)
+		if err != nil {
+			return fmt.Errorf("error reading 'segment_count': %w", err)
+		}
+		delete(object, "segment_count")
+	}
+
+	if raw, found := object["summary_index_status"]; found {
+		err = json.Unmarshal(raw, &a.SummaryIndexStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_index_status': %w", err)
+		}
+		delete(object, "summary_index_status")
+	}
+
+	if raw, found := object["tokens"]; found {
+		err = json.Unmarshal(raw, &a.Tokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'tokens': %w", err)
+		}
+		delete(object, "tokens")
+	}
+
+	if raw, found := object["updated_at"]; found {
+		err = json.Unmarshal(raw, &a.UpdatedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'updated_at': %w", err)
+		}
+		delete(object, "updated_at")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentDetail to handle AdditionalProperties
+func (a DocumentDetail) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Archived != nil {
+		object["archived"], err = json.Marshal(a.Archived)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'archived': %w", err)
+		}
+	}
+
+	if a.AverageSegmentLength != nil {
+		object["average_segment_length"], err = json.Marshal(a.AverageSegmentLength)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'average_segment_length': %w", err)
+		}
+	}
+
+	if a.CompletedAt != nil {
+		object["completed_at"], err = json.Marshal(a.CompletedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'completed_at': %w", err)
+		}
+	}
+
+	if a.CreatedAt != nil {
+		object["created_at"], err = json.Marshal(a.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_at': %w", err)
+		}
+	}
+
+	if a.CreatedBy != nil {
+		object["created_by"], err = json.Marshal(a.CreatedBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_by': %w", err)
+		}
+	}
+
+	if a.CreatedFrom != nil {
+		object["created_from"], err = json.Marshal(a.CreatedFrom)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'created_from': %w", err)
+		}
+	}
+
+	if a.DataSourceInfo != nil {
+		object["data_source_info"], err = json.Marshal(a.DataSourceInfo)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data_source_info': %w", err)
+		}
+	}
+
+	if a.DataSourceType != nil {
+		object["data_source_type"], err = json.Marshal(a.DataSourceType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data_source_type': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRule != nil {
+		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DisabledAt != nil {
+		object["disabled_at"], err = json.Marshal(a.DisabledAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'disabled_at': %w", err)
+		}
+	}
+
+	if a.DisabledBy != nil {
+		object["disabled_by"], err = json.Marshal(a.DisabledBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'disabled_by': %w", err)
+		}
+	}
+
+	if a.DisplayStatus != nil {
+		object["display_status"], err = json.Marshal(a.DisplayStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'display_status': %w", err)
+		}
+	}
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.DocMetadata != nil {
+		object["doc_metadata"], err = json.Marshal(a.DocMetadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_metadata': %w", err)
+		}
+	}
+
+	if a.DocType != nil {
+		object["doc_type"], err = json.Marshal(a.DocType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_type': %w", err)
+		}
+	}
+
+	if a.DocumentProcessRule != nil {
+		object["document_process_rule"], err = json.Marshal(a.DocumentProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_process_rule': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Error != nil {
+		object["error"], err = json.Marshal(a.Error)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'error': %w", err)
+		}
+	}
+
+	if a.HitCount != nil {
+		object["hit_count"], err = json.Marshal(a.HitCount)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hit_count': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.IndexingLatency != nil {
+		object["indexing_latency"], err = json.Marshal(a.IndexingLatency)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_latency': %w", err)
+		}
+	}
+
+	if a.IndexingStatus != nil {
+		object["indexing_status"], err = json.Marshal(a.IndexingStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_status': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.NeedSummary != nil {
+		object["need_summary"], err = json.Marshal(a.NeedSummary)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'need_summary': %w", err)
+		}
+	}
+
+	if a.Position != nil {
+		object["position"], err = json.Marshal(a.Position)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'position': %w", err)
+		}
+	}
+
+	if a.SegmentCount != nil {
+		object["segment_count"], err = json.Marshal(a.SegmentCount)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segment_count': %w", err)
+		}
+	}
+
+	if a.SummaryIndexStatus != nil {
+		object["summary_index_status"], err = json.Marshal(a.SummaryIndexStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_index_status': %w", err)
+		}
+	}
+
+	if a.Tokens != nil {
+		object["tokens"], err = json.Marshal(a.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tokens': %w", err)
+		}
+	}
+
+	if a.UpdatedAt != nil {
+		object["updated_at"], err = json.Marshal(a.UpdatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'updated_at': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentMetadataOperation. Returns the specified
+// element and whether it was found
+func (a DocumentMetadataOperation) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentMetadataOperation
+func (a *DocumentMetadataOperation) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentMetadataOperation to handle AdditionalProperties
+func (a *DocumentMetadataOperation) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_id"]; found {
+		err = json.Unmarshal(raw, &a.DocumentId)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_id': %w", err)
+		}
+		delete(object, "document_id")
+	}
+
+	if raw, found := object["metadata_list"]; found {
+		err = json.Unmarshal(raw, &a.MetadataList)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_list': %w", err)
+		}
+		delete(object, "metadata_list")
+	}
+
+	if raw, found := object["partial_update"]; found {
+		err = json.Unmarshal(raw, &a.PartialUpdate)
+		if err != nil {
+			return fmt.Errorf("error reading 'partial_update': %w", err)
+		}
+		delete(object, "partial_update")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentMetadataOperation to handle AdditionalProperties
+func (a DocumentMetadataOperation) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["document_id"], err = json.Marshal(a.DocumentId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'document_id': %w", err)
+	}
+
+	if a.MetadataList != nil {
+		object["metadata_list"], err = json.Marshal(a.MetadataList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_list': %w", err)
+		}
+	}
+
+	if a.PartialUpdate != nil {
+		object["partial_update"], err = json.Marshal(a.PartialUpdate)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'partial_update': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DocumentStatusRequest. Returns the specified
+// element and whether it was found
+func (a DocumentStatusRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DocumentStatusRequest
+func (a *DocumentStatusRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
+func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
+func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalRetrievalModel. Returns the specified
+// element and whether it was found
+func (a ExternalRetrievalModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalRetrievalModel
+func (a *ExternalRetrievalModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalRetrievalModel to handle AdditionalProperties
+func (a *ExternalRetrievalModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["score_threshold"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold': %w", err)
+		}
+		delete(object, "score_threshold")
+	}
+
+	if raw, found := object["score_threshold_enabled"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThresholdEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold_enabled': %w", err)
+		}
+		delete(object, "score_threshold_enabled")
+	}
+
+	if raw, found := object["top_k"]; found {
+		err = json.Unmarshal(raw, &a.TopK)
+		if err != nil {
+			return fmt.Errorf("error reading 'top_k': %w", err)
+		}
+		delete(object, "top_k")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalRetrievalModel to handle AdditionalProperties
+func (a ExternalRetrievalModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ScoreThreshold != nil {
+		object["score_threshold"], err = json.Marshal(a.ScoreThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold': %w", err)
+		}
+	}
+
+	if a.ScoreThresholdEnabled != nil {
+		object["score_threshold_enabled"], err = json.Marshal(a.ScoreThresholdEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold_enabled': %w", err)
+		}
+	}
+
+	if a.TopK != nil {
+		object["top_k"], err = json.Marshal(a.TopK)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'top_k': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for FileUploadRequest. Returns the specified
 // element and whether it was found
 func (a FileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
@@ -2737,6 +6117,277 @@ func (a HumanInputField) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for MetadataFilteringCondition. Returns the specified
+// element and whether it was found
+func (a MetadataFilteringCondition) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataFilteringCondition
+func (a *MetadataFilteringCondition) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataFilteringCondition to handle AdditionalProperties
+func (a *MetadataFilteringCondition) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comparison_operator"]; found {
+		err = json.Unmarshal(raw, &a.ComparisonOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'comparison_operator': %w", err)
+		}
+		delete(object, "comparison_operator")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataFilteringCondition to handle AdditionalProperties
+func (a MetadataFilteringCondition) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["comparison_operator"], err = json.Marshal(a.ComparisonOperator)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'comparison_operator': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MetadataFilteringConditions. Returns the specified
+// element and whether it was found
+func (a MetadataFilteringConditions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataFilteringConditions
+func (a *MetadataFilteringConditions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataFilteringConditions to handle AdditionalProperties
+func (a *MetadataFilteringConditions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["conditions"]; found {
+		err = json.Unmarshal(raw, &a.Conditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'conditions': %w", err)
+		}
+		delete(object, "conditions")
+	}
+
+	if raw, found := object["logical_operator"]; found {
+		err = json.Unmarshal(raw, &a.LogicalOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'logical_operator': %w", err)
+		}
+		delete(object, "logical_operator")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataFilteringConditions to handle AdditionalProperties
+func (a MetadataFilteringConditions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Conditions != nil {
+		object["conditions"], err = json.Marshal(a.Conditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'conditions': %w", err)
+		}
+	}
+
+	if a.LogicalOperator != nil {
+		object["logical_operator"], err = json.Marshal(a.LogicalOperator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'logical_operator': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MetadataValue. Returns the specified
+// element and whether it was found
+func (a MetadataValue) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MetadataValue
+func (a *MetadataValue) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MetadataValue to handle AdditionalProperties
+func (a *MetadataValue) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MetadataValue to handle AdditionalProperties
+func (a MetadataValue) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for Model_ModelProperties. Returns the specified
 // element and whether it was found
 func (a Model_ModelProperties) Get(fieldName string) (value interface{}, found bool) {
@@ -2793,6 +6444,396 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		object["context_size"], err = json.Marshal(a.ContextSize)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PreProcessingRule. Returns the specified
+// element and whether it was found
+func (a PreProcessingRule) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PreProcessingRule
+func (a *PreProcessingRule) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PreProcessingRule to handle AdditionalProperties
+func (a *PreProcessingRule) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PreProcessingRule to handle AdditionalProperties
+func (a PreProcessingRule) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRule. Returns the specified
+// element and whether it was found
+func (a ProcessRule) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRule
+func (a *ProcessRule) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRule to handle AdditionalProperties
+func (a *ProcessRule) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["mode"]; found {
+		err = json.Unmarshal(raw, &a.Mode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mode': %w", err)
+		}
+		delete(object, "mode")
+	}
+
+	if raw, found := object["rules"]; found {
+		err = json.Unmarshal(raw, &a.Rules)
+		if err != nil {
+			return fmt.Errorf("error reading 'rules': %w", err)
+		}
+		delete(object, "rules")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRule to handle AdditionalProperties
+func (a ProcessRule) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["mode"], err = json.Marshal(a.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'mode': %w", err)
+	}
+
+	if a.Rules != nil {
+		object["rules"], err = json.Marshal(a.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'rules': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRuleDetail. Returns the specified
+// element and whether it was found
+func (a ProcessRuleDetail) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRuleDetail
+func (a *ProcessRuleDetail) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRuleDetail to handle AdditionalProperties
+func (a *ProcessRuleDetail) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["dataset_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_id': %w", err)
+		}
+		delete(object, "dataset_id")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["mode"]; found {
+		err = json.Unmarshal(raw, &a.Mode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mode': %w", err)
+		}
+		delete(object, "mode")
+	}
+
+	if raw, found := object["rules"]; found {
+		err = json.Unmarshal(raw, &a.Rules)
+		if err != nil {
+			return fmt.Errorf("error reading 'rules': %w", err)
+		}
+		delete(object, "rules")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRuleDetail to handle AdditionalProperties
+func (a ProcessRuleDetail) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasetId != nil {
+		object["dataset_id"], err = json.Marshal(a.DatasetId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_id': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Mode != nil {
+		object["mode"], err = json.Marshal(a.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mode': %w", err)
+		}
+	}
+
+	if a.Rules != nil {
+		object["rules"], err = json.Marshal(a.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'rules': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ProcessRuleRules. Returns the specified
+// element and whether it was found
+func (a ProcessRuleRules) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ProcessRuleRules
+func (a *ProcessRuleRules) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ProcessRuleRules to handle AdditionalProperties
+func (a *ProcessRuleRules) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["parent_mode"]; found {
+		err = json.Unmarshal(raw, &a.ParentMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'parent_mode': %w", err)
+		}
+		delete(object, "parent_mode")
+	}
+
+	if raw, found := object["pre_processing_rules"]; found {
+		err = json.Unmarshal(raw, &a.PreProcessingRules)
+		if err != nil {
+			return fmt.Errorf("error reading 'pre_processing_rules': %w", err)
+		}
+		delete(object, "pre_processing_rules")
+	}
+
+	if raw, found := object["segmentation"]; found {
+		err = json.Unmarshal(raw, &a.Segmentation)
+		if err != nil {
+			return fmt.Errorf("error reading 'segmentation': %w", err)
+		}
+		delete(object, "segmentation")
+	}
+
+	if raw, found := object["subchunk_segmentation"]; found {
+		err = json.Unmarshal(raw, &a.SubchunkSegmentation)
+		if err != nil {
+			return fmt.Errorf("error reading 'subchunk_segmentation': %w", err)
+		}
+		delete(object, "subchunk_segmentation")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ProcessRuleRules to handle AdditionalProperties
+func (a ProcessRuleRules) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ParentMode != nil {
+		object["parent_mode"], err = json.Marshal(a.ParentMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'parent_mode': %w", err)
+		}
+	}
+
+	if a.PreProcessingRules != nil {
+		object["pre_processing_rules"], err = json.Marshal(a.PreProcessingRules)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pre_processing_rules': %w", err)
+		}
+	}
+
+	if a.Segmentation != nil {
+		object["segmentation"], err = json.Marshal(a.Segmentation)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'segmentation': %w", err)
+		}
+	}
+
+	if a.SubchunkSegmentation != nil {
+		object["subchunk_segmentation"], err = json.Marshal(a.SubchunkSegmentation)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'subchunk_segmentation': %w", err)
 		}
 	}
 
@@ -2933,6 +6974,2086 @@ func (a ProgressData) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'title': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RerankingModel. Returns the specified
+// element and whether it was found
+func (a RerankingModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RerankingModel
+func (a *RerankingModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RerankingModel to handle AdditionalProperties
+func (a *RerankingModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["reranking_model_name"]; found {
+		err = json.Unmarshal(raw, &a.RerankingModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_model_name': %w", err)
+		}
+		delete(object, "reranking_model_name")
+	}
+
+	if raw, found := object["reranking_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.RerankingProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_provider_name': %w", err)
+		}
+		delete(object, "reranking_provider_name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RerankingModel to handle AdditionalProperties
+func (a RerankingModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.RerankingModelName != nil {
+		object["reranking_model_name"], err = json.Marshal(a.RerankingModelName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_model_name': %w", err)
+		}
+	}
+
+	if a.RerankingProviderName != nil {
+		object["reranking_provider_name"], err = json.Marshal(a.RerankingProviderName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_provider_name': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalModel. Returns the specified
+// element and whether it was found
+func (a RetrievalModel) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalModel
+func (a *RetrievalModel) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalModel to handle AdditionalProperties
+func (a *RetrievalModel) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["metadata_filtering_conditions"]; found {
+		err = json.Unmarshal(raw, &a.MetadataFilteringConditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_filtering_conditions': %w", err)
+		}
+		delete(object, "metadata_filtering_conditions")
+	}
+
+	if raw, found := object["reranking_enable"]; found {
+		err = json.Unmarshal(raw, &a.RerankingEnable)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_enable': %w", err)
+		}
+		delete(object, "reranking_enable")
+	}
+
+	if raw, found := object["reranking_mode"]; found {
+		err = json.Unmarshal(raw, &a.RerankingMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_mode': %w", err)
+		}
+		delete(object, "reranking_mode")
+	}
+
+	if raw, found := object["reranking_model"]; found {
+		err = json.Unmarshal(raw, &a.RerankingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'reranking_model': %w", err)
+		}
+		delete(object, "reranking_model")
+	}
+
+	if raw, found := object["score_threshold"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold': %w", err)
+		}
+		delete(object, "score_threshold")
+	}
+
+	if raw, found := object["score_threshold_enabled"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThresholdEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold_enabled': %w", err)
+		}
+		delete(object, "score_threshold_enabled")
+	}
+
+	if raw, found := object["search_method"]; found {
+		err = json.Unmarshal(raw, &a.SearchMethod)
+		if err != nil {
+			return fmt.Errorf("error reading 'search_method': %w", err)
+		}
+		delete(object, "search_method")
+	}
+
+	if raw, found := object["top_k"]; found {
+		err = json.Unmarshal(raw, &a.TopK)
+		if err != nil {
+			return fmt.Errorf("error reading 'top_k': %w", err)
+		}
+		delete(object, "top_k")
+	}
+
+	if raw, found := object["weights"]; found {
+		err = json.Unmarshal(raw, &a.Weights)
+		if err != nil {
+			return fmt.Errorf("error reading 'weights': %w", err)
+		}
+		delete(object, "weights")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalModel to handle AdditionalProperties
+func (a RetrievalModel) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.MetadataFilteringConditions != nil {
+		object["metadata_filtering_conditions"], err = json.Marshal(a.MetadataFilteringConditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_filtering_conditions': %w", err)
+		}
+	}
+
+	object["reranking_enable"], err = json.Marshal(a.RerankingEnable)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reranking_enable': %w", err)
+	}
+
+	if a.RerankingMode != nil {
+		object["reranking_mode"], err = json.Marshal(a.RerankingMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_mode': %w", err)
+		}
+	}
+
+	if a.RerankingModel != nil {
+		object["reranking_model"], err = json.Marshal(a.RerankingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reranking_model': %w", err)
+		}
+	}
+
+	if a.ScoreThreshold != nil {
+		object["score_threshold"], err = json.Marshal(a.ScoreThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'score_threshold': %w", err)
+		}
+	}
+
+	object["score_threshold_enabled"], err = json.Marshal(a.ScoreThresholdEnabled)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'score_threshold_enabled': %w", err)
+	}
+
+	object["search_method"], err = json.Marshal(a.SearchMethod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'search_method': %w", err)
+	}
+
+	object["top_k"], err = json.Marshal(a.TopK)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'top_k': %w", err)
+	}
+
+	if a.Weights != nil {
+		object["weights"], err = json.Marshal(a.Weights)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'weights': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights
+func (a *RetrievalWeights) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights to handle AdditionalProperties
+func (a *RetrievalWeights) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["keyword_setting"]; found {
+		err = json.Unmarshal(raw, &a.KeywordSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'keyword_setting': %w", err)
+		}
+		delete(object, "keyword_setting")
+	}
+
+	if raw, found := object["vector_setting"]; found {
+		err = json.Unmarshal(raw, &a.VectorSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'vector_setting': %w", err)
+		}
+		delete(object, "vector_setting")
+	}
+
+	if raw, found := object["weight_type"]; found {
+		err = json.Unmarshal(raw, &a.WeightType)
+		if err != nil {
+			return fmt.Errorf("error reading 'weight_type': %w", err)
+		}
+		delete(object, "weight_type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights to handle AdditionalProperties
+func (a RetrievalWeights) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.KeywordSetting != nil {
+		object["keyword_setting"], err = json.Marshal(a.KeywordSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keyword_setting': %w", err)
+		}
+	}
+
+	if a.VectorSetting != nil {
+		object["vector_setting"], err = json.Marshal(a.VectorSetting)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'vector_setting': %w", err)
+		}
+	}
+
+	if a.WeightType != nil {
+		object["weight_type"], err = json.Marshal(a.WeightType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'weight_type': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights_KeywordSetting. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights_KeywordSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights_KeywordSetting
+func (a *RetrievalWeights_KeywordSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights_KeywordSetting to handle AdditionalProperties
+func (a *RetrievalWeights_KeywordSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["keyword_weight"]; found {
+		err = json.Unmarshal(raw, &a.KeywordWeight)
+		if err != nil {
+			return fmt.Errorf("error reading 'keyword_weight': %w", err)
+		}
+		delete(object, "keyword_weight")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights_KeywordSetting to handle AdditionalProperties
+func (a RetrievalWeights_KeywordSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["keyword_weight"], err = json.Marshal(a.KeywordWeight)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'keyword_weight': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrievalWeights_VectorSetting. Returns the specified
+// element and whether it was found
+func (a RetrievalWeights_VectorSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrievalWeights_VectorSetting
+func (a *RetrievalWeights_VectorSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrievalWeights_VectorSetting to handle AdditionalProperties
+func (a *RetrievalWeights_VectorSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["embedding_model_name"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_name': %w", err)
+		}
+		delete(object, "embedding_model_name")
+	}
+
+	if raw, found := object["embedding_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_provider_name': %w", err)
+		}
+		delete(object, "embedding_provider_name")
+	}
+
+	if raw, found := object["vector_weight"]; found {
+		err = json.Unmarshal(raw, &a.VectorWeight)
+		if err != nil {
+			return fmt.Errorf("error reading 'vector_weight': %w", err)
+		}
+		delete(object, "vector_weight")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrievalWeights_VectorSetting to handle AdditionalProperties
+func (a RetrievalWeights_VectorSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["embedding_model_name"], err = json.Marshal(a.EmbeddingModelName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'embedding_model_name': %w", err)
+	}
+
+	object["embedding_provider_name"], err = json.Marshal(a.EmbeddingProviderName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'embedding_provider_name': %w", err)
+	}
+
+	object["vector_weight"], err = json.Marshal(a.VectorWeight)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'vector_weight': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetrieveRequest. Returns the specified
+// element and whether it was found
+func (a RetrieveRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetrieveRequest
+func (a *RetrieveRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetrieveRequest to handle AdditionalProperties
+func (a *RetrieveRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["external_retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.ExternalRetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_retrieval_model': %w", err)
+		}
+		delete(object, "external_retrieval_model")
+	}
+
+	if raw, found := object["query"]; found {
+		err = json.Unmarshal(raw, &a.Query)
+		if err != nil {
+			return fmt.Errorf("error reading 'query': %w", err)
+		}
+		delete(object, "query")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetrieveRequest to handle AdditionalProperties
+func (a RetrieveRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.ExternalRetrievalModel != nil {
+		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
+		}
+	}
+
+	if a.Query != nil {
+		object["query"], err = json.Marshal(a.Query)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'query': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SegmentInput. Returns the specified
+// element and whether it was found
+func (a SegmentInput) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SegmentInput
+func (a *SegmentInput) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SegmentInput to handle AdditionalProperties
+func (a *SegmentInput) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["answer"]; found {
+		err = json.Unmarshal(raw, &a.Answer)
+		if err != nil {
+			return fmt.Errorf("error reading 'answer': %w", err)
+		}
+		delete(object, "answer")
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if raw, found := object["keywords"]; found {
+		err = json.Unmarshal(raw, &a.Keywords)
+		if err != nil {
+			return fmt.Errorf("error reading 'keywords': %w", err)
+		}
+		delete(object, "keywords")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SegmentInput to handle AdditionalProperties
+func (a SegmentInput) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Answer != nil {
+		object["answer"], err = json.Marshal(a.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'answer': %w", err)
+		}
+	}
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.Content != nil {
+		object["content"], err = json.Marshal(a.Content)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'content': %w", err)
+		}
+	}
+
+	if a.Keywords != nil {
+		object["keywords"], err = json.Marshal(a.Keywords)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keywords': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SegmentUpdate. Returns the specified
+// element and whether it was found
+func (a SegmentUpdate) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SegmentUpdate
+func (a *SegmentUpdate) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SegmentUpdate to handle AdditionalProperties
+func (a *SegmentUpdate) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["answer"]; found {
+		err = json.Unmarshal(raw, &a.Answer)
+		if err != nil {
+			return fmt.Errorf("error reading 'answer': %w", err)
+		}
+		delete(object, "answer")
+	}
+
+	if raw, found := object["attachment_ids"]; found {
+		err = json.Unmarshal(raw, &a.AttachmentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'attachment_ids': %w", err)
+		}
+		delete(object, "attachment_ids")
+	}
+
+	if raw, found := object["content"]; found {
+		err = json.Unmarshal(raw, &a.Content)
+		if err != nil {
+			return fmt.Errorf("error reading 'content': %w", err)
+		}
+		delete(object, "content")
+	}
+
+	if raw, found := object["enabled"]; found {
+		err = json.Unmarshal(raw, &a.Enabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'enabled': %w", err)
+		}
+		delete(object, "enabled")
+	}
+
+	if raw, found := object["keywords"]; found {
+		err = json.Unmarshal(raw, &a.Keywords)
+		if err != nil {
+			return fmt.Errorf("error reading 'keywords': %w", err)
+		}
+		delete(object, "keywords")
+	}
+
+	if raw, found := object["regenerate_child_chunks"]; found {
+		err = json.Unmarshal(raw, &a.RegenerateChildChunks)
+		if err != nil {
+			return fmt.Errorf("error reading 'regenerate_child_chunks': %w", err)
+		}
+		delete(object, "regenerate_child_chunks")
+	}
+
+	if raw, found := object["summary"]; found {
+		err = json.Unmarshal(raw, &a.Summary)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary': %w", err)
+		}
+		delete(object, "summary")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SegmentUpdate to handle AdditionalProperties
+func (a SegmentUpdate) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Answer != nil {
+		object["answer"], err = json.Marshal(a.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'answer': %w", err)
+		}
+	}
+
+	if a.AttachmentIds != nil {
+		object["attachment_ids"], err = json.Marshal(a.AttachmentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attachment_ids': %w", err)
+		}
+	}
+
+	if a.Content != nil {
+		object["content"], err = json.Marshal(a.Content)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'content': %w", err)
+		}
+	}
+
+	if a.Enabled != nil {
+		object["enabled"], err = json.Marshal(a.Enabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+		}
+	}
+
+	if a.Keywords != nil {
+		object["keywords"], err = json.Marshal(a.Keywords)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'keywords': %w", err)
+		}
+	}
+
+	if a.RegenerateChildChunks != nil {
+		object["regenerate_child_chunks"], err = json.Marshal(a.RegenerateChildChunks)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'regenerate_child_chunks': %w", err)
+		}
+	}
+
+	if a.Summary != nil {
+		object["summary"], err = json.Marshal(a.Summary)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for Segmentation. Returns the specified
+// element and whether it was found
+func (a Segmentation) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Segmentation
+func (a *Segmentation) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Segmentation to handle AdditionalProperties
+func (a *Segmentation) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["chunk_overlap"]; found {
+		err = json.Unmarshal(raw, &a.ChunkOverlap)
+		if err != nil {
+			return fmt.Errorf("error reading 'chunk_overlap': %w", err)
+		}
+		delete(object, "chunk_overlap")
+	}
+
+	if raw, found := object["max_tokens"]; found {
+		err = json.Unmarshal(raw, &a.MaxTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'max_tokens': %w", err)
+		}
+		delete(object, "max_tokens")
+	}
+
+	if raw, found := object["separator"]; found {
+		err = json.Unmarshal(raw, &a.Separator)
+		if err != nil {
+			return fmt.Errorf("error reading 'separator': %w", err)
+		}
+		delete(object, "separator")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Segmentation to handle AdditionalProperties
+func (a Segmentation) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ChunkOverlap != nil {
+		object["chunk_overlap"], err = json.Marshal(a.ChunkOverlap)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'chunk_overlap': %w", err)
+		}
+	}
+
+	if a.MaxTokens != nil {
+		object["max_tokens"], err = json.Marshal(a.MaxTokens)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'max_tokens': %w", err)
+		}
+	}
+
+	if a.Separator != nil {
+		object["separator"], err = json.Marshal(a.Separator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'separator': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SummaryIndexSetting. Returns the specified
+// element and whether it was found
+func (a SummaryIndexSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SummaryIndexSetting
+func (a *SummaryIndexSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SummaryIndexSetting to handle AdditionalProperties
+func (a *SummaryIndexSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["enable"]; found {
+		err = json.Unmarshal(raw, &a.Enable)
+		if err != nil {
+			return fmt.Errorf("error reading 'enable': %w", err)
+		}
+		delete(object, "enable")
+	}
+
+	if raw, found := object["model_name"]; found {
+		err = json.Unmarshal(raw, &a.ModelName)
+		if err != nil {
+			return fmt.Errorf("error reading 'model_name': %w", err)
+		}
+		delete(object, "model_name")
+	}
+
+	if raw, found := object["model_provider_name"]; found {
+		err = json.Unmarshal(raw, &a.ModelProviderName)
+		if err != nil {
+			return fmt.Errorf("error reading 'model_provider_name': %w", err)
+		}
+		delete(object, "model_provider_name")
+	}
+
+	if raw, found := object["summary_prompt"]; found {
+		err = json.Unmarshal(raw, &a.SummaryPrompt)
+		if err != nil {
+			return fmt.Errorf("error reading 'summary_prompt': %w", err)
+		}
+		delete(object, "summary_prompt")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SummaryIndexSetting to handle AdditionalProperties
+func (a SummaryIndexSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Enable != nil {
+		object["enable"], err = json.Marshal(a.Enable)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'enable': %w", err)
+		}
+	}
+
+	if a.ModelName != nil {
+		object["model_name"], err = json.Marshal(a.ModelName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'model_name': %w", err)
+		}
+	}
+
+	if a.ModelProviderName != nil {
+		object["model_provider_name"], err = json.Marshal(a.ModelProviderName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'model_provider_name': %w", err)
+		}
+	}
+
+	if a.SummaryPrompt != nil {
+		object["summary_prompt"], err = json.Marshal(a.SummaryPrompt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'summary_prompt': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UnbindTagsRequest. Returns the specified
+// element and whether it was found
+func (a UnbindTagsRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UnbindTagsRequest
+func (a *UnbindTagsRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UnbindTagsRequest to handle AdditionalProperties
+func (a *UnbindTagsRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if raw, found := object["tag_ids"]; found {
+		err = json.Unmarshal(raw, &a.TagIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_ids': %w", err)
+		}
+		delete(object, "tag_ids")
+	}
+
+	if raw, found := object["target_id"]; found {
+		err = json.Unmarshal(raw, &a.TargetId)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_id': %w", err)
+		}
+		delete(object, "target_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UnbindTagsRequest to handle AdditionalProperties
+func (a UnbindTagsRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.TagId != nil {
+		object["tag_id"], err = json.Marshal(a.TagId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
+		}
+	}
+
+	if a.TagIds != nil {
+		object["tag_ids"], err = json.Marshal(a.TagIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'tag_ids': %w", err)
+		}
+	}
+
+	object["target_id"], err = json.Marshal(a.TargetId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'target_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDatasetRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDatasetRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDatasetRequest
+func (a *UpdateDatasetRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDatasetRequest to handle AdditionalProperties
+func (a *UpdateDatasetRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &a.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+		delete(object, "description")
+	}
+
+	if raw, found := object["embedding_model"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model': %w", err)
+		}
+		delete(object, "embedding_model")
+	}
+
+	if raw, found := object["embedding_model_provider"]; found {
+		err = json.Unmarshal(raw, &a.EmbeddingModelProvider)
+		if err != nil {
+			return fmt.Errorf("error reading 'embedding_model_provider': %w", err)
+		}
+		delete(object, "embedding_model_provider")
+	}
+
+	if raw, found := object["external_knowledge_api_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeApiId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_api_id': %w", err)
+		}
+		delete(object, "external_knowledge_api_id")
+	}
+
+	if raw, found := object["external_knowledge_id"]; found {
+		err = json.Unmarshal(raw, &a.ExternalKnowledgeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_knowledge_id': %w", err)
+		}
+		delete(object, "external_knowledge_id")
+	}
+
+	if raw, found := object["external_retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.ExternalRetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_retrieval_model': %w", err)
+		}
+		delete(object, "external_retrieval_model")
+	}
+
+	if raw, found := object["indexing_technique"]; found {
+		err = json.Unmarshal(raw, &a.IndexingTechnique)
+		if err != nil {
+			return fmt.Errorf("error reading 'indexing_technique': %w", err)
+		}
+		delete(object, "indexing_technique")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["partial_member_list"]; found {
+		err = json.Unmarshal(raw, &a.PartialMemberList)
+		if err != nil {
+			return fmt.Errorf("error reading 'partial_member_list': %w", err)
+		}
+		delete(object, "partial_member_list")
+	}
+
+	if raw, found := object["permission"]; found {
+		err = json.Unmarshal(raw, &a.Permission)
+		if err != nil {
+			return fmt.Errorf("error reading 'permission': %w", err)
+		}
+		delete(object, "permission")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDatasetRequest to handle AdditionalProperties
+func (a UpdateDatasetRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Description != nil {
+		object["description"], err = json.Marshal(a.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if a.EmbeddingModel != nil {
+		object["embedding_model"], err = json.Marshal(a.EmbeddingModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model': %w", err)
+		}
+	}
+
+	if a.EmbeddingModelProvider != nil {
+		object["embedding_model_provider"], err = json.Marshal(a.EmbeddingModelProvider)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'embedding_model_provider': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeApiId != nil {
+		object["external_knowledge_api_id"], err = json.Marshal(a.ExternalKnowledgeApiId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_api_id': %w", err)
+		}
+	}
+
+	if a.ExternalKnowledgeId != nil {
+		object["external_knowledge_id"], err = json.Marshal(a.ExternalKnowledgeId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_knowledge_id': %w", err)
+		}
+	}
+
+	if a.ExternalRetrievalModel != nil {
+		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
+		}
+	}
+
+	if a.IndexingTechnique != nil {
+		object["indexing_technique"], err = json.Marshal(a.IndexingTechnique)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'indexing_technique': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.PartialMemberList != nil {
+		object["partial_member_list"], err = json.Marshal(a.PartialMemberList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'partial_member_list': %w", err)
+		}
+	}
+
+	if a.Permission != nil {
+		object["permission"], err = json.Marshal(a.Permission)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'permission': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDatasetRequest_PartialMemberList_Item. Returns the specified
+// element and whether it was found
+func (a UpdateDatasetRequest_PartialMemberList_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDatasetRequest_PartialMemberList_Item
+func (a *UpdateDatasetRequest_PartialMemberList_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDatasetRequest_PartialMemberList_Item to handle AdditionalProperties
+func (a *UpdateDatasetRequest_PartialMemberList_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["user_id"]; found {
+		err = json.Unmarshal(raw, &a.UserId)
+		if err != nil {
+			return fmt.Errorf("error reading 'user_id': %w", err)
+		}
+		delete(object, "user_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDatasetRequest_PartialMemberList_Item to handle AdditionalProperties
+func (a UpdateDatasetRequest_PartialMemberList_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.UserId != nil {
+		object["user_id"], err = json.Marshal(a.UserId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentByFileRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentByFileRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentByFileRequest
+func (a *UpdateDocumentByFileRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentByFileRequest to handle AdditionalProperties
+func (a *UpdateDocumentByFileRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentByFileRequest to handle AdditionalProperties
+func (a UpdateDocumentByFileRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["data"], err = json.Marshal(a.Data)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'data': %w", err)
+	}
+
+	object["file"], err = json.Marshal(a.File)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'file': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentByTextRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentByTextRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentByTextRequest
+func (a *UpdateDocumentByTextRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentByTextRequest to handle AdditionalProperties
+func (a *UpdateDocumentByTextRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["doc_form"]; found {
+		err = json.Unmarshal(raw, &a.DocForm)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_form': %w", err)
+		}
+		delete(object, "doc_form")
+	}
+
+	if raw, found := object["doc_language"]; found {
+		err = json.Unmarshal(raw, &a.DocLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'doc_language': %w", err)
+		}
+		delete(object, "doc_language")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["process_rule"]; found {
+		err = json.Unmarshal(raw, &a.ProcessRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'process_rule': %w", err)
+		}
+		delete(object, "process_rule")
+	}
+
+	if raw, found := object["retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_model': %w", err)
+		}
+		delete(object, "retrieval_model")
+	}
+
+	if raw, found := object["text"]; found {
+		err = json.Unmarshal(raw, &a.Text)
+		if err != nil {
+			return fmt.Errorf("error reading 'text': %w", err)
+		}
+		delete(object, "text")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentByTextRequest to handle AdditionalProperties
+func (a UpdateDocumentByTextRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocForm != nil {
+		object["doc_form"], err = json.Marshal(a.DocForm)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_form': %w", err)
+		}
+	}
+
+	if a.DocLanguage != nil {
+		object["doc_language"], err = json.Marshal(a.DocLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'doc_language': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.ProcessRule != nil {
+		object["process_rule"], err = json.Marshal(a.ProcessRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'process_rule': %w", err)
+		}
+	}
+
+	if a.RetrievalModel != nil {
+		object["retrieval_model"], err = json.Marshal(a.RetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retrieval_model': %w", err)
+		}
+	}
+
+	if a.Text != nil {
+		object["text"], err = json.Marshal(a.Text)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'text': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentRequest
+func (a *UpdateDocumentRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentRequest to handle AdditionalProperties
+func (a *UpdateDocumentRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentRequest to handle AdditionalProperties
+func (a UpdateDocumentRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateDocumentsMetadataRequest. Returns the specified
+// element and whether it was found
+func (a UpdateDocumentsMetadataRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateDocumentsMetadataRequest
+func (a *UpdateDocumentsMetadataRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateDocumentsMetadataRequest to handle AdditionalProperties
+func (a *UpdateDocumentsMetadataRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["operation_data"]; found {
+		err = json.Unmarshal(raw, &a.OperationData)
+		if err != nil {
+			return fmt.Errorf("error reading 'operation_data': %w", err)
+		}
+		delete(object, "operation_data")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateDocumentsMetadataRequest to handle AdditionalProperties
+func (a UpdateDocumentsMetadataRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.OperationData != nil {
+		object["operation_data"], err = json.Marshal(a.OperationData)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'operation_data': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateMetadataFieldRequest. Returns the specified
+// element and whether it was found
+func (a UpdateMetadataFieldRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateMetadataFieldRequest
+func (a *UpdateMetadataFieldRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateMetadataFieldRequest to handle AdditionalProperties
+func (a *UpdateMetadataFieldRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateMetadataFieldRequest to handle AdditionalProperties
+func (a UpdateMetadataFieldRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateSegmentRequest. Returns the specified
+// element and whether it was found
+func (a UpdateSegmentRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateSegmentRequest
+func (a *UpdateSegmentRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateSegmentRequest to handle AdditionalProperties
+func (a *UpdateSegmentRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["segment"]; found {
+		err = json.Unmarshal(raw, &a.Segment)
+		if err != nil {
+			return fmt.Errorf("error reading 'segment': %w", err)
+		}
+		delete(object, "segment")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateSegmentRequest to handle AdditionalProperties
+func (a UpdateSegmentRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["segment"], err = json.Marshal(a.Segment)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'segment': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UpdateTagRequest. Returns the specified
+// element and whether it was found
+func (a UpdateTagRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UpdateTagRequest
+func (a *UpdateTagRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UpdateTagRequest to handle AdditionalProperties
+func (a *UpdateTagRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["tag_id"]; found {
+		err = json.Unmarshal(raw, &a.TagId)
+		if err != nil {
+			return fmt.Errorf("error reading 'tag_id': %w", err)
+		}
+		delete(object, "tag_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UpdateTagRequest to handle AdditionalProperties
+func (a UpdateTagRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	object["tag_id"], err = json.Marshal(a.TagId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'tag_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -3945,6 +10066,218 @@ func (t *ChatStreamEvent) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsDocMetadataValue0 returns the union data inside the DocMetadata_Value as a DocMetadataValue0
+func (t DocMetadata_Value) AsDocMetadataValue0() (DocMetadataValue0, error) {
+	var body DocMetadataValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDocMetadataValue0 overwrites any union data inside the DocMetadata_Value as the provided DocMetadataValue0
+func (t *DocMetadata_Value) FromDocMetadataValue0(v DocMetadataValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDocMetadataValue0 performs a merge with any union data inside the DocMetadata_Value, using the provided DocMetadataValue0
+func (t *DocMetadata_Value) MergeDocMetadataValue0(v DocMetadataValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDocMetadataValue1 returns the union data inside the DocMetadata_Value as a DocMetadataValue1
+func (t DocMetadata_Value) AsDocMetadataValue1() (DocMetadataValue1, error) {
+	var body DocMetadataValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDocMetadataValue1 overwrites any union data inside the DocMetadata_Value as the provided DocMetadataValue1
+func (t *DocMetadata_Value) FromDocMetadataValue1(v DocMetadataValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDocMetadataValue1 performs a merge with any union data inside the DocMetadata_Value, using the provided DocMetadataValue1
+func (t *DocMetadata_Value) MergeDocMetadataValue1(v DocMetadataValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t DocMetadata_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *DocMetadata_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsMetadataFilteringConditionValue0 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue0
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue0() (MetadataFilteringConditionValue0, error) {
+	var body MetadataFilteringConditionValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue0 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue0
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue0(v MetadataFilteringConditionValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue0 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue0
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue0(v MetadataFilteringConditionValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataFilteringConditionValue1 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue1
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue1() (MetadataFilteringConditionValue1, error) {
+	var body MetadataFilteringConditionValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue1 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue1
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue1(v MetadataFilteringConditionValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue1 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue1
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue1(v MetadataFilteringConditionValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataFilteringConditionValue2 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue2
+func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue2() (MetadataFilteringConditionValue2, error) {
+	var body MetadataFilteringConditionValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataFilteringConditionValue2 overwrites any union data inside the MetadataFilteringCondition_Value as the provided MetadataFilteringConditionValue2
+func (t *MetadataFilteringCondition_Value) FromMetadataFilteringConditionValue2(v MetadataFilteringConditionValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataFilteringConditionValue2 performs a merge with any union data inside the MetadataFilteringCondition_Value, using the provided MetadataFilteringConditionValue2
+func (t *MetadataFilteringCondition_Value) MergeMetadataFilteringConditionValue2(v MetadataFilteringConditionValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MetadataFilteringCondition_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MetadataFilteringCondition_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsMetadataValueValue0 returns the union data inside the MetadataValue_Value as a MetadataValueValue0
+func (t MetadataValue_Value) AsMetadataValueValue0() (MetadataValueValue0, error) {
+	var body MetadataValueValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataValueValue0 overwrites any union data inside the MetadataValue_Value as the provided MetadataValueValue0
+func (t *MetadataValue_Value) FromMetadataValueValue0(v MetadataValueValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataValueValue0 performs a merge with any union data inside the MetadataValue_Value, using the provided MetadataValueValue0
+func (t *MetadataValue_Value) MergeMetadataValueValue0(v MetadataValueValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMetadataValueValue1 returns the union data inside the MetadataValue_Value as a MetadataValueValue1
+func (t MetadataValue_Value) AsMetadataValueValue1() (MetadataValueValue1, error) {
+	var body MetadataValueValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMetadataValueValue1 overwrites any union data inside the MetadataValue_Value as the provided MetadataValueValue1
+func (t *MetadataValue_Value) FromMetadataValueValue1(v MetadataValueValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMetadataValueValue1 performs a merge with any union data inside the MetadataValue_Value, using the provided MetadataValueValue1
+func (t *MetadataValue_Value) MergeMetadataValueValue1(v MetadataValueValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MetadataValue_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
@@ -3965,6 +10298,142 @@ type ServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx echo.Context, conversationId ConversationId) error
+	// ListDatasets List knowledge bases
+	// (GET /datasets)
+	ListDatasets(ctx echo.Context, params ListDatasetsParams) error
+	// CreateDataset Create an empty knowledge base
+	// (POST /datasets)
+	CreateDataset(ctx echo.Context) error
+	// DeleteTag Delete a knowledge tag
+	// (DELETE /datasets/tags)
+	DeleteTag(ctx echo.Context) error
+	// ListTags List knowledge tags
+	// (GET /datasets/tags)
+	ListTags(ctx echo.Context) error
+	// UpdateTag Rename a knowledge tag
+	// (PATCH /datasets/tags)
+	UpdateTag(ctx echo.Context) error
+	// CreateTag Create a knowledge tag
+	// (POST /datasets/tags)
+	CreateTag(ctx echo.Context) error
+	// BindTags Bind tags to a knowledge base
+	// (POST /datasets/tags/binding)
+	BindTags(ctx echo.Context) error
+	// UnbindTags Unbind tags from a knowledge base
+	// (POST /datasets/tags/unbinding)
+	UnbindTags(ctx echo.Context) error
+	// DeleteDataset Delete a knowledge base
+	// (DELETE /datasets/{dataset_id})
+	DeleteDataset(ctx echo.Context, datasetId DatasetId) error
+	// GetDataset Get a knowledge base
+	// (GET /datasets/{dataset_id})
+	GetDataset(ctx echo.Context, datasetId DatasetId) error
+	// UpdateDataset Update a knowledge base
+	// (PATCH /datasets/{dataset_id})
+	UpdateDataset(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentByFile Create a document from a file
+	// (POST /datasets/{dataset_id}/document/create-by-file)
+	CreateDocumentByFile(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentByText Create a document from text
+	// (POST /datasets/{dataset_id}/document/create-by-text)
+	CreateDocumentByText(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentByFileLegacy Create a document from a file (legacy path)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId) error
+	// CreateDocumentByTextLegacy Create a document from text (legacy path)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId) error
+	// ListDocuments List documents
+	// (GET /datasets/{dataset_id}/documents)
+	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
+	// UpdateDocumentsMetadata Set documents' metadata values
+	// (POST /datasets/{dataset_id}/documents/metadata)
+	UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error
+	// UpdateDocumentStatus Enable, disable, archive or unarchive documents
+	// (PATCH /datasets/{dataset_id}/documents/status/{action})
+	UpdateDocumentStatus(ctx echo.Context, datasetId DatasetId, action string) error
+	// GetDocumentIndexingStatus Get the indexing status of a batch
+	// (GET /datasets/{dataset_id}/documents/{batch}/indexing-status)
+	GetDocumentIndexingStatus(ctx echo.Context, datasetId DatasetId, batch Batch) error
+	// DeleteDocument Delete a document
+	// (DELETE /datasets/{dataset_id}/documents/{document_id})
+	DeleteDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// GetDocument Get a document
+	// (GET /datasets/{dataset_id}/documents/{document_id})
+	GetDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params GetDocumentParams) error
+	// UpdateDocument Update a document
+	// (PATCH /datasets/{dataset_id}/documents/{document_id})
+	UpdateDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// ListSegments List a document's chunks
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
+	ListSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params ListSegmentsParams) error
+	// CreateSegments Add chunks to a document
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments)
+	CreateSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// DeleteSegment Delete a chunk
+	// (DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	DeleteSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error
+	// GetSegment Get a chunk
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	GetSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error
+	// UpdateSegment Update a chunk
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	UpdateSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error
+	// ListChildChunks List a chunk's child chunks
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks)
+	ListChildChunks(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params ListChildChunksParams) error
+	// CreateChildChunk Add a child chunk
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks)
+	CreateChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error
+	// DeleteChildChunk Delete a child chunk
+	// (DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id})
+	DeleteChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId) error
+	// UpdateChildChunk Update a child chunk
+	// (PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id})
+	UpdateChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId) error
+	// UpdateDocumentByFile Update document by file (deprecated)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFile(ctx echo.Context, datasetId string, documentId string) error
+	// UpdateDocumentByText Update a document with text
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
+	UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByFileLegacy Update document by file (deprecated legacy path)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// UpdateDocumentByTextLegacy Update a document with text (legacy path)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	UpdateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// HitTesting Retrieve chunks (hit-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTesting(ctx echo.Context, datasetId DatasetId) error
+	// ListMetadataFields List metadata fields
+	// (GET /datasets/{dataset_id}/metadata)
+	ListMetadataFields(ctx echo.Context, datasetId DatasetId) error
+	// CreateMetadataField Create a metadata field
+	// (POST /datasets/{dataset_id}/metadata)
+	CreateMetadataField(ctx echo.Context, datasetId DatasetId) error
+	// ListBuiltInMetadataFields List built-in metadata fields
+	// (GET /datasets/{dataset_id}/metadata/built-in)
+	ListBuiltInMetadataFields(ctx echo.Context, datasetId DatasetId) error
+	// ToggleBuiltInMetadata Switch built-in metadata on or off
+	// (POST /datasets/{dataset_id}/metadata/built-in/{action})
+	ToggleBuiltInMetadata(ctx echo.Context, datasetId DatasetId, action string) error
+	// DeleteMetadataField Delete a metadata field
+	// (DELETE /datasets/{dataset_id}/metadata/{metadata_id})
+	DeleteMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error
+	// UpdateMetadataField Rename a metadata field
+	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
+	UpdateMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error
+	// Retrieve Retrieve chunks
+	// (POST /datasets/{dataset_id}/retrieve)
+	Retrieve(ctx echo.Context, datasetId DatasetId) error
+	// ListDatasetTags List a knowledge base's tags
+	// (GET /datasets/{dataset_id}/tags)
+	ListDatasetTags(ctx echo.Context, datasetId DatasetId) error
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx echo.Context) error
@@ -4114,6 +10583,1023 @@ func (w *ServerInterfaceWrapper) RenameConversation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RenameConversation(ctx, conversationId)
+	return err
+}
+
+// ListDatasets converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDatasets(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDatasetsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_all" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_all", ctx.QueryParams(), &params.IncludeAll, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_all: %s", err))
+	}
+
+	// ------------- Optional query parameter "tag_ids" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag_ids", ctx.QueryParams(), &params.TagIds, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag_ids: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDatasets(ctx, params)
+	return err
+}
+
+// CreateDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDataset(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDataset(ctx)
+	return err
+}
+
+// DeleteTag converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteTag(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteTag(ctx)
+	return err
+}
+
+// ListTags converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTags(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTags(ctx)
+	return err
+}
+
+// UpdateTag converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateTag(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateTag(ctx)
+	return err
+}
+
+// CreateTag converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTag(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTag(ctx)
+	return err
+}
+
+// BindTags converts echo context to params.
+func (w *ServerInterfaceWrapper) BindTags(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.BindTags(ctx)
+	return err
+}
+
+// UnbindTags converts echo context to params.
+func (w *ServerInterfaceWrapper) UnbindTags(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnbindTags(ctx)
+	return err
+}
+
+// DeleteDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteDataset(ctx, datasetId)
+	return err
+}
+
+// GetDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDataset(ctx, datasetId)
+	return err
+}
+
+// UpdateDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDataset(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentByFile converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentByFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentByFile(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentByText converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentByText(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentByText(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentByFileLegacy converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentByFileLegacy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentByFileLegacy(ctx, datasetId)
+	return err
+}
+
+// CreateDocumentByTextLegacy converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDocumentByTextLegacy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDocumentByTextLegacy(ctx, datasetId)
+	return err
+}
+
+// ListDocuments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDocuments(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDocumentsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDocuments(ctx, datasetId, params)
+	return err
+}
+
+// UpdateDocumentsMetadata converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentsMetadata(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentsMetadata(ctx, datasetId)
+	return err
+}
+
+// UpdateDocumentStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "action" -------------
+	var action string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentStatus(ctx, datasetId, action)
+	return err
+}
+
+// GetDocumentIndexingStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocumentIndexingStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "batch" -------------
+	var batch Batch
+
+	err = runtime.BindStyledParameterWithOptions("simple", "batch", ctx.Param("batch"), &batch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter batch: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocumentIndexingStatus(ctx, datasetId, batch)
+	return err
+}
+
+// DeleteDocument converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteDocument(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteDocument(ctx, datasetId, documentId)
+	return err
+}
+
+// GetDocument converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocument(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDocumentParams
+	// ------------- Optional query parameter "metadata" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "metadata", ctx.QueryParams(), &params.Metadata, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter metadata: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocument(ctx, datasetId, documentId, params)
+	return err
+}
+
+// UpdateDocument converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocument(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocument(ctx, datasetId, documentId)
+	return err
+}
+
+// ListSegments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSegments(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSegmentsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSegments(ctx, datasetId, documentId, params)
+	return err
+}
+
+// CreateSegments converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSegments(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSegments(ctx, datasetId, documentId)
+	return err
+}
+
+// DeleteSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSegment(ctx, datasetId, documentId, segmentId)
+	return err
+}
+
+// GetSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSegment(ctx, datasetId, documentId, segmentId)
+	return err
+}
+
+// UpdateSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSegment(ctx, datasetId, documentId, segmentId)
+	return err
+}
+
+// ListChildChunks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListChildChunks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListChildChunksParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListChildChunks(ctx, datasetId, documentId, segmentId, params)
+	return err
+}
+
+// CreateChildChunk converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateChildChunk(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateChildChunk(ctx, datasetId, documentId, segmentId)
+	return err
+}
+
+// DeleteChildChunk converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteChildChunk(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// ------------- Path parameter "child_chunk_id" -------------
+	var childChunkId ChildChunkId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "child_chunk_id", ctx.Param("child_chunk_id"), &childChunkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter child_chunk_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteChildChunk(ctx, datasetId, documentId, segmentId, childChunkId)
+	return err
+}
+
+// UpdateChildChunk converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateChildChunk(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// ------------- Path parameter "segment_id" -------------
+	var segmentId SegmentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segment_id", ctx.Param("segment_id"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segment_id: %s", err))
+	}
+
+	// ------------- Path parameter "child_chunk_id" -------------
+	var childChunkId ChildChunkId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "child_chunk_id", ctx.Param("child_chunk_id"), &childChunkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter child_chunk_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateChildChunk(ctx, datasetId, documentId, segmentId, childChunkId)
+	return err
+}
+
+// UpdateDocumentByFile converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByFile(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByText converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByText(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByText(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByFileLegacy converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByFileLegacy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByFileLegacy(ctx, datasetId, documentId)
+	return err
+}
+
+// UpdateDocumentByTextLegacy converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDocumentByTextLegacy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDocumentByTextLegacy(ctx, datasetId, documentId)
+	return err
+}
+
+// HitTesting converts echo context to params.
+func (w *ServerInterfaceWrapper) HitTesting(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HitTesting(ctx, datasetId)
+	return err
+}
+
+// ListMetadataFields converts echo context to params.
+func (w *ServerInterfaceWrapper) ListMetadataFields(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListMetadataFields(ctx, datasetId)
+	return err
+}
+
+// CreateMetadataField converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateMetadataField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateMetadataField(ctx, datasetId)
+	return err
+}
+
+// ListBuiltInMetadataFields converts echo context to params.
+func (w *ServerInterfaceWrapper) ListBuiltInMetadataFields(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListBuiltInMetadataFields(ctx, datasetId)
+	return err
+}
+
+// ToggleBuiltInMetadata converts echo context to params.
+func (w *ServerInterfaceWrapper) ToggleBuiltInMetadata(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "action" -------------
+	var action string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ToggleBuiltInMetadata(ctx, datasetId, action)
+	return err
+}
+
+// DeleteMetadataField converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteMetadataField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "metadata_id" -------------
+	var metadataId MetadataId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "metadata_id", ctx.Param("metadata_id"), &metadataId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter metadata_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteMetadataField(ctx, datasetId, metadataId)
+	return err
+}
+
+// UpdateMetadataField converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateMetadataField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "metadata_id" -------------
+	var metadataId MetadataId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "metadata_id", ctx.Param("metadata_id"), &metadataId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter metadata_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateMetadataField(ctx, datasetId, metadataId)
+	return err
+}
+
+// Retrieve converts echo context to params.
+func (w *ServerInterfaceWrapper) Retrieve(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.Retrieve(ctx, datasetId)
+	return err
+}
+
+// ListDatasetTags converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDatasetTags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDatasetTags(ctx, datasetId)
 	return err
 }
 
@@ -4336,11 +11822,57 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
 	router.DELETE(options.BaseURL+"/conversations/:conversation_id", wrapper.DeleteConversation, options.OperationMiddlewares["deleteConversation"]...)
+	router.GET(options.BaseURL+"/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
+	router.POST(options.BaseURL+"/datasets", wrapper.CreateDataset, options.OperationMiddlewares["createDataset"]...)
+	router.DELETE(options.BaseURL+"/datasets/:dataset_id", wrapper.DeleteDataset, options.OperationMiddlewares["deleteDataset"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id", wrapper.GetDataset, options.OperationMiddlewares["getDataset"]...)
+	router.PATCH(options.BaseURL+"/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-text", wrapper.CreateDocumentByText, options.OperationMiddlewares["createDocumentByText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_text", wrapper.CreateDocumentByTextLegacy, options.OperationMiddlewares["createDocumentByTextLegacy"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create-by-file", wrapper.CreateDocumentByFile, options.OperationMiddlewares["createDocumentByFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/document/create_by_file", wrapper.CreateDocumentByFileLegacy, options.OperationMiddlewares["createDocumentByFileLegacy"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-text", wrapper.UpdateDocumentByText, options.OperationMiddlewares["updateDocumentByText"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_text", wrapper.UpdateDocumentByTextLegacy, options.OperationMiddlewares["updateDocumentByTextLegacy"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update-by-file", wrapper.UpdateDocumentByFile, options.OperationMiddlewares["updateDocumentByFile"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/update_by_file", wrapper.UpdateDocumentByFileLegacy, options.OperationMiddlewares["updateDocumentByFileLegacy"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents", wrapper.ListDocuments, options.OperationMiddlewares["listDocuments"]...)
+	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.DeleteDocument, options.OperationMiddlewares["deleteDocument"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.GetDocument, options.OperationMiddlewares["getDocument"]...)
+	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/:document_id", wrapper.UpdateDocument, options.OperationMiddlewares["updateDocument"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:batch/indexing-status", wrapper.GetDocumentIndexingStatus, options.OperationMiddlewares["getDocumentIndexingStatus"]...)
+	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/status/:action", wrapper.UpdateDocumentStatus, options.OperationMiddlewares["updateDocumentStatus"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments", wrapper.ListSegments, options.OperationMiddlewares["listSegments"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments", wrapper.CreateSegments, options.OperationMiddlewares["createSegments"]...)
+	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id", wrapper.DeleteSegment, options.OperationMiddlewares["deleteSegment"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id", wrapper.GetSegment, options.OperationMiddlewares["getSegment"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id", wrapper.UpdateSegment, options.OperationMiddlewares["updateSegment"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks", wrapper.ListChildChunks, options.OperationMiddlewares["listChildChunks"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks", wrapper.CreateChildChunk, options.OperationMiddlewares["createChildChunk"]...)
+	router.DELETE(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.DeleteChildChunk, options.OperationMiddlewares["deleteChildChunk"]...)
+	router.PATCH(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/segments/:segment_id/child_chunks/:child_chunk_id", wrapper.UpdateChildChunk, options.OperationMiddlewares["updateChildChunk"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/retrieve", wrapper.Retrieve, options.OperationMiddlewares["retrieve"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/hit-testing", wrapper.HitTesting, options.OperationMiddlewares["hitTesting"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/metadata", wrapper.ListMetadataFields, options.OperationMiddlewares["listMetadataFields"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/metadata", wrapper.CreateMetadataField, options.OperationMiddlewares["createMetadataField"]...)
+	router.DELETE(options.BaseURL+"/datasets/:dataset_id/metadata/:metadata_id", wrapper.DeleteMetadataField, options.OperationMiddlewares["deleteMetadataField"]...)
+	router.PATCH(options.BaseURL+"/datasets/:dataset_id/metadata/:metadata_id", wrapper.UpdateMetadataField, options.OperationMiddlewares["updateMetadataField"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/metadata/built-in", wrapper.ListBuiltInMetadataFields, options.OperationMiddlewares["listBuiltInMetadataFields"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/metadata/built-in/:action", wrapper.ToggleBuiltInMetadata, options.OperationMiddlewares["toggleBuiltInMetadata"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/metadata", wrapper.UpdateDocumentsMetadata, options.OperationMiddlewares["updateDocumentsMetadata"]...)
+	router.DELETE(options.BaseURL+"/datasets/tags", wrapper.DeleteTag, options.OperationMiddlewares["deleteTag"]...)
+	router.GET(options.BaseURL+"/datasets/tags", wrapper.ListTags, options.OperationMiddlewares["listTags"]...)
+	router.PATCH(options.BaseURL+"/datasets/tags", wrapper.UpdateTag, options.OperationMiddlewares["updateTag"]...)
+	router.POST(options.BaseURL+"/datasets/tags", wrapper.CreateTag, options.OperationMiddlewares["createTag"]...)
+	router.POST(options.BaseURL+"/datasets/tags/binding", wrapper.BindTags, options.OperationMiddlewares["bindTags"]...)
+	router.POST(options.BaseURL+"/datasets/tags/unbinding", wrapper.UnbindTags, options.OperationMiddlewares["unbindTags"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/tags", wrapper.ListDatasetTags, options.OperationMiddlewares["listDatasetTags"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
 
 }
 
 type BadRequestJSONResponse Error
+
+type ConflictJSONResponse Error
 
 type ForbiddenJSONResponse Error
 
@@ -5012,6 +12544,4849 @@ type RenameConversation500JSONResponse struct {
 }
 
 func (response RenameConversation500JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetsRequestObject struct {
+	Params ListDatasetsParams
+}
+
+type ListDatasetsResponseObject interface {
+	VisitListDatasetsResponse(w http.ResponseWriter) error
+}
+
+type ListDatasets200JSONResponse DatasetList
+
+func (response ListDatasets200JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDatasets400JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDatasets401JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListDatasets500JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatasetRequestObject struct {
+	Body *CreateDatasetJSONRequestBody
+}
+
+type CreateDatasetResponseObject interface {
+	VisitCreateDatasetResponse(w http.ResponseWriter) error
+}
+
+type CreateDataset200JSONResponse Dataset
+
+func (response CreateDataset200JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDataset400JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDataset401JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateDataset409JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDataset413JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateDataset415JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateDataset500JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTagRequestObject struct {
+	Body *DeleteTagJSONRequestBody
+}
+
+type DeleteTagResponseObject interface {
+	VisitDeleteTagResponse(w http.ResponseWriter) error
+}
+
+type DeleteTag204Response struct {
+}
+
+func (response DeleteTag204Response) VisitDeleteTagResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteTag400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteTag400JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteTag401JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteTag403JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteTag404JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DeleteTag413JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DeleteTag415JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteTag500JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTagsRequestObject struct {
+}
+
+type ListTagsResponseObject interface {
+	VisitListTagsResponse(w http.ResponseWriter) error
+}
+
+type ListTags200JSONResponse TagList
+
+func (response ListTags200JSONResponse) VisitListTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListTags401JSONResponse) VisitListTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTags500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListTags500JSONResponse) VisitListTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTagRequestObject struct {
+	Body *UpdateTagJSONRequestBody
+}
+
+type UpdateTagResponseObject interface {
+	VisitUpdateTagResponse(w http.ResponseWriter) error
+}
+
+type UpdateTag200JSONResponse Tag
+
+func (response UpdateTag200JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateTag400JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateTag401JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateTag403JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateTag404JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateTag413JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateTag415JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTag500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateTag500JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTagRequestObject struct {
+	Body *CreateTagJSONRequestBody
+}
+
+type CreateTagResponseObject interface {
+	VisitCreateTagResponse(w http.ResponseWriter) error
+}
+
+type CreateTag200JSONResponse Tag
+
+func (response CreateTag200JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTag400JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTag401JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTag403JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTag413JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTag415JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateTag500JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTagsRequestObject struct {
+	Body *BindTagsJSONRequestBody
+}
+
+type BindTagsResponseObject interface {
+	VisitBindTagsResponse(w http.ResponseWriter) error
+}
+
+type BindTags204Response struct {
+}
+
+func (response BindTags204Response) VisitBindTagsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type BindTags400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response BindTags400JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response BindTags401JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response BindTags403JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response BindTags404JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response BindTags413JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response BindTags415JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BindTags500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response BindTags500JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTagsRequestObject struct {
+	Body *UnbindTagsJSONRequestBody
+}
+
+type UnbindTagsResponseObject interface {
+	VisitUnbindTagsResponse(w http.ResponseWriter) error
+}
+
+type UnbindTags204Response struct {
+}
+
+func (response UnbindTags204Response) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type UnbindTags400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UnbindTags400JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UnbindTags401JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UnbindTags403JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UnbindTags404JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UnbindTags413JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UnbindTags415JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UnbindTags500JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDatasetRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type DeleteDatasetResponseObject interface {
+	VisitDeleteDatasetResponse(w http.ResponseWriter) error
+}
+
+type DeleteDataset204Response struct {
+}
+
+func (response DeleteDataset204Response) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteDataset401JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteDataset403JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteDataset404JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteDataset409JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteDataset500JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetResponseObject interface {
+	VisitGetDatasetResponse(w http.ResponseWriter) error
+}
+
+type GetDataset200JSONResponse Dataset
+
+func (response GetDataset200JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDataset401JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDataset403JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDataset404JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDataset500JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDatasetRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *UpdateDatasetJSONRequestBody
+}
+
+type UpdateDatasetResponseObject interface {
+	VisitUpdateDatasetResponse(w http.ResponseWriter) error
+}
+
+type UpdateDataset200JSONResponse Dataset
+
+func (response UpdateDataset200JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDataset400JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDataset401JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDataset403JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDataset404JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDataset413JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDataset415JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDataset500JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *multipart.Reader
+}
+
+type CreateDocumentByFileResponseObject interface {
+	VisitCreateDocumentByFileResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentByFile200JSONResponse DocumentWithBatch
+
+func (response CreateDocumentByFile200JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentByFile400JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentByFile401JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentByFile403JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentByFile404JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDocumentByFile413JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateDocumentByFile415JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateDocumentByFile500JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *CreateDocumentByTextJSONRequestBody
+}
+
+type CreateDocumentByTextResponseObject interface {
+	VisitCreateDocumentByTextResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentByText200JSONResponse DocumentWithBatch
+
+func (response CreateDocumentByText200JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentByText400JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentByText401JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentByText403JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentByText404JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDocumentByText413JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateDocumentByText415JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateDocumentByText500JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacyRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *multipart.Reader
+}
+
+type CreateDocumentByFileLegacyResponseObject interface {
+	VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentByFileLegacy200JSONResponse DocumentWithBatch
+
+func (response CreateDocumentByFileLegacy200JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentByFileLegacy400JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentByFileLegacy401JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentByFileLegacy403JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentByFileLegacy404JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDocumentByFileLegacy413JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateDocumentByFileLegacy415JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateDocumentByFileLegacy500JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacyRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *CreateDocumentByTextLegacyJSONRequestBody
+}
+
+type CreateDocumentByTextLegacyResponseObject interface {
+	VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error
+}
+
+type CreateDocumentByTextLegacy200JSONResponse DocumentWithBatch
+
+func (response CreateDocumentByTextLegacy200JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDocumentByTextLegacy400JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDocumentByTextLegacy401JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDocumentByTextLegacy403JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDocumentByTextLegacy404JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDocumentByTextLegacy413JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateDocumentByTextLegacy415JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateDocumentByTextLegacy500JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocumentsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    ListDocumentsParams
+}
+
+type ListDocumentsResponseObject interface {
+	VisitListDocumentsResponse(w http.ResponseWriter) error
+}
+
+type ListDocuments200JSONResponse DocumentList
+
+func (response ListDocuments200JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDocuments400JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDocuments401JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDocuments403JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListDocuments404JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListDocuments500JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadataRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *UpdateDocumentsMetadataJSONRequestBody
+}
+
+type UpdateDocumentsMetadataResponseObject interface {
+	VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentsMetadata200JSONResponse struct{ SuccessJSONResponse }
+
+func (response UpdateDocumentsMetadata200JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentsMetadata400JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentsMetadata401JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentsMetadata403JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentsMetadata404JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentsMetadata413JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentsMetadata415JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentsMetadata500JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatusRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Action    string    `json:"action"`
+	Body      *UpdateDocumentStatusJSONRequestBody
+}
+
+type UpdateDocumentStatusResponseObject interface {
+	VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentStatus200JSONResponse struct{ SuccessJSONResponse }
+
+func (response UpdateDocumentStatus200JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentStatus400JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentStatus401JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentStatus403JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentStatus404JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentStatus413JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentStatus415JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentStatus500JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatusRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Batch     Batch     `json:"batch"`
+}
+
+type GetDocumentIndexingStatusResponseObject interface {
+	VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error
+}
+
+type GetDocumentIndexingStatus200JSONResponse IndexingStatusList
+
+func (response GetDocumentIndexingStatus200JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocumentIndexingStatus401JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDocumentIndexingStatus403JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDocumentIndexingStatus404JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDocumentIndexingStatus500JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocumentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+}
+
+type DeleteDocumentResponseObject interface {
+	VisitDeleteDocumentResponse(w http.ResponseWriter) error
+}
+
+type DeleteDocument204Response struct {
+}
+
+func (response DeleteDocument204Response) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteDocument400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteDocument400JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteDocument401JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteDocument403JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteDocument404JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteDocument500JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Params     GetDocumentParams
+}
+
+type GetDocumentResponseObject interface {
+	VisitGetDocumentResponse(w http.ResponseWriter) error
+}
+
+type GetDocument200JSONResponse DocumentDetail
+
+func (response GetDocument200JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDocument400JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocument401JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDocument403JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDocument404JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDocument500JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *multipart.Reader
+}
+
+type UpdateDocumentResponseObject interface {
+	VisitUpdateDocumentResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocument200JSONResponse DocumentWithBatch
+
+func (response UpdateDocument200JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocument400JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocument401JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocument403JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocument404JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocument413JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocument415JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocument500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocument500JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentsRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Params     ListSegmentsParams
+}
+
+type ListSegmentsResponseObject interface {
+	VisitListSegmentsResponse(w http.ResponseWriter) error
+}
+
+type ListSegments200JSONResponse SegmentList
+
+func (response ListSegments200JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSegments400JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListSegments401JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListSegments403JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListSegments404JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListSegments500JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegmentsRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *CreateSegmentsJSONRequestBody
+}
+
+type CreateSegmentsResponseObject interface {
+	VisitCreateSegmentsResponse(w http.ResponseWriter) error
+}
+
+type CreateSegments200JSONResponse SegmentsCreated
+
+func (response CreateSegments200JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateSegments400JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateSegments401JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateSegments403JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateSegments404JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateSegments413JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateSegments415JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateSegments500JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegmentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	SegmentId  SegmentId  `json:"segment_id"`
+}
+
+type DeleteSegmentResponseObject interface {
+	VisitDeleteSegmentResponse(w http.ResponseWriter) error
+}
+
+type DeleteSegment204Response struct {
+}
+
+func (response DeleteSegment204Response) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteSegment400JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteSegment401JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteSegment403JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteSegment404JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteSegment500JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegmentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	SegmentId  SegmentId  `json:"segment_id"`
+}
+
+type GetSegmentResponseObject interface {
+	VisitGetSegmentResponse(w http.ResponseWriter) error
+}
+
+type GetSegment200JSONResponse SegmentResponse
+
+func (response GetSegment200JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSegment401JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetSegment403JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSegment404JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSegment500JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegmentRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	SegmentId  SegmentId  `json:"segment_id"`
+	Body       *UpdateSegmentJSONRequestBody
+}
+
+type UpdateSegmentResponseObject interface {
+	VisitUpdateSegmentResponse(w http.ResponseWriter) error
+}
+
+type UpdateSegment200JSONResponse SegmentResponse
+
+func (response UpdateSegment200JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateSegment400JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateSegment401JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateSegment403JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateSegment404JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateSegment413JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateSegment415JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateSegment500JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunksRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	SegmentId  SegmentId  `json:"segment_id"`
+	Params     ListChildChunksParams
+}
+
+type ListChildChunksResponseObject interface {
+	VisitListChildChunksResponse(w http.ResponseWriter) error
+}
+
+type ListChildChunks200JSONResponse ChildChunkList
+
+func (response ListChildChunks200JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChildChunks400JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChildChunks401JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChildChunks403JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListChildChunks404JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListChildChunks500JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunkRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	SegmentId  SegmentId  `json:"segment_id"`
+	Body       *CreateChildChunkJSONRequestBody
+}
+
+type CreateChildChunkResponseObject interface {
+	VisitCreateChildChunkResponse(w http.ResponseWriter) error
+}
+
+type CreateChildChunk200JSONResponse ChildChunkResponse
+
+func (response CreateChildChunk200JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateChildChunk400JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateChildChunk401JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateChildChunk403JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateChildChunk404JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateChildChunk413JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateChildChunk415JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChildChunk500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateChildChunk500JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunkRequestObject struct {
+	DatasetId    DatasetId    `json:"dataset_id"`
+	DocumentId   DocumentId   `json:"document_id"`
+	SegmentId    SegmentId    `json:"segment_id"`
+	ChildChunkId ChildChunkId `json:"child_chunk_id"`
+}
+
+type DeleteChildChunkResponseObject interface {
+	VisitDeleteChildChunkResponse(w http.ResponseWriter) error
+}
+
+type DeleteChildChunk204Response struct {
+}
+
+func (response DeleteChildChunk204Response) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteChildChunk401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteChildChunk401JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunk403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteChildChunk403JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunk404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteChildChunk404JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunk500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteChildChunk500JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunkRequestObject struct {
+	DatasetId    DatasetId    `json:"dataset_id"`
+	DocumentId   DocumentId   `json:"document_id"`
+	SegmentId    SegmentId    `json:"segment_id"`
+	ChildChunkId ChildChunkId `json:"child_chunk_id"`
+	Body         *UpdateChildChunkJSONRequestBody
+}
+
+type UpdateChildChunkResponseObject interface {
+	VisitUpdateChildChunkResponse(w http.ResponseWriter) error
+}
+
+type UpdateChildChunk200JSONResponse ChildChunkResponse
+
+func (response UpdateChildChunk200JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateChildChunk400JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateChildChunk401JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateChildChunk403JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateChildChunk404JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateChildChunk413JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateChildChunk415JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChildChunk500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateChildChunk500JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileRequestObject struct {
+	DatasetId  string `json:"dataset_id"`
+	DocumentId string `json:"document_id"`
+	Body       *multipart.Reader
+}
+
+type UpdateDocumentByFileResponseObject interface {
+	VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByFile200JSONResponse DocumentWithBatch
+
+func (response UpdateDocumentByFile200JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByFile400JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByFile401JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByFile403JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByFile404JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByFile413JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByFile415JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentByFile500JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *UpdateDocumentByTextJSONRequestBody
+}
+
+type UpdateDocumentByTextResponseObject interface {
+	VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByText200JSONResponse DocumentWithBatch
+
+func (response UpdateDocumentByText200JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByText400JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByText401JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByText403JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByText404JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByText413JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByText415JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByText500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentByText500JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacyRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *multipart.Reader
+}
+
+type UpdateDocumentByFileLegacyResponseObject interface {
+	VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByFileLegacy200JSONResponse DocumentWithBatch
+
+func (response UpdateDocumentByFileLegacy200JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByFileLegacy400JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByFileLegacy401JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByFileLegacy403JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByFileLegacy404JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByFileLegacy413JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByFileLegacy415JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentByFileLegacy500JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacyRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+	Body       *UpdateDocumentByTextLegacyJSONRequestBody
+}
+
+type UpdateDocumentByTextLegacyResponseObject interface {
+	VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error
+}
+
+type UpdateDocumentByTextLegacy200JSONResponse DocumentWithBatch
+
+func (response UpdateDocumentByTextLegacy200JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDocumentByTextLegacy400JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDocumentByTextLegacy401JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDocumentByTextLegacy403JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDocumentByTextLegacy404JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateDocumentByTextLegacy413JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateDocumentByTextLegacy415JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByTextLegacy500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateDocumentByTextLegacy500JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTestingRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *HitTestingJSONRequestBody
+}
+
+type HitTestingResponseObject interface {
+	VisitHitTestingResponse(w http.ResponseWriter) error
+}
+
+type HitTesting200JSONResponse RetrieveResult
+
+func (response HitTesting200JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HitTesting400JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HitTesting401JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HitTesting403JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response HitTesting404JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response HitTesting413JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response HitTesting415JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response HitTesting500JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFieldsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type ListMetadataFieldsResponseObject interface {
+	VisitListMetadataFieldsResponse(w http.ResponseWriter) error
+}
+
+type ListMetadataFields200JSONResponse MetadataFieldList
+
+func (response ListMetadataFields200JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMetadataFields401JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMetadataFields403JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListMetadataFields404JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListMetadataFields500JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataFieldRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *CreateMetadataFieldJSONRequestBody
+}
+
+type CreateMetadataFieldResponseObject interface {
+	VisitCreateMetadataFieldResponse(w http.ResponseWriter) error
+}
+
+type CreateMetadataField201JSONResponse MetadataField
+
+func (response CreateMetadataField201JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateMetadataField400JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateMetadataField401JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateMetadataField403JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateMetadataField404JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateMetadataField413JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateMetadataField415JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateMetadataField500JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFieldsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type ListBuiltInMetadataFieldsResponseObject interface {
+	VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error
+}
+
+type ListBuiltInMetadataFields200JSONResponse BuiltInMetadataFields
+
+func (response ListBuiltInMetadataFields200JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListBuiltInMetadataFields401JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListBuiltInMetadataFields403JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListBuiltInMetadataFields404JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListBuiltInMetadataFields500JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadataRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Action    string    `json:"action"`
+}
+
+type ToggleBuiltInMetadataResponseObject interface {
+	VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error
+}
+
+type ToggleBuiltInMetadata200JSONResponse struct{ SuccessJSONResponse }
+
+func (response ToggleBuiltInMetadata200JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadata400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ToggleBuiltInMetadata400JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadata401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ToggleBuiltInMetadata401JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadata403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ToggleBuiltInMetadata403JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadata404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ToggleBuiltInMetadata404JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ToggleBuiltInMetadata500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ToggleBuiltInMetadata500JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataFieldRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	MetadataId MetadataId `json:"metadata_id"`
+}
+
+type DeleteMetadataFieldResponseObject interface {
+	VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error
+}
+
+type DeleteMetadataField204Response struct {
+}
+
+func (response DeleteMetadataField204Response) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteMetadataField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteMetadataField401JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteMetadataField403JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataField404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteMetadataField404JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataField500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteMetadataField500JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataFieldRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	MetadataId MetadataId `json:"metadata_id"`
+	Body       *UpdateMetadataFieldJSONRequestBody
+}
+
+type UpdateMetadataFieldResponseObject interface {
+	VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error
+}
+
+type UpdateMetadataField200JSONResponse MetadataField
+
+func (response UpdateMetadataField200JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateMetadataField400JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateMetadataField401JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateMetadataField403JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateMetadataField404JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateMetadataField413JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateMetadataField415JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMetadataField500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateMetadataField500JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetrieveRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *RetrieveJSONRequestBody
+}
+
+type RetrieveResponseObject interface {
+	VisitRetrieveResponse(w http.ResponseWriter) error
+}
+
+type Retrieve200JSONResponse RetrieveResult
+
+func (response Retrieve200JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Retrieve400JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response Retrieve401JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response Retrieve403JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response Retrieve404JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response Retrieve413JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response Retrieve415JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response Retrieve500JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetTagsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type ListDatasetTagsResponseObject interface {
+	VisitListDatasetTagsResponse(w http.ResponseWriter) error
+}
+
+type ListDatasetTags200JSONResponse DatasetTagList
+
+func (response ListDatasetTags200JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetTags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDatasetTags401JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDatasetTags403JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetTags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListDatasetTags404JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetTags500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -5699,6 +18074,142 @@ type StrictServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx context.Context, request RenameConversationRequestObject) (RenameConversationResponseObject, error)
+	// ListDatasets List knowledge bases
+	// (GET /datasets)
+	ListDatasets(ctx context.Context, request ListDatasetsRequestObject) (ListDatasetsResponseObject, error)
+	// CreateDataset Create an empty knowledge base
+	// (POST /datasets)
+	CreateDataset(ctx context.Context, request CreateDatasetRequestObject) (CreateDatasetResponseObject, error)
+	// DeleteTag Delete a knowledge tag
+	// (DELETE /datasets/tags)
+	DeleteTag(ctx context.Context, request DeleteTagRequestObject) (DeleteTagResponseObject, error)
+	// ListTags List knowledge tags
+	// (GET /datasets/tags)
+	ListTags(ctx context.Context, request ListTagsRequestObject) (ListTagsResponseObject, error)
+	// UpdateTag Rename a knowledge tag
+	// (PATCH /datasets/tags)
+	UpdateTag(ctx context.Context, request UpdateTagRequestObject) (UpdateTagResponseObject, error)
+	// CreateTag Create a knowledge tag
+	// (POST /datasets/tags)
+	CreateTag(ctx context.Context, request CreateTagRequestObject) (CreateTagResponseObject, error)
+	// BindTags Bind tags to a knowledge base
+	// (POST /datasets/tags/binding)
+	BindTags(ctx context.Context, request BindTagsRequestObject) (BindTagsResponseObject, error)
+	// UnbindTags Unbind tags from a knowledge base
+	// (POST /datasets/tags/unbinding)
+	UnbindTags(ctx context.Context, request UnbindTagsRequestObject) (UnbindTagsResponseObject, error)
+	// DeleteDataset Delete a knowledge base
+	// (DELETE /datasets/{dataset_id})
+	DeleteDataset(ctx context.Context, request DeleteDatasetRequestObject) (DeleteDatasetResponseObject, error)
+	// GetDataset Get a knowledge base
+	// (GET /datasets/{dataset_id})
+	GetDataset(ctx context.Context, request GetDatasetRequestObject) (GetDatasetResponseObject, error)
+	// UpdateDataset Update a knowledge base
+	// (PATCH /datasets/{dataset_id})
+	UpdateDataset(ctx context.Context, request UpdateDatasetRequestObject) (UpdateDatasetResponseObject, error)
+	// CreateDocumentByFile Create a document from a file
+	// (POST /datasets/{dataset_id}/document/create-by-file)
+	CreateDocumentByFile(ctx context.Context, request CreateDocumentByFileRequestObject) (CreateDocumentByFileResponseObject, error)
+	// CreateDocumentByText Create a document from text
+	// (POST /datasets/{dataset_id}/document/create-by-text)
+	CreateDocumentByText(ctx context.Context, request CreateDocumentByTextRequestObject) (CreateDocumentByTextResponseObject, error)
+	// CreateDocumentByFileLegacy Create a document from a file (legacy path)
+	// (POST /datasets/{dataset_id}/document/create_by_file)
+	CreateDocumentByFileLegacy(ctx context.Context, request CreateDocumentByFileLegacyRequestObject) (CreateDocumentByFileLegacyResponseObject, error)
+	// CreateDocumentByTextLegacy Create a document from text (legacy path)
+	// (POST /datasets/{dataset_id}/document/create_by_text)
+	CreateDocumentByTextLegacy(ctx context.Context, request CreateDocumentByTextLegacyRequestObject) (CreateDocumentByTextLegacyResponseObject, error)
+	// ListDocuments List documents
+	// (GET /datasets/{dataset_id}/documents)
+	ListDocuments(ctx context.Context, request ListDocumentsRequestObject) (ListDocumentsResponseObject, error)
+	// UpdateDocumentsMetadata Set documents' metadata values
+	// (POST /datasets/{dataset_id}/documents/metadata)
+	UpdateDocumentsMetadata(ctx context.Context, request UpdateDocumentsMetadataRequestObject) (UpdateDocumentsMetadataResponseObject, error)
+	// UpdateDocumentStatus Enable, disable, archive or unarchive documents
+	// (PATCH /datasets/{dataset_id}/documents/status/{action})
+	UpdateDocumentStatus(ctx context.Context, request UpdateDocumentStatusRequestObject) (UpdateDocumentStatusResponseObject, error)
+	// GetDocumentIndexingStatus Get the indexing status of a batch
+	// (GET /datasets/{dataset_id}/documents/{batch}/indexing-status)
+	GetDocumentIndexingStatus(ctx context.Context, request GetDocumentIndexingStatusRequestObject) (GetDocumentIndexingStatusResponseObject, error)
+	// DeleteDocument Delete a document
+	// (DELETE /datasets/{dataset_id}/documents/{document_id})
+	DeleteDocument(ctx context.Context, request DeleteDocumentRequestObject) (DeleteDocumentResponseObject, error)
+	// GetDocument Get a document
+	// (GET /datasets/{dataset_id}/documents/{document_id})
+	GetDocument(ctx context.Context, request GetDocumentRequestObject) (GetDocumentResponseObject, error)
+	// UpdateDocument Update a document
+	// (PATCH /datasets/{dataset_id}/documents/{document_id})
+	UpdateDocument(ctx context.Context, request UpdateDocumentRequestObject) (UpdateDocumentResponseObject, error)
+	// ListSegments List a document's chunks
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
+	ListSegments(ctx context.Context, request ListSegmentsRequestObject) (ListSegmentsResponseObject, error)
+	// CreateSegments Add chunks to a document
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments)
+	CreateSegments(ctx context.Context, request CreateSegmentsRequestObject) (CreateSegmentsResponseObject, error)
+	// DeleteSegment Delete a chunk
+	// (DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	DeleteSegment(ctx context.Context, request DeleteSegmentRequestObject) (DeleteSegmentResponseObject, error)
+	// GetSegment Get a chunk
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	GetSegment(ctx context.Context, request GetSegmentRequestObject) (GetSegmentResponseObject, error)
+	// UpdateSegment Update a chunk
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id})
+	UpdateSegment(ctx context.Context, request UpdateSegmentRequestObject) (UpdateSegmentResponseObject, error)
+	// ListChildChunks List a chunk's child chunks
+	// (GET /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks)
+	ListChildChunks(ctx context.Context, request ListChildChunksRequestObject) (ListChildChunksResponseObject, error)
+	// CreateChildChunk Add a child chunk
+	// (POST /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks)
+	CreateChildChunk(ctx context.Context, request CreateChildChunkRequestObject) (CreateChildChunkResponseObject, error)
+	// DeleteChildChunk Delete a child chunk
+	// (DELETE /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id})
+	DeleteChildChunk(ctx context.Context, request DeleteChildChunkRequestObject) (DeleteChildChunkResponseObject, error)
+	// UpdateChildChunk Update a child chunk
+	// (PATCH /datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}/child_chunks/{child_chunk_id})
+	UpdateChildChunk(ctx context.Context, request UpdateChildChunkRequestObject) (UpdateChildChunkResponseObject, error)
+	// UpdateDocumentByFile Update document by file (deprecated)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFile(ctx context.Context, request UpdateDocumentByFileRequestObject) (UpdateDocumentByFileResponseObject, error)
+	// UpdateDocumentByText Update a document with text
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update-by-text)
+	UpdateDocumentByText(ctx context.Context, request UpdateDocumentByTextRequestObject) (UpdateDocumentByTextResponseObject, error)
+	// UpdateDocumentByFileLegacy Update document by file (deprecated legacy path)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	UpdateDocumentByFileLegacy(ctx context.Context, request UpdateDocumentByFileLegacyRequestObject) (UpdateDocumentByFileLegacyResponseObject, error)
+	// UpdateDocumentByTextLegacy Update a document with text (legacy path)
+	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
+	UpdateDocumentByTextLegacy(ctx context.Context, request UpdateDocumentByTextLegacyRequestObject) (UpdateDocumentByTextLegacyResponseObject, error)
+	// HitTesting Retrieve chunks (hit-testing path)
+	// (POST /datasets/{dataset_id}/hit-testing)
+	HitTesting(ctx context.Context, request HitTestingRequestObject) (HitTestingResponseObject, error)
+	// ListMetadataFields List metadata fields
+	// (GET /datasets/{dataset_id}/metadata)
+	ListMetadataFields(ctx context.Context, request ListMetadataFieldsRequestObject) (ListMetadataFieldsResponseObject, error)
+	// CreateMetadataField Create a metadata field
+	// (POST /datasets/{dataset_id}/metadata)
+	CreateMetadataField(ctx context.Context, request CreateMetadataFieldRequestObject) (CreateMetadataFieldResponseObject, error)
+	// ListBuiltInMetadataFields List built-in metadata fields
+	// (GET /datasets/{dataset_id}/metadata/built-in)
+	ListBuiltInMetadataFields(ctx context.Context, request ListBuiltInMetadataFieldsRequestObject) (ListBuiltInMetadataFieldsResponseObject, error)
+	// ToggleBuiltInMetadata Switch built-in metadata on or off
+	// (POST /datasets/{dataset_id}/metadata/built-in/{action})
+	ToggleBuiltInMetadata(ctx context.Context, request ToggleBuiltInMetadataRequestObject) (ToggleBuiltInMetadataResponseObject, error)
+	// DeleteMetadataField Delete a metadata field
+	// (DELETE /datasets/{dataset_id}/metadata/{metadata_id})
+	DeleteMetadataField(ctx context.Context, request DeleteMetadataFieldRequestObject) (DeleteMetadataFieldResponseObject, error)
+	// UpdateMetadataField Rename a metadata field
+	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
+	UpdateMetadataField(ctx context.Context, request UpdateMetadataFieldRequestObject) (UpdateMetadataFieldResponseObject, error)
+	// Retrieve Retrieve chunks
+	// (POST /datasets/{dataset_id}/retrieve)
+	Retrieve(ctx context.Context, request RetrieveRequestObject) (RetrieveResponseObject, error)
+	// ListDatasetTags List a knowledge base's tags
+	// (GET /datasets/{dataset_id}/tags)
+	ListDatasetTags(ctx context.Context, request ListDatasetTagsRequestObject) (ListDatasetTagsResponseObject, error)
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
@@ -5971,6 +18482,1639 @@ func (sh *strictHandler) RenameConversation(ctx echo.Context, conversationId Con
 		return err
 	} else if validResponse, ok := response.(RenameConversationResponseObject); ok {
 		return validResponse.VisitRenameConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDatasets operation middleware
+func (sh *strictHandler) ListDatasets(ctx echo.Context, params ListDatasetsParams) error {
+	var request ListDatasetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDatasets(ctx.Request().Context(), request.(ListDatasetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDatasets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDatasetsResponseObject); ok {
+		return validResponse.VisitListDatasetsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDataset operation middleware
+func (sh *strictHandler) CreateDataset(ctx echo.Context) error {
+	var request CreateDatasetRequestObject
+
+	var body CreateDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDataset(ctx.Request().Context(), request.(CreateDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDatasetResponseObject); ok {
+		return validResponse.VisitCreateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteTag operation middleware
+func (sh *strictHandler) DeleteTag(ctx echo.Context) error {
+	var request DeleteTagRequestObject
+
+	var body DeleteTagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTag(ctx.Request().Context(), request.(DeleteTagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteTagResponseObject); ok {
+		return validResponse.VisitDeleteTagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTags operation middleware
+func (sh *strictHandler) ListTags(ctx echo.Context) error {
+	var request ListTagsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTags(ctx.Request().Context(), request.(ListTagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTagsResponseObject); ok {
+		return validResponse.VisitListTagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateTag operation middleware
+func (sh *strictHandler) UpdateTag(ctx echo.Context) error {
+	var request UpdateTagRequestObject
+
+	var body UpdateTagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTag(ctx.Request().Context(), request.(UpdateTagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateTagResponseObject); ok {
+		return validResponse.VisitUpdateTagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTag operation middleware
+func (sh *strictHandler) CreateTag(ctx echo.Context) error {
+	var request CreateTagRequestObject
+
+	var body CreateTagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTag(ctx.Request().Context(), request.(CreateTagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTagResponseObject); ok {
+		return validResponse.VisitCreateTagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// BindTags operation middleware
+func (sh *strictHandler) BindTags(ctx echo.Context) error {
+	var request BindTagsRequestObject
+
+	var body BindTagsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BindTags(ctx.Request().Context(), request.(BindTagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BindTags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(BindTagsResponseObject); ok {
+		return validResponse.VisitBindTagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnbindTags operation middleware
+func (sh *strictHandler) UnbindTags(ctx echo.Context) error {
+	var request UnbindTagsRequestObject
+
+	var body UnbindTagsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnbindTags(ctx.Request().Context(), request.(UnbindTagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnbindTags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnbindTagsResponseObject); ok {
+		return validResponse.VisitUnbindTagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteDataset operation middleware
+func (sh *strictHandler) DeleteDataset(ctx echo.Context, datasetId DatasetId) error {
+	var request DeleteDatasetRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteDataset(ctx.Request().Context(), request.(DeleteDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteDatasetResponseObject); ok {
+		return validResponse.VisitDeleteDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDataset operation middleware
+func (sh *strictHandler) GetDataset(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDataset(ctx.Request().Context(), request.(GetDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetResponseObject); ok {
+		return validResponse.VisitGetDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDataset operation middleware
+func (sh *strictHandler) UpdateDataset(ctx echo.Context, datasetId DatasetId) error {
+	var request UpdateDatasetRequestObject
+
+	request.DatasetId = datasetId
+
+	var body UpdateDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDataset(ctx.Request().Context(), request.(UpdateDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDatasetResponseObject); ok {
+		return validResponse.VisitUpdateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentByFile operation middleware
+func (sh *strictHandler) CreateDocumentByFile(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentByFileRequestObject
+
+	request.DatasetId = datasetId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentByFile(ctx.Request().Context(), request.(CreateDocumentByFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentByFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentByFileResponseObject); ok {
+		return validResponse.VisitCreateDocumentByFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentByText operation middleware
+func (sh *strictHandler) CreateDocumentByText(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentByTextRequestObject
+
+	request.DatasetId = datasetId
+
+	var body CreateDocumentByTextJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentByText(ctx.Request().Context(), request.(CreateDocumentByTextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentByText")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentByTextResponseObject); ok {
+		return validResponse.VisitCreateDocumentByTextResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentByFileLegacy operation middleware
+func (sh *strictHandler) CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentByFileLegacyRequestObject
+
+	request.DatasetId = datasetId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentByFileLegacy(ctx.Request().Context(), request.(CreateDocumentByFileLegacyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentByFileLegacy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentByFileLegacyResponseObject); ok {
+		return validResponse.VisitCreateDocumentByFileLegacyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDocumentByTextLegacy operation middleware
+func (sh *strictHandler) CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateDocumentByTextLegacyRequestObject
+
+	request.DatasetId = datasetId
+
+	var body CreateDocumentByTextLegacyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDocumentByTextLegacy(ctx.Request().Context(), request.(CreateDocumentByTextLegacyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDocumentByTextLegacy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDocumentByTextLegacyResponseObject); ok {
+		return validResponse.VisitCreateDocumentByTextLegacyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDocuments operation middleware
+func (sh *strictHandler) ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error {
+	var request ListDocumentsRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDocuments(ctx.Request().Context(), request.(ListDocumentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDocuments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDocumentsResponseObject); ok {
+		return validResponse.VisitListDocumentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentsMetadata operation middleware
+func (sh *strictHandler) UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error {
+	var request UpdateDocumentsMetadataRequestObject
+
+	request.DatasetId = datasetId
+
+	var body UpdateDocumentsMetadataJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentsMetadata(ctx.Request().Context(), request.(UpdateDocumentsMetadataRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentsMetadata")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentsMetadataResponseObject); ok {
+		return validResponse.VisitUpdateDocumentsMetadataResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentStatus operation middleware
+func (sh *strictHandler) UpdateDocumentStatus(ctx echo.Context, datasetId DatasetId, action string) error {
+	var request UpdateDocumentStatusRequestObject
+
+	request.DatasetId = datasetId
+	request.Action = action
+
+	var body UpdateDocumentStatusJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentStatus(ctx.Request().Context(), request.(UpdateDocumentStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentStatusResponseObject); ok {
+		return validResponse.VisitUpdateDocumentStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocumentIndexingStatus operation middleware
+func (sh *strictHandler) GetDocumentIndexingStatus(ctx echo.Context, datasetId DatasetId, batch Batch) error {
+	var request GetDocumentIndexingStatusRequestObject
+
+	request.DatasetId = datasetId
+	request.Batch = batch
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocumentIndexingStatus(ctx.Request().Context(), request.(GetDocumentIndexingStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocumentIndexingStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocumentIndexingStatusResponseObject); ok {
+		return validResponse.VisitGetDocumentIndexingStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteDocument operation middleware
+func (sh *strictHandler) DeleteDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request DeleteDocumentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteDocument(ctx.Request().Context(), request.(DeleteDocumentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteDocument")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteDocumentResponseObject); ok {
+		return validResponse.VisitDeleteDocumentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocument operation middleware
+func (sh *strictHandler) GetDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params GetDocumentParams) error {
+	var request GetDocumentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocument(ctx.Request().Context(), request.(GetDocumentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocument")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocumentResponseObject); ok {
+		return validResponse.VisitGetDocumentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocument operation middleware
+func (sh *strictHandler) UpdateDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocument(ctx.Request().Context(), request.(UpdateDocumentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocument")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentResponseObject); ok {
+		return validResponse.VisitUpdateDocumentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSegments operation middleware
+func (sh *strictHandler) ListSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params ListSegmentsParams) error {
+	var request ListSegmentsRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSegments(ctx.Request().Context(), request.(ListSegmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSegments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSegmentsResponseObject); ok {
+		return validResponse.VisitListSegmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSegments operation middleware
+func (sh *strictHandler) CreateSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request CreateSegmentsRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	var body CreateSegmentsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSegments(ctx.Request().Context(), request.(CreateSegmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSegments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSegmentsResponseObject); ok {
+		return validResponse.VisitCreateSegmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSegment operation middleware
+func (sh *strictHandler) DeleteSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error {
+	var request DeleteSegmentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSegment(ctx.Request().Context(), request.(DeleteSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSegmentResponseObject); ok {
+		return validResponse.VisitDeleteSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSegment operation middleware
+func (sh *strictHandler) GetSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error {
+	var request GetSegmentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSegment(ctx.Request().Context(), request.(GetSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSegmentResponseObject); ok {
+		return validResponse.VisitGetSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSegment operation middleware
+func (sh *strictHandler) UpdateSegment(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error {
+	var request UpdateSegmentRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+
+	var body UpdateSegmentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSegment(ctx.Request().Context(), request.(UpdateSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSegmentResponseObject); ok {
+		return validResponse.VisitUpdateSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListChildChunks operation middleware
+func (sh *strictHandler) ListChildChunks(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, params ListChildChunksParams) error {
+	var request ListChildChunksRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChildChunks(ctx.Request().Context(), request.(ListChildChunksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChildChunks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListChildChunksResponseObject); ok {
+		return validResponse.VisitListChildChunksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateChildChunk operation middleware
+func (sh *strictHandler) CreateChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId) error {
+	var request CreateChildChunkRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+
+	var body CreateChildChunkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateChildChunk(ctx.Request().Context(), request.(CreateChildChunkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateChildChunk")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateChildChunkResponseObject); ok {
+		return validResponse.VisitCreateChildChunkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteChildChunk operation middleware
+func (sh *strictHandler) DeleteChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId) error {
+	var request DeleteChildChunkRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+	request.ChildChunkId = childChunkId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteChildChunk(ctx.Request().Context(), request.(DeleteChildChunkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteChildChunk")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteChildChunkResponseObject); ok {
+		return validResponse.VisitDeleteChildChunkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateChildChunk operation middleware
+func (sh *strictHandler) UpdateChildChunk(ctx echo.Context, datasetId DatasetId, documentId DocumentId, segmentId SegmentId, childChunkId ChildChunkId) error {
+	var request UpdateChildChunkRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+	request.SegmentId = segmentId
+	request.ChildChunkId = childChunkId
+
+	var body UpdateChildChunkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateChildChunk(ctx.Request().Context(), request.(UpdateChildChunkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateChildChunk")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateChildChunkResponseObject); ok {
+		return validResponse.VisitUpdateChildChunkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByFile operation middleware
+func (sh *strictHandler) UpdateDocumentByFile(ctx echo.Context, datasetId string, documentId string) error {
+	var request UpdateDocumentByFileRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByFile(ctx.Request().Context(), request.(UpdateDocumentByFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByFileResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByText operation middleware
+func (sh *strictHandler) UpdateDocumentByText(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByTextRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	var body UpdateDocumentByTextJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByText(ctx.Request().Context(), request.(UpdateDocumentByTextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByText")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByTextResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByTextResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByFileLegacy operation middleware
+func (sh *strictHandler) UpdateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByFileLegacyRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByFileLegacy(ctx.Request().Context(), request.(UpdateDocumentByFileLegacyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByFileLegacy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByFileLegacyResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByFileLegacyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDocumentByTextLegacy operation middleware
+func (sh *strictHandler) UpdateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request UpdateDocumentByTextLegacyRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	var body UpdateDocumentByTextLegacyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDocumentByTextLegacy(ctx.Request().Context(), request.(UpdateDocumentByTextLegacyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDocumentByTextLegacy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDocumentByTextLegacyResponseObject); ok {
+		return validResponse.VisitUpdateDocumentByTextLegacyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// HitTesting operation middleware
+func (sh *strictHandler) HitTesting(ctx echo.Context, datasetId DatasetId) error {
+	var request HitTestingRequestObject
+
+	request.DatasetId = datasetId
+
+	var body HitTestingJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HitTesting(ctx.Request().Context(), request.(HitTestingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HitTesting")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HitTestingResponseObject); ok {
+		return validResponse.VisitHitTestingResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListMetadataFields operation middleware
+func (sh *strictHandler) ListMetadataFields(ctx echo.Context, datasetId DatasetId) error {
+	var request ListMetadataFieldsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMetadataFields(ctx.Request().Context(), request.(ListMetadataFieldsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMetadataFields")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListMetadataFieldsResponseObject); ok {
+		return validResponse.VisitListMetadataFieldsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateMetadataField operation middleware
+func (sh *strictHandler) CreateMetadataField(ctx echo.Context, datasetId DatasetId) error {
+	var request CreateMetadataFieldRequestObject
+
+	request.DatasetId = datasetId
+
+	var body CreateMetadataFieldJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateMetadataField(ctx.Request().Context(), request.(CreateMetadataFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateMetadataField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateMetadataFieldResponseObject); ok {
+		return validResponse.VisitCreateMetadataFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListBuiltInMetadataFields operation middleware
+func (sh *strictHandler) ListBuiltInMetadataFields(ctx echo.Context, datasetId DatasetId) error {
+	var request ListBuiltInMetadataFieldsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBuiltInMetadataFields(ctx.Request().Context(), request.(ListBuiltInMetadataFieldsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBuiltInMetadataFields")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListBuiltInMetadataFieldsResponseObject); ok {
+		return validResponse.VisitListBuiltInMetadataFieldsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ToggleBuiltInMetadata operation middleware
+func (sh *strictHandler) ToggleBuiltInMetadata(ctx echo.Context, datasetId DatasetId, action string) error {
+	var request ToggleBuiltInMetadataRequestObject
+
+	request.DatasetId = datasetId
+	request.Action = action
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ToggleBuiltInMetadata(ctx.Request().Context(), request.(ToggleBuiltInMetadataRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ToggleBuiltInMetadata")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ToggleBuiltInMetadataResponseObject); ok {
+		return validResponse.VisitToggleBuiltInMetadataResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteMetadataField operation middleware
+func (sh *strictHandler) DeleteMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error {
+	var request DeleteMetadataFieldRequestObject
+
+	request.DatasetId = datasetId
+	request.MetadataId = metadataId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteMetadataField(ctx.Request().Context(), request.(DeleteMetadataFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteMetadataField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteMetadataFieldResponseObject); ok {
+		return validResponse.VisitDeleteMetadataFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateMetadataField operation middleware
+func (sh *strictHandler) UpdateMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error {
+	var request UpdateMetadataFieldRequestObject
+
+	request.DatasetId = datasetId
+	request.MetadataId = metadataId
+
+	var body UpdateMetadataFieldJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateMetadataField(ctx.Request().Context(), request.(UpdateMetadataFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateMetadataField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateMetadataFieldResponseObject); ok {
+		return validResponse.VisitUpdateMetadataFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// Retrieve operation middleware
+func (sh *strictHandler) Retrieve(ctx echo.Context, datasetId DatasetId) error {
+	var request RetrieveRequestObject
+
+	request.DatasetId = datasetId
+
+	var body RetrieveJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.Retrieve(ctx.Request().Context(), request.(RetrieveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "Retrieve")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RetrieveResponseObject); ok {
+		return validResponse.VisitRetrieveResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDatasetTags operation middleware
+func (sh *strictHandler) ListDatasetTags(ctx echo.Context, datasetId DatasetId) error {
+	var request ListDatasetTagsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDatasetTags(ctx.Request().Context(), request.(ListDatasetTagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDatasetTags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDatasetTagsResponseObject); ok {
+		return validResponse.VisitListDatasetTagsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

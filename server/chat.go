@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/sse"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // Messages Dify uses for these failures (../shared/reference/errors.md §4).
@@ -151,7 +152,7 @@ func blockingReply(ctx context.Context, run *chat.Run) (gen.SendChatMessageRespo
 					MessageId: mustUUID(run.MessageID), ConversationId: mustUUID(run.ConversationID),
 					TaskId: mustUUID(run.TaskID), Mode: gen.AppMode(run.Mode), Answer: string(answer),
 					CreatedAt: run.CreatedAt.Unix(),
-					Metadata:  gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: []gen.RetrieverResource{}},
+					Metadata:  gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: genResources(ev.Resources)},
 				}, nil
 			}
 		}
@@ -268,7 +269,7 @@ func encodeEvent(env envelope, taskID string, ev chat.Event) ([]byte, error) {
 			ID       string               `json:"id"`
 			Metadata gen.ResponseMetadata `json:"metadata"`
 			Files    *[]map[string]any    `json:"files"`
-		}{env, taskID, env.MessageID, gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: []gen.RetrieverResource{}}, nil})
+		}{env, taskID, env.MessageID, gen.ResponseMetadata{Usage: genUsage(*ev.Usage), RetrieverResources: genResources(ev.Resources)}, nil})
 	case chat.EventError:
 		env.Event = "error"
 		e := domainError(ev.Err)
@@ -293,4 +294,20 @@ func (s *Server) StopChatMessage(ctx context.Context, req gen.StopChatMessageReq
 		return nil, err
 	}
 	return gen.StopChatMessage200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
+}
+
+// genResources maps the knowledge chunks an answer used to the contract's retriever resources.
+func genResources(rs []store.RetrieverResource) []gen.RetrieverResource {
+	out := make([]gen.RetrieverResource, len(rs))
+	for i, r := range rs {
+		id, msgID := mustUUID(r.ID), mustUUID(r.MessageID)
+		created := r.CreatedAt.Unix()
+		dst, hash, hits, words, segPos := r.DataSourceType, r.IndexNodeHash, r.HitCount, r.WordCount, r.SegmentPosition
+		out[i] = gen.RetrieverResource{Id: &id, MessageId: &msgID, Position: r.Position,
+			DatasetId: mustUUID(r.DatasetID), DatasetName: r.DatasetName, DocumentId: mustUUID(r.DocumentID),
+			DocumentName: r.DocumentName, DataSourceType: &dst, SegmentId: mustUUID(r.SegmentID),
+			SegmentPosition: &segPos, IndexNodeHash: &hash, Content: r.Content, Score: float32(r.Score),
+			HitCount: &hits, WordCount: &words, CreatedAt: &created}
+	}
+	return out
 }

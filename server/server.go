@@ -27,6 +27,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -60,7 +61,9 @@ type Options struct {
 	Tasks         tasks.Registry
 	Conversations *conversations.Service
 	Files         *files.Service
-	EndUsers      EndUsers
+	// Knowledge serves the knowledge-base operations.
+	Knowledge *knowledge.Service
+	EndUsers  EndUsers
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -84,6 +87,7 @@ type Server struct {
 	tasks         tasks.Registry
 	conversations *conversations.Service
 	files         *files.Service
+	knowledge     *knowledge.Service
 	endUsers      EndUsers
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
@@ -106,7 +110,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
-		conversations: opts.Conversations, files: opts.Files, endUsers: opts.EndUsers,
+		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge, endUsers: opts.EndUsers,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, log: opts.Logger}
 	if s.pingInterval <= 0 {

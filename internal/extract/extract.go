@@ -118,8 +118,7 @@ type Document struct {
 type extractor func(ctx context.Context, data []byte) (Document, error)
 
 // extractors maps lower-case extensions to extractors: Dify's default ETL
-// extension list (indexing.md §1). JSON is not in that list, so it is
-// rejected. xls is listed by Dify but needs a BIFF reader, which none of the
+// extension list (indexing.md §1), plus JSON, which the issue asks for. xls is listed by Dify but needs a BIFF reader, which none of the
 // pinned dependencies provide; it is answered with KindUnsupported.
 var extractors = map[string]extractor{
 	"txt":        extractText,
@@ -134,6 +133,7 @@ var extractors = map[string]extractor{
 	"docx":       extractDOCX,
 	"csv":        extractCSV,
 	"xlsx":       extractXLSX,
+	"json":       extractJSON,
 }
 
 // SupportedExtensions returns the lower-case extensions (without dot) Extract

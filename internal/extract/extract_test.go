@@ -281,7 +281,7 @@ func TestExtractErrors(t *testing.T) {
 		data       []byte
 		kind       string
 	}{
-		{"unsupported json", "data.json", []byte(`{"a":1}`), KindUnsupported},
+		{"corrupt json", "data.json", []byte(`{"a":1`), KindCorrupt},
 		{"unsupported exe", "x.exe", []byte("MZ"), KindUnsupported},
 		{"no extension", "README", []byte("x"), KindUnsupported},
 		{"legacy xls", "old.xls", cfbWith("Workbook"), KindUnsupported},
@@ -317,7 +317,6 @@ func TestExtractCommittedFixtures(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
 		"corrupt.pdf": KindCorrupt,
-		"sample.json": KindUnsupported,
 	}
 	for file, kind := range tests {
 		data, err := os.ReadFile(filepath.Join("testdata", file))
@@ -405,13 +404,25 @@ func TestFinishTruncates(t *testing.T) {
 	}
 }
 
+func TestExtractJSON(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("testdata", "sample.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := extractBytes(t, "sample.json", data)
+	if err != nil || !strings.Contains(doc.Text, "\n") || len(doc.Parts) != 1 {
+		t.Fatalf("json: %q %v", doc.Text, err)
+	}
+}
+
 func TestSupportedExtensions(t *testing.T) {
 	t.Parallel()
-	want := []string{"csv", "docx", "htm", "html", "markdown", "md", "mdx", "pdf", "properties", "txt", "vtt", "xlsx"}
+	want := []string{"csv", "docx", "htm", "html", "json", "markdown", "md", "mdx", "pdf", "properties", "txt", "vtt", "xlsx"}
 	if got := SupportedExtensions(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("SupportedExtensions() = %q, want %q", got, want)
 	}
-	for name, want := range map[string]bool{"A.PDF": true, "b.Docx": true, "c.xls": false, "d.json": false, "e": false} {
+	for name, want := range map[string]bool{"A.PDF": true, "b.Docx": true, "c.xls": false, "d.json": true, "f.yaml": false, "e": false} {
 		if got := Supported(name); got != want {
 			t.Fatalf("Supported(%q) = %v, want %v", name, got, want)
 		}

@@ -273,6 +273,9 @@ type IndexNode struct {
 	Terms string
 	// Vector is the normalised embedding, nil for economy datasets.
 	Vector []float32
+	// Tokens is the node's embedding token count. For a segment node (ChildChunkID ""),
+	// IndexNodes also stores Keywords and Tokens on the segment row.
+	Tokens int
 }
 
 // NodeHit is a search hit on an index node.

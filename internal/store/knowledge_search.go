@@ -1,0 +1,348 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// searchableFrom joins an index node (alias n) to its segment (s) and document (d), and
+// searchableWhere keeps the nodes a search may return (see [SearchableNode]): the segment is
+// completed, enabled and of the generation the document serves, and the document is enabled
+// and not archived. A child chunk's node names its parent segment, whose state decides.
+const (
+	searchableFrom = ` FROM index_nodes n
+JOIN document_segments s ON s.id = n.segment_id
+JOIN documents d ON d.id = n.document_id`
+	searchableWhere = `s.status = 'completed' AND s.enabled AND s.generation = d.generation AND d.enabled AND NOT d.archived`
+)
+
+// oneChunk returns the distinct non-empty values of list as one IN list, or an error when there
+// are more than inChunk of them.
+func oneChunk(what string, list []string) ([]string, error) {
+	var kept []string
+	for _, v := range list {
+		if v != "" {
+			kept = append(kept, v)
+		}
+	}
+	cs := chunks(kept)
+	switch len(cs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return cs[0], nil
+	default:
+		return nil, fmt.Errorf("more than %d %s", inChunk, what)
+	}
+}
+
+// SearchKeywords returns up to topK searchable nodes of the datasets mapped to any of the
+// keywords, those matching the most keywords first (ties by node id). Score is the share of the
+// distinct keywords the node matches, in (0, 1]. No datasets, no keywords or a topK below 1 give
+// no hits.
+func (s *Store) SearchKeywords(ctx context.Context, datasetIDs, keywords []string, topK int) ([]NodeHit, error) {
+	datasets, err := oneChunk("datasets", datasetIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
+	}
+	kws, err := oneChunk("keywords", keywords)
+	if err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
+	}
+	if len(datasets) == 0 || len(kws) == 0 || topK < 1 {
+		return nil, nil
+	}
+	dph, dargs := inList(datasets)
+	kph, kargs := inList(kws)
+	args := append(append(dargs, kargs...), topK)
+	rows, err := s.conn().QueryContext(ctx, s.Rebind(`SELECT k.node_id, COUNT(*) AS matched FROM index_keywords k
+JOIN index_nodes n ON n.node_id = k.node_id
+JOIN document_segments s ON s.id = n.segment_id
+JOIN documents d ON d.id = n.document_id
+WHERE k.dataset_id IN (`+dph+`) AND k.keyword IN (`+kph+`) AND `+searchableWhere+`
+GROUP BY k.node_id ORDER BY matched DESC, k.node_id LIMIT ?`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
+	}
+	hits, err := collect(rows, func(r scanner) (NodeHit, error) {
+		var (
+			h NodeHit
+			n int
+		)
+		err := r.Scan(&h.NodeID, &n)
+		h.Score = float64(n) / float64(len(kws))
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
+	}
+	return hits, nil
+}
+
+// SearchFullText returns up to topK searchable nodes of the datasets whose terms contain any of
+// the given terms, best BM25-style rank first (ties by node id), with scores in (0, 1). Each
+// term is matched literally (a term the tokenizer splits, such as "e-mail", must match as a
+// phrase); terms without a letter or digit are ignored. No datasets, no terms or a topK below 1
+// give no hits.
+//
+// SQLite ranks with FTS5's bm25(), mapped to s/(1+s) where s = -bm25 ≥ 0; PostgreSQL with
+// ts_rank_cd(…, 32), which is already r/(1+r). The two engines' scores are comparable in order
+// of magnitude, not equal.
+func (s *Store) SearchFullText(ctx context.Context, datasetIDs, terms []string, topK int) ([]NodeHit, error) {
+	datasets, err := oneChunk("datasets", datasetIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	var kept []string
+	for _, t := range terms {
+		if strings.IndexFunc(t, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) >= 0 {
+			kept = append(kept, t)
+		}
+	}
+	kept, err = oneChunk("terms", kept)
+	if err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	if len(datasets) == 0 || len(kept) == 0 || topK < 1 {
+		return nil, nil
+	}
+	dph, dargs := inList(datasets)
+	var (
+		query string
+		args  []any
+	)
+	if s.dialect == DialectSQLite {
+		query = `SELECT n.node_id, bm25(index_fts) AS r FROM index_fts
+JOIN index_nodes n ON n.rid = index_fts.rowid
+JOIN document_segments s ON s.id = n.segment_id
+JOIN documents d ON d.id = n.document_id
+WHERE index_fts MATCH ? AND n.dataset_id IN (` + dph + `) AND ` + searchableWhere + `
+ORDER BY r, n.node_id LIMIT ?`
+		args = append(append([]any{fts5Query(kept)}, dargs...), topK)
+	} else {
+		q := tsQuery(kept)
+		query = `SELECT n.node_id, ts_rank_cd(n.tsv, to_tsquery('simple', ?), 32) AS r` + searchableFrom + `
+WHERE n.tsv @@ to_tsquery('simple', ?) AND n.dataset_id IN (` + dph + `) AND ` + searchableWhere + `
+ORDER BY r DESC, n.node_id LIMIT ?`
+		args = append(append([]any{q, q}, dargs...), topK)
+	}
+	rows, err := s.conn().QueryContext(ctx, s.Rebind(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	hits, err := collect(rows, func(r scanner) (NodeHit, error) {
+		var h NodeHit
+		if err := r.Scan(&h.NodeID, &h.Score); err != nil {
+			return NodeHit{}, err
+		}
+		if s.dialect == DialectSQLite {
+			sc := max(-h.Score, 0)
+			h.Score = sc / (1 + sc)
+		}
+		return h, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	return hits, nil
+}
+
+// fts5Query is an FTS5 MATCH expression for any of terms: each a string (a phrase), with
+// embedded double quotes doubled, so no term is read as an operator or column filter.
+func fts5Query(terms []string) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// tsQuery is a to_tsquery expression for any of terms: each a quoted lexeme with its quotes and
+// backslashes doubled, so no term is read as an operator, weight or prefix mark. to_tsquery then
+// normalises each with the 'simple' configuration (a term its parser splits becomes a phrase).
+func tsQuery(terms []string) string {
+	r := strings.NewReplacer(`'`, `''`, `\`, `\\`)
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = "'" + r.Replace(t) + "'"
+	}
+	return strings.Join(parts, " | ")
+}
+
+// IndexVersion returns the dataset's index version, which changes whenever its searchable set
+// of nodes or their vectors change. An unknown dataset gives an error wrapping [ErrNotFound].
+func (s *Store) IndexVersion(ctx context.Context, datasetID string) (int64, error) {
+	var v int64
+	err := s.conn().QueryRowContext(ctx, s.Rebind("SELECT index_version FROM datasets WHERE id = ?"), datasetID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("store: index version of dataset %s: %w", datasetID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: index version of dataset %s: %w", datasetID, err)
+	}
+	return v, nil
+}
+
+// SearchableVectors returns the dataset's searchable nodes that have a vector, in no particular
+// order, with the index version they are current for: both are read from one snapshot, so a
+// cache keyed by the version never holds another version's nodes. An unknown dataset gives an
+// error wrapping [ErrNotFound].
+func (s *Store) SearchableVectors(ctx context.Context, datasetID string) (version int64, nodes []SearchableNode, err error) {
+	err = s.snapshot(ctx, func(q execer) error {
+		err := q.QueryRowContext(ctx, s.Rebind("SELECT index_version FROM datasets WHERE id = ?"), datasetID).Scan(&version)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := q.QueryContext(ctx, s.Rebind("SELECT n.node_id, n.document_id, v.vector"+searchableFrom+`
+JOIN index_vectors v ON v.node_id = n.node_id
+WHERE n.dataset_id = ? AND `+searchableWhere), datasetID)
+		if err != nil {
+			return err
+		}
+		nodes, err = collect(rows, func(r scanner) (SearchableNode, error) {
+			var (
+				n   SearchableNode
+				raw []byte
+			)
+			if err := r.Scan(&n.NodeID, &n.DocumentID, &raw); err != nil {
+				return SearchableNode{}, err
+			}
+			n.Vector, err = decodeVector(raw)
+			return n, err
+		})
+		return err
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: searchable vectors of dataset %s: %w", datasetID, err)
+	}
+	return version, nodes, nil
+}
+
+// NodeVectors returns the stored vector of each of the given nodes that has one, searchable or
+// not.
+func (s *Store) NodeVectors(ctx context.Context, nodeIDs []string) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(nodeIDs))
+	for _, chunk := range chunks(nodeIDs) {
+		ph, args := inList(chunk)
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT node_id, vector FROM index_vectors WHERE node_id IN ("+ph+")"), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: node vectors: %w", err)
+		}
+		err = eachRow(rows, func(r scanner) error {
+			var (
+				id  string
+				raw []byte
+			)
+			if err := r.Scan(&id, &raw); err != nil {
+				return err
+			}
+			v, err := decodeVector(raw)
+			out[id] = v
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: node vectors: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ResolveHits loads, for each of the given node ids that is still searchable, its segment, its
+// child chunk (for a child chunk's node), its document and its dataset. Other ids are absent from
+// the map.
+func (s *Store) ResolveHits(ctx context.Context, nodeIDs []string) (map[string]Hit, error) {
+	out := make(map[string]Hit, len(nodeIDs))
+	childOf := make(map[string]string) // child chunk id → node id
+	for _, chunk := range chunks(nodeIDs) {
+		ph, args := inList(chunk)
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT n.node_id, n.child_chunk_id, "+segmentColumnsS+", "+documentColumnsD+", "+datasetColumnsDS+
+			searchableFrom+" JOIN datasets ds ON ds.id = n.dataset_id WHERE n.node_id IN ("+ph+") AND "+searchableWhere), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: resolve hits: %w", err)
+		}
+		err = eachRow(rows, func(r scanner) error {
+			var (
+				h     Hit
+				child sql.NullString
+				seg   segmentRow
+				doc   documentRow
+				ds    datasetRow
+			)
+			dest := append(append(append([]any{&h.NodeID, &child}, seg.dest()...), doc.dest()...), ds.dest()...)
+			if err := r.Scan(dest...); err != nil {
+				return err
+			}
+			var err error
+			if h.Segment, err = seg.value(); err != nil {
+				return err
+			}
+			h.Document, h.Dataset = doc.value(), ds.value()
+			out[h.NodeID] = h
+			if child.Valid {
+				childOf[child.String] = h.NodeID
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: resolve hits: %w", err)
+		}
+	}
+	childIDs := make([]string, 0, len(childOf))
+	for id := range childOf {
+		childIDs = append(childIDs, id)
+	}
+	for _, chunk := range chunks(childIDs) {
+		ph, args := inList(chunk)
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+childChunkColumns+" FROM child_chunks WHERE id IN ("+ph+")"), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: resolve hits: %w", err)
+		}
+		cs, err := collect(rows, scanChildChunk)
+		if err != nil {
+			return nil, fmt.Errorf("store: resolve hits: %w", err)
+		}
+		for _, c := range cs {
+			nodeID := childOf[c.ID]
+			h := out[nodeID]
+			h.ChildChunk = &c
+			out[nodeID] = h
+		}
+	}
+	// A child chunk deleted between the two queries leaves its node unresolvable.
+	for id := range childOf {
+		if out[childOf[id]].ChildChunk == nil {
+			delete(out, childOf[id])
+		}
+	}
+	return out, nil
+}
+
+// IncrementHitCounts adds one to the hit count of each of the given segments. An id listed
+// more than once counts once: a retrieval that returns several child chunks of one segment is
+// one hit on it, as in Dify. Unknown ids are ignored.
+func (s *Store) IncrementHitCounts(ctx context.Context, segmentIDs []string) error {
+	cs := chunks(segmentIDs)
+	if len(cs) == 0 {
+		return nil
+	}
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		for _, chunk := range cs {
+			ph, args := inList(chunk)
+			if _, err := s.inTx(tx).ExecContext(ctx, s.Rebind("UPDATE document_segments SET hit_count = hit_count + 1 WHERE id IN ("+ph+")"), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: increment hit counts: %w", err)
+	}
+	return nil
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -68,6 +69,7 @@ type Store interface {
 	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
 	AddMessageFiles(ctx context.Context, files []store.MessageFile) ([]store.MessageFile, error)
+	AddRetrieverResources(ctx context.Context, rs []store.RetrieverResource) error
 }
 
 // Models finds an app's model; *models.Catalog implements it.
@@ -95,6 +97,15 @@ type Options struct {
 	HistoryMessages int
 	// EventBuffer is how many events a run may get ahead of a slow client (default 16).
 	EventBuffer int
+	// Knowledge retrieves context from the knowledge bases an app names; without it such
+	// apps answer without context.
+	Knowledge Knowledge
+}
+
+// Knowledge retrieves the context of a message from knowledge bases; *knowledge.Service
+// implements it.
+type Knowledge interface {
+	RetrieveForChat(ctx context.Context, names []string, query string) (knowledge.ChatContext, error)
 }
 
 // Service runs chat apps.
@@ -108,6 +119,7 @@ type Service struct {
 	log       *slog.Logger
 	history   int
 	buffer    int
+	knowledge Knowledge
 
 	// life is cancelled by Shutdown; runs and background work derive from it, not from the
 	// request that started them.
@@ -130,7 +142,7 @@ func New(o Options) *Service {
 	life, stop := context.WithCancelCause(context.Background())
 	return &Service{
 		store: o.Store, models: o.Models, providers: o.Providers, limiter: o.Limiter, tasks: o.Tasks, files: o.Files,
-		log: o.Logger, history: o.HistoryMessages, buffer: o.EventBuffer,
+		log: o.Logger, history: o.HistoryMessages, buffer: o.EventBuffer, knowledge: o.Knowledge,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 }
@@ -188,7 +200,9 @@ type Event struct {
 	Answer string
 	// Usage is set on EventMessageEnd.
 	Usage *models.Usage
-	Err   error
+	// Resources are the knowledge chunks the answer used, on EventMessageEnd.
+	Resources []store.RetrieverResource
+	Err       error
 }
 
 // Run is an accepted message being answered.
@@ -318,7 +332,13 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 			// background work after it (done also cancels runCtx).
 			defer release()
 			defer done()
-			s.answer(runCtx, run, model, spec, completionParams(app, spec), prompt, atts)
+			var retrieve func(context.Context) (knowledge.ChatContext, error)
+			if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
+				retrieve = func(ctx context.Context) (knowledge.ChatContext, error) {
+					return s.knowledge.RetrieveForChat(ctx, app.KnowledgeBases, req.Query)
+				}
+			}
+			s.answer(runCtx, run, model, spec, completionParams(app, spec), prompt, atts, retrieve)
 			completed = runCtx.Err() == nil
 		}()
 		if isNew && req.AutoGenerateName && completed {
@@ -365,11 +385,20 @@ func (s *Service) conversation(ctx context.Context, app *apps.App, user store.En
 
 // answer streams the model's answer to the run's events and persists the outcome, whatever
 // it is: completed, stopped, failed, or cut short by shutdown.
-func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatModel, spec models.ModelSpec, params map[string]any, prompt []providers.Message, atts []attachment) {
+func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatModel, spec models.ModelSpec, params map[string]any, prompt []providers.Message, atts []attachment,
+	retrieve func(context.Context) (knowledge.ChatContext, error)) {
 	defer close(run.events)
 	started := time.Now()
 	var reported *providers.Usage
+	var kctx knowledge.ChatContext
 	err := func() error {
+		if retrieve != nil {
+			var err error
+			if kctx, err = retrieve(ctx); err != nil {
+				return err
+			}
+			prompt = withContext(prompt, kctx.Prompt)
+		}
 		images, err := s.imageParts(ctx, spec, atts)
 		if err != nil {
 			return err
@@ -410,7 +439,13 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 	}
 	usage := models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
 
-	result := messageResult(answer, usage)
+	now := time.Now().UTC()
+	for i := range kctx.Resources {
+		kctx.Resources[i].ID = store.NewID()
+		kctx.Resources[i].MessageID = run.MessageID
+		kctx.Resources[i].CreatedAt = now
+	}
+	result := messageResult(answer, usage, kctx.Resources)
 	cause := context.Cause(ctx)
 	switch {
 	case err == nil:
@@ -426,6 +461,11 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 	// The write must happen even though the run's context may be cancelled.
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	if len(kctx.Resources) > 0 {
+		if perr := s.store.AddRetrieverResources(persistCtx, kctx.Resources); perr != nil {
+			s.log.Error("persist retriever resources", "message_id", run.MessageID, "error", perr)
+		}
+	}
 	if perr := s.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
 		s.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
 		if err == nil {
@@ -437,13 +477,17 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, Usage: &usage})
+	run.emit(Event{Kind: EventMessageEnd, Usage: &usage, Resources: kctx.Resources})
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that
 // message_end carried (usage and retriever resources).
-func messageResult(answer string, u models.Usage) store.MessageResult {
-	meta, _ := json.Marshal(map[string]any{"usage": u, "retriever_resources": []any{}})
+func messageResult(answer string, u models.Usage, resources []store.RetrieverResource) store.MessageResult {
+	rs := make([]ResourceJSON, len(resources))
+	for i, r := range resources {
+		rs[i] = resourceJSON(r)
+	}
+	meta, _ := json.Marshal(map[string]any{"usage": u, "retriever_resources": rs})
 	return store.MessageResult{
 		Answer:                  answer,
 		Status:                  store.MessageStatusNormal,

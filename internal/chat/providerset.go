@@ -24,6 +24,10 @@ func NewProviderSet(apiKey func(provider string) string) *ProviderSet {
 
 // ChatModel returns the client for spec's provider.
 func (p *ProviderSet) ChatModel(spec models.ModelSpec) (providers.ChatModel, error) {
+	return p.client(spec)
+}
+
+func (p *ProviderSet) client(spec models.ModelSpec) (*openai.Client, error) {
 	switch spec.ProviderType {
 	case "", "openai-compatible":
 	default:
@@ -37,4 +41,14 @@ func (p *ProviderSet) ChatModel(spec models.ModelSpec) (providers.ChatModel, err
 		p.clients[spec.Provider] = c
 	}
 	return c, nil
+}
+
+// Embedder returns the client for spec's provider, for embeddings.
+func (p *ProviderSet) Embedder(spec models.ModelSpec) (providers.Embedder, error) {
+	return p.client(spec)
+}
+
+// Reranker returns the client for spec's provider, for reranking.
+func (p *ProviderSet) Reranker(spec models.ModelSpec) (providers.Reranker, error) {
+	return p.client(spec)
 }

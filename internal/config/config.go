@@ -68,6 +68,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
+	// IndexingMaxSegmentationTokensLength is the largest custom chunk length, in characters
+	// (INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH, Dify's name).
+	IndexingMaxSegmentationTokensLength int
+	// IndexingWorkers is how many documents are indexed at once (PARLEY_INDEXING_WORKERS).
+	IndexingWorkers int
 	// SQLiteSynchronous is SQLite's synchronous mode, normal or full
 	// (PARLEY_SQLITE_SYNCHRONOUS): full survives power loss at the cost of an fsync per commit.
 	SQLiteSynchronous string
@@ -218,6 +223,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownGrace < 0 {
 		bad("PARLEY_SHUTDOWN_GRACE", "must not be negative, got %v", c.ShutdownGrace)
+	}
+	if c.IndexingMaxSegmentationTokensLength < 50 {
+		bad("INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH", "must be at least 50, got %d", c.IndexingMaxSegmentationTokensLength)
+	}
+	if c.IndexingWorkers <= 0 {
+		bad("PARLEY_INDEXING_WORKERS", "must be positive, got %d", c.IndexingWorkers)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("PARLEY_MAX_BODY_BYTES", "must be a positive number of bytes, got %d", c.MaxBodyBytes)

@@ -27,12 +27,14 @@ func TestLoadDefaults(t *testing.T) {
 			AudioFileSizeLimitMB: 50,
 			VideoFileSizeLimitMB: 100,
 		},
-		ResponseValidation: ValidationLog,
-		LogLevel:           slog.LevelInfo,
-		LogFormat:          LogFormatText,
-		ShutdownGrace:      10 * time.Second,
-		MaxBodyBytes:       1 << 20,
-		SQLiteSynchronous:  "normal",
+		ResponseValidation:                  ValidationLog,
+		LogLevel:                            slog.LevelInfo,
+		LogFormat:                           LogFormatText,
+		ShutdownGrace:                       10 * time.Second,
+		MaxBodyBytes:                        1 << 20,
+		IndexingMaxSegmentationTokensLength: 4000,
+		IndexingWorkers:                     2,
+		SQLiteSynchronous:                   "normal",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)

@@ -45,6 +45,11 @@ func options() []option {
 		{name: "APP_DEFAULT_ACTIVE_REQUESTS", def: "0",
 			parse: set(parseInt, func(c *Config) *int { return &c.AppDefaultActiveRequests })},
 
+		{name: "INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH", def: "4000",
+			parse: set(parseInt, func(c *Config) *int { return &c.IndexingMaxSegmentationTokensLength })},
+		{name: "PARLEY_INDEXING_WORKERS", def: "2",
+			parse: set(parseInt, func(c *Config) *int { return &c.IndexingWorkers })},
+
 		{name: "PARLEY_RESPONSE_VALIDATION", def: "log",
 			parse: set(parseValidationMode, func(c *Config) *ValidationMode { return &c.ResponseValidation })},
 		{name: "PARLEY_LOG_LEVEL", def: "info",

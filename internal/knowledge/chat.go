@@ -1,0 +1,91 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// ChatTopK is how many chunks a chat message retrieves across an app's knowledge bases (Dify's
+// multiple-retrieval default).
+const ChatTopK = 4
+
+// contextPrompt is Dify's chat context template; the retrieved chunks replace {{#context#}}.
+const contextPrompt = "Use the following context as your learned knowledge, inside <context></context> XML tags.\n\n" +
+	"<context>\n{{#context#}}\n</context>\n\n" +
+	"When answer to user:\n" +
+	"- If you don't know, just say that you don't know.\n" +
+	"- If you don't know when you are not sure, ask for clarification.\n" +
+	"Avoid mentioning that you obtained the information from the context.\n" +
+	"And answer according to the language of the user's question.\n"
+
+// ChatContext is what a chat message retrieved: the chunks as retriever resources (position,
+// score and content filled in; no id or message yet) and the context text for the prompt.
+type ChatContext struct {
+	Resources []store.RetrieverResource
+	Prompt    string
+}
+
+// RetrieveForChat retrieves the chunks answering query from the named knowledge bases (unknown
+// names and datasets without documents are skipped), counts a hit on each, and returns them
+// with the prompt context. Single dataset: its own retrieval model; several: semantic/keyword
+// with top_k ChatTopK.
+func (s *Service) RetrieveForChat(ctx context.Context, names []string, query string) (ChatContext, error) {
+	var ds []store.Dataset
+	for _, n := range names {
+		d, err := s.st.DatasetByName(ctx, n)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return ChatContext{}, fmt.Errorf("knowledge: chat dataset %q: %w", n, err)
+		}
+		if d.IndexingTechnique != "" {
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 || strings.TrimSpace(query) == "" {
+		return ChatContext{}, nil
+	}
+	rm := DefaultRetrievalModel()
+	rm.TopK = ChatTopK
+	if len(ds) == 1 {
+		var err error
+		if rm, err = parseRetrievalModel(ds[0].RetrievalModel, ChatTopK); err != nil {
+			return ChatContext{}, err
+		}
+	}
+	records, err := s.Retrieve(ctx, ds, query, rm)
+	if err != nil {
+		return ChatContext{}, err
+	}
+	if len(records) == 0 {
+		return ChatContext{}, nil
+	}
+	segIDs := make([]string, len(records))
+	var text strings.Builder
+	out := ChatContext{Resources: make([]store.RetrieverResource, len(records))}
+	for i, r := range records {
+		segIDs[i] = r.Segment.ID
+		content := r.Segment.Content
+		if r.Segment.Answer != "" {
+			content = "question:" + r.Segment.Content + " \nanswer:" + r.Segment.Answer
+		}
+		if i > 0 {
+			text.WriteString("\n")
+		}
+		text.WriteString(content)
+		out.Resources[i] = store.RetrieverResource{Position: i + 1, DatasetID: r.Dataset.ID, DatasetName: r.Dataset.Name,
+			DocumentID: r.Document.ID, DocumentName: r.Document.Name, DataSourceType: r.Document.DataSourceType,
+			SegmentID: r.Segment.ID, SegmentPosition: r.Segment.Position, IndexNodeHash: r.Segment.IndexNodeHash,
+			Content: content, Score: r.Score, HitCount: r.Segment.HitCount + 1, WordCount: r.Segment.WordCount}
+	}
+	if err := s.st.IncrementHitCounts(ctx, segIDs); err != nil {
+		return ChatContext{}, fmt.Errorf("knowledge: hit counts: %w", err)
+	}
+	out.Prompt = strings.Replace(contextPrompt, "{{#context#}}", text.String(), 1)
+	return out, nil
+}

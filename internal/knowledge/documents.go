@@ -1,0 +1,580 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Doc forms.
+const (
+	DocFormText         = "text_model"
+	DocFormHierarchical = "hierarchical_model"
+	DocFormQA           = "qa_model"
+)
+
+// DocumentConfig is the configuration of a create or update request (the JSON body of the text
+// routes, the `data` part of the file routes). Nil members were absent or null.
+type DocumentConfig struct {
+	IndexingTechnique      *string         `json:"indexing_technique"`
+	DocForm                *string         `json:"doc_form"`
+	DocLanguage            *string         `json:"doc_language"`
+	ProcessRule            json.RawMessage `json:"process_rule"`
+	RetrievalModel         json.RawMessage `json:"retrieval_model"`
+	EmbeddingModel         *string         `json:"embedding_model"`
+	EmbeddingModelProvider *string         `json:"embedding_model_provider"`
+}
+
+// Source is a document's new content: an uploaded file, or text.
+type Source struct {
+	// Filename is the file's name; for text, the document name (".txt" is added).
+	Filename    string
+	ContentType string
+	Body        io.Reader
+	// Text marks a text source (not size-checked, stored as <name>.txt).
+	Text bool
+}
+
+// DocumentView is a document with what its API shapes derive.
+type DocumentView struct {
+	store.Document
+	Upload             *store.UploadFile
+	Stats              store.DocumentStats
+	ProcessRule        *store.ProcessRule
+	DatasetProcessRule *store.ProcessRule
+	MetadataFields     []store.MetadataField
+	BuiltInFields      bool
+	Dataset            store.Dataset
+}
+
+// DisplayStatus derives Dify's display_status ("" for null).
+func DisplayStatus(d store.Document) string {
+	switch {
+	case d.IsPaused && d.IndexingStatus != store.IndexingCompleted && d.IndexingStatus != store.IndexingError:
+		return "paused"
+	case d.IndexingStatus == store.IndexingWaiting:
+		return "queuing"
+	case d.IndexingStatus == store.IndexingParsing, d.IndexingStatus == store.IndexingCleaning,
+		d.IndexingStatus == store.IndexingSplitting, d.IndexingStatus == store.IndexingIndexing:
+		return "indexing"
+	case d.IndexingStatus == store.IndexingError:
+		return "error"
+	case d.IndexingStatus == store.IndexingCompleted && !d.Archived && d.Enabled:
+		return "available"
+	case d.IndexingStatus == store.IndexingCompleted && !d.Archived:
+		return "disabled"
+	case d.IndexingStatus == store.IndexingCompleted:
+		return "archived"
+	}
+	return ""
+}
+
+// NewBatch returns a batch id as Dify makes them: local time YYYYmmddHHMMSS and 6 random digits.
+func (s *Service) NewBatch() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	return s.now().Format("20060102150405") + fmt.Sprintf("%06d", n.Int64())
+}
+
+// resolveConfig applies Dify's rules for the technique, doc_form and process rule of a create
+// or update, setting the dataset's technique and embedding model on first use. It returns the
+// process rule to store (nil: reuse ruleID) and the doc form.
+func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg DocumentConfig, requireRule bool) (rule *segment.ProcessRule, docForm string, err error) {
+	if d.IndexingTechnique == "" {
+		if cfg.IndexingTechnique == nil || *cfg.IndexingTechnique == "" {
+			return nil, "", ErrTechniqueRequired
+		}
+		switch *cfg.IndexingTechnique {
+		case store.TechniqueEconomy, store.TechniqueHighQuality:
+		default:
+			return nil, "", invalidParam("Indexing technique is invalid.")
+		}
+	}
+	docForm = DocFormText
+	if d.DocForm != "" {
+		docForm = d.DocForm
+	}
+	if cfg.DocForm != nil && *cfg.DocForm != "" {
+		docForm = *cfg.DocForm
+	}
+	switch docForm {
+	case DocFormText, DocFormHierarchical:
+	case DocFormQA:
+		return nil, "", invalidParam("The qa_model doc form needs an LLM to generate questions, which Parley does not run for knowledge bases; use text_model or hierarchical_model.")
+	default:
+		return nil, "", ErrInvalidDocForm
+	}
+	if len(cfg.ProcessRule) > 0 && string(cfg.ProcessRule) != "null" {
+		r, err := segment.ParseProcessRule(cfg.ProcessRule)
+		if err != nil {
+			var ve *segment.ValidationError
+			if errors.As(err, &ve) {
+				return nil, "", invalidParam(ve.Message)
+			}
+			return nil, "", invalidParam(err.Error())
+		}
+		rule = &r
+	} else if requireRule {
+		if _, err := s.st.LatestProcessRule(ctx, d.ID); errors.Is(err, store.ErrNotFound) {
+			return nil, "", ErrProcessRuleNeeded
+		} else if err != nil {
+			return nil, "", fmt.Errorf("knowledge: process rule: %w", err)
+		}
+	}
+	if d.IndexingTechnique == "" {
+		d.IndexingTechnique = *cfg.IndexingTechnique
+		if d.IndexingTechnique == store.TechniqueHighQuality {
+			p, m := "", ""
+			if cfg.EmbeddingModel != nil && cfg.EmbeddingModelProvider != nil {
+				p, m = *cfg.EmbeddingModelProvider, *cfg.EmbeddingModel
+			}
+			if p == "" || m == "" {
+				var ok bool
+				if p, m, ok = s.defaultEmbedding(); !ok {
+					return nil, "", ErrNoEmbeddingModel
+				}
+			}
+			d.EmbeddingModelProvider, d.EmbeddingModel = providerName(p), m
+			if len(cfg.RetrievalModel) > 0 && string(cfg.RetrievalModel) != "null" && d.RetrievalModel == nil {
+				rm, err := parseRetrievalModel(cfg.RetrievalModel, 2)
+				if err != nil {
+					return nil, "", err
+				}
+				d.RetrievalModel, _ = json.Marshal(rm)
+			}
+		}
+	}
+	if d.IndexingTechnique == store.TechniqueHighQuality {
+		rm, _ := parseRetrievalModel(d.RetrievalModel, 2)
+		if err := s.checkEmbedding(d.EmbeddingModelProvider, d.EmbeddingModel, rm); err != nil {
+			return nil, "", err
+		}
+	}
+	return rule, docForm, nil
+}
+
+// checkSource refuses a file the extractor cannot read before anything is stored.
+func checkSource(src Source) error {
+	if src.Text {
+		return nil
+	}
+	if src.Filename == "" {
+		return newError(400, "filename_not_exists_error", "The specified filename does not exist.")
+	}
+	if !extract.Supported(src.Filename) {
+		return files.ErrUnsupportedType
+	}
+	return nil
+}
+
+func (s *Service) storeSource(ctx context.Context, src Source) (store.UploadFile, error) {
+	name := src.Filename
+	if src.Text {
+		name = truncateRunes(name, 200) + ".txt"
+	}
+	return s.files.UploadDocument(ctx, files.DocumentUpload{Filename: name, ContentType: src.ContentType,
+		Body: src.Body, CreatedBy: s.account, NoLimit: src.Text})
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
+
+// CreateDocument adds a document from src and queues its indexing. A document of the same name
+// already in the dataset (enabled, from a file) is re-pointed to the new content and re-indexed
+// instead, keeping its id and position, as Dify does.
+func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg DocumentConfig, src Source) (DocumentView, string, error) {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	if err := checkSource(src); err != nil {
+		return DocumentView{}, "", err
+	}
+	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, true)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	up, err := s.storeSource(ctx, src)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	ruleID, err := s.saveRule(ctx, d.ID, rule)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	if d.DataSourceType == "" {
+		d.DataSourceType = "upload_file"
+	}
+	if d.DocForm == "" {
+		d.DocForm = docForm
+	}
+	d.UpdatedAt = s.nowUTC()
+	if err := s.st.UpdateDataset(ctx, d); err != nil {
+		return DocumentView{}, "", fmt.Errorf("knowledge: update dataset: %w", err)
+	}
+	batch := s.NewBatch()
+	now := s.nowUTC()
+	lang := "English"
+	if cfg.DocLanguage != nil && *cfg.DocLanguage != "" {
+		lang = *cfg.DocLanguage
+	}
+	doc, err := s.st.DocumentByName(ctx, d.ID, up.Name)
+	switch {
+	case err == nil:
+		doc.UploadFileID = up.ID
+		doc.Batch = batch
+		doc.ProcessRuleID = ruleID
+		doc.DocForm = docForm
+		doc.DocLanguage = lang
+		resetIndexing(&doc)
+		doc.UpdatedAt = now
+		if err := s.st.UpdateDocument(ctx, doc); err != nil {
+			return DocumentView{}, "", fmt.Errorf("knowledge: re-point document: %w", err)
+		}
+	case errors.Is(err, store.ErrNotFound):
+		doc, err = s.st.CreateDocument(ctx, store.Document{DatasetID: d.ID, DataSourceType: "upload_file",
+			UploadFileID: up.ID, ProcessRuleID: ruleID, Batch: batch, Name: up.Name, CreatedFrom: "api",
+			CreatedBy: s.account, CreatedAt: now, UpdatedAt: now, IndexingStatus: store.IndexingWaiting,
+			Enabled: true, DocForm: docForm, DocLanguage: lang})
+		if err != nil {
+			return DocumentView{}, "", fmt.Errorf("knowledge: create document: %w", err)
+		}
+	default:
+		return DocumentView{}, "", fmt.Errorf("knowledge: find document: %w", err)
+	}
+	s.enqueue(ctx, doc)
+	v, err := s.documentView(ctx, d, doc)
+	return v, doc.Batch, err
+}
+
+// resetIndexing puts a document back to waiting with its indexing timestamps cleared.
+func resetIndexing(doc *store.Document) {
+	doc.IndexingStatus = store.IndexingWaiting
+	doc.ProcessingStartedAt, doc.ParsingCompletedAt, doc.CleaningCompletedAt = nil, nil, nil
+	doc.SplittingCompletedAt, doc.CompletedAt, doc.StoppedAt, doc.PausedAt = nil, nil, nil, nil
+	doc.IsPaused = false
+	doc.Error = ""
+	doc.IndexingLatency = 0
+}
+
+func (s *Service) saveRule(ctx context.Context, datasetID string, rule *segment.ProcessRule) (string, error) {
+	if rule == nil {
+		r, err := s.st.LatestProcessRule(ctx, datasetID)
+		if err != nil {
+			return "", fmt.Errorf("knowledge: process rule: %w", err)
+		}
+		return r.ID, nil
+	}
+	var rules json.RawMessage
+	if rule.Mode != segment.ModeAutomatic && rule.Rules != nil {
+		rules, _ = json.Marshal(rule.Rules)
+	}
+	r, err := s.st.CreateProcessRule(ctx, store.ProcessRule{DatasetID: datasetID, Mode: rule.Mode, Rules: rules,
+		CreatedBy: s.account, CreatedAt: s.nowUTC()})
+	if err != nil {
+		return "", fmt.Errorf("knowledge: save process rule: %w", err)
+	}
+	return r.ID, nil
+}
+
+// UpdateDocument replaces a document's content (src, when not nil) and/or its configuration and
+// re-indexes it. Only an available document can be updated. The response keeps the document's
+// batch. Until the new chunks are indexed, searches keep seeing the old ones.
+func (s *Service) UpdateDocument(ctx context.Context, datasetID, documentID string, cfg DocumentConfig, src *Source) (DocumentView, string, error) {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	doc, err := s.document(ctx, d.ID, documentID)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	if DisplayStatus(doc) != "available" {
+		return DocumentView{}, "", ErrNotAvailable
+	}
+	if src != nil {
+		if err := checkSource(*src); err != nil {
+			return DocumentView{}, "", err
+		}
+	}
+	cfg.IndexingTechnique = nil // updates always use the dataset's technique
+	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, false)
+	if err != nil {
+		return DocumentView{}, "", err
+	}
+	if src != nil {
+		up, err := s.storeSource(ctx, *src)
+		if err != nil {
+			return DocumentView{}, "", err
+		}
+		doc.UploadFileID = up.ID
+		doc.Name = up.Name
+		if src.Text {
+			doc.Name = truncateRunes(src.Filename, 200)
+		}
+	}
+	if rule != nil {
+		if doc.ProcessRuleID, err = s.saveRule(ctx, d.ID, rule); err != nil {
+			return DocumentView{}, "", err
+		}
+	}
+	doc.DocForm = docForm
+	if cfg.DocLanguage != nil && *cfg.DocLanguage != "" {
+		doc.DocLanguage = *cfg.DocLanguage
+	}
+	resetIndexing(&doc)
+	doc.UpdatedAt = s.nowUTC()
+	if err := s.st.UpdateDocument(ctx, doc); err != nil {
+		return DocumentView{}, "", fmt.Errorf("knowledge: update document: %w", err)
+	}
+	s.enqueue(ctx, doc)
+	v, err := s.documentView(ctx, d, doc)
+	return v, doc.Batch, err
+}
+
+func (s *Service) document(ctx context.Context, datasetID, id string) (store.Document, error) {
+	if !isUUID(id) {
+		return store.Document{}, ErrDocumentNotFound
+	}
+	doc, err := s.st.Document(ctx, datasetID, strings.ToLower(id))
+	if err != nil {
+		return store.Document{}, storeErr(err, ErrDocumentNotFound, "document")
+	}
+	return doc, nil
+}
+
+// GetDocument returns one document.
+func (s *Service) GetDocument(ctx context.Context, datasetID, documentID string) (DocumentView, error) {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return DocumentView{}, err
+	}
+	doc, err := s.document(ctx, d.ID, documentID)
+	if err != nil {
+		return DocumentView{}, err
+	}
+	return s.documentView(ctx, d, doc)
+}
+
+// ListDocuments returns a page of a dataset's documents.
+func (s *Service) ListDocuments(ctx context.Context, datasetID string, q store.DocumentQuery) ([]DocumentView, int, error) {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return nil, 0, err
+	}
+	q.DatasetID = d.ID
+	docs, total, err := s.st.ListDocuments(ctx, q)
+	if err != nil {
+		return nil, 0, fmt.Errorf("knowledge: list documents: %w", err)
+	}
+	views, err := s.documentViews(ctx, d, docs)
+	return views, total, err
+}
+
+// DeleteDocument deletes a document and its chunks.
+func (s *Service) DeleteDocument(ctx context.Context, datasetID, documentID string) error {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return err
+	}
+	doc, err := s.document(ctx, d.ID, documentID)
+	if errors.Is(err, ErrDocumentNotFound) {
+		return notFound("Document Not Exists.")
+	}
+	if err != nil {
+		return err
+	}
+	if doc.Archived {
+		return ErrArchived
+	}
+	if DisplayStatus(doc) == "indexing" {
+		return ErrDocumentIndexing
+	}
+	if err := s.st.DeleteDocument(ctx, d.ID, doc.ID); err != nil {
+		return storeErr(err, notFound("Document Not Exists."), "delete document")
+	}
+	return nil
+}
+
+// IndexingStatus is one document's entry of GET …/{batch}/indexing-status.
+type IndexingStatus struct {
+	store.Document
+	Progress store.IndexingProgress
+}
+
+// BatchStatus returns the indexing status of the documents of a batch.
+func (s *Service) BatchStatus(ctx context.Context, datasetID, batch string) ([]IndexingStatus, error) {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := s.st.DocumentsByBatch(ctx, d.ID, batch)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: batch: %w", err)
+	}
+	if len(docs) == 0 {
+		return nil, notFound("Documents not found.")
+	}
+	return s.statuses(ctx, docs)
+}
+
+func (s *Service) statuses(ctx context.Context, docs []store.Document) ([]IndexingStatus, error) {
+	ids := make([]string, len(docs))
+	for i, doc := range docs {
+		ids[i] = doc.ID
+	}
+	prog, err := s.st.IndexingProgress(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: progress: %w", err)
+	}
+	out := make([]IndexingStatus, len(docs))
+	for i, doc := range docs {
+		if doc.IsPaused {
+			doc.IndexingStatus = store.IndexingPaused
+		}
+		out[i] = IndexingStatus{Document: doc, Progress: prog[doc.ID]}
+	}
+	return out, nil
+}
+
+// DatasetProgress returns every document's indexing status (for the CLI).
+func (s *Service) DatasetProgress(ctx context.Context, datasetID string) ([]IndexingStatus, error) {
+	var all []store.Document
+	for page := 1; ; page++ {
+		docs, _, err := s.st.ListDocuments(ctx, store.DocumentQuery{DatasetID: datasetID, Page: page, Limit: 100})
+		if err != nil {
+			return nil, fmt.Errorf("knowledge: list documents: %w", err)
+		}
+		all = append(all, docs...)
+		if len(docs) < 100 {
+			break
+		}
+	}
+	return s.statuses(ctx, all)
+}
+
+// Status actions.
+const (
+	ActionEnable    = "enable"
+	ActionDisable   = "disable"
+	ActionArchive   = "archive"
+	ActionUnarchive = "un_archive"
+)
+
+// SetStatus applies an enable/disable/archive/un_archive action to documents; unknown ids are
+// skipped.
+func (s *Service) SetStatus(ctx context.Context, datasetID, action string, ids []string) error {
+	d, err := s.dataset(ctx, datasetID)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case ActionEnable, ActionDisable, ActionArchive, ActionUnarchive:
+	default:
+		return ErrInvalidAction
+	}
+	now := s.nowUTC()
+	for _, id := range ids {
+		doc, err := s.document(ctx, d.ID, id)
+		if errors.Is(err, ErrDocumentNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		changed := false
+		switch action {
+		case ActionEnable:
+			if !doc.Enabled {
+				doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = true, nil, "", true
+			}
+		case ActionDisable:
+			if doc.IndexingStatus != store.IndexingCompleted {
+				return newError(400, "invalid_action", fmt.Sprintf("Document: %s is not completed.", doc.Name))
+			}
+			if doc.Enabled {
+				doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = false, &now, s.account, true
+			}
+		case ActionArchive:
+			if !doc.Archived {
+				doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = true, &now, s.account, true
+			}
+		case ActionUnarchive:
+			if doc.Archived {
+				doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = false, nil, "", true
+			}
+		}
+		if !changed {
+			continue
+		}
+		doc.UpdatedAt = now
+		if err := s.st.UpdateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("knowledge: %s document: %w", action, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) documentView(ctx context.Context, d store.Dataset, doc store.Document) (DocumentView, error) {
+	v, err := s.documentViews(ctx, d, []store.Document{doc})
+	if err != nil {
+		return DocumentView{}, err
+	}
+	return v[0], nil
+}
+
+func (s *Service) documentViews(ctx context.Context, d store.Dataset, docs []store.Document) ([]DocumentView, error) {
+	ids := make([]string, len(docs))
+	for i, doc := range docs {
+		ids[i] = doc.ID
+	}
+	stats, err := s.st.DocumentStats(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: document stats: %w", err)
+	}
+	fields, err := s.st.ListMetadataFields(ctx, d.ID)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: metadata fields: %w", err)
+	}
+	var datasetRule *store.ProcessRule
+	if r, err := s.st.LatestProcessRule(ctx, d.ID); err == nil {
+		datasetRule = &r
+	}
+	rules := map[string]*store.ProcessRule{}
+	out := make([]DocumentView, len(docs))
+	for i, doc := range docs {
+		v := DocumentView{Document: doc, Stats: stats[doc.ID], MetadataFields: fields, Dataset: d,
+			DatasetProcessRule: datasetRule, BuiltInFields: d.BuiltInFieldEnabled}
+		if doc.UploadFileID != "" {
+			if up, err := s.files.Lookup(ctx, doc.UploadFileID); err == nil {
+				v.Upload = &up
+			}
+		}
+		if doc.ProcessRuleID != "" {
+			r, ok := rules[doc.ProcessRuleID]
+			if !ok {
+				if pr, err := s.st.ProcessRule(ctx, doc.ProcessRuleID); err == nil {
+					r = &pr
+				}
+				rules[doc.ProcessRuleID] = r
+			}
+			v.ProcessRule = r
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+// Package knowledge runs knowledge bases the way Dify's knowledge Service API does: datasets
+// and their documents, background indexing (extract, clean, split, keywords or embeddings) with
+// crash resume, chunk editing, and retrieval by keyword, semantic, full-text and hybrid search
+// with optional reranking. Persistence is the Store interface; vectors are searched through a
+// vectorindex.Index.
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/jobs"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/vectorindex"
+)
+
+// Error is a failure with Dify's error code and HTTP status: the knowledge service's rules are
+// Dify's, so its errors are too.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	cause   error
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+func newError(status int, code, msg string) *Error {
+	return &Error{Status: status, Code: code, Message: msg}
+}
+
+func invalidParam(msg string) *Error { return newError(http.StatusBadRequest, "invalid_param", msg) }
+
+func notFound(msg string) *Error { return newError(http.StatusNotFound, "not_found", msg) }
+
+// Errors shared by several operations, with Dify's messages.
+var (
+	ErrDatasetNotFound   = notFound("Dataset not found.")
+	ErrAPIDisabled       = newError(http.StatusForbidden, "forbidden", "Dataset api access is not enabled.")
+	ErrDocumentNotFound  = notFound("Document not found.")
+	ErrSegmentNotFound   = notFound("Segment not found.")
+	ErrChildNotFound     = notFound("Child chunk not found.")
+	ErrNameDuplicate     = newError(http.StatusConflict, "dataset_name_duplicate", "The dataset name already exists. Please modify your dataset name.")
+	ErrDatasetInUse      = newError(http.StatusConflict, "dataset_in_use", "The dataset is being used by some apps. Please remove the dataset from the apps before deleting it.")
+	ErrDocumentIndexing  = newError(http.StatusBadRequest, "document_indexing", "Cannot delete document during indexing.")
+	ErrArchived          = newError(http.StatusForbidden, "archived_document_immutable", "The archived document is not editable.")
+	ErrNotAvailable      = invalidParam("Document is not available")
+	ErrNotInitialized    = newError(http.StatusBadRequest, "dataset_not_initialized", "The dataset is still being initialized or indexing. Please wait a moment.")
+	ErrNoEmbeddingModel  = newError(http.StatusBadRequest, "provider_not_initialize", "No Embedding Model available. Please configure a valid provider in the Settings -> Model Provider.")
+	ErrInvalidAction     = newError(http.StatusBadRequest, "invalid_action", "Invalid action.")
+	ErrTechniqueRequired = invalidParam("indexing_technique is required.")
+	ErrProcessRuleNeeded = invalidParam("process_rule is required.")
+	ErrInvalidDocForm    = invalidParam("Invalid doc_form.")
+)
+
+// Models gives clients for configured models; chat.ProviderSet implements it.
+type Models interface {
+	Embedder(spec models.ModelSpec) (providers.Embedder, error)
+	Reranker(spec models.ModelSpec) (providers.Reranker, error)
+}
+
+// Catalog looks configured models up; *models.Catalog implements it.
+type Catalog interface {
+	Lookup(t models.Type, provider, name string) (models.ModelSpec, error)
+	ByType(t models.Type) []models.ProviderModels
+}
+
+// Files stores and opens document sources; *files.Service implements it.
+type Files interface {
+	UploadDocument(ctx context.Context, u files.DocumentUpload) (store.UploadFile, error)
+	// Lookup returns the upload row with this id, whoever made it.
+	Lookup(ctx context.Context, id string) (store.UploadFile, error)
+	Open(ctx context.Context, f store.UploadFile) (io.ReadCloser, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Store   Store
+	Files   Files
+	Catalog Catalog
+	Models  Models
+	Vectors vectorindex.Index
+	Jobs    JobQueue
+	// AccountID is the workspace owner the requests run as (created_by).
+	AccountID string
+	// AppsUsing reports how many apps use the named knowledge base.
+	AppsUsing func(name string) int
+	// MaxSegmentLength is INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH (default 4000).
+	MaxSegmentLength int
+	Logger           *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// JobQueue is the part of the job queue indexing uses.
+type JobQueue interface {
+	jobs.Queue
+}
+
+// Service is the knowledge-base runtime. It is safe for concurrent use.
+type Service struct {
+	st        Store
+	files     Files
+	catalog   Catalog
+	models    Models
+	vectors   vectorindex.Index
+	jobs      JobQueue
+	account   string
+	appsUsing func(string) int
+	maxSeg    int
+	log       *slog.Logger
+	now       func() time.Time
+	// running holds the ids of documents queued or being indexed by this process, so a resume
+	// sweep does not queue a document twice.
+	running sync.Map
+}
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxSegmentLength <= 0 {
+		opts.MaxSegmentLength = 4000
+	}
+	if opts.AppsUsing == nil {
+		opts.AppsUsing = func(string) int { return 0 }
+	}
+	return &Service{st: opts.Store, files: opts.Files, catalog: opts.Catalog, models: opts.Models,
+		vectors: opts.Vectors, jobs: opts.Jobs, account: opts.AccountID, appsUsing: opts.AppsUsing,
+		maxSeg: opts.MaxSegmentLength, log: opts.Logger, now: opts.Now}
+}
+
+func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Second) }
+
+// storeErr turns a store not-found into nf and wraps anything else.
+func storeErr(err error, nf *Error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nf
+	}
+	return fmt.Errorf("knowledge: %s: %w", what, err)
+}
+
+// isUUID reports whether s looks like a canonical UUID (Dify's path converter rejects others
+// with a plain 404).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// providerName accepts Dify's "org/plugin/provider" spelling as well as the bare provider name.
+func providerName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// SeedConfigured makes sure every knowledge base declared in the config file exists as a
+// dataset: a missing one is created (high_quality with the declared embedding model, or economy
+// when none is declared). Existing datasets are left as they are.
+func (s *Service) SeedConfigured(ctx context.Context, kbs []config.KnowledgeBase) error {
+	for _, kb := range kbs {
+		if _, err := s.st.DatasetByName(ctx, kb.Name); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("knowledge: seed %q: %w", kb.Name, err)
+		}
+		in := CreateDatasetInput{Name: kb.Name, Description: kb.Description, IndexingTechnique: store.TechniqueEconomy}
+		if kb.Embedding.Provider != "" {
+			in.IndexingTechnique = store.TechniqueHighQuality
+			in.EmbeddingModelProvider = kb.Embedding.Provider
+			in.EmbeddingModel = kb.Embedding.Model
+		}
+		if _, err := s.CreateDataset(ctx, in); err != nil && !errors.Is(err, ErrNameDuplicate) {
+			return fmt.Errorf("knowledge: seed %q: %w", kb.Name, err)
+		}
+	}
+	return nil
+}

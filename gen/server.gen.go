@@ -3776,6 +3776,9 @@ type Batch = string
 // ChildChunkId defines model for ChildChunkId.
 type ChildChunkId = string
 
+// ChunkLimit defines model for ChunkLimit.
+type ChunkLimit = int
+
 // ConversationId defines model for ConversationId.
 type ConversationId = string
 
@@ -3871,8 +3874,8 @@ type ListDatasetsParams struct {
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
 
-	// Limit Items per page.
-	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit Items per page; larger values are served as 100, as in Dify.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Keyword Keep knowledge bases whose name contains this text.
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
@@ -3910,8 +3913,8 @@ type ListSegmentsParams struct {
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
 
-	// Limit Items per page.
-	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit Items per page; values above 100 are treated as 100, as in Dify.
+	Limit *ChunkLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Status Keep chunks with any of these statuses (`waiting`, `indexing`, `completed`, `error`, `re_segment`); repeat the parameter for several. Other values match nothing.
 	Status *[]string `form:"status,omitempty" json:"status,omitempty"`
@@ -3925,8 +3928,8 @@ type ListChildChunksParams struct {
 	// Page Page number, from 1.
 	Page *Page `form:"page,omitempty" json:"page,omitempty"`
 
-	// Limit Items per page.
-	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit Items per page; values above 100 are treated as 100, as in Dify.
+	Limit *ChunkLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Keyword Keep child chunks whose content contains this text.
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`

@@ -13,7 +13,9 @@ import (
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/sse"
@@ -37,9 +39,15 @@ func domainError(err error) *APIError {
 	var limitErr *chat.LimitError
 	var ext *files.ExtensionNotAllowedError
 	var tooLarge *files.TooLargeError
+	var kerr *knowledge.Error
+	var xerr *extract.Error
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &kerr):
+		return apiError(kerr.Status, kerr.Code, kerr.Message).withCause(err)
+	case errors.As(err, &xerr):
+		return errInvalidParam(xerr.Error())
 	case errors.Is(err, files.ErrUnsupportedType):
 		return apiError(http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
 	case errors.Is(err, files.ErrFilenameMissing):

@@ -195,6 +195,19 @@ func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) 
 			return gen.HistoryMessage{}, err
 		}
 	}
+	// The knowledge chunks the answer used are kept in the message metadata, in the shape the
+	// contract lists them (chat.ResourceJSON).
+	if len(m.Metadata) > 0 {
+		var meta struct {
+			RetrieverResources []gen.RetrieverResource `json:"retriever_resources"`
+		}
+		if err := json.Unmarshal(m.Metadata, &meta); err != nil {
+			return gen.HistoryMessage{}, err
+		}
+		if meta.RetrieverResources != nil {
+			hm.RetrieverResources = meta.RetrieverResources
+		}
+	}
 	if m.Feedback != nil {
 		hm.Feedback = &struct {
 			Rating gen.HistoryMessageFeedbackRating `json:"rating"`

@@ -3,11 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"os"
 
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/conversations"
@@ -15,78 +11,37 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// spooledPart is the file part of an upload, kept in a temporary file until the whole form
-// (and so the `user` field, which may come after it) has been read.
-type spooledPart struct {
-	filename, contentType string
-	tmp                   *os.File
-}
-
-func (p *spooledPart) close() {
-	if p.tmp != nil {
-		p.tmp.Close()
-		os.Remove(p.tmp.Name())
-	}
-}
-
-// UploadFile answers POST /files/upload: one `file` part, an optional `user` field.
+// UploadFile answers POST /files/upload: one `file` part, an optional `user` field. The file is
+// spooled to disk while the form streams in (the `user` field may come after it), and cut off
+// once it is over the largest upload limit: then the files service refuses it with Dify's error
+// for its name, type and size.
 func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject) (gen.UploadFileResponseObject, error) {
 	app, err := s.app(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		user    string
-		file    *spooledPart
-		nFiles  int
-		maxSize = s.maxUploadBytes + 1
-	)
-	defer func() {
-		if file != nil {
-			file.close()
-		}
-	}()
-	for {
-		part, err := req.Body.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, apiError(http.StatusBadRequest, "bad_request", "Malformed multipart body.").withCause(err)
-		}
-		switch part.FormName() {
-		case "user":
-			b, err := io.ReadAll(io.LimitReader(part, 1<<10))
-			if err != nil {
-				return nil, err
-			}
-			user = string(b)
-		case "file":
-			if !isFilePart(part) {
-				// A plain form field named "file" is no file, as werkzeug sees it.
-				break
-			}
-			nFiles++
-			if nFiles > 1 {
-				continue
-			}
-			tmp, err := os.CreateTemp("", "parley-upload-*")
-			if err != nil {
-				return nil, err
-			}
-			file = &spooledPart{filename: part.FileName(), contentType: part.Header.Get("Content-Type"), tmp: tmp}
-			if _, err := io.Copy(tmp, io.LimitReader(part, maxSize)); err != nil {
-				return nil, err
-			}
-		}
-		part.Close()
+	maxSize := s.maxUploadBytes
+	if maxSize <= 0 {
+		maxSize = 15 << 20
 	}
-	switch {
-	case nFiles == 0:
-		return nil, apiError(http.StatusBadRequest, "no_file_uploaded", "Please upload your file.")
-	case nFiles > 1:
-		return nil, apiError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
+	form, err := readForm(req.Body, formSpec{
+		fields:    map[string]int64{"user": 1 << 10},
+		fileLimit: func(string) (int64, string) { return maxSize, "" },
+	})
+	defer form.close()
+	var tooLarge *files.TooLargeError
+	if err != nil && !errors.As(err, &tooLarge) {
+		return nil, err
 	}
+	if tooLarge == nil {
+		switch {
+		case form.nFiles == 0:
+			return nil, apiError(http.StatusBadRequest, "no_file_uploaded", "Please upload your file.")
+		case form.nFiles > 1:
+			return nil, apiError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
+		}
+	}
+	user := form.fields["user"]
 	if user == "" {
 		user = conversations.AnonymousUser
 	}
@@ -94,28 +49,17 @@ func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if _, err := file.tmp.Seek(0, io.SeekStart); err != nil {
+	body, err := form.file.rewind()
+	if err != nil {
 		return nil, err
 	}
 	f, err := s.files.Upload(ctx, files.Upload{
-		AppID: app.ID, EndUserID: eu.ID, Filename: file.filename, ContentType: file.contentType, Body: file.tmp,
+		AppID: app.ID, EndUserID: eu.ID, Filename: form.file.filename, ContentType: form.file.contentType, Body: body,
 	})
 	if err != nil {
 		return nil, domainError(err)
 	}
 	return gen.UploadFile201JSONResponse(uploadedFile(f)), nil
-}
-
-// isFilePart reports whether a part carries a filename parameter (possibly empty): that, not
-// its name, makes it a file upload.
-func isFilePart(p *multipart.Part) bool {
-	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
-	if err != nil {
-		return false
-	}
-	_, plain := params["filename"]
-	_, ext := params["filename*"]
-	return plain || ext
 }
 
 func uploadedFile(f store.UploadFile) gen.UploadedFile {

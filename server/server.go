@@ -95,6 +95,8 @@ type Server struct {
 	log            *slog.Logger
 
 	validator *ResponseValidator
+	// documentConfig is the contract's schema of the `data` part of the document file routes.
+	docConfigSchema *openapi3.Schema
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -131,6 +133,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if ref := doc.Components.Schemas["DocumentProcessConfig"]; ref != nil && ref.Value != nil {
+		s.docConfigSchema = ref.Value
+	} else {
+		return nil, nil, fmt.Errorf("the contract has no DocumentProcessConfig schema")
+	}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -143,21 +150,28 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}}))
 	e.Use(bodyLimit(opts.MaxBodyBytes, opts.MaxUploadBytes))
 	e.Use(s.validator.Middleware())
-	e.Use(oapimw.OapiRequestValidatorWithOptions(doc, &oapimw.Options{
-		SilenceServersWarning: true,
-		Options: openapi3filter.Options{
-			AuthenticationFunc: s.authenticate,
-			// Dify's clients send undeclared members and form fields; the contract says which
-			// ones matter, the rest are ignored.
-			MultiError: false,
-		},
-		ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
-			if err.Code == http.StatusMethodNotAllowed {
-				c.Response().Header().Set(echo.HeaderAllow, allowedMethods(router, c.Request()))
-			}
-			return err
-		},
-	}))
+	requestValidator := func(excludeBody bool) echo.MiddlewareFunc {
+		return oapimw.OapiRequestValidatorWithOptions(doc, &oapimw.Options{
+			SilenceServersWarning: true,
+			Options: openapi3filter.Options{
+				AuthenticationFunc: s.authenticate,
+				// Dify's clients send undeclared members and form fields; the contract says which
+				// ones matter, the rest are ignored.
+				MultiError:         false,
+				ExcludeRequestBody: excludeBody,
+			},
+			ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
+				if err.Code == http.StatusMethodNotAllowed {
+					c.Response().Header().Set(echo.HeaderAllow, allowedMethods(router, c.Request()))
+				}
+				return err
+			},
+		})
+	}
+	// kin-openapi decodes a multipart body whole, in memory; multipart requests are checked
+	// without their body (key, path and query still are) and their handlers validate the parts
+	// while streaming them (see multipart.go).
+	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
 	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, nil), BasePath)
 	return e, s, nil
 }
@@ -177,6 +191,31 @@ func allowedMethods(router routers.Router, r *http.Request) string {
 		}
 	}
 	return strings.Join(allow, ", ")
+}
+
+// byContentType runs multipart for multipart/form-data requests to operations that take such a
+// body, and other for the rest (so a form sent to a JSON operation still gets its 415).
+func byContentType(router routers.Router, other, multipart echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		o, m := other(next), multipart(next)
+		return func(c echo.Context) error {
+			if takesMultipart(router, c.Request()) {
+				return m(c)
+			}
+			return o(c)
+		}
+	}
+}
+
+func takesMultipart(router routers.Router, r *http.Request) bool {
+	if !strings.HasPrefix(strings.ToLower(r.Header.Get(echo.HeaderContentType)), echo.MIMEMultipartForm) {
+		return false
+	}
+	route, _, err := router.FindRoute(r)
+	if err != nil || route.Operation == nil || route.Operation.RequestBody == nil || route.Operation.RequestBody.Value == nil {
+		return false
+	}
+	return route.Operation.RequestBody.Value.Content.Get(echo.MIMEMultipartForm) != nil
 }
 
 // bodyLimit caps request bodies before anything reads them: multipart uploads at the configured

@@ -45,7 +45,8 @@ migrate: ## Apply database migrations.
 test: services ## All tests: unit, storage on SQLite and PostgreSQL, conformance.
 	PARLEY_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./...
 
-bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), then the load benchmark to bench/load.txt (flags: LOAD_FLAGS=...).
+bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).
 	@mkdir -p $(dir $(BENCH_OUT)) bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BENCH_OUT)
 	$(GO) run ./bench/load $(LOAD_FLAGS) -o bench/load.txt
+	$(GO) run ./bench/knowledge -postgres "$${PARLEY_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}" $(KNOWLEDGE_FLAGS) -o bench/knowledge.txt

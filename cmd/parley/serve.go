@@ -16,9 +16,12 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/jobs"
+	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/server"
 )
 
@@ -67,9 +70,33 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
+	providerSet := chat.NewProviderSet(catalog.APIKey)
+	kbUse := map[string]int{}
+	for _, a := range e.file.Apps {
+		for _, kb := range a.KnowledgeBases {
+			kbUse[kb]++
+		}
+	}
+	indexQueue := jobs.NewLocal(jobs.Options{Workers: cfg.IndexingWorkers, Logger: e.log})
+	knowledgeSvc := knowledge.New(knowledge.Options{
+		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
+		Vectors: vectorindex.NewMemory(e.store), Jobs: indexQueue, AccountID: ws.ID,
+		AppsUsing: func(name string) int { return kbUse[name] }, Logger: e.log,
+		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
+	})
+	indexQueue.Handle(knowledge.JobKind, knowledgeSvc.HandleJob)
+	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases); err != nil {
+		return err
+	}
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	if err := indexQueue.Start(jobsCtx); err != nil {
+		return err
+	}
+	go knowledgeSvc.RunResumer(jobsCtx, 30*time.Second)
 	chatSvc := chat.New(chat.Options{
-		Store: e.store, Models: catalog, Providers: chat.NewProviderSet(catalog.APIKey),
-		Limiter: limiter.NewLocal(), Tasks: runs, Files: fileSvc, Logger: e.log,
+		Store: e.store, Models: catalog, Providers: providerSet,
+		Limiter: limiter.NewLocal(), Tasks: runs, Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
 	})
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
@@ -78,6 +105,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Tasks:         runs,
 		Conversations: conversations.New(e.store, chatSvc),
 		Files:         fileSvc,
+		Knowledge:     knowledgeSvc,
 		EndUsers:      e.store,
 		Apps:          registry,
 		TenantID:      ws.ID,
@@ -133,6 +161,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer cancelEnd()
 	if serr := chatSvc.Shutdown(endCtx); serr != nil {
 		e.log.Warn("runs did not end in time", "error", serr)
+	}
+	// Indexing stops where it is; interrupted documents resume on the next start.
+	stopJobs()
+	jobsEnd, cancelJobs := context.WithTimeout(bg, 2*time.Second)
+	defer cancelJobs()
+	if jerr := indexQueue.Stop(jobsEnd); jerr != nil {
+		e.log.Info("indexing interrupted; it resumes on the next start", "detail", jerr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		e.log.Warn("grace period over; ended the remaining runs")

@@ -118,10 +118,18 @@ func TestKnowledgeIndexingSurvivesKill(t *testing.T) {
 			c = newClient(t, p, p.KnowledgeKey)
 			kdCompleted(t, c, ds, created.Batch)
 			resumed := kdGet(t, c, ds, docID)
+			if out := p.CLI(t, "datasets", "status", "kill-test"); !strings.Contains(out, "kill-test") || !strings.Contains(out, "1 documents, 1 available") {
+				t.Fatalf("datasets status:\n%s", out)
+			}
 
 			// The same text indexed without interruption.
 			ref := kdDataset(t, c, "kill-reference", "economy")
 			again := kdCreateFile(t, c, ref, "large.txt", text, automaticRule)
+			// The CLI follows the indexing to its end.
+			watched := p.CLI(t, "datasets", "status", "--watch", "--interval", "100ms", "kill-reference")
+			if !strings.HasSuffix(strings.TrimSpace(watched), "1 documents, 1 available") {
+				t.Fatalf("datasets status --watch:\n%s", watched)
+			}
 			kdCompleted(t, c, ref, again.Batch)
 			want := kdGet(t, c, ref, again.Document.Id.String())
 			if *resumed.SegmentCount == 0 || *resumed.SegmentCount != *want.SegmentCount {

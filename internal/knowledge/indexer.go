@@ -22,7 +22,7 @@ import (
 const JobKind = "knowledge.index"
 
 // indexBatch is how many nodes are embedded (or keyword-indexed) and written together.
-const indexBatch = 256
+const indexBatch = 1024
 
 func (s *Service) enqueue(ctx context.Context, doc store.Document) {
 	if s.jobs == nil {
@@ -217,6 +217,28 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 		chunks = append(chunks, cs...)
 	}
 	segs, children, nodes := s.rows(d, doc, chunks, highQuality)
+	if !highQuality {
+		// Economy keywords are part of the segment rows, so they are extracted (on every core)
+		// before the rows are written.
+		n := d.KeywordNumber
+		if n <= 0 {
+			n = segment.DefaultKeywordNumber
+		}
+		texts := make([]string, len(nodes))
+		for i, p := range nodes {
+			texts[i] = p.text
+		}
+		segIndex := make(map[string]int, len(segs))
+		for i, sg := range segs {
+			segIndex[sg.ID] = i
+		}
+		for i, kws := range segment.KeywordsEach(texts, n) {
+			nodes[i].node.Keywords = kws
+			if nodes[i].node.ChildChunkID == "" {
+				segs[segIndex[nodes[i].node.SegmentID]].Keywords = kws
+			}
+		}
+	}
 	for i := 0; i < len(segs); i += 2000 {
 		if err := s.st.AddSegments(ctx, segs[i:min(i+2000, len(segs))], nil); err != nil {
 			return err
@@ -394,14 +416,8 @@ func (s *Service) prepare(ctx context.Context, d store.Dataset, part []pendingNo
 		}
 		return out, nil
 	}
-	n := d.KeywordNumber
-	if n <= 0 {
-		n = segment.DefaultKeywordNumber
-	}
-	kws := segment.KeywordsEach(texts, n)
 	for i := range part {
 		out[i] = part[i].node
-		out[i].Keywords = kws[i]
 		out[i].Terms = segment.Terms(texts[i])
 	}
 	return out, nil

@@ -82,24 +82,16 @@ func (s *Service) DeleteTag(ctx context.Context, id string) error {
 
 // BindTags binds tags to a dataset; unknown tag ids are ignored.
 func (s *Service) BindTags(ctx context.Context, tagIDs []string, datasetID string) error {
-	if len(tagIDs) == 0 {
-		return invalidParam("Tag IDs is required.")
-	}
-	d, err := s.dataset(ctx, datasetID)
-	if errors.Is(err, ErrDatasetNotFound) {
-		return notFound("Dataset not found")
-	}
-	if err != nil {
-		return err
-	}
-	if err := s.st.BindTags(ctx, tagIDs, d.ID, s.account); err != nil {
-		return fmt.Errorf("knowledge: bind tags: %w", err)
-	}
-	return nil
+	return s.tagBinding(ctx, tagIDs, datasetID, func(id string) error { return s.st.BindTags(ctx, tagIDs, id, s.account) })
 }
 
 // UnbindTags removes tag bindings from a dataset.
 func (s *Service) UnbindTags(ctx context.Context, tagIDs []string, datasetID string) error {
+	return s.tagBinding(ctx, tagIDs, datasetID, func(id string) error { return s.st.UnbindTags(ctx, tagIDs, id) })
+}
+
+// tagBinding checks a binding request and applies change to the dataset's id.
+func (s *Service) tagBinding(ctx context.Context, tagIDs []string, datasetID string, change func(datasetID string) error) error {
 	if len(tagIDs) == 0 {
 		return invalidParam("Tag IDs is required.")
 	}
@@ -110,8 +102,8 @@ func (s *Service) UnbindTags(ctx context.Context, tagIDs []string, datasetID str
 	if err != nil {
 		return err
 	}
-	if err := s.st.UnbindTags(ctx, tagIDs, d.ID); err != nil {
-		return fmt.Errorf("knowledge: unbind tags: %w", err)
+	if err := change(d.ID); err != nil {
+		return fmt.Errorf("knowledge: tag binding: %w", err)
 	}
 	return nil
 }

@@ -135,16 +135,7 @@ func Keywords(text string, n int) []string {
 	if n <= 0 {
 		n = DefaultKeywordNumber
 	}
-	hasHan := false
-	for _, r := range text {
-		if unicode.Is(unicode.Han, r) {
-			hasHan = true
-			break
-		}
-	}
-	if hasHan {
-		loadZh()
-	}
+	hasHan := containsHan(text)
 	type term struct {
 		word   string
 		count  int

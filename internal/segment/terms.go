@@ -5,21 +5,24 @@ import (
 	"unicode"
 )
 
+// containsHan reports whether text has Chinese characters, loading the Chinese segmenter when
+// it does.
+func containsHan(text string) bool {
+	for _, r := range text {
+		if unicode.Is(unicode.Han, r) {
+			loadZh()
+			return true
+		}
+	}
+	return false
+}
+
 // Terms returns text as space-separated lower-case search terms for a full-text index whose
 // tokenizer splits on spaces and punctuation: words of letters and digits as they are, Chinese
 // runs cut into words by the same segmenter economy keywords use (a full-text engine's own
 // tokenizer does not segment CJK text). Stop words are kept: they weigh little in BM25.
 func Terms(text string) string {
-	hasHan := false
-	for _, r := range text {
-		if unicode.Is(unicode.Han, r) {
-			hasHan = true
-			break
-		}
-	}
-	if hasHan {
-		loadZh()
-	}
+	hasHan := containsHan(text)
 	var b strings.Builder
 	b.Grow(len(text))
 	eachWord(text, hasHan, func(w string) {

@@ -273,8 +273,8 @@ type IndexNode struct {
 	Terms string
 	// Vector is the normalised embedding, nil for economy datasets.
 	Vector []float32
-	// Tokens is the node's embedding token count. For a segment node (ChildChunkID ""),
-	// IndexNodes also stores Keywords and Tokens on the segment row.
+	// Tokens is the node's embedding token count. The segment row carries its own keywords
+	// and tokens, written with the segment.
 	Tokens int
 }
 

@@ -105,8 +105,8 @@ func (s *Store) DatasetByName(ctx context.Context, name string) (Dataset, error)
 	return d, nil
 }
 
-// ListDatasets returns one page of datasets, newest first (created_at DESC, then id), and how
-// many match in all. Keyword matches a substring of the name, case-insensitively (on SQLite
+// ListDatasets returns one page of datasets, newest first (created_at DESC, then id DESC), and
+// how many match in all. Keyword matches a substring of the name, case-insensitively (on SQLite
 // only ASCII letters fold); TagIDs keeps datasets bound to any of the tags. Page and Limit must
 // be positive.
 func (s *Store) ListDatasets(ctx context.Context, q DatasetQuery) (items []Dataset, total int, err error) {

@@ -100,9 +100,27 @@ func kbCount(t *testing.T, s *Store, table, where string, args ...any) int {
 func kbFTSCount(t *testing.T, s *Store, term string) int {
 	t.Helper()
 	if s.Dialect() == DialectSQLite {
-		return kbCount(t, s, "index_fts", "index_fts MATCH ?", fts5Query([]string{term}))
+		return kbCount(t, s, "index_fts", "index_fts MATCH ?", fts5Terms([]string{term}))
 	}
 	return kbCount(t, s, "index_nodes", "tsv @@ to_tsquery('simple', ?)", tsQuery([]string{term}))
+}
+
+// kbKeywordRows returns how many nodes of the dataset ("": of any dataset) hold keyword, on
+// either engine. With no dataset it counts the keyword index rows alone, so rows left behind
+// by a delete show.
+func kbKeywordRows(t *testing.T, s *Store, datasetID, keyword string) int {
+	t.Helper()
+	switch {
+	case s.Dialect() == DialectSQLite && datasetID == "":
+		return kbCount(t, s, "index_fts", "index_fts MATCH ?", `keywords : "`+keywordToken(keyword)+`"`)
+	case s.Dialect() == DialectSQLite:
+		return kbCount(t, s, "index_fts JOIN index_nodes n ON n.rid = index_fts.rowid", "index_fts MATCH ? AND n.dataset_id = ?",
+			`keywords : "`+keywordToken(keyword)+`"`, datasetID)
+	case datasetID == "":
+		return kbCount(t, s, "index_keywords", "keyword = ?", keyword)
+	default:
+		return kbCount(t, s, "index_keywords", "dataset_id = ? AND keyword = ?", datasetID, keyword)
+	}
 }
 
 func TestDatasets(t *testing.T) {
@@ -191,8 +209,9 @@ func TestListDatasets(t *testing.T) {
 			}
 			made = append(made, d)
 		}
-		// Newest first; equal created_at by id (ids of one process increase).
-		want := []string{made[4].ID, made[5].ID, made[2].ID, made[3].ID, made[0].ID, made[1].ID}
+		// Newest first, also within one second: equal created_at by id, descending (ids of one
+		// process increase).
+		want := []string{made[5].ID, made[4].ID, made[3].ID, made[2].ID, made[1].ID, made[0].ID}
 		all, total, err := s.ListDatasets(ctx, DatasetQuery{Page: 1, Limit: 100})
 		if err != nil || total != 6 || !reflect.DeepEqual(ids(all, datasetID), want) {
 			t.Fatalf("ListDatasets = %v, %d, %v; want %v, 6", ids(all, datasetID), total, err, want)
@@ -207,7 +226,7 @@ func TestListDatasets(t *testing.T) {
 		}
 
 		for kw, wantNames := range map[string][]string{
-			"guide": {"Alpha guide", "beta GUIDE"}, // case-insensitive
+			"guide": {"beta GUIDE", "Alpha guide"}, // case-insensitive
 			"%":     {"100% real"},                 // LIKE wildcards are literal
 			"_":     {"under_score"},
 			"zzz":   nil,
@@ -288,13 +307,22 @@ func TestDeleteDatasetCascades(t *testing.T) {
 		if _, err := s.Dataset(ctx, doomed.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("deleted dataset still readable: %v", err)
 		}
-		for _, table := range []string{"documents", "document_segments", "child_chunks", "dataset_process_rules", "index_nodes", "index_keywords", "index_vectors"} {
+		for _, table := range []string{"documents", "document_segments", "child_chunks", "dataset_process_rules", "index_nodes", "index_vectors"} {
 			if n := kbCount(t, s, table, "dataset_id = ?", doomed.ID); n != 0 {
 				t.Errorf("%s: %d rows of the deleted dataset left", table, n)
 			}
 			if n := kbCount(t, s, table, "dataset_id = ?", kept.ID); n == 0 {
 				t.Errorf("%s: rows of the other dataset were deleted too", table)
 			}
+		}
+		if n := kbKeywordRows(t, s, doomed.ID, "shared"); n != 0 {
+			t.Errorf("keyword rows of the deleted dataset = %d", n)
+		}
+		if n := kbKeywordRows(t, s, kept.ID, "shared"); n != 4 {
+			t.Errorf("keyword rows of the kept dataset = %d, want 4", n)
+		}
+		if n := kbKeywordRows(t, s, "", "shared"); n != 4 {
+			t.Errorf("keyword rows of any dataset = %d, want 4", n)
 		}
 		// Exactly the deleted nodes left the full-text index: 2 documents × 2 segments remain.
 		if n := kbFTSCount(t, s, "shared"); n != 4 {

@@ -140,6 +140,31 @@ func TestSearchability(t *testing.T) {
 	})
 }
 
+// TestSearchPastUnsearchableMatches pins that the best matches being unsearchable (more of them
+// than SQLite's first round of candidates) does not hide a worse searchable one.
+func TestSearchPastUnsearchableMatches(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		ds := kbDataset(t, s, "kb")
+		off := kbDocument(t, s, ds.ID, "off", func(d *Document) { d.Enabled = false })
+		texts := make([]string, 300)
+		for i := range texts {
+			texts[i] = "apple apple apple pie"
+		}
+		kbIndex(t, s, off, 1, texts...)
+		want := kbIndex(t, s, kbDocument(t, s, ds.ID, "on", nil), 1, "apple crumble with a long tail of other words")
+		ft, err := s.SearchFullText(ctx, []string{ds.ID}, []string{"apple"}, 1)
+		if err != nil || !reflect.DeepEqual(hitIDs(ft), nodeIDs(want...)) {
+			t.Errorf("full text = %v, %v; want %v", hitIDs(ft), err, nodeIDs(want...))
+		}
+		kw, err := s.SearchKeywords(ctx, []string{ds.ID}, []string{"apple", "pie"}, 3)
+		if err != nil || !reflect.DeepEqual(hitIDs(kw), nodeIDs(want...)) {
+			t.Errorf("keywords = %v, %v; want %v", hitIDs(kw), err, nodeIDs(want...))
+		}
+	})
+}
+
 func TestGenerationSwap(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, s *Store) {
@@ -201,7 +226,7 @@ func TestGenerationSwap(t *testing.T) {
 				t.Errorf("%s: %d rows of generation 1 left", table, n)
 			}
 		}
-		if n := kbCount(t, s, "index_keywords", "keyword = ?", "old"); n != 0 {
+		if n := kbKeywordRows(t, s, "", "old"); n != 0 {
 			t.Errorf("keyword rows of generation 1 left: %d", n)
 		}
 		if n := kbFTSCount(t, s, "shared"); n != 1 {
@@ -610,34 +635,67 @@ func BenchmarkIndexNodes(b *testing.B) {
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "nodes/s")
 }
 
-// benchSearchStore is a SQLite store holding benchNodes searchable nodes in 10 documents of
-// one dataset, built once per benchmark.
-func benchSearchStore(b *testing.B) (*Store, Dataset) {
+// benchSearchStore is a SQLite store holding benchNodes searchable nodes in 10 documents: 9 in
+// dataset big, 1 in dataset small. It is built once per benchmark.
+func benchSearchStore(b *testing.B) (s *Store, big, small Dataset) {
 	b.Helper()
 	if testing.Short() {
 		b.Skip("slow setup")
 	}
 	ctx := b.Context()
-	s := openBenchStore(b)
-	ds, err := s.CreateDataset(ctx, Dataset{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s = openBenchStore(b)
 	r := rand.New(rand.NewPCG(5, 6))
-	for range 10 {
-		doc, err := s.CreateDocument(ctx, Document{DatasetID: ds.ID, Name: "doc", Enabled: true, IndexingStatus: IndexingCompleted, Generation: 1, IndexingGeneration: 1})
+	for i, name := range []string{"big", "small"} {
+		ds, err := s.CreateDataset(ctx, Dataset{Name: name})
 		if err != nil {
 			b.Fatal(err)
 		}
-		segs, nodes := benchCorpus(r, ds, doc, benchNodes/10)
-		if err := s.AddSegments(ctx, segs, nil); err != nil {
-			b.Fatal(err)
+		for range 9 - 8*i {
+			doc, err := s.CreateDocument(ctx, Document{DatasetID: ds.ID, Name: "doc", Enabled: true, IndexingStatus: IndexingCompleted, Generation: 1, IndexingGeneration: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			segs, nodes := benchCorpus(r, ds, doc, benchNodes/10)
+			if err := s.AddSegments(ctx, segs, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.IndexNodes(ctx, nodes, time.Now()); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if err := s.IndexNodes(ctx, nodes, time.Now()); err != nil {
-			b.Fatal(err)
+		if i == 0 {
+			big = ds
+		} else {
+			small = ds
 		}
 	}
-	return s, ds
+	return s, big, small
+}
+
+// benchSearch runs search over three scopes: both datasets (every node: the case of one
+// dataset, where no scoping is needed), big alone (90% of the nodes) and small alone (10%).
+func benchSearch(b *testing.B, search func(s *Store, datasets, words []string) error) {
+	s, big, small := benchSearchStore(b)
+	qs := benchQueries()
+	for _, sc := range []struct {
+		name     string
+		datasets []string
+	}{
+		{"all-100k", []string{big.ID, small.ID}},
+		{"scoped-90k", []string{big.ID}},
+		{"scoped-10k", []string{small.ID}},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := search(s, sc.datasets, qs[i%len(qs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 }
 
 // benchQueries are queries of 4 words: two common, one middling, one rare.
@@ -650,28 +708,20 @@ func benchQueries() [][]string {
 	return qs
 }
 
+// BenchmarkSearchFullText ranks 4-term queries (two common words, one middling, one rare) by
+// BM25 among benchNodes nodes of ~500 characters, top 10.
 func BenchmarkSearchFullText(b *testing.B) {
-	s, ds := benchSearchStore(b)
-	qs := benchQueries()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := s.SearchFullText(b.Context(), []string{ds.ID}, qs[i%len(qs)], 10); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	benchSearch(b, func(s *Store, datasets, words []string) error {
+		_, err := s.SearchFullText(b.Context(), datasets, words, 10)
+		return err
+	})
 }
 
+// BenchmarkSearchKeywords ranks nodes by how many of 4 keywords they hold (10 keywords each),
+// top 10.
 func BenchmarkSearchKeywords(b *testing.B) {
-	s, ds := benchSearchStore(b)
-	qs := benchQueries()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := s.SearchKeywords(b.Context(), []string{ds.ID}, qs[i%len(qs)], 10); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	benchSearch(b, func(s *Store, datasets, words []string) error {
+		_, err := s.SearchKeywords(b.Context(), datasets, words, 10)
+		return err
+	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -126,7 +127,7 @@ func TestAddSegmentsInBatches(t *testing.T) {
 			}
 		}
 		// A repeated keyword is stored once; an empty one not at all.
-		if got := kbCount(t, s, "index_keywords", "keyword = ?", "child"); got != n {
+		if got := kbKeywordRows(t, s, ds.ID, "child"); got != n {
 			t.Errorf("keyword rows for child = %d, want %d", got, n)
 		}
 		if got := kbCount(t, s, "document_segments", "status = 'completed' AND completed_at = ?", at(9).Unix()); got != n {
@@ -347,8 +348,28 @@ func TestSegmentEdits(t *testing.T) {
 		if n := kbFTSCount(t, s, "pear"); n != 0 {
 			t.Errorf("full-text rows for pear = %d, want 0", n)
 		}
-		if n := kbCount(t, s, "index_keywords", "dataset_id = ?", ds.ID); n != 2 {
-			t.Errorf("keyword rows left = %d, want 2 (yellow, banana)", n)
+		for kw, want := range map[string]int{"yellow": 1, "banana": 1, "red": 0, "apple": 0, "green": 0, "pear": 0} {
+			if n := kbKeywordRows(t, s, "", kw); n != want {
+				t.Errorf("keyword rows for %s = %d, want %d", kw, n, want)
+			}
 		}
 	})
+}
+
+func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"", "plain words", `q"uote \back\slash`, "tab\tnl\nr\rnul\x00bell\x07", "中文 café 🙂", "bad \xff utf8 \xe4\xb8", "\u2028"} {
+		b := appendJSONString(nil, in)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Errorf("appendJSONString(%q) = %s: %v", in, b, err)
+			continue
+		}
+		want, _ := json.Marshal(in) // encoding/json replaces invalid UTF-8 the same way
+		var wantStr string
+		_ = json.Unmarshal(want, &wantStr)
+		if got != wantStr {
+			t.Errorf("appendJSONString(%q) decodes to %q, want %q", in, got, wantStr)
+		}
+	}
 }

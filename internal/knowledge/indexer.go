@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -217,48 +220,28 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 		chunks = append(chunks, cs...)
 	}
 	segs, children, nodes := s.rows(d, doc, chunks, highQuality)
-	if !highQuality {
-		// Economy keywords are part of the segment rows, so they are extracted (on every core)
-		// before the rows are written.
-		n := d.KeywordNumber
-		if n <= 0 {
-			n = segment.DefaultKeywordNumber
-		}
-		texts := make([]string, len(nodes))
-		for i, p := range nodes {
-			texts[i] = p.text
-		}
-		segIndex := make(map[string]int, len(segs))
-		for i, sg := range segs {
-			segIndex[sg.ID] = i
-		}
-		for i, kws := range segment.KeywordsEach(texts, n) {
-			nodes[i].node.Keywords = kws
-			if nodes[i].node.ChildChunkID == "" {
-				segs[segIndex[nodes[i].node.SegmentID]].Keywords = kws
-			}
-		}
-	}
-	for i := 0; i < len(segs); i += 2000 {
-		if err := s.st.AddSegments(ctx, segs[i:min(i+2000, len(segs))], nil); err != nil {
-			return err
-		}
-	}
-	for i := 0; i < len(children); i += 2000 {
-		if err := s.st.AddSegments(ctx, nil, children[i:min(i+2000, len(children))]); err != nil {
-			return err
-		}
-	}
-	if err := s.setStatus(ctx, doc, store.IndexingIndexing, &doc.SplittingCompletedAt); err != nil {
-		return err
-	}
 	var embedder embedFunc
 	if highQuality {
 		if embedder, err = s.embedder(d); err != nil {
 			return err
 		}
 	}
-	total, err := s.indexNodes(ctx, d, nodes, embedder)
+	// The first batches' keywords (or embeddings) are computed while the chunk rows are
+	// written: the rows first, so that progress has its total from the start.
+	written := func() error {
+		for i := 0; i < len(segs); i += 2000 {
+			if err := s.st.AddSegments(ctx, segs[i:min(i+2000, len(segs))], nil); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < len(children); i += 2000 {
+			if err := s.st.AddSegments(ctx, nil, children[i:min(i+2000, len(children))]); err != nil {
+				return err
+			}
+		}
+		return s.setStatus(ctx, doc, store.IndexingIndexing, &doc.SplittingCompletedAt)
+	}
+	total, err := s.indexNodes(ctx, d, nodes, embedder, written)
 	if err != nil {
 		return err
 	}
@@ -353,16 +336,16 @@ func (s *Service) embedder(d store.Dataset) (embedFunc, error) {
 }
 
 // indexNodes computes keywords and full-text terms (and vectors, for high quality) of the
-// nodes in batches, the next batch computed while the previous one is written, and returns the
-// total of the segment nodes' tokens.
-func (s *Service) indexNodes(ctx context.Context, d store.Dataset, nodes []pendingNode, embed embedFunc) (int, error) {
+// nodes in batches, the next batch computed while the previous one is written (the first while
+// before runs), and returns the total of the segment nodes' tokens.
+func (s *Service) indexNodes(ctx context.Context, d store.Dataset, nodes []pendingNode, embed embedFunc, before func() error) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
 		batch []store.IndexNode
 		err   error
 	}
-	ready := make(chan result, 1)
+	ready := make(chan result, 4)
 	go func() {
 		defer close(ready)
 		for i := 0; i < len(nodes); i += indexBatch {
@@ -378,6 +361,9 @@ func (s *Service) indexNodes(ctx context.Context, d store.Dataset, nodes []pendi
 			}
 		}
 	}()
+	if err := before(); err != nil {
+		return 0, err
+	}
 	total := 0
 	for r := range ready {
 		if r.err != nil {
@@ -416,9 +402,34 @@ func (s *Service) prepare(ctx context.Context, d store.Dataset, part []pendingNo
 		}
 		return out, nil
 	}
-	for i := range part {
-		out[i] = part[i].node
-		out[i].Terms = segment.Terms(texts[i])
+	n := d.KeywordNumber
+	if n <= 0 {
+		n = segment.DefaultKeywordNumber
 	}
+	eachParallel(len(part), func(i int) {
+		out[i] = part[i].node
+		out[i].Keywords = segment.Keywords(texts[i], n)
+		out[i].SegmentKeywords = true
+		// Economy datasets are only ever searched by keyword (as in Dify): no full-text terms.
+	})
 	return out, nil
+}
+
+// eachParallel calls fn(0…n-1) on up to GOMAXPROCS goroutines.
+func eachParallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -46,8 +46,8 @@ func (s *Service) chunkTarget(ctx context.Context, datasetID, documentID string)
 
 // node builds the index node of a text: keywords (economy) or vector and tokens (high quality).
 func (s *Service) node(ctx context.Context, d store.Dataset, n store.IndexNode, text string, keywords []string) (store.IndexNode, error) {
-	n.Terms = segment.Terms(text)
 	if d.IndexingTechnique == store.TechniqueHighQuality {
+		n.Terms = segment.Terms(text)
 		embed, err := s.embedder(d)
 		if err != nil {
 			return n, err

@@ -141,8 +141,8 @@ func Keywords(text string, n int) []string {
 		count  int
 		weight float64
 	}
-	var terms []term
-	index := map[string]int{}
+	terms := make([]term, 0, len(text)/8)
+	index := make(map[string]int, len(text)/8)
 	total := 0
 	eachWord(text, hasHan, func(w string) {
 		if utf8.RuneCountInString(w) < 2 {
@@ -178,7 +178,12 @@ func Keywords(text string, n int) []string {
 	for _, w := range out {
 		seen[w] = struct{}{}
 	}
+	// Words outside Chinese runs are single \w+ runs already; only segmenter output can hold
+	// several.
 	for _, w := range order {
+		if !hasHan {
+			break
+		}
 		subs := wordRe.FindAllString(w, -1)
 		if len(subs) < 2 {
 			continue
@@ -216,6 +221,10 @@ func eachWord(text string, hasHan bool, emit func(string)) {
 	for i, r := range text {
 		k := 0
 		switch {
+		case r < utf8.RuneSelf:
+			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				k = 2
+			}
 		case hasHan && unicode.Is(unicode.Han, r):
 			k = 1
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):

@@ -9,7 +9,8 @@ import (
 // it does.
 func containsHan(text string) bool {
 	for _, r := range text {
-		if unicode.Is(unicode.Han, r) {
+		// Han characters start at U+2E80.
+		if r >= 0x2E80 && unicode.Is(unicode.Han, r) {
 			loadZh()
 			return true
 		}

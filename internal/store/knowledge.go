@@ -274,8 +274,12 @@ type IndexNode struct {
 	// Vector is the normalised embedding, nil for economy datasets.
 	Vector []float32
 	// Tokens is the node's embedding token count. The segment row carries its own keywords
-	// and tokens, written with the segment.
+	// and tokens, written with the segment, unless SegmentKeywords is set.
 	Tokens int
+	// SegmentKeywords makes IndexNodes store Keywords on the node's segment too: indexing
+	// writes a document's segments first (so its progress has a total) and extracts their
+	// keywords while earlier batches are being written.
+	SegmentKeywords bool
 }
 
 // NodeHit is a search hit on an index node.

@@ -190,9 +190,34 @@ func (s *Store) IndexNodes(ctx context.Context, nodes []IndexNode, at time.Time)
 			return err
 		}
 		q := s.inTx(tx)
-		segIDs := make([]string, len(nodes))
-		for i, n := range nodes {
-			segIDs[i] = n.SegmentID
+		segIDs := make([]string, 0, len(nodes))
+		var withKeywords [][2]string
+		for _, n := range nodes {
+			if !n.SegmentKeywords || n.ChildChunkID != "" {
+				segIDs = append(segIDs, n.SegmentID)
+				continue
+			}
+			kw, err := json.Marshal(nonNil(n.Keywords))
+			if err != nil {
+				return err
+			}
+			withKeywords = append(withKeywords, [2]string{n.SegmentID, string(kw)})
+		}
+		if len(withKeywords) > 0 {
+			// One statement for the whole batch: [[segment id, keywords JSON], …].
+			rows, err := json.Marshal(withKeywords)
+			if err != nil {
+				return err
+			}
+			query := "UPDATE document_segments SET status = 'completed', completed_at = ?, keywords = j.value ->> 1 " +
+				"FROM json_each(?) AS j WHERE document_segments.id = j.value ->> 0"
+			if s.dialect == DialectPostgres {
+				query = "UPDATE document_segments SET status = 'completed', completed_at = ?, keywords = j.value ->> 1 " +
+					"FROM jsonb_array_elements(?::jsonb) AS j(value) WHERE document_segments.id = j.value ->> 0"
+			}
+			if _, err := q.ExecContext(ctx, s.Rebind(query), at.Unix(), string(rows)); err != nil {
+				return err
+			}
 		}
 		for _, chunk := range chunks(segIDs) {
 			ph, args := inList(chunk)
@@ -858,4 +883,12 @@ func decodeVector(b []byte) ([]float32, error) {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v, nil
+}
+
+// nonNil returns kw, or an empty slice for nil (stored as [] rather than null).
+func nonNil(kw []string) []string {
+	if kw == nil {
+		return []string{}
+	}
+	return kw
 }

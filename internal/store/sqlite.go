@@ -42,6 +42,7 @@ func sqlitePragmas(synchronous string) []string {
 		"synchronous(" + strings.ToUpper(synchronous) + ")",
 		"temp_store(MEMORY)",
 		"cache_size(-8000)",
+		"wal_autocheckpoint(4000)",
 	}
 }
 

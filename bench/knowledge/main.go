@@ -45,6 +45,7 @@ func main() {
 		pgURL   = flag.String("postgres", os.Getenv("PARLEY_BENCH_POSTGRES_URL"), "PostgreSQL server URL (empty: SQLite only)")
 		out     = flag.String("o", "", "also write the report to this file")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the indexing benchmark here")
+		keep    = flag.Bool("keep", false, "keep the databases (and print where they are) for inspection")
 	)
 	flag.Parse()
 	var w io.Writer = os.Stdout
@@ -92,6 +93,10 @@ func main() {
 		for _, r := range res {
 			fmt.Fprintf(tw, "%s\tretrieve %s p50 / p99\t%.2f / %.2f ms\n", eng, r.method, r.p50, r.p99)
 		}
+		if *keep {
+			fmt.Fprintf(os.Stderr, "kept %s database: %s %s\n", eng, b.dbURL, b.dir)
+			b.cleanup, b.dir = func() {}, ""
+		}
 		b.close()
 		tw.Flush()
 	}
@@ -108,6 +113,7 @@ type bench struct {
 	st      *store.Store
 	up      *openaitest.Server
 	dir     string
+	dbURL   string
 	cleanup func()
 }
 
@@ -156,14 +162,16 @@ func newBench(engine, pgURL string, dim int) (*bench, error) {
 	catalog := models.NewCatalog(file.Providers, getenv)
 	svc := knowledge.New(knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &bench{svc: svc, st: st, up: up, dir: dir, cleanup: cleanup}, nil
+	return &bench{svc: svc, st: st, up: up, dir: dir, dbURL: dbURL, cleanup: cleanup}, nil
 }
 
 func (b *bench) close() {
 	b.st.Close()
 	b.up.Close()
 	b.cleanup()
-	os.RemoveAll(b.dir)
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
 
 // words is a fixed pseudo-English vocabulary.
@@ -285,6 +293,13 @@ func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
 		{"semantic_search", hq.ID, `{"search_method":"semantic_search","reranking_enable":false,"top_k":4,"score_threshold_enabled":false}`},
 		{"full_text_search", hq.ID, `{"search_method":"full_text_search","reranking_enable":false,"top_k":4,"score_threshold_enabled":false}`},
 		{"hybrid_search (weighted)", hq.ID, `{"search_method":"hybrid_search","reranking_enable":false,"reranking_mode":"weighted_score","weights":{"weight_type":"customized","vector_setting":{"vector_weight":0.7},"keyword_setting":{"keyword_weight":0.3}},"top_k":4,"score_threshold_enabled":false}`},
+	}
+	if b.st.Dialect() == store.DialectPostgres {
+		// Autovacuum would analyze the freshly filled tables within a minute; the full-text
+		// search relies on those statistics (see store.commonLexemes), so take them now.
+		if _, err := b.st.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+			return nil, err
+		}
 	}
 	var out []latency
 	for _, m := range methods {

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -88,19 +90,9 @@ GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, string(text), dat
 	} else {
 		dph, dargs := inList(datasets)
 		kph, kargs := inList(kws)
-		rows, err := s.conn().QueryContext(ctx, s.Rebind(`SELECT k.node_id, COUNT(*) AS matched FROM index_keywords k
-JOIN index_nodes n ON n.node_id = k.node_id
-JOIN document_segments s ON s.id = n.segment_id
-JOIN documents d ON d.id = n.document_id
-WHERE k.dataset_id IN (`+dph+`) AND k.keyword IN (`+kph+`) AND `+searchableWhere+`
-GROUP BY k.node_id ORDER BY matched DESC, k.node_id LIMIT ?`), append(append(dargs, kargs...), topK)...)
-		if err != nil {
-			return nil, fmt.Errorf("store: search keywords: %w", err)
-		}
-		hits, err = collect(rows, func(r scanner) (NodeHit, error) {
-			var h NodeHit
-			return h, r.Scan(&h.NodeID, &h.Score)
-		})
+		hits, err = s.rankPostgres(ctx, `SELECT node_id, COUNT(*) AS matched FROM index_keywords
+WHERE dataset_id IN (`+dph+`) AND keyword IN (`+kph+`)
+GROUP BY node_id ORDER BY matched DESC, node_id LIMIT ?`, append(dargs, kargs...), datasets, topK)
 		if err != nil {
 			return nil, fmt.Errorf("store: search keywords: %w", err)
 		}
@@ -139,11 +131,16 @@ func (s *Store) SearchFullText(ctx context.Context, datasetIDs, terms []string, 
 	if len(datasets) == 0 || len(kept) == 0 || topK < 1 {
 		return nil, nil
 	}
+	var in string
 	if s.dialect == DialectSQLite {
-		in, err := s.fts5Scope(ctx, datasets)
-		if err != nil {
+		if in, err = s.fts5Scope(ctx, datasets); err != nil {
 			return nil, fmt.Errorf("store: search full text: %w", err)
 		}
+	}
+	if kept, err = s.dropCommonTerms(ctx, in, datasets, kept); err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	if s.dialect == DialectSQLite {
 		hits, err := s.rankSQLite(ctx, `SELECT rowid, bm25(index_fts, 1.0, 0.0, 0.0) AS k FROM index_fts
 WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, in+fts5Terms(kept), datasets, topK)
 		if err != nil {
@@ -155,22 +152,162 @@ WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, in+fts5Terms(kept), datasets
 		}
 		return hits, nil
 	}
+	// Ranking reads each match's tsvector, so it runs on index_nodes alone and only the best
+	// candidates are checked for searchability. "dataset_id || ''" keeps the planner on the GIN
+	// index: with the dataset's B-tree index it filters every row of the dataset by tsv.
 	dph, dargs := inList(datasets)
 	q := tsQuery(kept)
-	rows, err := s.conn().QueryContext(ctx, s.Rebind(`SELECT n.node_id, ts_rank_cd(n.tsv, to_tsquery('simple', ?), 32) AS r`+searchableFrom+`
-WHERE n.tsv @@ to_tsquery('simple', ?) AND n.dataset_id IN (`+dph+`) AND `+searchableWhere+`
-ORDER BY r DESC, n.node_id LIMIT ?`), append(append([]any{q, q}, dargs...), topK)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: search full text: %w", err)
-	}
-	hits, err := collect(rows, func(r scanner) (NodeHit, error) {
-		var h NodeHit
-		return h, r.Scan(&h.NodeID, &h.Score)
-	})
+	hits, err := s.rankPostgres(ctx, `SELECT node_id, ts_rank(tsv, to_tsquery('simple', ?), 32) AS r FROM index_nodes
+WHERE tsv @@ to_tsquery('simple', ?) AND (dataset_id || '') IN (`+dph+`)
+ORDER BY r DESC, node_id LIMIT ?`, append([]any{q, q}, dargs...), datasets, topK)
 	if err != nil {
 		return nil, fmt.Errorf("store: search full text: %w", err)
 	}
 	return hits, nil
+}
+
+// lexemeStats caches the common lexemes of index_nodes.tsv on PostgreSQL.
+type lexemeStats struct {
+	common  map[string]bool
+	fetched time.Time
+}
+
+// lexemeStatsTTL is how long the common lexemes are trusted before they are read again.
+const lexemeStatsTTL = time.Minute
+
+// commonLexemes returns the lexemes that PostgreSQL's column statistics estimate in at least
+// commonTermNodes rows, read at most once a lexemeStatsTTL. Before the first ANALYZE there are
+// none, and every term counts as rare.
+func (s *Store) commonLexemes(ctx context.Context) (map[string]bool, error) {
+	if st := s.lexemes.Load(); st != nil && time.Since(st.fetched) < lexemeStatsTTL {
+		return st.common, nil
+	}
+	var elems, freqs sql.NullString
+	var rows float64
+	err := s.conn().QueryRowContext(ctx, `SELECT array_to_json(st.most_common_elems::text::text[])::text,
+array_to_json(st.most_common_elem_freqs)::text, c.reltuples
+FROM pg_class c LEFT JOIN pg_stats st ON st.schemaname = current_schema() AND st.tablename = c.relname AND st.attname = 'tsv'
+WHERE c.oid = 'index_nodes'::regclass`).Scan(&elems, &freqs, &rows)
+	if err != nil {
+		return nil, err
+	}
+	common := map[string]bool{}
+	var es []string
+	var fs []float64
+	if elems.Valid && freqs.Valid && json.Unmarshal([]byte(elems.String), &es) == nil && json.Unmarshal([]byte(freqs.String), &fs) == nil {
+		for i, e := range es {
+			if i < len(fs) && fs[i]*rows >= commonTermNodes {
+				common[e] = true
+			}
+		}
+	}
+	s.lexemes.Store(&lexemeStats{common: common, fetched: time.Now()})
+	return common, nil
+}
+
+// rankPostgres is rankSQLite's two stages on PostgreSQL: rank (a query taking args then a
+// limit, returning node_id and score, best first) over the index tables alone, then keep the
+// candidates that are searchable nodes of the datasets, ranking again with eight times the
+// candidates when too few survive and more matches exist.
+func (s *Store) rankPostgres(ctx context.Context, rank string, args []any, datasets []string, topK int) ([]NodeHit, error) {
+	dph, dargs := inList(datasets)
+	for limit := max(4*topK, 32); ; limit *= 8 {
+		rows, err := s.conn().QueryContext(ctx, s.Rebind(rank), append(slices.Clone(args), limit+1)...)
+		if err != nil {
+			return nil, err
+		}
+		cands, err := collect(rows, func(r scanner) (NodeHit, error) {
+			var h NodeHit
+			return h, r.Scan(&h.NodeID, &h.Score)
+		})
+		if err != nil {
+			return nil, err
+		}
+		more := len(cands) > limit
+		if more {
+			cands = cands[:limit]
+		}
+		if len(cands) == 0 {
+			return nil, nil
+		}
+		ids := make([]string, len(cands))
+		for i, c := range cands {
+			ids[i] = c.NodeID
+		}
+		nph, nargs := inList(ids)
+		rows, err = s.conn().QueryContext(ctx, s.Rebind(`SELECT n.node_id`+searchableFrom+`
+WHERE n.node_id IN (`+nph+`) AND n.dataset_id IN (`+dph+`) AND `+searchableWhere), append(nargs, dargs...)...)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+		if err != nil {
+			return nil, err
+		}
+		keep := make(map[string]bool, len(ok))
+		for _, id := range ok {
+			keep[id] = true
+		}
+		var hits []NodeHit
+		for _, c := range cands {
+			if keep[c.NodeID] && len(hits) < topK {
+				hits = append(hits, c)
+			}
+		}
+		if len(hits) >= topK || !more {
+			return hits, nil
+		}
+	}
+}
+
+// commonTermNodes is how many matching nodes make a query term common: such terms (stop words,
+// in real text) weigh little in BM25 but make ranking visit most of the index.
+const commonTermNodes = 2000
+
+// dropCommonTerms leaves out the query terms that match at least commonTermNodes nodes of the
+// datasets, when at least one term is rarer: the rare terms find the same best matches at a
+// fraction of the cost, as a search engine's common-terms query does. Counting stops at the
+// threshold, so a common term costs a bounded scan.
+func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, terms []string) ([]string, error) {
+	if len(terms) < 2 {
+		return terms, nil
+	}
+	var rare []string
+	if s.dialect == DialectPostgres {
+		// A GIN scan builds the whole bitmap of a term however few rows are wanted, so counting
+		// is as dear as searching; PostgreSQL's own statistics on the column (most common
+		// lexemes and their frequencies, kept by ANALYZE) say which terms are common instead.
+		common, err := s.commonLexemes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range terms {
+			if !common[t] {
+				rare = append(rare, t)
+			}
+		}
+	}
+	for _, t := range terms {
+		if s.dialect != DialectSQLite {
+			break
+		}
+		var n int
+		err := s.conn().QueryRowContext(ctx, "SELECT count(*) FROM (SELECT rowid FROM index_fts WHERE index_fts MATCH ? LIMIT ?)",
+			scope+fts5Terms([]string{t}), commonTermNodes).Scan(&n)
+		if err != nil {
+			return nil, err
+		}
+		if n < commonTermNodes {
+			rare = append(rare, t)
+		}
+	}
+	if len(rare) == 0 {
+		return terms, nil
+	}
+	return rare, nil
 }
 
 // rankSQLite runs a SQLite search in two stages and returns up to topK hits ordered by key

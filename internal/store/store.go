@@ -48,6 +48,9 @@ type Store struct {
 	// workspace caches the single workspace row once it is known; its id
 	// never changes for the life of the database.
 	workspace atomic.Pointer[Workspace]
+
+	// lexemes caches PostgreSQL's common full-text lexemes (see commonLexemes).
+	lexemes atomic.Pointer[lexemeStats]
 }
 
 // Open connects to the database and checks that it answers.

@@ -366,7 +366,7 @@ type KnowledgeBase struct {
 	// Description is free text.
 	Description string `yaml:"description"`
 	// Embedding selects the text-embedding model used for indexing and
-	// queries.
+	// queries; without one the knowledge base is economy (keyword search).
 	Embedding EmbeddingRef `yaml:"embedding"`
 }
 

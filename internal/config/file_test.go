@@ -392,7 +392,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"input checkbox default", inputDoc("{type: checkbox, variable: v, default: maybe}"), nil, `apps[0].user_input_form[0].default: "maybe" is not true or false`},
 		{"kb name missing", kbDoc("{embedding: {provider: openai, model: emb}}"), nil, "knowledge_bases[0].name: required"},
 		{"kb duplicate", kbDoc("{name: k, embedding: {provider: openai, model: emb}}, {name: k, embedding: {provider: openai, model: emb}}"), nil, `knowledge_bases[1].name: duplicate knowledge base "k"`},
-		{"kb embedding missing", kbDoc("{name: k}"), nil, "knowledge_bases[0].embedding.provider: required"},
+		{"kb embedding half", kbDoc("{name: k, embedding: {model: emb}}"), nil, "knowledge_bases[0].embedding.provider: required"},
 		{"kb embedding not embedding", kbDoc("{name: k, embedding: {provider: openai, model: gpt}}"), nil, `knowledge_bases[0].embedding.model: provider "openai" declares no text-embedding model "gpt"`},
 		{"kb embedding provider", kbDoc("{name: k, embedding: {provider: x, model: emb}}"), nil, `knowledge_bases[0].embedding.provider: unknown provider "x"`},
 	}

@@ -71,7 +71,10 @@ func (f *File) normalize() error {
 		} else {
 			kbs[kb.Name] = i
 		}
-		f.checkModelRef(path+".embedding", kb.Embedding.Provider, kb.Embedding.Model, ModelTypeTextEmbedding, "model", bad)
+		// Without an embedding model the knowledge base is economy (keyword search).
+		if kb.Embedding.Provider != "" || kb.Embedding.Model != "" {
+			f.checkModelRef(path+".embedding", kb.Embedding.Provider, kb.Embedding.Model, ModelTypeTextEmbedding, "model", bad)
+		}
 	}
 
 	apps := map[string]int{}

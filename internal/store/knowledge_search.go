@@ -137,14 +137,33 @@ func (s *Store) SearchFullText(ctx context.Context, datasetIDs, terms []string, 
 			return nil, fmt.Errorf("store: search full text: %w", err)
 		}
 	}
-	if kept, err = s.dropCommonTerms(ctx, in, datasets, kept); err != nil {
+	all := false
+	if kept, all, err = s.dropCommonTerms(ctx, in, datasets, kept); err != nil {
 		return nil, fmt.Errorf("store: search full text: %w", err)
 	}
+	hits, err := s.searchTerms(ctx, in, datasets, kept, all, topK)
+	if err == nil && all && len(hits) < topK {
+		// Too few nodes hold every common term: rank those holding any of them after all.
+		hits, err = s.searchTerms(ctx, in, datasets, kept, false, topK)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: search full text: %w", err)
+	}
+	return hits, nil
+}
+
+// searchTerms ranks the searchable nodes of the datasets holding any of terms (all of them
+// when all is set) by BM25 (ts_rank on PostgreSQL), scores mapped to 0..1.
+func (s *Store) searchTerms(ctx context.Context, scope string, datasets, terms []string, all bool, topK int) ([]NodeHit, error) {
 	if s.dialect == DialectSQLite {
+		match := fts5Terms(terms)
+		if all {
+			match = strings.ReplaceAll(match, `" OR "`, `" AND "`)
+		}
 		hits, err := s.rankSQLite(ctx, `SELECT rowid, bm25(index_fts, 1.0, 0.0, 0.0) AS k FROM index_fts
-WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, in+fts5Terms(kept), datasets, topK)
+WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, scope+match, datasets, topK)
 		if err != nil {
-			return nil, fmt.Errorf("store: search full text: %w", err)
+			return nil, err
 		}
 		for i := range hits {
 			sc := max(-hits[i].Score, 0)
@@ -156,14 +175,13 @@ WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, in+fts5Terms(kept), datasets
 	// candidates are checked for searchability. "dataset_id || ''" keeps the planner on the GIN
 	// index: with the dataset's B-tree index it filters every row of the dataset by tsv.
 	dph, dargs := inList(datasets)
-	q := tsQuery(kept)
-	hits, err := s.rankPostgres(ctx, `SELECT node_id, ts_rank(tsv, to_tsquery('simple', ?), 32) AS r FROM index_nodes
+	q := tsQuery(terms)
+	if all {
+		q = strings.ReplaceAll(q, "' | '", "' & '")
+	}
+	return s.rankPostgres(ctx, `SELECT node_id, ts_rank(tsv, to_tsquery('simple', ?), 32) AS r FROM index_nodes
 WHERE tsv @@ to_tsquery('simple', ?) AND (dataset_id || '') IN (`+dph+`)
 ORDER BY r DESC, node_id LIMIT ?`, append([]any{q, q}, dargs...), datasets, topK)
-	if err != nil {
-		return nil, fmt.Errorf("store: search full text: %w", err)
-	}
-	return hits, nil
 }
 
 // lexemeStats caches the common lexemes of index_nodes.tsv on PostgreSQL.
@@ -269,11 +287,13 @@ const commonTermNodes = 2000
 
 // dropCommonTerms leaves out the query terms that match at least commonTermNodes nodes of the
 // datasets, when at least one term is rarer: the rare terms find the same best matches at a
-// fraction of the cost, as a search engine's common-terms query does. Counting stops at the
-// threshold, so a common term costs a bounded scan.
-func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, terms []string) ([]string, error) {
+// fraction of the cost, as a search engine's common-terms query does. When every term is
+// common it keeps them all and says so (all): the caller then ranks the nodes holding all of
+// them, far fewer than those holding any. On SQLite counting stops at the threshold, so a
+// common term costs a bounded scan.
+func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, terms []string) (kept []string, all bool, err error) {
 	if len(terms) < 2 {
-		return terms, nil
+		return terms, false, nil
 	}
 	var rare []string
 	if s.dialect == DialectPostgres {
@@ -282,7 +302,7 @@ func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, ter
 		// lexemes and their frequencies, kept by ANALYZE) say which terms are common instead.
 		common, err := s.commonLexemes(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, t := range terms {
 			if !common[t] {
@@ -298,16 +318,16 @@ func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, ter
 		err := s.conn().QueryRowContext(ctx, "SELECT count(*) FROM (SELECT rowid FROM index_fts WHERE index_fts MATCH ? LIMIT ?)",
 			scope+fts5Terms([]string{t}), commonTermNodes).Scan(&n)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if n < commonTermNodes {
 			rare = append(rare, t)
 		}
 	}
 	if len(rare) == 0 {
-		return terms, nil
+		return terms, true, nil
 	}
-	return rare, nil
+	return rare, false, nil
 }
 
 // rankSQLite runs a SQLite search in two stages and returns up to topK hits ordered by key

@@ -28,20 +28,10 @@ func mustDataset(t *testing.T, c *client.ClientWithResponses, body client.Create
 	return *r.JSON200
 }
 
+// wantError checks an error response's status and code (any code when wantCode is "").
 func wantError(t *testing.T, what string, status int, body []byte, wantStatus int, wantCode string) {
 	t.Helper()
-	if status != wantStatus {
-		t.Errorf("%s: status %d, want %d; body %s", what, status, wantStatus, body)
-		return
-	}
-	var e apiErr
-	if err := json.Unmarshal(body, &e); err != nil {
-		t.Errorf("%s: error body is not JSON: %s", what, body)
-		return
-	}
-	if wantCode != "" && e.Code != wantCode {
-		t.Errorf("%s: code %q, want %q (message %q)", what, e.Code, wantCode, e.Message)
-	}
+	segErr(t, what, status, body, wantStatus, wantCode, "")
 }
 
 // rawJSON sends a JSON request with the knowledge key over the contract-checking client and

@@ -32,6 +32,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
@@ -68,6 +69,9 @@ func main() {
 		b, err := newBench(eng, *pgURL, *dim)
 		if err != nil {
 			fatal(err)
+		}
+		if eng == engines[0] {
+			fmt.Fprintf(tw, "-\tbaseline: split only, in memory\t%.2f MB/s\n", splitOnly(*indexMB))
 		}
 		for _, tech := range []string{store.TechniqueEconomy, store.TechniqueHighQuality} {
 			if *cpuProf != "" && tech == store.TechniqueEconomy && eng == "sqlite" {
@@ -210,6 +214,17 @@ func corpus(r *rand.Rand, n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
+// splitOnly is the indexing baseline: cleaning and splitting the same text with the automatic
+// rule, in memory, with no keywords, embeddings or writes.
+func splitOnly(mb float64) float64 {
+	text := corpus(rand.New(rand.NewPCG(3, 4)), int(mb*(1<<20)))
+	start := time.Now()
+	if _, err := (segment.Splitter{NoTokens: true}).Split(text, segment.ProcessRule{Mode: segment.ModeAutomatic}); err != nil {
+		fatal(err)
+	}
+	return float64(len(text)) / (1 << 20) / time.Since(start).Seconds()
+}
+
 // index creates a document and runs its indexing in this goroutine, returning the time taken.
 func (b *bench) index(ctx context.Context, datasetID, name, text string) (time.Duration, error) {
 	start := time.Now()
@@ -263,8 +278,9 @@ func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
 	r := rand.New(rand.NewPCG(5, 6))
 	// Documents of 2,000 chunks each (about 1 MB).
 	const perDoc = 2000
-	build := func(tech string) (knowledge.DatasetView, error) {
-		d, err := b.dataset(ctx, "retrieval-"+tech, tech)
+	build := func(name string) (knowledge.DatasetView, error) {
+		tech, _, _ := strings.Cut(name, "-")
+		d, err := b.dataset(ctx, "retrieval-"+name, tech)
 		if err != nil {
 			return d, err
 		}
@@ -276,6 +292,17 @@ func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
 		}
 		return d, nil
 	}
+	full := chunks
+	chunks = 1000
+	ecoSmall, err := build(store.TechniqueEconomy + "-1k")
+	if err != nil {
+		return nil, err
+	}
+	hqSmall, err := build(store.TechniqueHighQuality + "-1k")
+	if err != nil {
+		return nil, err
+	}
+	chunks = full
 	eco, err := build(store.TechniqueEconomy)
 	if err != nil {
 		return nil, err
@@ -302,25 +329,41 @@ func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
 		}
 	}
 	var out []latency
+	small := map[string]string{eco.ID: ecoSmall.ID, hq.ID: hqSmall.ID}
 	for _, m := range methods {
-		// Warm the vector index and statement caches.
-		if _, err := b.svc.RetrieveDataset(ctx, m.dataset, knowledge.RetrieveInput{Query: "warm up query", RetrievalModel: []byte(m.model)}); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.name, err)
-		}
-		times := make([]float64, 0, queries)
-		for range queries {
-			q := make([]string, 3+r.IntN(4))
-			for i := range q {
-				q[i] = words[int(float64(len(words))*r.Float64()*r.Float64())]
+		m.name += fmt.Sprintf(" @%dk", chunks/1000)
+		base := m
+		base.name = strings.Replace(m.name, fmt.Sprintf("@%dk", chunks/1000), "@1k (baseline)", 1)
+		base.dataset = small[m.dataset]
+		for _, mm := range []struct{ name, dataset, model string }{base, {m.name, m.dataset, m.model}} {
+			l, err := b.measure(ctx, r, mm.name, mm.dataset, mm.model, queries)
+			if err != nil {
+				return nil, err
 			}
-			start := time.Now()
-			if _, err := b.svc.RetrieveDataset(ctx, m.dataset, knowledge.RetrieveInput{Query: strings.Join(q, " "), RetrievalModel: []byte(m.model)}); err != nil {
-				return nil, fmt.Errorf("%s: %w", m.name, err)
-			}
-			times = append(times, float64(time.Since(start).Microseconds())/1000)
+			out = append(out, l)
 		}
-		slices.Sort(times)
-		out = append(out, latency{m.name, times[len(times)/2], times[len(times)*99/100]})
 	}
 	return out, nil
+}
+
+// measure runs queries random queries against the dataset and returns their p50 and p99.
+func (b *bench) measure(ctx context.Context, r *rand.Rand, name, dataset, model string, queries int) (latency, error) {
+	// Warm the vector index and statement caches.
+	if _, err := b.svc.RetrieveDataset(ctx, dataset, knowledge.RetrieveInput{Query: "warm up query", RetrievalModel: []byte(model)}); err != nil {
+		return latency{}, fmt.Errorf("%s: %w", name, err)
+	}
+	times := make([]float64, 0, queries)
+	for range queries {
+		q := make([]string, 3+r.IntN(4))
+		for i := range q {
+			q[i] = words[int(float64(len(words))*r.Float64()*r.Float64())]
+		}
+		start := time.Now()
+		if _, err := b.svc.RetrieveDataset(ctx, dataset, knowledge.RetrieveInput{Query: strings.Join(q, " "), RetrievalModel: []byte(model)}); err != nil {
+			return latency{}, fmt.Errorf("%s: %w", name, err)
+		}
+		times = append(times, float64(time.Since(start).Microseconds())/1000)
+	}
+	slices.Sort(times)
+	return latency{name, times[len(times)/2], times[len(times)*99/100]}, nil
 }

@@ -226,6 +226,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
-// errNotImplemented answers an operation whose handler is not written yet.
-var errNotImplemented = apiError(http.StatusNotImplemented, "not_implemented", "This operation is not implemented yet.")

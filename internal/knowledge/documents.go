@@ -451,22 +451,6 @@ func (s *Service) statuses(ctx context.Context, docs []store.Document) ([]Indexi
 	return out, nil
 }
 
-// DatasetProgress returns every document's indexing status (for the CLI).
-func (s *Service) DatasetProgress(ctx context.Context, datasetID string) ([]IndexingStatus, error) {
-	var all []store.Document
-	for page := 1; ; page++ {
-		docs, _, err := s.st.ListDocuments(ctx, store.DocumentQuery{DatasetID: datasetID, Page: page, Limit: 100})
-		if err != nil {
-			return nil, fmt.Errorf("knowledge: list documents: %w", err)
-		}
-		all = append(all, docs...)
-		if len(docs) < 100 {
-			break
-		}
-	}
-	return s.statuses(ctx, all)
-}
-
 // Status actions.
 const (
 	ActionEnable    = "enable"

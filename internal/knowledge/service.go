@@ -94,7 +94,7 @@ type Options struct {
 	Catalog Catalog
 	Models  Models
 	Vectors vectorindex.Index
-	Jobs    JobQueue
+	Jobs    jobs.Queue
 	// AccountID is the workspace owner the requests run as (created_by).
 	AccountID string
 	// AppsUsing reports how many apps use the named knowledge base.
@@ -106,11 +106,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// JobQueue is the part of the job queue indexing uses.
-type JobQueue interface {
-	jobs.Queue
-}
-
 // Service is the knowledge-base runtime. It is safe for concurrent use.
 type Service struct {
 	st        Store
@@ -118,7 +113,7 @@ type Service struct {
 	catalog   Catalog
 	models    Models
 	vectors   vectorindex.Index
-	jobs      JobQueue
+	jobs      jobs.Queue
 	account   string
 	appsUsing func(string) int
 	maxSeg    int

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -57,51 +56,11 @@ func (p *Parley) rawJSON(t *testing.T, method, path, body string) (int, []byte) 
 
 // indexTextDocument creates a document from text in the dataset and waits until it is indexed;
 // it returns the document id.
+// indexTextDocument adds an economy document from text and waits until it is indexed.
 func (p *Parley) indexTextDocument(t *testing.T, datasetID, name, text string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"name": name, "text": text, "indexing_technique": "economy",
-		"process_rule": map[string]any{"mode": "automatic"}})
-	status, raw := p.rawJSON(t, "POST", "/datasets/"+datasetID+"/document/create-by-text", string(body))
-	if status != http.StatusOK {
-		t.Fatalf("create document by text: status %d, body %s", status, raw)
-	}
-	var created struct {
-		Batch    string `json:"batch"`
-		Document struct {
-			ID string `json:"id"`
-		} `json:"document"`
-	}
-	if err := json.Unmarshal(raw, &created); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		status, raw := p.rawJSON(t, "GET", "/datasets/"+datasetID+"/documents/"+created.Batch+"/indexing-status", "")
-		if status != http.StatusOK {
-			t.Fatalf("indexing status: status %d, body %s", status, raw)
-		}
-		var st struct {
-			Data []struct {
-				IndexingStatus string  `json:"indexing_status"`
-				Error          *string `json:"error"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(raw, &st); err != nil {
-			t.Fatal(err)
-		}
-		if len(st.Data) == 1 {
-			switch st.Data[0].IndexingStatus {
-			case "completed":
-				return created.Document.ID
-			case "error":
-				t.Fatalf("indexing failed: %s", raw)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("document not indexed in 30s: %s", raw)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return indexText(t, newClient(t, p, p.KnowledgeKey), datasetID, client.CreateDocumentByTextJSONRequestBody{
+		Name: name, Text: text, IndexingTechnique: ptr(client.Economy), ProcessRule: &client.ProcessRule{Mode: "automatic"}})
 }
 
 // TestKnowledgeDatasets covers create, list, get, update and delete of knowledge bases.

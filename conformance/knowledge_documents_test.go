@@ -48,7 +48,7 @@ func kdWait(t *testing.T, c *client.ClientWithResponses, ds, batch string) []cli
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("indexing status: %v %d %s", err, r.StatusCode(), r.Body)
 		}
-		done := true
+		done := len(r.JSON200.Data) > 0
 		for _, d := range r.JSON200.Data {
 			if d.IndexingStatus != client.IndexingStatusCompleted && d.IndexingStatus != client.IndexingStatusError {
 				done = false

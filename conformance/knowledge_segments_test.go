@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -42,19 +41,10 @@ func segErr(t *testing.T, what string, status int, body []byte, wantStatus int, 
 // economy.
 func segDataset(t *testing.T, c *client.ClientWithResponses, name string, highQuality bool) string {
 	t.Helper()
-	body := client.CreateDatasetJSONRequestBody{Name: name, IndexingTechnique: ptr(client.Economy)}
 	if highQuality {
-		body.IndexingTechnique = ptr(client.HighQuality)
-		body.EmbeddingModel, body.EmbeddingModelProvider = ptr("text-embedding-3-small"), ptr("openai")
+		return kdDataset(t, c, name, string(client.HighQuality))
 	}
-	r, err := c.CreateDatasetWithResponse(context.Background(), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.JSON200 == nil {
-		t.Fatalf("create dataset %q: status %d, body %s", name, r.StatusCode(), r.Body)
-	}
-	return r.JSON200.Id.String()
+	return kdDataset(t, c, name, string(client.Economy))
 }
 
 // datasetByName finds a knowledge base (e.g. one seeded from the config) by name.
@@ -101,29 +91,7 @@ func addText(t *testing.T, c *client.ClientWithResponses, datasetID string, body
 // final status of the first.
 func waitIndexing(t *testing.T, c *client.ClientWithResponses, datasetID, batch string) client.DocumentIndexingStatus {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := c.GetDocumentIndexingStatusWithResponse(context.Background(), datasetID, batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.JSON200 == nil {
-			t.Fatalf("indexing status: status %d, body %s", r.StatusCode(), r.Body)
-		}
-		done := len(r.JSON200.Data) > 0
-		for _, d := range r.JSON200.Data {
-			if d.IndexingStatus != client.IndexingStatusCompleted && d.IndexingStatus != client.IndexingStatusError {
-				done = false
-			}
-		}
-		if done {
-			return r.JSON200.Data[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s not indexed in 30s: %s", batch, r.Body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return kdWait(t, c, datasetID, batch)[0]
 }
 
 // indexText adds a document and waits until it is completed.

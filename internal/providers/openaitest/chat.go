@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/tokens"
 )
@@ -313,11 +314,11 @@ type frames struct {
 func newFrames(w http.ResponseWriter, id string, created int64, model string, includeUsage bool) *frames {
 	p := make([]byte, 0, 160)
 	p = append(p, `data: {"id":`...)
-	p = appendString(p, id)
+	p = jsonenc.AppendString(p, id)
 	p = append(p, `,"object":"chat.completion.chunk","created":`...)
 	p = strconv.AppendInt(p, created, 10)
 	p = append(p, `,"model":`...)
-	p = appendString(p, model)
+	p = jsonenc.AppendString(p, model)
 	p = append(p, `,"system_fingerprint":"fp_openaitest","choices":[`...)
 	suffix := "]}\n\n"
 	if includeUsage {
@@ -338,7 +339,7 @@ func (f *frames) end(finish string) bool {
 	if finish == "" {
 		f.buf = append(f.buf, "null"...)
 	} else {
-		f.buf = appendString(f.buf, finish)
+		f.buf = jsonenc.AppendString(f.buf, finish)
 	}
 	f.buf = append(f.buf, '}')
 	f.buf = append(f.buf, f.suffix...)
@@ -369,7 +370,7 @@ func (f *frames) role(toolsOnly bool) bool {
 func (f *frames) content(text string) bool {
 	f.begin()
 	f.buf = append(f.buf, `{"content":`...)
-	f.buf = appendString(f.buf, text)
+	f.buf = jsonenc.AppendString(f.buf, text)
 	f.buf = append(f.buf, '}')
 	return f.end("")
 }
@@ -380,14 +381,14 @@ func (f *frames) toolCall(index int, tc providers.ToolCall, args string, first b
 	f.buf = strconv.AppendInt(f.buf, int64(index), 10)
 	if first {
 		f.buf = append(f.buf, `,"id":`...)
-		f.buf = appendString(f.buf, tc.ID)
+		f.buf = jsonenc.AppendString(f.buf, tc.ID)
 		f.buf = append(f.buf, `,"type":"function","function":{"name":`...)
-		f.buf = appendString(f.buf, tc.Name)
+		f.buf = jsonenc.AppendString(f.buf, tc.Name)
 		f.buf = append(f.buf, `,"arguments":`...)
 	} else {
 		f.buf = append(f.buf, `,"function":{"arguments":`...)
 	}
-	f.buf = appendString(f.buf, args)
+	f.buf = jsonenc.AppendString(f.buf, args)
 	f.buf = append(f.buf, "}}]}"...)
 	return f.end("")
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/tokens"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, req *Request
 		buf = append(buf, '}')
 	}
 	buf = append(buf, `],"model":`...)
-	buf = appendString(buf, req.Model)
+	buf = jsonenc.AppendString(buf, req.Model)
 	buf = append(buf, `,"usage":{"prompt_tokens":`...)
 	buf = strconv.AppendInt(buf, int64(promptTokens), 10)
 	buf = append(buf, `,"total_tokens":`...)

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/providers"
 )
 
@@ -621,10 +622,10 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		"", "plain", `quote " and \ backslash`, "new\nline\r\ttab", "\x00\x01\x1f\x7f", "ünïcødé 日本語 😀",
 		"bad utf8 \xff\xfe end", "line sep \u2028 para \u2029", "<html>&amp;</html>",
 	} {
-		got := appendString(nil, s)
+		got := jsonenc.AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
-			t.Errorf("appendString(%q) = %s is not JSON: %v", s, got, err)
+			t.Errorf("jsonenc.AppendString(%q) = %s is not JSON: %v", s, got, err)
 			continue
 		}
 		ref, _ := json.Marshal(s)
@@ -634,7 +635,7 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("round trip of %q = %q", s, back)
 		}
 		if !utf8.Valid(got) {
-			t.Errorf("appendString(%q) produced invalid UTF-8", s)
+			t.Errorf("jsonenc.AppendString(%q) produced invalid UTF-8", s)
 		}
 	}
 }

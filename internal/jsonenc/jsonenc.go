@@ -1,15 +1,14 @@
-package openaitest
+// Package jsonenc appends JSON strings to byte slices without encoding/json's reflection.
+package jsonenc
 
-import (
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string, escaping like encoding/json
-// (quotes, backslashes, control characters, U+2028/U+2029; invalid UTF-8
-// becomes U+FFFD) without allocating.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s to b as a JSON string, escaped as encoding/json escapes it (quotes,
+// backslashes, control characters, U+2028/U+2029; invalid UTF-8 becomes U+FFFD) but without
+// reflection or allocation: the fake upstream and the store's bulk inserts encode a lot of text.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

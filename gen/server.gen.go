@@ -3830,6 +3830,9 @@ type NotFound = Error
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
+// RequestTimeout The body of every error response, and the payload members of the `error` event.
+type RequestTimeout = Error
+
 // Success The body of an operation that only reports success.
 type Success = Result
 
@@ -11885,6 +11888,8 @@ type NotFoundJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
+type RequestTimeoutJSONResponse Error
+
 type SuccessJSONResponse Result
 
 type TooManyRequestsJSONResponse Error
@@ -12093,6 +12098,20 @@ func (response SendChatMessage404JSONResponse) VisitSendChatMessageResponse(w ht
 	return err
 }
 
+type SendChatMessage408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response SendChatMessage408JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendChatMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response SendChatMessage413JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
@@ -12203,6 +12222,20 @@ func (response StopChatMessage401JSONResponse) VisitStopChatMessageResponse(w ht
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StopChatMessage408JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12398,6 +12431,20 @@ func (response DeleteConversation404JSONResponse) VisitDeleteConversationRespons
 	return err
 }
 
+type DeleteConversation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response DeleteConversation408JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteConversation413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response DeleteConversation413JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
@@ -12508,6 +12555,20 @@ func (response RenameConversation404JSONResponse) VisitRenameConversationRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameConversation408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RenameConversation408JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12680,6 +12741,20 @@ func (response CreateDataset401JSONResponse) VisitCreateDatasetResponse(w http.R
 	return err
 }
 
+type CreateDataset408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateDataset408JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDataset409JSONResponse struct{ ConflictJSONResponse }
 
 func (response CreateDataset409JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
@@ -12811,6 +12886,20 @@ func (response DeleteTag404JSONResponse) VisitDeleteTagResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTag408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response DeleteTag408JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12996,6 +13085,20 @@ func (response UpdateTag404JSONResponse) VisitUpdateTagResponse(w http.ResponseW
 	return err
 }
 
+type UpdateTag408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateTag408JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTag413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateTag413JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
@@ -13105,6 +13208,20 @@ func (response CreateTag403JSONResponse) VisitCreateTagResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateTag408JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13230,6 +13347,20 @@ func (response BindTags404JSONResponse) VisitBindTagsResponse(w http.ResponseWri
 	return err
 }
 
+type BindTags408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response BindTags408JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type BindTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response BindTags413JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
@@ -13347,6 +13478,20 @@ func (response UnbindTags404JSONResponse) VisitUnbindTagsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnbindTags408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UnbindTags408JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13653,6 +13798,20 @@ func (response UpdateDataset404JSONResponse) VisitUpdateDatasetResponse(w http.R
 	return err
 }
 
+type UpdateDataset408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDataset408JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDataset413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateDataset413JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
@@ -13777,6 +13936,20 @@ func (response CreateDocumentByFile404JSONResponse) VisitCreateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateDocumentByFile408JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13909,6 +14082,20 @@ func (response CreateDocumentByText404JSONResponse) VisitCreateDocumentByTextRes
 	return err
 }
 
+type CreateDocumentByText408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateDocumentByText408JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByText413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByText413JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
@@ -14037,6 +14224,20 @@ func (response CreateDocumentByFileLegacy404JSONResponse) VisitCreateDocumentByF
 	return err
 }
 
+type CreateDocumentByFileLegacy408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateDocumentByFileLegacy408JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByFileLegacy413JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
@@ -14161,6 +14362,20 @@ func (response CreateDocumentByTextLegacy404JSONResponse) VisitCreateDocumentByT
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateDocumentByTextLegacy408JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14391,6 +14606,20 @@ func (response UpdateDocumentsMetadata404JSONResponse) VisitUpdateDocumentsMetad
 	return err
 }
 
+type UpdateDocumentsMetadata408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentsMetadata408JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentsMetadata413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateDocumentsMetadata413JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
@@ -14516,6 +14745,20 @@ func (response UpdateDocumentStatus404JSONResponse) VisitUpdateDocumentStatusRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentStatus408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentStatus408JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14924,6 +15167,20 @@ func (response UpdateDocument404JSONResponse) VisitUpdateDocumentResponse(w http
 	return err
 }
 
+type UpdateDocument408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocument408JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocument413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateDocument413JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
@@ -15148,6 +15405,20 @@ func (response CreateSegments404JSONResponse) VisitCreateSegmentsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegments408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateSegments408JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15460,6 +15731,20 @@ func (response UpdateSegment404JSONResponse) VisitUpdateSegmentResponse(w http.R
 	return err
 }
 
+type UpdateSegment408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateSegment408JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateSegment413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateSegment413JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
@@ -15690,6 +15975,20 @@ func (response CreateChildChunk404JSONResponse) VisitCreateChildChunkResponse(w 
 	return err
 }
 
+type CreateChildChunk408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateChildChunk408JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateChildChunk413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateChildChunk413JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
@@ -15901,6 +16200,20 @@ func (response UpdateChildChunk404JSONResponse) VisitUpdateChildChunkResponse(w 
 	return err
 }
 
+type UpdateChildChunk408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateChildChunk408JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateChildChunk413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateChildChunk413JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
@@ -16026,6 +16339,20 @@ func (response UpdateDocumentByFile404JSONResponse) VisitUpdateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentByFile408JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16159,6 +16486,20 @@ func (response UpdateDocumentByText404JSONResponse) VisitUpdateDocumentByTextRes
 	return err
 }
 
+type UpdateDocumentByText408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentByText408JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByText413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateDocumentByText413JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
@@ -16284,6 +16625,20 @@ func (response UpdateDocumentByFileLegacy404JSONResponse) VisitUpdateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentByFileLegacy408JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16417,6 +16772,20 @@ func (response UpdateDocumentByTextLegacy404JSONResponse) VisitUpdateDocumentByT
 	return err
 }
 
+type UpdateDocumentByTextLegacy408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateDocumentByTextLegacy408JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByTextLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateDocumentByTextLegacy413JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
@@ -16541,6 +16910,20 @@ func (response HitTesting404JSONResponse) VisitHitTestingResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HitTesting408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response HitTesting408JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16752,6 +17135,20 @@ func (response CreateMetadataField404JSONResponse) VisitCreateMetadataFieldRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMetadataField408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response CreateMetadataField408JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17144,6 +17541,20 @@ func (response UpdateMetadataField404JSONResponse) VisitUpdateMetadataFieldRespo
 	return err
 }
 
+type UpdateMetadataField408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateMetadataField408JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMetadataField413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateMetadataField413JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
@@ -17268,6 +17679,20 @@ func (response Retrieve404JSONResponse) VisitRetrieveResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Retrieve408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response Retrieve408JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17450,6 +17875,20 @@ func (response UploadFile401JSONResponse) VisitUploadFileResponse(w http.Respons
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UploadFile408JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17716,6 +18155,20 @@ func (response SendMessageFeedback404JSONResponse) VisitSendMessageFeedbackRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendMessageFeedback408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response SendMessageFeedback408JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }

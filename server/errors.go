@@ -100,17 +100,21 @@ func writeAPIError(c echo.Context, e *APIError) {
 // toAPIError finds the contract error for any error a request can end with: our own, Echo's
 // (routing, body limit), and kin-openapi's request validation errors.
 func toAPIError(err error, r *http.Request) *APIError {
+	// A body cut off by its cap or by its deadline ends whichever reader met it (the validator,
+	// a form reader, a decoder), however that reader wrapped the error.
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errTooLarge(r).withCause(err)
+	}
+	if errors.Is(err, errBodyTimeout) {
+		return apiError(http.StatusRequestTimeout, "request_timeout", "The request body was not received in time.").withCause(err)
+	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
 	var reqErr *openapi3filter.RequestError
 	if errors.As(err, &reqErr) {
-		// The body limit aborts kin-openapi's read of the body; that is a 413, not a bad body.
-		var he *echo.HTTPError
-		if errors.As(reqErr.Err, &he) && he.Code == http.StatusRequestEntityTooLarge {
-			return errTooLarge(r)
-		}
 		return fromRequestError(reqErr).withCause(err)
 	}
 	var he *echo.HTTPError

@@ -73,6 +73,8 @@ type Options struct {
 	// size any kind of upload may have).
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
+	// BodyRate bounds how slowly a request body may arrive; the zero value means the defaults.
+	BodyRate BodyRate
 }
 
 // Server implements gen.StrictServerInterface.
@@ -101,7 +103,7 @@ type Server struct {
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// New builds the HTTP handler: Echo with, in order, the body limit, the response validator, the
+// New builds the HTTP handler: Echo with, in order, the body cap and timer, the response validator, the
 // request validator (which authenticates first), and the strict handlers under BasePath.
 func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
@@ -109,6 +111,9 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}
 	if opts.Validation == "" {
 		opts.Validation = ValidationLog
+	}
+	if opts.BodyRate == (BodyRate{}) {
+		opts.BodyRate = BodyRate{Timeout: DefaultBodyTimeout, MinRate: DefaultBodyMinRate}
 	}
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
@@ -148,7 +153,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		s.log.Error("panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
 		return err
 	}}))
-	e.Use(bodyLimit(opts.MaxBodyBytes, opts.MaxUploadBytes))
+	e.Use(guardBody(opts.MaxBodyBytes, opts.MaxUploadBytes, opts.BodyRate))
 	e.Use(s.validator.Middleware())
 	requestValidator := func(excludeBody bool) echo.MiddlewareFunc {
 		return oapimw.OapiRequestValidatorWithOptions(doc, &oapimw.Options{
@@ -216,29 +221,6 @@ func takesMultipart(router routers.Router, r *http.Request) bool {
 		return false
 	}
 	return route.Operation.RequestBody.Value.Content.Get(echo.MIMEMultipartForm) != nil
-}
-
-// bodyLimit caps request bodies before anything reads them: multipart uploads at the configured
-// upload size (plus room for the form framing), everything else at the JSON cap.
-func bodyLimit(maxJSON, maxUpload int64) echo.MiddlewareFunc {
-	if maxJSON <= 0 {
-		maxJSON = 1 << 20
-	}
-	if maxUpload <= 0 {
-		maxUpload = 15 << 20
-	}
-	const formSlack = 64 << 10
-	jsonLimit := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", maxJSON)})
-	uploadLimit := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: fmt.Sprintf("%dB", maxUpload+formSlack)})
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		j, u := jsonLimit(next), uploadLimit(next)
-		return func(c echo.Context) error {
-			if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
-				return u(c)
-			}
-			return j(c)
-		}
-	}
 }
 
 // ListAvailableModels answers GET /workspaces/current/models/model-types/{model_type}.

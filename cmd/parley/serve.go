@@ -118,6 +118,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Logger:       e.log,
 		Validation:   mode,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		BodyRate:     server.BodyRate{Timeout: cfg.BodyTimeout, MinRate: cfg.BodyMinRate},
 		MaxUploadBytes: int64(max(cfg.Upload.FileSizeLimitMB, cfg.Upload.ImageFileSizeLimitMB,
 			cfg.Upload.AudioFileSizeLimitMB, cfg.Upload.VideoFileSizeLimitMB)) << 20,
 	})

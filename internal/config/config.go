@@ -68,6 +68,10 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
+	// BodyTimeout is how long a request body may take to arrive (PARLEY_BODY_TIMEOUT), extended
+	// by a second for every BodyMinRate bytes received (PARLEY_BODY_MIN_RATE, bytes per second).
+	BodyTimeout time.Duration
+	BodyMinRate int64
 	// IndexingMaxSegmentationTokensLength is the largest custom chunk length, in characters
 	// (INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH, Dify's name).
 	IndexingMaxSegmentationTokensLength int
@@ -232,6 +236,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("PARLEY_MAX_BODY_BYTES", "must be a positive number of bytes, got %d", c.MaxBodyBytes)
+	}
+	if c.BodyTimeout <= 0 {
+		bad("PARLEY_BODY_TIMEOUT", "must be positive, got %v", c.BodyTimeout)
+	}
+	if c.BodyMinRate < 0 {
+		bad("PARLEY_BODY_MIN_RATE", "must not be negative, got %d", c.BodyMinRate)
 	}
 	return errors.Join(errs...)
 }

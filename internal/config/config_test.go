@@ -32,6 +32,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:                           LogFormatText,
 		ShutdownGrace:                       10 * time.Second,
 		MaxBodyBytes:                        1 << 20,
+		BodyTimeout:                         20 * time.Second,
+		BodyMinRate:                         500,
 		IndexingMaxSegmentationTokensLength: 4000,
 		IndexingWorkers:                     2,
 		SQLiteSynchronous:                   "normal",

@@ -60,6 +60,12 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{name: "PARLEY_MAX_BODY_BYTES", def: "1048576",
 			parse: set(parseInt64, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+		// A request body must arrive within PARLEY_BODY_TIMEOUT, extended by a second for every
+		// PARLEY_BODY_MIN_RATE bytes received (Apache mod_reqtimeout's body=20,MinRate=500).
+		{name: "PARLEY_BODY_TIMEOUT", def: "20s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.BodyTimeout })},
+		{name: "PARLEY_BODY_MIN_RATE", def: "500",
+			parse: set(parseInt64, func(c *Config) *int64 { return &c.BodyMinRate })},
 		{name: "PARLEY_SQLITE_SYNCHRONOUS", def: "normal",
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -191,6 +193,60 @@ func TestFileUploadErrors(t *testing.T) {
 		resp, f, e := p.upload(t, hc, part{field: "file", filename: "notes.txt", contentType: "text/plain", data: bytes.Repeat([]byte("a"), 3<<20)})
 		if resp.StatusCode != 201 || f.Extension != "txt" {
 			t.Fatalf("3 MB text: %d %+v", resp.StatusCode, e)
+		}
+	})
+}
+
+// TestRemoteFileErrorsRevealNothing: a remote file that cannot be fetched, or whose address is
+// not allowed, is refused with a fixed message. The cause (addresses tried, the resolver, the
+// transport error) stays in the server's log, so the error cannot be used to map the server's
+// network.
+func TestRemoteFileErrorsRevealNothing(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		if binary == "" {
+			t.Skip("needs to restart the server with its own settings")
+		}
+		// A loopback port with nothing listening on it.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := ln.Addr().String()
+		ln.Close()
+		send := func(t *testing.T, url string) (int, apiErr) {
+			t.Helper()
+			body := chatBody("remote "+url, "remote-user", false)
+			body.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(url)}}
+			r, err := newClient(t, p, p.AppKey).SendChatMessageWithResponse(context.Background(), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e apiErr
+			_ = json.Unmarshal(r.Body, &e)
+			return r.StatusCode(), e
+		}
+		check := func(t *testing.T, url, want string) {
+			t.Helper()
+			status, e := send(t, url)
+			if status != 400 || e.Code != "invalid_param" || e.Message != want {
+				t.Fatalf("%s: got %d %+v, want 400 invalid_param %q", url, status, e, want)
+			}
+		}
+		// Private addresses allowed (the suite's setting): the fetch itself fails.
+		check(t, "http://"+closed+"/x.png", "The remote file could not be fetched.")
+		if !strings.Contains(p.logs.String(), "connection refused") {
+			t.Error("the server did not log why the fetch failed")
+		}
+		// The default: loopback, private and metadata addresses are refused before connecting.
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		p.Start(t, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE=false")
+		// Only loopback forms here: a test never sends traffic off this machine, even if the
+		// guard were broken.
+		_, port, _ := net.SplitHostPort(closed)
+		for _, u := range []string{"http://" + closed + "/x.png", "http://[::1]:" + port + "/x.png", "http://0.0.0.0:" + port + "/x.png"} {
+			check(t, u, "The remote file is not allowed.")
 		}
 	})
 }

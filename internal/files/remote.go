@@ -42,7 +42,18 @@ type Remote struct {
 //     wrapping [ErrRemoteFetch] (and context.DeadlineExceeded for a
 //     timeout);
 //   - ctx ending first: ctx's error, not ErrRemoteFetch.
+//
+// The errors name addresses, resolvers and transport details, which are for the log only:
+// FetchRemote logs each failure, and callers show clients a fixed message per kind.
 func (s *Service) FetchRemote(ctx context.Context, rawURL string) (Remote, error) {
+	r, err := s.fetchRemote(ctx, rawURL)
+	if err != nil && ctx.Err() == nil {
+		s.log.Info("remote file not fetched", "error", err)
+	}
+	return r, err
+}
+
+func (s *Service) fetchRemote(ctx context.Context, rawURL string) (Remote, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return Remote{}, fmt.Errorf("files: fetch: %w", ErrInvalidURL)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,5 +279,62 @@ func TestSlowBody(t *testing.T) {
 				t.Fatalf("the stream ended with %q, want message_end", last)
 			}
 		})
+	})
+}
+
+// TestStalledReaderReleasesTheRun: a client that opens a stream and then stops reading, with
+// the connection left open, must not hold the run (and its concurrency slot) for ever. Once the
+// socket buffers are full, a write that makes no progress within PARLEY_STREAM_WRITE_TIMEOUT
+// ends the stream; the run goes on without it and stores the whole answer.
+func TestStalledReaderReleasesTheRun(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		if binary == "" {
+			t.Skip("needs to restart the server with its own settings")
+		}
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		p.Start(t, "PARLEY_STREAM_WRITE_TIMEOUT=1s")
+		m := marker(t, "stalled")
+		// About 8 MB of events: more than the socket buffers of both ends hold.
+		chunks := make([]string, 8000)
+		for i := range chunks {
+			chunks[i] = strings.Repeat("z", 1023) + " "
+		}
+		upstream.On(m, openaitest.Reply{Chunks: chunks})
+		user := "stalled-user"
+		reqBody, _ := json.Marshal(chatBody(m, user, true))
+		base, _ := url.Parse(p.URL)
+		// A small receive buffer, and no reads at all: the server's writes stall.
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		conn, err := d.Dial("tcp", base.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST %s/chat-messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			base.Path, p.AppKey, len(reqBody), reqBody)
+
+		c := newClient(t, p, p.AppKey)
+		ctx := context.Background()
+		deadline := time.Now().Add(45 * time.Second)
+		for {
+			var msgs []client.HistoryMessage
+			if l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user}); err == nil && l.JSON200 != nil && len(l.JSON200.Data) == 1 {
+				h, err := c.ListMessagesWithResponse(ctx, &client.ListMessagesParams{ConversationId: l.JSON200.Data[0].Id.String(), User: &user})
+				if err == nil && h.JSON200 != nil {
+					msgs = h.JSON200.Data
+				}
+			}
+			if len(msgs) == 1 && msgs[0].Status == "normal" && len(msgs[0].Answer) == 8000*1024 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the run is still held by a client that stopped reading: %d messages", len(msgs))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	})
 }

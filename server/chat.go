@@ -212,7 +212,8 @@ type envelope struct {
 func (cs *chatStream) VisitSendChatMessageResponse(w http.ResponseWriter) error {
 	sse.Headers(w)
 	w.WriteHeader(http.StatusOK)
-	out := sse.NewWriter(w)
+	out := sse.NewWriter(w, cs.srv.streamStall)
+	defer out.Close()
 	// The first byte goes out at once, so clients and proxies see the stream has started.
 	if err := out.Ping(); err != nil {
 		cs.run.Detach()

@@ -75,6 +75,9 @@ type Options struct {
 	MaxUploadBytes int64
 	// BodyRate bounds how slowly a request body may arrive; the zero value means the defaults.
 	BodyRate BodyRate
+	// StreamStall bounds each write of an event stream to a client that stopped reading
+	// (sse.DefaultStallTimeout when 0): the stream then ends and its run goes on without it.
+	StreamStall time.Duration
 }
 
 // Server implements gen.StrictServerInterface.
@@ -94,6 +97,7 @@ type Server struct {
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
+	streamStall    time.Duration
 	log            *slog.Logger
 
 	validator *ResponseValidator
@@ -119,7 +123,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
 		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge, endUsers: opts.EndUsers,
 		maxUploadBytes: opts.MaxUploadBytes,
-		pingInterval:   opts.PingInterval, log: opts.Logger}
+		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}

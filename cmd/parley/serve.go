@@ -119,6 +119,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Validation:   mode,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		BodyRate:     server.BodyRate{Timeout: cfg.BodyTimeout, MinRate: cfg.BodyMinRate},
+		StreamStall:  cfg.StreamWriteTimeout,
 		MaxUploadBytes: int64(max(cfg.Upload.FileSizeLimitMB, cfg.Upload.ImageFileSizeLimitMB,
 			cfg.Upload.AudioFileSizeLimitMB, cfg.Upload.VideoFileSizeLimitMB)) << 20,
 	})

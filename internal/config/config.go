@@ -72,6 +72,9 @@ type Config struct {
 	// by a second for every BodyMinRate bytes received (PARLEY_BODY_MIN_RATE, bytes per second).
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// StreamWriteTimeout bounds each write of an event stream to a client that stopped
+	// reading (PARLEY_STREAM_WRITE_TIMEOUT); the run goes on without the stream.
+	StreamWriteTimeout time.Duration
 	// IndexingMaxSegmentationTokensLength is the largest custom chunk length, in characters
 	// (INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH, Dify's name).
 	IndexingMaxSegmentationTokensLength int
@@ -239,6 +242,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyTimeout <= 0 {
 		bad("PARLEY_BODY_TIMEOUT", "must be positive, got %v", c.BodyTimeout)
+	}
+	if c.StreamWriteTimeout <= 0 {
+		bad("PARLEY_STREAM_WRITE_TIMEOUT", "must be positive, got %v", c.StreamWriteTimeout)
 	}
 	if c.BodyMinRate < 0 {
 		bad("PARLEY_BODY_MIN_RATE", "must not be negative, got %d", c.BodyMinRate)

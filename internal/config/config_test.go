@@ -34,6 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxBodyBytes:                        1 << 20,
 		BodyTimeout:                         20 * time.Second,
 		BodyMinRate:                         500,
+		StreamWriteTimeout:                  60 * time.Second,
 		IndexingMaxSegmentationTokensLength: 4000,
 		IndexingWorkers:                     2,
 		SQLiteSynchronous:                   "normal",

@@ -66,6 +66,8 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.BodyTimeout })},
 		{name: "PARLEY_BODY_MIN_RATE", def: "500",
 			parse: set(parseInt64, func(c *Config) *int64 { return &c.BodyMinRate })},
+		{name: "PARLEY_STREAM_WRITE_TIMEOUT", def: "60s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.StreamWriteTimeout })},
 		{name: "PARLEY_SQLITE_SYNCHRONOUS", def: "normal",
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",

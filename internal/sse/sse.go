@@ -35,19 +35,43 @@ func Headers(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 }
 
+// DefaultStallTimeout is how long one write may wait for a client that has stopped reading.
+const DefaultStallTimeout = 60 * time.Second
+
 // Writer writes frames to one response and flushes each, so every event reaches the client as
 // soon as it is written. It is not safe for concurrent use: one goroutine owns a stream.
+//
+// Each write must complete within the stall timeout. A client that keeps its connection open
+// but stops reading would otherwise block the writer for ever once the socket buffers are
+// full, and with it whatever feeds the stream.
 type Writer struct {
 	w     io.Writer
 	rc    *http.ResponseController
 	buf   []byte
 	err   error
 	wrote time.Time
+	stall time.Duration
+	// armed is set once a write deadline is on the connection.
+	armed bool
 }
 
 // NewWriter returns a Writer on w, which should already have its headers set (see Headers).
-func NewWriter(w http.ResponseWriter) *Writer {
-	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512)}
+// stall bounds each write (DefaultStallTimeout when 0, none when negative). Call Close when
+// the stream ends.
+func NewWriter(w http.ResponseWriter, stall time.Duration) *Writer {
+	if stall == 0 {
+		stall = DefaultStallTimeout
+	}
+	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512), stall: stall}
+}
+
+// Close clears the write deadline, so that it cannot reach the next response on the same
+// connection. It writes nothing.
+func (s *Writer) Close() {
+	if s.armed {
+		_ = s.rc.SetWriteDeadline(time.Time{})
+		s.armed = false
+	}
 }
 
 // Event writes one JSON-encoded event and flushes it.
@@ -95,6 +119,9 @@ func (s *Writer) LastWrite() time.Time { return s.wrote }
 func (s *Writer) write(frame []byte) error {
 	if s.err != nil {
 		return s.err
+	}
+	if s.stall > 0 && s.rc.SetWriteDeadline(time.Now().Add(s.stall)) == nil {
+		s.armed = true
 	}
 	if _, err := s.w.Write(frame); err != nil {
 		s.err = err

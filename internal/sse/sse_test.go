@@ -15,7 +15,7 @@ func TestFramesArriveAsWritten(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		Headers(w)
 		w.WriteHeader(http.StatusOK)
-		sw := NewWriter(w)
+		sw := NewWriter(w, 0)
 		for _, f := range []func() error{
 			sw.Ping,
 			func() error { return sw.Event([]byte(`{"event":"message","answer":"Hi"}`)) },
@@ -61,7 +61,7 @@ func TestFramesArriveAsWritten(t *testing.T) {
 
 func BenchmarkEvent(b *testing.B) {
 	rec := httptest.NewRecorder()
-	w := NewWriter(rec)
+	w := NewWriter(rec, 0)
 	data := []byte(`{"event":"message","conversation_id":"7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11","message_id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","created_at":1705398420,"task_id":"9d2d4d3e-7c6f-4a6f-9c77-5e2d7f2abe33","id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","answer":"Hello"}`)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -75,7 +75,7 @@ func BenchmarkEvent(b *testing.B) {
 // TestQueueFlushesOnce: queued frames go out together, in order, framed one by one.
 func TestQueueFlushesOnce(t *testing.T) {
 	rec := httptest.NewRecorder()
-	w := NewWriter(rec)
+	w := NewWriter(rec, 0)
 	for _, d := range []string{`{"a":1}`, `{"b":2}`} {
 		if err := w.Queue([]byte(d)); err != nil {
 			t.Fatal(err)

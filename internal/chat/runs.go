@@ -24,6 +24,12 @@ import (
 // end only the runs of processes that stopped writing, never those of a live one. Clocks of
 // replicas must agree to well within StaleAfter.
 //
+// The rest of a run cannot be left half done: the conversation, the message and its files are
+// stored in one transaction (Send), and the outcome with its retriever resources in another
+// (store.FinishMessage). A conversation whose first answer was cut by a crash is not named
+// afterwards: it keeps DefaultConversationName, the state it has when naming fails or
+// auto_generate_name is false, and it can be renamed through the API.
+//
 // One goroutine per process does all of it, each pass in one transaction per batch of runs
 // (store.SaveMessageProgress): the stream of a run never waits for the database, and the cost
 // grows with the number of long runs, not with the tokens they stream.

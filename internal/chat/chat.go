@@ -262,10 +262,10 @@ type Run struct {
 	// answer is written by the run goroutine only, under mu; keepRuns reads it under mu.
 	mu     sync.Mutex
 	answer strings.Builder
-	// saved (bytes of the answer stored) and savedAt (the last write of the message) belong to
-	// keepRuns.
-	saved   int
-	savedAt time.Time
+	// saved (bytes of the answer stored), answerAt (when they were) and beatAt (the last write
+	// of the message, its heartbeat) belong to keepRuns.
+	saved            int
+	answerAt, beatAt time.Time
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -364,8 +364,9 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, ConversationID: conv.ID, CreatedAt: msg.CreatedAt,
 		Mode: app.Mode, events: make(chan Event, s.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
-		savedAt: time.Now(),
 	}
+	run.answerAt = time.Now()
+	run.beatAt = run.answerAt
 	s.track(run)
 	runCtx, done := s.tasks.Register(s.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
 	accepted = true

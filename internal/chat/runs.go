@@ -88,16 +88,14 @@ func (s *Service) saveProgress(now time.Time, batch []store.MessageProgress, run
 	s.liveMu.Lock()
 	for _, r := range s.live {
 		r.mu.Lock()
-		grew := r.answer.Len() != r.saved
+		grew := r.answer.Len() != r.saved && now.Sub(r.answerAt) >= due(s.interval)
 		answer := ""
-		if grew && now.Sub(r.savedAt) >= due(s.interval) {
+		if grew {
 			// A copy: the run goes on appending to its builder while the write is under way.
 			answer = strings.Clone(r.answer.String())
-		} else {
-			grew = false
 		}
 		r.mu.Unlock()
-		if !grew && now.Sub(r.savedAt) < due(s.heartbeat()) {
+		if !grew && now.Sub(r.beatAt) < due(s.heartbeat()) {
 			continue
 		}
 		batch = append(batch, store.MessageProgress{ID: r.MessageID, Answer: answer, Changed: grew})
@@ -118,9 +116,9 @@ func (s *Service) saveProgress(now time.Time, batch []store.MessageProgress, run
 	}
 	for i, r := range runs {
 		if batch[i].Changed {
-			r.saved = len(batch[i].Answer)
+			r.saved, r.answerAt = len(batch[i].Answer), now
 		}
-		r.savedAt = now
+		r.beatAt = now
 	}
 	return batch, runs
 }

@@ -26,10 +26,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestAnswerSoFarIsStored: while a run streams, the answer so far reaches the database, so a
-// crash loses at most the last interval of it.
+// crash loses at most the last interval of it. Heartbeats here come more often than answer
+// writes (every 500 ms against 600 ms): they must not postpone the answer.
 func TestAnswerSoFarIsStored(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
-		env := newEnv(t, e, func(o *Options) { o.ProgressInterval = 50 * time.Millisecond })
+		env := newEnv(t, e, func(o *Options) { o.ProgressInterval, o.StaleAfter = 600*time.Millisecond, 2*time.Second })
 		env.upstream.On("slow tale", openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
 		run := env.send(t, Request{Query: "slow tale", Streaming: true})
 		for range 2 {

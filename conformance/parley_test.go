@@ -78,6 +78,7 @@ type Parley struct {
 	env    []string
 	logs   *syncBuffer
 	stop   func() error
+	kill   func() error
 }
 
 // engines lists the storage engines a test runs the server on. A PARLEY_URL run has one: the
@@ -185,6 +186,15 @@ func (p *Parley) Start(t *testing.T, extraEnv ...string) {
 		})
 		return err
 	}
+	p.kill = func() error {
+		var err error
+		once.Do(func() {
+			err = cmd.Process.Kill()
+			_ = cmd.Wait() // reports the kill
+			cancel()
+		})
+		return err
+	}
 	t.Cleanup(func() {
 		_ = p.stop()
 		if t.Failed() {
@@ -206,6 +216,10 @@ func (p *Parley) Start(t *testing.T, extraEnv ...string) {
 
 // Stop sends SIGTERM and waits for the process to exit; it returns the exit error.
 func (p *Parley) Stop() error { return p.stop() }
+
+// Kill sends SIGKILL, as a crash would end the process (nothing runs after it), and waits for
+// the process to be gone. Start runs the server again on the same database.
+func (p *Parley) Kill() error { return p.kill() }
 
 // CLI runs the parley binary with the server's settings and returns its trimmed stdout.
 func (p *Parley) CLI(t *testing.T, args ...string) string {

@@ -70,7 +70,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
-	providerSet := chat.NewProviderSet(catalog.APIKey)
+	providerSet := chat.NewProviderSet(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
 	kbUse := map[string]int{}
 	for _, a := range e.file.Apps {
 		for _, kb := range a.KnowledgeBases {
@@ -97,7 +97,15 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Limiter: limiter.NewLocal(), Tasks: runs, Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
+		StaleAfter: cfg.RunStaleAfter,
 	})
+	// Answers a stopped server left running end before any client can read them; those of
+	// live replicas keep a fresh heartbeat and are left alone.
+	if n, err := chatSvc.EndInterrupted(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
+	}
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
 		Catalog:       catalog,

@@ -63,13 +63,13 @@ const DefaultConversationName = "New conversation"
 type Store interface {
 	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
 	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
-	StartConversation(ctx context.Context, c store.Conversation, m store.Message) (store.Conversation, store.Message, error)
+	StartConversation(ctx context.Context, c store.Conversation, m store.Message, files ...store.MessageFile) (store.Conversation, store.Message, error)
 	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
-	CreateMessage(ctx context.Context, m store.Message) (store.Message, error)
+	CreateMessage(ctx context.Context, m store.Message, files ...store.MessageFile) (store.Message, error)
 	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
-	AddMessageFiles(ctx context.Context, files []store.MessageFile) ([]store.MessageFile, error)
-	AddRetrieverResources(ctx context.Context, rs []store.RetrieverResource) error
+	SaveMessageProgress(ctx context.Context, at time.Time, ps []store.MessageProgress) error
+	EndStaleMessages(ctx context.Context, before time.Time, errText string) (int64, error)
 }
 
 // Models finds an app's model; *models.Catalog implements it.
@@ -100,7 +100,32 @@ type Options struct {
 	// Knowledge retrieves context from the knowledge bases an app names; without it such
 	// apps answer without context.
 	Knowledge Knowledge
+	// ProgressInterval is how often, at most, a run's answer so far is written while it
+	// streams (default DefaultProgressInterval).
+	ProgressInterval time.Duration
+	// StaleAfter is how old the heartbeat of a running message may grow before the message is
+	// taken as interrupted by a dead process (default DefaultStaleAfter). This process
+	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
+	// StaleAfter/2.
+	StaleAfter time.Duration
 }
+
+// Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
+const (
+	// DefaultProgressInterval bounds what a crash can lose of an answer to about a second of
+	// text, at one write per streaming run per second: far below the writes a chat already
+	// costs, and none at all for answers shorter than that.
+	DefaultProgressInterval = time.Second
+	// DefaultStaleAfter leaves four heartbeats (every 15 s) to be missed before another
+	// process, or this one after a restart, ends a run as interrupted: a busy database or a
+	// paused process does not lose its runs, and a crashed one's are ended within about a
+	// minute and a half.
+	DefaultStaleAfter = time.Minute
+)
+
+// InterruptedError is the error of a message whose run was interrupted by the end of its
+// process (a crash, a kill) before the answer was complete; the answer stored so far is kept.
+const InterruptedError = "The server stopped before the answer was complete."
 
 // Knowledge retrieves the context of a message from knowledge bases; *knowledge.Service
 // implements it.
@@ -121,6 +146,12 @@ type Service struct {
 	buffer    int
 	knowledge Knowledge
 
+	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
+	interval   time.Duration
+	staleAfter time.Duration
+	liveMu     sync.Mutex
+	live       map[string]*Run
+
 	// life is cancelled by Shutdown; runs and background work derive from it, not from the
 	// request that started them.
 	life     context.Context
@@ -139,12 +170,22 @@ func New(o Options) *Service {
 	if o.EventBuffer <= 0 {
 		o.EventBuffer = 16
 	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
 	life, stop := context.WithCancelCause(context.Background())
-	return &Service{
+	s := &Service{
 		store: o.Store, models: o.Models, providers: o.Providers, limiter: o.Limiter, tasks: o.Tasks, files: o.Files,
 		log: o.Logger, history: o.HistoryMessages, buffer: o.EventBuffer, knowledge: o.Knowledge,
+		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{},
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
+	s.wg.Add(1)
+	go s.keepRuns()
+	return s
 }
 
 // Shutdown ends every run still going (each delivers an error event and persists what it has)
@@ -217,7 +258,14 @@ type Run struct {
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
-	answer   strings.Builder // written by the run goroutine only
+
+	// answer is written by the run goroutine only, under mu; keepRuns reads it under mu.
+	mu     sync.Mutex
+	answer strings.Builder
+	// saved (bytes of the answer stored), answerAt (when they were) and beatAt (the last write
+	// of the message, its heartbeat) belong to keepRuns.
+	saved            int
+	answerAt, beatAt time.Time
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -302,24 +350,24 @@ func (s *Service) Send(ctx context.Context, req Request) (*Run, error) {
 		Query: req.Query, Inputs: conv.Inputs, Status: store.MessageStatusRunning,
 		ModelProvider: spec.Provider, ModelID: spec.Name, TaskID: uuid.NewString(),
 	}
+	// The message, its files and, for a new conversation, the conversation are stored in one
+	// commit: no failure or crash leaves one without the others.
+	files := messageFiles(atts)
 	if isNew {
-		// A new conversation is stored together with its first message: one commit.
-		conv, msg, err = s.store.StartConversation(ctx, conv, msg)
+		conv, msg, err = s.store.StartConversation(ctx, conv, msg, files...)
 	} else {
-		msg, err = s.store.CreateMessage(ctx, msg)
+		msg, err = s.store.CreateMessage(ctx, msg, files...)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if len(atts) > 0 {
-		if _, err := s.store.AddMessageFiles(ctx, messageFiles(msg.ID, atts)); err != nil {
-			return nil, err
-		}
 	}
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, ConversationID: conv.ID, CreatedAt: msg.CreatedAt,
 		Mode: app.Mode, events: make(chan Event, s.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
 	}
+	run.answerAt = time.Now()
+	run.beatAt = run.answerAt
+	s.track(run)
 	runCtx, done := s.tasks.Register(s.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
 	accepted = true
 	s.wg.Add(1)
@@ -388,6 +436,7 @@ func (s *Service) conversation(ctx context.Context, app *apps.App, user store.En
 func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatModel, spec models.ModelSpec, params map[string]any, prompt []providers.Message, atts []attachment,
 	retrieve func(context.Context) (knowledge.ChatContext, error)) {
 	defer close(run.events)
+	defer s.untrack(run)
 	started := time.Now()
 	var reported *providers.Usage
 	var kctx knowledge.ChatContext
@@ -425,7 +474,9 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 				reported = chunk.Usage
 			}
 			if chunk.Delta != "" {
+				run.mu.Lock()
 				run.answer.WriteString(chunk.Delta)
+				run.mu.Unlock()
 				run.emit(Event{Kind: EventMessage, Answer: chunk.Delta})
 			}
 		}
@@ -461,11 +512,6 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 	// The write must happen even though the run's context may be cancelled.
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if len(kctx.Resources) > 0 {
-		if perr := s.store.AddRetrieverResources(persistCtx, kctx.Resources); perr != nil {
-			s.log.Error("persist retriever resources", "message_id", run.MessageID, "error", perr)
-		}
-	}
 	if perr := s.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
 		s.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
 		if err == nil {
@@ -489,6 +535,7 @@ func messageResult(answer string, u models.Usage, resources []store.RetrieverRes
 	}
 	meta, _ := json.Marshal(map[string]any{"usage": u, "retriever_resources": rs})
 	return store.MessageResult{
+		RetrieverResources:      resources,
 		Answer:                  answer,
 		Status:                  store.MessageStatusNormal,
 		MessageTokens:           int64(u.PromptTokens),

@@ -53,7 +53,9 @@ apps:
       - {type: text-input, variable: name, required: true}
 `
 
-func newEnv(t *testing.T, e storetest.Engine) *env {
+// newEnv builds the env; opts may change the Service's options (store, models, providers and
+// tasks are set already).
+func newEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer()
@@ -84,10 +86,14 @@ func newEnv(t *testing.T, e storetest.Engine) *env {
 	app, _ := reg.ByID(synced["bot"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
 	tr := tasks.NewLocal()
-	svc := New(Options{
+	o := Options{
 		Store: st, Models: catalog, Providers: NewProviderSet(catalog.APIKey),
 		Limiter: limiter.NewLocal(), Tasks: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	svc := New(o)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

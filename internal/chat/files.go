@@ -61,12 +61,16 @@ func (s *Service) resolveFiles(ctx context.Context, appID, endUserID string, ref
 	return out, nil
 }
 
-// messageFiles are the rows recording the user's files on the message.
-func messageFiles(messageID string, atts []attachment) []store.MessageFile {
+// messageFiles are the rows recording the user's files on the message (the store sets their
+// message id when it stores them with the message).
+func messageFiles(atts []attachment) []store.MessageFile {
+	if len(atts) == 0 {
+		return nil
+	}
 	out := make([]store.MessageFile, len(atts))
 	for i, a := range atts {
 		out[i] = store.MessageFile{
-			MessageID: messageID, Type: a.ref.Type, TransferMethod: a.ref.TransferMethod,
+			Type: a.ref.Type, TransferMethod: a.ref.TransferMethod,
 			URL: a.ref.URL, UploadFileID: a.upload.ID, BelongsTo: store.BelongsToUser,
 		}
 	}

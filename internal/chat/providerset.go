@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -13,6 +15,7 @@ import (
 // pooled and reused across requests.
 type ProviderSet struct {
 	apiKey  func(provider string) string
+	callCap time.Duration
 	mu      sync.Mutex
 	clients map[string]*openai.Client
 }
@@ -20,6 +23,14 @@ type ProviderSet struct {
 // NewProviderSet returns a ProviderSet; apiKey gives a provider's key (models.Catalog.APIKey).
 func NewProviderSet(apiKey func(provider string) string) *ProviderSet {
 	return &ProviderSet{apiKey: apiKey, clients: map[string]*openai.Client{}}
+}
+
+// WithCallTimeout sets the cap on the whole of one model call (PARLEY_MODEL_CALL_TIMEOUT) for
+// providers that set none of their own; without it the client's default applies. Call it
+// before the set is used. It returns p.
+func (p *ProviderSet) WithCallTimeout(d time.Duration) *ProviderSet {
+	p.callCap = d
+	return p
 }
 
 // ChatModel returns the client for spec's provider.
@@ -37,7 +48,8 @@ func (p *ProviderSet) client(spec models.ModelSpec) (*openai.Client, error) {
 	defer p.mu.Unlock()
 	c, ok := p.clients[spec.Provider]
 	if !ok {
-		c = openai.New(openai.Config{Name: spec.Provider, BaseURL: spec.BaseURL, APIKey: p.apiKey(spec.Provider), Timeout: spec.Timeout})
+		c = openai.New(openai.Config{Name: spec.Provider, BaseURL: spec.BaseURL, APIKey: p.apiKey(spec.Provider),
+			Timeout: spec.Timeout, CallTimeout: cmp.Or(spec.CallTimeout, p.callCap)})
 		p.clients[spec.Provider] = c
 	}
 	return c, nil

@@ -66,6 +66,13 @@ type Config struct {
 	LogFormat LogFormat
 	// ShutdownGrace bounds graceful shutdown (PARLEY_SHUTDOWN_GRACE).
 	ShutdownGrace time.Duration
+	// ModelCallTimeout caps the whole of one model call, a stream included, from the request
+	// to the end of the response (PARLEY_MODEL_CALL_TIMEOUT); a provider's call_timeout
+	// overrides it.
+	ModelCallTimeout time.Duration
+	// RunStaleAfter is how long a message may stay running without its process writing it
+	// (its heartbeat) before it is taken as interrupted by a dead process (PARLEY_RUN_STALE_AFTER).
+	RunStaleAfter time.Duration
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// BodyTimeout is how long a request body may take to arrive (PARLEY_BODY_TIMEOUT), extended
@@ -140,6 +147,9 @@ const (
 	// DriverPostgres is selected by a postgres:// or postgresql:// URL.
 	DriverPostgres DatabaseDriver = "postgres"
 )
+
+// MinRunStaleAfter is the smallest PARLEY_RUN_STALE_AFTER.
+const MinRunStaleAfter = 2 * time.Second
 
 // SQLiteFileName is the name of the SQLite database file inside DataDir.
 const SQLiteFileName = "parley.db"
@@ -230,6 +240,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownGrace < 0 {
 		bad("PARLEY_SHUTDOWN_GRACE", "must not be negative, got %v", c.ShutdownGrace)
+	}
+	if c.ModelCallTimeout <= 0 {
+		bad("PARLEY_MODEL_CALL_TIMEOUT", "must be positive, got %v", c.ModelCallTimeout)
+	}
+	// The heartbeat is stored in whole seconds and refreshed several times per period: under
+	// two seconds a live run could look stale.
+	if c.RunStaleAfter < MinRunStaleAfter {
+		bad("PARLEY_RUN_STALE_AFTER", "must be at least %v, got %v", MinRunStaleAfter, c.RunStaleAfter)
 	}
 	if c.IndexingMaxSegmentationTokensLength < 50 {
 		bad("INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH", "must be at least 50, got %d", c.IndexingMaxSegmentationTokensLength)

@@ -108,6 +108,9 @@ type Provider struct {
 	RequiresAPIKey bool `yaml:"requires_api_key"`
 	// Timeout bounds one upstream request; defaults to 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// CallTimeout caps the whole of one model call, a stream included; 0 (the default) means
+	// the process setting PARLEY_MODEL_CALL_TIMEOUT.
+	CallTimeout time.Duration `yaml:"call_timeout"`
 	// Models are the models this provider offers, in listing order.
 	Models []Model `yaml:"models"`
 }

@@ -206,6 +206,7 @@ providers:
     base_url: ${SECRET_URL}
     api_key_env: P_KEY
     timeout: ${PT:-2m}
+    call_timeout: 5m
     models:
       - name: m
         label: Model M
@@ -255,8 +256,8 @@ apps:
 	if p.IconSmallDark[LocaleZhHans] != "https://x/dark-zh.svg" {
 		t.Errorf("icon_small_dark: %v", p.IconSmallDark)
 	}
-	if p.Timeout != 2*time.Minute {
-		t.Errorf("timeout: %v", p.Timeout)
+	if p.Timeout != 2*time.Minute || p.CallTimeout != 5*time.Minute {
+		t.Errorf("timeouts: %v, %v", p.Timeout, p.CallTimeout)
 	}
 	m := p.Models[0]
 	if !reflect.DeepEqual(m.Label, I18n{LocaleEnUS: "Model M", LocaleZhHans: "Model M"}) || m.MaxOutputTokens != 1024 {
@@ -324,6 +325,7 @@ func TestParseFileErrors(t *testing.T) {
 			"providers[0].requires_api_key: expected true or false"},
 		{"bad duration", "!providers:\n  - {name: p, base_url: http://x, requires_api_key: false, timeout: 60}\n", nil, "providers[0].timeout: expected a duration"},
 		{"zero duration", "!providers:\n  - {name: p, base_url: http://x, requires_api_key: false, timeout: 0s}\n", nil, "providers[0].timeout: must be positive"},
+		{"negative call cap", "!providers:\n  - {name: p, base_url: http://x, requires_api_key: false, call_timeout: -1s}\n", nil, "providers[0].call_timeout: must not be negative"},
 		{"bad expansion", "!workspace: {name: '${OOPS'}\n", nil, `workspace.name: unterminated "${"`},
 		{"provider name missing", "!providers:\n  - {base_url: http://x, requires_api_key: false}\n", nil, "providers[0].name: required"},
 		{"provider name invalid", "!providers:\n  - {name: 'a b', base_url: http://x, requires_api_key: false}\n", nil, "providers[0].name:"},

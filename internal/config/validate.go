@@ -133,6 +133,9 @@ func normalizeProvider(p *Provider, path string, bad badFunc) {
 	if p.Timeout <= 0 {
 		bad(path+".timeout", "must be positive")
 	}
+	if p.CallTimeout < 0 {
+		bad(path+".call_timeout", "must not be negative (leave it out for PARLEY_MODEL_CALL_TIMEOUT)")
+	}
 
 	seen := map[[2]string]int{}
 	for j := range p.Models {

@@ -44,6 +44,8 @@ type ModelSpec struct {
 	BaseURL string
 	// Timeout bounds one upstream request.
 	Timeout time.Duration
+	// CallTimeout caps the whole of one call; 0 means the process default.
+	CallTimeout time.Duration
 	// Name is the upstream model id.
 	Name string
 	// Type is the model type.
@@ -92,6 +94,7 @@ func (c *Catalog) Lookup(t Type, provider, name string) (ModelSpec, error) {
 		ProviderType:    p.Type,
 		BaseURL:         p.BaseURL,
 		Timeout:         p.Timeout,
+		CallTimeout:     p.CallTimeout,
 		Name:            m.Name,
 		Type:            t,
 		Mode:            m.Mode,

@@ -87,8 +87,9 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) (Convers
 
 // StartConversation stores a new conversation and its first message in one transaction (one
 // commit instead of two on the path of every first message). c and m are completed as
-// CreateConversation and CreateMessage complete them; m.ConversationID is set to c.ID.
-func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message) (Conversation, Message, error) {
+// CreateConversation and CreateMessage complete them; m.ConversationID is set to c.ID. The
+// message's files, if any, go into the same transaction, as with CreateMessage.
+func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message, files ...MessageFile) (Conversation, Message, error) {
 	if err := prepareConversation(&c); err != nil {
 		return Conversation{}, Message{}, err
 	}
@@ -96,11 +97,18 @@ func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message
 	if err := prepareMessage(&m); err != nil {
 		return Conversation{}, Message{}, err
 	}
-	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+	fs, err := prepareMessageFiles(files, m.ID)
+	if err != nil {
+		return Conversation{}, Message{}, fmt.Errorf("store: start conversation: %w", err)
+	}
+	err = s.WithTx(ctx, func(tx *sql.Tx) error {
 		if err := s.insertConversation(ctx, s.inTx(tx), c); err != nil {
 			return err
 		}
-		return s.insertMessage(ctx, s.inTx(tx), m)
+		if err := s.insertMessage(ctx, s.inTx(tx), m); err != nil {
+			return err
+		}
+		return s.insertMessageFiles(ctx, s.inTx(tx), fs)
 	})
 	if err != nil {
 		return Conversation{}, Message{}, fmt.Errorf("store: start conversation: %w", err)

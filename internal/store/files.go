@@ -174,9 +174,28 @@ func (s *Store) AddMessageFiles(ctx context.Context, files []MessageFile) ([]Mes
 	if len(files) == 0 {
 		return nil, nil
 	}
+	out, err := prepareMessageFiles(files, "")
+	if err != nil {
+		return nil, fmt.Errorf("store: add message files: %w", err)
+	}
+	if err := s.WithTx(ctx, func(tx *sql.Tx) error { return s.insertMessageFiles(ctx, s.inTx(tx), out) }); err != nil {
+		return nil, fmt.Errorf("store: add message files: %w", err)
+	}
+	return out, nil
+}
+
+// prepareMessageFiles fills in the defaults of files (and their message id, when messageID is
+// set) and checks them, returning the copies to store.
+func prepareMessageFiles(files []MessageFile, messageID string) ([]MessageFile, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
 	out := make([]MessageFile, len(files))
 	now := time.Now()
 	for i, f := range files {
+		if messageID != "" {
+			f.MessageID = messageID
+		}
 		if f.ID == "" {
 			f.ID = NewID()
 		}
@@ -184,7 +203,7 @@ func (s *Store) AddMessageFiles(ctx context.Context, files []MessageFile) ([]Mes
 			f.BelongsTo = BelongsToUser
 		}
 		if err := f.validate(); err != nil {
-			return nil, fmt.Errorf("store: add message files: file %d: %w", i, err)
+			return nil, fmt.Errorf("file %d: %w", i, err)
 		}
 		if f.CreatedAt.IsZero() {
 			f.CreatedAt = now
@@ -192,24 +211,26 @@ func (s *Store) AddMessageFiles(ctx context.Context, files []MessageFile) ([]Mes
 		f.CreatedAt = fromUnix(f.CreatedAt.Unix())
 		out[i] = f
 	}
-	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		insert := s.Rebind("INSERT INTO message_files (" + messageFileColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-		for _, f := range out {
-			_, err := s.inTx(tx).ExecContext(ctx, insert,
-				f.ID, f.MessageID, f.Type, f.TransferMethod, nullString(f.URL), nullString(f.UploadFileID), f.BelongsTo, f.CreatedAt.Unix())
-			if isForeignKeyViolation(err) {
-				return fmt.Errorf("message %s or upload file %s: %w", f.MessageID, f.UploadFileID, ErrNotFound)
-			}
-			if err != nil {
-				return mapError(err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: add message files: %w", err)
-	}
 	return out, nil
+}
+
+// insertMessageFiles writes prepared files through q, which must be a transaction.
+func (s *Store) insertMessageFiles(ctx context.Context, q execer, files []MessageFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	insert := s.Rebind("INSERT INTO message_files (" + messageFileColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+	for _, f := range files {
+		_, err := q.ExecContext(ctx, insert,
+			f.ID, f.MessageID, f.Type, f.TransferMethod, nullString(f.URL), nullString(f.UploadFileID), f.BelongsTo, f.CreatedAt.Unix())
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("message %s or upload file %s: %w", f.MessageID, f.UploadFileID, ErrNotFound)
+		}
+		if err != nil {
+			return mapError(err)
+		}
+	}
+	return nil
 }
 
 // MessageFiles returns the files of the given messages keyed by message

@@ -579,35 +579,54 @@ func (s *Store) AddRetrieverResources(ctx context.Context, rs []RetrieverResourc
 	if len(rs) == 0 {
 		return nil
 	}
-	now := time.Now()
-	for i := range rs {
-		if rs[i].MessageID == "" {
-			return fmt.Errorf("store: add retriever resources: resource %d: missing message id", i)
-		}
+	rs, err := prepareRetrieverResources(rs)
+	if err == nil {
+		err = s.WithTx(ctx, func(tx *sql.Tx) error { return s.insertRetrieverResources(ctx, s.inTx(tx), rs, false) })
 	}
-	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		insert := s.Rebind("INSERT INTO retriever_resources (" + retrieverResourceColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		for _, r := range rs {
-			if r.ID == "" {
-				r.ID = NewID()
-			}
-			if r.CreatedAt.IsZero() {
-				r.CreatedAt = now
-			}
-			_, err := s.inTx(tx).ExecContext(ctx, insert, r.ID, r.MessageID, r.Position, r.DatasetID, r.DatasetName,
-				r.DocumentID, r.DocumentName, r.DataSourceType, r.SegmentID, r.SegmentPosition, r.IndexNodeHash, r.Content,
-				r.Score, r.HitCount, r.WordCount, r.CreatedAt.Unix())
-			if isForeignKeyViolation(err) {
-				return fmt.Errorf("message %s: %w", r.MessageID, ErrNotFound)
-			}
-			if err != nil {
-				return mapError(err)
-			}
-		}
-		return nil
-	})
 	if err != nil {
 		return fmt.Errorf("store: add retriever resources: %w", err)
+	}
+	return nil
+}
+
+// prepareRetrieverResources checks rs and returns copies with their defaults filled in.
+func prepareRetrieverResources(rs []RetrieverResource) ([]RetrieverResource, error) {
+	out := make([]RetrieverResource, len(rs))
+	now := time.Now()
+	for i, r := range rs {
+		if r.MessageID == "" {
+			return nil, fmt.Errorf("resource %d: missing message id", i)
+		}
+		if r.ID == "" {
+			r.ID = NewID()
+		}
+		if r.CreatedAt.IsZero() {
+			r.CreatedAt = now
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// insertRetrieverResources writes prepared resources through q, which must be a transaction.
+// With ignoreExisting, a resource whose id is already stored is skipped, so that writing the
+// same resources again is harmless.
+func (s *Store) insertRetrieverResources(ctx context.Context, q execer, rs []RetrieverResource, ignoreExisting bool) error {
+	query := "INSERT INTO retriever_resources (" + retrieverResourceColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	if ignoreExisting {
+		query += " ON CONFLICT (id) DO NOTHING"
+	}
+	insert := s.Rebind(query)
+	for _, r := range rs {
+		_, err := q.ExecContext(ctx, insert, r.ID, r.MessageID, r.Position, r.DatasetID, r.DatasetName,
+			r.DocumentID, r.DocumentName, r.DataSourceType, r.SegmentID, r.SegmentPosition, r.IndexNodeHash, r.Content,
+			r.Score, r.HitCount, r.WordCount, r.CreatedAt.Unix())
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("message %s: %w", r.MessageID, ErrNotFound)
+		}
+		if err != nil {
+			return mapError(err)
+		}
 	}
 	return nil
 }

@@ -94,6 +94,9 @@ type MessageResult struct {
 	Currency                string
 	ProviderResponseLatency float64
 	Metadata                json.RawMessage
+	// RetrieverResources are the knowledge chunks the answer cited, stored with the outcome
+	// as [Store.AddRetrieverResources] stores them (MessageID is set to the message's).
+	RetrieverResources []RetrieverResource
 }
 
 // MessageQuery selects one page of a conversation's messages.
@@ -149,12 +152,25 @@ func normaliseCosts(c costs) (costs, error) {
 // CreatedAt; other defaults are as for [MessageResult]. The conversation must
 // be live and belong to the message's app and end user: otherwise the error
 // wraps [ErrNotFound]. A duplicate id gives an error wrapping [ErrConflict].
-// It returns the message as stored.
-func (s *Store) CreateMessage(ctx context.Context, m Message) (Message, error) {
+// The files, if any, are stored with the message, in the same transaction, as
+// [Store.AddMessageFiles] stores them (their MessageID is set to the
+// message's): a message is never seen without its files. It returns the
+// message as stored.
+func (s *Store) CreateMessage(ctx context.Context, m Message, files ...MessageFile) (Message, error) {
 	if err := prepareMessage(&m); err != nil {
 		return Message{}, err
 	}
-	if err := s.WithTx(ctx, func(tx *sql.Tx) error { return s.insertMessage(ctx, s.inTx(tx), m) }); err != nil {
+	fs, err := prepareMessageFiles(files, m.ID)
+	if err != nil {
+		return Message{}, fmt.Errorf("store: create message: %w", err)
+	}
+	err = s.WithTx(ctx, func(tx *sql.Tx) error {
+		if err := s.insertMessage(ctx, s.inTx(tx), m); err != nil {
+			return err
+		}
+		return s.insertMessageFiles(ctx, s.inTx(tx), fs)
+	})
+	if err != nil {
 		return Message{}, fmt.Errorf("store: create message: %w", err)
 	}
 	return m, nil
@@ -228,10 +244,13 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 
 // FinishMessage records the outcome of generating a message: answer,
 // status, error, tokens, prices, latency and metadata all replace what was
-// stored, and updated_at becomes now. There is no state check, so the last
-// write wins (a stop racing the normal end, a retry after a lost reply);
-// calling it twice with the same result is harmless. An unknown id gives an
-// error wrapping [ErrNotFound].
+// stored, and updated_at becomes now; the retriever resources, if any, are
+// stored in the same transaction, so a crash never leaves some of them
+// without the rest of the outcome. There is no state check, so the last
+// write wins (a stop racing the normal end, a retry after a lost reply, a
+// live run outliving [Store.EndStaleMessages]); calling it twice with the
+// same result is harmless. An unknown id gives an error wrapping
+// [ErrNotFound].
 //
 // The outcome must be stored even when the client has hung up, so do not
 // pass the request context as is: its cancellation would abort the write.
@@ -252,20 +271,47 @@ func (s *Store) FinishMessage(ctx context.Context, id string, r MessageResult) e
 	if err != nil {
 		return fmt.Errorf("store: finish message %s: metadata: %w", id, err)
 	}
-	res, err := s.exec(ctx, `UPDATE messages SET answer = ?, status = ?, error = ?,
+	const update = `UPDATE messages SET answer = ?, status = ?, error = ?,
 message_tokens = ?, answer_tokens = ?, total_tokens = ?,
 message_unit_price = ?, answer_unit_price = ?, price_unit = ?, total_price = ?, currency = ?,
 provider_response_latency = ?, metadata = ?, updated_at = ?
-WHERE id = ?`,
-		r.Answer, r.Status, nullString(r.Error),
+WHERE id = ?`
+	args := []any{r.Answer, r.Status, nullString(r.Error),
 		r.MessageTokens, r.AnswerTokens, r.TotalTokens,
 		c.messageUnitPrice, c.answerUnitPrice, c.priceUnit, c.totalPrice, c.currency,
 		r.ProviderResponseLatency, metadata, time.Now().Unix(),
-		id)
+		id}
+	if len(r.RetrieverResources) == 0 {
+		// One statement: no transaction to begin and commit on the common path.
+		res, err := s.exec(ctx, update, args...)
+		if err != nil {
+			return fmt.Errorf("store: finish message %s: %w", id, err)
+		}
+		return affectedOne(res, "store: finish message "+id)
+	}
+	rs := make([]RetrieverResource, len(r.RetrieverResources))
+	for i, rr := range r.RetrieverResources {
+		rr.MessageID = id
+		rs[i] = rr
+	}
+	rs, err = prepareRetrieverResources(rs)
 	if err != nil {
 		return fmt.Errorf("store: finish message %s: %w", id, err)
 	}
-	return affectedOne(res, "store: finish message "+id)
+	err = s.WithTx(ctx, func(tx *sql.Tx) error {
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(update), args...)
+		if err != nil {
+			return mapError(err)
+		}
+		if err := affectedOne(res, "message "+id); err != nil {
+			return err
+		}
+		return s.insertRetrieverResources(ctx, s.inTx(tx), rs, true)
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish message %s: %w", id, err)
+	}
+	return nil
 }
 
 // Message returns the message with the given id if it belongs to appID and

@@ -315,6 +315,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	},
 	migrationKnowledge,
 	migrationKnowledgeExtras,
+	migrationRunningMessages,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -11,9 +11,10 @@
 //
 // Timeouts: the configured timeout bounds the wait for response headers
 // and, once a body is flowing, any silence between two reads (the idle
-// timeout); keep-alive comments count as data. There is no overall
-// deadline besides the caller's context, so long streams are never cut
-// while they make progress.
+// timeout); keep-alive comments count as data. The call timeout caps the
+// whole call, from the request to the end of the response body: a stream
+// that keeps making progress, or that sends only keep-alive comments, is
+// cut there.
 package openai
 
 import (
@@ -39,6 +40,10 @@ import (
 // config.DefaultProviderTimeout).
 const DefaultTimeout = 60 * time.Second
 
+// DefaultCallTimeout is used when Config.CallTimeout is zero (the same
+// default as PARLEY_MODEL_CALL_TIMEOUT).
+const DefaultCallTimeout = 10 * time.Minute
+
 // Config configures a Client.
 type Config struct {
 	// Name is the provider name used in error messages ("[openai] …");
@@ -59,6 +64,10 @@ type Config struct {
 	// StreamIdleTimeout overrides Timeout for the silence between reads of
 	// a body; 0 means Timeout.
 	StreamIdleTimeout time.Duration
+	// CallTimeout caps the whole of one call, from sending the request to
+	// the end of the response body, however steadily data arrives; 0 means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
 	// HTTPClient replaces the client built by New (tests, proxies). Its
 	// own Timeout, if any, applies on top of ours and would cut long
 	// streams; leave it zero.
@@ -78,6 +87,7 @@ type Client struct {
 	azure     bool
 	timeout   time.Duration
 	idle      time.Duration
+	callCap   time.Duration
 	hc        *http.Client
 
 	// noStreamOptions is set once the upstream rejected stream_options
@@ -106,10 +116,14 @@ func New(cfg Config) *Client {
 		apiKey:  strings.TrimSpace(cfg.APIKey),
 		timeout: cfg.Timeout,
 		idle:    cfg.StreamIdleTimeout,
+		callCap: cfg.CallTimeout,
 		hc:      cfg.HTTPClient,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
+	}
+	if c.callCap <= 0 {
+		c.callCap = DefaultCallTimeout
 	}
 	if c.idle <= 0 {
 		c.idle = c.timeout
@@ -159,15 +173,17 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // caller's cancellation.
 var (
 	errIdle   = errors.New("no data from upstream within the timeout")
+	errCapped = errors.New("the call took longer than its cap")
 	errClosed = errors.New("stream closed by the caller")
 )
 
 // exchange is one HTTP request in flight: its context (cancelled by the
-// watchdog, by Close, or by the caller) and the watchdog timer.
+// watchdog, by the call cap, by Close, or by the caller) and the timers.
 type exchange struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	watch  *time.Timer
+	limit  *time.Timer // the call cap; never reset
 	idle   time.Duration
 	body   io.ReadCloser // the response body, reads reset the watchdog
 }
@@ -196,6 +212,9 @@ func (x *exchange) finish(drain bool) {
 		_ = x.body.Close()
 	}
 	x.watch.Stop()
+	if x.limit != nil {
+		x.limit.Stop()
+	}
 	x.cancel(errClosed)
 }
 
@@ -208,6 +227,7 @@ func (c *Client) post(ctx context.Context, endpoint string, body []byte, stream 
 	cctx, cancel := context.WithCancelCause(ctx)
 	x := &exchange{ctx: cctx, cancel: cancel, idle: c.idle}
 	x.watch = time.AfterFunc(c.timeout, func() { cancel(errIdle) })
+	x.limit = time.AfterFunc(c.callCap, func() { cancel(errCapped) })
 
 	req, err := http.NewRequestWithContext(cctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -256,6 +276,16 @@ func (c *Client) transportError(ctx context.Context, err error, midStream bool) 
 	cause := context.Cause(ctx)
 	idle := errors.Is(cause, errIdle)
 	switch {
+	case errors.Is(cause, errCapped):
+		// Classified as a timeout, like the idle one: Dify maps an invocation that times
+		// out to completion_request_error.
+		msg := fmt.Sprintf("the model call took longer than its %s limit", c.callCap)
+		wrapped := fmt.Errorf("%w: %w: %w", providers.ErrTimeout, errCapped, err)
+		if midStream {
+			msg = fmt.Sprintf("stream cut: the model call took longer than its %s limit", c.callCap)
+			wrapped = fmt.Errorf("%w: %w: %w: %w", providers.ErrTruncated, providers.ErrTimeout, errCapped, err)
+		}
+		return providers.NewError(c.name, providers.KindInvocation, 0, msg, wrapped)
 	case !idle && ctx.Err() != nil && !errors.Is(cause, errClosed):
 		// The caller's context ended: keep its cause (context.Canceled,
 		// DeadlineExceeded) reachable for errors.Is.

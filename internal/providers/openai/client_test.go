@@ -461,6 +461,60 @@ func TestStreamIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestCallTimeout: the call cap ends every kind of call that outlives it, however steadily
+// data arrives, with a timeout of the invocation kind (Dify's completion_request_error).
+func TestCallTimeout(t *testing.T) {
+	t.Parallel()
+	s := newFake(t)
+	s.On("think forever", openaitest.Reply{Text: "one two three", HangAfterChunks: 1, KeepAlive: 20 * time.Millisecond})
+	s.On("endless story", openaitest.Reply{Text: strings.Repeat("word ", 2000), ChunkDelay: 20 * time.Millisecond})
+	s.On("slow start", openaitest.Reply{FirstByteDelay: time.Hour})
+	// The idle and header timeouts are far away: only the cap can end these calls.
+	c := newClient(t, s, func(cfg *openai.Config) {
+		cfg.Timeout = time.Hour
+		cfg.CallTimeout = 300 * time.Millisecond
+	})
+	capped := func(what string, err error) {
+		t.Helper()
+		var pe *providers.Error
+		if !errors.As(err, &pe) || pe.Kind != providers.KindInvocation || !errors.Is(err, providers.ErrTimeout) ||
+			!strings.Contains(pe.Message, "took longer than its 300ms limit") {
+			t.Errorf("%s: err = %v, want the call cap's timeout", what, err)
+		}
+	}
+
+	// Keep-alive comments are data for the idle timeout, not for the cap.
+	st, err := c.ChatStream(t.Context(), userReq("gpt-4o", "think forever"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(t, st)
+	if !slices.Equal(r.deltas, []string{"one"}) || !errors.Is(r.err, providers.ErrTruncated) {
+		t.Errorf("keep-alive stream: deltas %q, err %v", r.deltas, r.err)
+	}
+	capped("keep-alive stream", r.err)
+
+	// Steady progress does not extend the cap either.
+	st, err = c.ChatStream(t.Context(), userReq("gpt-4o", "endless story"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = collect(t, st)
+	if len(r.deltas) == 0 || len(r.deltas) >= 2000 {
+		t.Errorf("steady stream: %d deltas", len(r.deltas))
+	}
+	capped("steady stream", r.err)
+
+	_, err = c.ChatStream(t.Context(), userReq("gpt-4o", "slow start"))
+	capped("stream before headers", err)
+	_, err = c.Chat(t.Context(), userReq("gpt-4o", "slow start"))
+	capped("chat", err)
+	_, _, err = c.Embed(t.Context(), "text-embedding-3-small", []string{"slow start"})
+	capped("embed", err)
+	_, _, err = c.Rerank(t.Context(), openaitest.DefaultRerankModel, "slow start", []string{"a", "b"}, 1)
+	capped("rerank", err)
+}
+
 // TestStreamCancelNoLeak is not parallel: it counts goroutines.
 func TestStreamCancelNoLeak(t *testing.T) {
 	s := newFake(t)

@@ -248,7 +248,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, a 
 			abort()
 		}
 		if a.HangAfterChunks > 0 && sent >= a.HangAfterChunks {
-			s.hang(r)
+			s.hangStream(r, f, a.KeepAlive)
 			return false
 		}
 		return s.wait(r, a.ChunkDelay)
@@ -284,6 +284,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, a 
 		}
 	}
 	f.done()
+}
+
+// hangStream blocks until the client goes away or the server closes, sending a keep-alive
+// comment every keepAlive when it is positive.
+func (s *Server) hangStream(r *http.Request, f *frames, keepAlive time.Duration) {
+	if keepAlive <= 0 {
+		s.hang(r)
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if !f.comment("keep-alive") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
 }
 
 // splitArgs cuts tool-call arguments into (up to) four pieces, the first
@@ -406,6 +429,12 @@ func (f *frames) usage(u providers.Usage) bool {
 	b, _ := json.Marshal(usageJSON(u))
 	f.buf = append(f.buf, b...)
 	f.buf = append(f.buf, "}\n\n"...)
+	return f.write()
+}
+
+// comment writes an SSE comment line, which clients must skip.
+func (f *frames) comment(text string) bool {
+	f.buf = append(append(append(f.buf[:0], ": "...), text...), "\n\n"...)
 	return f.write()
 }
 

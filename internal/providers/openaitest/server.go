@@ -266,6 +266,10 @@ type Reply struct {
 	// sent and keeps the connection open until the client goes away (or
 	// the server closes). A blocking answer hangs before its body.
 	HangAfterChunks int
+	// KeepAlive, if > 0, makes a hanging stream send an SSE comment
+	// (": keep-alive") at this interval, as some providers do while a
+	// model thinks: data keeps arriving, but no content.
+	KeepAlive time.Duration
 }
 
 // ServeHTTP routes by path suffix so that any prefix (/v1, an Azure

@@ -685,3 +685,26 @@ func BenchmarkEmbedding(b *testing.B) {
 		})
 	}
 }
+
+func TestHangingStreamKeepAlive(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.On("think", Reply{HangAfterChunks: 1, Text: "a b c", KeepAlive: 10 * time.Millisecond})
+	resp := post(t, s, "/v1/chat/completions", DefaultAPIKey, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"think"}]}`)
+	sc := bufio.NewScanner(resp.Body)
+	var contents, comments int
+	for sc.Scan() && comments < 3 {
+		line := sc.Text()
+		switch {
+		case line == ": keep-alive":
+			comments++
+		case strings.Contains(line, `"content":"a"`):
+			contents++
+		case strings.HasPrefix(line, "data: ") && (strings.Contains(line, `"content":" b"`) || strings.Contains(line, "[DONE]")):
+			t.Fatalf("a hanging stream went on: %s", line)
+		}
+	}
+	if contents != 1 || comments != 3 {
+		t.Fatalf("content chunks %d, keep-alive comments %d; scan error %v", contents, comments, sc.Err())
+	}
+}

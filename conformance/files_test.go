@@ -248,5 +248,30 @@ func TestRemoteFileErrorsRevealNothing(t *testing.T) {
 		for _, u := range []string{"http://" + closed + "/x.png", "http://[::1]:" + port + "/x.png", "http://0.0.0.0:" + port + "/x.png"} {
 			check(t, u, "The remote file is not allowed.")
 		}
+		// The failed answers' history says the same, not the cause.
+		c := newClient(t, p, p.AppKey)
+		user := "remote-user"
+		convs, err := c.ListConversationsWithResponse(context.Background(), &client.ListConversationsParams{User: &user})
+		if err != nil || convs.JSON200 == nil || len(convs.JSON200.Data) == 0 {
+			t.Fatalf("conversations: %v", err)
+		}
+		for _, conv := range convs.JSON200.Data {
+			h, err := c.ListMessagesWithResponse(context.Background(), &client.ListMessagesParams{ConversationId: conv.Id.String(), User: &user})
+			if err != nil || h.JSON200 == nil {
+				t.Fatalf("messages: %v", err)
+			}
+			for _, m := range h.JSON200.Data {
+				if m.Error == nil || (*m.Error != "The remote file is not allowed." && *m.Error != "The remote file could not be fetched.") {
+					t.Errorf("stored error %q, want the message the client was given", ptrText(m.Error))
+				}
+			}
+		}
 	})
+}
+
+func ptrText(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

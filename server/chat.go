@@ -60,14 +60,10 @@ func domainError(err error) *APIError {
 		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeded. "+tooLarge.Error())
 	case errors.Is(err, files.ErrFileNotFound):
 		return errInvalidParam("Invalid upload file id.")
-	// The causes name internal addresses and the resolver; files.Service logs them, the
-	// client learns only which kind of failure it was.
-	case errors.Is(err, files.ErrInvalidURL):
-		return errInvalidParam("Invalid file URL.").withCause(err)
-	case errors.Is(err, files.ErrRemoteForbidden):
-		return errInvalidParam("The remote file is not allowed.").withCause(err)
-	case errors.Is(err, files.ErrRemoteFetch):
-		return errInvalidParam("The remote file could not be fetched.").withCause(err)
+	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):
+		// The causes name internal addresses and the resolver; files.Service logs them.
+		msg, _ := files.RemoteErrorMessage(err)
+		return errInvalidParam(msg).withCause(err)
 	case errors.Is(err, chat.ErrFileReference):
 		return errInvalidParam(err.Error())
 	case errors.As(err, &perr):

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
@@ -507,7 +508,7 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 		result.Status, result.Error = store.MessageStatusError, ErrShuttingDown.Error()
 		err = ErrShuttingDown
 	default:
-		result.Status, result.Error = store.MessageStatusError, err.Error()
+		result.Status, result.Error = store.MessageStatusError, storedError(err)
 	}
 	// The write must happen even though the run's context may be cancelled.
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -524,6 +525,24 @@ func (s *Service) answer(ctx context.Context, run *Run, model providers.ChatMode
 		return
 	}
 	run.emit(Event{Kind: EventMessageEnd, Usage: &usage, Resources: kctx.Resources})
+}
+
+// storedError is the error text kept with a failed answer, which its history shows: what the
+// stream's error event told the client, never the internal cause (addresses, SQL), which the
+// run's log line keeps.
+func storedError(err error) string {
+	var perr *providers.Error
+	var kerr *knowledge.Error
+	switch {
+	case errors.As(err, &perr):
+		return perr.Message
+	case errors.As(err, &kerr):
+		return kerr.Message
+	}
+	if msg, ok := files.RemoteErrorMessage(err); ok {
+		return msg
+	}
+	return "Internal Server Error."
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

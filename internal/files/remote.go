@@ -13,6 +13,28 @@ import (
 	"strings"
 )
 
+// Client-safe descriptions of the remote-fetch errors (see [RemoteErrorMessage]).
+const (
+	MsgInvalidURL     = "Invalid file URL."
+	MsgRemoteRefused  = "The remote file is not allowed."
+	MsgRemoteNotFetch = "The remote file could not be fetched."
+)
+
+// RemoteErrorMessage gives the text a client may see for a remote-fetch error, or false for
+// an error of another kind. The errors themselves name addresses and the resolver, which
+// belong in the log only.
+func RemoteErrorMessage(err error) (string, bool) {
+	switch {
+	case errors.Is(err, ErrInvalidURL):
+		return MsgInvalidURL, true
+	case errors.Is(err, ErrRemoteForbidden):
+		return MsgRemoteRefused, true
+	case errors.Is(err, ErrRemoteFetch):
+		return MsgRemoteNotFetch, true
+	}
+	return "", false
+}
+
 // MaxRedirects is how many redirects a remote fetch follows.
 const MaxRedirects = 5
 

@@ -221,9 +221,9 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 	form, err := readForm(body, formSpec{
 		fields:    map[string]int64{"data": maxDataPart},
 		fileLimit: s.uploadLimit,
-		// A file with no name or of a type the extractor does not read is refused anyway:
-		// it is not read.
-		skipFile: func(name string) bool { return name == "" || !extract.Supported(name) },
+		// A file whose name is refused or of a type the extractor does not read is refused
+		// anyway: it is not read.
+		skipFile: func(name string) bool { return files.CheckName(name) != nil || !extract.Supported(name) },
 	})
 	d := &documentForm{form: form}
 	var tooLarge *files.TooLargeError
@@ -249,9 +249,11 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 		}
 	}
 	if f := form.file; f != nil {
-		switch {
-		case f.filename == "":
-			return d, apiError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
+		switch err := files.CheckName(f.filename); {
+		case err != nil:
+			// Dify's checks, on every route: a name is required, and one with '/' or '\' is
+			// refused ("Filename contains invalid characters"), not cut to its last element.
+			return d, domainError(err)
 		case f.tmp == nil:
 			return d, docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
 		}

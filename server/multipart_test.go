@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"mime/multipart"
 	"net/textproto"
@@ -9,6 +10,21 @@ import (
 
 	"github.com/parleyhq/parley/internal/files"
 )
+
+// xReader gives n bytes of 'x' and counts what was read of it.
+type xReader struct{ n, read int64 }
+
+func (r *xReader) Read(p []byte) (int, error) {
+	if r.read >= r.n {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), r.n-r.read)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	r.read += k
+	return int(k), nil
+}
 
 // fileForm is a multipart body: a `data` field, then a `file` part whose content is rest, then
 // the end of the form if end.
@@ -30,6 +46,29 @@ func fileForm(t *testing.T, disposition string, rest io.Reader, end bool) *multi
 		tail = "\r\n--" + mw.Boundary() + "--\r\n"
 	}
 	return multipart.NewReader(io.MultiReader(&head, rest, bytes.NewReader([]byte(tail))), mw.Boundary())
+}
+
+// An oversized file stops the reading at its limit: the rest of the body is left unread (the
+// client may still be sending it; net/http then does not keep the connection).
+func TestReadFormStopsAtTheFileLimit(t *testing.T) {
+	const limit = 1 << 20
+	rest := &xReader{n: 32 << 20}
+	form, err := readForm(fileForm(t, `form-data; name="file"; filename="big.txt"`, rest, false), formSpec{
+		fields:    map[string]int64{"data": 1 << 10},
+		fileLimit: func(string) (int64, string) { return limit, files.CategoryDocument },
+	})
+	defer form.close()
+	var tooLarge *files.TooLargeError
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != limit {
+		t.Fatalf("err = %v, want a *files.TooLargeError with limit %d", err, limit)
+	}
+	if form.fields["data"] != "{}" || form.nFiles != 1 {
+		t.Errorf("form so far: %+v", form)
+	}
+	// limit+1 bytes, and what the multipart reader buffers ahead of them.
+	if rest.read > limit+64<<10 {
+		t.Errorf("read %d bytes of the file, limit %d", rest.read, limit)
+	}
 }
 
 // A file name is kept as the client sent it, path and all, so that it can be refused as Dify

@@ -192,7 +192,7 @@ type docRoute int
 
 const (
 	// docCreate: exactly one file required (Dify's no_file_uploaded, too_many_files); a file
-	// too large or of a type not allowed is 400 invalid_param.
+	// of a type not allowed is 400 invalid_param, one too large 413.
 	docCreate docRoute = iota
 	// docUpdateByFile: `data` and `file` required; 413/415 for the file.
 	docUpdateByFile
@@ -228,7 +228,7 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 	d := &documentForm{form: form}
 	var tooLarge *files.TooLargeError
 	if errors.As(err, &tooLarge) {
-		return d, docFileError(route, http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
+		return d, errFileTooLarge(tooLarge)
 	}
 	if err != nil {
 		return d, err
@@ -317,13 +317,21 @@ func docFileError(route docRoute, status int, code, msg string) *APIError {
 	return apiError(status, code, msg)
 }
 
-// docUploadError maps a document service error, with the create-by-file quirk for the upload's own
-// refusals.
+// errFileTooLarge answers a file over its size limit with 413 file_too_large on every document
+// file route. Dify's update routes do so; its create-by-file lets the upload's error through as a
+// ValueError (400 invalid_param). Parley answers the same cause the same way on all of them, as
+// /files/upload does.
+func errFileTooLarge(e *files.TooLargeError) *APIError {
+	return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(e))
+}
+
+// docUploadError maps a document service error, with the create-by-file quirk for an unsupported
+// type.
 func docUploadError(err error, route docRoute) error {
 	var tooLarge *files.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		return docFileError(route, http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
+		return errFileTooLarge(tooLarge)
 	case errors.Is(err, files.ErrUnsupportedType):
 		return docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
 	}

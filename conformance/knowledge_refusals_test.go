@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"io/fs"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/blob"
 )
@@ -216,4 +221,81 @@ func TestKnowledgeFileRefusals(t *testing.T) {
 			t.Fatalf("documents: %s", l.Body)
 		}
 	})
+}
+
+// TestKnowledgeOversizeBodyUnread: an oversized file is answered with 413 as soon as it is over
+// its limit, before the client has sent the rest of the body, and the connection is not kept
+// (what is left of the body must not be read as a next request).
+func TestKnowledgeOversizeBodyUnread(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		if p.engine.DataDir == "" {
+			t.Skip("needs a local server")
+		}
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		p.Start(t, "UPLOAD_FILE_SIZE_LIMIT=1")
+		c := newClient(t, p, p.KnowledgeKey)
+		hc := newContractClient(t)
+		ds := kdDataset(t, c, "unread", "economy")
+		created := kdCreateFile(t, c, ds, "kept.txt", []byte("A document to update."), automaticRule)
+		kdCompleted(t, c, ds, created.Batch)
+		docPath := "/datasets/" + ds + "/documents/" + created.Document.Id.String()
+		for _, r := range []krRequest{
+			{route: "create-by-file", method: "POST", path: "/datasets/" + ds + "/document/create-by-file"},
+			{route: "update-by-file", method: "POST", path: docPath + "/update-by-file"},
+			{route: "PATCH", method: "PATCH", path: docPath},
+		} {
+			t.Run(r.route, func(t *testing.T) { krOversizeUnread(t, p, hc, r) })
+		}
+	})
+}
+
+// krOversizeUnread sends a form that announces 8 MB but stops after 2 MB of a file whose limit
+// is 1 MB, and waits for the answer; a server that read the body to its end would never answer.
+func krOversizeUnread(t *testing.T, p *Parley, hc *http.Client, r krRequest) {
+	var head bytes.Buffer
+	mw := multipart.NewWriter(&head)
+	if w, err := mw.CreateFormField("data"); err == nil {
+		io.WriteString(w, automaticRule)
+	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="file"; filename="big.txt"`)
+	h.Set("Content-Type", "text/plain")
+	w, err := mw.CreatePart(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(bytes.Repeat([]byte("y"), 2<<20))
+
+	// The rest of the body never comes: the pipe stays open until the answer is in, or until
+	// the deadline that marks a server waiting for the rest.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	go pw.Write(head.Bytes())
+	go func() {
+		<-ctx.Done()
+		pw.CloseWithError(errors.New("body abandoned"))
+	}()
+	req, err := http.NewRequestWithContext(ctx, r.method, p.URL+r.path, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = 8 << 20
+	req.Header.Set("Authorization", "Bearer "+p.KnowledgeKey)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("no answer before the body was complete: %v", err)
+	}
+	defer resp.Body.Close()
+	var e apiErr
+	json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != 413 || e.Code != "file_too_large" {
+		t.Errorf("got %d %+v, want 413 file_too_large", resp.StatusCode, e)
+	}
+	if !resp.Close {
+		t.Errorf("the connection is kept although the body was not read (Connection: %q)", resp.Header.Get("Connection"))
+	}
 }

@@ -83,8 +83,8 @@ var errMalformedForm = apiError(http.StatusBadRequest, "bad_request", "Malformed
 // readForm reads a multipart form as a stream. When the file part is larger than its limit,
 // reading stops at once and the error is a *files.TooLargeError; the form returned with it
 // holds what was read so far (the file cut after limit+1 bytes). The caller closes the form.
-// The rest of such a body is never read: once the handler is done, net/http reads at most
-// 256 KB of what is left to keep the connection, and otherwise answers with
+// readForm leaves the rest of such a body unread: once the handler is done, net/http reads at
+// most 256 KB of what is left to keep the connection, and otherwise answers with
 // `Connection: close` and closes it, so the rest is not taken for a next request.
 func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 	f := &uploadForm{fields: map[string]string{}, long: map[string]bool{}}

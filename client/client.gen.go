@@ -3020,11 +3020,21 @@ type ProcessRuleRules struct {
 	PreProcessingRules *[]PreProcessingRule `json:"pre_processing_rules,omitempty"`
 
 	// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+	// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+	// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+	// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+	// segment length should be between 50 and 4000."), where Dify fails the document's
+	// indexing instead.
 	Segmentation *Segmentation `json:"segmentation,omitempty"`
 
 	// SubchunkSegmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+	// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+	// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+	// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+	// segment length should be between 50 and 4000."), where Dify fails the document's
+	// indexing instead.
 	SubchunkSegmentation *Segmentation          `json:"subchunk_segmentation,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -3374,7 +3384,12 @@ type SegmentUpdate struct {
 }
 
 // Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+// segment length should be between 50 and 4000."), where Dify fails the document's
+// indexing instead.
 type Segmentation struct {
 	ChunkOverlap         *int                   `json:"chunk_overlap,omitempty"`
 	MaxTokens            *int                   `json:"max_tokens,omitempty"`
@@ -10639,9 +10654,12 @@ type ClientInterface interface {
 	// Uploads one file and indexes it asynchronously; the document is named after the file.
 	// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
 	// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
-	// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
-	// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
-	// then `process_rule` is required unless the knowledge base has a previous rule.
+	// file name → 400 `filename_not_exists_error`; a file name containing `/` or `\` → 400
+	// `invalid_param`; file too large → 413 `file_too_large`, as on the update operations; a
+	// type that is not allowed → 400 `invalid_param` (this route does not answer 415); then
+	// `process_rule` is required unless the knowledge base has a previous rule. A process rule
+	// that could not split the document is refused with 400 `invalid_param` (see
+	// `Segmentation`), and nothing is stored.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -11743,9 +11761,12 @@ func (c *Client) UpdateDataset(ctx context.Context, datasetId DatasetId, body Up
 // Uploads one file and indexes it asynchronously; the document is named after the file.
 // Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
 // no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
-// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
-// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
-// then `process_rule` is required unless the knowledge base has a previous rule.
+// file name → 400 `filename_not_exists_error`; a file name containing `/` or `\` → 400
+// `invalid_param`; file too large → 413 `file_too_large`, as on the update operations; a
+// type that is not allowed → 400 `invalid_param` (this route does not answer 415); then
+// `process_rule` is required unless the knowledge base has a previous rule. A process rule
+// that could not split the document is refused with 400 `invalid_param` (see
+// `Segmentation`), and nothing is stored.
 //
 // Takes any type of body and a specified content type.
 //
@@ -16144,9 +16165,12 @@ type ClientWithResponsesInterface interface {
 	// Uploads one file and indexes it asynchronously; the document is named after the file.
 	// Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
 	// no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
-	// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
-	// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
-	// then `process_rule` is required unless the knowledge base has a previous rule.
+	// file name → 400 `filename_not_exists_error`; a file name containing `/` or `\` → 400
+	// `invalid_param`; file too large → 413 `file_too_large`, as on the update operations; a
+	// type that is not allowed → 400 `invalid_param` (this route does not answer 415); then
+	// `process_rule` is required unless the knowledge base has a previous rule. A process rule
+	// that could not split the document is refused with 400 `invalid_param` (see
+	// `Segmentation`), and nothing is stored.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -22373,9 +22397,12 @@ func (c *ClientWithResponses) UpdateDatasetWithResponse(ctx context.Context, dat
 // Uploads one file and indexes it asynchronously; the document is named after the file.
 // Checks, in Dify's order: `indexing_technique` required while the knowledge base has none;
 // no `file` part → 400 `no_file_uploaded`; more than one file → 400 `too_many_files`; empty
-// file name → 400 `filename_not_exists_error`; file too large or of a type that is not
-// allowed → 400 `invalid_param` (this route does not answer 413/415 for the file itself);
-// then `process_rule` is required unless the knowledge base has a previous rule.
+// file name → 400 `filename_not_exists_error`; a file name containing `/` or `\` → 400
+// `invalid_param`; file too large → 413 `file_too_large`, as on the update operations; a
+// type that is not allowed → 400 `invalid_param` (this route does not answer 415); then
+// `process_rule` is required unless the knowledge base has a previous rule. A process rule
+// that could not split the document is refused with 400 `invalid_param` (see
+// `Segmentation`), and nothing is stored.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //

@@ -434,9 +434,10 @@ func TestKnowledgeUpdateByFile(t *testing.T) {
 				t.Errorf("%s: %d %+v, want %d %s %q", tc.name, resp.StatusCode, e, tc.status, tc.code, tc.msg)
 			}
 		}
-		// Oversize on create-by-file is Dify's 400 invalid_param with the same message.
+		// Oversize on create-by-file is the same 413 (Dify's own create route answers 400
+		// invalid_param).
 		b, ct := form(t, part{field: "data", data: []byte(data)}, part{field: "file", filename: "big.txt", data: bytes.Repeat([]byte("x"), 1<<20+1)})
-		if resp, e := p.do(t, hc, call{method: "POST", path: "/datasets/" + ds + "/document/create-by-file", key: key, contentType: ct, body: b}); resp.StatusCode != 400 || e.Code != "invalid_param" || !strings.HasPrefix(e.Message, "File size exceeded.") {
+		if resp, e := p.do(t, hc, call{method: "POST", path: "/datasets/" + ds + "/document/create-by-file", key: key, contentType: ct, body: b}); resp.StatusCode != 413 || e.Code != "file_too_large" || !strings.HasPrefix(e.Message, "File size exceeded.") {
 			t.Errorf("oversize create: %d %+v", resp.StatusCode, e)
 		}
 		// An archived document is not available.

@@ -3020,11 +3020,21 @@ type ProcessRuleRules struct {
 	PreProcessingRules *[]PreProcessingRule `json:"pre_processing_rules,omitempty"`
 
 	// Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+	// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+	// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+	// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+	// segment length should be between 50 and 4000."), where Dify fails the document's
+	// indexing instead.
 	Segmentation *Segmentation `json:"segmentation,omitempty"`
 
 	// SubchunkSegmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-	// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+	// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+	// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+	// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+	// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+	// segment length should be between 50 and 4000."), where Dify fails the document's
+	// indexing instead.
 	SubchunkSegmentation *Segmentation          `json:"subchunk_segmentation,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -3374,7 +3384,12 @@ type SegmentUpdate struct {
 }
 
 // Segmentation How text is split: first on `separator` (escapes such as `\n` are decoded), then pieces
-// longer than `max_tokens` characters (50 to 4000) recursively, with `chunk_overlap`.
+// longer than `max_tokens` characters recursively, with `chunk_overlap`. `max_tokens` must
+// be 50 to `INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH` (default 4000) and `chunk_overlap` at
+// most `max_tokens`, and a `hierarchical` rule needs `subchunk_segmentation`; otherwise the
+// request is refused with 400 `invalid_param` and Dify's message (for example "Custom
+// segment length should be between 50 and 4000."), where Dify fails the document's
+// indexing instead.
 type Segmentation struct {
 	ChunkOverlap         *int                   `json:"chunk_overlap,omitempty"`
 	MaxTokens            *int                   `json:"max_tokens,omitempty"`

@@ -192,7 +192,7 @@ type docRoute int
 
 const (
 	// docCreate: exactly one file required (Dify's no_file_uploaded, too_many_files); a file
-	// too large or of a type not allowed is 400 invalid_param.
+	// of a type not allowed is 400 invalid_param, one too large 413.
 	docCreate docRoute = iota
 	// docUpdateByFile: `data` and `file` required; 413/415 for the file.
 	docUpdateByFile
@@ -221,14 +221,14 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 	form, err := readForm(body, formSpec{
 		fields:    map[string]int64{"data": maxDataPart},
 		fileLimit: s.uploadLimit,
-		// A file with no name or of a type the extractor does not read is refused anyway:
-		// it is not read.
-		skipFile: func(name string) bool { return name == "" || !extract.Supported(name) },
+		// A file whose name is refused or of a type the extractor does not read is refused
+		// anyway: it is not read.
+		skipFile: func(name string) bool { return files.CheckName(name) != nil || !extract.Supported(name) },
 	})
 	d := &documentForm{form: form}
 	var tooLarge *files.TooLargeError
 	if errors.As(err, &tooLarge) {
-		return d, docFileError(route, http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
+		return d, errFileTooLarge(tooLarge)
 	}
 	if err != nil {
 		return d, err
@@ -249,9 +249,11 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 		}
 	}
 	if f := form.file; f != nil {
-		switch {
-		case f.filename == "":
-			return d, apiError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
+		switch err := files.CheckName(f.filename); {
+		case err != nil:
+			// Dify's checks, on every route: a name is required, and one with '/' or '\' is
+			// refused ("Filename contains invalid characters"), not cut to its last element.
+			return d, domainError(err)
 		case f.tmp == nil:
 			return d, docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
 		}
@@ -315,13 +317,21 @@ func docFileError(route docRoute, status int, code, msg string) *APIError {
 	return apiError(status, code, msg)
 }
 
-// docUploadError maps a document service error, with the create-by-file quirk for the upload's own
-// refusals.
+// errFileTooLarge answers a file over its size limit with 413 file_too_large on every document
+// file route. Dify's update routes do so; its create-by-file lets the upload's error through as a
+// ValueError (400 invalid_param). Parley answers the same cause the same way on all of them, as
+// /files/upload does.
+func errFileTooLarge(e *files.TooLargeError) *APIError {
+	return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(e))
+}
+
+// docUploadError maps a document service error, with the create-by-file quirk for an unsupported
+// type.
 func docUploadError(err error, route docRoute) error {
 	var tooLarge *files.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		return docFileError(route, http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
+		return errFileTooLarge(tooLarge)
 	case errors.Is(err, files.ErrUnsupportedType):
 		return docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
 	}

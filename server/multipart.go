@@ -83,6 +83,9 @@ var errMalformedForm = apiError(http.StatusBadRequest, "bad_request", "Malformed
 // readForm reads a multipart form as a stream. When the file part is larger than its limit,
 // reading stops at once and the error is a *files.TooLargeError; the form returned with it
 // holds what was read so far (the file cut after limit+1 bytes). The caller closes the form.
+// readForm leaves the rest of such a body unread: once the handler is done, net/http reads at
+// most 256 KB of what is left to keep the connection, and otherwise answers with
+// `Connection: close` and closes it, so the rest is not taken for a next request.
 func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 	f := &uploadForm{fields: map[string]string{}, long: map[string]bool{}}
 	for {
@@ -94,12 +97,12 @@ func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 			return f, errMalformedForm.withCause(err)
 		}
 		name := part.FormName()
-		if name == "file" && isFilePart(part) {
+		if filename, ok := fileName(part); name == "file" && ok {
 			// A field named "file" without a file name is no file, as werkzeug sees it.
 			f.nFiles++
 			if f.nFiles == 1 {
-				if err := f.spool(part, spec); err != nil {
-					part.Close()
+				if err := f.spool(part, filename, spec); err != nil {
+					// Not part.Close: it would read the part, and so the body, to its end.
 					return f, err
 				}
 			}
@@ -118,8 +121,8 @@ func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 	}
 }
 
-func (f *uploadForm) spool(part *multipart.Part, spec formSpec) error {
-	f.file = &spooledPart{filename: part.FileName(), contentType: part.Header.Get("Content-Type")}
+func (f *uploadForm) spool(part *multipart.Part, filename string, spec formSpec) error {
+	f.file = &spooledPart{filename: filename, contentType: part.Header.Get("Content-Type")}
 	if spec.skipFile != nil && spec.skipFile(f.file.filename) {
 		return nil
 	}
@@ -139,16 +142,18 @@ func (f *uploadForm) spool(part *multipart.Part, spec formSpec) error {
 	return nil
 }
 
-// isFilePart reports whether a part carries a filename parameter (possibly empty): that, not
-// its name, makes it a file upload.
-func isFilePart(p *multipart.Part) bool {
+// fileName returns the filename parameter of a part (ok when it has one, possibly empty: that,
+// not its name, makes a part a file upload), as the client sent it. Part.FileName is not used:
+// it keeps only the last element of a path, and Dify refuses a name with '/' or '\' instead
+// (files.CheckName).
+func fileName(p *multipart.Part) (name string, ok bool) {
 	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
 	if err != nil {
-		return false
+		return "", false
 	}
-	_, plain := params["filename"]
-	_, ext := params["filename*"]
-	return plain || ext
+	// ParseMediaType also decodes an RFC 2231 filename* into "filename".
+	name, ok = params["filename"]
+	return name, ok
 }
 
 // uploadLimit is the size limit of an upload named filename (by its extension's category) and

@@ -37,11 +37,8 @@ func (s *Service) UploadDocument(ctx context.Context, u DocumentUpload) (store.U
 	if u.Body == nil || u.CreatedBy == "" {
 		return store.UploadFile{}, errors.New("files: upload document: body and created_by are required")
 	}
-	if u.Filename == "" {
-		return store.UploadFile{}, fmt.Errorf("files: upload document: %w", ErrFilenameMissing)
-	}
-	if strings.ContainsAny(u.Filename, "/\\\x00") {
-		return store.UploadFile{}, fmt.Errorf("files: upload document: %w", ErrInvalidFilename)
+	if err := CheckName(u.Filename); err != nil {
+		return store.UploadFile{}, fmt.Errorf("files: upload document: %w", err)
 	}
 	name := strings.ToValidUTF8(u.Filename, "\uFFFD")
 	rawExt := rawExtension(name)

@@ -70,13 +70,8 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.UploadFile, error
 	if mimeType == "" {
 		return store.UploadFile{}, fmt.Errorf("files: upload: no content type: %w", ErrUnsupportedType)
 	}
-	if u.Filename == "" {
-		return store.UploadFile{}, fmt.Errorf("files: upload: %w", ErrFilenameMissing)
-	}
-	// A NUL cannot be stored in a PostgreSQL TEXT column; treat it like
-	// the path separators rather than fail later with a 500.
-	if strings.ContainsAny(u.Filename, "/\\\x00") {
-		return store.UploadFile{}, fmt.Errorf("files: upload: %w", ErrInvalidFilename)
+	if err := CheckName(u.Filename); err != nil {
+		return store.UploadFile{}, fmt.Errorf("files: upload: %w", err)
 	}
 	name := strings.ToValidUTF8(u.Filename, "\uFFFD")
 	rawExt := rawExtension(name)
@@ -126,6 +121,23 @@ func (s *Service) Upload(ctx context.Context, u Upload) (store.UploadFile, error
 		return store.UploadFile{}, fmt.Errorf("files: upload: %w", err)
 	}
 	return f, nil
+}
+
+// CheckName applies Dify's file name checks (FileService.upload_file):
+// the name is required ([ErrFilenameMissing]) and may not contain '/' or
+// '\' ([ErrInvalidFilename]), which Dify refuses rather than reduce the
+// name to its last element. A NUL cannot be stored in a PostgreSQL TEXT
+// column, so it is refused like the separators rather than fail later.
+// Callers that see the client's name before reading the file use it to
+// refuse the file unread.
+func CheckName(name string) error {
+	if name == "" {
+		return ErrFilenameMissing
+	}
+	if strings.ContainsAny(name, "/\\\x00") {
+		return ErrInvalidFilename
+	}
+	return nil
 }
 
 // removeBlob deletes a blob whose row could not be written. It runs even

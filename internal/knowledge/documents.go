@@ -88,8 +88,10 @@ func (s *Service) NewBatch() string {
 
 // resolveConfig applies Dify's rules for the technique, doc_form and process rule of a create
 // or update, setting the dataset's technique and embedding model on first use. It returns the
-// process rule to store (nil: reuse ruleID) and the doc form.
-func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg DocumentConfig, requireRule bool) (rule *segment.ProcessRule, docForm string, err error) {
+// process rule to store (nil: keep keptRuleID, or on a create, where keptRuleID is "", reuse the
+// dataset's latest rule) and the doc form. Nothing is stored: every refusal comes before the
+// caller stores anything.
+func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg DocumentConfig, keptRuleID string, requireRule bool) (rule *segment.ProcessRule, docForm string, err error) {
 	if d.IndexingTechnique == "" {
 		if cfg.IndexingTechnique == nil || *cfg.IndexingTechnique == "" {
 			return nil, "", ErrTechniqueRequired
@@ -116,6 +118,13 @@ func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg Docum
 	}
 	if len(cfg.ProcessRule) > 0 && string(cfg.ProcessRule) != "null" {
 		r, err := segment.ParseProcessRule(cfg.ProcessRule)
+		if err == nil {
+			// A rule the splitter cannot use (a max_tokens outside 50 to
+			// INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH, an overlap over the chunk size, a
+			// hierarchical rule without subchunk_segmentation) fails only at indexing in
+			// Dify, with the same messages; it is refused here instead.
+			err = segment.Splitter{MaxSegmentLength: s.maxSeg}.Check(r)
+		}
 		if err != nil {
 			var ve *segment.ValidationError
 			if errors.As(err, &ve) {
@@ -124,11 +133,28 @@ func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg Docum
 			return nil, "", invalidParam(err.Error())
 		}
 		rule = &r
-	} else if requireRule {
-		if _, err := s.st.LatestProcessRule(ctx, d.ID); errors.Is(err, store.ErrNotFound) {
+	} else if requireRule || docForm == DocFormHierarchical {
+		var kept store.ProcessRule
+		if keptRuleID != "" {
+			kept, err = s.st.ProcessRule(ctx, keptRuleID)
+		} else {
+			kept, err = s.st.LatestProcessRule(ctx, d.ID)
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound) && requireRule:
 			return nil, "", ErrProcessRuleNeeded
-		} else if err != nil {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
 			return nil, "", fmt.Errorf("knowledge: process rule: %w", err)
+		default:
+			if err := checkFormMode(docForm, kept.Mode); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	if rule != nil {
+		if err := checkFormMode(docForm, rule.Mode); err != nil {
+			return nil, "", err
 		}
 	}
 	if d.IndexingTechnique == "" {
@@ -163,13 +189,23 @@ func (s *Service) resolveConfig(ctx context.Context, d *store.Dataset, cfg Docum
 	return rule, docForm, nil
 }
 
-// checkSource refuses a file the extractor cannot read before anything is stored.
+// checkFormMode refuses a hierarchical_model document whose process rule is not hierarchical:
+// its indexing could only fail (see build).
+func checkFormMode(docForm, mode string) error {
+	if docForm == DocFormHierarchical && mode != segment.ModeHierarchical {
+		return invalidParam(fmt.Sprintf("The hierarchical_model doc form needs a hierarchical process rule, not %q.", mode))
+	}
+	return nil
+}
+
+// checkSource refuses a file the upload would refuse for its name, and a file the extractor
+// cannot read, before anything is stored.
 func checkSource(src Source) error {
 	if src.Text {
 		return nil
 	}
-	if src.Filename == "" {
-		return newError(400, "filename_not_exists_error", "The specified filename does not exist.")
+	if err := files.CheckName(src.Filename); err != nil {
+		return err
 	}
 	if !extract.Supported(src.Filename) {
 		return files.ErrUnsupportedType
@@ -204,7 +240,7 @@ func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg Docu
 	if err := checkSource(src); err != nil {
 		return DocumentView{}, "", err
 	}
-	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, true)
+	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, "", true)
 	if err != nil {
 		return DocumentView{}, "", err
 	}
@@ -312,7 +348,7 @@ func (s *Service) UpdateDocument(ctx context.Context, datasetID, documentID stri
 		}
 	}
 	cfg.IndexingTechnique = nil // updates always use the dataset's technique
-	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, false)
+	rule, docForm, err := s.resolveConfig(ctx, &d, cfg, doc.ProcessRuleID, false)
 	if err != nil {
 		return DocumentView{}, "", err
 	}

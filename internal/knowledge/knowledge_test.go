@@ -37,6 +37,8 @@ type env struct {
 	svc *knowledge.Service
 	st  *store.Store
 	up  *openaitest.Server
+	// opts built svc; a test can build another service on the same store and files.
+	opts knowledge.Options
 }
 
 func newEnv(t *testing.T, e storetest.Engine) *env {
@@ -65,9 +67,9 @@ func newEnv(t *testing.T, e storetest.Engine) *env {
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 15, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
 	catalog := models.NewCatalog(file.Providers, getenv)
-	svc := knowledge.New(knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
-		Vectors: vectorindex.NewMemory(st), AccountID: "owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &env{svc: svc, st: st, up: up}
+	opts := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
+		Vectors: vectorindex.NewMemory(st), AccountID: "owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return &env{svc: knowledge.New(opts), st: st, up: up, opts: opts}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -239,17 +241,35 @@ func TestHierarchicalAndFailures(t *testing.T) {
 		if err != nil || len(recs) == 0 || len(recs[0].ChildChunks) == 0 || !strings.Contains(recs[0].Segment.Content, "kiwis") {
 			t.Fatalf("parent-child retrieval: %+v %v", recs, err)
 		}
-		// A chunk length over the limit fails at indexing time with Dify's message.
-		bad := []byte(`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{"separator":"\n","max_tokens":5000}}}`)
-		v, _, err := e.svc.CreateDocument(ctx, d.ID, knowledge.DocumentConfig{ProcessRule: bad, DocForm: ptr(knowledge.DocFormText)}, knowledge.Source{Filename: "big", Body: strings.NewReader("text"), Text: true})
+		// A chunk length over the limit is refused with the message Dify gives when it indexes,
+		// and nothing is stored.
+		_, before, err := e.svc.ListDocuments(ctx, d.ID, store.DocumentQuery{Page: 1, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.svc.IndexDocument(ctx, d.ID, v.ID); err != nil {
+		bad := []byte(`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{"separator":"\n","max_tokens":5000}}}`)
+		_, _, err = e.svc.CreateDocument(ctx, d.ID, knowledge.DocumentConfig{ProcessRule: bad, DocForm: ptr(knowledge.DocFormText)}, knowledge.Source{Filename: "big", Body: strings.NewReader("text"), Text: true})
+		var ke *knowledge.Error
+		if !errors.As(err, &ke) || ke.Status != 400 || ke.Code != "invalid_param" || ke.Message != "Custom segment length should be between 50 and 4000." {
+			t.Fatalf("max_tokens 5000: %v", err)
+		}
+		if _, after, _ := e.svc.ListDocuments(ctx, d.ID, store.DocumentQuery{Page: 1, Limit: 100}); after != before {
+			t.Fatalf("refused create stored a document: %d documents, was %d", after, before)
+		}
+		// A rule stored under a larger INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH still fails at
+		// indexing time, with Dify's message, once the limit is lowered.
+		long := []byte(`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{"separator":"\n","max_tokens":3000}}}`)
+		v, _, err := e.svc.CreateDocument(ctx, d.ID, knowledge.DocumentConfig{ProcessRule: long, DocForm: ptr(knowledge.DocFormText)}, knowledge.Source{Filename: "long", Body: strings.NewReader("text"), Text: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lowered := e.opts
+		lowered.MaxSegmentLength = 1000
+		if err := knowledge.New(lowered).IndexDocument(ctx, d.ID, v.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := e.svc.GetDocument(ctx, d.ID, v.ID)
-		if got.IndexingStatus != store.IndexingError || got.Error != "Custom segment length should be between 50 and 4000." {
+		if got.IndexingStatus != store.IndexingError || got.Error != "Custom segment length should be between 50 and 1000." {
 			t.Fatalf("status %s error %q", got.IndexingStatus, got.Error)
 		}
 	})

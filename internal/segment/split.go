@@ -112,11 +112,10 @@ func Split(text string, rule ProcessRule) ([]Chunk, error) {
 //     parent's children come from subchunk_segmentation the same way.
 //
 // Lengths are counted in characters. Each chunk is stripped, loses its
-// leading punctuation, and is dropped when empty. Errors: a
-// *ValidationError, a *LengthError, an *OverlapError or
-// ErrNoSubchunkSegmentation.
+// leading punctuation, and is dropped when empty. Errors are those of
+// [Splitter.Check], returned before any text is looked at.
 func (s Splitter) Split(text string, rule ProcessRule) ([]Chunk, error) {
-	if err := rule.Validate(); err != nil {
+	if err := s.Check(rule); err != nil {
 		return nil, err
 	}
 	r := rule.Resolve()
@@ -127,17 +126,10 @@ func (s Splitter) Split(text string, rule ProcessRule) ([]Chunk, error) {
 		sp := recursiveSplitter{size: seg.MaxTokens, overlap: seg.ChunkOverlap, merge: true}
 		return s.makeChunks(sp.split(text, recursiveSeparators)), nil
 	case ModeCustom:
-		pieces, err := s.fixed(text, r.Rules.Segmentation)
-		if err != nil {
-			return nil, err
-		}
-		return s.makeChunks(pieces), nil
+		return s.makeChunks(s.fixed(text, r.Rules.Segmentation)), nil
 	}
 	// Hierarchical.
 	sub := r.Rules.SubchunkSegmentation
-	if sub == nil {
-		return nil, ErrNoSubchunkSegmentation
-	}
 	var parents []Chunk
 	if r.Rules.ParentMode == ParentModeFullDoc {
 		doc := strings.TrimSpace(truncateTokens(text, FullDocMaxTokens))
@@ -146,27 +138,42 @@ func (s Splitter) Split(text string, rule ProcessRule) ([]Chunk, error) {
 		}
 		parents = s.makeChunks([]string{doc})
 	} else {
-		pieces, err := s.fixed(text, r.Rules.Segmentation)
-		if err != nil {
-			return nil, err
-		}
-		parents = s.makeChunks(pieces)
+		parents = s.makeChunks(s.fixed(text, r.Rules.Segmentation))
 	}
 	for i := range parents {
-		kids, err := s.fixed(parents[i].Content, sub)
-		if err != nil {
-			return nil, err
-		}
-		parents[i].Children = s.makeChunks(kids)
-	}
-	if len(parents) == 0 {
-		// Dify only builds the child splitter per parent; still report a
-		// bad child rule instead of silently succeeding.
-		if err := s.checkBounds(sub); err != nil {
-			return nil, err
-		}
+		parents[i].Children = s.makeChunks(s.fixed(parents[i].Content, sub))
 	}
 	return parents, nil
+}
+
+// Check reports whether rule can split a document, with the error Split
+// would return for it: a *ValidationError, a *LengthError (max_tokens
+// outside [MinSegmentLength, MaxSegmentLength], for segmentation unless the
+// parents are full documents, and for subchunk_segmentation), an
+// *OverlapError, or ErrNoSubchunkSegmentation for a hierarchical rule
+// without subchunk_segmentation. Dify raises the last three only when the
+// document is indexed; Parley checks them when the rule is given too, so
+// that a rule that cannot work is refused before anything is stored.
+func (s Splitter) Check(rule ProcessRule) error {
+	if err := rule.Validate(); err != nil {
+		return err
+	}
+	r := rule.Resolve()
+	switch r.Mode {
+	case ModeAutomatic:
+		return nil
+	case ModeCustom:
+		return s.checkBounds(r.Rules.Segmentation)
+	}
+	if r.Rules.SubchunkSegmentation == nil {
+		return ErrNoSubchunkSegmentation
+	}
+	if r.Rules.ParentMode != ParentModeFullDoc {
+		if err := s.checkBounds(r.Rules.Segmentation); err != nil {
+			return err
+		}
+	}
+	return s.checkBounds(r.Rules.SubchunkSegmentation)
 }
 
 func (s Splitter) checkBounds(seg *Segmentation) error {
@@ -185,11 +192,8 @@ func (s Splitter) checkBounds(seg *Segmentation) error {
 
 // fixed is Dify's FixedRecursiveCharacterTextSplitter: split on the user
 // separator, keep pieces that fit as they are (no merging, no overlap) and
-// split longer ones recursively.
-func (s Splitter) fixed(text string, seg *Segmentation) ([]string, error) {
-	if err := s.checkBounds(seg); err != nil {
-		return nil, err
-	}
+// split longer ones recursively. seg has passed checkBounds (see Check).
+func (s Splitter) fixed(text string, seg *Segmentation) []string {
 	sep := strings.ReplaceAll(seg.Separator, `\n`, "\n")
 	var pieces []string
 	if sep != "" {
@@ -206,7 +210,7 @@ func (s Splitter) fixed(text string, seg *Segmentation) ([]string, error) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // recursiveSplitter is the recursive character splitter shared by both of

@@ -153,6 +153,61 @@ func TestSplitLengthBounds(t *testing.T) {
 	}
 }
 
+// Check finds, without any text, every error Split would give for a rule:
+// the knowledge service uses it to refuse such a rule at the request.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	sub := func(n, overlap int) *Segmentation {
+		return &Segmentation{Separator: "\n", MaxTokens: n, ChunkOverlap: overlap}
+	}
+	bounds := "Custom segment length should be between 50 and 4000."
+	tests := []struct {
+		name string
+		rule ProcessRule
+		want string
+	}{
+		{"automatic", ProcessRule{Mode: ModeAutomatic}, ""},
+		{"custom ok", custom("\n", 500, 50), ""},
+		{"custom 49", custom("\n", 49, 0), bounds},
+		{"custom 50", custom("\n", 50, 0), ""},
+		{"custom 4000", custom("\n", 4000, 0), ""},
+		{"custom 4001", custom("\n", 4001, 0), bounds},
+		{"custom negative", custom("\n", -5, 0), bounds},
+		{"custom overlap over size", custom("\n", 100, 101), "Got a larger chunk overlap (101) than chunk size (100), should be smaller."},
+		{"invalid rule", ProcessRule{Mode: ModeCustom}, "Process rule rules is required"},
+		{"hierarchical ok", hierarchical(ParentModeParagraph, "\n\n", 500, sub(200, 0)), ""},
+		{"hierarchical no subchunk", hierarchical(ParentModeParagraph, "\n\n", 500, nil), "No subchunk segmentation found in rules."},
+		{"hierarchical parent 4001", hierarchical(ParentModeParagraph, "\n\n", 4001, sub(200, 0)), bounds},
+		{"hierarchical default parent mode checks the parent", hierarchical("", "\n\n", 10, sub(200, 0)), bounds},
+		{"hierarchical subchunk 49", hierarchical(ParentModeParagraph, "\n\n", 500, sub(49, 0)), bounds},
+		{"hierarchical subchunk overlap", hierarchical(ParentModeParagraph, "\n\n", 500, sub(60, 61)), "Got a larger chunk overlap (61) than chunk size (60), should be smaller."},
+		// Full-doc parents are whole documents: their max_tokens is neither required nor bounded.
+		{"full-doc ignores the parent length", hierarchical(ParentModeFullDoc, "\n\n", 0, sub(200, 0)), ""},
+		{"full-doc subchunk 4001", hierarchical(ParentModeFullDoc, "\n\n", 0, sub(4001, 0)), bounds},
+	}
+	for _, tt := range tests {
+		err := Splitter{}.Check(tt.rule)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("%s: Check = %q, want %q", tt.name, got, tt.want)
+			continue
+		}
+		// Split gives the same answer, for any text (even none).
+		for _, text := range []string{"", "Some words.\n\nMore words."} {
+			_, serr := Split(text, tt.rule)
+			if (serr == nil) != (err == nil) || serr != nil && serr.Error() != got {
+				t.Errorf("%s: Split(%q) = %v, Check = %v", tt.name, text, serr, err)
+			}
+		}
+	}
+	if err := (Splitter{MaxSegmentLength: 1000}).Check(custom("\n", 1001, 0)); err == nil || err.Error() != "Custom segment length should be between 50 and 1000." {
+		t.Errorf("configured max: %v", err)
+	}
+}
+
 // Chunk lengths never exceed max_tokens characters (counted in code
 // points, indexing.md §4 "Length unit") for text without oversize words.
 func TestSplitRespectsSize(t *testing.T) {

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -204,11 +205,26 @@ func allowedMethods(router routers.Router, r *http.Request) string {
 
 // byContentType runs multipart for multipart/form-data requests to operations that take such a
 // body, and other for the rest (so a form sent to a JSON operation still gets its 415).
+//
+// The multipart validator is shown an empty body: kin-openapi reads the whole body into memory
+// for its security check even when told to leave the body alone, which would buffer every
+// upload before its handler could refuse it at the size limit. The body is given back to the
+// request just before the handler.
 func byContentType(router routers.Router, other, multipart echo.MiddlewareFunc) echo.MiddlewareFunc {
+	const heldBody = "parley.multipart-body"
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		o, m := other(next), multipart(next)
+		o := other(next)
+		m := multipart(func(c echo.Context) error {
+			if b, ok := c.Get(heldBody).(io.ReadCloser); ok {
+				c.Request().Body = b
+			}
+			return next(c)
+		})
 		return func(c echo.Context) error {
 			if takesMultipart(router, c.Request()) {
+				r := c.Request()
+				c.Set(heldBody, r.Body)
+				r.Body = http.NoBody
 				return m(c)
 			}
 			return o(c)

@@ -197,7 +197,7 @@ func TestKnowledgeFileRefusals(t *testing.T) {
 		for _, r := range routes {
 			r.parts = []part{{field: "data", data: []byte(automaticRule)}, {field: "file", filename: "big.txt", data: big}}
 			resp, e := r.send(t, p, hc)
-			if resp.StatusCode != 413 || e.Code != "file_too_large" || !strings.HasPrefix(e.Message, "File size exceeded.") {
+			if resp.StatusCode != 413 || e.Code != "file_too_large" || e.Message != "File size exceeded. The limit is 1 MB." {
 				t.Errorf("oversize on %s: %d %+v, want 413 file_too_large", r.route, resp.StatusCode, e)
 			}
 		}

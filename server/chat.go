@@ -57,7 +57,7 @@ func domainError(err error) *APIError {
 	case errors.As(err, &ext):
 		return errInvalidParam(ext.Error())
 	case errors.As(err, &tooLarge):
-		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", "File size exceeded. "+tooLarge.Error())
+		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
 	case errors.Is(err, files.ErrFileNotFound):
 		return errInvalidParam("Invalid upload file id.")
 	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):

@@ -166,7 +166,11 @@ func (s *Server) uploadLimit(filename string) (int64, string) {
 	}, category), category
 }
 
-// fileTooLargeMessage is Dify's message for an upload over its limit.
+// fileTooLargeMessage is Dify's message for an upload over its limit, with the limit in the
+// unit the settings use.
 func fileTooLargeMessage(e *files.TooLargeError) string {
-	return fmt.Sprintf("File size exceeded. %s", e.Error())
+	if e.Limit >= 1<<20 && e.Limit%(1<<20) == 0 {
+		return fmt.Sprintf("File size exceeded. The limit is %d MB.", e.Limit>>20)
+	}
+	return fmt.Sprintf("File size exceeded. The limit is %d bytes.", e.Limit)
 }

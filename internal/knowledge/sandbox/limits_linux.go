@@ -12,6 +12,13 @@ import (
 	"time"
 )
 
+// childAttr makes the kernel kill the child when the parent dies: a server killed mid-indexing
+// leaves no parser running. The signal follows the death of the OS thread that started the
+// child, so Extract holds its goroutine on that thread until the child is gone.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // applyLimits holds this process to cpu of CPU time and memory bytes of memory (0: no limit).
 //
 // CPU: at the soft limit the kernel sends SIGXCPU, which a Go program ignores unless it asks for

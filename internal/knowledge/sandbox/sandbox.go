@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,12 @@ func (x *Extractor) Extract(ctx context.Context, filename string, r io.Reader, s
 		// ours: the kill at our deadline is what stops the child, and it tells the caller why.
 		args = append(args, "-timeout="+(time.Until(deadline)+childGrace).String())
 	}
+	// On Linux the child dies with the OS thread that started it (see childAttr): keep this
+	// goroutine on that thread, and the thread alive, until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.CommandContext(ctx, x.Path, args...)
+	cmd.SysProcAttr = childAttr()
 	cmd.Env = x.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{}

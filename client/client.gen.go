@@ -10612,8 +10612,8 @@ type ClientInterface interface {
 	// DeleteDataset Delete a knowledge base
 	//
 	// Deletes the knowledge base with its documents, chunks and index. Refused with 409
-	// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
-	// documents are being indexed.
+	// `dataset_in_use` while an app uses it. The indexing of its documents, if any is under
+	// way, is stopped first (Dify refuses with 409 `dataset_indexing_in_progress` instead).
 	//
 	// Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
 	DeleteDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -10788,7 +10788,8 @@ type ClientInterface interface {
 	// DeleteDocument Delete a document
 	//
 	// Deletes the document with its chunks. Refused for an archived document (403
-	// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+	// `archived_document_immutable`). A document being indexed can be deleted: its indexing is
+	// stopped first (Dify refuses with 400 `document_indexing` instead).
 	//
 	// Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
 	DeleteDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11679,8 +11680,8 @@ func (c *Client) UnbindTags(ctx context.Context, body UnbindTagsJSONRequestBody,
 // DeleteDataset Delete a knowledge base
 //
 // Deletes the knowledge base with its documents, chunks and index. Refused with 409
-// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
-// documents are being indexed.
+// `dataset_in_use` while an app uses it. The indexing of its documents, if any is under
+// way, is stopped first (Dify refuses with 409 `dataset_indexing_in_progress` instead).
 //
 // Corresponds with DELETE /datasets/{dataset_id} (the `DeleteDataset` operationId).
 func (c *Client) DeleteDataset(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12015,7 +12016,8 @@ func (c *Client) GetDocumentIndexingStatus(ctx context.Context, datasetId Datase
 // DeleteDocument Delete a document
 //
 // Deletes the document with its chunks. Refused for an archived document (403
-// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+// `archived_document_immutable`). A document being indexed can be deleted: its indexing is
+// stopped first (Dify refuses with 400 `document_indexing` instead).
 //
 // Corresponds with DELETE /datasets/{dataset_id}/documents/{document_id} (the `DeleteDocument` operationId).
 func (c *Client) DeleteDocument(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -16119,8 +16121,8 @@ type ClientWithResponsesInterface interface {
 	// DeleteDatasetWithResponse Delete a knowledge base
 	//
 	// Deletes the knowledge base with its documents, chunks and index. Refused with 409
-	// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
-	// documents are being indexed.
+	// `dataset_in_use` while an app uses it. The indexing of its documents, if any is under
+	// way, is stopped first (Dify refuses with 409 `dataset_indexing_in_progress` instead).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16303,7 +16305,8 @@ type ClientWithResponsesInterface interface {
 	// DeleteDocumentWithResponse Delete a document
 	//
 	// Deletes the document with its chunks. Refused for an archived document (403
-	// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+	// `archived_document_immutable`). A document being indexed can be deleted: its indexing is
+	// stopped first (Dify refuses with 400 `document_indexing` instead).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -22327,8 +22330,8 @@ func (c *ClientWithResponses) UnbindTagsWithResponse(ctx context.Context, body U
 // DeleteDatasetWithResponse Delete a knowledge base
 //
 // Deletes the knowledge base with its documents, chunks and index. Refused with 409
-// `dataset_in_use` while an app uses it, and 409 `dataset_indexing_in_progress` while
-// documents are being indexed.
+// `dataset_in_use` while an app uses it. The indexing of its documents, if any is under
+// way, is stopped first (Dify refuses with 409 `dataset_indexing_in_progress` instead).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22607,7 +22610,8 @@ func (c *ClientWithResponses) GetDocumentIndexingStatusWithResponse(ctx context.
 // DeleteDocumentWithResponse Delete a document
 //
 // Deletes the document with its chunks. Refused for an archived document (403
-// `archived_document_immutable`) and while it is being indexed (400 `document_indexing`).
+// `archived_document_immutable`). A document being indexed can be deleted: its indexing is
+// stopped first (Dify refuses with 400 `document_indexing` instead).
 //
 // Returns a wrapper object for the known response body format(s).
 //

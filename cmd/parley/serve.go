@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/knowledge/sandbox"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -78,11 +80,20 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		}
 	}
 	indexQueue := jobs.NewLocal(jobs.Options{Workers: cfg.IndexingWorkers, Logger: e.log})
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate the parley binary for document extraction: %w", err)
+	}
+	// Documents are parsed in a child process: a parser caught in a loop on a hostile file
+	// is killed at its limits instead of holding a core and a worker for good.
+	extractor := &sandbox.Extractor{Path: self, Args: []string{extractCmdName},
+		CPU: cfg.ExtractCPULimit, Memory: int64(cfg.ExtractMemoryLimitMB) << 20, Logger: e.log}
 	knowledgeSvc := knowledge.New(knowledge.Options{
 		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
 		Vectors: vectorindex.NewMemory(e.store), Jobs: indexQueue, AccountID: ws.ID,
 		AppsUsing: func(name string) int { return kbUse[name] }, Logger: e.log,
 		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
+		Extract:          extractor.Extract, IndexingTimeout: cfg.IndexingTimeout,
 	})
 	indexQueue.Handle(knowledge.JobKind, knowledgeSvc.HandleJob)
 	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases); err != nil {

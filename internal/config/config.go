@@ -87,6 +87,15 @@ type Config struct {
 	IndexingMaxSegmentationTokensLength int
 	// IndexingWorkers is how many documents are indexed at once (PARLEY_INDEXING_WORKERS).
 	IndexingWorkers int
+	// IndexingTimeout bounds the indexing of one document, from extraction to the last chunk
+	// written (PARLEY_INDEXING_TIMEOUT); past it the document ends in error.
+	IndexingTimeout time.Duration
+	// ExtractCPULimit is the CPU time a document's text extraction may use, rounded up to whole
+	// seconds (PARLEY_EXTRACT_CPU_LIMIT).
+	ExtractCPULimit time.Duration
+	// ExtractMemoryLimitMB is the memory a document's text extraction may use, in megabytes
+	// (PARLEY_EXTRACT_MEMORY_LIMIT_MB).
+	ExtractMemoryLimitMB int
 	// SQLiteSynchronous is SQLite's synchronous mode, normal or full
 	// (PARLEY_SQLITE_SYNCHRONOUS): full survives power loss at the cost of an fsync per commit.
 	SQLiteSynchronous string
@@ -150,6 +159,10 @@ const (
 
 // MinRunStaleAfter is the smallest PARLEY_RUN_STALE_AFTER.
 const MinRunStaleAfter = 2 * time.Second
+
+// MinExtractMemoryLimitMB is the smallest extraction memory limit: below it the extraction
+// process cannot even start its runtime and read a small file.
+const MinExtractMemoryLimitMB = 64
 
 // SQLiteFileName is the name of the SQLite database file inside DataDir.
 const SQLiteFileName = "parley.db"
@@ -254,6 +267,15 @@ func (c *Config) Validate() error {
 	}
 	if c.IndexingWorkers <= 0 {
 		bad("PARLEY_INDEXING_WORKERS", "must be positive, got %d", c.IndexingWorkers)
+	}
+	if c.IndexingTimeout <= 0 {
+		bad("PARLEY_INDEXING_TIMEOUT", "must be positive, got %v", c.IndexingTimeout)
+	}
+	if c.ExtractCPULimit < time.Second {
+		bad("PARLEY_EXTRACT_CPU_LIMIT", "must be at least 1s, got %v", c.ExtractCPULimit)
+	}
+	if c.ExtractMemoryLimitMB < MinExtractMemoryLimitMB {
+		bad("PARLEY_EXTRACT_MEMORY_LIMIT_MB", "must be at least %d, got %d", MinExtractMemoryLimitMB, c.ExtractMemoryLimitMB)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("PARLEY_MAX_BODY_BYTES", "must be a positive number of bytes, got %d", c.MaxBodyBytes)

@@ -39,6 +39,9 @@ func TestLoadDefaults(t *testing.T) {
 		StreamWriteTimeout:                  60 * time.Second,
 		IndexingMaxSegmentationTokensLength: 4000,
 		IndexingWorkers:                     2,
+		IndexingTimeout:                     10 * time.Minute,
+		ExtractCPULimit:                     2 * time.Minute,
+		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -115,6 +118,9 @@ func TestLoadValues(t *testing.T) {
 		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
 		{"sqlite full", map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "FULL"}, func(c *Config) bool { return c.SQLiteSynchronous == "full" }},
 		{"private fetch", map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "true"}, func(c *Config) bool { return c.RemoteFilesAllowPrivate }},
+		{"indexing limits", map[string]string{"PARLEY_INDEXING_TIMEOUT": "90s", "PARLEY_EXTRACT_CPU_LIMIT": "1s", "PARLEY_EXTRACT_MEMORY_LIMIT_MB": "64"}, func(c *Config) bool {
+			return c.IndexingTimeout == 90*time.Second && c.ExtractCPULimit == time.Second && c.ExtractMemoryLimitMB == 64
+		}},
 		{"empty means default", map[string]string{"PARLEY_ADDR": "  "}, func(c *Config) bool { return c.Addr == "127.0.0.1:5001" }},
 	}
 	for _, tt := range tests {
@@ -159,6 +165,10 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_RUN_STALE_AFTER": "1s"}, "PARLEY_RUN_STALE_AFTER: must be at least 2s"},
 		{map[string]string{"PARLEY_MAX_BODY_BYTES": "0"}, "PARLEY_MAX_BODY_BYTES: must be a positive"},
 		{map[string]string{"PARLEY_MAX_BODY_BYTES": "1MB"}, "PARLEY_MAX_BODY_BYTES"},
+		{map[string]string{"PARLEY_INDEXING_TIMEOUT": "0s"}, "PARLEY_INDEXING_TIMEOUT: must be positive"},
+		{map[string]string{"PARLEY_INDEXING_TIMEOUT": "10"}, "PARLEY_INDEXING_TIMEOUT"},
+		{map[string]string{"PARLEY_EXTRACT_CPU_LIMIT": "500ms"}, "PARLEY_EXTRACT_CPU_LIMIT: must be at least 1s"},
+		{map[string]string{"PARLEY_EXTRACT_MEMORY_LIMIT_MB": "63"}, "PARLEY_EXTRACT_MEMORY_LIMIT_MB: must be at least 64"},
 		{map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "off"}, "PARLEY_SQLITE_SYNCHRONOUS"},
 		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
 	}

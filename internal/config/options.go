@@ -49,6 +49,12 @@ func options() []option {
 			parse: set(parseInt, func(c *Config) *int { return &c.IndexingMaxSegmentationTokensLength })},
 		{name: "PARLEY_INDEXING_WORKERS", def: "2",
 			parse: set(parseInt, func(c *Config) *int { return &c.IndexingWorkers })},
+		{name: "PARLEY_INDEXING_TIMEOUT", def: "10m",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.IndexingTimeout })},
+		{name: "PARLEY_EXTRACT_CPU_LIMIT", def: "2m",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ExtractCPULimit })},
+		{name: "PARLEY_EXTRACT_MEMORY_LIMIT_MB", def: "1024",
+			parse: set(parseInt, func(c *Config) *int { return &c.ExtractMemoryLimitMB })},
 
 		{name: "PARLEY_RESPONSE_VALIDATION", def: "log",
 			parse: set(parseValidationMode, func(c *Config) *ValidationMode { return &c.ResponseValidation })},

@@ -248,7 +248,7 @@ func (s *Service) hasDocuments(ctx context.Context, datasetID string) bool {
 	return err != nil || st[datasetID].DocumentCount > 0
 }
 
-// DeleteDataset deletes a dataset that no app uses and that has no document being indexed.
+// DeleteDataset deletes a dataset that no app uses, stopping the indexing of its documents.
 func (s *Service) DeleteDataset(ctx context.Context, id string) error {
 	d, err := s.dataset(ctx, id)
 	if err != nil {
@@ -257,6 +257,8 @@ func (s *Service) DeleteDataset(ctx context.Context, id string) error {
 	if s.appsUsing(d.Name) > 0 {
 		return ErrDatasetInUse
 	}
+	done := s.stopDataset(d.ID)
+	defer done()
 	if err := s.st.DeleteDataset(ctx, d.ID); err != nil {
 		return storeErr(err, ErrDatasetNotFound, "delete dataset")
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/big"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/extract"
@@ -271,15 +272,19 @@ func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg Docu
 	doc, err := s.st.DocumentByName(ctx, d.ID, up.Name)
 	switch {
 	case err == nil:
-		doc.UploadFileID = up.ID
-		doc.Batch = batch
-		doc.ProcessRuleID = ruleID
-		doc.DocForm = docForm
-		doc.DocLanguage = lang
-		resetIndexing(&doc)
-		doc.UpdatedAt = now
-		if err := s.st.UpdateDocument(ctx, doc); err != nil {
-			return DocumentView{}, "", fmt.Errorf("knowledge: re-point document: %w", err)
+		// The document may be being indexed: replaceContent stops that run, which would
+		// otherwise go on with the old file and write it back.
+		doc, err = s.replaceContent(ctx, d.ID, doc.ID, func(doc *store.Document) error {
+			doc.UploadFileID = up.ID
+			doc.Batch = batch
+			doc.ProcessRuleID = ruleID
+			doc.DocForm = docForm
+			doc.DocLanguage = lang
+			doc.UpdatedAt = now
+			return nil
+		})
+		if err != nil {
+			return DocumentView{}, "", err
 		}
 	case errors.Is(err, store.ErrNotFound):
 		doc, err = s.st.CreateDocument(ctx, store.Document{DatasetID: d.ID, DataSourceType: "upload_file",
@@ -289,17 +294,60 @@ func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg Docu
 		if err != nil {
 			return DocumentView{}, "", fmt.Errorf("knowledge: create document: %w", err)
 		}
+		s.queue(ctx, doc, false)
 	default:
 		return DocumentView{}, "", fmt.Errorf("knowledge: find document: %w", err)
 	}
-	s.enqueue(ctx, doc)
 	v, err := s.documentView(ctx, d, doc)
 	return v, doc.Batch, err
 }
 
-// resetIndexing puts a document back to waiting with its indexing timestamps cleared.
+// replaceContent applies change to the document's current row under its lock, puts it back to
+// waiting, writes it and queues its indexing in place of any run queued or running for it.
+func (s *Service) replaceContent(ctx context.Context, datasetID, id string, change func(doc *store.Document) error) (store.Document, error) {
+	unlock := s.lockDoc(id)
+	defer unlock()
+	doc, err := s.st.Document(ctx, datasetID, id)
+	if err != nil {
+		return doc, storeErr(err, ErrDocumentNotFound, "document")
+	}
+	if err := change(&doc); err != nil {
+		return doc, err
+	}
+	resetIndexing(&doc)
+	if err := s.st.UpdateDocument(ctx, doc); err != nil {
+		return doc, fmt.Errorf("knowledge: update document: %w", err)
+	}
+	s.queue(ctx, doc, true)
+	return doc, nil
+}
+
+// modifyDocument applies change to the document's current row under its lock and writes it
+// back unless change reports no change, so that concurrent writers (an indexing job, another
+// request) do not undo each other's changes. It returns the row as it now is.
+func (s *Service) modifyDocument(ctx context.Context, datasetID, id string, change func(doc *store.Document) (bool, error)) (store.Document, error) {
+	unlock := s.lockDoc(id)
+	defer unlock()
+	doc, err := s.st.Document(ctx, datasetID, id)
+	if err != nil {
+		return doc, storeErr(err, ErrDocumentNotFound, "document")
+	}
+	changed, err := change(&doc)
+	if err != nil || !changed {
+		return doc, err
+	}
+	if err := s.st.UpdateDocument(ctx, doc); err != nil {
+		return doc, fmt.Errorf("knowledge: update document: %w", err)
+	}
+	return doc, nil
+}
+
+// resetIndexing puts a document back to waiting with its indexing timestamps cleared. Its new
+// content starts with no interrupted attempt: the next one builds the generation after the
+// served one, clearing what an earlier attempt left there.
 func resetIndexing(doc *store.Document) {
 	doc.IndexingStatus = store.IndexingWaiting
+	doc.IndexingGeneration = doc.Generation
 	doc.ProcessingStartedAt, doc.ParsingCompletedAt, doc.CleaningCompletedAt = nil, nil, nil
 	doc.SplittingCompletedAt, doc.CompletedAt, doc.StoppedAt, doc.PausedAt = nil, nil, nil, nil
 	doc.IsPaused = false
@@ -352,32 +400,45 @@ func (s *Service) UpdateDocument(ctx context.Context, datasetID, documentID stri
 	if err != nil {
 		return DocumentView{}, "", err
 	}
+	var up *store.UploadFile
 	if src != nil {
-		up, err := s.storeSource(ctx, *src)
+		u, err := s.storeSource(ctx, *src)
 		if err != nil {
 			return DocumentView{}, "", err
 		}
-		doc.UploadFileID = up.ID
-		doc.Name = up.Name
-		if src.Text {
-			doc.Name = truncateRunes(src.Filename, 200)
-		}
+		up = &u
 	}
+	ruleID := ""
 	if rule != nil {
-		if doc.ProcessRuleID, err = s.saveRule(ctx, d.ID, rule); err != nil {
+		if ruleID, err = s.saveRule(ctx, d.ID, rule); err != nil {
 			return DocumentView{}, "", err
 		}
 	}
-	doc.DocForm = docForm
-	if cfg.DocLanguage != nil && *cfg.DocLanguage != "" {
-		doc.DocLanguage = *cfg.DocLanguage
+	doc, err = s.replaceContent(ctx, d.ID, doc.ID, func(doc *store.Document) error {
+		// Checked again on the current row: the document may have changed since.
+		if DisplayStatus(*doc) != "available" {
+			return ErrNotAvailable
+		}
+		if up != nil {
+			doc.UploadFileID = up.ID
+			doc.Name = up.Name
+			if src.Text {
+				doc.Name = truncateRunes(src.Filename, 200)
+			}
+		}
+		if ruleID != "" {
+			doc.ProcessRuleID = ruleID
+		}
+		doc.DocForm = docForm
+		if cfg.DocLanguage != nil && *cfg.DocLanguage != "" {
+			doc.DocLanguage = *cfg.DocLanguage
+		}
+		doc.UpdatedAt = s.nowUTC()
+		return nil
+	})
+	if err != nil {
+		return DocumentView{}, "", err
 	}
-	resetIndexing(&doc)
-	doc.UpdatedAt = s.nowUTC()
-	if err := s.st.UpdateDocument(ctx, doc); err != nil {
-		return DocumentView{}, "", fmt.Errorf("knowledge: update document: %w", err)
-	}
-	s.enqueue(ctx, doc)
 	v, err := s.documentView(ctx, d, doc)
 	return v, doc.Batch, err
 }
@@ -421,7 +482,9 @@ func (s *Service) ListDocuments(ctx context.Context, datasetID string, q store.D
 	return views, total, err
 }
 
-// DeleteDocument deletes a document and its chunks.
+// DeleteDocument deletes a document and its chunks. Dify refuses to delete a document being
+// indexed (document_indexing); here its indexing is stopped first (its extraction process
+// killed), so a document whose indexing hangs can always be deleted.
 func (s *Service) DeleteDocument(ctx context.Context, datasetID, documentID string) error {
 	d, err := s.dataset(ctx, datasetID)
 	if err != nil {
@@ -434,12 +497,15 @@ func (s *Service) DeleteDocument(ctx context.Context, datasetID, documentID stri
 	if err != nil {
 		return err
 	}
+	unlock := s.lockDoc(doc.ID)
+	defer unlock()
+	if doc, err = s.st.Document(ctx, d.ID, doc.ID); err != nil {
+		return storeErr(err, notFound("Document Not Exists."), "document")
+	}
 	if doc.Archived {
 		return ErrArchived
 	}
-	if DisplayStatus(doc) == "indexing" {
-		return ErrDocumentIndexing
-	}
+	s.stopRun(doc.ID, errDocumentDeleted)
 	if err := s.st.DeleteDocument(ctx, d.ID, doc.ID); err != nil {
 		return storeErr(err, notFound("Document Not Exists."), "delete document")
 	}
@@ -516,37 +582,47 @@ func (s *Service) SetStatus(ctx context.Context, datasetID, action string, ids [
 		if err != nil {
 			return err
 		}
-		changed := false
-		switch action {
-		case ActionEnable:
-			if !doc.Enabled {
-				doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = true, nil, "", true
-			}
-		case ActionDisable:
-			if doc.IndexingStatus != store.IndexingCompleted {
-				return newError(400, "invalid_action", fmt.Sprintf("Document: %s is not completed.", doc.Name))
-			}
-			if doc.Enabled {
-				doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = false, &now, s.account, true
-			}
-		case ActionArchive:
-			if !doc.Archived {
-				doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = true, &now, s.account, true
-			}
-		case ActionUnarchive:
-			if doc.Archived {
-				doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = false, nil, "", true
-			}
-		}
-		if !changed {
+		_, err = s.modifyDocument(ctx, d.ID, doc.ID, func(doc *store.Document) (bool, error) {
+			return applyStatusAction(doc, action, now, s.account)
+		})
+		if errors.Is(err, ErrDocumentNotFound) {
 			continue
 		}
-		doc.UpdatedAt = now
-		if err := s.st.UpdateDocument(ctx, doc); err != nil {
-			return fmt.Errorf("knowledge: %s document: %w", action, err)
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// applyStatusAction applies a status action to doc and reports whether it changed.
+func applyStatusAction(doc *store.Document, action string, now time.Time, account string) (bool, error) {
+	changed := false
+	switch action {
+	case ActionEnable:
+		if !doc.Enabled {
+			doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = true, nil, "", true
+		}
+	case ActionDisable:
+		if doc.IndexingStatus != store.IndexingCompleted {
+			return false, newError(400, "invalid_action", fmt.Sprintf("Document: %s is not completed.", doc.Name))
+		}
+		if doc.Enabled {
+			doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = false, &now, account, true
+		}
+	case ActionArchive:
+		if !doc.Archived {
+			doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = true, &now, account, true
+		}
+	case ActionUnarchive:
+		if doc.Archived {
+			doc.Archived, doc.ArchivedAt, doc.ArchivedBy, changed = false, nil, "", true
+		}
+	}
+	if changed {
+		doc.UpdatedAt = now
+	}
+	return changed, nil
 }
 
 func (s *Service) documentView(ctx context.Context, d store.Dataset, doc store.Document) (DocumentView, error) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,39 +23,71 @@ import (
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
-// JobKind is the job kind of document indexing; the payload is "<dataset id>/<document id>".
+// JobKind is the job kind of document indexing; the payload is "<dataset id>/<document id>/<run>".
 const JobKind = "knowledge.index"
 
 // indexBatch is how many nodes are embedded (or keyword-indexed) and written together.
 const indexBatch = 1024
 
-func (s *Service) enqueue(ctx context.Context, doc store.Document) {
+// DefaultIndexingTimeout bounds the indexing of one document when Options.IndexingTimeout is 0.
+const DefaultIndexingTimeout = 10 * time.Minute
+
+// maxIndexingAttempts is how many times the indexing of a document may begin without ending:
+// an attempt cut short by a crash leaves its document to be resumed at the next start, and a
+// document that kills or wedges the process would otherwise do so at every start.
+const maxIndexingAttempts = 3
+
+var (
+	// errTimedOut is the cause of a job context that ran past the indexing timeout.
+	errTimedOut = errors.New("knowledge: indexing timed out")
+	// errPanicked is the failure of an attempt that panicked (logged with its stack).
+	errPanicked = errors.New("knowledge: indexing panicked")
+)
+
+// queue registers a run for doc and queues its job, unless one is registered already. With
+// replace, the caller holds the document's lock and has just changed what is to be indexed:
+// the registered run is stopped and a new one queued.
+func (s *Service) queue(ctx context.Context, doc store.Document, replace bool) bool {
 	if s.jobs == nil {
-		return
+		if replace {
+			s.stopRun(doc.ID, errDocumentChanged)
+		}
+		return false
 	}
-	if _, busy := s.running.LoadOrStore(doc.ID, struct{}{}); busy {
-		return
+	r := s.startRun(doc.DatasetID, doc.ID, replace)
+	if r == nil {
+		return false
 	}
-	err := s.jobs.Enqueue(ctx, jobs.Job{Kind: JobKind, Payload: []byte(doc.DatasetID + "/" + doc.ID)})
-	if err != nil {
-		s.running.Delete(doc.ID)
+	payload := fmt.Appendf(nil, "%s/%s/%d", doc.DatasetID, doc.ID, r.id)
+	if err := s.jobs.Enqueue(ctx, jobs.Job{Kind: JobKind, Payload: payload}); err != nil {
+		s.finish(r)
 		// The document stays waiting; the next resume sweep queues it again.
 		s.log.WarnContext(ctx, "knowledge: could not queue indexing", "document_id", doc.ID, "error", err)
+		return false
 	}
+	return true
 }
 
 // HandleJob is the jobs.Handler of JobKind.
 func (s *Service) HandleJob(ctx context.Context, job jobs.Job) error {
-	datasetID, docID, ok := strings.Cut(string(job.Payload), "/")
-	if !ok {
+	parts := strings.Split(string(job.Payload), "/")
+	var id uint64
+	if len(parts) == 3 {
+		id, _ = strconv.ParseUint(parts[2], 10, 64)
+	}
+	if id == 0 {
 		return fmt.Errorf("knowledge: bad job payload %q", job.Payload)
 	}
-	defer s.running.Delete(docID)
-	return s.IndexDocument(ctx, datasetID, docID)
+	r, runCtx := s.claimQueued(ctx, parts[1], id)
+	if r == nil {
+		return nil // stopped (document deleted or changed) before it ran
+	}
+	defer s.finish(r)
+	return s.run(ctx, runCtx, r)
 }
 
 // Resume queues every document whose indexing was interrupted (by a crash, a kill or a full
-// queue) and is not already running here.
+// queue) and is not already queued or running here.
 func (s *Service) Resume(ctx context.Context) (int, error) {
 	docs, err := s.st.UnfinishedDocuments(ctx)
 	if err != nil {
@@ -61,11 +95,9 @@ func (s *Service) Resume(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, doc := range docs {
-		if _, busy := s.running.Load(doc.ID); busy {
-			continue
+		if s.queue(ctx, doc, false) {
+			n++
 		}
-		s.enqueue(ctx, doc)
-		n++
 	}
 	return n, nil
 }
@@ -91,69 +123,190 @@ func (s *Service) RunResumer(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// IndexDocument runs (or re-runs from the start) the indexing of one document: extract, clean,
-// split, then keywords (economy) or embeddings (high quality), writing a new generation of
-// chunks that becomes visible at once when complete. A cancelled ctx leaves the document to be
-// resumed; any other failure ends it in status error with a readable message.
+// IndexDocument runs (or re-runs from the start) the indexing of one document in this
+// goroutine, stopping the run queued or running for it, if any: extract, clean, split, then
+// keywords (economy) or embeddings (high quality), writing a new generation of chunks that
+// becomes visible at once when complete. A cancelled ctx leaves the document to be resumed; any
+// other failure, running past the indexing timeout included, ends it in status error with a
+// readable message.
 func (s *Service) IndexDocument(ctx context.Context, datasetID, docID string) error {
-	d, err := s.st.Dataset(ctx, datasetID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted meanwhile
+	unlock := s.lockDoc(docID)
+	r := s.startRun(datasetID, docID, true)
+	unlock()
+	if r == nil {
+		return nil // the dataset is being deleted
 	}
-	if err != nil {
-		return fmt.Errorf("knowledge: index: %w", err)
-	}
-	doc, err := s.st.Document(ctx, datasetID, docID)
-	if errors.Is(err, store.ErrNotFound) {
+	defer s.finish(r)
+	runCtx := s.claim(ctx, r)
+	if runCtx == nil {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("knowledge: index: %w", err)
+	return s.run(ctx, runCtx, r)
+}
+
+// run carries out run r within the indexing timeout. ctx is the worker's context, runCtx the
+// run's (ctx, cancelled when the run is stopped). The attempt runs on its own goroutine: a step
+// that does not return when its context ends (a parser loop in this process) is left behind,
+// closed, so the worker is free and nothing the step does later reaches the store.
+func (s *Service) run(ctx, runCtx context.Context, r *indexRun) error {
+	runCtx, cancel := context.WithTimeoutCause(runCtx, s.timeout, errTimedOut)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("knowledge: indexing panicked", "document_id", r.docID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				done <- errPanicked
+			}
+		}()
+		done <- s.attempt(runCtx, r)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-runCtx.Done():
+		err = context.Cause(runCtx)
 	}
-	switch doc.IndexingStatus {
-	case store.IndexingCompleted, store.IndexingError:
+	cause := context.Cause(runCtx)
+	switch {
+	case err == nil:
 		return nil
-	}
-	if doc.IsPaused {
-		return nil
-	}
-	gen := doc.Generation + 1
-	if doc.IndexingGeneration > doc.Generation {
-		gen = doc.IndexingGeneration
-	}
-	// A previous attempt may have left part of this generation behind.
-	if err := s.st.ClearGeneration(ctx, doc.ID, gen); err != nil {
-		return fmt.Errorf("knowledge: index: clear: %w", err)
-	}
-	start := s.now()
-	doc.IndexingGeneration = gen
-	doc.Error = ""
-	doc.StoppedAt = nil
-	ts := s.nowUTC()
-	doc.ProcessingStartedAt = &ts
-	doc.IndexingStatus = store.IndexingParsing
-	if err := s.st.UpdateDocument(ctx, doc); err != nil {
-		return fmt.Errorf("knowledge: index: %w", err)
-	}
-	err = s.build(ctx, d, &doc, start)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
+	case errors.Is(cause, errDocumentDeleted), errors.Is(cause, errDocumentChanged):
+		return nil // whoever stopped the run owns the document now
+	case ctx.Err() != nil:
+		s.release(r)
 		return err // shutting down: resumed on the next start
 	}
-	s.log.WarnContext(ctx, "knowledge: indexing failed", "document_id", doc.ID, "error", err)
-	bg := context.WithoutCancel(ctx)
-	_ = s.st.ClearGeneration(bg, doc.ID, gen)
-	doc.IndexingGeneration = doc.Generation
-	doc.IndexingStatus = store.IndexingError
-	doc.Error = failureMessage(err)
-	stopped := s.nowUTC()
-	doc.StoppedAt = &stopped
-	if uerr := s.st.UpdateDocument(bg, doc); uerr != nil {
-		return fmt.Errorf("knowledge: index: record failure: %w", uerr)
+	msg := failureMessage(err)
+	if errors.Is(cause, errTimedOut) {
+		msg = fmt.Sprintf("Indexing took longer than %s and was stopped.", s.timeout)
+	}
+	s.log.WarnContext(ctx, "knowledge: indexing failed", "document_id", r.docID, "error", err, "message", msg)
+	if ferr := s.fail(r, msg); ferr != nil {
+		return fmt.Errorf("knowledge: index: record failure: %w", ferr)
 	}
 	return nil
+}
+
+// attempt begins the run's attempt, unless the document is gone or has nothing to index, and
+// builds it.
+func (s *Service) attempt(ctx context.Context, r *indexRun) error {
+	var (
+		d     store.Dataset
+		doc   store.Document
+		begun bool
+		start = s.now()
+	)
+	err := s.write(r, func() error {
+		var err error
+		d, err = s.st.Dataset(ctx, r.datasetID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("knowledge: index: %w", err)
+		}
+		doc, err = s.st.Document(ctx, r.datasetID, r.docID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("knowledge: index: %w", err)
+		}
+		switch {
+		case doc.IndexingStatus == store.IndexingCompleted, doc.IndexingStatus == store.IndexingError, doc.IsPaused:
+			return nil
+		}
+		// Each attempt builds its own generation, so the generations begun since the served
+		// one count the attempts that never ended (the process died or hung during them).
+		gen := max(doc.Generation, doc.IndexingGeneration) + 1
+		if n := gen - doc.Generation; n > maxIndexingAttempts {
+			return interruptedError(n - 1)
+		}
+		// A previous attempt may have left part of this generation behind.
+		if err := s.st.ClearGeneration(ctx, doc.ID, gen); err != nil {
+			return fmt.Errorf("knowledge: index: clear: %w", err)
+		}
+		doc.IndexingGeneration = gen
+		doc.Error = ""
+		doc.StoppedAt = nil
+		ts := s.nowUTC()
+		doc.ProcessingStartedAt = &ts
+		doc.IndexingStatus = store.IndexingParsing
+		if err := s.st.UpdateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("knowledge: index: %w", err)
+		}
+		r.gen, begun = gen, true
+		return nil
+	})
+	if err != nil || !begun {
+		return err
+	}
+	return s.build(ctx, r, d, &doc, start)
+}
+
+// fail ends r's document in status error with msg, dropping every generation begun since the
+// served one, unless r is closed.
+func (s *Service) fail(r *indexRun, msg string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	unlock := s.lockDoc(r.docID)
+	defer unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	doc, err := s.st.Document(ctx, r.datasetID, r.docID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for g := doc.Generation + 1; g <= doc.IndexingGeneration; g++ {
+		if err := s.st.ClearGeneration(ctx, doc.ID, g); err != nil {
+			return err
+		}
+	}
+	doc.IndexingGeneration = doc.Generation
+	doc.IndexingStatus = store.IndexingError
+	doc.Error = msg
+	stopped := s.nowUTC()
+	doc.StoppedAt = &stopped
+	return s.st.UpdateDocument(ctx, doc)
+}
+
+// release closes r after a shutdown interrupted it. The attempt was not the document's fault, so
+// it is not counted: the document's indexing generation goes back to where it was, and the next
+// attempt builds the same one again. A process that dies or hangs does not get here, and its
+// attempt counts.
+func (s *Service) release(r *indexRun) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	unlock := s.lockDoc(r.docID)
+	defer unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.gen == 0 {
+		return
+	}
+	doc, err := s.st.Document(ctx, r.datasetID, r.docID)
+	if err != nil || doc.IndexingGeneration != r.gen {
+		return
+	}
+	doc.IndexingGeneration = r.gen - 1
+	if err := s.st.UpdateDocument(ctx, doc); err != nil {
+		s.log.Warn("knowledge: could not release an interrupted indexing", "document_id", r.docID, "error", err)
+	}
+}
+
+// interruptedError is the failure of a document whose indexing was interrupted too many times.
+type interruptedError int
+
+func (n interruptedError) Error() string {
+	return fmt.Sprintf("Indexing was interrupted %d times (the server stopped while indexing this document) and was given up.", int(n))
 }
 
 // failureMessage is the document's readable error.
@@ -168,20 +321,49 @@ func failureMessage(err error) string {
 		return le.Error()
 	case errors.As(err, &ke):
 		return ke.Message
+	case errors.Is(err, errPanicked):
+		return "Indexing failed because of an internal error."
 	}
 	return err.Error()
 }
 
-func (s *Service) setStatus(ctx context.Context, doc *store.Document, status string, at **time.Time) error {
+// save writes the indexing state of doc (status, timestamps, counts, generations) into the
+// document's current row, leaving the rest as other writers left it; with final, it swaps the
+// generation in and closes r.
+func (s *Service) save(ctx context.Context, r *indexRun, doc *store.Document, final bool) error {
+	return s.write(r, func() error {
+		cur, err := s.st.Document(ctx, r.datasetID, r.docID)
+		if err != nil {
+			return fmt.Errorf("knowledge: index: %w", err)
+		}
+		cur.IndexingStatus = doc.IndexingStatus
+		cur.ProcessingStartedAt, cur.ParsingCompletedAt = doc.ProcessingStartedAt, doc.ParsingCompletedAt
+		cur.CleaningCompletedAt, cur.SplittingCompletedAt = doc.CleaningCompletedAt, doc.SplittingCompletedAt
+		cur.CompletedAt, cur.StoppedAt = doc.CompletedAt, doc.StoppedAt
+		cur.IndexingLatency, cur.Error = doc.IndexingLatency, doc.Error
+		cur.WordCount, cur.Tokens = doc.WordCount, doc.Tokens
+		cur.Generation, cur.IndexingGeneration = doc.Generation, doc.IndexingGeneration
+		if !final {
+			return s.st.UpdateDocument(ctx, cur)
+		}
+		if err := s.st.SwapGeneration(ctx, cur); err != nil {
+			return err
+		}
+		r.closed = true
+		return nil
+	})
+}
+
+func (s *Service) setStatus(ctx context.Context, r *indexRun, doc *store.Document, status string, at **time.Time) error {
 	now := s.nowUTC()
 	if at != nil {
 		*at = &now
 	}
 	doc.IndexingStatus = status
-	return s.st.UpdateDocument(ctx, *doc)
+	return s.save(ctx, r, doc, false)
 }
 
-func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Document, start time.Time) error {
+func (s *Service) build(ctx context.Context, r *indexRun, d store.Dataset, doc *store.Document, start time.Time) error {
 	up, err := s.files.Lookup(ctx, doc.UploadFileID)
 	if err != nil {
 		return err
@@ -190,13 +372,13 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 	if err != nil {
 		return err
 	}
-	xd, err := extract.Extract(ctx, up.Name, rc, up.Size)
-	rc.Close()
+	defer rc.Close()
+	xd, err := s.extract(ctx, up.Name, rc, up.Size)
 	if err != nil {
 		return err
 	}
 	doc.WordCount = utf8.RuneCountInString(xd.Text)
-	if err := s.setStatus(ctx, doc, store.IndexingCleaning, &doc.ParsingCompletedAt); err != nil {
+	if err := s.setStatus(ctx, r, doc, store.IndexingCleaning, &doc.ParsingCompletedAt); err != nil {
 		return err
 	}
 	rule, err := s.rule(ctx, doc.ProcessRuleID)
@@ -206,7 +388,7 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 	if doc.DocForm == DocFormHierarchical && rule.Mode != segment.ModeHierarchical {
 		return invalidParam(fmt.Sprintf("The hierarchical_model doc form needs a hierarchical process rule, not %q.", rule.Mode))
 	}
-	if err := s.setStatus(ctx, doc, store.IndexingSplitting, &doc.CleaningCompletedAt); err != nil {
+	if err := s.setStatus(ctx, r, doc, store.IndexingSplitting, &doc.CleaningCompletedAt); err != nil {
 		return err
 	}
 	highQuality := d.IndexingTechnique == store.TechniqueHighQuality
@@ -230,18 +412,20 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 	// written: the rows first, so that progress has its total from the start.
 	written := func() error {
 		for i := 0; i < len(segs); i += 2000 {
-			if err := s.st.AddSegments(ctx, segs[i:min(i+2000, len(segs))], nil); err != nil {
+			batch := segs[i:min(i+2000, len(segs))]
+			if err := s.write(r, func() error { return s.st.AddSegments(ctx, batch, nil) }); err != nil {
 				return err
 			}
 		}
 		for i := 0; i < len(children); i += 2000 {
-			if err := s.st.AddSegments(ctx, nil, children[i:min(i+2000, len(children))]); err != nil {
+			batch := children[i:min(i+2000, len(children))]
+			if err := s.write(r, func() error { return s.st.AddSegments(ctx, nil, batch) }); err != nil {
 				return err
 			}
 		}
-		return s.setStatus(ctx, doc, store.IndexingIndexing, &doc.SplittingCompletedAt)
+		return s.setStatus(ctx, r, doc, store.IndexingIndexing, &doc.SplittingCompletedAt)
 	}
-	total, err := s.indexNodes(ctx, d, nodes, embedder, written)
+	total, err := s.indexNodes(ctx, r, d, nodes, embedder, written)
 	if err != nil {
 		return err
 	}
@@ -251,7 +435,7 @@ func (s *Service) build(ctx context.Context, d store.Dataset, doc *store.Documen
 	doc.Tokens = total
 	doc.IndexingStatus = store.IndexingCompleted
 	doc.Generation = doc.IndexingGeneration
-	return s.st.SwapGeneration(ctx, *doc)
+	return s.save(ctx, r, doc, true)
 }
 
 func (s *Service) rule(ctx context.Context, id string) (segment.ProcessRule, error) {
@@ -338,7 +522,7 @@ func (s *Service) embedder(d store.Dataset) (embedFunc, error) {
 // indexNodes computes keywords and full-text terms (and vectors, for high quality) of the
 // nodes in batches, the next batch computed while the previous one is written (the first while
 // before runs), and returns the total of the segment nodes' tokens.
-func (s *Service) indexNodes(ctx context.Context, d store.Dataset, nodes []pendingNode, embed embedFunc, before func() error) (int, error) {
+func (s *Service) indexNodes(ctx context.Context, r *indexRun, d store.Dataset, nodes []pendingNode, embed embedFunc, before func() error) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -365,14 +549,14 @@ func (s *Service) indexNodes(ctx context.Context, d store.Dataset, nodes []pendi
 		return 0, err
 	}
 	total := 0
-	for r := range ready {
-		if r.err != nil {
-			return 0, r.err
+	for res := range ready {
+		if res.err != nil {
+			return 0, res.err
 		}
-		if err := s.st.IndexNodes(ctx, r.batch, s.nowUTC()); err != nil {
+		if err := s.write(r, func() error { return s.st.IndexNodes(ctx, res.batch, s.nowUTC()) }); err != nil {
 			return 0, err
 		}
-		for _, n := range r.batch {
+		for _, n := range res.batch {
 			if n.ChildChunkID == "" {
 				total += n.Tokens
 			}

@@ -41,7 +41,8 @@ type env struct {
 	opts knowledge.Options
 }
 
-func newEnv(t *testing.T, e storetest.Engine) *env {
+// newEnv builds a service on a fresh store of engine e; opts adjust its options.
+func newEnv(t *testing.T, e storetest.Engine, opts ...func(*knowledge.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithEmbeddingDim(64))
@@ -67,9 +68,13 @@ func newEnv(t *testing.T, e storetest.Engine) *env {
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 15, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
 	catalog := models.NewCatalog(file.Providers, getenv)
-	opts := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
+	o := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	return &env{svc: knowledge.New(opts), st: st, up: up, opts: opts}
+	for _, f := range opts {
+		f(&o)
+	}
+	svc := knowledge.New(o)
+	return &env{svc: svc, st: st, up: up, opts: o}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -126,10 +126,12 @@ func (s *Service) CreateSegments(ctx context.Context, datasetID, documentID stri
 		out = append(out, SegmentView{Segment: seg})
 		words += seg.WordCount
 	}
-	doc.WordCount += words
-	doc.UpdatedAt = now
-	if err := s.st.UpdateDocument(ctx, doc); err != nil {
-		return nil, "", fmt.Errorf("knowledge: update document: %w", err)
+	if _, err := s.modifyDocument(ctx, d.ID, doc.ID, func(doc *store.Document) (bool, error) {
+		doc.WordCount += words
+		doc.UpdatedAt = now
+		return true, nil
+	}); err != nil {
+		return nil, "", err
 	}
 	return out, doc.DocForm, nil
 }
@@ -260,10 +262,12 @@ func (s *Service) UpdateSegment(ctx context.Context, datasetID, documentID, segm
 		return SegmentView{}, "", fmt.Errorf("knowledge: update segment: %w", err)
 	}
 	if seg.WordCount != oldWords {
-		doc.WordCount += seg.WordCount - oldWords
-		doc.UpdatedAt = now
-		if err := s.st.UpdateDocument(ctx, doc); err != nil {
-			return SegmentView{}, "", fmt.Errorf("knowledge: update document: %w", err)
+		if _, err := s.modifyDocument(ctx, d.ID, doc.ID, func(doc *store.Document) (bool, error) {
+			doc.WordCount += seg.WordCount - oldWords
+			doc.UpdatedAt = now
+			return true, nil
+		}); err != nil {
+			return SegmentView{}, "", err
 		}
 	}
 	return s.GetSegment(ctx, datasetID, documentID, seg.ID)
@@ -282,12 +286,12 @@ func (s *Service) DeleteSegment(ctx context.Context, datasetID, documentID, segm
 	if err := s.st.DeleteSegment(ctx, doc.ID, seg.ID); err != nil {
 		return storeErr(err, ErrSegmentNotFound, "delete segment")
 	}
-	doc.WordCount = max(0, doc.WordCount-seg.WordCount)
-	doc.UpdatedAt = s.nowUTC()
-	if err := s.st.UpdateDocument(ctx, doc); err != nil {
-		return fmt.Errorf("knowledge: update document: %w", err)
-	}
-	return nil
+	_, err = s.modifyDocument(ctx, doc.DatasetID, doc.ID, func(doc *store.Document) (bool, error) {
+		doc.WordCount = max(0, doc.WordCount-seg.WordCount)
+		doc.UpdatedAt = s.nowUTC()
+		return true, nil
+	})
+	return err
 }
 
 // CreateChildChunk adds a customized child chunk to a parent chunk.

@@ -13,10 +13,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
@@ -56,7 +56,6 @@ var (
 	ErrChildNotFound     = notFound("Child chunk not found.")
 	ErrNameDuplicate     = newError(http.StatusConflict, "dataset_name_duplicate", "The dataset name already exists. Please modify your dataset name.")
 	ErrDatasetInUse      = newError(http.StatusConflict, "dataset_in_use", "The dataset is being used by some apps. Please remove the dataset from the apps before deleting it.")
-	ErrDocumentIndexing  = newError(http.StatusBadRequest, "document_indexing", "Cannot delete document during indexing.")
 	ErrArchived          = newError(http.StatusForbidden, "archived_document_immutable", "The archived document is not editable.")
 	ErrNotAvailable      = invalidParam("Document is not available")
 	ErrNotInitialized    = newError(http.StatusBadRequest, "dataset_not_initialized", "The dataset is still being initialized or indexing. Please wait a moment.")
@@ -101,7 +100,14 @@ type Options struct {
 	AppsUsing func(name string) int
 	// MaxSegmentLength is INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH (default 4000).
 	MaxSegmentLength int
-	Logger           *slog.Logger
+	// Extract extracts the text of a document's file; extract.Extract, in this process, when
+	// nil. A server passes one that runs in a child process under resource limits
+	// (sandbox.Extractor), which a runaway parser cannot escape.
+	Extract ExtractFunc
+	// IndexingTimeout bounds the indexing of one document, from extraction to the last chunk
+	// written (DefaultIndexingTimeout when 0); past it the document ends in error.
+	IndexingTimeout time.Duration
+	Logger          *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -117,12 +123,17 @@ type Service struct {
 	account   string
 	appsUsing func(string) int
 	maxSeg    int
+	extract   ExtractFunc
+	timeout   time.Duration
 	log       *slog.Logger
 	now       func() time.Time
-	// running holds the ids of documents queued or being indexed by this process, so a resume
-	// sweep does not queue a document twice.
-	running sync.Map
+	// runs holds the indexing runs queued or running in this process and the document locks
+	// (see runs.go).
+	runs runs
 }
+
+// ExtractFunc extracts the text of a file; extract.Extract is one.
+type ExtractFunc func(ctx context.Context, filename string, r io.Reader, size int64) (extract.Document, error)
 
 // New returns a Service.
 func New(opts Options) *Service {
@@ -138,9 +149,16 @@ func New(opts Options) *Service {
 	if opts.AppsUsing == nil {
 		opts.AppsUsing = func(string) int { return 0 }
 	}
+	if opts.Extract == nil {
+		opts.Extract = extract.Extract
+	}
+	if opts.IndexingTimeout <= 0 {
+		opts.IndexingTimeout = DefaultIndexingTimeout
+	}
 	return &Service{st: opts.Store, files: opts.Files, catalog: opts.Catalog, models: opts.Models,
 		vectors: opts.Vectors, jobs: opts.Jobs, account: opts.AccountID, appsUsing: opts.AppsUsing,
-		maxSeg: opts.MaxSegmentLength, log: opts.Logger, now: opts.Now}
+		maxSeg: opts.MaxSegmentLength, extract: opts.Extract, timeout: opts.IndexingTimeout,
+		log: opts.Logger, now: opts.Now}
 }
 
 func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Second) }

@@ -271,26 +271,32 @@ func (s *Service) SetDocumentsMetadata(ctx context.Context, datasetID string, op
 		if err != nil {
 			return invalidParam("Document not found.")
 		}
-		meta := map[string]any{}
-		if op.PartialUpdate && len(doc.DocMetadata) > 0 {
-			_ = json.Unmarshal(doc.DocMetadata, &meta)
-		}
-		for _, v := range op.Values {
-			f, ok := byID[v.ID]
-			if !ok {
-				return invalidParam(fmt.Sprintf("Metadata %s not found.", v.ID))
+		_, err = s.modifyDocument(ctx, d.ID, doc.ID, func(doc *store.Document) (bool, error) {
+			meta := map[string]any{}
+			if op.PartialUpdate && len(doc.DocMetadata) > 0 {
+				_ = json.Unmarshal(doc.DocMetadata, &meta)
 			}
-			switch v.Value.(type) {
-			case nil, string, float64:
-			default:
-				return invalidParam(fmt.Sprintf("Metadata %s: value must be a string, a number or null.", f.Name))
+			for _, v := range op.Values {
+				f, ok := byID[v.ID]
+				if !ok {
+					return false, invalidParam(fmt.Sprintf("Metadata %s not found.", v.ID))
+				}
+				switch v.Value.(type) {
+				case nil, string, float64:
+				default:
+					return false, invalidParam(fmt.Sprintf("Metadata %s: value must be a string, a number or null.", f.Name))
+				}
+				meta[f.Name] = v.Value
 			}
-			meta[f.Name] = v.Value
+			doc.DocMetadata, _ = json.Marshal(meta)
+			doc.UpdatedAt = s.nowUTC()
+			return true, nil
+		})
+		if errors.Is(err, ErrDocumentNotFound) {
+			return invalidParam("Document not found.")
 		}
-		doc.DocMetadata, _ = json.Marshal(meta)
-		doc.UpdatedAt = s.nowUTC()
-		if err := s.st.UpdateDocument(ctx, doc); err != nil {
-			return fmt.Errorf("knowledge: document metadata: %w", err)
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tokens"
@@ -314,17 +315,22 @@ func failureMessage(err error) string {
 	var xe *extract.Error
 	var le *segment.LengthError
 	var ke *Error
+	var pe *providers.Error
+	var ie interruptedError
 	switch {
+	case errors.As(err, &ie):
+		return ie.Error()
 	case errors.As(err, &xe):
 		return xe.Error()
 	case errors.As(err, &le):
 		return le.Error()
 	case errors.As(err, &ke):
 		return ke.Message
-	case errors.Is(err, errPanicked):
-		return "Indexing failed because of an internal error."
+	case errors.As(err, &pe):
+		return pe.Message
 	}
-	return err.Error()
+	// Anything else (a storage failure, a panic) may name internals; the log has the detail.
+	return "Indexing failed because of an internal error."
 }
 
 // save writes the indexing state of doc (status, timestamps, counts, generations) into the

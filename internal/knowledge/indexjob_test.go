@@ -478,3 +478,20 @@ func TestDeleteDatasetBeingIndexed(t *testing.T) {
 		}
 	})
 }
+
+// TestInternalFailureKeepsItsCause: a document whose indexing fails for an internal reason
+// shows a generic error; the cause (which may name hosts, paths or SQL) is only logged.
+func TestInternalFailureKeepsItsCause(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, eng storetest.Engine) {
+		failing := func(context.Context, string, io.Reader, int64) (extract.Document, error) {
+			return extract.Document{}, errors.New("open /var/lib/parley/blobs/ab/cd: dial tcp 10.1.2.3:5432: connection refused")
+		}
+		e := queuedEnv(t, eng, failing, time.Minute)
+		ds := e.dataset(t, "internal", "economy")
+		doc := e.create(t, ds, "a.txt", "some text")
+		got := e.waitDone(t, ds, doc.ID)
+		if got.IndexingStatus != store.IndexingError || got.Error != "Indexing failed because of an internal error." {
+			t.Fatalf("document ended %s with error %q", got.IndexingStatus, got.Error)
+		}
+	})
+}

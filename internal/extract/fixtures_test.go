@@ -280,3 +280,32 @@ func cfbWith(stream string) []byte {
 	b = append(b, make([]byte, 504)...)
 	return append(b, utf16Name(stream)...)
 }
+
+// buildXLSXSharedString returns a workbook whose single shared string is
+// strLen bytes long, with a header row and a data row of cells cells, every
+// cell referring to that string.
+func buildXLSXSharedString(t *testing.T, strLen, cells int) []byte {
+	t.Helper()
+	row := func(r int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `<row r="%d">`, r)
+		for i := range cells {
+			col := ""
+			for n := i + 1; n > 0; n = (n - 1) / 26 {
+				col = string(rune('A'+(n-1)%26)) + col
+			}
+			fmt.Fprintf(&b, `<c r="%s%d" t="s"><v>0</v></c>`, col, r)
+		}
+		return b.String() + "</row>"
+	}
+	const main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+	const rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+	return buildZip(t, []zipFile{
+		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>`},
+		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="` + rel + `/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
+		{"xl/workbook.xml", `<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="` + main + `" xmlns:r="` + rel + `"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="` + rel + `/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="` + rel + `/sharedStrings" Target="sharedStrings.xml"/></Relationships>`},
+		{"xl/sharedStrings.xml", `<?xml version="1.0" encoding="UTF-8"?><sst xmlns="` + main + `" count="1" uniqueCount="1"><si><t>` + strings.Repeat("a", strLen) + `</t></si></sst>`},
+		{"xl/worksheets/sheet1.xml", `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="` + main + `"><sheetData>` + row(1) + row(2) + `</sheetData></worksheet>`},
+	})
+}

@@ -29,6 +29,9 @@ const maxBombRSSGrowth = 200 << 20
 var bombs = map[string]func(t *testing.T) (name string, data []byte){
 	// ~1 GB of text operators in one content stream.
 	"pdf": func(t *testing.T) (string, []byte) { return "bomb.pdf", pdfBomb(t) },
+	// A 1 MB shared string referred to by the 150 cells of two rows: about
+	// 1 KB compressed, 450 MB of text for the unfixed code.
+	"xlsx": func(t *testing.T) (string, []byte) { return "bomb.xlsx", buildXLSXSharedString(t, 1<<20, 150) },
 }
 
 // TestBombMemory runs each bomb's extraction in a child process (this test

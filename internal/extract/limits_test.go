@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -314,5 +315,43 @@ func TestPDFInlineImageSkipped(t *testing.T) {
 	}
 	if doc.Text != "before\nafter" {
 		t.Fatalf("text = %q", doc.Text)
+	}
+}
+
+// TestXLSXSharedStringExpansion: a shared string is stored once but copied
+// out for every cell referring to it, so a tiny workbook could expand to
+// gigabytes of row text. A row is now rejected before it is read once its
+// cells add up to more than MaxTextSize; rows below that are read as before.
+func TestXLSXSharedStringExpansion(t *testing.T) {
+	t.Parallel()
+	data := buildXLSXSharedString(t, 1<<20, 30)
+	_, err := extractWithin(t, "wide.xlsx", data)
+	assertMessage(t, err, KindTooLarge, "XLSX row 1 of sheet1.xml expands to more than 20 MB of text")
+	t.Logf("%d bytes: %v", len(data), err)
+
+	doc, err := extractWithin(t, "ok.xlsx", buildXLSXSharedString(t, 1000, 30))
+	if err != nil || len(doc.Parts) != 1 || len(doc.Parts[0]) != 30*(2*1000+5)+29 {
+		t.Fatalf("parts=%d err=%v", len(doc.Parts), err)
+	}
+}
+
+// TestOOXMLEntryCap: a part declared larger than MaxUncompressedEntrySize is
+// rejected before it is read, even when the whole file is under
+// MaxUncompressedSize.
+func TestOOXMLEntryCap(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"word/document.xml", "xl/worksheets/sheet1.xml"} {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		rawDeflateEntry(t, zw, name, MaxUncompressedEntrySize+1, 1024)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		file := "big.docx"
+		if strings.HasPrefix(name, "xl/") {
+			file = "big.xlsx"
+		}
+		_, err := extractWithin(t, file, b.Bytes())
+		assertMessage(t, err, KindTooLarge, "expands to more than 64 MB")
 	}
 }

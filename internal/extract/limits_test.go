@@ -355,3 +355,23 @@ func TestOOXMLEntryCap(t *testing.T) {
 		assertMessage(t, err, KindTooLarge, "expands to more than 64 MB")
 	}
 }
+
+// TestHTMLDeepNesting: every level of quoting or list nesting prefixes each
+// line inside it, so deep nesting multiplied the text (and the conversion
+// time, which cancellation does not interrupt). Levels beyond maxHTMLNesting
+// are rendered as plain blocks, keeping the text within a small multiple of
+// the input.
+func TestHTMLDeepNesting(t *testing.T) {
+	t.Parallel()
+	for _, tag := range []string{"blockquote", "ul><li"} {
+		src := strings.Repeat("<"+tag+">", 240) + strings.Repeat("<p>x</p>", 2000)
+		doc, err := extractWithin(t, "deep.html", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Text) > 20*len(src) || strings.Count(doc.Text, "x") != 2000 {
+			t.Fatalf("%s: %d bytes of HTML gave %d bytes of text with %d x", tag, len(src), len(doc.Text), strings.Count(doc.Text, "x"))
+		}
+		t.Logf("%s: %d bytes of HTML, %d bytes of text", tag, len(src), len(doc.Text))
+	}
+}

@@ -31,6 +31,11 @@ const (
 	// MaxUncompressedSize caps the total decompressed size of the entries a
 	// zip-based format (DOCX, XLSX) may read, against zip bombs.
 	MaxUncompressedSize = 100 << 20
+	// MaxUncompressedEntrySize caps the decompressed size of any one entry
+	// of a zip-based format. The largest parts of real files (the body of a
+	// long Word document, a big worksheet) stay well below it; excelize
+	// holds each part it reads in memory at once.
+	MaxUncompressedEntrySize = 64 << 20
 	// MaxTextSize caps the extracted text, in bytes. Longer text is cut at a
 	// rune boundary and Document.Truncated is set.
 	MaxTextSize = 20 << 20

@@ -4,7 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/zlib"
+	"encoding/binary"
 	"fmt"
+	"hash/adler32"
 	"strings"
 	"testing"
 )
@@ -35,6 +38,13 @@ func buildPDF(t *testing.T, pages []string, trailerExtra string) []byte {
 			fmt.Sprintf("<< /Length %d >>\nstream\n%sendstream", content.Len(), content.String()),
 		)
 	}
+	return buildRawPDF(objs, trailerExtra)
+}
+
+// buildRawPDF writes objs as objects 1..n of a PDF 1.4 file with a classic
+// cross-reference table; object 1 is the catalog. trailerExtra is appended
+// inside the trailer dictionary.
+func buildRawPDF(objs []string, trailerExtra string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
@@ -49,6 +59,121 @@ func buildPDF(t *testing.T, pages []string, trailerExtra string) []byte {
 	}
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailerExtra, xref)
 	return b.Bytes()
+}
+
+// buildXrefStreamPDF writes objs as objects 1..n of a PDF 1.5 file indexed by
+// a cross-reference stream (object n+1, uncompressed, W [1 4 2]). Objects
+// listed in compressed are declared to be stored in an object stream instead:
+// compressed[id] = {stream object number, index in that stream}.
+func buildXrefStreamPDF(objs []string, compressed map[int][2]int) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.5\n")
+	offsets := make([]int, len(objs)+2)
+	for i, o := range objs {
+		offsets[i+1] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	self := len(objs) + 1
+	offsets[self] = b.Len()
+	var rows bytes.Buffer
+	row := func(typ, f2, f3 int) {
+		rows.Write([]byte{byte(typ), byte(f2 >> 24), byte(f2 >> 16), byte(f2 >> 8), byte(f2), byte(f3 >> 8), byte(f3)})
+	}
+	row(0, 0, 65535)
+	for id := 1; id <= self; id++ {
+		if c, ok := compressed[id]; ok {
+			row(2, c[0], c[1])
+		} else {
+			row(1, offsets[id], 0)
+		}
+	}
+	fmt.Fprintf(&b, "%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Length %d >>\nstream\n", self, self+1, rows.Len())
+	b.Write(rows.Bytes())
+	fmt.Fprintf(&b, "\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n", offsets[self])
+	return b.Bytes()
+}
+
+// objectStreamData returns the data of an object stream holding the given
+// objects, in order, and the offset of the first object (its /First).
+func objectStreamData(ids []int, bodies []string) (first int, data string) {
+	var index, objs strings.Builder
+	for i, id := range ids {
+		fmt.Fprintf(&index, "%d %d ", id, objs.Len())
+		objs.WriteString(bodies[i])
+		objs.WriteString("\n")
+	}
+	return index.Len(), index.String() + objs.String()
+}
+
+// zlibBytes compresses s.
+func zlibBytes(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zlib.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// zlibRepeat returns zlib data that inflates to unit repeated to about n
+// bytes. One sync-flushed deflate segment (which refers to nothing before
+// itself) is repeated, so ~1 GB of output costs ~1 MB of compression work.
+// Unless complete, the data stops before the end of the deflate stream (and
+// its checksum is not computed): reading it to the end fails.
+func zlibRepeat(t *testing.T, unit string, n int64, complete bool) []byte {
+	t.Helper()
+	block := []byte(strings.Repeat(unit, max(1, (1<<20)/len(unit))))
+	var seg bytes.Buffer
+	fw, err := flate.NewWriter(&seg, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(block); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reps := max(1, n/int64(len(block)))
+	out := bytes.NewBuffer([]byte{0x78, 0xda})
+	for range reps {
+		out.Write(seg.Bytes())
+	}
+	if !complete {
+		return out.Bytes()
+	}
+	sum := adler32.New()
+	for range reps {
+		sum.Write(block)
+	}
+	out.Write([]byte{0x03, 0x00}) // an empty final block
+	return binary.BigEndian.AppendUint32(out.Bytes(), sum.Sum32())
+}
+
+// pdfWithStreams builds a PDF with one page per content stream (raw zlib
+// data), all using font /F1; fontExtra is added to the font dictionary and
+// extraObjs are appended as objects 4+2n onwards.
+func pdfWithStreams(contents [][]byte, fontExtra string, extraObjs ...string) []byte {
+	kids := make([]string, len(contents))
+	for i := range contents {
+		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
+	}
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(contents)),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica " + fontExtra + ">>",
+	}
+	for i, c := range contents {
+		objs = append(objs,
+			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
+			fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", len(c), c),
+		)
+	}
+	return buildRawPDF(append(objs, extraObjs...), "")
 }
 
 const encryptTrailer = "/Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /P -4 " +
@@ -154,4 +279,33 @@ func cfbWith(stream string) []byte {
 	b := append([]byte{}, cfbMagic...)
 	b = append(b, make([]byte, 504)...)
 	return append(b, utf16Name(stream)...)
+}
+
+// buildXLSXSharedString returns a workbook whose single shared string is
+// strLen bytes long, with a header row and a data row of cells cells, every
+// cell referring to that string.
+func buildXLSXSharedString(t *testing.T, strLen, cells int) []byte {
+	t.Helper()
+	row := func(r int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `<row r="%d">`, r)
+		for i := range cells {
+			col := ""
+			for n := i + 1; n > 0; n = (n - 1) / 26 {
+				col = string(rune('A'+(n-1)%26)) + col
+			}
+			fmt.Fprintf(&b, `<c r="%s%d" t="s"><v>0</v></c>`, col, r)
+		}
+		return b.String() + "</row>"
+	}
+	const main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+	const rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+	return buildZip(t, []zipFile{
+		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>`},
+		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="` + rel + `/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
+		{"xl/workbook.xml", `<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="` + main + `" xmlns:r="` + rel + `"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="` + rel + `/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="` + rel + `/sharedStrings" Target="sharedStrings.xml"/></Relationships>`},
+		{"xl/sharedStrings.xml", `<?xml version="1.0" encoding="UTF-8"?><sst xmlns="` + main + `" count="1" uniqueCount="1"><si><t>` + strings.Repeat("a", strLen) + `</t></si></sst>`},
+		{"xl/worksheets/sheet1.xml", `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="` + main + `"><sheetData>` + row(1) + row(2) + `</sheetData></worksheet>`},
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 )
 
@@ -40,6 +41,9 @@ func openOOXML(data []byte, format string) (*zip.Reader, error) {
 	}
 	var total uint64
 	for _, f := range zr.File {
+		if f.UncompressedSize64 > MaxUncompressedEntrySize {
+			return nil, newError(KindTooLarge, nil, "%s file is too large: its part %s expands to more than %d MB", format, path.Base(f.Name), MaxUncompressedEntrySize>>20)
+		}
 		total += f.UncompressedSize64
 		if total > MaxUncompressedSize {
 			return nil, newError(KindTooLarge, nil, "%s file expands to more than %d bytes", format, MaxUncompressedSize)
@@ -68,28 +72,35 @@ func (b *zipBudget) open(zr *zip.Reader, name string) (io.ReadCloser, error) {
 			if err != nil {
 				return nil, newError(KindCorrupt, err, "%s file is corrupt: cannot open %s", b.format, name)
 			}
-			return &budgetReader{rc: rc, b: b}, nil
+			return &budgetReader{rc: rc, b: b, left: MaxUncompressedEntrySize}, nil
 		}
 	}
 	return nil, nil
 }
 
+// budgetReader reads one entry within both the zip's budget and the
+// per-entry cap. archive/zip already fails an entry that inflates past its
+// declared size, and declared sizes are checked by openOOXML; this holds
+// whatever the declarations say.
 type budgetReader struct {
-	rc io.ReadCloser
-	b  *zipBudget
+	rc   io.ReadCloser
+	b    *zipBudget
+	left int64 // for this entry
 }
 
 var errBudget = errors.New("decompression budget exhausted")
 
 func (r *budgetReader) Read(p []byte) (int, error) {
-	if r.b.left <= 0 {
+	left := min(r.b.left, r.left)
+	if left <= 0 {
 		return 0, errBudget
 	}
-	if int64(len(p)) > r.b.left {
-		p = p[:r.b.left]
+	if int64(len(p)) > left {
+		p = p[:left]
 	}
 	n, err := r.rc.Read(p)
 	r.b.left -= int64(n)
+	r.left -= int64(n)
 	return n, err
 }
 

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
 // selfReferencingPDF is a small PDF whose page tree lists itself as its own kid, with a correct
-// cross-reference table: the PDF library walks it forever.
+// cross-reference table: the PDF library alone would walk it for ever.
 func selfReferencingPDF() []byte {
 	objs := []string{"<</Type/Catalog/Pages 2 0 R>>", "<</Type/Pages/Kids[2 0 R]/Count 5>>"}
 	var b bytes.Buffer
@@ -41,8 +42,8 @@ func indexingStatus(d client.DocumentDetail) client.IndexingStatus {
 // hostileTimeout is the indexing timeout the hostile-document test runs the server with.
 const hostileTimeout = "8s"
 
-// TestKnowledgeHostileDocument uploads two PDFs that send the parser into an endless loop, one
-// for each indexing worker. One is deleted while it is still being parsed; the worker it held
+// TestKnowledgeHostileDocument uploads two PDFs whose text extraction would take many minutes of
+// CPU (extracttest.SlowPDF), one for each indexing worker. One is deleted while it is still being parsed; the worker it held
 // then indexes another document; the other ends in error when the indexing timeout is over, and
 // stays so after a restart.
 func TestKnowledgeHostileDocument(t *testing.T) {
@@ -58,7 +59,7 @@ func TestKnowledgeHostileDocument(t *testing.T) {
 		c := newClient(t, p, p.KnowledgeKey)
 		ctx := context.Background()
 		ds := kdDataset(t, c, "hostile", "economy")
-		pdf := selfReferencingPDF()
+		pdf := extracttest.SlowPDF()
 		kept := kdCreateFile(t, c, ds, "loop-kept.pdf", pdf, automaticRule)
 		deleted := kdCreateFile(t, c, ds, "loop-deleted.pdf", pdf, automaticRule)
 		keptID, deletedID := kept.Document.Id.String(), deleted.Document.Id.String()
@@ -99,6 +100,13 @@ func TestKnowledgeHostileDocument(t *testing.T) {
 		got := kdGet(t, c, ds, keptID)
 		if got.DisplayStatus == nil || *got.DisplayStatus != client.DisplayStatusError || got.Error == nil || *got.Error != want {
 			t.Fatalf("hostile document detail: %v %v", got.DisplayStatus, got.Error)
+		}
+
+		// A page tree that contains itself is refused at once as a corrupt file.
+		cyclic := kdCreateFile(t, c, ds, "cyclic.pdf", selfReferencingPDF(), automaticRule)
+		st = kdWait(t, c, ds, cyclic.Batch)
+		if st[0].IndexingStatus != client.IndexingStatusError || st[0].Error == nil || *st[0].Error != "PDF file is corrupt: its page tree contains a cycle" {
+			t.Fatalf("cyclic page tree: %s %v", st[0].IndexingStatus, ptrText(st[0].Error))
 		}
 
 		// It is not resumed at the next start.

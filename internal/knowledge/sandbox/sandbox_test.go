@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 	"github.com/parleyhq/parley/internal/knowledge/sandbox"
 )
 
@@ -35,26 +35,6 @@ func extractor(t *testing.T) *sandbox.Extractor {
 		t.Fatal(err)
 	}
 	return &sandbox.Extractor{Path: self, Env: []string{childEnv}}
-}
-
-// selfReferencingPDF is a PDF whose page tree lists itself as its own kid: the PDF library
-// walks it forever.
-func selfReferencingPDF() []byte {
-	objs := []string{"<</Type/Catalog/Pages 2 0 R>>", "<</Type/Pages/Kids[2 0 R]/Count 5>>"}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj%sendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
 }
 
 // heapInUse is the live heap after a collection.
@@ -95,8 +75,8 @@ func TestExtractsLikeInProcess(t *testing.T) {
 	}
 }
 
-// TestRunawayParserStoppedByCPULimit feeds the child a PDF that sends the PDF library into an
-// endless loop: the kernel kills the child at its CPU limit, the caller gets a readable error,
+// TestRunawayParserStoppedByCPULimit feeds the child a PDF whose extraction takes minutes of
+// CPU: the kernel kills the child at its CPU limit, the caller gets a readable error,
 // and none of the child's work shows in this process's memory.
 func TestRunawayParserStoppedByCPULimit(t *testing.T) {
 	if runtime.GOOS != "linux" {
@@ -107,7 +87,7 @@ func TestRunawayParserStoppedByCPULimit(t *testing.T) {
 	// The budget of the whole call is far above the CPU limit: this is not what stops it.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pdf := selfReferencingPDF()
+	pdf := extracttest.SlowPDF()
 	before := heapInUse()
 	_, err := x.Extract(ctx, "loop.pdf", bytes.NewReader(pdf), int64(len(pdf)))
 	var xe *extract.Error

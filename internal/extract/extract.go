@@ -2,11 +2,11 @@
 // Dify's default ("dify" ETL) extractors do, so that the cleaning and splitting
 // stages see the same input as in Dify.
 //
-// The accepted extensions and the text shape per format follow
-// /work/shared/reference/indexing.md §1. Extraction is defensive: corrupt,
+// The accepted extensions and the text shape per format follow Dify's
+// extractors (docs/knowledge.md). Extraction is defensive: corrupt,
 // truncated or encrypted files produce an *Error instead of a panic, work is
 // bounded by the context, by the input size and by caps on decompressed and
-// extracted sizes.
+// extracted sizes, and every walk of a file's structure is bounded.
 package extract
 
 import (
@@ -123,7 +123,7 @@ type Document struct {
 type extractor func(ctx context.Context, data []byte) (Document, error)
 
 // extractors maps lower-case extensions to extractors: Dify's default ETL
-// extension list (indexing.md §1), plus JSON, which the issue asks for. xls is listed by Dify but needs a BIFF reader, which none of the
+// extension list, plus JSON (docs/knowledge.md). xls is listed by Dify but needs a BIFF reader, which none of the
 // pinned dependencies provide; it is answered with KindUnsupported.
 var extractors = map[string]extractor{
 	"txt":        extractText,

@@ -3,9 +3,8 @@
 // chunk splitting, the per-segment fields Dify stores, and economy-mode
 // keyword extraction.
 //
-// The behaviour mirrors Dify as described in
-// /work/shared/reference/indexing.md (§3 cleaning, §4 splitting, §5 segment
-// fields, §6 keyword table) and knowledge-api.md §2.2 (process_rule).
+// The behaviour mirrors Dify's cleaning, splitting, segment fields, keyword
+// table and process_rule handling (docs/knowledge.md).
 //
 // Package-level state: the Chinese segmenter (gse, embedded dictionary) and
 // the IDF table used by [Keywords] are loaded once, lazily, under a

@@ -1,7 +1,7 @@
 // Package sse writes Server-Sent Events the way Dify frames them: every event is one
 // `data: <compact JSON>` line and a blank line, with no `event:` or `id:` field; the keep-alive
-// is the bare frame `event: ping`; the stream ends by closing, with no sentinel
-// (../shared/reference/events.md §1). It knows nothing of the events themselves.
+// is the bare frame `event: ping`; the stream ends by closing, with no sentinel, as Dify's
+// streams do. It knows nothing of the events themselves.
 package sse
 
 import (

@@ -1,15 +1,16 @@
 package server
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
 
 // TestClientMistakesAre4xx sends what used to end in a 500: validation failures nested in a
-// nullable member, values the validator accepts but Go types cannot hold, an empty `user` and
-// a multipart body without a boundary. Each is a 4xx with the Error body, and nothing reaches a
-// handler (the fixture has no knowledge service: a request that got through would panic into a
-// 500).
+// nullable member, values the validator accepts but Go types cannot hold, duplicate and
+// case-variant member names, an empty `user` and a multipart body without a boundary. Each is a
+// 4xx with the Error body, and nothing reaches a handler (the fixture has no knowledge service:
+// a request that got through would panic into a 500).
 func TestClientMistakesAre4xx(t *testing.T) {
 	f := newFixture(t, ValidationEnforce)
 	const ds = "/v1/datasets/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"
@@ -30,6 +31,10 @@ func TestClientMistakesAre4xx(t *testing.T) {
 		{"retrieve score_threshold a string", "POST", ds + "/retrieve", "application/json", `{"query":"q","retrieval_model":{"score_threshold":"x"}}`, false, 400, "invalid_param", "retrieval_model.score_threshold"},
 		{"retrieve score_threshold past float64", "POST", ds + "/retrieve", "application/json", `{"query":"q","retrieval_model":{"score_threshold":1e400}}`, false, 400, "invalid_param", ""},
 		{"top_k past int64", "POST", ds + "/retrieve", "application/json", `{"query":"q","retrieval_model":{"top_k":9223372036854775808}}`, false, 400, "invalid_param", ""},
+		{"duplicate query", "POST", "/v1/chat-messages", "application/json", `{"query":5,"query":"x","inputs":{},"user":"u"}`, true, 400, "invalid_param", `duplicate key "query"`},
+		{"duplicate nested member", "POST", "/v1/datasets", "application/json", `{"name":"c","retrieval_model":{"top_k":1,"top_k":2}}`, false, 400, "invalid_param", `retrieval_model: duplicate key "top_k"`},
+		{"case variant of user", "POST", "/v1/chat-messages", "application/json", chat(`"query":"x","user":"u","USER":""`), true, 400, "invalid_param", `unknown member "USER"`},
+		{"data after the body", "POST", "/v1/chat-messages", "application/json", chat(`"query":"x","user":"u"`) + ` {}`, true, 400, "bad_request", ""},
 		{"empty user", "POST", "/v1/chat-messages", "application/json", chat(`"query":"x","user":""`), true, 400, "invalid_param", msgUserRequired},
 		{"missing user", "POST", "/v1/chat-messages", "application/json", chat(`"query":"x"`), true, 400, "invalid_param", msgUserRequired},
 		{"empty user on stop", "POST", "/v1/chat-messages/t1/stop", "application/json", `{"user":""}`, true, 400, "invalid_param", msgUserRequired},
@@ -56,5 +61,15 @@ func TestClientMistakesAre4xx(t *testing.T) {
 	}
 	if n := f.srv.Violations(); n != 0 {
 		t.Fatalf("%d contract violations", n)
+	}
+}
+
+// TestNoKeyBeatsBadBody keeps authentication first: a body the scan refuses still gets 401
+// without a key.
+func TestNoKeyBeatsBadBody(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	rec := f.do("POST", "/v1/chat-messages", "", "application/json", `{"query":5,"query":"x"}`)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401: %s", rec.Code, rec.Body)
 	}
 }

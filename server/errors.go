@@ -219,6 +219,10 @@ func fromRequestError(e *openapi3filter.RequestError) *APIError {
 	if e.RequestBody != nil && errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
 		return apiError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
 	}
+	var memberErr *jsonMemberError
+	if errors.As(e.Err, &memberErr) {
+		return errInvalidParam(memberErr.Error())
+	}
 	var where string
 	if e.Parameter != nil {
 		where = e.Parameter.Name

@@ -8,9 +8,9 @@ import (
 
 // TestClientMistakesAre4xx sends what used to end in a 500: validation failures nested in a
 // nullable member, values the validator accepts but Go types cannot hold, duplicate and
-// case-variant member names, an empty `user` and a multipart body without a boundary. Each is a
-// 4xx with the Error body, and nothing reaches a handler (the fixture has no knowledge service:
-// a request that got through would panic into a 500).
+// case-variant member names, an empty `user`, a multipart body without a boundary, and text the
+// database cannot store. Each is a 4xx with the Error body, and nothing reaches a handler (the
+// fixture has no knowledge service: a request that got through would panic into a 500).
 func TestClientMistakesAre4xx(t *testing.T) {
 	f := newFixture(t, ValidationEnforce)
 	const ds = "/v1/datasets/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"
@@ -42,6 +42,14 @@ func TestClientMistakesAre4xx(t *testing.T) {
 		{"empty user in the query", "GET", msg + "/suggested?user=", "", "", true, 400, "invalid_param", msgUserRequired},
 		{"multipart without boundary", "POST", "/v1/files/upload", "multipart/form-data", "--x--\r\n", true, 400, "bad_request", ""},
 		{"multipart with an empty boundary", "POST", "/v1/files/upload", "multipart/form-data; boundary=", "--x--\r\n", true, 400, "bad_request", ""},
+		{"NUL in a body string", "POST", "/v1/datasets/tags", "application/json", `{"name":"a\u0000b"}`, false, 400, "invalid_param", "name: NUL characters"},
+		{"NUL in a member name", "POST", "/v1/chat-messages", "application/json", `{"query":"x","user":"u","inputs":{"a\u0000":1}}`, true, 400, "invalid_param", "NUL characters"},
+		{"NUL in the query", "GET", "/v1/datasets?keyword=a%00", "", "", false, 400, "invalid_param", "keyword: NUL characters"},
+		{"invalid UTF-8 in the query", "GET", "/v1/datasets?keyword=%ff", "", "", false, 400, "invalid_param", "keyword"},
+		{"NUL in the path", "GET", "/v1/datasets/a%00b", "", "", false, 404, "not_found", ""},
+		{"invalid UTF-8 in the path", "DELETE", "/v1/datasets/%ff", "", "", false, 404, "not_found", ""},
+		{"NUL in a form field", "POST", "/v1/files/upload", "multipart/form-data; boundary=b",
+			"--b\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\na\x00b\r\n--b--\r\n", true, 400, "invalid_param", "user: NUL characters"},
 		{"page past int64", "GET", "/v1/datasets?page=9223372036854775808", "", "", false, 400, "invalid_param", "page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

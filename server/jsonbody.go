@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -428,4 +429,93 @@ func jsonBodyDecoder(body io.Reader, h http.Header, schema *openapi3.SchemaRef, 
 
 func init() {
 	openapi3filter.RegisterBodyDecoder(echo.MIMEApplicationJSON, jsonBodyDecoder)
+}
+
+// Text that PostgreSQL cannot store (a NUL character, invalid UTF-8) fails there and nowhere
+// else, so it is refused at the edge on every engine: in the path, the query, the validated
+// JSON body and the text parts of a form.
+
+// errNotStorable names where text holds a NUL character or invalid UTF-8.
+func errNotStorable(where string) *APIError {
+	if where == "" {
+		return errInvalidParam("NUL characters and invalid UTF-8 are not allowed in the request.")
+	}
+	return errInvalidParam(where + ": NUL characters and invalid UTF-8 are not allowed.")
+}
+
+// storable reports whether s can be stored as text.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// unstorable returns the path of the first string (member name or value) in a decoded JSON
+// value that is not storable, and whether there is one.
+func unstorable(v any, path string) (string, bool) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch x := v.(type) {
+	case string:
+		return path, !storable(x)
+	case map[string]any:
+		for k, val := range x {
+			if !storable(k) {
+				return join(k), true
+			}
+			if p, bad := unstorable(val, join(k)); bad {
+				return p, true
+			}
+		}
+	case []any:
+		for i, val := range x {
+			if p, bad := unstorable(val, join(strconv.Itoa(i))); bad {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// storableText refuses a request whose path, query or validated JSON body holds text that
+// cannot be stored: 400 invalid_param, or for the path 404 not_found (no stored resource has
+// such a name) where the operation has a 404. Elsewhere (stopping a task, whose ids are not
+// stored and an unknown one is ignored) the path is let through. It runs after the request
+// validator, which leaves the validated body on the request.
+func storableText(doc *openapi3.T, basePath string) echo.MiddlewareFunc {
+	has404 := map[string]bool{} // "METHOD /v1/echo/:path"
+	for tmpl, item := range doc.Paths.Map() {
+		route := basePath + strings.NewReplacer("{", ":", "}", "").Replace(tmpl)
+		for method, op := range item.Operations() {
+			has404[method+" "+route] = op.Responses.Value(strconv.Itoa(http.StatusNotFound)) != nil
+		}
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if !storable(r.URL.Path) && has404[r.Method+" "+c.Path()] {
+				return apiError(http.StatusNotFound, "not_found", msgNotFoundURL)
+			}
+			if r.URL.RawQuery != "" {
+				for k, vs := range r.URL.Query() {
+					if !storable(k) {
+						return errNotStorable("")
+					}
+					for _, v := range vs {
+						if !storable(v) {
+							return errNotStorable(k)
+						}
+					}
+				}
+			}
+			if vb, ok := r.Body.(interface{ ValidatedValue() any }); ok {
+				if where, bad := unstorable(vb.ValidatedValue(), ""); bad {
+					return errNotStorable(where)
+				}
+			}
+			return next(c)
+		}
+	}
 }

@@ -82,6 +82,24 @@ func manyMembers(n int) string {
 	return strings.Join(parts, ",")
 }
 
+func TestUnstorable(t *testing.T) {
+	for _, tc := range []struct {
+		v     any
+		where string
+		bad   bool
+	}{
+		{map[string]any{"a": []any{"x", map[string]any{"b": "ok"}}}, "", false},
+		{map[string]any{"a": []any{"x", map[string]any{"b": "o\x00k"}}}, "a.1.b", true},
+		{map[string]any{"a\x00": 1}, "a\x00", true},
+		{[]any{"\xff"}, "0", true},
+	} {
+		where, bad := unstorable(tc.v, "")
+		if bad != tc.bad || where != tc.where {
+			t.Errorf("unstorable(%v) = %q, %v; want %q, %v", tc.v, where, bad, tc.where, tc.bad)
+		}
+	}
+}
+
 // BenchmarkJSONBodyScan compares the duplicate-key scan with what the request validator does
 // with the same body anyway (kin-openapi's decode, then the schema check), on a chat request,
 // a create-by-text request with 16 KiB of text and a chat request with 200 inputs.

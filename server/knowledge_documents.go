@@ -288,6 +288,9 @@ func (s *Server) documentConfig(data string, long bool) (knowledge.DocumentConfi
 	if err := json.Unmarshal([]byte(data), &v); err != nil {
 		return cfg, "", errInvalidParam("data: invalid JSON")
 	}
+	if where, bad := unstorable(v, "data"); bad {
+		return cfg, "", errNotStorable(where)
+	}
 	if err := s.docConfigSchema.VisitJSON(v); err != nil {
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {

@@ -103,7 +103,8 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 
 // New builds the HTTP handler: Echo with, in order, the body limit, the response validator, the
 // request validator (which authenticates first, and scans JSON bodies before it decodes them:
-// jsonbody.go), and the strict handlers under BasePath.
+// jsonbody.go), the refusal of text that cannot be stored, and the strict handlers under
+// BasePath.
 func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -177,7 +178,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// without their body (key, path and query still are) and their handlers validate the parts
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
-	e.Use(principalToRequest)
+	e.Use(principalToRequest, storableText(doc, BasePath))
 	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, nil), BasePath)
 	return e, s, nil
 }

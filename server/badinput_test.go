@@ -81,3 +81,16 @@ func TestNoKeyBeatsBadBody(t *testing.T) {
 		t.Fatalf("status %d, want 401: %s", rec.Code, rec.Body)
 	}
 }
+
+// TestHeadIsNotAViolation: HEAD, which no operation declares, gets its 405 without a body; the
+// response validator used to find that empty body "not JSON" and, enforcing, turn it into a 500.
+func TestHeadIsNotAViolation(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	rec := f.do("HEAD", "/v1/info", f.appKey, "", "")
+	if rec.Code != http.StatusMethodNotAllowed || rec.Body.Len() != 0 || rec.Header().Get("Allow") != "GET" {
+		t.Fatalf("HEAD: %d %q Allow %q", rec.Code, rec.Body, rec.Header().Get("Allow"))
+	}
+	if n := f.srv.Violations(); n != 0 {
+		t.Fatalf("%d contract violations", n)
+	}
+}

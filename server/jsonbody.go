@@ -448,8 +448,9 @@ func storable(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
-// unstorable returns the path of the first string (member name or value) in a decoded JSON
-// value that is not storable, and whether there is one.
+// unstorable returns the path of the first string in a decoded JSON value that is not
+// storable (for a member name, the path of its object: the name itself is not repeated back),
+// and whether there is one.
 func unstorable(v any, path string) (string, bool) {
 	join := func(k string) string {
 		if path == "" {
@@ -463,7 +464,7 @@ func unstorable(v any, path string) (string, bool) {
 	case map[string]any:
 		for k, val := range x {
 			if !storable(k) {
-				return join(k), true
+				return path, true
 			}
 			if p, bad := unstorable(val, join(k)); bad {
 				return p, true

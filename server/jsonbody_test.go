@@ -90,7 +90,8 @@ func TestUnstorable(t *testing.T) {
 	}{
 		{map[string]any{"a": []any{"x", map[string]any{"b": "ok"}}}, "", false},
 		{map[string]any{"a": []any{"x", map[string]any{"b": "o\x00k"}}}, "a.1.b", true},
-		{map[string]any{"a\x00": 1}, "a\x00", true},
+		{map[string]any{"a\x00": 1}, "", true},
+		{map[string]any{"o": map[string]any{"\xff": 1}}, "o", true},
 		{[]any{"\xff"}, "0", true},
 	} {
 		where, bad := unstorable(tc.v, "")

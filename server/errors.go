@@ -44,7 +44,7 @@ func (e *APIError) withCause(cause error) *APIError {
 	return &c
 }
 
-// Messages follow Dify's where Dify has one (../shared/reference/errors.md).
+// Messages follow Dify's where Dify has one.
 const (
 	msgInvalidToken     = "Access token is invalid"
 	msgInvalidJSON      = "Invalid JSON payload received or JSON payload is empty."

@@ -1621,7 +1621,7 @@ type ChatRequest struct {
 	// ResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
 	ResponseMode *ChatRequestResponseMode `json:"response_mode,omitempty"`
 
-	// User End-user identifier chosen by the client, unique within the app.
+	// User End-user identifier chosen by the client, unique within the app. Missing or empty → 400 `invalid_param` "Arg user must be provided.", as in Dify.
 	User string `json:"user"`
 
 	// WorkflowId Chatflow apps only. Id of a published workflow version to run; when omitted the latest published version runs.
@@ -1933,7 +1933,7 @@ type Decimal = string
 
 // DeleteConversationRequest Body of delete-conversation; `{}` when `user` is omitted.
 type DeleteConversationRequest struct {
-	// User End-user identifier.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *string `json:"user,omitempty"`
 }
 
@@ -2166,7 +2166,9 @@ type FeedbackRequest struct {
 
 	// Rating null revokes the rating.
 	Rating *FeedbackRequestRating `json:"rating,omitempty"`
-	User   string                 `json:"user"`
+
+	// User End-user identifier; missing or empty → 400 `invalid_param` "Arg user must be provided."
+	User string `json:"user"`
 }
 
 // FeedbackRequestRating null revokes the rating.
@@ -2198,7 +2200,7 @@ type FileUploadRequest struct {
 	// File The file.
 	File *openapi_types.File `json:"file,omitempty"`
 
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User                 *string                `json:"user,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -3078,7 +3080,9 @@ type ReasoningChunkEventEvent string
 type RenameConversationRequest struct {
 	AutoGenerate *bool   `json:"auto_generate,omitempty"`
 	Name         *string `json:"name,omitempty"`
-	User         *string `json:"user,omitempty"`
+
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *string `json:"user,omitempty"`
 }
 
 // RerankingModel A rerank model, as listed by the models listing with `model_type` `rerank`.
@@ -3391,8 +3395,10 @@ type SegmentUpdate struct {
 // segment length should be between 50 and 4000."), where Dify fails the document's
 // indexing instead.
 type Segmentation struct {
-	ChunkOverlap         *int                   `json:"chunk_overlap,omitempty"`
-	MaxTokens            *int                   `json:"max_tokens,omitempty"`
+	ChunkOverlap *int `json:"chunk_overlap,omitempty"`
+	MaxTokens    *int `json:"max_tokens,omitempty"`
+
+	// Separator Required in a `custom` rule, as in Dify (no default is filled in).
 	Separator            *string                `json:"separator,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
@@ -3684,7 +3690,7 @@ type Usage struct {
 
 // UserRequest A body that names the end user.
 type UserRequest struct {
-	// User End-user identifier.
+	// User End-user identifier; missing or empty → 400 `invalid_param` "Arg user must be provided."
 	User string `json:"user"`
 }
 
@@ -3871,7 +3877,7 @@ type ListAppFeedbacksParams struct {
 
 // ListConversationsParams defines parameters for ListConversations.
 type ListConversationsParams struct {
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 
 	// LastId Id of the last conversation of the previous page.
@@ -3955,7 +3961,7 @@ type ListChildChunksParams struct {
 
 // GetAppInfoParams defines parameters for GetAppInfo.
 type GetAppInfoParams struct {
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
@@ -3964,7 +3970,7 @@ type ListMessagesParams struct {
 	// ConversationId The conversation.
 	ConversationId string `form:"conversation_id" json:"conversation_id"`
 
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 
 	// FirstId Id of the oldest message already shown.
@@ -3976,19 +3982,19 @@ type ListMessagesParams struct {
 
 // GetSuggestedQuestionsParams defines parameters for GetSuggestedQuestions.
 type GetSuggestedQuestionsParams struct {
-	// User End-user identifier.
+	// User End-user identifier; missing or empty → 400 `invalid_param` "Arg user must be provided."
 	User UserRequired `form:"user" json:"user"`
 }
 
 // GetAppMetaParams defines parameters for GetAppMeta.
 type GetAppMetaParams struct {
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
 // GetAppParametersParams defines parameters for GetAppParameters.
 type GetAppParametersParams struct {
-	// User End-user identifier; when omitted, a shared anonymous end user.
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 

@@ -42,6 +42,12 @@ type part struct {
 // form builds a multipart body from parts, in order.
 func form(t *testing.T, parts ...part) (io.Reader, string) {
 	t.Helper()
+	b, ct := formBody(parts...)
+	return bytes.NewReader(b), ct
+}
+
+// formBody is form for callers without a test at hand (writing to memory cannot fail).
+func formBody(parts ...part) ([]byte, string) {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	for _, p := range parts {
@@ -54,14 +60,11 @@ func form(t *testing.T, parts ...part) (io.Reader, string) {
 		if p.contentType != "" {
 			h.Set("Content-Type", p.contentType)
 		}
-		w, err := mw.CreatePart(h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, _ := mw.CreatePart(h)
 		w.Write(p.data)
 	}
 	mw.Close()
-	return &buf, mw.FormDataContentType()
+	return buf.Bytes(), mw.FormDataContentType()
 }
 
 // upload posts a form to /files/upload and decodes a 201.

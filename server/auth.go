@@ -36,7 +36,10 @@ func principalFrom(ctx context.Context) (Principal, bool) {
 
 // authenticate is kin-openapi's AuthenticationFunc. kin-openapi checks security before
 // parameters and body, so a request without a valid key gets 401 before any validation or mode
-// error. The principal is put on the request context the strict handlers receive.
+// error. The principal is left on the Echo context; principalToRequest moves it to the request
+// context the strict handlers receive once validation is over. (Replacing the request here
+// would hide from the handlers the validated body that kin-openapi then leaves on the request
+// it was given.)
 func (s *Server) authenticate(ctx context.Context, in *openapi3filter.AuthenticationInput) error {
 	c := oapimw.GetEchoContext(ctx)
 	if c == nil {
@@ -64,7 +67,21 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		}
 		return &echo.HTTPError{Code: http.StatusInternalServerError, Internal: errInternal(err)}
 	}
-	p := Principal{Kind: want, KeyID: key.ID, AppID: key.AppID}
-	c.SetRequest(req.WithContext(context.WithValue(req.Context(), principalKey{}, p)))
+	c.Set(principalEchoKey, Principal{Kind: want, KeyID: key.ID, AppID: key.AppID})
 	return nil
+}
+
+// principalEchoKey is where authenticate leaves the principal on the Echo context.
+const principalEchoKey = "parley.principal"
+
+// principalToRequest puts the principal authenticate found on the request context. It runs
+// after the request validator.
+func principalToRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p, ok := c.Get(principalEchoKey).(Principal); ok {
+			req := c.Request()
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), principalKey{}, p)))
+		}
+		return next(c)
+	}
 }

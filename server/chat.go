@@ -22,7 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// Messages Dify uses for these failures (../shared/reference/errors.md §4).
+// Messages Dify uses for these failures.
 const (
 	msgConversationNotExists = "Conversation Not Exists."
 	msgConversationEnded     = "The conversation has ended. Please start a new conversation."
@@ -196,7 +196,7 @@ type chatStream struct {
 	srv  *Server
 }
 
-// envelope is what every event of a chat stream carries (../shared/reference/events.md §2).
+// envelope is what every event of a chat stream carries, as in Dify.
 type envelope struct {
 	Event          string `json:"event"`
 	ConversationID string `json:"conversation_id"`

@@ -44,13 +44,14 @@ func (e *APIError) withCause(cause error) *APIError {
 	return &c
 }
 
-// Messages follow Dify's where Dify has one (../shared/reference/errors.md).
+// Messages follow Dify's where Dify has one.
 const (
 	msgInvalidToken     = "Access token is invalid"
 	msgInvalidJSON      = "Invalid JSON payload received or JSON payload is empty."
 	msgNotFoundURL      = "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again."
 	msgMethodNotAllowed = "The method is not allowed for the requested URL."
 	msgInternal         = "Internal Server Error."
+	msgUserRequired     = "Arg user must be provided."
 )
 
 func errUnauthorized(message string) *APIError {
@@ -98,8 +99,17 @@ func writeAPIError(c echo.Context, e *APIError) {
 }
 
 // toAPIError finds the contract error for any error a request can end with: our own, Echo's
-// (routing, body limit), and kin-openapi's request validation errors.
+// (routing, body limit, binding), kin-openapi's request validation errors and the multipart
+// reader's. Whatever it does not recognise is a 500.
 func toAPIError(err error, r *http.Request) *APIError {
+	if e := knownError(err, r); e != nil {
+		return e
+	}
+	return errInternal(err)
+}
+
+// knownError is toAPIError for the errors it recognises, nil for the rest.
+func knownError(err error, r *http.Request) *APIError {
 	// A body cut off by its cap or by its deadline ends whichever reader met it (the validator,
 	// a form reader, a decoder), however that reader wrapped the error.
 	var tooBig *http.MaxBytesError
@@ -117,33 +127,72 @@ func toAPIError(err error, r *http.Request) *APIError {
 	if errors.As(err, &reqErr) {
 		return fromRequestError(reqErr).withCause(err)
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		if he.Internal != nil && he.Internal != err {
-			if inner := toAPIError(he.Internal, r); inner.Status == he.Code || he.Code == http.StatusBadRequest {
-				return inner
-			}
+	// The request validator middleware hands on a schema failure nested in the body's schema
+	// (a nullable member with allOf, say) as a bare MultiError, without its RequestError.
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		if e := fromSchemaErrors(me); e != nil {
+			return e.withCause(err)
 		}
-		switch he.Code {
-		case http.StatusNotFound:
-			return apiError(http.StatusNotFound, "not_found", msgNotFoundURL)
-		case http.StatusMethodNotAllowed:
-			return apiError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
-		case http.StatusRequestEntityTooLarge:
-			return errTooLarge(r)
-		case http.StatusUnsupportedMediaType:
-			return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprint(he.Message))
-		case http.StatusUnauthorized:
-			return errUnauthorized(msgInvalidToken)
-		case http.StatusBadRequest:
-			return apiError(http.StatusBadRequest, "bad_request", fmt.Sprint(he.Message)).withCause(err)
-		}
-		if he.Code >= 500 {
-			return errInternal(err)
-		}
-		return apiError(he.Code, snakeStatus(he.Code), fmt.Sprint(he.Message))
 	}
-	return errInternal(err)
+	// The generated handlers open multipart bodies themselves: a multipart Content-Type without
+	// a usable boundary fails there.
+	if errors.Is(err, http.ErrNotMultipart) || errors.Is(err, http.ErrMissingBoundary) {
+		return errMalformedForm.withCause(err)
+	}
+	var he *echo.HTTPError
+	if !errors.As(err, &he) {
+		return nil
+	}
+	if he.Internal != nil && he.Internal != err {
+		if inner := knownError(he.Internal, r); inner != nil && (inner.Status == he.Code || he.Code == http.StatusBadRequest) {
+			return inner
+		}
+	}
+	switch he.Code {
+	case http.StatusNotFound:
+		return apiError(http.StatusNotFound, "not_found", msgNotFoundURL)
+	case http.StatusMethodNotAllowed:
+		return apiError(http.StatusMethodNotAllowed, "method_not_allowed", msgMethodNotAllowed)
+	case http.StatusRequestEntityTooLarge:
+		return errTooLarge(r)
+	case http.StatusUnsupportedMediaType:
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprint(he.Message))
+	case http.StatusUnauthorized:
+		return errUnauthorized(msgInvalidToken)
+	case http.StatusBadRequest:
+		return fromBindError(he).withCause(err)
+	}
+	if he.Code >= 500 {
+		return errInternal(err)
+	}
+	return apiError(he.Code, snakeStatus(he.Code), fmt.Sprint(he.Message))
+}
+
+// fromBindError maps a 400 of the generated handlers, which bind what the request validator
+// has already accepted: the body into Go types (a number past the range of its Go type, or a
+// member the validator did not see because the decoder matched its name case-insensitively)
+// and the parameters. Their messages name Go types, so they are not passed on.
+func fromBindError(he *echo.HTTPError) *APIError {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(he.Internal, &typeErr):
+		if typeErr.Field != "" {
+			return errInvalidParam(typeErr.Field + ": invalid value")
+		}
+		return errInvalidParam("Invalid value in the request body.")
+	case errors.As(he.Internal, &syntaxErr):
+		return apiError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
+	case he.Internal != nil:
+		return errInvalidParam("Invalid value in the request body.")
+	}
+	msg := fmt.Sprint(he.Message)
+	if rest, ok := strings.CutPrefix(msg, "Invalid format for parameter "); ok {
+		name, _, _ := strings.Cut(rest, ":")
+		return errInvalidParam(name + ": invalid value")
+	}
+	return apiError(http.StatusBadRequest, "bad_request", msg)
 }
 
 func errTooLarge(r *http.Request) *APIError {
@@ -174,27 +223,20 @@ func fromRequestError(e *openapi3filter.RequestError) *APIError {
 	if e.RequestBody != nil && errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
 		return apiError(http.StatusBadRequest, "bad_request", msgInvalidJSON)
 	}
+	var memberErr *jsonMemberError
+	if errors.As(e.Err, &memberErr) {
+		return errInvalidParam(memberErr.Error())
+	}
 	var where string
 	if e.Parameter != nil {
 		where = e.Parameter.Name
 	}
+	if where == "user" && errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
+		return errInvalidParam(msgUserRequired)
+	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(e.Err, &schemaErr) {
-		field := strings.Join(schemaErr.JSONPointer(), ".")
-		switch {
-		case where != "" && field != "":
-			where += "." + field
-		case field != "":
-			where = field
-		}
-		reason := schemaErr.Reason
-		if reason == "" {
-			reason = schemaErr.Error()
-		}
-		if where == "" {
-			return errInvalidParam(reason)
-		}
-		return errInvalidParam(where + ": " + reason)
+		return fromSchemaError(where, schemaErr)
 	}
 	reason := e.Reason
 	if e.Err != nil {
@@ -204,6 +246,38 @@ func fromRequestError(e *openapi3filter.RequestError) *APIError {
 		return errInvalidParam(firstLine(reason))
 	}
 	return errInvalidParam(where + ": " + firstLine(reason))
+}
+
+// fromSchemaError names the offending member (after the parameter, if any) in the message.
+func fromSchemaError(where string, schemaErr *openapi3.SchemaError) *APIError {
+	field := strings.Join(schemaErr.JSONPointer(), ".")
+	switch {
+	case where != "" && field != "":
+		where += "." + field
+	case field != "":
+		where = field
+	}
+	// Dify refuses a missing or empty `user` with this message wherever `user` is required.
+	if where == "user" && (schemaErr.SchemaField == "required" || schemaErr.SchemaField == "minLength") {
+		return errInvalidParam(msgUserRequired)
+	}
+	reason := schemaErr.Reason
+	if reason == "" {
+		reason = schemaErr.Error()
+	}
+	if where == "" {
+		return errInvalidParam(firstLine(reason))
+	}
+	return errInvalidParam(where + ": " + firstLine(reason))
+}
+
+// fromSchemaErrors maps the first schema failure of a MultiError, or returns nil.
+func fromSchemaErrors(me openapi3.MultiError) *APIError {
+	var schemaErr *openapi3.SchemaError
+	if !errors.As(me, &schemaErr) {
+		return nil
+	}
+	return fromSchemaError("", schemaErr)
 }
 
 func quoteOrEmpty(in *openapi3filter.RequestValidationInput) string {

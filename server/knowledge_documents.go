@@ -272,13 +272,26 @@ func (s *Server) documentConfig(data string, long bool) (knowledge.DocumentConfi
 	if long {
 		return cfg, "", errInvalidParam(fmt.Sprintf("data: larger than %d bytes.", maxDataPart))
 	}
-	var v any
-	dec := json.NewDecoder(strings.NewReader(data))
-	if err := dec.Decode(&v); err != nil {
-		return cfg, "", errInvalidParam("data: invalid JSON: " + err.Error())
+	// The same scan as a JSON request body gets (jsonbody.go), for the same reason: the value
+	// validated below must be the value used.
+	if err := scanJSON([]byte(data), s.docConfigSchema); err != nil {
+		var me *jsonMemberError
+		if errors.As(err, &me) {
+			if me.where == "" {
+				me.where = "data"
+			} else {
+				me.where = "data." + me.where
+			}
+			return cfg, "", errInvalidParam(me.Error())
+		}
+		return cfg, "", errInvalidParam("data: invalid JSON")
 	}
-	if dec.More() {
-		return cfg, "", errInvalidParam("data: invalid JSON: unexpected data after the top-level value")
+	var v any
+	if err := json.Unmarshal([]byte(data), &v); err != nil {
+		return cfg, "", errInvalidParam("data: invalid JSON")
+	}
+	if where, bad := unstorable(v, "data"); bad {
+		return cfg, "", errNotStorable(where)
 	}
 	if err := s.docConfigSchema.VisitJSON(v); err != nil {
 		var se *openapi3.SchemaError

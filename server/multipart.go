@@ -115,6 +115,10 @@ func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 			if int64(len(b)) > limit {
 				b, f.long[name] = b[:limit], true
 			}
+			if !storable(string(b)) {
+				part.Close()
+				return f, errNotStorable(name)
+			}
 			f.fields[name] = string(b)
 		}
 		part.Close()
@@ -123,6 +127,9 @@ func readForm(r *multipart.Reader, spec formSpec) (*uploadForm, error) {
 
 func (f *uploadForm) spool(part *multipart.Part, filename string, spec formSpec) error {
 	f.file = &spooledPart{filename: filename, contentType: part.Header.Get("Content-Type")}
+	if !storable(f.file.filename) || !storable(f.file.contentType) {
+		return errNotStorable("file")
+	}
 	if spec.skipFile != nil && spec.skipFile(f.file.filename) {
 		return nil
 	}

@@ -108,8 +108,10 @@ type Server struct {
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// New builds the HTTP handler: Echo with, in order, the body cap and timer, the response validator, the
-// request validator (which authenticates first), and the strict handlers under BasePath.
+// New builds the HTTP handler: Echo with, in order, the body cap and timer, the response
+// validator, the request validator (which authenticates first, and scans JSON bodies before it
+// decodes them: jsonbody.go), the refusal of text that cannot be stored, and the strict handlers
+// under BasePath.
 func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -139,6 +141,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("route contract: %w", err)
 	}
+	registerRequestSchemas(doc)
 	s.validator, err = NewResponseValidator(doc, router, opts.Validation, opts.Logger)
 	if err != nil {
 		return nil, nil, err
@@ -169,6 +172,9 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 				// ones matter, the rest are ignored.
 				MultiError:         false,
 				ExcludeRequestBody: excludeBody,
+				// The handlers bind the value that was validated, not a second decode of the
+				// body (which would match member names case-insensitively).
+				KeepValidatedValue: true,
 			},
 			ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
 				if err.Code == http.StatusMethodNotAllowed {
@@ -182,6 +188,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// without their body (key, path and query still are) and their handlers validate the parts
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
+	e.Use(principalToRequest, storableText(doc, BasePath))
 	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, nil), BasePath)
 	return e, s, nil
 }

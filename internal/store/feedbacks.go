@@ -145,7 +145,7 @@ func (s *Store) ListAppFeedbacks(ctx context.Context, appID string, page, limit 
 	}
 	rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
 		" FROM message_feedbacks WHERE app_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"),
-		appID, limit, int64(page-1)*int64(limit))
+		append([]any{appID}, pageWindow(page, limit)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list app feedbacks: %w", err)
 	}

@@ -133,7 +133,7 @@ func (s *Store) ListDatasets(ctx context.Context, q DatasetQuery) (items []Datas
 			return err
 		}
 		rows, err := q2.QueryContext(ctx, s.Rebind("SELECT "+datasetColumns+" FROM datasets"+where+
-			" ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"), append(args, q.Limit, (q.Page-1)*q.Limit)...)
+			" ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"), append(args, pageWindow(q.Page, q.Limit)...)...)
 		if err != nil {
 			return err
 		}

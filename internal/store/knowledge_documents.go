@@ -209,7 +209,7 @@ func (s *Store) ListDocuments(ctx context.Context, q DocumentQuery) (items []Doc
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, s.Rebind("SELECT "+documentColumns+" FROM documents"+where+
-			" ORDER BY created_at DESC, position DESC, id DESC LIMIT ? OFFSET ?"), append(args, q.Limit, (q.Page-1)*q.Limit)...)
+			" ORDER BY created_at DESC, position DESC, id DESC LIMIT ? OFFSET ?"), append(args, pageWindow(q.Page, q.Limit)...)...)
 		if err != nil {
 			return err
 		}

@@ -518,7 +518,7 @@ func (s *Store) ListSegments(ctx context.Context, q SegmentQuery) (items []Segme
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, s.Rebind("SELECT "+segmentColumnsS+servedSegment+where+
-			" ORDER BY s.position, s.id LIMIT ? OFFSET ?"), append(args, q.Limit, (q.Page-1)*q.Limit)...)
+			" ORDER BY s.position, s.id LIMIT ? OFFSET ?"), append(args, pageWindow(q.Page, q.Limit)...)...)
 		if err != nil {
 			return err
 		}
@@ -670,7 +670,7 @@ func (s *Store) ListChildChunks(ctx context.Context, segmentID, keyword string, 
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, s.Rebind("SELECT "+childChunkColumns+" FROM child_chunks"+where+
-			" ORDER BY position, id LIMIT ? OFFSET ?"), append(args, limit, (page-1)*limit)...)
+			" ORDER BY position, id LIMIT ? OFFSET ?"), append(args, pageWindow(page, limit)...)...)
 		if err != nil {
 			return err
 		}

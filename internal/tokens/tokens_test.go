@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/providers"
 )
@@ -131,6 +132,57 @@ func TestEstimate(t *testing.T) {
 		if got := estimate(text); got != want {
 			t.Errorf("estimate(%q) = %d, want %d", text, got, want)
 		}
+	}
+}
+
+// TestCountOrdinaryTextIsExact: text without long runs is counted in one piece, exactly as the
+// encoding counts it.
+func TestCountOrdinaryTextIsExact(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("Parley streams answers; see https://example.com/a/b?c=d for more. 日本語のテキスト\n", 300)
+	if got, want := c.Count(text), len(c.enc.EncodeOrdinary(text)); got != want {
+		t.Fatalf("Count = %d, the encoding says %d", got, want)
+	}
+}
+
+// TestCountLongRunIsBounded: a run of letters with no space is one piece for the encoding's
+// pre-split, and BPE costs the square of a piece's length (a megabyte of "é" took minutes).
+// Counted in pieces it finishes at once, and stays close to the exact count.
+func TestCountLongRunIsBounded(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := strings.Repeat("é", 2000)
+	exact := len(c.enc.EncodeOrdinary(short))
+	if got := c.Count(short); got < exact || got > exact+len(short)/maxRun+1 {
+		t.Fatalf("Count of 2,000 é = %d, exact %d", got, exact)
+	}
+	done := make(chan int, 1)
+	go func() { done <- c.Count(strings.Repeat("é", 1<<19)) }()
+	select {
+	case n := <-done:
+		if n < exact*(1<<19)/2000*9/10 {
+			t.Fatalf("Count of a megabyte of é = %d", n)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("counting a megabyte without spaces did not finish within a minute")
+	}
+}
+
+// BenchmarkCountLongRun is the cost of a run without spaces: linear in its length.
+func BenchmarkCountLongRun(b *testing.B) {
+	Warm()
+	text := strings.Repeat("é", 32<<10)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Count(text)
 	}
 }
 

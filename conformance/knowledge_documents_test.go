@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/blob"
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
 const automaticRule = `{"process_rule":{"mode":"automatic"}}`
@@ -121,20 +122,7 @@ func kdPDF(text string) []byte {
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
 		fmt.Sprintf("<< /Length %d >>\nstream\n%sendstream", content.Len(), content.String()),
 	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return extracttest.PDF(objs, "")
 }
 
 // kdDOCX is a minimal Word document with one paragraph.

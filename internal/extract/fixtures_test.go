@@ -10,6 +10,8 @@ import (
 	"hash/adler32"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
 // buildPDF writes a minimal PDF 1.4 file with one Helvetica text line per
@@ -38,27 +40,7 @@ func buildPDF(t *testing.T, pages []string, trailerExtra string) []byte {
 			fmt.Sprintf("<< /Length %d >>\nstream\n%sendstream", content.Len(), content.String()),
 		)
 	}
-	return buildRawPDF(objs, trailerExtra)
-}
-
-// buildRawPDF writes objs as objects 1..n of a PDF 1.4 file with a classic
-// cross-reference table; object 1 is the catalog. trailerExtra is appended
-// inside the trailer dictionary.
-func buildRawPDF(objs []string, trailerExtra string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailerExtra, xref)
-	return b.Bytes()
+	return extracttest.PDF(objs, trailerExtra)
 }
 
 // buildXrefStreamPDF writes objs as objects 1..n of a PDF 1.5 file indexed by
@@ -173,7 +155,7 @@ func pdfWithStreams(contents [][]byte, fontExtra string, extraObjs ...string) []
 			fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", len(c), c),
 		)
 	}
-	return buildRawPDF(append(objs, extraObjs...), "")
+	return extracttest.PDF(append(objs, extraObjs...), "")
 }
 
 const encryptTrailer = "/Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /P -4 " +

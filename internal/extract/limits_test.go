@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
 // hangWait bounds how long a test waits for an extraction, so that a file
@@ -76,7 +78,7 @@ func TestPDFPageTreeCycles(t *testing.T) {
 	for name, objs := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			data := buildRawPDF(objs, "")
+			data := extracttest.PDF(objs, "")
 			_, err := extractWithin(t, "loop.pdf", data)
 			assertMessage(t, err, KindCorrupt, "page tree contains a cycle")
 			t.Logf("%d bytes: %v", len(data), err)
@@ -90,7 +92,7 @@ func TestPDFPageTreeCycles(t *testing.T) {
 // followed: the page's text comes out.
 func TestPDFParentCycle(t *testing.T) {
 	t.Parallel()
-	data := buildRawPDF([]string{
+	data := extracttest.PDF([]string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 /Parent 2 0 R >>",
 		"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>",
@@ -109,7 +111,7 @@ func TestPDFParentCycle(t *testing.T) {
 // ancestor's, so its font (here a /Differences encoding) still applies.
 func TestPDFResourcesInherited(t *testing.T) {
 	t.Parallel()
-	data := buildRawPDF([]string{
+	data := extracttest.PDF([]string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 /Resources << /Font << /F1 5 0 R >> >> >>",
 		"<< /Type /Pages /Parent 2 0 R /Kids [4 0 R] /Count 1 >>",
@@ -134,7 +136,7 @@ func TestPDFResourcesInherited(t *testing.T) {
 func TestPDFCrossReferenceLoops(t *testing.T) {
 	t.Parallel()
 	catalog := "<< /Type /Catalog /Pages 2 0 R >>"
-	prevLoop := buildRawPDF([]string{catalog, "<< /Type /Pages /Kids [] /Count 0 >>"}, "/Prev XREFOFFSET ")
+	prevLoop := extracttest.PDF([]string{catalog, "<< /Type /Pages /Kids [] /Count 0 >>"}, "/Prev XREFOFFSET ")
 	xrefAt := bytes.Index(prevLoop, []byte("xref\n"))
 	prevLoop = bytes.Replace(prevLoop, []byte("XREFOFFSET"), fmt.Appendf(nil, "%010d", xrefAt), 1)
 
@@ -171,7 +173,7 @@ func TestPDFCrossReferenceLoops(t *testing.T) {
 // wastes ~200 MB instead of crashing the machine.)
 func TestPDFDeclaredObjectCounts(t *testing.T) {
 	t.Parallel()
-	classic := buildRawPDF([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>"}, "")
+	classic := extracttest.PDF([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>"}, "")
 	classic = bytes.Replace(classic, []byte("trailer"), []byte("5000000 1\n0000000009 00000 n \ntrailer"), 1)
 	stream := buildXrefStreamPDF([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>"}, nil)
 	stream = bytes.Replace(stream, []byte("/Size 4 "), []byte("/Size 5000000 /Index [0 4] "), 1)

@@ -34,14 +34,14 @@ func SlowPDF() []byte {
 		content.WriteString(strings.Repeat("a", 100000))
 		content.WriteString(") Tj ET\n")
 	}
-	return buildPDF([]string{
+	return PDF([]string{
 		"<</Type/Catalog/Pages 2 0 R>>",
 		"<</Type/Pages/Kids[3 0 R]/Count 1>>",
 		"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Resources<</Font<</F1 4 0 R>>>>/Contents 5 0 R>>",
 		"<</Type/Font/Subtype/Type0/BaseFont/Slow/Encoding/Identity-H/ToUnicode 6 0 R>>",
 		stream(content.String()),
 		stream(cmap.String()),
-	})
+	}, "")
 }
 
 // stream is a Flate-compressed stream object holding data.
@@ -53,8 +53,9 @@ func stream(data string) string {
 	return fmt.Sprintf("<</Length %d/Filter/FlateDecode>>stream\n%s\nendstream", z.Len(), z.Bytes())
 }
 
-// buildPDF lays out objects numbered from 1 with a correct cross-reference table.
-func buildPDF(objs []string) []byte {
+// PDF writes objs as objects 1..n of a PDF 1.4 file with a classic cross-reference table;
+// object 1 is the catalog. trailerExtra is added inside the trailer dictionary.
+func PDF(objs []string, trailerExtra string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
@@ -67,6 +68,6 @@ func buildPDF(objs []string) []byte {
 	for _, off := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
-	fmt.Fprintf(&b, "trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailerExtra, xref)
 	return b.Bytes()
 }

@@ -123,10 +123,7 @@ func TestModelCallCap(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			p := startParley(t, engine)
-			if err := p.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			p.Start(t, "PARLEY_MODEL_CALL_TIMEOUT=1s")
+			p.Restart(t, "PARLEY_MODEL_CALL_TIMEOUT=1s")
 			c := newClient(t, p, p.AppKey)
 			// Far below the provider's idle timeout (60 s), which keep-alives reset anyway.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -241,10 +241,7 @@ func TestRemoteFileErrorsRevealNothing(t *testing.T) {
 			t.Error("the server did not log why the fetch failed")
 		}
 		// The default: loopback, private and metadata addresses are refused before connecting.
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE=false")
+		p.Restart(t, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE=false")
 		// Only loopback forms here: a test never sends traffic off this machine, even if the
 		// guard were broken.
 		_, port, _ := net.SplitHostPort(closed)

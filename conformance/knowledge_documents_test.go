@@ -365,10 +365,7 @@ func TestKnowledgeUpdateByFile(t *testing.T) {
 			t.Skip("needs a local server")
 		}
 		// A 1 MB document limit keeps the oversize case light.
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "UPLOAD_FILE_SIZE_LIMIT=1")
+		p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
 		c := newClient(t, p, p.KnowledgeKey)
 		hc := newContractClient(t)
 		ctx := context.Background()

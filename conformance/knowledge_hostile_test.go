@@ -32,14 +32,8 @@ const hostileTimeout = "8s"
 // stays so after a restart.
 func TestKnowledgeHostileDocument(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
-		if binary == "" {
-			t.Skip("needs control of the server's settings")
-		}
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
 		env := []string{"PARLEY_INDEXING_TIMEOUT=" + hostileTimeout, "PARLEY_INDEXING_WORKERS=2"}
-		p.Start(t, env...)
+		p.Restart(t, env...)
 		c := newClient(t, p, p.KnowledgeKey)
 		ctx := context.Background()
 		ds := kdDataset(t, c, "hostile", "economy")
@@ -94,10 +88,7 @@ func TestKnowledgeHostileDocument(t *testing.T) {
 		}
 
 		// It is not resumed at the next start.
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, env...)
+		p.Restart(t, env...)
 		c = newClient(t, p, p.KnowledgeKey)
 		if st := indexingStatus(kdGet(t, c, ds, keptID)); st != client.IndexingStatusError {
 			t.Fatalf("after a restart: %s", st)

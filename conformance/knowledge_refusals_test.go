@@ -147,10 +147,7 @@ func TestKnowledgeProcessRuleRefusals(t *testing.T) {
 		}
 
 		// The bounds follow INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH, and a rule within them works.
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH=1000")
+		p.Restart(t, "INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH=1000")
 		resp, e := krRequest{method: "POST", path: "/datasets/" + ds + "/document/create-by-text",
 			json: `{"name":"long","text":"x","process_rule":` + custom(`{"separator":"\n","max_tokens":1001}`) + `}`}.send(t, p, hc)
 		if resp.StatusCode != 400 || e.Message != "Custom segment length should be between 50 and 1000." {
@@ -174,10 +171,7 @@ func TestKnowledgeFileRefusals(t *testing.T) {
 			t.Skip("needs a local server")
 		}
 		// A 1 MB document limit keeps the oversize cases light.
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "UPLOAD_FILE_SIZE_LIMIT=1")
+		p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
 		c := newClient(t, p, p.KnowledgeKey)
 		hc := newContractClient(t)
 		ds := kdDataset(t, c, "file-refusals", "economy")
@@ -231,10 +225,7 @@ func TestKnowledgeOversizeBodyUnread(t *testing.T) {
 		if p.engine.DataDir == "" {
 			t.Skip("needs a local server")
 		}
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "UPLOAD_FILE_SIZE_LIMIT=1")
+		p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
 		c := newClient(t, p, p.KnowledgeKey)
 		hc := newContractClient(t)
 		ds := kdDataset(t, c, "unread", "economy")

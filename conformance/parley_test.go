@@ -214,6 +214,19 @@ func (p *Parley) Start(t *testing.T, extraEnv ...string) {
 	}
 }
 
+// Restart stops the server (which must exit cleanly) and starts it again with extraEnv added to
+// its settings. A test against an external server, whose settings it cannot change, is skipped.
+func (p *Parley) Restart(t *testing.T, extraEnv ...string) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("needs to restart the server with its own settings")
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.Start(t, extraEnv...)
+}
+
 // Stop sends SIGTERM and waits for the process to exit; it returns the exit error.
 func (p *Parley) Stop() error { return p.stop() }
 

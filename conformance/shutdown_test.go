@@ -22,10 +22,7 @@ func TestGracefulShutdown(t *testing.T) {
 			t.Parallel()
 			p := startParley(t, engine)
 			// Restart with a short grace period.
-			if err := p.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			p.Start(t, "PARLEY_SHUTDOWN_GRACE=1500ms")
+			p.Restart(t, "PARLEY_SHUTDOWN_GRACE=1500ms")
 			c := newClient(t, p, p.AppKey)
 			ctx := context.Background()
 			finishing, hanging := marker(t, "finish within grace"), marker(t, "never finishes")

@@ -201,14 +201,8 @@ func statuses(rs []rawResponse) []int {
 // deadline does not reach a stream that lasts longer than it.
 func TestSlowBody(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
-		if binary == "" {
-			t.Skip("needs to restart the server with its own settings")
-		}
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
 		// 1 s for a body, plus a second for every 500 bytes.
-		p.Start(t, "PARLEY_BODY_TIMEOUT=1s", "PARLEY_BODY_MIN_RATE=500")
+		p.Restart(t, "PARLEY_BODY_TIMEOUT=1s", "PARLEY_BODY_MIN_RATE=500")
 		base, _ := url.Parse(p.URL)
 		body := []byte(`{"query":"slow","inputs":{"tone":"warm"},"user":"` + strings.Repeat("u", 1900) + `"}`)
 		head := "POST " + base.Path + "/chat-messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + p.AppKey +
@@ -288,13 +282,7 @@ func TestSlowBody(t *testing.T) {
 // ends the stream; the run goes on without it and stores the whole answer.
 func TestStalledReaderReleasesTheRun(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
-		if binary == "" {
-			t.Skip("needs to restart the server with its own settings")
-		}
-		if err := p.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		p.Start(t, "PARLEY_STREAM_WRITE_TIMEOUT=1s")
+		p.Restart(t, "PARLEY_STREAM_WRITE_TIMEOUT=1s")
 		m := marker(t, "stalled")
 		// About 8 MB of events: more than the socket buffers of both ends hold.
 		chunks := make([]string, 8000)

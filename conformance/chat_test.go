@@ -35,7 +35,13 @@ func marker(t *testing.T, what string) string {
 // streamEvents sends a streaming message and reads the whole stream as typed events.
 func streamEvents(t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody) []client.ChatStreamEvent {
 	t.Helper()
-	resp, err := c.SendChatMessage(context.Background(), body)
+	return streamEventsCtx(context.Background(), t, c, body)
+}
+
+// streamEventsCtx is streamEvents bounded by ctx: a stream that does not end in time fails t.
+func streamEventsCtx(ctx context.Context, t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody) []client.ChatStreamEvent {
+	t.Helper()
+	resp, err := c.SendChatMessage(ctx, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,22 +139,7 @@ func TestModelCallCap(t *testing.T) {
 				t.Fatalf("blocking: %d %s", r.StatusCode(), r.Body)
 			}
 
-			resp, err := c.SendChatMessage(ctx, chatBody(q, "cy", true))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stream, err := client.NewEventStream(resp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stream.Close()
-			var evs []client.ChatStreamEvent
-			for stream.Next() {
-				evs = append(evs, stream.Event())
-			}
-			if err := stream.Err(); err != nil {
-				t.Fatal(err)
-			}
+			evs := streamEventsCtx(ctx, t, c, chatBody(q, "cy", true))
 			if len(evs) != 2 || eventName(t, evs[0]) != "message" || eventName(t, evs[1]) != "error" {
 				t.Fatalf("events %+v", evs)
 			}

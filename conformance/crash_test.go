@@ -47,68 +47,61 @@ func eventually(t *testing.T, what string, cond func() (bool, any)) {
 // answer, status error and an error saying the server stopped, as Dify shows a failed
 // message. The conversation keeps its default name: it was not named before the crash.
 func TestKilledMidStream(t *testing.T) {
-	for _, engine := range engines() {
-		if engine == "external" {
-			t.Skip("needs control of the server process")
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		c := newClient(t, p, p.AppKey)
+		ctx := context.Background()
+		q := marker(t, "tell me a long story")
+		upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
+
+		resp, err := c.SendChatMessage(ctx, chatBody(q, "kim", true))
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			p := startParley(t, engine)
-			c := newClient(t, p, p.AppKey)
-			ctx := context.Background()
-			q := marker(t, "tell me a long story")
-			upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-
-			resp, err := c.SendChatMessage(ctx, chatBody(q, "kim", true))
-			if err != nil {
-				t.Fatal(err)
+		stream, err := client.NewEventStream(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stream.Close()
+		var streamed strings.Builder
+		var conv string
+		for streamed.String() != "Once upon" {
+			if !stream.Next() {
+				t.Fatalf("stream ended after %q: %v", streamed.String(), stream.Err())
 			}
-			stream, err := client.NewEventStream(resp)
-			if err != nil {
-				t.Fatal(err)
+			m, err := stream.Event().AsMessageEvent()
+			if err != nil || eventName(t, stream.Event()) != "message" {
+				t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
 			}
-			defer stream.Close()
-			var streamed strings.Builder
-			var conv string
-			for streamed.String() != "Once upon" {
-				if !stream.Next() {
-					t.Fatalf("stream ended after %q: %v", streamed.String(), stream.Err())
-				}
-				m, err := stream.Event().AsMessageEvent()
-				if err != nil || eventName(t, stream.Event()) != "message" {
-					t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
-				}
-				streamed.WriteString(m.Answer)
-				conv = m.ConversationId.String()
-			}
-			// The answer so far reaches the database within the progress interval; until the
-			// run ends, history shows it as a normal message.
-			eventually(t, "the answer so far in history", func() (bool, any) {
-				h := historyOf(t, c, conv, "kim")
-				return len(h) == 1 && h[0].Answer == "Once upon", h
-			})
-
-			if err := p.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			// A short staleness threshold so that the restarted server ends the run soon.
-			p.Start(t, "PARLEY_RUN_STALE_AFTER=2s")
-			c = newClient(t, p, p.AppKey)
-			eventually(t, "the interrupted message to end", func() (bool, any) {
-				h := historyOf(t, c, conv, "kim")
-				return len(h) == 1 && h[0].Status == client.HistoryMessageStatusError, h
-			})
-			m := historyOf(t, c, conv, "kim")[0]
-			if m.Answer != "Once upon" || m.Error == nil || *m.Error != interruptedError || m.Query != q {
-				t.Fatalf("after restart: %+v (error %v)", m, m.Error)
-			}
-			user := "kim"
-			l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user})
-			if err != nil || l.JSON200 == nil || len(l.JSON200.Data) != 1 || l.JSON200.Data[0].Name != "New conversation" {
-				t.Fatalf("conversations: %v %s", err, l.Body)
-			}
+			streamed.WriteString(m.Answer)
+			conv = m.ConversationId.String()
+		}
+		// The answer so far reaches the database within the progress interval; until the
+		// run ends, history shows it as a normal message.
+		eventually(t, "the answer so far in history", func() (bool, any) {
+			h := historyOf(t, c, conv, "kim")
+			return len(h) == 1 && h[0].Answer == "Once upon", h
 		})
-	}
+
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		// A short staleness threshold so that the restarted server ends the run soon.
+		p.Start(t, "PARLEY_RUN_STALE_AFTER=2s")
+		c = newClient(t, p, p.AppKey)
+		eventually(t, "the interrupted message to end", func() (bool, any) {
+			h := historyOf(t, c, conv, "kim")
+			return len(h) == 1 && h[0].Status == client.HistoryMessageStatusError, h
+		})
+		m := historyOf(t, c, conv, "kim")[0]
+		if m.Answer != "Once upon" || m.Error == nil || *m.Error != interruptedError || m.Query != q {
+			t.Fatalf("after restart: %+v (error %v)", m, m.Error)
+		}
+		user := "kim"
+		l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user})
+		if err != nil || l.JSON200 == nil || len(l.JSON200.Data) != 1 || l.JSON200.Data[0].Name != "New conversation" {
+			t.Fatalf("conversations: %v %s", err, l.Body)
+		}
+	})
 }
 
 // TestModelCallCap: a provider that sends one chunk and then only keep-alive comments is cut
@@ -116,52 +109,45 @@ func TestKilledMidStream(t *testing.T) {
 // `error` event with that code after the chunk, and history shows both messages with status
 // error and the partial answer.
 func TestModelCallCap(t *testing.T) {
-	for _, engine := range engines() {
-		if engine == "external" {
-			t.Skip("needs control of the server's settings")
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		p.Restart(t, "PARLEY_MODEL_CALL_TIMEOUT=1s")
+		c := newClient(t, p, p.AppKey)
+		// Far below the provider's idle timeout (60 s), which keep-alives reset anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		q := marker(t, "ponder forever")
+		upstream.On(q, openaitest.Reply{Chunks: []string{"Thinking", " hard"}, HangAfterChunks: 1, KeepAlive: 50 * time.Millisecond})
+
+		r, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "bo", false))
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			p := startParley(t, engine)
-			p.Restart(t, "PARLEY_MODEL_CALL_TIMEOUT=1s")
-			c := newClient(t, p, p.AppKey)
-			// Far below the provider's idle timeout (60 s), which keep-alives reset anyway.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			q := marker(t, "ponder forever")
-			upstream.On(q, openaitest.Reply{Chunks: []string{"Thinking", " hard"}, HangAfterChunks: 1, KeepAlive: 50 * time.Millisecond})
+		if r.StatusCode() != 400 || r.JSON400 == nil || r.JSON400.Code != "completion_request_error" || r.JSON400.Status != 400 {
+			t.Fatalf("blocking: %d %s", r.StatusCode(), r.Body)
+		}
 
-			r, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "bo", false))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.StatusCode() != 400 || r.JSON400 == nil || r.JSON400.Code != "completion_request_error" || r.JSON400.Status != 400 {
-				t.Fatalf("blocking: %d %s", r.StatusCode(), r.Body)
-			}
+		evs := streamEventsCtx(ctx, t, c, chatBody(q, "cy", true))
+		if len(evs) != 2 || eventName(t, evs[0]) != "message" || eventName(t, evs[1]) != "error" {
+			t.Fatalf("events %+v", evs)
+		}
+		first, _ := evs[0].AsMessageEvent()
+		e, _ := evs[1].AsErrorEvent()
+		if first.Answer != "Thinking" || e.Code != "completion_request_error" || e.Status != 400 {
+			t.Fatalf("message %+v, error %+v", first, e)
+		}
 
-			evs := streamEventsCtx(ctx, t, c, chatBody(q, "cy", true))
-			if len(evs) != 2 || eventName(t, evs[0]) != "message" || eventName(t, evs[1]) != "error" {
-				t.Fatalf("events %+v", evs)
-			}
-			first, _ := evs[0].AsMessageEvent()
-			e, _ := evs[1].AsErrorEvent()
-			if first.Answer != "Thinking" || e.Code != "completion_request_error" || e.Status != 400 {
-				t.Fatalf("message %+v, error %+v", first, e)
-			}
-
-			for user, conv := range map[string]string{"bo": "", "cy": first.ConversationId.String()} {
-				if conv == "" {
-					l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user})
-					if err != nil || l.JSON200 == nil || len(l.JSON200.Data) != 1 {
-						t.Fatalf("conversations of %s: %v %s", user, err, l.Body)
-					}
-					conv = l.JSON200.Data[0].Id.String()
+		for user, conv := range map[string]string{"bo": "", "cy": first.ConversationId.String()} {
+			if conv == "" {
+				l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user})
+				if err != nil || l.JSON200 == nil || len(l.JSON200.Data) != 1 {
+					t.Fatalf("conversations of %s: %v %s", user, err, l.Body)
 				}
-				h := historyOf(t, c, conv, user)
-				if len(h) != 1 || h[0].Status != client.HistoryMessageStatusError || h[0].Answer != "Thinking" || h[0].Error == nil {
-					t.Fatalf("history of %s: %+v", user, h)
-				}
+				conv = l.JSON200.Data[0].Id.String()
 			}
-		})
-	}
+			h := historyOf(t, c, conv, user)
+			if len(h) != 1 || h[0].Status != client.HistoryMessageStatusError || h[0].Answer != "Thinking" || h[0].Error == nil {
+				t.Fatalf("history of %s: %+v", user, h)
+			}
+		}
+	})
 }

@@ -34,111 +34,104 @@ func kdLargeText(size int) []byte {
 // indexed; after a restart on the same database the server resumes the indexing and the
 // document completes with the same chunks as one indexed without interruption.
 func TestKnowledgeIndexingSurvivesKill(t *testing.T) {
-	for _, engine := range engines() {
-		if engine == "external" {
-			t.Skip("needs control of the server process")
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			p := startParley(t, engine)
-			if err := p.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			// Run the server by hand so it can be killed.
-			cmd := exec.Command(binary, "serve")
-			cmd.Env = p.env
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			killed := false
-			t.Cleanup(func() {
-				if !killed {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			})
-			addr := make(chan string, 1)
-			go func() {
-				sc := bufio.NewScanner(stderr)
-				sc.Buffer(make([]byte, 1<<20), 1<<20)
-				sent := false
-				for sc.Scan() {
-					var rec struct{ Msg, Addr string }
-					if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-						addr <- rec.Addr
-						sent = true
-					}
-				}
-			}()
-			select {
-			case a := <-addr:
-				p.URL = "http://" + a + "/v1"
-			case <-time.After(30 * time.Second):
-				t.Fatal("server did not start")
-			}
-			c := newClient(t, p, p.KnowledgeKey)
-			ctx := context.Background()
-			text := kdLargeText(4 << 20)
-			ds := kdDataset(t, c, "kill-test", "economy")
-			created := kdCreateFile(t, c, ds, "large.txt", text, automaticRule)
-			docID := created.Document.Id.String()
-
-			// Wait until indexing is under way, then kill -9.
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				r, err := c.GetDocumentIndexingStatusWithResponse(ctx, ds, created.Batch)
-				if err != nil || r.JSON200 == nil {
-					t.Fatalf("indexing status: %v %s", err, r.Body)
-				}
-				st := r.JSON200.Data[0].IndexingStatus
-				if st == client.IndexingStatusParsing || st == client.IndexingStatusCleaning ||
-					st == client.IndexingStatusSplitting || st == client.IndexingStatusIndexing {
-					break
-				}
-				if st == client.IndexingStatusCompleted || st == client.IndexingStatusError {
-					t.Fatalf("indexing ended (%s) before it could be interrupted", st)
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("indexing did not start")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			killed = true
-
-			// Restart on the same data: the resumer picks the document up.
-			p.Start(t)
-			c = newClient(t, p, p.KnowledgeKey)
-			kdCompleted(t, c, ds, created.Batch)
-			resumed := kdGet(t, c, ds, docID)
-			if out := p.CLI(t, "datasets", "status", "kill-test"); !strings.Contains(out, "kill-test") || !strings.Contains(out, "1 documents, 1 available") {
-				t.Fatalf("datasets status:\n%s", out)
-			}
-
-			// The same text indexed without interruption.
-			ref := kdDataset(t, c, "kill-reference", "economy")
-			again := kdCreateFile(t, c, ref, "large.txt", text, automaticRule)
-			// The CLI follows the indexing to its end.
-			watched := p.CLI(t, "datasets", "status", "--watch", "--interval", "100ms", "kill-reference")
-			if !strings.HasSuffix(strings.TrimSpace(watched), "1 documents, 1 available") {
-				t.Fatalf("datasets status --watch:\n%s", watched)
-			}
-			kdCompleted(t, c, ref, again.Batch)
-			want := kdGet(t, c, ref, again.Document.Id.String())
-			if *resumed.SegmentCount == 0 || *resumed.SegmentCount != *want.SegmentCount {
-				t.Fatalf("resumed document has %d chunks, uninterrupted %d", *resumed.SegmentCount, *want.SegmentCount)
-			}
-			segs, err := c.ListSegmentsWithResponse(ctx, ds, docID, &client.ListSegmentsParams{Limit: ptr(1)})
-			if err != nil || segs.JSON200 == nil || segs.JSON200.Total != *want.SegmentCount {
-				t.Fatalf("segments of the resumed document: %v %s", err, segs.Body)
+		// Run the server by hand so it can be killed.
+		cmd := exec.Command(binary, "serve")
+		cmd.Env = p.env
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killed := false
+		t.Cleanup(func() {
+			if !killed {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
 			}
 		})
-	}
+		addr := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			sent := false
+			for sc.Scan() {
+				var rec struct{ Msg, Addr string }
+				if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+					addr <- rec.Addr
+					sent = true
+				}
+			}
+		}()
+		select {
+		case a := <-addr:
+			p.URL = "http://" + a + "/v1"
+		case <-time.After(30 * time.Second):
+			t.Fatal("server did not start")
+		}
+		c := newClient(t, p, p.KnowledgeKey)
+		ctx := context.Background()
+		text := kdLargeText(4 << 20)
+		ds := kdDataset(t, c, "kill-test", "economy")
+		created := kdCreateFile(t, c, ds, "large.txt", text, automaticRule)
+		docID := created.Document.Id.String()
+
+		// Wait until indexing is under way, then kill -9.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			r, err := c.GetDocumentIndexingStatusWithResponse(ctx, ds, created.Batch)
+			if err != nil || r.JSON200 == nil {
+				t.Fatalf("indexing status: %v %s", err, r.Body)
+			}
+			st := r.JSON200.Data[0].IndexingStatus
+			if st == client.IndexingStatusParsing || st == client.IndexingStatusCleaning ||
+				st == client.IndexingStatusSplitting || st == client.IndexingStatusIndexing {
+				break
+			}
+			if st == client.IndexingStatusCompleted || st == client.IndexingStatusError {
+				t.Fatalf("indexing ended (%s) before it could be interrupted", st)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("indexing did not start")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		killed = true
+
+		// Restart on the same data: the resumer picks the document up.
+		p.Start(t)
+		c = newClient(t, p, p.KnowledgeKey)
+		kdCompleted(t, c, ds, created.Batch)
+		resumed := kdGet(t, c, ds, docID)
+		if out := p.CLI(t, "datasets", "status", "kill-test"); !strings.Contains(out, "kill-test") || !strings.Contains(out, "1 documents, 1 available") {
+			t.Fatalf("datasets status:\n%s", out)
+		}
+
+		// The same text indexed without interruption.
+		ref := kdDataset(t, c, "kill-reference", "economy")
+		again := kdCreateFile(t, c, ref, "large.txt", text, automaticRule)
+		// The CLI follows the indexing to its end.
+		watched := p.CLI(t, "datasets", "status", "--watch", "--interval", "100ms", "kill-reference")
+		if !strings.HasSuffix(strings.TrimSpace(watched), "1 documents, 1 available") {
+			t.Fatalf("datasets status --watch:\n%s", watched)
+		}
+		kdCompleted(t, c, ref, again.Batch)
+		want := kdGet(t, c, ref, again.Document.Id.String())
+		if *resumed.SegmentCount == 0 || *resumed.SegmentCount != *want.SegmentCount {
+			t.Fatalf("resumed document has %d chunks, uninterrupted %d", *resumed.SegmentCount, *want.SegmentCount)
+		}
+		segs, err := c.ListSegmentsWithResponse(ctx, ds, docID, &client.ListSegmentsParams{Limit: ptr(1)})
+		if err != nil || segs.JSON200 == nil || segs.JSON200.Total != *want.SegmentCount {
+			t.Fatalf("segments of the resumed document: %v %s", err, segs.Body)
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/blob"
 )
 
@@ -73,10 +74,7 @@ func (r krRequest) send(t *testing.T, p *Parley, hc *http.Client) (*http.Respons
 // Dify's own up-front checks are; nothing is stored: no document, no upload, no change to the
 // knowledge base or the document.
 func TestKnowledgeProcessRuleRefusals(t *testing.T) {
-	forEachServer(t, func(t *testing.T, p *Parley) {
-		if p.engine.DataDir == "" {
-			t.Skip("needs a local server")
-		}
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		c := newClient(t, p, p.KnowledgeKey)
 		hc := newContractClient(t)
 		// fresh has no technique and no document: a create would set both.
@@ -166,25 +164,9 @@ func TestKnowledgeProcessRuleRefusals(t *testing.T) {
 // with 400 invalid_param as Dify does (not cut to its last element); nothing is stored either
 // way.
 func TestKnowledgeFileRefusals(t *testing.T) {
-	forEachServer(t, func(t *testing.T, p *Parley) {
-		if p.engine.DataDir == "" {
-			t.Skip("needs a local server")
-		}
-		// A 1 MB document limit keeps the oversize cases light.
-		p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
-		c := newClient(t, p, p.KnowledgeKey)
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		c, ds, docPath, routes := krFileRoutes(t, p, "file-refusals", "A document the refused updates must not touch.")
 		hc := newContractClient(t)
-		ds := kdDataset(t, c, "file-refusals", "economy")
-		created := kdCreateFile(t, c, ds, "kept.txt", []byte("A document the refused updates must not touch."), automaticRule)
-		kdCompleted(t, c, ds, created.Batch)
-		docPath := "/datasets/" + ds + "/documents/" + created.Document.Id.String()
-		routes := []krRequest{
-			{route: "create-by-file", method: "POST", path: "/datasets/" + ds + "/document/create-by-file"},
-			{route: "create_by_file", method: "POST", path: "/datasets/" + ds + "/document/create_by_file"},
-			{route: "update-by-file", method: "POST", path: docPath + "/update-by-file"},
-			{route: "update_by_file", method: "POST", path: docPath + "/update_by_file"},
-			{route: "PATCH", method: "PATCH", path: docPath},
-		}
 		before := krState(t, p, "/datasets/"+ds, docPath)
 
 		big := bytes.Repeat([]byte("x"), 1<<20+1)
@@ -221,25 +203,33 @@ func TestKnowledgeFileRefusals(t *testing.T) {
 // its limit, before the client has sent the rest of the body, and the connection is not kept
 // (what is left of the body must not be read as a next request).
 func TestKnowledgeOversizeBodyUnread(t *testing.T) {
-	forEachServer(t, func(t *testing.T, p *Parley) {
-		if p.engine.DataDir == "" {
-			t.Skip("needs a local server")
-		}
-		p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
-		c := newClient(t, p, p.KnowledgeKey)
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		_, _, _, routes := krFileRoutes(t, p, "unread", "A document to update.")
 		hc := newContractClient(t)
-		ds := kdDataset(t, c, "unread", "economy")
-		created := kdCreateFile(t, c, ds, "kept.txt", []byte("A document to update."), automaticRule)
-		kdCompleted(t, c, ds, created.Batch)
-		docPath := "/datasets/" + ds + "/documents/" + created.Document.Id.String()
-		for _, r := range []krRequest{
-			{route: "create-by-file", method: "POST", path: "/datasets/" + ds + "/document/create-by-file"},
-			{route: "update-by-file", method: "POST", path: docPath + "/update-by-file"},
-			{route: "PATCH", method: "PATCH", path: docPath},
-		} {
+		for _, r := range routes {
 			t.Run(r.route, func(t *testing.T) { krOversizeUnread(t, p, hc, r) })
 		}
 	})
+}
+
+// krFileRoutes restarts the server with a 1 MB document limit (which keeps the oversize cases
+// light), indexes one document with text in a new dataset, and returns a knowledge client, the
+// dataset, the document's path and every route that takes a document file.
+func krFileRoutes(t *testing.T, p *Parley, dataset, text string) (*client.ClientWithResponses, string, string, []krRequest) {
+	t.Helper()
+	p.Restart(t, "UPLOAD_FILE_SIZE_LIMIT=1")
+	c := newClient(t, p, p.KnowledgeKey)
+	ds := kdDataset(t, c, dataset, "economy")
+	created := kdCreateFile(t, c, ds, "kept.txt", []byte(text), automaticRule)
+	kdCompleted(t, c, ds, created.Batch)
+	docPath := "/datasets/" + ds + "/documents/" + created.Document.Id.String()
+	return c, ds, docPath, []krRequest{
+		{route: "create-by-file", method: "POST", path: "/datasets/" + ds + "/document/create-by-file"},
+		{route: "create_by_file", method: "POST", path: "/datasets/" + ds + "/document/create_by_file"},
+		{route: "update-by-file", method: "POST", path: docPath + "/update-by-file"},
+		{route: "update_by_file", method: "POST", path: docPath + "/update_by_file"},
+		{route: "PATCH", method: "PATCH", path: docPath},
+	}
 }
 
 // krOversizeUnread sends a form that announces 8 MB but stops after 2 MB of a file whose limit

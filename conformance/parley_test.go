@@ -101,6 +101,16 @@ func forEachServer(t *testing.T, fn func(t *testing.T, p *Parley)) {
 	}
 }
 
+// forEachOwnServer is forEachServer for tests that control the server process (signals,
+// restarts with their own settings); against an external server they are skipped.
+func forEachOwnServer(t *testing.T, fn func(t *testing.T, p *Parley)) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	forEachServer(t, fn)
+}
+
 // startParley starts the binary on a fresh database with the conformance config, issues an app
 // key and a knowledge key through the CLI, and stops the server when t ends. The server runs
 // with response validation enforced; a contract violation it logs fails t.

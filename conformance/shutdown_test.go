@@ -14,83 +14,76 @@ import (
 // once the grace period is over. The process exits cleanly, and after a restart history shows
 // both messages, the cut one with its partial answer and an error status.
 func TestGracefulShutdown(t *testing.T) {
-	for _, engine := range engines() {
-		if engine == "external" {
-			t.Skip("needs control of the server process")
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		// Restart with a short grace period.
+		p.Restart(t, "PARLEY_SHUTDOWN_GRACE=1500ms")
+		c := newClient(t, p, p.AppKey)
+		ctx := context.Background()
+		finishing, hanging := marker(t, "finish within grace"), marker(t, "never finishes")
+		upstream.On(finishing, openaitest.Reply{Chunks: []string{"done", " in", " time"}, ChunkDelay: 150 * time.Millisecond})
+		upstream.On(hanging, openaitest.Reply{Chunks: []string{"partial", " rest"}, HangAfterChunks: 1})
+
+		open := func(q string) (*client.EventStream, client.MessageEvent) {
+			resp, err := c.SendChatMessage(ctx, chatBody(q, "sd", true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := client.NewEventStream(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.Next() {
+				t.Fatalf("no first event: %v", s.Err())
+			}
+			m, _ := s.Event().AsMessageEvent()
+			return s, m
 		}
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			p := startParley(t, engine)
-			// Restart with a short grace period.
-			p.Restart(t, "PARLEY_SHUTDOWN_GRACE=1500ms")
-			c := newClient(t, p, p.AppKey)
-			ctx := context.Background()
-			finishing, hanging := marker(t, "finish within grace"), marker(t, "never finishes")
-			upstream.On(finishing, openaitest.Reply{Chunks: []string{"done", " in", " time"}, ChunkDelay: 150 * time.Millisecond})
-			upstream.On(hanging, openaitest.Reply{Chunks: []string{"partial", " rest"}, HangAfterChunks: 1})
+		fs, fFirst := open(finishing)
+		hs, hFirst := open(hanging)
+		defer fs.Close()
+		defer hs.Close()
 
-			open := func(q string) (*client.EventStream, client.MessageEvent) {
-				resp, err := c.SendChatMessage(ctx, chatBody(q, "sd", true))
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := client.NewEventStream(resp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !s.Next() {
-					t.Fatalf("no first event: %v", s.Err())
-				}
-				m, _ := s.Event().AsMessageEvent()
-				return s, m
-			}
-			fs, fFirst := open(finishing)
-			hs, hFirst := open(hanging)
-			defer fs.Close()
-			defer hs.Close()
+		stopped := make(chan error, 1)
+		go func() { stopped <- p.Stop() }()
 
-			stopped := make(chan error, 1)
-			go func() { stopped <- p.Stop() }()
+		last := func(s *client.EventStream) string {
+			name := ""
+			for s.Next() {
+				name = eventName(t, s.Event())
+			}
+			return name
+		}
+		if got := last(fs); got != "message_end" {
+			t.Fatalf("stream finishing within the grace period ended with %q", got)
+		}
+		if got := last(hs); got != "error" {
+			t.Fatalf("hanging stream ended with %q", got)
+		}
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("server exit: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("server did not exit")
+		}
 
-			last := func(s *client.EventStream) string {
-				name := ""
-				for s.Next() {
-					name = eventName(t, s.Event())
-				}
-				return name
+		p.Start(t)
+		c = newClient(t, p, p.AppKey)
+		user := "sd"
+		for _, tc := range []struct {
+			conv, answer, status string
+		}{
+			{fFirst.ConversationId.String(), "done in time", "normal"},
+			{hFirst.ConversationId.String(), "partial", "error"},
+		} {
+			h, err := c.ListMessagesWithResponse(ctx, &client.ListMessagesParams{ConversationId: tc.conv, User: &user})
+			if err != nil || h.JSON200 == nil || len(h.JSON200.Data) != 1 {
+				t.Fatalf("history: %v %s", err, h.Body)
 			}
-			if got := last(fs); got != "message_end" {
-				t.Fatalf("stream finishing within the grace period ended with %q", got)
+			if m := h.JSON200.Data[0]; m.Answer != tc.answer || string(m.Status) != tc.status {
+				t.Fatalf("after restart: answer %q status %q, want %q %q", m.Answer, m.Status, tc.answer, tc.status)
 			}
-			if got := last(hs); got != "error" {
-				t.Fatalf("hanging stream ended with %q", got)
-			}
-			select {
-			case err := <-stopped:
-				if err != nil {
-					t.Fatalf("server exit: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("server did not exit")
-			}
-
-			p.Start(t)
-			c = newClient(t, p, p.AppKey)
-			user := "sd"
-			for _, tc := range []struct {
-				conv, answer, status string
-			}{
-				{fFirst.ConversationId.String(), "done in time", "normal"},
-				{hFirst.ConversationId.String(), "partial", "error"},
-			} {
-				h, err := c.ListMessagesWithResponse(ctx, &client.ListMessagesParams{ConversationId: tc.conv, User: &user})
-				if err != nil || h.JSON200 == nil || len(h.JSON200.Data) != 1 {
-					t.Fatalf("history: %v %s", err, h.Body)
-				}
-				if m := h.JSON200.Data[0]; m.Answer != tc.answer || string(m.Status) != tc.status {
-					t.Fatalf("after restart: answer %q status %q, want %q %q", m.Answer, m.Status, tc.answer, tc.status)
-				}
-			}
-		})
-	}
+		}
+	})
 }

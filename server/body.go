@@ -90,8 +90,7 @@ type timedBody struct {
 	begin time.Time
 	n     int64
 	// armed is set while a body deadline is on the connection.
-	armed    atomic.Bool
-	timedOut bool
+	armed atomic.Bool
 }
 
 func (b *timedBody) start() {
@@ -130,7 +129,6 @@ func (b *timedBody) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.stop()
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
-		b.timedOut = true
 		err = fmt.Errorf("%w after %d bytes: %w", errBodyTimeout, b.n, err)
 	}
 	return n, err

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
@@ -58,7 +59,7 @@ apps:
 	catalog := models.NewCatalog(file.Providers, getenv)
 	tr := tasks.NewLocal()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: chat.NewProviderSet(catalog.APIKey), Limiter: limiter.NewLocal(), Tasks: tr, Logger: log})
+	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Limiter: limiter.NewLocal(), Tasks: tr, Logger: log})
 	b.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
 	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Chat: svc, Tasks: tr,
 		Conversations: conversations.New(st, svc), EndUsers: st, Logger: log, Validation: mode})

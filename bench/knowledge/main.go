@@ -26,12 +26,12 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/blob"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/vectorindex"
@@ -164,7 +164,7 @@ func newBench(engine, pgURL string, dim int) (*bench, error) {
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 1024, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
 	catalog := models.NewCatalog(file.Providers, getenv)
-	svc := knowledge.New(knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
+	svc := knowledge.New(knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: registry.New(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return &bench{svc: svc, st: st, up: up, dir: dir, dbURL: dbURL, cleanup: cleanup}, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge/sandbox"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/server"
@@ -58,7 +59,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
-	registry, err := apps.NewRegistry(e.file.Apps, e.appIDs, cfg.MaxActiveRequests)
+	appRegistry, err := apps.NewRegistry(e.file.Apps, e.appIDs, cfg.MaxActiveRequests)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
-	providerSet := chat.NewProviderSet(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
+	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
 	kbUse := map[string]int{}
 	for _, a := range e.file.Apps {
 		for _, kb := range a.KnowledgeBases {
@@ -126,7 +127,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
 		EndUsers:      e.store,
-		Apps:          registry,
+		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,
 		Limits: apps.Limits{

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -87,7 +88,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *env {
 	catalog := models.NewCatalog(file.Providers, getenv)
 	tr := tasks.NewLocal()
 	o := Options{
-		Store: st, Models: catalog, Providers: NewProviderSet(catalog.APIKey),
+		Store: st, Models: catalog, Providers: registry.New(catalog.APIKey),
 		Limiter: limiter.NewLocal(), Tasks: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, opt := range opts {

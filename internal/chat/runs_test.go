@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
 )
@@ -126,7 +127,7 @@ func TestStaleRunsEnded(t *testing.T) {
 // partial answer is stored with status error.
 func TestModelCallCap(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
-		env := newEnv(t, e, func(o *Options) { o.Providers.(*ProviderSet).WithCallTimeout(300 * time.Millisecond) })
+		env := newEnv(t, e, func(o *Options) { o.Providers.(*registry.Set).WithCallTimeout(300 * time.Millisecond) })
 		env.upstream.On("ponder", openaitest.Reply{Chunks: []string{"Let me", " think"}, HangAfterChunks: 1, KeepAlive: 20 * time.Millisecond})
 		run := env.send(t, Request{Query: "ponder", Streaming: true})
 		evs := collect(t, run)

@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/blob"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
 	"github.com/parleyhq/parley/internal/vectorindex"
@@ -68,7 +68,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*knowledge.Options)) 
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 15, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
 	catalog := models.NewCatalog(file.Providers, getenv)
-	o := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: chat.NewProviderSet(catalog.APIKey),
+	o := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: registry.New(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range opts {
 		f(&o)

@@ -66,7 +66,7 @@ var (
 	ErrInvalidDocForm    = invalidParam("Invalid doc_form.")
 )
 
-// Models gives clients for configured models; chat.ProviderSet implements it.
+// Models gives clients for configured models; registry.Set implements it.
 type Models interface {
 	Embedder(spec models.ModelSpec) (providers.Embedder, error)
 	Reranker(spec models.ModelSpec) (providers.Reranker, error)

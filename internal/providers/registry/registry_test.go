@@ -1,4 +1,4 @@
-package chat
+package registry
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ func TestProviderCallTimeout(t *testing.T) {
 	up := openaitest.NewServer()
 	t.Cleanup(up.Close)
 	up.On("stall", openaitest.Reply{FirstByteDelay: time.Hour})
-	ps := NewProviderSet(func(string) string { return up.APIKey() }).WithCallTimeout(time.Hour)
+	ps := New(func(string) string { return up.APIKey() }).WithCallTimeout(time.Hour)
 	spec := models.ModelSpec{Provider: "quick", BaseURL: up.URL(), Timeout: time.Hour, CallTimeout: 200 * time.Millisecond, Name: "gpt-4o"}
 	m, err := ps.ChatModel(spec)
 	if err != nil {

@@ -1,4 +1,8 @@
-package chat
+// Package registry is the provider factory: it turns a configured model into the client of its
+// provider, one pooled client per provider, for every part of the server that calls models
+// (chat and completion runners, knowledge indexing and retrieval, and later agents and workflow
+// nodes).
+package registry
 
 import (
 	"cmp"
@@ -11,38 +15,38 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openai"
 )
 
-// ProviderSet keeps one client per configured provider, so connections to a provider are
+// Set keeps one client per configured provider, so connections to a provider are
 // pooled and reused across requests.
-type ProviderSet struct {
+type Set struct {
 	apiKey  func(provider string) string
 	callCap time.Duration
 	mu      sync.Mutex
 	clients map[string]*openai.Client
 }
 
-// NewProviderSet returns a ProviderSet; apiKey gives a provider's key (models.Catalog.APIKey).
-func NewProviderSet(apiKey func(provider string) string) *ProviderSet {
-	return &ProviderSet{apiKey: apiKey, clients: map[string]*openai.Client{}}
+// New returns a Set; apiKey gives a provider's key (models.Catalog.APIKey).
+func New(apiKey func(provider string) string) *Set {
+	return &Set{apiKey: apiKey, clients: map[string]*openai.Client{}}
 }
 
 // WithCallTimeout sets the cap on the whole of one model call (PARLEY_MODEL_CALL_TIMEOUT) for
 // providers that set none of their own; without it the client's default applies. Call it
 // before the set is used. It returns p.
-func (p *ProviderSet) WithCallTimeout(d time.Duration) *ProviderSet {
+func (p *Set) WithCallTimeout(d time.Duration) *Set {
 	p.callCap = d
 	return p
 }
 
 // ChatModel returns the client for spec's provider.
-func (p *ProviderSet) ChatModel(spec models.ModelSpec) (providers.ChatModel, error) {
+func (p *Set) ChatModel(spec models.ModelSpec) (providers.ChatModel, error) {
 	return p.client(spec)
 }
 
-func (p *ProviderSet) client(spec models.ModelSpec) (*openai.Client, error) {
+func (p *Set) client(spec models.ModelSpec) (*openai.Client, error) {
 	switch spec.ProviderType {
 	case "", "openai-compatible":
 	default:
-		return nil, fmt.Errorf("chat: provider %s: unsupported type %q", spec.Provider, spec.ProviderType)
+		return nil, fmt.Errorf("registry: provider %s: unsupported type %q", spec.Provider, spec.ProviderType)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -56,11 +60,11 @@ func (p *ProviderSet) client(spec models.ModelSpec) (*openai.Client, error) {
 }
 
 // Embedder returns the client for spec's provider, for embeddings.
-func (p *ProviderSet) Embedder(spec models.ModelSpec) (providers.Embedder, error) {
+func (p *Set) Embedder(spec models.ModelSpec) (providers.Embedder, error) {
 	return p.client(spec)
 }
 
 // Reranker returns the client for spec's provider, for reranking.
-func (p *ProviderSet) Reranker(spec models.ModelSpec) (providers.Reranker, error) {
+func (p *Set) Reranker(spec models.ModelSpec) (providers.Reranker, error) {
 	return p.client(spec)
 }

@@ -80,6 +80,9 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
+// SafeMessage implements safeerr.Error.
+func (e *Error) SafeMessage() string { return e.Message }
+
 // Unwrap returns the underlying cause, if any.
 func (e *Error) Unwrap() error {
 	return e.cause

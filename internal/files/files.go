@@ -63,15 +63,24 @@ var (
 	ErrFileNotFound = errors.New("file not found")
 	// ErrInvalidURL: a remote file URL that is not an absolute http or
 	// https URL (invalid_param, 400).
-	ErrInvalidURL = errors.New("invalid remote file URL")
+	ErrInvalidURL error = &remoteError{"invalid remote file URL", MsgInvalidURL}
 	// ErrRemoteForbidden: a remote file URL leads (directly, through DNS
 	// or through a redirect) to an address Parley refuses to connect to.
-	ErrRemoteForbidden = errors.New("remote file address not allowed")
+	ErrRemoteForbidden error = &remoteError{"remote file address not allowed", MsgRemoteRefused}
 	// ErrRemoteFetch: a remote file could not be fetched (connection
 	// failure, timeout, too many redirects, or a non-2xx answer, then
 	// inside a [*StatusError]).
-	ErrRemoteFetch = errors.New("remote file fetch failed")
+	ErrRemoteFetch error = &remoteError{"remote file fetch failed", MsgRemoteNotFetch}
 )
+
+// remoteError is a remote-fetch sentinel. The errors that wrap it name addresses and the
+// resolver, which belong in the log; its SafeMessage is what a client may see.
+type remoteError struct{ text, safe string }
+
+func (e *remoteError) Error() string { return e.text }
+
+// SafeMessage implements safeerr.Error.
+func (e *remoteError) SafeMessage() string { return e.safe }
 
 // ExtensionNotAllowedError is returned by [Service.Upload] for a
 // blacklisted extension. It matches [ErrExtensionNotAllowed] with
@@ -87,6 +96,9 @@ type ExtensionNotAllowedError struct {
 func (e *ExtensionNotAllowedError) Error() string {
 	return fmt.Sprintf("File extension '.%s' is not allowed for security reasons", e.Extension)
 }
+
+// SafeMessage implements safeerr.Error.
+func (e *ExtensionNotAllowedError) SafeMessage() string { return e.Error() }
 
 // Unwrap returns [ErrExtensionNotAllowed].
 func (e *ExtensionNotAllowedError) Unwrap() error { return ErrExtensionNotAllowed }

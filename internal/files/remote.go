@@ -22,7 +22,8 @@ const (
 
 // RemoteErrorMessage gives the text a client may see for a remote-fetch error, or false for
 // an error of another kind. The errors themselves name addresses and the resolver, which
-// belong in the log only.
+// belong in the log only. The remote-fetch sentinels carry the same text as their SafeMessage,
+// so safeerr.Message gives it too.
 func RemoteErrorMessage(err error) (string, bool) {
 	switch {
 	case errors.Is(err, ErrInvalidURL):

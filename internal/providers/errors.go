@@ -85,6 +85,9 @@ func NewError(provider string, kind Kind, status int, msg string, cause error) *
 // errors) that are for logs, reachable through errors.Unwrap.
 func (e *Error) Error() string { return e.Message }
 
+// SafeMessage implements safeerr.Error: Message is written for clients.
+func (e *Error) SafeMessage() string { return e.Message }
+
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.cause }
 

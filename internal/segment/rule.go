@@ -105,6 +105,9 @@ type ValidationError struct {
 // Error implements error.
 func (e *ValidationError) Error() string { return e.Message }
 
+// SafeMessage implements safeerr.Error.
+func (e *ValidationError) SafeMessage() string { return e.Message }
+
 func invalid(msg string) error { return &ValidationError{Message: msg} }
 
 // AutomaticRules returns a fresh copy of Dify's AUTOMATIC_RULES:

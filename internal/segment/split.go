@@ -62,6 +62,9 @@ func (e *LengthError) Error() string {
 	return fmt.Sprintf("Custom segment length should be between %d and %d.", MinSegmentLength, e.Max)
 }
 
+// SafeMessage implements safeerr.Error.
+func (e *LengthError) SafeMessage() string { return e.Error() }
+
 // OverlapError reports a chunk_overlap larger than the chunk size; the
 // message is the one Dify's (langchain-derived) splitter raises.
 type OverlapError struct {
@@ -75,6 +78,9 @@ type OverlapError struct {
 func (e *OverlapError) Error() string {
 	return fmt.Sprintf("Got a larger chunk overlap (%d) than chunk size (%d), should be smaller.", e.Overlap, e.Size)
 }
+
+// SafeMessage implements safeerr.Error.
+func (e *OverlapError) SafeMessage() string { return e.Error() }
 
 // ErrNoSubchunkSegmentation is returned for a hierarchical rule without
 // subchunk_segmentation (Dify's message).

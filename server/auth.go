@@ -58,14 +58,16 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 	req := c.Request()
 	token, err := auth.ParseBearer(req.Header.Get(echo.HeaderAuthorization))
 	if err != nil {
-		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(err.Error())}
+		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: err}
 	}
 	key, err := s.keys.Authenticate(req.Context(), token, want)
 	if err != nil {
+		code := http.StatusInternalServerError
 		if errors.Is(err, auth.ErrInvalidKey) {
-			return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(msgInvalidToken)}
+			code = http.StatusUnauthorized
 		}
-		return &echo.HTTPError{Code: http.StatusInternalServerError, Internal: errInternal(err)}
+		// The error handler maps auth's errors (errmap.go); anything else is a 500.
+		return &echo.HTTPError{Code: code, Internal: err}
 	}
 	c.Set(principalEchoKey, Principal{Kind: want, KeyID: key.ID, AppID: key.AppID})
 	return nil

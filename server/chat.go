@@ -11,95 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/gen"
-	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/extract"
-	"github.com/parleyhq/parley/internal/files"
-	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
-	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/store"
 )
-
-// Messages Dify uses for these failures.
-const (
-	msgConversationNotExists = "Conversation Not Exists."
-	msgConversationEnded     = "The conversation has ended. Please start a new conversation."
-	msgProviderNotInit       = "No valid model provider credentials found. Please go to Settings -> Model Provider to complete your provider credentials."
-	msgModelNotSupported     = "The app's model is currently not supported."
-)
-
-// domainError maps an error of the domain packages to the contract. It is used for JSON error
-// responses and for the `error` event of a stream alike.
-func domainError(err error) *APIError {
-	var apiErr *APIError
-	var perr *providers.Error
-	var inputErr *apps.InputError
-	var limitErr *chat.LimitError
-	var ext *files.ExtensionNotAllowedError
-	var tooLarge *files.TooLargeError
-	var kerr *knowledge.Error
-	var xerr *extract.Error
-	switch {
-	case errors.As(err, &apiErr):
-		return apiErr
-	case errors.As(err, &kerr):
-		return apiError(kerr.Status, kerr.Code, kerr.Message).withCause(err)
-	case errors.As(err, &xerr):
-		return errInvalidParam(xerr.Error())
-	case errors.Is(err, files.ErrUnsupportedType):
-		return apiError(http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
-	case errors.Is(err, files.ErrFilenameMissing):
-		return apiError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
-	case errors.Is(err, files.ErrInvalidFilename):
-		return errInvalidParam("Filename contains invalid characters")
-	case errors.As(err, &ext):
-		return errInvalidParam(ext.Error())
-	case errors.As(err, &tooLarge):
-		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
-	case errors.Is(err, files.ErrFileNotFound):
-		return errInvalidParam("Invalid upload file id.")
-	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):
-		// The causes name internal addresses and the resolver; files.Service logs them.
-		msg, _ := files.RemoteErrorMessage(err)
-		return errInvalidParam(msg).withCause(err)
-	case errors.Is(err, chat.ErrFileReference):
-		return errInvalidParam(err.Error())
-	case errors.As(err, &perr):
-		switch perr.Kind {
-		case providers.KindCredentials:
-			return apiError(http.StatusBadRequest, "provider_not_initialize", perr.Message).withCause(err)
-		case providers.KindQuota:
-			return apiError(http.StatusBadRequest, "provider_quota_exceeded", perr.Message).withCause(err)
-		case providers.KindModel:
-			return apiError(http.StatusBadRequest, "model_currently_not_support", perr.Message).withCause(err)
-		default:
-			return apiError(http.StatusBadRequest, "completion_request_error", perr.Message).withCause(err)
-		}
-	case errors.As(err, &inputErr):
-		return errInvalidParam(inputErr.Message)
-	case errors.As(err, &limitErr):
-		return apiError(http.StatusTooManyRequests, "too_many_requests", fmt.Sprintf(
-			"Too many requests. Please try again later. The current maximum concurrent requests allowed for %s is %d.",
-			limitErr.AppID, limitErr.Limit))
-	case errors.Is(err, chat.ErrConversationNotFound):
-		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
-	case errors.Is(err, chat.ErrConversationEnded):
-		return apiError(http.StatusBadRequest, "conversation_completed", msgConversationEnded)
-	case errors.Is(err, chat.ErrInvalidConversationID):
-		return errInvalidParam(chat.ErrInvalidConversationID.Error())
-	case errors.Is(err, chat.ErrStreamingOnly):
-		return apiError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
-	case errors.Is(err, chat.ErrModeNotSupported):
-		return apiError(http.StatusBadRequest, "app_unavailable", "App unavailable: this server does not run apps of this mode yet.")
-	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):
-		return apiError(http.StatusBadRequest, "provider_not_initialize", msgProviderNotInit).withCause(err)
-	case errors.Is(err, models.ErrModelNotFound):
-		return apiError(http.StatusBadRequest, "model_currently_not_support", msgModelNotSupported).withCause(err)
-	}
-	return errInternal(err)
-}
 
 // SendChatMessage answers POST /chat-messages, blocking or streaming.
 func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageRequestObject) (gen.SendChatMessageResponseObject, error) {

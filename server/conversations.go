@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
 
 	"github.com/google/uuid"
 
@@ -12,30 +10,6 @@ import (
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/store"
 )
-
-// conversationError maps the conversations package's outcomes to the contract, with Dify's
-// messages; anything else goes through domainError.
-func conversationError(err error) *APIError {
-	switch {
-	case errors.Is(err, conversations.ErrConversationNotFound):
-		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
-	case errors.Is(err, conversations.ErrLastNotFound):
-		return apiError(http.StatusNotFound, "not_found", "Last Conversation Not Exists.")
-	case errors.Is(err, conversations.ErrMessageNotFound):
-		return apiError(http.StatusNotFound, "not_found", "Message Not Exists.")
-	case errors.Is(err, conversations.ErrFirstNotFound):
-		return apiError(http.StatusNotFound, "not_found", "First Message Not Exists.")
-	case errors.Is(err, conversations.ErrNoFeedback):
-		return errInvalidParam("Feedback does not exist.")
-	case errors.Is(err, conversations.ErrNameRequired):
-		return errInvalidParam("name is required when auto_generate is false")
-	case errors.Is(err, conversations.ErrNoMessages):
-		return errInvalidParam("The conversation has no message to generate a name from.")
-	case errors.Is(err, conversations.ErrSuggestDisabled):
-		return apiError(http.StatusBadRequest, "bad_request", "Suggested Questions Is Disabled.")
-	}
-	return domainError(err)
-}
 
 // validID reports whether id is a UUID. Dify declares these path ids as UUIDs, so any other
 // value is a conversation or message that does not exist.
@@ -85,11 +59,11 @@ func (s *Server) ListConversations(ctx context.Context, req gen.ListConversation
 	}
 	lastID := str(p.LastId)
 	if lastID != "" && !validID(lastID) {
-		return nil, conversationError(conversations.ErrLastNotFound)
+		return nil, conversations.ErrLastNotFound
 	}
 	items, more, err := s.conversations.List(ctx, app, str(p.User), lastID, limit, sortBy)
 	if err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	out := gen.ListConversations200JSONResponse{Limit: limit, HasMore: more, Data: make([]gen.Conversation, 0, len(items))}
 	for _, c := range items {
@@ -109,13 +83,13 @@ func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversat
 		return nil, err
 	}
 	if !validID(req.ConversationId) {
-		return nil, conversationError(conversations.ErrConversationNotFound)
+		return nil, conversations.ErrConversationNotFound
 	}
 	b := req.Body
 	auto := b.AutoGenerate != nil && *b.AutoGenerate
 	c, err := s.conversations.Rename(ctx, app, str(b.User), req.ConversationId, str(b.Name), auto)
 	if err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	gc, err := genConversation(c)
 	if err != nil {
@@ -131,10 +105,10 @@ func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversat
 		return nil, err
 	}
 	if !validID(req.ConversationId) {
-		return nil, conversationError(conversations.ErrConversationNotFound)
+		return nil, conversations.ErrConversationNotFound
 	}
 	if err := s.conversations.Delete(ctx, app, str(req.Body.User), req.ConversationId); err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	return gen.DeleteConversation204Response{}, nil
 }
@@ -147,16 +121,16 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 	}
 	p := req.Params
 	if !validID(p.ConversationId) {
-		return nil, conversationError(conversations.ErrConversationNotFound)
+		return nil, conversations.ErrConversationNotFound
 	}
 	firstID := str(p.FirstId)
 	if firstID != "" && !validID(firstID) {
-		return nil, conversationError(conversations.ErrFirstNotFound)
+		return nil, conversations.ErrFirstNotFound
 	}
 	limit := intOr(p.Limit, 20)
 	msgs, more, err := s.conversations.Messages(ctx, app, str(p.User), p.ConversationId, firstID, limit)
 	if err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	out := gen.ListMessages200JSONResponse{Limit: limit, HasMore: more, Data: make([]gen.HistoryMessage, 0, len(msgs))}
 	for _, m := range msgs {
@@ -236,7 +210,7 @@ func (s *Server) SendMessageFeedback(ctx context.Context, req gen.SendMessageFee
 		return nil, err
 	}
 	if !validID(req.MessageId) {
-		return nil, conversationError(conversations.ErrMessageNotFound)
+		return nil, conversations.ErrMessageNotFound
 	}
 	b := req.Body
 	var rating *string
@@ -245,7 +219,7 @@ func (s *Server) SendMessageFeedback(ctx context.Context, req gen.SendMessageFee
 		rating = &r
 	}
 	if err := s.conversations.Feedback(ctx, app, b.User, req.MessageId, rating, str(b.Content)); err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	return gen.SendMessageFeedback200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
 }
@@ -258,7 +232,7 @@ func (s *Server) ListAppFeedbacks(ctx context.Context, req gen.ListAppFeedbacksR
 	}
 	fbs, err := s.conversations.AppFeedbacks(ctx, app, intOr(req.Params.Page, 1), intOr(req.Params.Limit, 20))
 	if err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	out := gen.ListAppFeedbacks200JSONResponse{Data: make([]gen.AppFeedback, 0, len(fbs))}
 	for _, f := range fbs {
@@ -288,11 +262,11 @@ func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggested
 		return nil, err
 	}
 	if !validID(req.MessageId) {
-		return nil, conversationError(conversations.ErrMessageNotFound)
+		return nil, conversations.ErrMessageNotFound
 	}
 	qs, err := s.conversations.Suggested(ctx, app, req.Params.User, req.MessageId)
 	if err != nil {
-		return nil, conversationError(err)
+		return nil, err
 	}
 	return gen.GetSuggestedQuestions200JSONResponse{Result: gen.SuggestedQuestionsResultSuccess, Data: qs}, nil
 }

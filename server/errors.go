@@ -67,7 +67,10 @@ func errInternal(cause error) *APIError {
 }
 
 // errorHandler is Echo's HTTPErrorHandler and the only place where an error becomes the
-// {code, message, status} body. 5xx causes are logged here, once.
+// {code, message, status} body: whatever a strict handler, a middleware or Echo itself returns
+// comes here, domain errors as they are. 5xx causes are logged here, once, with the types along
+// the error's chain: a 500 for an outcome a client caused means a mapping is missing in
+// errmap.go.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		// A stream already started; its producer reports failures as an `error` event.
@@ -75,10 +78,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	e := toAPIError(err, c.Request())
+	op, _ := c.Get(operationEchoKey).(string)
+	e = forOperation(op, e)
 	if e.Status >= 500 {
 		s.log.Error("request failed", slog.Group("request",
-			"method", c.Request().Method, "path", c.Request().URL.Path),
-			"status", e.Status, "code", e.Code, "error", err)
+			"method", c.Request().Method, "path", c.Request().URL.Path, "operation", op),
+			"status", e.Status, "code", e.Code, "error", err, "error_types", errorTypes(err))
 	}
 	writeAPIError(c, e)
 }
@@ -98,9 +103,9 @@ func writeAPIError(c echo.Context, e *APIError) {
 	_, _ = c.Response().Write(body)
 }
 
-// toAPIError finds the contract error for any error a request can end with: our own, Echo's
-// (routing, body limit, binding), kin-openapi's request validation errors and the multipart
-// reader's. Whatever it does not recognise is a 500.
+// toAPIError finds the contract error for any error a request can end with: our own, the
+// domain packages' (errmap.go), Echo's (routing, body limit, binding), kin-openapi's request
+// validation errors and the multipart reader's. Whatever it does not recognise is a 500.
 func toAPIError(err error, r *http.Request) *APIError {
 	if e := knownError(err, r); e != nil {
 		return e
@@ -119,9 +124,8 @@ func knownError(err error, r *http.Request) *APIError {
 	if errors.Is(err, errBodyTimeout) {
 		return apiError(http.StatusRequestTimeout, "request_timeout", "The request body was not received in time.").withCause(err)
 	}
-	var apiErr *APIError
-	if errors.As(err, &apiErr) {
-		return apiErr
+	if e := mapDomain(err); e != nil {
+		return e
 	}
 	var reqErr *openapi3filter.RequestError
 	if errors.As(err, &reqErr) {

@@ -57,7 +57,7 @@ func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject
 		AppID: app.ID, EndUserID: eu.ID, Filename: form.file.filename, ContentType: form.file.contentType, Body: body,
 	})
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UploadFile201JSONResponse(uploadedFile(f)), nil
 }

@@ -38,7 +38,7 @@ func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequest
 	in.RetrievalModel = rm
 	v, err := s.knowledge.CreateDataset(ctx, in)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	d, err := s.genDataset(v)
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 	}
 	views, total, err := s.knowledge.ListDatasets(ctx, q)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.ListDatasets200JSONResponse{Data: make([]gen.Dataset, 0, len(views)), Page: page, Limit: limit, Total: total}
 	for _, v := range views {
@@ -76,7 +76,7 @@ func (s *Server) ListDatasets(ctx context.Context, req gen.ListDatasetsRequestOb
 func (s *Server) GetDataset(ctx context.Context, req gen.GetDatasetRequestObject) (gen.GetDatasetResponseObject, error) {
 	v, err := s.knowledge.GetDataset(ctx, req.DatasetId)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	d, err := s.genDataset(v)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 	in.RetrievalModel = rm
 	v, err := s.knowledge.UpdateDataset(ctx, req.DatasetId, in)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	d, err := s.genDataset(v)
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 // DeleteDataset answers DELETE /datasets/{dataset_id}.
 func (s *Server) DeleteDataset(ctx context.Context, req gen.DeleteDatasetRequestObject) (gen.DeleteDatasetResponseObject, error) {
 	if err := s.knowledge.DeleteDataset(ctx, req.DatasetId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteDataset204Response{}, nil
 }
@@ -218,7 +218,7 @@ func genTag(t store.Tag) gen.Tag {
 func (s *Server) ListTags(ctx context.Context, _ gen.ListTagsRequestObject) (gen.ListTagsResponseObject, error) {
 	tags, err := s.knowledge.ListTags(ctx, "")
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := make(gen.ListTags200JSONResponse, 0, len(tags))
 	for _, t := range tags {
@@ -231,7 +231,7 @@ func (s *Server) ListTags(ctx context.Context, _ gen.ListTagsRequestObject) (gen
 func (s *Server) CreateTag(ctx context.Context, req gen.CreateTagRequestObject) (gen.CreateTagResponseObject, error) {
 	t, err := s.knowledge.CreateTag(ctx, req.Body.Name)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.CreateTag200JSONResponse(genTag(t)), nil
 }
@@ -240,7 +240,7 @@ func (s *Server) CreateTag(ctx context.Context, req gen.CreateTagRequestObject) 
 func (s *Server) UpdateTag(ctx context.Context, req gen.UpdateTagRequestObject) (gen.UpdateTagResponseObject, error) {
 	t, err := s.knowledge.RenameTag(ctx, req.Body.TagId, req.Body.Name)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateTag200JSONResponse(genTag(t)), nil
 }
@@ -248,7 +248,7 @@ func (s *Server) UpdateTag(ctx context.Context, req gen.UpdateTagRequestObject) 
 // DeleteTag answers DELETE /datasets/tags.
 func (s *Server) DeleteTag(ctx context.Context, req gen.DeleteTagRequestObject) (gen.DeleteTagResponseObject, error) {
 	if err := s.knowledge.DeleteTag(ctx, req.Body.TagId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteTag204Response{}, nil
 }
@@ -256,7 +256,7 @@ func (s *Server) DeleteTag(ctx context.Context, req gen.DeleteTagRequestObject) 
 // BindTags answers POST /datasets/tags/binding.
 func (s *Server) BindTags(ctx context.Context, req gen.BindTagsRequestObject) (gen.BindTagsResponseObject, error) {
 	if err := s.knowledge.BindTags(ctx, req.Body.TagIds, req.Body.TargetId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.BindTags204Response{}, nil
 }
@@ -272,7 +272,7 @@ func (s *Server) UnbindTags(ctx context.Context, req gen.UnbindTagsRequestObject
 		ids = []string{*req.Body.TagId}
 	}
 	if err := s.knowledge.UnbindTags(ctx, ids, req.Body.TargetId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UnbindTags204Response{}, nil
 }
@@ -281,7 +281,7 @@ func (s *Server) UnbindTags(ctx context.Context, req gen.UnbindTagsRequestObject
 func (s *Server) ListDatasetTags(ctx context.Context, req gen.ListDatasetTagsRequestObject) (gen.ListDatasetTagsResponseObject, error) {
 	tags, err := s.knowledge.DatasetTags(ctx, req.DatasetId)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.ListDatasetTags200JSONResponse{Data: make([]gen.BoundTag, 0, len(tags)), Total: len(tags)}
 	for _, t := range tags {
@@ -300,7 +300,7 @@ func genMetadataField(f store.MetadataField) gen.MetadataField {
 func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadataFieldRequestObject) (gen.CreateMetadataFieldResponseObject, error) {
 	f, err := s.knowledge.CreateMetadataField(ctx, req.DatasetId, req.Body.Name, string(req.Body.Type))
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.CreateMetadataField201JSONResponse(genMetadataField(f)), nil
 }
@@ -309,7 +309,7 @@ func (s *Server) CreateMetadataField(ctx context.Context, req gen.CreateMetadata
 func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFieldsRequestObject) (gen.ListMetadataFieldsResponseObject, error) {
 	fields, builtIn, err := s.knowledge.ListMetadataFields(ctx, req.DatasetId)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.ListMetadataFields200JSONResponse{BuiltInFieldEnabled: builtIn}
 	out.DocMetadata = make([]struct {
@@ -331,7 +331,7 @@ func (s *Server) ListMetadataFields(ctx context.Context, req gen.ListMetadataFie
 func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadataFieldRequestObject) (gen.UpdateMetadataFieldResponseObject, error) {
 	f, err := s.knowledge.RenameMetadataField(ctx, req.DatasetId, req.MetadataId, req.Body.Name)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateMetadataField200JSONResponse(genMetadataField(f)), nil
 }
@@ -339,7 +339,7 @@ func (s *Server) UpdateMetadataField(ctx context.Context, req gen.UpdateMetadata
 // DeleteMetadataField answers DELETE /datasets/{dataset_id}/metadata/{metadata_id}.
 func (s *Server) DeleteMetadataField(ctx context.Context, req gen.DeleteMetadataFieldRequestObject) (gen.DeleteMetadataFieldResponseObject, error) {
 	if err := s.knowledge.DeleteMetadataField(ctx, req.DatasetId, req.MetadataId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteMetadataField204Response{}, nil
 }
@@ -347,7 +347,7 @@ func (s *Server) DeleteMetadataField(ctx context.Context, req gen.DeleteMetadata
 // ListBuiltInMetadataFields answers GET /datasets/{dataset_id}/metadata/built-in.
 func (s *Server) ListBuiltInMetadataFields(ctx context.Context, req gen.ListBuiltInMetadataFieldsRequestObject) (gen.ListBuiltInMetadataFieldsResponseObject, error) {
 	if _, err := s.knowledge.CheckDataset(ctx, req.DatasetId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	var out gen.ListBuiltInMetadataFields200JSONResponse
 	out.Fields = make([]struct {
@@ -364,7 +364,7 @@ func (s *Server) ListBuiltInMetadataFields(ctx context.Context, req gen.ListBuil
 // ToggleBuiltInMetadata answers POST /datasets/{dataset_id}/metadata/built-in/{action}.
 func (s *Server) ToggleBuiltInMetadata(ctx context.Context, req gen.ToggleBuiltInMetadataRequestObject) (gen.ToggleBuiltInMetadataResponseObject, error) {
 	if err := s.knowledge.SetBuiltInFields(ctx, req.DatasetId, req.Action); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.ToggleBuiltInMetadata200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
 }
@@ -391,7 +391,7 @@ func (s *Server) UpdateDocumentsMetadata(ctx context.Context, req gen.UpdateDocu
 		ops = append(ops, op)
 	}
 	if err := s.knowledge.SetDocumentsMetadata(ctx, req.DatasetId, ops); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateDocumentsMetadata200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
 }

@@ -59,7 +59,7 @@ func (s *Server) createDocumentByText(ctx context.Context, datasetID string, b *
 		v, batch, err = s.knowledge.CreateDocument(ctx, datasetID, cfg, src)
 	}
 	if err != nil {
-		return gen.DocumentWithBatch{}, domainError(err)
+		return gen.DocumentWithBatch{}, err
 	}
 	return s.documentWithBatch(v, batch), nil
 }
@@ -96,7 +96,7 @@ func (s *Server) updateDocumentByText(ctx context.Context, datasetID, documentID
 	}
 	v, batch, err := s.knowledge.UpdateDocument(ctx, datasetID, documentID, cfg, src)
 	if err != nil {
-		return gen.DocumentWithBatch{}, domainError(err)
+		return gen.DocumentWithBatch{}, err
 	}
 	return s.documentWithBatch(v, batch), nil
 }
@@ -121,7 +121,7 @@ func (s *Server) CreateDocumentByFileLegacy(ctx context.Context, req gen.CreateD
 
 func (s *Server) createDocumentByFile(ctx context.Context, datasetID string, body *multipart.Reader) (gen.DocumentWithBatch, error) {
 	if _, err := s.knowledge.CheckDataset(ctx, datasetID); err != nil {
-		return gen.DocumentWithBatch{}, domainError(err)
+		return gen.DocumentWithBatch{}, err
 	}
 	in, err := s.readDocumentForm(body, docCreate)
 	defer in.close()
@@ -138,7 +138,7 @@ func (s *Server) createDocumentByFile(ctx context.Context, datasetID string, bod
 		v, batch, err = s.knowledge.CreateDocument(ctx, datasetID, in.cfg, *in.src)
 	}
 	if err != nil {
-		return gen.DocumentWithBatch{}, docUploadError(err, docCreate)
+		return gen.DocumentWithBatch{}, err
 	}
 	return s.documentWithBatch(v, batch), nil
 }
@@ -172,7 +172,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 
 func (s *Server) updateDocumentByFile(ctx context.Context, datasetID, documentID string, body *multipart.Reader, route docRoute) (gen.DocumentWithBatch, error) {
 	if _, err := s.knowledge.CheckDataset(ctx, datasetID); err != nil {
-		return gen.DocumentWithBatch{}, domainError(err)
+		return gen.DocumentWithBatch{}, err
 	}
 	in, err := s.readDocumentForm(body, route)
 	defer in.close()
@@ -182,7 +182,7 @@ func (s *Server) updateDocumentByFile(ctx context.Context, datasetID, documentID
 	in.cfg.IndexingTechnique = nil
 	v, batch, err := s.knowledge.UpdateDocument(ctx, datasetID, documentID, in.cfg, in.src)
 	if err != nil {
-		return gen.DocumentWithBatch{}, docUploadError(err, route)
+		return gen.DocumentWithBatch{}, err
 	}
 	return s.documentWithBatch(v, batch), nil
 }
@@ -226,10 +226,6 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 		skipFile: func(name string) bool { return files.CheckName(name) != nil || !extract.Supported(name) },
 	})
 	d := &documentForm{form: form}
-	var tooLarge *files.TooLargeError
-	if errors.As(err, &tooLarge) {
-		return d, errFileTooLarge(tooLarge)
-	}
 	if err != nil {
 		return d, err
 	}
@@ -253,9 +249,11 @@ func (s *Server) readDocumentForm(body *multipart.Reader, route docRoute) (*docu
 		case err != nil:
 			// Dify's checks, on every route: a name is required, and one with '/' or '\' is
 			// refused ("Filename contains invalid characters"), not cut to its last element.
-			return d, domainError(err)
+			return d, err
 		case f.tmp == nil:
-			return d, docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
+			// A type the extractor does not read. On create-by-file Dify answers this 400
+			// invalid_param, on the update routes 415 (forOperation in errmap.go).
+			return d, fmt.Errorf("document file %q: %w", f.filename, files.ErrUnsupportedType)
 		}
 		r, err := f.rewind()
 		if err != nil {
@@ -321,36 +319,6 @@ func (s *Server) documentConfig(data string, long bool) (knowledge.DocumentConfi
 	return cfg, "", nil
 }
 
-// docFileError is a file's refusal: on create-by-file Dify does not translate it and answers 400
-// invalid_param with the same message.
-func docFileError(route docRoute, status int, code, msg string) *APIError {
-	if route == docCreate {
-		return errInvalidParam(msg)
-	}
-	return apiError(status, code, msg)
-}
-
-// errFileTooLarge answers a file over its size limit with 413 file_too_large on every document
-// file route. Dify's update routes do so; its create-by-file lets the upload's error through as a
-// ValueError (400 invalid_param). Parley answers the same cause the same way on all of them, as
-// /files/upload does.
-func errFileTooLarge(e *files.TooLargeError) *APIError {
-	return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(e))
-}
-
-// docUploadError maps a document service error, with the create-by-file quirk for an unsupported
-// type.
-func docUploadError(err error, route docRoute) error {
-	var tooLarge *files.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		return errFileTooLarge(tooLarge)
-	case errors.Is(err, files.ErrUnsupportedType):
-		return docFileError(route, http.StatusUnsupportedMediaType, "unsupported_file_type", "File type not allowed.")
-	}
-	return domainError(err)
-}
-
 // ListDocuments answers GET /datasets/{dataset_id}/documents.
 func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequestObject) (gen.ListDocumentsResponseObject, error) {
 	q := store.DocumentQuery{Page: 1, Limit: 20}
@@ -368,7 +336,7 @@ func (s *Server) ListDocuments(ctx context.Context, req gen.ListDocumentsRequest
 	}
 	views, total, err := s.knowledge.ListDocuments(ctx, req.DatasetId, q)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.ListDocuments200JSONResponse{Data: make([]gen.KnowledgeDocument, 0, len(views)),
 		HasMore: len(views) == q.Limit, Limit: q.Limit, Total: total, Page: q.Page}
@@ -391,7 +359,7 @@ func (s *Server) GetDocument(ctx context.Context, req gen.GetDocumentRequestObje
 	}
 	v, err := s.knowledge.GetDocument(ctx, req.DatasetId, req.DocumentId)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return documentDetailResponse(s.documentDetail(v, mode)), nil
 }
@@ -415,7 +383,7 @@ func (r documentDetailResponse) VisitGetDocumentResponse(w http.ResponseWriter) 
 // DeleteDocument answers DELETE /datasets/{dataset_id}/documents/{document_id}.
 func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentRequestObject) (gen.DeleteDocumentResponseObject, error) {
 	if err := s.knowledge.DeleteDocument(ctx, req.DatasetId, req.DocumentId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteDocument204Response{}, nil
 }
@@ -424,7 +392,7 @@ func (s *Server) DeleteDocument(ctx context.Context, req gen.DeleteDocumentReque
 func (s *Server) GetDocumentIndexingStatus(ctx context.Context, req gen.GetDocumentIndexingStatusRequestObject) (gen.GetDocumentIndexingStatusResponseObject, error) {
 	sts, err := s.knowledge.BatchStatus(ctx, req.DatasetId, req.Batch)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.GetDocumentIndexingStatus200JSONResponse{Data: make([]gen.DocumentIndexingStatus, 0, len(sts))}
 	for _, st := range sts {
@@ -447,7 +415,7 @@ func (s *Server) UpdateDocumentStatus(ctx context.Context, req gen.UpdateDocumen
 		ids = *req.Body.DocumentIds
 	}
 	if err := s.knowledge.SetStatus(ctx, req.DatasetId, req.Action, ids); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateDocumentStatus200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: "success"}}, nil
 }

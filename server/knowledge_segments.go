@@ -93,7 +93,7 @@ func (s *Server) CreateSegments(ctx context.Context, req gen.CreateSegmentsReque
 	}
 	views, form, err := s.knowledge.CreateSegments(ctx, req.DatasetId, req.DocumentId, in)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.CreateSegments200JSONResponse{Data: genSegments(views), DocForm: form}, nil
 }
@@ -107,7 +107,7 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 	}
 	views, total, form, err := s.knowledge.ListSegments(ctx, req.DatasetId, req.DocumentId, q)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.ListSegments200JSONResponse{Data: genSegments(views), DocForm: form, Total: total,
 		HasMore: len(views) == limit, Limit: limit, Page: page}, nil
@@ -117,7 +117,7 @@ func (s *Server) ListSegments(ctx context.Context, req gen.ListSegmentsRequestOb
 func (s *Server) GetSegment(ctx context.Context, req gen.GetSegmentRequestObject) (gen.GetSegmentResponseObject, error) {
 	v, form, err := s.knowledge.GetSegment(ctx, req.DatasetId, req.DocumentId, req.SegmentId)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.GetSegment200JSONResponse{Data: genSegment(v), DocForm: form}, nil
 }
@@ -132,7 +132,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 	}
 	v, form, err := s.knowledge.UpdateSegment(ctx, req.DatasetId, req.DocumentId, req.SegmentId, in)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateSegment200JSONResponse{Data: genSegment(v), DocForm: form}, nil
 }
@@ -140,7 +140,7 @@ func (s *Server) UpdateSegment(ctx context.Context, req gen.UpdateSegmentRequest
 // DeleteSegment answers DELETE …/segments/{segment_id}.
 func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequestObject) (gen.DeleteSegmentResponseObject, error) {
 	if err := s.knowledge.DeleteSegment(ctx, req.DatasetId, req.DocumentId, req.SegmentId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteSegment204Response{}, nil
 }
@@ -149,7 +149,7 @@ func (s *Server) DeleteSegment(ctx context.Context, req gen.DeleteSegmentRequest
 func (s *Server) CreateChildChunk(ctx context.Context, req gen.CreateChildChunkRequestObject) (gen.CreateChildChunkResponseObject, error) {
 	c, err := s.knowledge.CreateChildChunk(ctx, req.DatasetId, req.DocumentId, req.SegmentId, req.Body.Content)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.CreateChildChunk200JSONResponse{Data: genChildChunk(c)}, nil
 }
@@ -160,7 +160,7 @@ func (s *Server) ListChildChunks(ctx context.Context, req gen.ListChildChunksReq
 	items, total, err := s.knowledge.ListChildChunks(ctx, req.DatasetId, req.DocumentId, req.SegmentId,
 		str(req.Params.Keyword), page, limit)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	out := gen.ListChildChunks200JSONResponse{Data: make([]gen.ChildChunk, len(items)), Total: total,
 		TotalPages: (total + limit - 1) / limit, Page: page, Limit: limit}
@@ -174,7 +174,7 @@ func (s *Server) ListChildChunks(ctx context.Context, req gen.ListChildChunksReq
 func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkRequestObject) (gen.UpdateChildChunkResponseObject, error) {
 	c, err := s.knowledge.UpdateChildChunk(ctx, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId, req.Body.Content)
 	if err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.UpdateChildChunk200JSONResponse{Data: genChildChunk(c)}, nil
 }
@@ -182,7 +182,7 @@ func (s *Server) UpdateChildChunk(ctx context.Context, req gen.UpdateChildChunkR
 // DeleteChildChunk answers DELETE …/child_chunks/{child_chunk_id}.
 func (s *Server) DeleteChildChunk(ctx context.Context, req gen.DeleteChildChunkRequestObject) (gen.DeleteChildChunkResponseObject, error) {
 	if err := s.knowledge.DeleteChildChunk(ctx, req.DatasetId, req.DocumentId, req.SegmentId, req.ChildChunkId); err != nil {
-		return nil, domainError(err)
+		return nil, err
 	}
 	return gen.DeleteChildChunk204Response{}, nil
 }
@@ -219,7 +219,7 @@ func (s *Server) retrieve(ctx context.Context, datasetID string, body *gen.Retri
 	}
 	records, err := s.knowledge.RetrieveDataset(ctx, datasetID, in)
 	if err != nil {
-		return gen.RetrieveResult{}, domainError(err)
+		return gen.RetrieveResult{}, err
 	}
 	out := gen.RetrieveResult{Records: make([]gen.RetrieveRecord, len(records))}
 	out.Query.Content = in.Query

@@ -189,7 +189,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
 	e.Use(principalToRequest, storableText(doc, BasePath))
-	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, nil), BasePath)
+	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation}), BasePath)
 	return e, s, nil
 }
 
@@ -255,7 +255,7 @@ func (s *Server) ListAvailableModels(ctx context.Context, req gen.ListAvailableM
 	t, err := models.ParseType(string(req.ModelType))
 	if err != nil {
 		// Unreachable behind the request validator; kept so the handler is safe on its own.
-		return nil, errInvalidParam(err.Error())
+		return nil, err
 	}
 	providers := s.catalog.ByType(t)
 	out := gen.ListAvailableModels200JSONResponse{Data: make([]gen.ModelProvider, 0, len(providers))}

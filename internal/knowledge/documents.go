@@ -605,7 +605,7 @@ func applyStatusAction(doc *store.Document, action string, now time.Time, accoun
 		}
 	case ActionDisable:
 		if doc.IndexingStatus != store.IndexingCompleted {
-			return false, newError(400, "invalid_action", fmt.Sprintf("Document: %s is not completed.", doc.Name))
+			return false, newError(KindInvalidAction, fmt.Sprintf("Document: %s is not completed.", doc.Name))
 		}
 		if doc.Enabled {
 			doc.Enabled, doc.DisabledAt, doc.DisabledBy, changed = false, &now, account, true

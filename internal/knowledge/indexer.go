@@ -14,10 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
-	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tokens"
@@ -310,24 +309,15 @@ func (n interruptedError) Error() string {
 	return fmt.Sprintf("Indexing was interrupted %d times (the server stopped while indexing this document) and was given up.", int(n))
 }
 
-// failureMessage is the document's readable error.
+// SafeMessage implements safeerr.Error.
+func (n interruptedError) SafeMessage() string { return n.Error() }
+
+// failureMessage is the document's readable error: the client-safe text of the failure (an
+// extraction, splitting, provider or knowledge error says what went wrong), the same text
+// server/ would answer it with.
 func failureMessage(err error) string {
-	var xe *extract.Error
-	var le *segment.LengthError
-	var ke *Error
-	var pe *providers.Error
-	var ie interruptedError
-	switch {
-	case errors.As(err, &ie):
-		return ie.Error()
-	case errors.As(err, &xe):
-		return xe.Error()
-	case errors.As(err, &le):
-		return le.Error()
-	case errors.As(err, &ke):
-		return ke.Message
-	case errors.As(err, &pe):
-		return pe.Message
+	if msg, ok := safeerr.Message(err); ok {
+		return msg
 	}
 	// Anything else (a storage failure, a panic) may name internals; the log has the detail.
 	return "Indexing failed because of an internal error."

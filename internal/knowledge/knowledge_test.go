@@ -255,7 +255,7 @@ func TestHierarchicalAndFailures(t *testing.T) {
 		bad := []byte(`{"mode":"custom","rules":{"pre_processing_rules":[],"segmentation":{"separator":"\n","max_tokens":5000}}}`)
 		_, _, err = e.svc.CreateDocument(ctx, d.ID, knowledge.DocumentConfig{ProcessRule: bad, DocForm: ptr(knowledge.DocFormText)}, knowledge.Source{Filename: "big", Body: strings.NewReader("text"), Text: true})
 		var ke *knowledge.Error
-		if !errors.As(err, &ke) || ke.Status != 400 || ke.Code != "invalid_param" || ke.Message != "Custom segment length should be between 50 and 4000." {
+		if !errors.As(err, &ke) || ke.Kind != knowledge.KindInvalid || ke.Message != "Custom segment length should be between 50 and 4000." {
 			t.Fatalf("max_tokens 5000: %v", err)
 		}
 		if _, after, _ := e.svc.ListDocuments(ctx, d.ID, store.DocumentQuery{Page: 1, Limit: 100}); after != before {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -25,42 +24,81 @@ import (
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
-// Error is a failure with Dify's error code and HTTP status: the knowledge service's rules are
-// Dify's, so its errors are too.
+// Kind classifies a knowledge failure by what went wrong, not by how it is answered: server/
+// gives each kind its HTTP status and error code (Dify's), this package gives the message.
+type Kind string
+
+// Failure kinds. The comment on each names the Dify code server/ answers it with.
+const (
+	// KindInvalid: the request breaks one of the service's rules (invalid_param).
+	KindInvalid Kind = "invalid"
+	// KindNotFound: the dataset, document, chunk, tag or metadata field does not exist (not_found).
+	KindNotFound Kind = "not_found"
+	// KindAPIDisabled: the dataset's API access is switched off (forbidden).
+	KindAPIDisabled Kind = "api_disabled"
+	// KindNameDuplicate: another dataset has the name (dataset_name_duplicate).
+	KindNameDuplicate Kind = "name_duplicate"
+	// KindInUse: apps use the dataset, so it cannot be deleted (dataset_in_use).
+	KindInUse Kind = "in_use"
+	// KindArchived: the document is archived and cannot be changed (archived_document_immutable).
+	KindArchived Kind = "archived"
+	// KindNotInitialized: the dataset has nothing indexed to search yet (dataset_not_initialized).
+	KindNotInitialized Kind = "not_initialized"
+	// KindNoEmbeddingModel: no usable embedding model is configured (provider_not_initialize).
+	KindNoEmbeddingModel Kind = "no_embedding_model"
+	// KindInvalidAction: the action does not apply to the document (invalid_action).
+	KindInvalidAction Kind = "invalid_action"
+)
+
+// Error is a knowledge failure. Message is Dify's text for it and safe to show to a client; the
+// cause, if any, is for errors.Is/As and the log. An *Error matches (errors.Is) any *Error of
+// the same kind and message, so the sentinels below match the copies that carry a cause.
 type Error struct {
-	Status  int
-	Code    string
+	Kind    Kind
 	Message string
 	cause   error
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+// Error is for logs: the kind, the message and the cause.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return "knowledge: " + string(e.Kind) + ": " + e.Message + ": " + e.cause.Error()
+	}
+	return "knowledge: " + string(e.Kind) + ": " + e.Message
+}
+
+// SafeMessage implements safeerr.Error.
+func (e *Error) SafeMessage() string { return e.Message }
 
 // Unwrap returns the underlying cause, if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-func newError(status int, code, msg string) *Error {
-	return &Error{Status: status, Code: code, Message: msg}
+// Is reports whether target is an *Error of the same kind and message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind && t.Message == e.Message
 }
 
-func invalidParam(msg string) *Error { return newError(http.StatusBadRequest, "invalid_param", msg) }
+func newError(kind Kind, msg string) *Error { return &Error{Kind: kind, Message: msg} }
 
-func notFound(msg string) *Error { return newError(http.StatusNotFound, "not_found", msg) }
+func invalidParam(msg string) *Error { return newError(KindInvalid, msg) }
+
+func notFound(msg string) *Error { return newError(KindNotFound, msg) }
 
 // Errors shared by several operations, with Dify's messages.
 var (
 	ErrDatasetNotFound   = notFound("Dataset not found.")
-	ErrAPIDisabled       = newError(http.StatusForbidden, "forbidden", "Dataset api access is not enabled.")
+	ErrAPIDisabled       = newError(KindAPIDisabled, "Dataset api access is not enabled.")
 	ErrDocumentNotFound  = notFound("Document not found.")
 	ErrSegmentNotFound   = notFound("Segment not found.")
 	ErrChildNotFound     = notFound("Child chunk not found.")
-	ErrNameDuplicate     = newError(http.StatusConflict, "dataset_name_duplicate", "The dataset name already exists. Please modify your dataset name.")
-	ErrDatasetInUse      = newError(http.StatusConflict, "dataset_in_use", "The dataset is being used by some apps. Please remove the dataset from the apps before deleting it.")
-	ErrArchived          = newError(http.StatusForbidden, "archived_document_immutable", "The archived document is not editable.")
+	ErrNameDuplicate     = newError(KindNameDuplicate, "The dataset name already exists. Please modify your dataset name.")
+	ErrDatasetInUse      = newError(KindInUse, "The dataset is being used by some apps. Please remove the dataset from the apps before deleting it.")
+	ErrArchived          = newError(KindArchived, "The archived document is not editable.")
 	ErrNotAvailable      = invalidParam("Document is not available")
-	ErrNotInitialized    = newError(http.StatusBadRequest, "dataset_not_initialized", "The dataset is still being initialized or indexing. Please wait a moment.")
-	ErrNoEmbeddingModel  = newError(http.StatusBadRequest, "provider_not_initialize", "No Embedding Model available. Please configure a valid provider in the Settings -> Model Provider.")
-	ErrInvalidAction     = newError(http.StatusBadRequest, "invalid_action", "Invalid action.")
+	ErrNotInitialized    = newError(KindNotInitialized, "The dataset is still being initialized or indexing. Please wait a moment.")
+	ErrNoEmbeddingModel  = newError(KindNoEmbeddingModel, "No Embedding Model available. Please configure a valid provider in the Settings -> Model Provider.")
+	ErrInvalidAction     = newError(KindInvalidAction, "Invalid action.")
 	ErrTechniqueRequired = invalidParam("indexing_technique is required.")
 	ErrProcessRuleNeeded = invalidParam("process_rule is required.")
 	ErrInvalidDocForm    = invalidParam("Invalid doc_form.")

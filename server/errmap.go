@@ -1,0 +1,264 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/safeerr"
+	"github.com/parleyhq/parley/internal/segment"
+)
+
+// This file is where the errors of the domain packages meet the contract. Handlers return them
+// as they get them (wrapped with %w if they add context); Echo's error handler and the `error`
+// event of a stream both call mapError. docs/errors.md describes the convention.
+
+// Messages Dify uses for these failures.
+const (
+	msgConversationNotExists = "Conversation Not Exists."
+	msgConversationEnded     = "The conversation has ended. Please start a new conversation."
+	msgProviderNotInit       = "No valid model provider credentials found. Please go to Settings -> Model Provider to complete your provider credentials."
+	msgModelNotSupported     = "The app's model is currently not supported."
+	msgFileTypeNotAllowed    = "File type not allowed."
+)
+
+// mapError gives the contract error — status, code and client-safe message — for an error of
+// the domain packages, and a 500 for one it does not recognise. It is what a stream's `error`
+// event shows; Echo's error handler uses it (through toAPIError) for every failed request.
+func mapError(err error) *APIError {
+	if e := mapDomain(err); e != nil {
+		return e
+	}
+	return errInternal(err)
+}
+
+// domainError is mapError under the name the chat stream code still uses.
+//
+// Deprecated: handlers return domain errors as they are; encoders call mapError.
+func domainError(err error) *APIError { return mapError(err) }
+
+// knowledgeKinds gives each kind of knowledge failure Dify's status and code; the message is
+// the error's own.
+var knowledgeKinds = map[knowledge.Kind]struct {
+	status int
+	code   string
+}{
+	knowledge.KindInvalid:          {http.StatusBadRequest, "invalid_param"},
+	knowledge.KindNotFound:         {http.StatusNotFound, "not_found"},
+	knowledge.KindAPIDisabled:      {http.StatusForbidden, "forbidden"},
+	knowledge.KindNameDuplicate:    {http.StatusConflict, "dataset_name_duplicate"},
+	knowledge.KindInUse:            {http.StatusConflict, "dataset_in_use"},
+	knowledge.KindArchived:         {http.StatusForbidden, "archived_document_immutable"},
+	knowledge.KindNotInitialized:   {http.StatusBadRequest, "dataset_not_initialized"},
+	knowledge.KindNoEmbeddingModel: {http.StatusBadRequest, "provider_not_initialize"},
+	knowledge.KindInvalidAction:    {http.StatusBadRequest, "invalid_action"},
+}
+
+// mapDomain is mapError for the errors it recognises, nil for the rest. The order matters
+// only for an error whose chain holds several of these; the first case that matches wins.
+// Every mapped error keeps err as its cause, for the log.
+func mapDomain(err error) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	e := domainOutcome(err)
+	if e == nil {
+		return nil
+	}
+	return e.withCause(err)
+}
+
+func domainOutcome(err error) *APIError {
+	var (
+		perr     *providers.Error
+		inputErr *apps.InputError
+		limitErr *chat.LimitError
+		ext      *files.ExtensionNotAllowedError
+		tooLarge *files.TooLargeError
+		kerr     *knowledge.Error
+		xerr     *extract.Error
+	)
+	switch {
+	// internal/knowledge: the kind says how, the error says what.
+	case errors.As(err, &kerr):
+		k, ok := knowledgeKinds[kerr.Kind]
+		if !ok {
+			return nil
+		}
+		return apiError(k.status, k.code, kerr.SafeMessage())
+
+	// internal/extract and internal/segment: a document or a rule the service refuses.
+	case errors.As(err, &xerr):
+		return errInvalidParam(xerr.SafeMessage())
+	case errors.Is(err, segment.ErrNoSubchunkSegmentation):
+		return errInvalidParam(segment.ErrNoSubchunkSegmentation.Error())
+	case errors.As(err, new(*segment.ValidationError)), errors.As(err, new(*segment.LengthError)),
+		errors.As(err, new(*segment.OverlapError)):
+		msg, _ := safeerr.Message(err)
+		return errInvalidParam(msg)
+
+	// internal/files
+	case errors.Is(err, files.ErrUnsupportedType):
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_file_type", msgFileTypeNotAllowed)
+	case errors.Is(err, files.ErrFilenameMissing):
+		return apiError(http.StatusBadRequest, "filename_not_exists_error", "The specified filename does not exist.")
+	case errors.Is(err, files.ErrInvalidFilename):
+		return errInvalidParam("Filename contains invalid characters")
+	case errors.As(err, &ext):
+		return errInvalidParam(ext.SafeMessage())
+	case errors.As(err, &tooLarge):
+		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
+	case errors.Is(err, files.ErrFileNotFound):
+		return errInvalidParam("Invalid upload file id.")
+	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):
+		// The causes name internal addresses and the resolver; files.Service logs them.
+		msg, _ := safeerr.Message(err)
+		return errInvalidParam(msg)
+
+	// internal/chat
+	case errors.Is(err, chat.ErrFileReference):
+		return errInvalidParam(wrapText(err, chat.ErrFileReference))
+	case errors.As(err, &limitErr):
+		return apiError(http.StatusTooManyRequests, "too_many_requests", fmt.Sprintf(
+			"Too many requests. Please try again later. The current maximum concurrent requests allowed for %s is %d.",
+			limitErr.AppID, limitErr.Limit))
+	case errors.Is(err, chat.ErrConversationNotFound):
+		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
+	case errors.Is(err, chat.ErrConversationEnded):
+		return apiError(http.StatusBadRequest, "conversation_completed", msgConversationEnded)
+	case errors.Is(err, chat.ErrInvalidConversationID):
+		return errInvalidParam(chat.ErrInvalidConversationID.Error())
+	case errors.Is(err, chat.ErrStreamingOnly):
+		return apiError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
+	case errors.Is(err, chat.ErrModeNotSupported):
+		return apiError(http.StatusBadRequest, "app_unavailable", "App unavailable: this server does not run apps of this mode yet.")
+
+	// internal/providers: the kind of upstream failure, with the provider's client-safe message.
+	case errors.As(err, &perr):
+		switch perr.Kind {
+		case providers.KindCredentials:
+			return apiError(http.StatusBadRequest, "provider_not_initialize", perr.SafeMessage())
+		case providers.KindQuota:
+			return apiError(http.StatusBadRequest, "provider_quota_exceeded", perr.SafeMessage())
+		case providers.KindModel:
+			return apiError(http.StatusBadRequest, "model_currently_not_support", perr.SafeMessage())
+		default:
+			return apiError(http.StatusBadRequest, "completion_request_error", perr.SafeMessage())
+		}
+
+	// internal/apps
+	case errors.As(err, &inputErr):
+		return errInvalidParam(inputErr.SafeMessage())
+
+	// internal/models
+	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):
+		return apiError(http.StatusBadRequest, "provider_not_initialize", msgProviderNotInit)
+	case errors.Is(err, models.ErrModelNotFound):
+		return apiError(http.StatusBadRequest, "model_currently_not_support", msgModelNotSupported)
+	case errors.Is(err, models.ErrUnknownType):
+		return errInvalidParam(wrapText(err, models.ErrUnknownType))
+
+	// internal/conversations, with Dify's messages.
+	case errors.Is(err, conversations.ErrConversationNotFound):
+		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
+	case errors.Is(err, conversations.ErrLastNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Last Conversation Not Exists.")
+	case errors.Is(err, conversations.ErrMessageNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Message Not Exists.")
+	case errors.Is(err, conversations.ErrFirstNotFound):
+		return apiError(http.StatusNotFound, "not_found", "First Message Not Exists.")
+	case errors.Is(err, conversations.ErrNoFeedback):
+		return errInvalidParam("Feedback does not exist.")
+	case errors.Is(err, conversations.ErrNameRequired):
+		return errInvalidParam("name is required when auto_generate is false")
+	case errors.Is(err, conversations.ErrNoMessages):
+		return errInvalidParam("The conversation has no message to generate a name from.")
+	case errors.Is(err, conversations.ErrSuggestDisabled):
+		return apiError(http.StatusBadRequest, "bad_request", "Suggested Questions Is Disabled.")
+
+	// internal/auth: its texts are Dify's 401 messages.
+	case errors.Is(err, auth.ErrMissingBearer):
+		return errUnauthorized(auth.ErrMissingBearer.Error())
+	case errors.Is(err, auth.ErrBearerScheme):
+		return errUnauthorized(auth.ErrBearerScheme.Error())
+	case errors.Is(err, auth.ErrInvalidKey):
+		return errUnauthorized(msgInvalidToken)
+	}
+	return nil
+}
+
+// wrapText is the text of the error that wraps target directly — the domain package's own
+// "invalid file reference: files[0].url must be …" — whatever context callers above it added.
+// It is target's text when nothing wraps it.
+func wrapText(err, target error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e == target || errors.Unwrap(e) == target {
+			return e.Error()
+		}
+	}
+	return target.Error()
+}
+
+// operationEchoKey is where recordOperation leaves the strict operation's id.
+const operationEchoKey = "parley.operation"
+
+// recordOperation is a strict middleware that leaves the operation's id on the Echo context, for
+// the error handler's per-operation exceptions and its log.
+func recordOperation(f gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	return func(c echo.Context, req any) (any, error) {
+		c.Set(operationEchoKey, operationID)
+		return f(c, req)
+	}
+}
+
+// forOperation adjusts e where one operation answers a cause differently from the rest.
+func forOperation(operationID string, e *APIError) *APIError {
+	switch operationID {
+	case "CreateDocumentByFile", "CreateDocumentByFileLegacy":
+		// Dify's create-by-file does not translate the file service's refusal of a type: it
+		// ends as 400 invalid_param with the same message. The update routes answer 415.
+		if e.Code == "unsupported_file_type" {
+			return errInvalidParam(e.Message).withCause(e)
+		}
+	}
+	return e
+}
+
+// errorTypes lists the dynamic types along err's chain ("*fmt.wrapError > *errors.errorString"),
+// so the log of an unmapped error says what to map.
+func errorTypes(err error) string {
+	var out string
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if out != "" {
+			out += " > "
+		}
+		out += fmt.Sprintf("%T", e)
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				walk(inner)
+			}
+		}
+	}
+	walk(err)
+	return out
+}

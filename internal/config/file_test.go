@@ -392,6 +392,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"input default too long", inputDoc("{type: text-input, variable: v, max_length: 3, default: abcd}"), nil, "apps[0].user_input_form[0].default: longer than max_length 3"},
 		{"input number default", inputDoc("{type: number, variable: v, default: many}"), nil, `apps[0].user_input_form[0].default: "many" is not a number`},
 		{"input checkbox default", inputDoc("{type: checkbox, variable: v, default: maybe}"), nil, `apps[0].user_input_form[0].default: "maybe" is not true or false`},
+		{"dataset query variable unknown", appDoc("model: {provider: openai, name: gpt}, user_input_form: [{type: text-input, variable: v}], dataset_query_variable: w"), nil, `apps[0].dataset_query_variable: "w" is not a variable of user_input_form`},
 		{"kb name missing", kbDoc("{embedding: {provider: openai, model: emb}}"), nil, "knowledge_bases[0].name: required"},
 		{"kb duplicate", kbDoc("{name: k, embedding: {provider: openai, model: emb}}, {name: k, embedding: {provider: openai, model: emb}}"), nil, `knowledge_bases[1].name: duplicate knowledge base "k"`},
 		{"kb embedding half", kbDoc("{name: k, embedding: {model: emb}}"), nil, "knowledge_bases[0].embedding.provider: required"},

@@ -319,6 +319,11 @@ func (f *File) normalizeApp(a *App, path string, kbs map[string]int, bad badFunc
 		}
 		vars[in.Variable] = k
 	}
+	if a.DatasetQueryVariable != "" {
+		if _, ok := vars[a.DatasetQueryVariable]; !ok {
+			bad(path+".dataset_query_variable", "%q is not a variable of user_input_form", a.DatasetQueryVariable)
+		}
+	}
 	for k, name := range a.KnowledgeBases {
 		kpath := indexPath(path+".knowledge_bases", k)
 		if _, ok := kbs[name]; !ok {

@@ -304,8 +304,9 @@ type App struct {
 	MaxActiveRequests int `yaml:"max_active_requests"`
 	// KnowledgeBases names the knowledge bases the app retrieves from.
 	KnowledgeBases []string `yaml:"knowledge_bases"`
-	// DatasetQueryVariable names, for completion apps with knowledge bases, the input whose
-	// value is the retrieval query (Dify's dataset_query_variable).
+	// DatasetQueryVariable names the input whose value a completion app searches its
+	// knowledge bases with (Dify's dataset_query_variable); required for completion apps with
+	// knowledge bases, which have no conversation to take a query from.
 	DatasetQueryVariable string `yaml:"dataset_query_variable"`
 }
 

@@ -205,6 +205,30 @@ func TestImportedApps(t *testing.T) {
 				t.Errorf("parley %s: %v\nstdout %q\nstderr %s\nwant an error mentioning %q", strings.Join(tc.args, " "), err, stdout, stderr, tc.want)
 			}
 		}
+		// An imported app's knowledge base, mapped from the file's dataset id, is in use while
+		// the app exists.
+		kc := newClient(t, p, p.KnowledgeKey)
+		kb := mustDataset(t, kc, client.CreateDatasetJSONRequestBody{Name: "Imported KB " + strings.ReplaceAll(t.Name(), "/", "-")})
+		withKB := write("kb.yml", strings.Replace(importedChatbot("Use the knowledge base."), "datasets: {datasets: []}",
+			"datasets: {datasets: [{dataset: {enabled: true, id: 3f9a-dify-dataset}}]}", 1))
+		if _, stderr, err := p.cliOut("apps", "import", "--name", "Librarian 2", withKB); err == nil ||
+			!strings.Contains(stderr, `dataset "3f9a-dify-dataset" is not a knowledge base of this server; map it with --dataset 3f9a-dify-dataset=KNOWLEDGE_BASE`) {
+			t.Fatalf("import with an unmapped dataset: %v\n%s", err, stderr)
+		}
+		p.CLI(t, "apps", "import", "--name", "Librarian 2", "--dataset", "3f9a-dify-dataset="+kb.Id.String(), withKB)
+		if g, _ := kc.GetDatasetWithResponse(ctx, kb.Id.String()); g.JSON200 == nil || g.JSON200.AppCount != 1 {
+			t.Fatalf("dataset used by an imported app: %d %s", g.StatusCode(), g.Body)
+		}
+		del, err := kc.DeleteDatasetWithResponse(ctx, kb.Id.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, "delete a knowledge base an imported app uses", del.StatusCode(), del.Body, http.StatusConflict, "dataset_in_use")
+		p.CLI(t, "apps", "delete", "Librarian 2")
+		if del, _ := kc.DeleteDatasetWithResponse(ctx, kb.Id.String()); del.StatusCode() != http.StatusNoContent {
+			t.Fatalf("delete the knowledge base after the app: %d %s", del.StatusCode(), del.Body)
+		}
+
 		// Publishing a Chatbot is accepted and changes nothing.
 		if _, stderr, err := p.cliOut("apps", "publish", "Imported Bot"); err != nil || !strings.Contains(stderr, "chat apps have no versions") {
 			t.Fatalf("publish: %v %s", err, stderr)

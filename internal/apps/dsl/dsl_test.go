@@ -86,6 +86,7 @@ func golden(t *testing.T, path string, got []byte) {
 // TestOwnFiles imports one file per version family, written from Dify's format, and checks what
 // each field became, that the canonical export matches its golden file and that it round-trips.
 func TestOwnFiles(t *testing.T) {
+	t.Parallel()
 	env := testEnv()
 	for _, tc := range []struct {
 		file  string
@@ -229,6 +230,7 @@ model_config:
 `
 
 func TestVersions(t *testing.T) {
+	t.Parallel()
 	env := testEnv()
 	for _, tc := range []struct {
 		version string // the line as written; "" for none
@@ -271,6 +273,7 @@ func TestVersions(t *testing.T) {
 }
 
 func TestModelResolution(t *testing.T) {
+	t.Parallel()
 	env := testEnv()
 	env.Providers = append(env.Providers, config.Provider{Name: "langgenius/anthropic/anthropic", Type: config.ProviderTypeOpenAICompatible,
 		Models: []config.Model{{Name: "claude-3-5-sonnet", Type: config.ModelTypeLLM, Enabled: true}}})
@@ -300,6 +303,7 @@ func TestModelResolution(t *testing.T) {
 // TestSubstitution: an unresolvable model fails the import with the path and the reference;
 // with --model-fallback it is replaced, and the replacement is reported.
 func TestSubstitution(t *testing.T) {
+	t.Parallel()
 	doc := `version: '0.6.0'
 app: {name: Claude Bot, mode: chat}
 model_config:
@@ -347,6 +351,7 @@ model_config:
 // TestEveryProblemAtOnce: a file with many problems fails with one error that lists them all, in
 // file order, each with its path.
 func TestEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
 	doc := `version: 0.6.0
 app: {mode: completion}
 model_config:
@@ -407,6 +412,7 @@ model_config:
 }
 
 func TestMissingPieces(t *testing.T) {
+	t.Parallel()
 	env := testEnv()
 	for name, tc := range map[string]struct{ doc, want string }{
 		"empty":            {"", "the file is empty"},
@@ -436,6 +442,7 @@ func TestMissingPieces(t *testing.T) {
 
 // TestRefusedModes: the kinds Parley does not run yet are refused with the reason.
 func TestRefusedModes(t *testing.T) {
+	t.Parallel()
 	for mode, want := range map[string]string{
 		"agent-chat":    "app.mode: Legacy Agent (agent-chat) apps cannot be imported yet: Parley does not run agents and their tools yet",
 		"agent":         "app.mode: Agent (agent) apps cannot be imported yet",
@@ -450,6 +457,7 @@ func TestRefusedModes(t *testing.T) {
 }
 
 func TestOversizedFile(t *testing.T) {
+	t.Parallel()
 	doc := []byte(chatBody + "# " + strings.Repeat("x", MaxSize) + "\n")
 	_, err := Import(doc, testEnv(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "DSL files are limited to 10 MB") {
@@ -468,6 +476,7 @@ func TestOversizedFile(t *testing.T) {
 // TestYAMLHazards: aliases cannot make a small file huge; merge keys and timestamps read as a
 // YAML reader would, and come back unchanged.
 func TestYAMLHazards(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
 	for i := 1; i < 9; i++ {
@@ -504,6 +513,7 @@ model_config:
 
 // TestDatasetResolution: mapped ids, Parley ids and names resolve; a disabled entry is left out.
 func TestDatasetResolution(t *testing.T) {
+	t.Parallel()
 	doc := chatBody + `  dataset_configs:
     datasets:
       datasets:
@@ -532,6 +542,7 @@ func TestDatasetResolution(t *testing.T) {
 // TestTools exercises tool resolution on a Legacy Agent file, a kind the default options refuse:
 // a missing tool fails the import, --lenient keeps it with a note, a tool the server has passes.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	doc := `version: 0.6.0
 app: {name: Clock Agent, mode: agent-chat}
 model_config:
@@ -590,6 +601,7 @@ model_config:
 
 // TestExportConfigApp: a config app exports, and its export imports as the same app.
 func TestExportConfigApp(t *testing.T) {
+	t.Parallel()
 	file, err := config.ParseFile([]byte(`
 providers:
   - {name: openai, base_url: "http://x/v1", requires_api_key: false, models: [{name: gpt-4o-mini, type: llm, context_size: 1000}]}
@@ -642,6 +654,7 @@ var publicOptions = map[string]Options{
 // empty values, Dify's plugin dependencies and the references it resolved; every file of
 // another kind is refused with the reason.
 func TestPublicExports(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "public", "*", "*.yml"))
 	if err != nil {
 		t.Fatal(err)

@@ -163,6 +163,7 @@ func TestOwnFiles(t *testing.T) {
 			notes: []string{
 				"not run: model_config.sensitive_word_avoidance: moderation is enabled, but Parley does not offer it yet; the setting is kept",
 				"not run: model_config.text_to_speech: text to speech is enabled, but Parley does not offer it yet; the setting is kept",
+				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
 			},
 		},
 		{
@@ -174,7 +175,10 @@ func TestOwnFiles(t *testing.T) {
 					t.Errorf("imported %+v", a)
 				}
 			},
-			notes: []string{"not run: model_config.more_like_this: more like this is enabled, but Parley does not offer it yet; the setting is kept"},
+			notes: []string{
+				"not run: model_config.more_like_this: more like this is enabled, but Parley does not offer it yet; the setting is kept",
+				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
+			},
 		},
 		{
 			file: "completion-0.7.0.yml",

@@ -599,6 +599,9 @@ func (c *converter) noteFeaturesNotRun(mc *section) {
 			c.p.note(NoteNotRun, mc.at(key), "%s is enabled, but Parley does not offer it yet; the setting is kept", notRun[key])
 		}
 	}
+	if c.a.PromptType == apps.PromptAdvanced {
+		c.p.note(NoteNotRun, mc.at("prompt_type"), "advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now")
+	}
 	tools, _ := mc.m["external_data_tools"].([]any)
 	for i, t := range tools {
 		if m, ok := t.(map[string]any); ok && m["enabled"] == true {

@@ -239,37 +239,43 @@ func TestDefinitionNumbers(t *testing.T) {
 }
 
 // BenchmarkRegistryGet is the per-request cost of finding the request's app: a config app (a
-// map read) and an imported one (a revision read from SQLite, then the cached app).
+// map read) and an imported one (a revision read from the store, then the cached app), on each
+// engine.
 func BenchmarkRegistryGet(b *testing.B) {
-	e := storetest.NewEngine(b, storetest.SQLite)
-	st, err := store.Open(context.Background(), e.DatabaseURL, e.DataDir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	if err := st.Migrate(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	synced, err := st.SyncApps(context.Background(), []store.AppSpec{{Name: "c", Mode: "chat"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRegistry([]config.App{{Name: "c", Mode: "chat", Enabled: true}}, map[string]string{"c": synced["c"].ID}, func(n int) int { return n })
-	if err != nil {
-		b.Fatal(err)
-	}
-	r.WithStore(st)
-	imp, err := r.Create(context.Background(), sampleImport())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for name, id := range map[string]string{"config": synced["c"].ID, "imported": imp.ID} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := r.Get(context.Background(), id); err != nil {
-					b.Fatal(err)
-				}
+	for _, engine := range []string{storetest.SQLite, storetest.Postgres} {
+		b.Run(engine, func(b *testing.B) {
+			ctx := context.Background()
+			e := storetest.NewEngine(b, engine)
+			st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			if err := st.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "c", Mode: "chat"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := NewRegistry([]config.App{{Name: "c", Mode: "chat", Enabled: true}}, map[string]string{"c": synced["c"].ID}, func(n int) int { return n })
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.WithStore(st)
+			imp, err := r.Create(ctx, sampleImport())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, app := range []struct{ name, id string }{{"config", synced["c"].ID}, {"imported", imp.ID}} {
+				b.Run(app.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := r.Get(ctx, app.id); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
 			}
 		})
 	}

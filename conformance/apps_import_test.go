@@ -229,6 +229,34 @@ func TestImportedApps(t *testing.T) {
 			t.Fatalf("delete the knowledge base after the app: %d %s", del.StatusCode(), del.Body)
 		}
 
+		// A config file that declares an imported app's name: the server refuses to start and
+		// says why; the apps commands still work, to sort it out.
+		p.CLI(t, "apps", "import", "--name", "clash", bot)
+		cfg, err := os.ReadFile(filepath.Join("testdata", "parley.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clashing := write("clash.yaml", strings.Replace(string(cfg), "\napps:\n",
+			"\napps:\n  - {name: clash, mode: chat, model: {provider: openai, name: gpt-4o-mini}}\n", 1))
+		withClash := func(args ...string) (string, string, error) {
+			cmd := exec.Command(binary, args...)
+			cmd.Env = append(append([]string(nil), p.env...), "PARLEY_CONFIG="+clashing, "PARLEY_ADDR=127.0.0.1:0")
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			return out.String(), errOut.String(), err
+		}
+		if _, stderr, err := withClash("serve"); err == nil || !strings.Contains(stderr, `config apps ["clash"] have the names of imported apps`) {
+			t.Fatalf("serve with a name clash: %v\n%s", err, stderr)
+		}
+		if list, _, err := withClash("apps", "list"); err != nil || listed(list, "clash") != "chat import enabled" ||
+			!strings.Contains(list, "not served: an imported app has this name") {
+			t.Fatalf("apps list with a name clash: %v\n%s", err, list)
+		}
+		if _, _, err := withClash("apps", "delete", "clash"); err != nil {
+			t.Fatal(err)
+		}
+
 		// Publishing a Chatbot is accepted and changes nothing.
 		if _, stderr, err := p.cliOut("apps", "publish", "Imported Bot"); err != nil || !strings.Contains(stderr, "chat apps have no versions") {
 			t.Fatalf("publish: %v %s", err, stderr)

@@ -516,6 +516,17 @@ model_config:
 }
 
 // TestDatasetResolution: mapped ids, Parley ids and names resolve; a disabled entry is left out.
+func TestNameTrimmed(t *testing.T) {
+	t.Parallel()
+	res, err := Import([]byte(strings.Replace(chatBody, "name: Bot,", "name: ' Bot  ',", 1)), testEnv(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.App.Name != "Bot" || len(res.Notes) != 1 || res.Notes[0].String() != `changed: app.name: " Bot  " read as "Bot"` {
+		t.Fatalf("name %q, notes %v", res.App.Name, res.Notes)
+	}
+}
+
 func TestDatasetResolution(t *testing.T) {
 	t.Parallel()
 	doc := chatBody + `  dataset_configs:

@@ -226,6 +226,9 @@ func (c *converter) readApp(s *section) {
 	name := s.str("name")
 	if c.opts.Name != "" {
 		name = c.opts.Name
+	} else if t := strings.TrimSpace(name); t != name && t != "" {
+		c.p.note(NoteChanged, s.at("name"), "%q read as %q", name, t)
+		name = t
 	}
 	if strings.TrimSpace(name) == "" {
 		c.p.add(s.at("name"), "missing: give the app a name with --name")

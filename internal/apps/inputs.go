@@ -13,6 +13,9 @@ type InputError struct{ Message string }
 
 func (e *InputError) Error() string { return e.Message }
 
+// SafeMessage implements safeerr.Error.
+func (e *InputError) SafeMessage() string { return e.Message }
+
 // ValidateInputs checks inputs against the app's form as Dify does and returns the values the
 // app runs with: declared inputs only, defaults filled in, numbers as numbers. Undeclared keys
 // are dropped.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -14,17 +15,17 @@ import (
 const msgAppUnavailable = "App unavailable, please check your app configurations."
 
 // app returns the app the request's key belongs to. An app the config no longer declares, or
-// has disabled, is unavailable.
+// has disabled, or that was deleted, is unavailable.
 func (s *Server) app(ctx context.Context) (*apps.App, error) {
 	p, ok := principalFrom(ctx)
 	if !ok || p.AppID == "" {
 		return nil, errUnauthorized(msgInvalidToken)
 	}
-	a, ok := s.apps.ByID(p.AppID)
-	if !ok || !a.Enabled {
+	a, err := s.apps.Get(ctx, p.AppID)
+	if errors.Is(err, apps.ErrNotFound) || err == nil && !a.Enabled {
 		return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
 	}
-	return a, nil
+	return a, err
 }
 
 // chatApp is app for the chat routes: other modes get `not_chat_app`, as in Dify.

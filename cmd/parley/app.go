@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -29,7 +30,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 	pf.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides PARLEY_DATA_DIR)")
 	pf.StringVar(&f.configPath, "config", "", "YAML config file (overrides PARLEY_CONFIG)")
 	pf.StringVar(&f.databaseURL, "database-url", "", "postgres:// URL; empty means SQLite in the data dir (overrides PARLEY_DATABASE_URL)")
-	root.AddCommand(newServeCmd(getenv, &f), newMigrateCmd(getenv, &f), newKeysCmd(getenv, &f), newConversationsCmd(getenv, &f), newDatasetsCmd(getenv, &f), newExtractCmd())
+	root.AddCommand(newServeCmd(getenv, &f), newMigrateCmd(getenv, &f), newKeysCmd(getenv, &f), newAppsCmd(getenv, &f), newConversationsCmd(getenv, &f), newDatasetsCmd(getenv, &f), newExtractCmd())
 	return root
 }
 
@@ -41,6 +42,11 @@ type env struct {
 	store *store.Store
 	// appIDs maps the config's app names to their ids in the store.
 	appIDs map[string]string
+	// apps finds and manages the apps of both sources.
+	apps *apps.Registry
+	// nameClashes are config apps whose name belongs to an imported app: they have no id, and
+	// the server refuses to start until one of the two is renamed.
+	nameClashes []string
 }
 
 // loadSettings reads the environment and the config file, with flags on top.
@@ -80,7 +86,9 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 // open loads the settings, opens and migrates the store, and brings the apps of the config
-// file into it, so ids are stable and keys can name them.
+// file into it, so ids are stable and keys can name them. A config app whose name belongs to an
+// imported app is left out and reported (env.nameClashes), so that the apps commands still work
+// to sort it out.
 func open(ctx context.Context, getenv func(string) string, f *flags) (*env, error) {
 	cfg, file, log, err := loadSettings(getenv, f, os.Stderr)
 	if err != nil {
@@ -107,7 +115,23 @@ func open(ctx context.Context, getenv func(string) string, f *flags) (*env, erro
 	for name, a := range synced {
 		ids[name] = a.ID
 	}
-	return &env{cfg: cfg, file: file, log: log, store: st, appIDs: ids}, nil
+	var clashes []string
+	declared := make([]config.App, 0, len(file.Apps))
+	for _, a := range file.Apps {
+		if _, ok := ids[a.Name]; !ok {
+			clashes = append(clashes, a.Name)
+			log.Warn("a config app has the name of an imported app; rename one of them", "app", a.Name)
+			continue
+		}
+		declared = append(declared, a)
+	}
+	reg, err := apps.NewRegistry(declared, ids, cfg.MaxActiveRequests)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	reg.WithStore(st)
+	return &env{cfg: cfg, file: file, log: log, store: st, appIDs: ids, apps: reg, nameClashes: clashes}, nil
 }
 
 // withEnv adapts fn to a cobra RunE that opens the environment first and closes it after.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -20,7 +21,7 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create (--app NAME | --knowledge)",
 		Short: "Issue an API key and print it once on stdout",
-		Long: "Issue an API key. An app key (--app NAME) reaches one app of the config file; a\n" +
+		Long: "Issue an API key. An app key (--app NAME) reaches one app, of the config file or imported; a\n" +
 			"knowledge-base key (--knowledge) reaches every knowledge base of the workspace and the\n" +
 			"models listing. Only the key is printed, on stdout; it is stored as a hash and cannot be\n" +
 			"shown again.",
@@ -34,10 +35,10 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
 			kind, appID := auth.KindKnowledge, ""
 			if appName != "" {
-				if _, ok := e.file.App(appName); !ok {
-					return fmt.Errorf("no app named %q in the config file", appName)
+				app, err := e.apps.ByName(cmd.Context(), appName)
+				if errors.Is(err, apps.ErrNotFound) {
+					return fmt.Errorf("no app named %q in the config file or among the imported apps", appName)
 				}
-				app, err := e.store.AppByName(cmd.Context(), appName)
 				if err != nil {
 					return err
 				}

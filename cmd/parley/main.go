@@ -6,6 +6,8 @@
 //	parley keys create --knowledge     issue a knowledge-base API key (printed once)
 //	parley keys list                   list keys (never their secrets)
 //	parley keys revoke ID              revoke a key
+//	parley apps import FILE            import a Dify DSL file as an app (prints its name)
+//	parley apps list|export|publish|delete
 //
 // Settings come from the environment (PARLEY_ADDR, PARLEY_DATA_DIR, PARLEY_CONFIG,
 // PARLEY_DATABASE_URL, …); flags override them.

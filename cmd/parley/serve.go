@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -59,10 +60,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
-	appRegistry, err := apps.NewRegistry(e.file.Apps, e.appIDs, cfg.MaxActiveRequests)
-	if err != nil {
-		return err
+	if len(e.nameClashes) > 0 {
+		return fmt.Errorf("config apps %q have the names of imported apps: rename them in the config file, "+
+			"or delete the imported apps (parley apps delete NAME)", e.nameClashes)
 	}
+	appRegistry := e.apps
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
@@ -74,12 +76,6 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
 	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
-	kbUse := map[string]int{}
-	for _, a := range e.file.Apps {
-		for _, kb := range a.KnowledgeBases {
-			kbUse[kb]++
-		}
-	}
 	indexQueue := jobs.NewLocal(jobs.Options{Workers: cfg.IndexingWorkers, Logger: e.log})
 	self, err := os.Executable()
 	if err != nil {
@@ -92,7 +88,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	knowledgeSvc := knowledge.New(knowledge.Options{
 		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
 		Vectors: vectorindex.NewMemory(e.store), Jobs: indexQueue, AccountID: ws.ID,
-		AppsUsing: func(name string) int { return kbUse[name] }, Logger: e.log,
+		AppsUsing: func(name string) int { return appsUsing(context.WithoutCancel(ctx), appRegistry, name, e.log) }, Logger: e.log,
 		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
 		Extract:          extractor.Extract, IndexingTimeout: cfg.IndexingTimeout,
 	})
@@ -203,6 +199,17 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	e.log.Info("stopped")
 	return err
+}
+
+// appsUsing counts the apps that use a knowledge base, config and imported ones. When the
+// store cannot say, it counts one, so that a knowledge base in use is never deleted by mistake.
+func appsUsing(ctx context.Context, r *apps.Registry, name string, log *slog.Logger) int {
+	n, err := r.UsingKnowledgeBase(ctx, name)
+	if err != nil {
+		log.Warn("could not count the apps using a knowledge base", "knowledge_base", name, "error", err)
+		return max(n, 1)
+	}
+	return n
 }
 
 // workflowFileUploadLimit is Dify's WORKFLOW_FILE_UPLOAD_LIMIT default, shown in app parameters.

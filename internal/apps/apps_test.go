@@ -3,18 +3,16 @@ package apps
 import (
 	"reflect"
 	"testing"
-
-	"github.com/parleyhq/parley/internal/config"
 )
 
 func TestValidateInputs(t *testing.T) {
-	a := &App{App: config.App{Name: "a", Mode: "chat", UserInputForm: []config.InputField{
-		{Type: config.InputText, Variable: "name", MaxLength: 5},
-		{Type: config.InputParagraph, Variable: "bio", Required: true},
-		{Type: config.InputSelect, Variable: "tone", Options: []string{"warm", "dry"}, Default: "warm"},
-		{Type: config.InputNumber, Variable: "n", Default: "3"},
-		{Type: config.InputCheckbox, Variable: "ok"},
-	}}}
+	a := &App{Name: "a", Mode: "chat", UserInputForm: []InputField{
+		{Type: InputText, Variable: "name", MaxLength: 5},
+		{Type: InputParagraph, Variable: "bio", Required: true},
+		{Type: InputSelect, Variable: "tone", Options: []string{"warm", "dry"}, Default: "warm"},
+		{Type: InputNumber, Variable: "n", Default: "3"},
+		{Type: InputCheckbox, Variable: "ok"},
+	}}
 	for name, tc := range map[string]struct {
 		in      map[string]any
 		want    map[string]any
@@ -52,23 +50,5 @@ func TestValidateInputs(t *testing.T) {
 				t.Fatalf("got %#v, want %#v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestRegistry(t *testing.T) {
-	r, err := NewRegistry([]config.App{{Name: "c", Mode: "chat", MaxActiveRequests: 3}, {Name: "w", Mode: "workflow"}},
-		map[string]string{"c": "id-c", "w": "id-w"}, func(n int) int { return n * 2 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, ok := r.ByID("id-c")
-	if !ok || !c.IsChat() || c.MaxActiveRequests != 6 || c.StreamingOnly() {
-		t.Fatalf("chat app: %+v", c)
-	}
-	if w, _ := r.ByID("id-w"); w.IsChat() {
-		t.Fatal("workflow app on chat routes")
-	}
-	if _, err := NewRegistry([]config.App{{Name: "x"}}, nil, func(int) int { return 0 }); err == nil {
-		t.Fatal("missing id accepted")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apps"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
@@ -30,7 +29,7 @@ func TestRender(t *testing.T) {
 // TestHistoryTrimmedToContext: with a small context the oldest exchanges are dropped first and
 // the prompt fits; with a large one everything is kept.
 func TestHistoryTrimmedToContext(t *testing.T) {
-	app := &apps.App{App: config.App{PrePrompt: "Be brief.", Model: config.AppModel{Parameters: map[string]any{"max_tokens": 100}}}}
+	app := &apps.App{PrePrompt: "Be brief.", Model: apps.Model{Parameters: map[string]any{"max_tokens": 100}}}
 	var history []store.Message
 	for i := range 30 {
 		history = append(history, store.Message{Query: strings.Repeat("question ", 20) + string(rune('A'+i)), Answer: strings.Repeat("answer ", 20)})
@@ -62,7 +61,7 @@ func TestHistoryTrimmedToContext(t *testing.T) {
 }
 
 func BenchmarkBuildPromptShort(b *testing.B) {
-	app := &apps.App{App: config.App{PrePrompt: "You help {{name}}.", OpeningStatement: "Hi!"}}
+	app := &apps.App{PrePrompt: "You help {{name}}.", OpeningStatement: "Hi!"}
 	spec := models.ModelSpec{ContextSize: 128000, MaxOutputTokens: 4096}
 	history := []store.Message{{Query: "What is Go?", Answer: "A programming language."}}
 	b.ReportAllocs()

@@ -316,6 +316,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationKnowledge,
 	migrationKnowledgeExtras,
 	migrationRunningMessages,
+	migrationImportedApps,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/apps/dsl"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "apps",
+		Short: "Manage apps: import and export Dify DSL files, list, publish, delete",
+		Long: "Apps come from the config file and from imports of Dify DSL files. Imported apps live in\n" +
+			"the database; a running server serves an import, publish or delete at once.",
+	}
+	cmd.AddCommand(newAppsImportCmd(getenv, f), newAppsListCmd(getenv, f), newAppsExportCmd(getenv, f),
+		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f))
+	return cmd
+}
+
+func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
+	var (
+		opts     dsl.Options
+		publish  bool
+		datasets []string
+	)
+	cmd := &cobra.Command{
+		Use:   "import [--name NAME] [--publish] [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
+		Short: "Import a Dify DSL file as an app and print its name",
+		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + ", chat and completion apps) and\n" +
+			"print the app's name on stdout; notes (substitutions, settings kept but not run) go to\n" +
+			"stderr. Every model, knowledge base and tool the file names must resolve on this server,\n" +
+			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
+			"Models: a provider reference matches a configured provider by name, then by the last\n" +
+			"segment of a plugin id (langgenius/openai/openai finds openai), then by type.\n" +
+			"Datasets: Dify's dataset ids mean nothing here; map each to a knowledge base with\n" +
+			"--dataset ID=NAME (a file exported by Parley names its knowledge bases and needs none).",
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			opts.Datasets = map[string]string{}
+			for _, d := range datasets {
+				from, to, ok := strings.Cut(d, "=")
+				if !ok || from == "" || to == "" {
+					return fmt.Errorf("--dataset %q: want DATASET_ID=KNOWLEDGE_BASE", d)
+				}
+				if _, dup := opts.Datasets[from]; dup {
+					return fmt.Errorf("--dataset: %q is mapped twice", from)
+				}
+				opts.Datasets[from] = to
+			}
+			return nil
+		},
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			ctx := cmd.Context()
+			data, err := readDSL(args[0], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			denv, err := dslEnv(ctx, e)
+			if err != nil {
+				return err
+			}
+			res, err := dsl.Import(data, denv, opts)
+			if err != nil {
+				return err
+			}
+			a, err := e.apps.Create(ctx, res.App)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, n := range res.Notes {
+				fmt.Fprintln(stderr, "parley: "+n.String())
+			}
+			if publish {
+				if err := publishApp(ctx, e, a.Name, stderr); err != nil {
+					return err
+				}
+			}
+			e.log.Info("app imported", "app", a.Name, "id", a.ID, "mode", a.Mode, "dsl_version", a.DSLVersion)
+			fmt.Fprintln(cmd.OutOrStdout(), a.Name)
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Name, "name", "", "name of the app (default: the file's app.name)")
+	fl.BoolVar(&publish, "publish", false, "publish the app once imported (for the kinds that have versions)")
+	fl.BoolVar(&opts.Lenient, "lenient", false, "import tools this server does not have; calling one fails at run time")
+	fl.StringVar(&opts.ModelFallback, "model-fallback", "", "PROVIDER:MODEL, a configured llm used for every model reference that does not resolve")
+	fl.StringArrayVar(&datasets, "dataset", nil, "DATASET_ID=KNOWLEDGE_BASE: the knowledge base (name or id) a dataset of the file means; repeatable")
+	return cmd
+}
+
+// readDSL reads the file to import (stdin for "-"), no more than one byte past the size limit.
+func readDSL(path string, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, dsl.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// dslEnv is what an import resolves against: the config file's providers and the knowledge
+// bases that exist or that the config file declares (the server creates those when it starts).
+func dslEnv(ctx context.Context, e *env) (dsl.Env, error) {
+	denv := dsl.Env{Providers: e.file.Providers}
+	for page := 1; ; page++ {
+		ds, _, err := e.store.ListDatasets(ctx, store.DatasetQuery{Page: page, Limit: 100})
+		if err != nil {
+			return dsl.Env{}, err
+		}
+		for _, d := range ds {
+			denv.KnowledgeBases = append(denv.KnowledgeBases, dsl.KnowledgeBase{ID: d.ID, Name: d.Name})
+		}
+		if len(ds) < 100 {
+			break
+		}
+	}
+	for _, kb := range e.file.KnowledgeBases {
+		if !slices.ContainsFunc(denv.KnowledgeBases, func(k dsl.KnowledgeBase) bool { return k.Name == kb.Name }) {
+			denv.KnowledgeBases = append(denv.KnowledgeBases, dsl.KnowledgeBase{Name: kb.Name})
+		}
+	}
+	return denv, nil
+}
+
+func newAppsListCmd(getenv func(string) string, f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the apps served: config apps, then imported ones",
+		Args:  cobra.NoArgs,
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
+			list, err := e.apps.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tMODE\tSOURCE\tSTATUS\tPUBLISHED\tID")
+			for _, a := range list {
+				status, published := "enabled", "-"
+				if !a.Enabled {
+					status = "disabled"
+				}
+				if a.PublishedVersion != "" {
+					published = a.PublishedVersion
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Mode, a.Source, status, published, a.ID)
+			}
+			for _, name := range e.nameClashes {
+				fmt.Fprintf(tw, "%s\t-\tconfig\tnot served: an imported app has this name\t-\t-\n", name)
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func newAppsExportCmd(getenv func(string) string, f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "export NAME",
+		Short: "Print an app as a Dify DSL file on stdout",
+		Long: "Print an app, imported or from the config file, as a Dify DSL file. The output imports\n" +
+			"back unchanged: importing it and exporting again gives the same bytes.",
+		Args: cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			a, err := e.apps.ByName(cmd.Context(), args[0])
+			if err != nil {
+				return appErr(err, args[0])
+			}
+			out, err := dsl.Export(a, dsl.Env{Providers: e.file.Providers})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		}),
+	}
+}
+
+func newAppsPublishCmd(getenv func(string) string, f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "publish NAME",
+		Short: "Publish an imported app's current definition as a new version",
+		Long: "Publish an imported app. For the kinds that have versions (Agents, workflow graphs) the\n" +
+			"current definition becomes a new, immutable version, which the API runs from then on, and\n" +
+			"its id is printed. Chatbot and Completion apps have no versions: they are served as\n" +
+			"imported, so publishing them is accepted and changes nothing.",
+		Args: cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			return publishApp(cmd.Context(), e, args[0], cmd.ErrOrStderr())
+		}),
+	}
+}
+
+// publishApp publishes the app and says what that did on w.
+func publishApp(ctx context.Context, e *env, name string, w io.Writer) error {
+	p, err := e.apps.Publish(ctx, name)
+	if err != nil {
+		return appErr(err, name)
+	}
+	if !p.Versioned {
+		fmt.Fprintf(w, "parley: %s apps have no versions; %q is served as imported\n", p.App.Mode, name)
+		return nil
+	}
+	fmt.Fprintf(w, "parley: published %q version %d (%s)\n", name, p.Version, p.VersionID)
+	e.log.Info("app published", "app", name, "version", p.Version, "version_id", p.VersionID)
+	return nil
+}
+
+func newAppsDeleteCmd(getenv func(string) string, f *flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete an imported app and revoke its keys",
+		Long: "Delete an imported app: it stops being served at once, its API keys are revoked and its\n" +
+			"name is free again. Its conversations stay in the database. Apps of the config file are\n" +
+			"removed by editing the file.",
+		Args: cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			if err := e.apps.Delete(cmd.Context(), args[0]); err != nil {
+				return appErr(err, args[0])
+			}
+			e.log.Info("app deleted", "app", args[0])
+			return nil
+		}),
+	}
+}
+
+// appErr words a registry error for the command line.
+func appErr(err error, name string) error {
+	if errors.Is(err, apps.ErrNotFound) {
+		return fmt.Errorf("no app named %q", name)
+	}
+	return err
+}

@@ -1,0 +1,764 @@
+package dsl
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden exports")
+
+// testEnv is a server with two providers, as a config file would declare them, and two knowledge
+// bases: one that exists, one the config file declares.
+func testEnv() Env {
+	return Env{
+		Providers: []config.Provider{
+			{Name: "openai", Type: config.ProviderTypeOpenAICompatible, Models: []config.Model{
+				{Name: "gpt-4o-mini", Type: config.ModelTypeLLM, Mode: config.ModelModeChat, Enabled: true},
+				{Name: "gpt-3.5-turbo", Type: config.ModelTypeLLM, Enabled: false},
+			}},
+			{Name: "local", Type: config.ProviderTypeOpenAICompatible, Models: []config.Model{
+				{Name: "llama3", Type: config.ModelTypeLLM, Mode: config.ModelModeCompletion, Enabled: true},
+				{Name: "bge-reranker", Type: config.ModelTypeRerank, Enabled: true},
+			}},
+		},
+		KnowledgeBases: []KnowledgeBase{{ID: "kb-1111", Name: "handbook"}, {Name: "faq"}},
+	}
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// roundTrip exports the app, imports the export and exports again, and fails unless both
+// exports are the same bytes and the app read back is the app exported. It returns the export.
+func roundTrip(t *testing.T, a *apps.App, env Env, opts Options) []byte {
+	t.Helper()
+	first, err := Export(a, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Import(first, env, Options{Modes: opts.Modes, Lenient: opts.Lenient})
+	if err != nil {
+		t.Fatalf("the export does not import: %v\n%s", err, first)
+	}
+	second, err := Export(again.App, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Fatalf("export → import → export changed the bytes:\n--- first\n%s\n--- second\n%s", first, second)
+	}
+	return first
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want := read(t, path)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs (go test -update to rewrite):\n%s", path, got)
+	}
+}
+
+// TestOwnFiles imports one file per version family, written from Dify's format, and checks what
+// each field became, that the canonical export matches its golden file and that it round-trips.
+func TestOwnFiles(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	for _, tc := range []struct {
+		file  string
+		opts  Options
+		check func(t *testing.T, a *apps.App)
+		notes []string
+	}{
+		{
+			file: "chat-0.1.3.yml",
+			opts: Options{Datasets: map[string]string{"6c1f6c1e-aaaa-4000-8000-000000000001": "handbook"}},
+			check: func(t *testing.T, a *apps.App) {
+				want := &apps.App{
+					Source: apps.SourceImport, Name: "Handbook Helper", Mode: apps.ModeChat, Enabled: true, DSLVersion: "0.1.3",
+					Description: "Answers questions about the staff handbook.",
+					Icon:        apps.Icon{Icon: "📘", Background: "#E0F2FE"},
+					Model: apps.Model{Provider: "openai", Name: "gpt-4o-mini", Mode: "chat",
+						Parameters: map[string]any{"max_tokens": 512, "stop": []any{}, "temperature": 0.2}},
+					PromptType: apps.PromptSimple, PrePrompt: "Answer from the handbook. Be brief, {{name}}.",
+					OpeningStatement: "Ask me about the handbook.", SuggestedQuestions: []string{"How many days off do I get?"},
+					SuggestedQuestionsAfterAnswer: true,
+					Features: apps.Features{RetrieverResource: apps.Toggle{Enabled: true},
+						FileUpload: apps.FileUpload{Image: apps.ImageUpload{Detail: "high", NumberLimits: 3, TransferMethods: []string{"remote_url", "local_file"}}}},
+					UserInputForm: []apps.InputField{
+						{Type: "text-input", Variable: "name", Label: "Your name", MaxLength: 48},
+						{Type: "select", Variable: "tone", Label: "Tone", Required: true, Default: "warm", Options: []string{"warm", "dry"}},
+						{Type: "number", Variable: "years", Label: "Years of service", Default: "2"},
+					},
+					KnowledgeBases: []string{"handbook"},
+					Retrieval:      apps.Retrieval{Mode: "single"},
+					Extra: map[string]map[string]any{
+						"model_config":                          {"agent_mode": map[string]any{"enabled": false, "strategy": "router", "tools": []any{}}},
+						"model_config.sensitive_word_avoidance": {"configs": []any{}},
+					},
+				}
+				if !reflect.DeepEqual(a, want) {
+					t.Fatalf("imported\n %#v\nwant\n %#v", a, want)
+				}
+			},
+			notes: []string{"changed: model_config.agent_mode.tools[0]: an old-style dataset entry; it is a knowledge base of the app now"},
+		},
+		{
+			file: "chat-0.6.0.yml",
+			check: func(t *testing.T, a *apps.App) {
+				if a.Model.Provider != "openai" || a.Model.Name != "gpt-4o-mini" || a.Model.Mode != "chat" ||
+					!reflect.DeepEqual(a.Model.Parameters, map[string]any{"temperature": 0.3, "top_p": 0.9}) {
+					t.Errorf("model %+v", a.Model)
+				}
+				if a.PromptType != apps.PromptAdvanced || len(a.ChatPrompt) != 1 || a.ChatPrompt[0].Role != "system" ||
+					a.ChatPrompt[0].Text != "You support {{company}} customers.\n{{#context#}}" || a.ChatPrompt[0].Extra["id"] != "4f7c2d1e" {
+					t.Errorf("chat prompt %+v", a.ChatPrompt)
+				}
+				if !slices.Equal(a.KnowledgeBases, []string{"handbook", "faq"}) {
+					t.Errorf("knowledge bases %v", a.KnowledgeBases)
+				}
+				r := a.Retrieval
+				if r.Mode != "multiple" || r.TopK != 4 || *r.ScoreThreshold != 0.5 || !r.ScoreThresholdEnabled || !r.RerankingEnabled ||
+					*r.RerankingModel != (apps.ModelRef{Provider: "local", Name: "bge-reranker"}) {
+					t.Errorf("retrieval %+v", r)
+				}
+				f := a.Features
+				if f.TextToSpeech != (apps.TextToSpeech{Enabled: true, Voice: "alloy", Language: "en-US", AutoPlay: "disabled"}) ||
+					!f.SensitiveWordAvoidance.Enabled || f.SensitiveWordAvoidance.Type != "keywords" ||
+					f.SensitiveWordAvoidance.Config["keywords"] != "badword" || !f.FileUpload.Enabled ||
+					!slices.Equal(f.FileUpload.AllowedFileTypes, []string{"image", "document"}) || f.FileUpload.NumberLimits != 3 {
+					t.Errorf("features %+v", f)
+				}
+				if !a.Icon.UseAsAnswerIcon || a.UserInputForm[0].Extra["placeholder"] != "ACME" || a.UserInputForm[1].Default != "false" {
+					t.Errorf("icon %+v, form %+v", a.Icon, a.UserInputForm)
+				}
+				if a.Extra["model_config.file_upload"]["fileUploadConfig"] == nil || a.Extra["model_config.dataset_configs"]["metadata_filtering_mode"] != "disabled" {
+					t.Errorf("kept %+v", a.Extra)
+				}
+			},
+			notes: []string{
+				"not run: model_config.sensitive_word_avoidance: moderation is enabled, but Parley does not offer it yet; the setting is kept",
+				"not run: model_config.text_to_speech: text to speech is enabled, but Parley does not offer it yet; the setting is kept",
+				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
+			},
+		},
+		{
+			file: "completion-0.3.0.yml",
+			check: func(t *testing.T, a *apps.App) {
+				if a.Mode != apps.ModeCompletion || a.Model.Provider != "local" || a.Model.Mode != "completion" ||
+					*a.CompletionPrompt != (apps.CompletionPrompt{Text: "Write three taglines for {{product}}.", UserPrefix: "Human", AssistantPrefix: "Assistant"}) ||
+					!a.Features.MoreLikeThis.Enabled {
+					t.Errorf("imported %+v", a)
+				}
+			},
+			notes: []string{
+				"not run: model_config.more_like_this: more like this is enabled, but Parley does not offer it yet; the setting is kept",
+				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
+			},
+		},
+		{
+			file: "completion-0.7.0.yml",
+			opts: Options{Datasets: map[string]string{"9d2e7f0c3b1a==": "kb-1111", "unused": "faq"}},
+			check: func(t *testing.T, a *apps.App) {
+				// openai_api_compatible is a provider type: the first openai-compatible
+				// provider with llama3 is local.
+				if a.Model.Provider != "local" || a.Model.Name != "llama3" || a.DatasetQueryVariable != "product" ||
+					!slices.Equal(a.KnowledgeBases, []string{"handbook"}) || a.Retrieval.TopK != 3 || a.Icon.Type != "emoji" {
+					t.Errorf("imported %+v", a)
+				}
+			},
+			notes: []string{`changed: --dataset: the file does not use dataset "unused"`},
+		},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			res, err := Import(read(t, filepath.Join("testdata", "own", tc.file)), env, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, res.App)
+			var notes []string
+			for _, n := range res.Notes {
+				notes = append(notes, n.String())
+			}
+			if !slices.Equal(notes, tc.notes) {
+				t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(notes, "\n"), strings.Join(tc.notes, "\n"))
+			}
+			out := roundTrip(t, res.App, env, tc.opts)
+			golden(t, filepath.Join("testdata", "own", strings.TrimSuffix(tc.file, ".yml")+".export.golden"), out)
+		})
+	}
+}
+
+func importErr(t *testing.T, doc string, env Env, opts Options) *Error {
+	t.Helper()
+	res, err := Import([]byte(doc), env, opts)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Import succeeded or failed oddly: %v %+v", err, res)
+	}
+	if res != nil {
+		t.Fatal("a failed import returned an app")
+	}
+	return e
+}
+
+const chatBody = `
+kind: app
+app: {name: Bot, mode: chat}
+model_config:
+  model: {provider: langgenius/openai/openai, name: gpt-4o-mini, mode: chat, completion_params: {}}
+`
+
+func TestVersions(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	for _, tc := range []struct {
+		version string // the line as written; "" for none
+		want    string // problem text; "" for success
+		dsl     string // the version the app records
+	}{
+		{"", "", "0.1.0"},
+		{"version: 0.1.0", "", "0.1.0"},
+		{"version: 0.1.5", "", "0.1.5"},
+		{"version: '0.5.0'", "", "0.5.0"},
+		{"version: 0.7.0", "", "0.7.0"},
+		{"version: 0.5", "version: must be a string such as '0.6.0', found the number 0.5 (line 1); quote it", ""},
+		{"version: 1", "version: must be a string such as '0.6.0', found the number 1", ""},
+		{"version: [0, 1]", "version: must be a string such as '0.6.0', found a list", ""},
+		{"version: 0.8.0", "version: DSL version 0.8.0 is newer than Parley reads (0.1.0 through 0.7.0)", ""},
+		{"version: 0.7.1", "version: DSL version 0.7.1 is newer", ""},
+		{"version: 1.0.0", "version: DSL version 1.0.0 is not supported: Parley reads versions 0.1.0 through 0.7.0", ""},
+		{"version: 0.0.9", "version: DSL version 0.0.9 is older than Parley reads", ""},
+		{"version: latest", `version: "latest" is not a DSL version (X.Y.Z)`, ""},
+		{"version: 0.1.x", `version: "0.1.x" is not a DSL version`, ""},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			doc := tc.version + chatBody
+			if tc.want == "" {
+				res, err := Import([]byte(doc), env, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.App.DSLVersion != tc.dsl {
+					t.Fatalf("version %q, want %q", res.App.DSLVersion, tc.dsl)
+				}
+				return
+			}
+			e := importErr(t, doc, env, Options{})
+			if len(e.Problems) != 1 || !strings.Contains(e.Problems[0].String(), tc.want) {
+				t.Fatalf("problems %v, want %q", e.Problems, tc.want)
+			}
+		})
+	}
+}
+
+func TestModelResolution(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	env.Providers = append(env.Providers, config.Provider{Name: "langgenius/anthropic/anthropic", Type: config.ProviderTypeOpenAICompatible,
+		Models: []config.Model{{Name: "claude-3-5-sonnet", Type: config.ModelTypeLLM, Enabled: true}}})
+	for _, tc := range []struct{ provider, model, want string }{
+		{"openai", "gpt-4o-mini", "openai"},                                  // exact name
+		{"langgenius/openai/openai", "gpt-4o-mini", "openai"},                // plugin id, by last segment
+		{"acme/openai/openai", "gpt-4o-mini", "openai"},                      // any organisation
+		{"anthropic", "claude-3-5-sonnet", "langgenius/anthropic/anthropic"}, // old name, provider configured under the plugin id
+		{"langgenius/anthropic/anthropic", "claude-3-5-sonnet", "langgenius/anthropic/anthropic"},
+		{"openai_api_compatible", "llama3", "local"},                                        // by type: the first that has the model
+		{"langgenius/openai_api_compatible/openai_api_compatible", "gpt-4o-mini", "openai"}, // by type, config order
+		{"openai", "gpt-3.5-turbo", ""},                                                     // disabled
+		{"openai", "llama3", ""},                                                            // another provider's model, not reached by name
+		{"local", "bge-reranker", ""},                                                       // not an llm
+		{"google", "gemini-pro", ""},                                                        // no such provider
+	} {
+		m, why := env.resolveModel(modelLLM, tc.provider, tc.model)
+		switch {
+		case tc.want == "" && why == "":
+			t.Errorf("%s/%s resolved to %s; want a failure", tc.provider, tc.model, m.provider.Name)
+		case tc.want != "" && (why != "" || m.provider.Name != tc.want):
+			t.Errorf("%s/%s resolved to %q (%s); want %q", tc.provider, tc.model, m.provider.Name, why, tc.want)
+		}
+	}
+}
+
+// TestSubstitution: an unresolvable model fails the import with the path and the reference;
+// with --model-fallback it is replaced, and the replacement is reported.
+func TestSubstitution(t *testing.T) {
+	t.Parallel()
+	doc := `version: '0.6.0'
+app: {name: Claude Bot, mode: chat}
+model_config:
+  model: {provider: langgenius/anthropic/anthropic, name: claude-3, mode: chat, completion_params: {temperature: 1}}
+`
+	e := importErr(t, doc, testEnv(), Options{})
+	want := `cannot import the DSL file: model_config.model: provider "langgenius/anthropic/anthropic" model "claude-3" is not configured (no provider of this server matches "anthropic")`
+	if e.Error() != want {
+		t.Fatalf("error\n%s\nwant\n%s", e, want)
+	}
+	res, err := Import([]byte(doc), testEnv(), Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.App.Model; m.Provider != "openai" || m.Name != "gpt-4o-mini" || m.Parameters["temperature"] != 1 {
+		t.Fatalf("model %+v", m)
+	}
+	if len(res.Notes) != 1 || res.Notes[0].Kind != NoteSubstituted || res.Notes[0].Path != "model_config.model" ||
+		!strings.Contains(res.Notes[0].Message, `"claude-3" is not configured`) || !strings.HasSuffix(res.Notes[0].Message, "using openai:gpt-4o-mini (--model-fallback)") {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	roundTrip(t, res.App, testEnv(), Options{})
+
+	// A fallback that is not a configured llm fails the import; so does a malformed one.
+	for fb, want := range map[string]string{
+		"openai:gpt-5":       `--model-fallback: provider "openai" model "gpt-5" is not configured`,
+		"gpt-4o-mini":        `--model-fallback: "gpt-4o-mini" is not PROVIDER:MODEL`,
+		"local:bge-reranker": `--model-fallback: provider "local" model "bge-reranker" is not configured`,
+	} {
+		e := importErr(t, doc, testEnv(), Options{ModelFallback: fb})
+		if !strings.Contains(e.Error(), want) {
+			t.Errorf("fallback %s: %v", fb, e)
+		}
+	}
+	// A model missing altogether is a problem too, and the fallback fills it.
+	noModel := "version: '0.6.0'\napp: {name: x, mode: chat}\nmodel_config: {pre_prompt: hi}\n"
+	if e := importErr(t, noModel, testEnv(), Options{}); !strings.Contains(e.Error(), "model_config.model: missing") {
+		t.Errorf("no model: %v", e)
+	}
+	if res, err := Import([]byte(noModel), testEnv(), Options{ModelFallback: "local:llama3"}); err != nil || res.App.Model.Name != "llama3" {
+		t.Errorf("no model with fallback: %v", err)
+	}
+}
+
+// TestEveryProblemAtOnce: a file with many problems fails with one error that lists them all, in
+// file order, each with its path.
+func TestEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	doc := `version: 0.6.0
+app: {mode: completion}
+model_config:
+  model: {provider: cohere, name: command-r, mode: chat}
+  prompt_type: fancy
+  user_input_form:
+  - text-input: {label: Topic, variable: topic, max_length: lots}
+  - text-input: {label: Again, variable: topic}
+  - {}
+  - select: {label: No variable}
+  suggested_questions: not a list
+  dataset_configs:
+    retrieval_model: multiple
+    reranking_enable: true
+    reranking_mode: reranking_model
+    reranking_model: {reranking_provider_name: cohere, reranking_model_name: rerank-english-v3}
+    datasets:
+      datasets:
+      - dataset: {enabled: true, id: 0f3c-unknown}
+      - dataset: {enabled: true, id: kb-1111}
+      - dataset: {enabled: true}
+  dataset_query_variable: nope
+`
+	e := importErr(t, doc, testEnv(), Options{Datasets: map[string]string{"kb-1111": "missing-kb"}})
+	want := []string{
+		`app.name: missing: give the app a name with --name`,
+		`model_config.model: provider "cohere" model "command-r" is not configured (no provider of this server matches "cohere")`,
+		`model_config.prompt_type: unknown prompt type "fancy" (simple or advanced)`,
+		`model_config.user_input_form[0].text-input.max_length: expected a whole number, found the text "lots"`,
+		`model_config.user_input_form[1].text-input.variable: "topic" is also the variable of user_input_form[0]`,
+		`model_config.user_input_form[2]: expected a mapping with one key, the input's type (text-input, paragraph, select, number, …)`,
+		`model_config.user_input_form[3].select.variable: missing`,
+		`model_config.suggested_questions: expected a list, found the text "not a list"`,
+		`model_config.dataset_configs.datasets.datasets[0].dataset.id: dataset "0f3c-unknown" is not a knowledge base of this server; map it with --dataset 0f3c-unknown=KNOWLEDGE_BASE`,
+		`model_config.dataset_configs.datasets.datasets[1].dataset.id: --dataset kb-1111=missing-kb: there is no knowledge base "missing-kb"`,
+		`model_config.dataset_configs.datasets.datasets[2].dataset.id: missing`,
+		`model_config.dataset_query_variable: "nope" is not a variable of user_input_form`,
+	}
+	var got []string
+	for _, p := range e.Problems {
+		got = append(got, p.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(e.Error(), fmt.Sprintf("cannot import the DSL file, %d problems:\n  app.name: missing", len(want))) {
+		t.Fatalf("message:\n%s", e)
+	}
+
+	// The rerank model is checked when reranking runs: with a resolvable knowledge base.
+	rerank := strings.Replace(doc, "id: 0f3c-unknown", "id: faq", 1)
+	e = importErr(t, rerank, testEnv(), Options{})
+	if !slices.ContainsFunc(e.Problems, func(p Problem) bool {
+		return p.Path == "model_config.dataset_configs.reranking_model" && strings.Contains(p.Message, `provider "cohere" model "rerank-english-v3" is not configured`)
+	}) {
+		t.Fatalf("rerank model not checked: %v", e)
+	}
+}
+
+func TestMissingPieces(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	for name, tc := range map[string]struct{ doc, want string }{
+		"empty":            {"", "the file is empty"},
+		"comment only":     {"# nothing\n", "the file is empty"},
+		"scalar":           {"just text\n", "expected a mapping at the top of the file"},
+		"not yaml":         {"app: [", "not a YAML document"},
+		"list":             {"- a\n- b\n", "expected a mapping at the top of the file"},
+		"two documents":    {chatBody + "---\n" + chatBody, "the file holds more than one YAML document"},
+		"no app":           {"version: '0.6.0'\nmodel_config: {}\n", "app: missing: the file has no app section"},
+		"app not a map":    {"app: chat\n", "app: expected a mapping, found the text \"chat\""},
+		"no mode":          {"app: {name: x}\nmodel_config: {}\n", "app.mode: missing"},
+		"unknown mode":     {"app: {name: x, mode: chatbot}\n", `app.mode: unknown app mode "chatbot"`},
+		"no model_config":  {"app: {name: x, mode: chat}\n", "model_config: missing: a chat app is defined by its model_config section"},
+		"pipeline":         {"kind: rag_pipeline\napp: {name: x, mode: chat}\n", "kind: this is a knowledge pipeline"},
+		"duplicate key":    {"app: {name: x, mode: chat, name: y}\nmodel_config: {}\n", "app.name: defined twice (line 1)"},
+		"advanced empty":   {strings.Replace(chatBody, "completion_params: {}}", "completion_params: {}}\n  prompt_type: advanced", 1), "model_config.prompt_type: advanced, but neither"},
+		"completion no qv": {"app: {name: x, mode: completion}\nmodel_config:\n  model: {provider: local, name: llama3}\n  dataset_configs: {datasets: {datasets: [{dataset: {id: faq}}]}}\n", "model_config.dataset_query_variable: missing"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := importErr(t, tc.doc, env, Options{})
+			if !strings.Contains(e.Error(), tc.want) {
+				t.Fatalf("error %q, want %q", e, tc.want)
+			}
+		})
+	}
+}
+
+// TestRefusedModes: the kinds Parley does not run yet are refused with the reason.
+func TestRefusedModes(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[string]string{
+		"agent-chat":    "app.mode: Legacy Agent (agent-chat) apps cannot be imported yet: Parley does not run agents and their tools yet",
+		"agent":         "app.mode: Agent (agent) apps cannot be imported yet",
+		"advanced-chat": "app.mode: Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
+		"workflow":      "app.mode: Workflow (workflow) apps cannot be imported yet",
+	} {
+		doc := "version: 0.6.0\napp: {name: x, mode: " + mode + "}\nworkflow: {graph: {nodes: [], edges: []}}\n"
+		if e := importErr(t, doc, testEnv(), Options{}); len(e.Problems) != 1 || !strings.Contains(e.Error(), want) {
+			t.Errorf("%s: %v", mode, e)
+		}
+	}
+}
+
+func TestOversizedFile(t *testing.T) {
+	t.Parallel()
+	doc := []byte(chatBody + "# " + strings.Repeat("x", MaxSize) + "\n")
+	_, err := Import(doc, testEnv(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "DSL files are limited to 10 MB") {
+		t.Fatalf("err %v", err)
+	}
+	// Just under the limit is read.
+	fits := []byte(chatBody + "# " + strings.Repeat("x", MaxSize-len(chatBody)-3) + "\n")
+	if len(fits) != MaxSize {
+		t.Fatalf("test file is %d bytes", len(fits))
+	}
+	if _, err := Import(fits, testEnv(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestYAMLHazards: aliases cannot make a small file huge; merge keys and timestamps read as a
+// YAML reader would, and come back unchanged.
+func TestYAMLHazards(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	bomb := b.String() + chatBody
+	if _, err := Import([]byte(bomb), testEnv(), Options{}); err == nil || !strings.Contains(err.Error(), "expands to more than") && !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Fatalf("alias bomb: %v", err)
+	}
+
+	doc := `version: 0.6.0
+base: &base {temperature: 0.5, top_p: 1}
+app: {name: Dated, mode: chat, released: 2024-05-01}
+model_config:
+  model:
+    provider: openai
+    name: gpt-4o-mini
+    completion_params:
+      <<: *base
+      temperature: 0.1
+`
+	res, err := Import([]byte(doc), testEnv(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.App.Model.Parameters; p["temperature"] != 0.1 || p["top_p"] != 1 {
+		t.Fatalf("merged parameters %v", p)
+	}
+	out := roundTrip(t, res.App, testEnv(), Options{})
+	if !bytes.Contains(out, []byte("released: \"2024-05-01\"")) {
+		t.Fatalf("timestamp not kept as written:\n%s", out)
+	}
+}
+
+// TestDatasetResolution: mapped ids, Parley ids and names resolve; a disabled entry is left out.
+func TestNameTrimmed(t *testing.T) {
+	t.Parallel()
+	res, err := Import([]byte(strings.Replace(chatBody, "name: Bot,", "name: ' Bot  ',", 1)), testEnv(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.App.Name != "Bot" || len(res.Notes) != 1 || res.Notes[0].String() != `changed: app.name: " Bot  " read as "Bot"` {
+		t.Fatalf("name %q, notes %v", res.App.Name, res.Notes)
+	}
+}
+
+func TestDatasetResolution(t *testing.T) {
+	t.Parallel()
+	doc := chatBody + `  dataset_configs:
+    datasets:
+      datasets:
+      - dataset: {enabled: true, id: dify-id-1}
+      - dataset: {enabled: true, id: kb-1111}
+      - dataset: {enabled: true, id: handbook}
+      - dataset: {enabled: true, id: faq}
+      - dataset: {enabled: false, id: gone}
+`
+	res, err := Import([]byte(doc), testEnv(), Options{Datasets: map[string]string{"dify-id-1": "faq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.App.KnowledgeBases, []string{"faq", "handbook"}) {
+		t.Fatalf("knowledge bases %v", res.App.KnowledgeBases)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0].String(), `datasets[4].dataset: dataset "gone" is disabled and was left out`) {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	out := roundTrip(t, res.App, testEnv(), Options{})
+	if !bytes.Contains(out, []byte("id: faq")) || !bytes.Contains(out, []byte("id: handbook")) {
+		t.Fatalf("export does not name the knowledge bases:\n%s", out)
+	}
+}
+
+// TestTools exercises tool resolution on a Legacy Agent file, a kind the default options refuse:
+// a missing tool fails the import, --lenient keeps it with a note, a tool the server has passes.
+func TestTools(t *testing.T) {
+	t.Parallel()
+	doc := `version: 0.6.0
+app: {name: Clock Agent, mode: agent-chat}
+model_config:
+  model: {provider: langgenius/openai/openai, name: gpt-4o-mini, mode: chat, completion_params: {temperature: 0.2}}
+  agent_mode:
+    enabled: true
+    strategy: function_call
+    max_iteration: 5
+    tools:
+    - enabled: true
+      provider_type: builtin
+      provider_id: time
+      provider_name: time
+      tool_name: current_time
+      tool_label: Current Time
+      tool_parameters: {format: '%Y-%m-%d %H:%M:%S', timezone: UTC}
+    - enabled: false
+      provider_type: api
+      provider_id: 0b1c
+      tool_name: unused
+      tool_parameters: {}
+    - dataset: {enabled: true, id: faq}
+`
+	agents := Options{Modes: []string{apps.ModeAgentChat}}
+	e := importErr(t, doc, testEnv(), agents)
+	if len(e.Problems) != 1 || e.Problems[0].String() !=
+		`model_config.agent_mode.tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import with --lenient to keep it anyway` {
+		t.Fatalf("problems %v", e.Problems)
+	}
+	lenient := agents
+	lenient.Lenient = true
+	res, err := Import([]byte(doc), testEnv(), lenient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := res.App.Agent
+	if ag == nil || !ag.Enabled || ag.Strategy != "function_call" || ag.MaxIteration != 5 || len(ag.Tools) != 2 ||
+		!ag.Tools[0].Missing || ag.Tools[0].Parameters["timezone"] != "UTC" || ag.Tools[1].Missing || ag.Tools[1].Enabled {
+		t.Fatalf("agent %+v", ag)
+	}
+	if !slices.Equal(res.App.KnowledgeBases, []string{"faq"}) {
+		t.Fatalf("knowledge bases %v", res.App.KnowledgeBases)
+	}
+	if len(res.Notes) != 1 || res.Notes[0].Kind != NoteMissingTool || res.Notes[0].Path != "model_config.agent_mode.tools[0]" {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	roundTrip(t, res.App, testEnv(), lenient)
+
+	withTime := testEnv()
+	withTime.Tool = func(tool apps.Tool) bool { return tool.ProviderID == "time" && tool.Name == "current_time" }
+	res, err = Import([]byte(doc), withTime, agents)
+	if err != nil || res.App.Agent.Tools[0].Missing || len(res.Notes) != 0 {
+		t.Fatalf("with the tool: %v %+v", err, res)
+	}
+}
+
+// TestExportConfigApp: a config app exports, and its export imports as the same app.
+func TestExportConfigApp(t *testing.T) {
+	t.Parallel()
+	file, err := config.ParseFile([]byte(`
+providers:
+  - {name: openai, base_url: "http://x/v1", requires_api_key: false, models: [{name: gpt-4o-mini, type: llm, context_size: 1000}]}
+apps:
+  - name: chatbot
+    mode: chat
+    description: A friendly bot.
+    model: {provider: openai, name: gpt-4o-mini, parameters: {temperature: 0.7}}
+    pre_prompt: "Be nice to {{name}}."
+    opening_statement: Hello!
+    suggested_questions_after_answer: true
+    user_input_form:
+      - {type: text-input, variable: name, label: Name, max_length: 48}
+      - {type: number, variable: age, default: "30"}
+      - {type: checkbox, variable: ok, default: "true"}
+    knowledge_bases: [handbook]
+knowledge_bases:
+  - name: handbook
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Providers: file.Providers, KnowledgeBases: []KnowledgeBase{{Name: "handbook"}}}
+	cfg := apps.FromConfig(file.Apps[0])
+	out := roundTrip(t, cfg, env, Options{})
+	golden(t, filepath.Join("testdata", "own", "config-app.export.golden"), out)
+	res, err := Import(out, env, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.App
+	if a.Name != "chatbot" || a.PrePrompt != cfg.PrePrompt || a.Model.Parameters["temperature"] != 0.7 || !a.SuggestedQuestionsAfterAnswer ||
+		!slices.Equal(a.KnowledgeBases, []string{"handbook"}) || !a.Features.RetrieverResource.Enabled ||
+		!reflect.DeepEqual(a.UserInputForm, cfg.UserInputForm) || a.DSLVersion != ExportVersion {
+		t.Fatalf("config app came back as %+v", a)
+	}
+	if _, err := Export(&apps.App{Name: "flow", Mode: apps.ModeWorkflow}, env); err == nil {
+		t.Fatal("exported a workflow app with no graph")
+	}
+}
+
+// publicOptions are the options a public file needs: a mapping for the one that names a dataset.
+var publicOptions = map[string]Options{
+	"rosehill-preparedness-helper-dataset.yml": {Datasets: map[string]string{"02f3eff0-ce59-4c38-ab3d-aecbb33c6e2c": "handbook"}},
+}
+
+// TestPublicExports imports the public Dify exports collected in testdata/public (files Parley's
+// authors did not write): every Chatbot and Completion app imports (with a model fallback, as
+// their providers are not configured here), round-trips byte for byte, and loses nothing but
+// empty values, Dify's plugin dependencies and the references it resolved; every file of
+// another kind is refused with the reason.
+func TestPublicExports(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "public", "*", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv()
+	imported := map[string]int{}
+	for _, path := range files {
+		name := filepath.Base(path)
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+name, func(t *testing.T) {
+			data := read(t, path)
+			var head struct {
+				App struct{ Mode string } `yaml:"app"`
+			}
+			if err := yaml.Unmarshal(data, &head); err != nil {
+				t.Fatal(err)
+			}
+			opts := publicOptions[name]
+			opts.ModelFallback = "openai:gpt-4o-mini"
+			res, err := Import(data, env, opts)
+			if !slices.Contains(ImportModes(), head.App.Mode) {
+				if err == nil || !strings.Contains(err.Error(), "cannot be imported yet") {
+					t.Fatalf("%s app: %v", head.App.Mode, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			imported[head.App.Mode]++
+			out := roundTrip(t, res.App, env, Options{})
+			for _, lost := range lostValues(t, data, out) {
+				t.Errorf("the export lost %s", lost)
+			}
+		})
+	}
+	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 {
+		t.Fatalf("imported %v public files; the corpus should have Chatbot and Completion apps", imported)
+	}
+	t.Logf("public exports imported: %v", imported)
+
+	// Without its mapping, the file that names a dataset fails and says how to map it.
+	data := read(t, filepath.Join("testdata", "public", "chat", "rosehill-preparedness-helper-dataset.yml"))
+	if _, err := Import(data, env, Options{ModelFallback: "openai:gpt-4o-mini"}); err == nil ||
+		!strings.Contains(err.Error(), "map it with --dataset 02f3eff0-ce59-4c38-ab3d-aecbb33c6e2c=KNOWLEDGE_BASE") {
+		t.Fatalf("unmapped dataset: %v", err)
+	}
+}
+
+// lostValues lists the values of the original file that the export does not have at the same
+// path, except empty ones, the dependencies, and the model and dataset references an import
+// rewrites to this server's names.
+func lostValues(t *testing.T, original, export []byte) []string {
+	t.Helper()
+	var a, b any
+	if err := yaml.Unmarshal(original, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(export, &b); err != nil {
+		t.Fatal(err)
+	}
+	la, lb := map[string]any{}, map[string]any{}
+	leaves("", a, la)
+	leaves("", b, lb)
+	var lost []string
+	for path, v := range la {
+		if v == nil || v == "" || strings.HasPrefix(path, ".dependencies") ||
+			path == ".model_config.model.provider" || path == ".model_config.model.name" ||
+			strings.HasSuffix(path, ".dataset.id") {
+			continue
+		}
+		if w, ok := lb[path]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
+			lost = append(lost, fmt.Sprintf("%s = %v (export: %v)", path, v, w))
+		}
+	}
+	slices.Sort(lost)
+	return lost
+}
+
+func leaves(prefix string, v any, out map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			leaves(prefix+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			leaves(fmt.Sprintf("%s[%d]", prefix, i), e, out)
+		}
+	default:
+		out[prefix] = v
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -22,7 +21,7 @@ func (s *Server) app(ctx context.Context) (*apps.App, error) {
 		return nil, errUnauthorized(msgInvalidToken)
 	}
 	a, err := s.apps.Get(ctx, p.AppID)
-	if errors.Is(err, apps.ErrNotFound) || err == nil && !a.Enabled {
+	if err == nil && !a.Enabled {
 		return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
 	}
 	return a, err

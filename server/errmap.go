@@ -162,6 +162,9 @@ func domainOutcome(err error) *APIError {
 	// internal/apps
 	case errors.As(err, &inputErr):
 		return errInvalidParam(inputErr.SafeMessage())
+	case errors.Is(err, apps.ErrNotFound):
+		// The key's app was deleted or the config no longer declares it.
+		return apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
 
 	// internal/models
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):

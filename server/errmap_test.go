@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/apps/dsl"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
@@ -68,7 +69,8 @@ func domainOutcomes() map[string]outcome {
 	fileRef := fmt.Errorf("%w: files[0].url must be an absolute http(s) URL", chat.ErrFileReference)
 	tooLarge := &files.TooLargeError{Limit: 10 << 20, Category: "image"}
 	return map[string]outcome{
-		"apps.InputError": {&apps.InputError{Message: "name is required in input form"}, invalid("name is required in input form")},
+		"apps.InputError":  {&apps.InputError{Message: "name is required in input form"}, invalid("name is required in input form")},
+		"apps.ErrNotFound": {fmt.Errorf("app x: %w", apps.ErrNotFound), wire{status: 400, code: "app_unavailable", msg: msgAppUnavailable}},
 
 		"auth.ErrMissingBearer": {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
 		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},
@@ -161,7 +163,12 @@ func internalFailures() map[string]struct {
 		err error
 		why string
 	}
+	const cliOnly = "raised only by the apps commands of the CLI (import, publish, delete); no route returns it"
 	return map[string]entry{
+		"apps.ErrConfigApp":                {apps.ErrConfigApp, cliOnly},
+		"apps.ErrInvalid":                  {apps.ErrInvalid, cliOnly},
+		"apps.ErrNameTaken":                {apps.ErrNameTaken, cliOnly},
+		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
@@ -57,12 +58,13 @@ apps:
 	keys := auth.New(st)
 	key, _, _ := keys.Create(ctx, auth.KindApp, synced["bench"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
-	tr := tasks.NewLocal()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Limiter: limiter.NewLocal(), Tasks: tr, Logger: log})
-	b.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
-	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Chat: svc, Tasks: tr,
-		Conversations: conversations.New(st, svc), EndUsers: st, Logger: log, Validation: mode})
+	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+		Kinds: map[string]run.Kind{config.AppModeChat: {Runner: svc.Chatbot()}}})
+	b.Cleanup(func() { _ = engine.Shutdown(context.Background()) })
+	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine,
+		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode})
 	if err != nil {
 		b.Fatal(err)
 	}

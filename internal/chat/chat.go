@@ -1,7 +1,7 @@
-// Package chat answers Chatbot apps: it builds the prompt from the app's config and the
-// conversation's history, calls the app's model, and streams its answer. It plugs into the run
-// engine (internal/run) as the runner of its mode; the engine admits a message, stores it and
-// its outcome, and delivers the events.
+// Package chat answers Chatbot and Completion apps: it builds the prompt from the app's config
+// (and, for a Chatbot, the conversation's history), calls the app's model, and streams its
+// answer. It plugs into the run engine (internal/run) as the runner of those modes; the engine
+// admits a message, stores it and its outcome, and delivers the events.
 package chat
 
 import (
@@ -73,8 +73,8 @@ type Options struct {
 	Knowledge Knowledge
 }
 
-// Service answers Chatbot apps (Chatbot returns its runner) and does the model work around
-// conversations: titles and follow-up suggestions.
+// Service answers Chatbot and Completion apps (Chatbot and Completion return their runners) and
+// does the model work around conversations: titles and follow-up suggestions.
 type Service struct {
 	store     Store
 	models    Models

@@ -31,7 +31,8 @@ type env struct {
 	store    *store.Store
 	upstream *openaitest.Server
 	tasks    *tasks.Local
-	app      *apps.App
+	app      *apps.App // a Chatbot
+	writer   *apps.App // a Completion app with a knowledge base
 }
 
 // envOptions are the options of the env's runner and engine, for newEnv's callers to change.
@@ -60,6 +61,18 @@ apps:
     max_active_requests: 1
     user_input_form:
       - {type: text-input, variable: name, required: true}
+  - name: writer
+    mode: completion
+    model: {provider: openai, name: gpt-4o}
+    pre_prompt: "Write about {{topic}} for {{reader}}."
+    opening_statement: Never shown for a completion.
+    user_input_form:
+      - {type: text-input, variable: topic, required: true}
+      - {type: text-input, variable: reader}
+    dataset_query_variable: topic
+    knowledge_bases: [notes]
+knowledge_bases:
+  - name: notes
 `
 
 // newEnv builds the env; opts may change the options of the runner and the engine (store,
@@ -84,15 +97,16 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}})
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bot": synced["bot"].ID}, func(n int) int { return n })
+	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bot": synced["bot"].ID, "writer": synced["writer"].ID}, func(n int) int { return n })
 	if err != nil {
 		t.Fatal(err)
 	}
 	app, _ := reg.ByID(synced["bot"].ID)
+	writer, _ := reg.ByID(synced["writer"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
 	tr := tasks.NewLocal()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -104,7 +118,10 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 		opt(&o)
 	}
 	svc := New(o.chat)
-	o.run.Kinds = map[string]run.Kind{config.AppModeChat: {Runner: svc.Chatbot()}}
+	o.run.Kinds = map[string]run.Kind{
+		config.AppModeChat:       {Runner: svc.Chatbot()},
+		config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
+	}
 	engine := run.New(o.run)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -113,7 +130,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 			t.Error(err)
 		}
 	})
-	return &env{engine: engine, svc: svc, store: st, upstream: up, tasks: tr, app: app}
+	return &env{engine: engine, svc: svc, store: st, upstream: up, tasks: tr, app: app, writer: writer}
 }
 
 // collect reads a run's events to the end, failing if that takes more than 20 s.
@@ -171,11 +188,15 @@ func (e *env) send(t *testing.T, req run.Request) *run.Run {
 
 func (e *env) message(t *testing.T, rn *run.Run, user string) store.Message {
 	t.Helper()
-	u, err := e.store.EndUser(context.Background(), e.app.ID, user)
+	app := e.app
+	if rn.Mode == config.AppModeCompletion {
+		app = e.writer
+	}
+	u, err := e.store.EndUser(context.Background(), app.ID, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := e.store.Message(context.Background(), e.app.ID, u.ID, rn.MessageID)
+	m, err := e.store.Message(context.Background(), app.ID, u.ID, rn.MessageID)
 	if err != nil {
 		t.Fatal(err)
 	}

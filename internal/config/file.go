@@ -304,6 +304,10 @@ type App struct {
 	MaxActiveRequests int `yaml:"max_active_requests"`
 	// KnowledgeBases names the knowledge bases the app retrieves from.
 	KnowledgeBases []string `yaml:"knowledge_bases"`
+	// DatasetQueryVariable names the input whose value a completion app searches its
+	// knowledge bases with (Dify's dataset_query_variable); required for completion apps with
+	// knowledge bases, which have no conversation to take a query from.
+	DatasetQueryVariable string `yaml:"dataset_query_variable"`
 }
 
 // UnmarshalYAML defaults enabled to true before decoding.

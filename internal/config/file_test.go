@@ -111,6 +111,12 @@ func TestSampleConfig(t *testing.T) {
 		t.Fatalf("chatbot app: %+v", app)
 	}
 
+	writer, ok := f.App("writer")
+	if !ok || writer.Mode != AppModeCompletion || writer.Model.Name != "gpt-4o-mini" || writer.PrePrompt == "" ||
+		len(writer.UserInputForm) != 2 || writer.OpeningStatement != "" {
+		t.Fatalf("writer app: %+v", writer)
+	}
+
 	f, err = LoadFile("", envMap(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9999/v1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -378,6 +384,9 @@ func TestParseFileErrors(t *testing.T) {
 		{"app model disabled", appDoc("model: {provider: openai, name: old}"), nil, `apps[0].model.name: llm model "old" of provider "openai" is disabled`},
 		{"app kb unknown", appDoc("model: {provider: openai, name: gpt}, knowledge_bases: [nope]"), nil, `apps[0].knowledge_bases[0]: unknown knowledge base "nope"`},
 		{"app kb duplicate", appDoc("model: {provider: openai, name: gpt}, knowledge_bases: [handbook, handbook]"), nil, `apps[0].knowledge_bases[1]: duplicate`},
+		{"app dataset query on chat", appDoc("model: {provider: openai, name: gpt}, dataset_query_variable: q"), nil, "apps[0].dataset_query_variable: only applies to completion apps"},
+		{"app dataset query unknown", completionDoc("dataset_query_variable: q, user_input_form: [{type: text-input, variable: topic}]"), nil, `apps[0].dataset_query_variable: "q" is not a variable of user_input_form`},
+		{"app dataset query missing", completionDoc("knowledge_bases: [handbook]"), nil, "apps[0].dataset_query_variable: required for completion apps with knowledge bases"},
 		{"app max active", appDoc("model: {provider: openai, name: gpt}, max_active_requests: -1"), nil, "apps[0].max_active_requests: must not be negative"},
 		{"app suggested empty", appDoc("model: {provider: openai, name: gpt}, suggested_questions: ['ok', ' ']"), nil, "apps[0].suggested_questions[1]: must not be empty"},
 		{"input type", inputDoc("{type: date, variable: d}"), nil, `apps[0].user_input_form[0].type: unknown input type "date"`},
@@ -413,6 +422,20 @@ func TestParseFileErrors(t *testing.T) {
 				t.Fatalf("error\n%v\ndoes not contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCompletionDatasetQuery: a completion app with knowledge bases names the input it searches
+// them with.
+func TestCompletionDatasetQuery(t *testing.T) {
+	t.Parallel()
+	doc := strings.TrimPrefix(completionDoc("knowledge_bases: [handbook], dataset_query_variable: topic, user_input_form: [{type: text-input, variable: topic}]"), "!")
+	f, err := ParseFile([]byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := f.Apps[0]; a.Mode != AppModeCompletion || a.DatasetQueryVariable != "topic" {
+		t.Fatalf("app %+v", a)
 	}
 }
 
@@ -494,6 +517,10 @@ func modelDoc(models string) string {
 
 func appDoc(rest string) string {
 	return "!" + validProviders + validKnowledgeBases + "apps:\n  - {name: a, mode: chat, " + rest + "}\n"
+}
+
+func completionDoc(rest string) string {
+	return "!" + validProviders + validKnowledgeBases + "apps:\n  - {name: a, mode: completion, model: {provider: openai, name: gpt}, " + rest + "}\n"
 }
 
 func inputDoc(items string) string {

@@ -319,6 +319,16 @@ func (f *File) normalizeApp(a *App, path string, kbs map[string]int, bad badFunc
 		}
 		vars[in.Variable] = k
 	}
+	switch {
+	case a.DatasetQueryVariable != "" && a.Mode != AppModeCompletion:
+		bad(path+".dataset_query_variable", "only applies to completion apps")
+	case a.DatasetQueryVariable != "":
+		if _, ok := vars[a.DatasetQueryVariable]; !ok {
+			bad(path+".dataset_query_variable", "%q is not a variable of user_input_form", a.DatasetQueryVariable)
+		}
+	case a.Mode == AppModeCompletion && len(a.KnowledgeBases) > 0:
+		bad(path+".dataset_query_variable", "required for completion apps with knowledge bases")
+	}
 	for k, name := range a.KnowledgeBases {
 		kpath := indexPath(path+".knowledge_bases", k)
 		if _, ok := kbs[name]; !ok {

@@ -39,6 +39,11 @@ func (rs *runStream) VisitSendChatMessageResponse(w http.ResponseWriter) error {
 	return rs.write(w)
 }
 
+// VisitSendCompletionMessageResponse implements gen.SendCompletionMessageResponseObject.
+func (rs *runStream) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+	return rs.write(w)
+}
+
 func (rs *runStream) write(w http.ResponseWriter) error {
 	sse.Headers(w)
 	w.WriteHeader(http.StatusOK)

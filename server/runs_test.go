@@ -153,3 +153,26 @@ func TestEncodeChatEventsExactly(t *testing.T) {
 		t.Fatalf("payload that is no object: %v", err)
 	}
 }
+
+// TestEncodeCompletionEvents: a Completion stream's events have no conversation and match the
+// completion operation's event schemas.
+func TestEncodeCompletionEvents(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	enc := newEventEncoder(&run.Run{TaskID: testTask, MessageID: testMessage, CreatedAt: time.Unix(1705398420, 0), Mode: config.AppModeCompletion})
+	for _, ev := range []run.Event{
+		{Kind: run.EventMessage, Answer: "Once"},
+		{Kind: run.EventMessageEnd, End: &run.End{Usage: models.ComputeUsage(nil, 3, 4, time.Second)}},
+		{Kind: run.EventError, Err: &providers.Error{Kind: providers.KindInvocation, Message: "Upstream failed."}},
+	} {
+		data, err := enc.encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.srv.validator.CheckEvent("sendCompletionMessage", append([]byte("data: "), data...)); err != nil {
+			t.Fatalf("%s\n%s", err, data)
+		}
+		if strings.Contains(string(data), "conversation_id") || !strings.HasPrefix(string(data), `{"event":"`+ev.Kind.String()+`","message_id":"`+testMessage+`","created_at":1705398420`) {
+			t.Fatalf("envelope %s", data)
+		}
+	}
+}

@@ -115,7 +115,8 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter,
 		Kinds: map[string]run.Kind{
-			config.AppModeChat: {Runner: chatSvc.Chatbot()},
+			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
+			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of

@@ -104,29 +104,28 @@ type chatbot struct{ s *Service }
 
 // Prepare implements run.Runner: the app's model, the message's files and as much of the
 // conversation's history as fits the model's context.
-func (c chatbot) Prepare(ctx context.Context, t *run.Turn) (*run.Job, error) {
+func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	s, app := c.s, t.App
 	spec, model, err := s.model(app)
 	if err != nil {
-		return nil, err
+		return run.Job{}, err
 	}
 	atts, err := s.resolveFiles(ctx, app.ID, t.EndUser.ID, t.Files)
 	if err != nil {
-		return nil, err
+		return run.Job{}, err
 	}
 	var history []store.Message
 	if !t.NewConversation {
 		if history, err = s.store.RecentMessages(ctx, t.Conversation.ID, s.history); err != nil {
-			return nil, err
+			return run.Job{}, err
 		}
 	}
-	prompt := buildPrompt(app, spec, t.Inputs, history, t.Query)
 	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		prompt: func(kb string) []providers.Message { return withContext(prompt, kb) }}
+		prompt: buildPrompt(app, spec, t.Inputs, history, t.Query)}
 	if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
 		a.retrieve = s.retriever(app, t.Query)
 	}
-	job := &run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Run: a.run}
+	job := run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Work: a}
 	if t.NewConversation && t.AutoGenerateName {
 		endUser, conv, query := t.EndUser.ID, t.Conversation.ID, t.Query
 		job.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, spec, model, query) }
@@ -154,23 +153,34 @@ func (s *Service) retriever(app *apps.App, query string) func(context.Context) (
 	}
 }
 
-// answer is one call of the app's model whose answer streams as message events.
+// answer is one call of the app's model whose answer streams as message events; it is the
+// run.Work of both kinds.
 type answer struct {
 	s      *Service
 	model  providers.ChatModel
 	spec   models.ModelSpec
 	params map[string]any
 	atts   []attachment
-	// prompt gives the messages sent to the model, with the knowledge context (if any) put
-	// where the app kind puts it.
-	prompt func(knowledgeContext string) []providers.Message
+	// prompt is a Chatbot's prompt, to which the knowledge context is added; completion, when
+	// its app is set, builds a Completion's prompt around the knowledge context instead.
+	prompt     []providers.Message
+	completion completionInput
 	// retrieve, if set, retrieves the knowledge context first.
 	retrieve func(context.Context) (knowledge.ChatContext, error)
 }
 
-// run streams the model's answer to out; the outcome carries the usage (also of a partial
-// answer) and the knowledge chunks used.
-func (a *answer) run(ctx context.Context, out *run.Output) (run.Outcome, error) {
+// messages are the messages sent to the model, with the knowledge context (if any) put where
+// the app kind puts it.
+func (a *answer) messages(knowledgeContext string) []providers.Message {
+	if c := a.completion; c.app != nil {
+		return completionPrompt(c.app, c.inputs, c.query, knowledgeContext)
+	}
+	return withContext(a.prompt, knowledgeContext)
+}
+
+// Run implements run.Work: it streams the model's answer to out; the outcome carries the usage
+// (also of a partial answer) and the knowledge chunks used.
+func (a *answer) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	started := time.Now()
 	var reported *providers.Usage
 	var kctx knowledge.ChatContext
@@ -179,11 +189,11 @@ func (a *answer) run(ctx context.Context, out *run.Output) (run.Outcome, error) 
 		if a.retrieve != nil {
 			var err error
 			if kctx, err = a.retrieve(ctx); err != nil {
-				prompt = a.prompt("")
+				prompt = a.messages("")
 				return err
 			}
 		}
-		prompt = a.prompt(kctx.Prompt)
+		prompt = a.messages(kctx.Prompt)
 		images, err := a.s.imageParts(ctx, a.spec, a.atts)
 		if err != nil {
 			return err

@@ -17,25 +17,31 @@ func (s *Service) Completion() run.Runner { return completion{s} }
 type completion struct{ s *Service }
 
 // Prepare implements run.Runner: the app's model and the message's files.
-func (c completion) Prepare(ctx context.Context, t *run.Turn) (*run.Job, error) {
+func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	s, app := c.s, t.App
 	spec, model, err := s.model(app)
 	if err != nil {
-		return nil, err
+		return run.Job{}, err
 	}
 	atts, err := s.resolveFiles(ctx, app.ID, t.EndUser.ID, t.Files)
 	if err != nil {
-		return nil, err
+		return run.Job{}, err
 	}
-	inputs, query := t.Inputs, t.Query
 	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		prompt: func(kb string) []providers.Message { return completionPrompt(app, inputs, query, kb) }}
+		completion: completionInput{app: app, inputs: t.Inputs, query: t.Query}}
 	if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
-		if q := datasetQuery(app, inputs); q != "" {
+		if q := datasetQuery(app, t.Inputs); q != "" {
 			a.retrieve = s.retriever(app, q)
 		}
 	}
-	return &run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Run: a.run}, nil
+	return run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Work: a}, nil
+}
+
+// completionInput is what a Completion's prompt is built from.
+type completionInput struct {
+	app    *apps.App
+	inputs map[string]any
+	query  string
 }
 
 // completionPrompt is a Completion app's prompt as Dify builds it for chat models: the knowledge

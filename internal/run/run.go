@@ -162,6 +162,7 @@ type Run struct {
 	Mode          string
 
 	events   chan Event
+	out      Output
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
@@ -227,8 +228,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	turn := &Turn{Request: req, EndUser: user}
-	if err := e.conversation(ctx, app, kind, turn); err != nil {
+	turn := Turn{Request: req, EndUser: user}
+	if err := e.conversation(ctx, app, kind, &turn); err != nil {
 		return nil, err
 	}
 	job, err := kind.Runner.Prepare(ctx, turn)
@@ -259,6 +260,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if !kind.OneShot {
 		run.ConversationID = conv.ID
 	}
+	run.out.r = run
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
@@ -274,7 +276,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 			// follow-up work (done also cancels runCtx).
 			defer release()
 			defer done()
-			e.execute(runCtx, run, job)
+			e.execute(runCtx, run, job.Work)
 			completed = runCtx.Err() == nil
 		}()
 		if completed && job.After != nil {
@@ -329,14 +331,13 @@ func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *
 	return nil
 }
 
-// execute runs the job and persists the outcome, whatever it is: completed, stopped, failed,
+// execute runs the job's work and persists the outcome, whatever it is: completed, stopped, failed,
 // or cut short by shutdown. It ends the stream with message_end or error.
-func (e *Engine) execute(ctx context.Context, run *Run, job *Job) {
+func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	defer close(run.events)
 	defer e.untrack(run)
-	out := &Output{r: run}
-	outcome, err := job.Run(ctx, out)
-	answer := out.Answer()
+	outcome, err := work.Run(ctx, &run.out)
+	answer := run.out.Answer()
 
 	now := time.Now().UTC()
 	for i := range outcome.Resources {

@@ -40,14 +40,14 @@ type step struct {
 	err     error
 }
 
-func (s *scripted) Prepare(_ context.Context, t *Turn) (*Job, error) {
+func (s *scripted) Prepare(_ context.Context, t Turn) (Job, error) {
 	if s.refuse != nil {
-		return nil, s.refuse
+		return Job{}, s.refuse
 	}
 	s.prepared.Add(1)
-	return &Job{
+	return Job{
 		Provider: "openai", Model: "gpt-test",
-		Run: func(ctx context.Context, out *Output) (Outcome, error) {
+		Work: WorkFunc(func(ctx context.Context, out *Output) (Outcome, error) {
 			for {
 				select {
 				case <-ctx.Done():
@@ -63,7 +63,7 @@ func (s *scripted) Prepare(_ context.Context, t *Turn) (*Job, error) {
 					}
 				}
 			}
-		},
+		}),
 		After: func(context.Context) { s.after.Add(1) },
 	}, nil
 }

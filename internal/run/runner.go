@@ -51,7 +51,7 @@ type Runner interface {
 	// Prepare readies the answer to an admitted request, before anything is stored: it looks
 	// up the model, checks what only this kind checks and loads what the answer needs (history,
 	// files). An error refuses the request and is returned to the client as is.
-	Prepare(ctx context.Context, t *Turn) (*Job, error)
+	Prepare(ctx context.Context, t Turn) (Job, error)
 }
 
 // Job is an answer a runner prepared.
@@ -63,16 +63,28 @@ type Job struct {
 	// WorkflowRunID is the workflow run the answer belongs to, for kinds that run a graph;
 	// the stream puts it on workflow events.
 	WorkflowRunID string
-	// Run produces the answer once the message is stored: it sends content events to out and
-	// returns the outcome, also when it fails (the usage of a partial answer counts). ctx ends
-	// on stop (cause ErrStopped) and on shutdown (cause ErrShuttingDown). The engine ends the
-	// stream itself with message_end or error.
-	Run func(ctx context.Context, out *Output) (Outcome, error)
-	// After, if set, runs once Run returned without being stopped or cut by shutdown, after
+	// Work produces the answer once the message is stored.
+	Work Work
+	// After, if set, runs once Work returned without being stopped or cut by shutdown, after
 	// the concurrency slot and the stop handle are released: work the answer must not wait
 	// for, such as naming a new conversation. ctx ends at shutdown.
 	After func(ctx context.Context)
 }
+
+// Work produces an answer.
+type Work interface {
+	// Run sends the answer's content events to out and returns the outcome, also when it
+	// fails (the usage of a partial answer counts). ctx ends on stop (cause ErrStopped) and on
+	// shutdown (cause ErrShuttingDown). The engine ends the stream itself with message_end or
+	// error.
+	Run(ctx context.Context, out *Output) (Outcome, error)
+}
+
+// WorkFunc is a function that is Work.
+type WorkFunc func(ctx context.Context, out *Output) (Outcome, error)
+
+// Run implements Work.
+func (f WorkFunc) Run(ctx context.Context, out *Output) (Outcome, error) { return f(ctx, out) }
 
 // Outcome is what a job reports besides its events.
 type Outcome struct {

@@ -223,6 +223,99 @@ func (e ChildChunkType) Valid() bool {
 	}
 }
 
+// Defines values for CompletionErrorEventEvent.
+const (
+	CompletionErrorEventEventError CompletionErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the CompletionErrorEventEvent enum.
+func (e CompletionErrorEventEvent) Valid() bool {
+	switch e {
+	case CompletionErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageEndEventEvent.
+const (
+	CompletionMessageEnd CompletionMessageEndEventEvent = "message_end"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageEndEventEvent enum.
+func (e CompletionMessageEndEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageEnd:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageEventEvent.
+const (
+	CompletionMessageEventEventMessage CompletionMessageEventEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageEventEvent enum.
+func (e CompletionMessageEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageEventEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionRequestResponseMode.
+const (
+	CompletionBlocking  CompletionRequestResponseMode = "blocking"
+	CompletionStreaming CompletionRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the CompletionRequestResponseMode enum.
+func (e CompletionRequestResponseMode) Valid() bool {
+	switch e {
+	case CompletionBlocking:
+		return true
+	case CompletionStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionResponseEvent.
+const (
+	CompletionResponseEventMessage CompletionResponseEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the CompletionResponseEvent enum.
+func (e CompletionResponseEvent) Valid() bool {
+	switch e {
+	case CompletionResponseEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionResponseMode.
+const (
+	CompletionResponseModeCompletion CompletionResponseMode = "completion"
+)
+
+// Valid indicates whether the value is a known member of the CompletionResponseMode enum.
+func (e CompletionResponseMode) Valid() bool {
+	switch e {
+	case CompletionResponseModeCompletion:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateDatasetRequestProvider.
 const (
 	CreateDatasetRequestProviderExternal CreateDatasetRequestProvider = "external"
@@ -1677,6 +1770,133 @@ type ChildChunkResponse struct {
 	//
 	// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
 	Data ChildChunk `json:"data"`
+}
+
+// CompletionErrorEvent A failure ended the Completion stream; the HTTP status stays 200.
+type CompletionErrorEvent struct {
+	Code string `json:"code"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                     `json:"created_at"`
+	Event     CompletionErrorEventEvent `json:"event"`
+	Message   string                    `json:"message"`
+	MessageId openapi_types.UUID        `json:"message_id"`
+	Status    int                       `json:"status"`
+}
+
+// CompletionErrorEventEvent defines model for CompletionErrorEvent.Event.
+type CompletionErrorEventEvent string
+
+// CompletionEventEnvelope defines model for CompletionEventEnvelope.
+type CompletionEventEnvelope struct {
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64              `json:"created_at"`
+	MessageId openapi_types.UUID `json:"message_id"`
+}
+
+// CompletionMessageEndEvent The Completion is complete (or was stopped).
+type CompletionMessageEndEvent struct {
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                          `json:"created_at"`
+	Event     CompletionMessageEndEventEvent `json:"event"`
+	Files     *[]map[string]interface{}      `json:"files,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
+	Metadata MessageEndMetadata `json:"metadata"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageEndEventEvent defines model for CompletionMessageEndEvent.Event.
+type CompletionMessageEndEventEvent string
+
+// CompletionMessageEvent An answer chunk of a Completion app. Concatenate in order.
+type CompletionMessageEvent struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt            int64                       `json:"created_at"`
+	Event                CompletionMessageEventEvent `json:"event"`
+	FromVariableSelector *[]string                   `json:"from_variable_selector,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageEventEvent defines model for CompletionMessageEvent.Event.
+type CompletionMessageEventEvent string
+
+// CompletionRequest Body of the send-completion-message operation. Unknown members are ignored.
+type CompletionRequest struct {
+	// Files Files for the message; `null` is accepted as "none". Images reach models with vision.
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the app's input variables keyed by variable name; they fill the app's prompt.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// Query The user's text, sent to the model after the app's prompt. When empty (the default) the app's prompt, filled in from `inputs`, is the whole request.
+	Query *string `json:"query,omitempty"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *CompletionRequestResponseMode `json:"response_mode,omitempty"`
+
+	// RetrieverFrom Accepted for compatibility with Dify's clients and ignored.
+	RetrieverFrom *string `json:"retriever_from,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app. Missing or empty → 400 `invalid_param` "Arg user must be provided.", as in Dify.
+	User string `json:"user"`
+}
+
+// CompletionRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type CompletionRequestResponseMode string
+
+// CompletionResponse The blocking-mode reply of a Completion app; it has no conversation.
+type CompletionResponse struct {
+	// Answer Complete answer.
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// Event Always `message`.
+	Event CompletionResponseEvent `json:"event"`
+
+	// Id Id of this response event (the message id).
+	Id openapi_types.UUID `json:"id"`
+
+	// MessageId Message id.
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Usage and the knowledge citations of a reply.
+	Metadata ResponseMetadata `json:"metadata"`
+
+	// Mode Always `completion`.
+	Mode CompletionResponseMode `json:"mode"`
+
+	// TaskId Task id for tracking and for the stop operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionResponseEvent Always `message`.
+type CompletionResponseEvent string
+
+// CompletionResponseMode Always `completion`.
+type CompletionResponseMode string
+
+// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks, then
+// `message_end`, or `error`. Events carry no `conversation_id`. `ping` is a keep-alive sent as
+// the bare frame `event: ping`; clients skip it.
+type CompletionStreamEvent struct {
+	union json.RawMessage
 }
 
 // Conversation A conversation of an end user with the app.
@@ -4003,6 +4223,12 @@ type SendChatMessageJSONRequestBody = ChatRequest
 
 // StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
 type StopChatMessageJSONRequestBody = UserRequest
+
+// SendCompletionMessageJSONRequestBody defines body for SendCompletionMessage for application/json ContentType.
+type SendCompletionMessageJSONRequestBody = CompletionRequest
+
+// StopCompletionMessageJSONRequestBody defines body for StopCompletionMessage for application/json ContentType.
+type StopCompletionMessageJSONRequestBody = UserRequest
 
 // DeleteConversationJSONRequestBody defines body for DeleteConversation for application/json ContentType.
 type DeleteConversationJSONRequestBody = DeleteConversationRequest
@@ -10093,6 +10319,179 @@ func (t *ChatStreamEvent) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsCompletionMessageEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEvent
+func (t CompletionStreamEvent) AsCompletionMessageEvent() (CompletionMessageEvent, error) {
+	var body CompletionMessageEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageEvent
+func (t *CompletionStreamEvent) FromCompletionMessageEvent(v CompletionMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageEvent(v CompletionMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCompletionMessageEndEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEndEvent
+func (t CompletionStreamEvent) AsCompletionMessageEndEvent() (CompletionMessageEndEvent, error) {
+	var body CompletionMessageEndEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageEndEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageEndEvent
+func (t *CompletionStreamEvent) FromCompletionMessageEndEvent(v CompletionMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageEndEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageEndEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageEndEvent(v CompletionMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCompletionErrorEvent returns the union data inside the CompletionStreamEvent as a CompletionErrorEvent
+func (t CompletionStreamEvent) AsCompletionErrorEvent() (CompletionErrorEvent, error) {
+	var body CompletionErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionErrorEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionErrorEvent
+func (t *CompletionStreamEvent) FromCompletionErrorEvent(v CompletionErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionErrorEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionErrorEvent
+func (t *CompletionStreamEvent) MergeCompletionErrorEvent(v CompletionErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the CompletionStreamEvent as a PingEvent
+func (t CompletionStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the CompletionStreamEvent as the provided PingEvent
+func (t *CompletionStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided PingEvent
+func (t *CompletionStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CompletionStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t CompletionStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsCompletionErrorEvent()
+	case "message":
+		return t.AsCompletionMessageEvent()
+	case "message_end":
+		return t.AsCompletionMessageEndEvent()
+	case "ping":
+		return t.AsPingEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t CompletionStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CompletionStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsDocMetadataValue0 returns the union data inside the DocMetadata_Value as a DocMetadataValue0
 func (t DocMetadata_Value) AsDocMetadataValue0() (DocMetadataValue0, error) {
 	var body DocMetadataValue0
@@ -10433,6 +10832,58 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 	StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendCompletionMessageWithBody Send completion message
+	//
+	// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+	// own: there is no conversation, and neither the reply nor its events carry a
+	// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+	// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+	// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+	// other modes are refused with 400 `app_unavailable`, as Dify does.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+	SendCompletionMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendCompletionMessage Send completion message
+	//
+	// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+	// own: there is no conversation, and neither the reply nor its events carry a
+	// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+	// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+	// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+	// other modes are refused with 400 `app_unavailable`, as Dify does.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+	SendCompletionMessage(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopCompletionMessageWithBody Stop completion response
+	//
+	// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+	// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+	// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	// Apps of other modes are refused with 400 `app_unavailable`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+	StopCompletionMessageWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopCompletionMessage Stop completion response
+	//
+	// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+	// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+	// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	// Apps of other modes are refused with 400 `app_unavailable`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+	StopCompletionMessage(ctx context.Context, taskId TaskId, body StopCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListConversations Get conversations
 	//
@@ -11302,6 +11753,98 @@ func (c *Client) StopChatMessageWithBody(ctx context.Context, taskId TaskId, con
 // Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 func (c *Client) StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopChatMessageRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendCompletionMessageWithBody Send completion message
+//
+// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+// own: there is no conversation, and neither the reply nor its events carry a
+// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+// other modes are refused with 400 `app_unavailable`, as Dify does.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+func (c *Client) SendCompletionMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendCompletionMessageRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendCompletionMessage Send completion message
+//
+// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+// own: there is no conversation, and neither the reply nor its events carry a
+// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+// other modes are refused with 400 `app_unavailable`, as Dify does.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+func (c *Client) SendCompletionMessage(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendCompletionMessageRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopCompletionMessageWithBody Stop completion response
+//
+// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+// Apps of other modes are refused with 400 `app_unavailable`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+func (c *Client) StopCompletionMessageWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopCompletionMessageRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopCompletionMessage Stop completion response
+//
+// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+// Apps of other modes are refused with 400 `app_unavailable`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+func (c *Client) StopCompletionMessage(ctx context.Context, taskId TaskId, body StopCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopCompletionMessageRequest(c.Server, taskId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13006,6 +13549,93 @@ func NewStopChatMessageRequestWithBody(server string, taskId TaskId, contentType
 	}
 
 	operationPath := fmt.Sprintf("/chat-messages/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSendCompletionMessageRequest calls the generic SendCompletionMessage builder with application/json body
+func NewSendCompletionMessageRequest(server string, body SendCompletionMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendCompletionMessageRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSendCompletionMessageRequestWithBody constructs an http.Request for the SendCompletionMessage method, with any body, and a specified content type
+func NewSendCompletionMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/completion-messages")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStopCompletionMessageRequest calls the generic StopCompletionMessage builder with application/json body
+func NewStopCompletionMessageRequest(server string, taskId TaskId, body StopCompletionMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStopCompletionMessageRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewStopCompletionMessageRequestWithBody constructs an http.Request for the StopCompletionMessage method, with any body, and a specified content type
+func NewStopCompletionMessageRequestWithBody(server string, taskId TaskId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/completion-messages/%s/stop", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -15937,6 +16567,58 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 	StopChatMessageWithResponse(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error)
 
+	// SendCompletionMessageWithBodyWithResponse Send completion message
+	//
+	// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+	// own: there is no conversation, and neither the reply nor its events carry a
+	// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+	// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+	// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+	// other modes are refused with 400 `app_unavailable`, as Dify does.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+	SendCompletionMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
+
+	// SendCompletionMessageWithResponse Send completion message
+	//
+	// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+	// own: there is no conversation, and neither the reply nor its events carry a
+	// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+	// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+	// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+	// other modes are refused with 400 `app_unavailable`, as Dify does.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+	SendCompletionMessageWithResponse(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
+
+	// StopCompletionMessageWithBodyWithResponse Stop completion response
+	//
+	// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+	// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+	// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	// Apps of other modes are refused with 400 `app_unavailable`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+	StopCompletionMessageWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopCompletionMessageResponse, error)
+
+	// StopCompletionMessageWithResponse Stop completion response
+	//
+	// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+	// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+	// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+	// Apps of other modes are refused with 400 `app_unavailable`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+	StopCompletionMessageWithResponse(ctx context.Context, taskId TaskId, body StopCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopCompletionMessageResponse, error)
+
 	// ListConversationsWithResponse Get conversations
 	//
 	// The end user's conversations with the app, in pages: pass the id of the last item of a page
@@ -17024,6 +17706,200 @@ func (r StopChatMessageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StopChatMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendCompletionMessageResponse401Headers the declared response headers of an HTTP 401 response for SendCompletionMessage
+type SendCompletionMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SendCompletionMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CompletionResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendCompletionMessageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON200() *CompletionResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SendCompletionMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendCompletionMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendCompletionMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendCompletionMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StopCompletionMessageResponse401Headers the declared response headers of an HTTP 401 response for StopCompletionMessage
+type StopCompletionMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StopCompletionMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StopCompletionMessageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StopCompletionMessageResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StopCompletionMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopCompletionMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopCompletionMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopCompletionMessageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -22032,6 +22908,82 @@ func (c *ClientWithResponses) StopChatMessageWithResponse(ctx context.Context, t
 	return ParseStopChatMessageResponse(rsp)
 }
 
+// SendCompletionMessageWithBodyWithResponse Send completion message
+//
+// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+// own: there is no conversation, and neither the reply nor its events carry a
+// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+// other modes are refused with 400 `app_unavailable`, as Dify does.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+func (c *ClientWithResponses) SendCompletionMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
+	rsp, err := c.SendCompletionMessageWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendCompletionMessageResponse(rsp)
+}
+
+// SendCompletionMessageWithResponse Send completion message
+//
+// Sends a request to a Completion app (`mode: completion`), which answers each message on its
+// own: there is no conversation, and neither the reply nor its events carry a
+// `conversation_id`. With `response_mode: blocking` (the default) the reply is one JSON
+// object; with `streaming` it is a Server-Sent Events stream whose `data:` lines each carry
+// one JSON event (see `CompletionStreamEvent`), plus `event: ping` keep-alives. Apps of
+// other modes are refused with 400 `app_unavailable`, as Dify does.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
+func (c *ClientWithResponses) SendCompletionMessageWithResponse(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
+	rsp, err := c.SendCompletionMessage(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendCompletionMessageResponse(rsp)
+}
+
+// StopCompletionMessageWithBodyWithResponse Stop completion response
+//
+// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+// Apps of other modes are refused with 400 `app_unavailable`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+func (c *ClientWithResponses) StopCompletionMessageWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopCompletionMessageResponse, error) {
+	rsp, err := c.StopCompletionMessageWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopCompletionMessageResponse(rsp)
+}
+
+// StopCompletionMessageWithResponse Stop completion response
+//
+// Stops a streaming completion by its `task_id`. Only the end user who started the task can
+// stop it; any other `user`, or an unknown or finished task, is silently ignored and still
+// answers `success`, as Dify does. What was generated so far is kept with status `stopped`.
+// Apps of other modes are refused with 400 `app_unavailable`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /completion-messages/{task_id}/stop (the `StopCompletionMessage` operationId).
+func (c *ClientWithResponses) StopCompletionMessageWithResponse(ctx context.Context, taskId TaskId, body StopCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopCompletionMessageResponse, error) {
+	rsp, err := c.StopCompletionMessage(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopCompletionMessageResponse(rsp)
+}
+
 // ListConversationsWithResponse Get conversations
 //
 // The end user's conversations with the app, in pages: pass the id of the last item of a page
@@ -23561,6 +24513,185 @@ func ParseStopChatMessageResponse(rsp *http.Response) (*StopChatMessageResponse,
 	switch {
 	case rsp.StatusCode == 401:
 		var headers StopChatMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendCompletionMessageResponse parses an HTTP response from a SendCompletionMessageWithResponse call
+func ParseSendCompletionMessageResponse(rsp *http.Response) (*SendCompletionMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendCompletionMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CompletionResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SendCompletionMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStopCompletionMessageResponse parses an HTTP response from a StopCompletionMessageWithResponse call
+func ParseStopCompletionMessageResponse(rsp *http.Response) (*StopCompletionMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopCompletionMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StopCompletionMessageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

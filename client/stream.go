@@ -52,16 +52,39 @@ func (e *ResponseError) Error() string {
 //	if err := stream.Err(); err != nil { … }
 //
 // An `error` event is delivered like any other event: the stream ends after it.
-type EventStream struct {
+type EventStream = Stream[ChatStreamEvent, *ChatStreamEvent]
+
+// CompletionEventStream reads the stream of SendCompletionMessage as typed
+// CompletionStreamEvent values, as EventStream reads a chat stream.
+type CompletionEventStream = Stream[CompletionStreamEvent, *CompletionStreamEvent]
+
+// Stream reads a `text/event-stream` reply as events of type E (a generated stream-event union),
+// skipping `ping` keep-alives. Use it through EventStream or CompletionEventStream.
+type Stream[E any, P interface {
+	*E
+	UnmarshalJSON([]byte) error
+}] struct {
 	body io.ReadCloser
 	r    *bufio.Reader
-	ev   ChatStreamEvent
+	ev   E
 	err  error
 }
 
-// NewEventStream wraps resp. A reply that is not a 200 event stream is closed and returned as an
-// error: a *ResponseError for an error body.
+// NewEventStream wraps resp, a chat stream. A reply that is not a 200 event stream is closed and
+// returned as an error: a *ResponseError for an error body.
 func NewEventStream(resp *http.Response) (*EventStream, error) {
+	return newStream[ChatStreamEvent](resp)
+}
+
+// NewCompletionEventStream wraps resp, a Completion stream, as NewEventStream wraps a chat one.
+func NewCompletionEventStream(resp *http.Response) (*CompletionEventStream, error) {
+	return newStream[CompletionStreamEvent](resp)
+}
+
+func newStream[E any, P interface {
+	*E
+	UnmarshalJSON([]byte) error
+}](resp *http.Response) (*Stream[E, P], error) {
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -74,12 +97,12 @@ func NewEventStream(resp *http.Response) (*EventStream, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("parley: expected text/event-stream, got %q", resp.Header.Get("Content-Type"))
 	}
-	return &EventStream{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 32<<10)}, nil
+	return &Stream[E, P]{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 32<<10)}, nil
 }
 
 // Next reads the next event other than ping. It returns false at the end of the stream or on an
 // error; Err tells which.
-func (s *EventStream) Next() bool {
+func (s *Stream[E, P]) Next() bool {
 	if s.err != nil {
 		return false
 	}
@@ -107,8 +130,8 @@ func (s *EventStream) Next() bool {
 			s.err = fmt.Errorf("parley: event without an event member: %s", truncate(data))
 			return false
 		}
-		var ev ChatStreamEvent
-		if err := ev.UnmarshalJSON(data); err != nil {
+		var ev E
+		if err := P(&ev).UnmarshalJSON(data); err != nil {
 			s.err = err
 			return false
 		}
@@ -118,10 +141,10 @@ func (s *EventStream) Next() bool {
 }
 
 // Event is the event read by the last successful Next.
-func (s *EventStream) Event() ChatStreamEvent { return s.ev }
+func (s *Stream[E, P]) Event() E { return s.ev }
 
 // Err is the error that ended the stream, or nil at a clean end.
-func (s *EventStream) Err() error {
+func (s *Stream[E, P]) Err() error {
 	if errors.Is(s.err, io.EOF) {
 		return nil
 	}
@@ -129,11 +152,11 @@ func (s *EventStream) Err() error {
 }
 
 // Close releases the connection.
-func (s *EventStream) Close() error { return s.body.Close() }
+func (s *Stream[E, P]) Close() error { return s.body.Close() }
 
 // readFrame reads up to the blank line that ends a frame and returns its joined data lines (nil
 // when it has none) and its `event:` field.
-func (s *EventStream) readFrame() (data []byte, name string, err error) {
+func (s *Stream[E, P]) readFrame() (data []byte, name string, err error) {
 	size := 0
 	seen := false
 	for {
@@ -168,7 +191,7 @@ func (s *EventStream) readFrame() (data []byte, name string, err error) {
 	}
 }
 
-func (s *EventStream) readLine() ([]byte, error) {
+func (s *Stream[E, P]) readLine() ([]byte, error) {
 	var line []byte
 	for {
 		chunk, isPrefix, err := s.r.ReadLine()

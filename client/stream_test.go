@@ -124,3 +124,32 @@ func TestEventStreamErrors(t *testing.T) {
 	}
 	stream.Close()
 }
+
+func TestCompletionEventStream(t *testing.T) {
+	const cenv = `"message_id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","created_at":1705398420,"task_id":"9d2d4d3e-7c6f-4a6f-9c77-5e2d7f2abe33"`
+	body := "event: ping\n\n" +
+		`data: {"event":"message",` + cenv + `,"id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","answer":"Dear Ada","from_variable_selector":null}` + "\n\n" +
+		`data: {"event":"message_end",` + cenv + `,"id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","metadata":{"usage":{"prompt_tokens":1}},"files":null}` + "\n\n"
+	stream, err := NewCompletionEventStream(serve(t, 200, "text/event-stream", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var names []string
+	for stream.Next() {
+		ev := stream.Event()
+		name, err := ev.Discriminator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		if name == "message" {
+			if m, err := ev.AsCompletionMessageEvent(); err != nil || m.Answer != "Dear Ada" {
+				t.Fatalf("message %+v, %v", m, err)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil || strings.Join(names, ",") != "message,message_end" {
+		t.Fatalf("events %v, err %v", names, err)
+	}
+}

@@ -27,7 +27,10 @@ type contract struct {
 	doc       *openapi3.T
 	router    routers.Router
 	errSchema *openapi3.Schema
-	events    map[string]*openapi3.Schema // event name → schema (discriminator mapping)
+	events    map[string]*openapi3.Schema // event name → schema of a chat stream (discriminator mapping)
+	// streams are the event schemas of each operation that answers with an event stream, by
+	// operation id.
+	streams map[string]map[string]*openapi3.Schema
 }
 
 var (
@@ -65,10 +68,23 @@ func loadContract(tb testing.TB) *contract {
 			contractErr = err
 			return
 		}
-		c := &contract{doc: doc, router: router, errSchema: doc.Components.Schemas["Error"].Value, events: map[string]*openapi3.Schema{}}
-		stream := doc.Components.Schemas["ChatStreamEvent"].Value
-		for name, ref := range stream.Discriminator.Mapping {
-			c.events[name] = doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value
+		byEvent := func(stream *openapi3.Schema) map[string]*openapi3.Schema {
+			out := map[string]*openapi3.Schema{}
+			for name, ref := range stream.Discriminator.Mapping {
+				out[name] = doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value
+			}
+			return out
+		}
+		c := &contract{doc: doc, router: router, errSchema: doc.Components.Schemas["Error"].Value,
+			events: byEvent(doc.Components.Schemas["ChatStreamEvent"].Value), streams: map[string]map[string]*openapi3.Schema{}}
+		for _, item := range doc.Paths.Map() {
+			for _, op := range item.Operations() {
+				if r := op.Responses.Status(http.StatusOK); r != nil && r.Value != nil {
+					if mt := r.Value.Content.Get("text/event-stream"); mt != nil && mt.Schema != nil && mt.Schema.Value.Discriminator != nil {
+						c.streams[op.OperationID] = byEvent(mt.Schema.Value)
+					}
+				}
+			}
 		}
 		contractVal = c
 	})
@@ -137,7 +153,11 @@ func (ct *contractTransport) RoundTrip(req *http.Request) (*http.Response, error
 		} else {
 			ct.checker.add("%s: event stream from an undeclared operation", what)
 		}
-		resp.Body = &eventChecker{rc: resp.Body, r: bufio.NewReader(resp.Body), c: ct.c, checker: ct.checker, what: what}
+		events := ct.c.events
+		if route != nil && ct.c.streams[route.Operation.OperationID] != nil {
+			events = ct.c.streams[route.Operation.OperationID]
+		}
+		resp.Body = &eventChecker{rc: resp.Body, r: bufio.NewReader(resp.Body), events: events, checker: ct.checker, what: what}
 		return resp, nil
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -191,7 +211,7 @@ func validateBody(s *openapi3.Schema, body []byte) error {
 type eventChecker struct {
 	rc      io.ReadCloser
 	r       *bufio.Reader
-	c       *contract
+	events  map[string]*openapi3.Schema
 	checker *checker
 	what    string
 	frame   []byte
@@ -207,7 +227,7 @@ func (e *eventChecker) Read(p []byte) (int, error) {
 			break
 		}
 		e.n++
-		if verr := e.c.checkFrame(e.frame[:i]); verr != nil {
+		if verr := checkEventFrame(e.events, e.frame[:i]); verr != nil {
 			e.checker.add("%s: event #%d: %v", e.what, e.n, verr)
 		}
 		e.frame = e.frame[i+2:]
@@ -221,7 +241,11 @@ func (e *eventChecker) Read(p []byte) (int, error) {
 
 func (e *eventChecker) Close() error { return e.rc.Close() }
 
-func (c *contract) checkFrame(frame []byte) error {
+// checkFrame checks a frame of a chat stream.
+func (c *contract) checkFrame(frame []byte) error { return checkEventFrame(c.events, frame) }
+
+// checkEventFrame checks a frame against the event schemas of its stream.
+func checkEventFrame(events map[string]*openapi3.Schema, frame []byte) error {
 	var data []byte
 	event := ""
 	for _, line := range strings.Split(string(frame), "\n") {
@@ -252,7 +276,7 @@ func (c *contract) checkFrame(frame []byte) error {
 		return fmt.Errorf("data is not a JSON object: %w", err)
 	}
 	name, _ := v["event"].(string)
-	s := c.events[name]
+	s := events[name]
 	if s == nil {
 		return fmt.Errorf("unknown event %q", name)
 	}
@@ -286,6 +310,18 @@ func TestContractCheckerCatchesViolations(t *testing.T) {
 				t.Fatalf("invalid frame accepted: %s", tc.frame)
 			}
 		})
+	}
+	// A Completion stream is checked against its own operation's events: no conversation.
+	completion := c.streams["sendCompletionMessage"]
+	goodCompletion := `data: {"event":"message","message_id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","created_at":1705398420,"task_id":"9d2d4d3e-7c6f-4a6f-9c77-5e2d7f2abe33","id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","answer":"Hi","from_variable_selector":null}`
+	if err := checkEventFrame(completion, []byte(goodCompletion)); err != nil {
+		t.Fatalf("valid completion frame rejected: %v", err)
+	}
+	if err := c.checkFrame([]byte(goodCompletion)); err == nil {
+		t.Fatal("a completion frame passed as a chat event (no conversation_id)")
+	}
+	if err := checkEventFrame(completion, []byte(strings.Replace(goodCompletion, `"event":"message"`, `"event":"agent_thought"`, 1))); err == nil {
+		t.Fatal("an event Completion streams never send was accepted")
 	}
 	if err := validateBody(c.errSchema, []byte(`{"code":"not_found","message":"x","status":404}`)); err != nil {
 		t.Fatalf("valid error body rejected: %v", err)

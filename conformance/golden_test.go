@@ -79,4 +79,24 @@ func TestGoldenTranscripts(t *testing.T) {
 			golden(t, tc.file, normalize(strings.TrimRight(got, "\n")+"\n"))
 		})
 	}
+	// A Completion app's: no conversation in the reply or the events.
+	for _, tc := range []struct{ mode, file string }{{"blocking", "completion_blocking.json.golden"}, {"streaming", "completion_streaming.sse.golden"}} {
+		t.Run("completion "+tc.mode, func(t *testing.T) {
+			who := "golden completion " + tc.mode
+			upstream.On("note to "+who, openaitest.Reply{Chunks: []string{"Dear", " reader", "."}, Usage: &providers.Usage{PromptTokens: 12, CompletionTokens: 3}})
+			body := `{"inputs":{"tone":"warm","name":"` + who + `"},"query":"","user":"golden","response_mode":"` + tc.mode + `"}`
+			req, _ := newRequest("POST", p.URL+"/completion-messages", body, p.CompletionKey(t))
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			golden(t, tc.file, normalize(strings.TrimRight(got, "\n")+"\n"))
+		})
+	}
 }

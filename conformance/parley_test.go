@@ -75,10 +75,13 @@ type Parley struct {
 	AppKey, KnowledgeKey string
 	// TenantID is the workspace id the server reports.
 	engine storetest.Engine
-	env    []string
-	logs   *syncBuffer
-	stop   func() error
-	kill   func() error
+	// completionKey is a key of the `writer` Completion app, issued on first use.
+	completionKey     string
+	completionKeyOnce sync.Once
+	env               []string
+	logs              *syncBuffer
+	stop              func() error
+	kill              func() error
 }
 
 // engines lists the storage engines a test runs the server on. A PARLEY_URL run has one: the
@@ -147,6 +150,23 @@ func startParley(t *testing.T, engine string) *Parley {
 	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")
 	p.Start(t)
 	return p
+}
+
+// CompletionKey returns a key of the `writer` Completion app, issued through the CLI on first use
+// (PARLEY_COMPLETION_KEY against an external server).
+func (p *Parley) CompletionKey(t *testing.T) string {
+	t.Helper()
+	p.completionKeyOnce.Do(func() {
+		if p.engine.Name == "" {
+			p.completionKey = os.Getenv("PARLEY_COMPLETION_KEY")
+			return
+		}
+		p.completionKey = p.CLI(t, "keys", "create", "--app", "writer")
+	})
+	if p.completionKey == "" {
+		t.Skip("no key of a Completion app (set PARLEY_COMPLETION_KEY)")
+	}
+	return p.completionKey
 }
 
 // Start runs `parley serve` with the server's settings (again, after Stop) and waits for its

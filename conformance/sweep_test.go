@@ -253,10 +253,12 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 					scheme = name
 				}
 			}
-			switch scheme {
-			case "AppKey":
+			switch {
+			case scheme == "AppKey" && strings.Contains(op.OperationID, "Completion"):
+				o.key = p.CompletionKey(t)
+			case scheme == "AppKey":
 				o.key = p.AppKey
-			case "KnowledgeKey":
+			case scheme == "KnowledgeKey":
 				o.key = p.KnowledgeKey
 			default:
 				t.Fatalf("%s: no key scheme the sweep knows (%q)", op.OperationID, scheme)

@@ -223,6 +223,99 @@ func (e ChildChunkType) Valid() bool {
 	}
 }
 
+// Defines values for CompletionErrorEventEvent.
+const (
+	CompletionErrorEventEventError CompletionErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the CompletionErrorEventEvent enum.
+func (e CompletionErrorEventEvent) Valid() bool {
+	switch e {
+	case CompletionErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageEndEventEvent.
+const (
+	CompletionMessageEnd CompletionMessageEndEventEvent = "message_end"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageEndEventEvent enum.
+func (e CompletionMessageEndEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageEnd:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageEventEvent.
+const (
+	CompletionMessageEventEventMessage CompletionMessageEventEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageEventEvent enum.
+func (e CompletionMessageEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageEventEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionRequestResponseMode.
+const (
+	CompletionBlocking  CompletionRequestResponseMode = "blocking"
+	CompletionStreaming CompletionRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the CompletionRequestResponseMode enum.
+func (e CompletionRequestResponseMode) Valid() bool {
+	switch e {
+	case CompletionBlocking:
+		return true
+	case CompletionStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionResponseEvent.
+const (
+	CompletionResponseEventMessage CompletionResponseEvent = "message"
+)
+
+// Valid indicates whether the value is a known member of the CompletionResponseEvent enum.
+func (e CompletionResponseEvent) Valid() bool {
+	switch e {
+	case CompletionResponseEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionResponseMode.
+const (
+	CompletionResponseModeCompletion CompletionResponseMode = "completion"
+)
+
+// Valid indicates whether the value is a known member of the CompletionResponseMode enum.
+func (e CompletionResponseMode) Valid() bool {
+	switch e {
+	case CompletionResponseModeCompletion:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateDatasetRequestProvider.
 const (
 	CreateDatasetRequestProviderExternal CreateDatasetRequestProvider = "external"
@@ -1677,6 +1770,133 @@ type ChildChunkResponse struct {
 	//
 	// Example: {"content":"Dify is an LLM app development platform.","created_at":1741267201,"id":"0190f5d0-3e4f-7a5b-8c6d-7e8f9a0b1c2d","position":1,"segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","type":"automatic","updated_at":1741267201,"word_count":40}
 	Data ChildChunk `json:"data"`
+}
+
+// CompletionErrorEvent A failure ended the Completion stream; the HTTP status stays 200.
+type CompletionErrorEvent struct {
+	Code string `json:"code"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                     `json:"created_at"`
+	Event     CompletionErrorEventEvent `json:"event"`
+	Message   string                    `json:"message"`
+	MessageId openapi_types.UUID        `json:"message_id"`
+	Status    int                       `json:"status"`
+}
+
+// CompletionErrorEventEvent defines model for CompletionErrorEvent.Event.
+type CompletionErrorEventEvent string
+
+// CompletionEventEnvelope defines model for CompletionEventEnvelope.
+type CompletionEventEnvelope struct {
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64              `json:"created_at"`
+	MessageId openapi_types.UUID `json:"message_id"`
+}
+
+// CompletionMessageEndEvent The Completion is complete (or was stopped).
+type CompletionMessageEndEvent struct {
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                          `json:"created_at"`
+	Event     CompletionMessageEndEventEvent `json:"event"`
+	Files     *[]map[string]interface{}      `json:"files,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
+	Metadata MessageEndMetadata `json:"metadata"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageEndEventEvent defines model for CompletionMessageEndEvent.Event.
+type CompletionMessageEndEventEvent string
+
+// CompletionMessageEvent An answer chunk of a Completion app. Concatenate in order.
+type CompletionMessageEvent struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt            int64                       `json:"created_at"`
+	Event                CompletionMessageEventEvent `json:"event"`
+	FromVariableSelector *[]string                   `json:"from_variable_selector,omitempty"`
+
+	// Id Message id.
+	Id        openapi_types.UUID `json:"id"`
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageEventEvent defines model for CompletionMessageEvent.Event.
+type CompletionMessageEventEvent string
+
+// CompletionRequest Body of the send-completion-message operation. Unknown members are ignored.
+type CompletionRequest struct {
+	// Files Files for the message; `null` is accepted as "none". Images reach models with vision.
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the app's input variables keyed by variable name; they fill the app's prompt.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// Query The user's text, sent to the model after the app's prompt. When empty (the default) the app's prompt, filled in from `inputs`, is the whole request.
+	Query *string `json:"query,omitempty"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *CompletionRequestResponseMode `json:"response_mode,omitempty"`
+
+	// RetrieverFrom Accepted for compatibility with Dify's clients and ignored.
+	RetrieverFrom *string `json:"retriever_from,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app. Missing or empty → 400 `invalid_param` "Arg user must be provided.", as in Dify.
+	User string `json:"user"`
+}
+
+// CompletionRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type CompletionRequestResponseMode string
+
+// CompletionResponse The blocking-mode reply of a Completion app; it has no conversation.
+type CompletionResponse struct {
+	// Answer Complete answer.
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// Event Always `message`.
+	Event CompletionResponseEvent `json:"event"`
+
+	// Id Id of this response event (the message id).
+	Id openapi_types.UUID `json:"id"`
+
+	// MessageId Message id.
+	MessageId openapi_types.UUID `json:"message_id"`
+
+	// Metadata Usage and the knowledge citations of a reply.
+	Metadata ResponseMetadata `json:"metadata"`
+
+	// Mode Always `completion`.
+	Mode CompletionResponseMode `json:"mode"`
+
+	// TaskId Task id for tracking and for the stop operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionResponseEvent Always `message`.
+type CompletionResponseEvent string
+
+// CompletionResponseMode Always `completion`.
+type CompletionResponseMode string
+
+// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks, then
+// `message_end`, or `error`. Events carry no `conversation_id`. `ping` is a keep-alive sent as
+// the bare frame `event: ping`; clients skip it.
+type CompletionStreamEvent struct {
+	union json.RawMessage
 }
 
 // Conversation A conversation of an end user with the app.
@@ -4003,6 +4223,12 @@ type SendChatMessageJSONRequestBody = ChatRequest
 
 // StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
 type StopChatMessageJSONRequestBody = UserRequest
+
+// SendCompletionMessageJSONRequestBody defines body for SendCompletionMessage for application/json ContentType.
+type SendCompletionMessageJSONRequestBody = CompletionRequest
+
+// StopCompletionMessageJSONRequestBody defines body for StopCompletionMessage for application/json ContentType.
+type StopCompletionMessageJSONRequestBody = UserRequest
 
 // DeleteConversationJSONRequestBody defines body for DeleteConversation for application/json ContentType.
 type DeleteConversationJSONRequestBody = DeleteConversationRequest
@@ -10093,6 +10319,179 @@ func (t *ChatStreamEvent) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsCompletionMessageEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEvent
+func (t CompletionStreamEvent) AsCompletionMessageEvent() (CompletionMessageEvent, error) {
+	var body CompletionMessageEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageEvent
+func (t *CompletionStreamEvent) FromCompletionMessageEvent(v CompletionMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageEvent(v CompletionMessageEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCompletionMessageEndEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEndEvent
+func (t CompletionStreamEvent) AsCompletionMessageEndEvent() (CompletionMessageEndEvent, error) {
+	var body CompletionMessageEndEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageEndEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageEndEvent
+func (t *CompletionStreamEvent) FromCompletionMessageEndEvent(v CompletionMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageEndEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageEndEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageEndEvent(v CompletionMessageEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_end"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCompletionErrorEvent returns the union data inside the CompletionStreamEvent as a CompletionErrorEvent
+func (t CompletionStreamEvent) AsCompletionErrorEvent() (CompletionErrorEvent, error) {
+	var body CompletionErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionErrorEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionErrorEvent
+func (t *CompletionStreamEvent) FromCompletionErrorEvent(v CompletionErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionErrorEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionErrorEvent
+func (t *CompletionStreamEvent) MergeCompletionErrorEvent(v CompletionErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the CompletionStreamEvent as a PingEvent
+func (t CompletionStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the CompletionStreamEvent as the provided PingEvent
+func (t *CompletionStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided PingEvent
+func (t *CompletionStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"ping"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CompletionStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t CompletionStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsCompletionErrorEvent()
+	case "message":
+		return t.AsCompletionMessageEvent()
+	case "message_end":
+		return t.AsCompletionMessageEndEvent()
+	case "ping":
+		return t.AsPingEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t CompletionStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CompletionStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsDocMetadataValue0 returns the union data inside the DocMetadata_Value as a DocMetadataValue0
 func (t DocMetadata_Value) AsDocMetadataValue0() (DocMetadataValue0, error) {
 	var body DocMetadataValue0
@@ -10316,6 +10715,12 @@ type ServerInterface interface {
 	// StopChatMessage Stop response
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessage(ctx echo.Context, taskId TaskId) error
+	// SendCompletionMessage Send completion message
+	// (POST /completion-messages)
+	SendCompletionMessage(ctx echo.Context) error
+	// StopCompletionMessage Stop completion response
+	// (POST /completion-messages/{task_id}/stop)
+	StopCompletionMessage(ctx echo.Context, taskId TaskId) error
 	// ListConversations Get conversations
 	// (GET /conversations)
 	ListConversations(ctx echo.Context, params ListConversationsParams) error
@@ -10539,6 +10944,31 @@ func (w *ServerInterfaceWrapper) StopChatMessage(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StopChatMessage(ctx, taskId)
+	return err
+}
+
+// SendCompletionMessage converts echo context to params.
+func (w *ServerInterfaceWrapper) SendCompletionMessage(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendCompletionMessage(ctx)
+	return err
+}
+
+// StopCompletionMessage converts echo context to params.
+func (w *ServerInterfaceWrapper) StopCompletionMessage(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "task_id" -------------
+	var taskId TaskId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StopCompletionMessage(ctx, taskId)
 	return err
 }
 
@@ -11838,6 +12268,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.POST(options.BaseURL+"/chat-messages", wrapper.SendChatMessage, options.OperationMiddlewares["sendChatMessage"]...)
 	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessage, options.OperationMiddlewares["stopChatMessage"]...)
+	router.POST(options.BaseURL+"/completion-messages", wrapper.SendCompletionMessage, options.OperationMiddlewares["sendCompletionMessage"]...)
+	router.POST(options.BaseURL+"/completion-messages/:task_id/stop", wrapper.StopCompletionMessage, options.OperationMiddlewares["stopCompletionMessage"]...)
 	router.POST(options.BaseURL+"/files/upload", wrapper.UploadFile, options.OperationMiddlewares["uploadFile"]...)
 	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
 	router.GET(options.BaseURL+"/app/feedbacks", wrapper.ListAppFeedbacks, options.OperationMiddlewares["listAppFeedbacks"]...)
@@ -12296,6 +12728,304 @@ type StopChatMessage500JSONResponse struct {
 }
 
 func (response StopChatMessage500JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessageRequestObject struct {
+	Body *SendCompletionMessageJSONRequestBody
+}
+
+type SendCompletionMessageResponseObject interface {
+	VisitSendCompletionMessageResponse(w http.ResponseWriter) error
+}
+
+type SendCompletionMessage200JSONResponse CompletionResponse
+
+func (response SendCompletionMessage200JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response SendCompletionMessage200TexteventStreamResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type SendCompletionMessage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendCompletionMessage400JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendCompletionMessage401JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendCompletionMessage403JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response SendCompletionMessage408JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SendCompletionMessage413JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendCompletionMessage415JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SendCompletionMessage429JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SendCompletionMessage500JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessageRequestObject struct {
+	TaskId TaskId `json:"task_id"`
+	Body   *StopCompletionMessageJSONRequestBody
+}
+
+type StopCompletionMessageResponseObject interface {
+	VisitStopCompletionMessageResponse(w http.ResponseWriter) error
+}
+
+type StopCompletionMessage200JSONResponse struct{ SuccessJSONResponse }
+
+func (response StopCompletionMessage200JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopCompletionMessage400JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopCompletionMessage401JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StopCompletionMessage408JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopCompletionMessage413JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopCompletionMessage415JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopCompletionMessage500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StopCompletionMessage500JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -18542,6 +19272,12 @@ type StrictServerInterface interface {
 	// StopChatMessage Stop response
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessage(ctx context.Context, request StopChatMessageRequestObject) (StopChatMessageResponseObject, error)
+	// SendCompletionMessage Send completion message
+	// (POST /completion-messages)
+	SendCompletionMessage(ctx context.Context, request SendCompletionMessageRequestObject) (SendCompletionMessageResponseObject, error)
+	// StopCompletionMessage Stop completion response
+	// (POST /completion-messages/{task_id}/stop)
+	StopCompletionMessage(ctx context.Context, request StopCompletionMessageRequestObject) (StopCompletionMessageResponseObject, error)
 	// ListConversations Get conversations
 	// (GET /conversations)
 	ListConversations(ctx context.Context, request ListConversationsRequestObject) (ListConversationsResponseObject, error)
@@ -18838,6 +19574,100 @@ func (sh *strictHandler) StopChatMessage(ctx echo.Context, taskId TaskId) error 
 		return err
 	} else if validResponse, ok := response.(StopChatMessageResponseObject); ok {
 		return validResponse.VisitStopChatMessageResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SendCompletionMessage operation middleware
+func (sh *strictHandler) SendCompletionMessage(ctx echo.Context) error {
+	var request SendCompletionMessageRequestObject
+
+	var body SendCompletionMessageJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendCompletionMessage(ctx.Request().Context(), request.(SendCompletionMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendCompletionMessage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendCompletionMessageResponseObject); ok {
+		return validResponse.VisitSendCompletionMessageResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StopCompletionMessage operation middleware
+func (sh *strictHandler) StopCompletionMessage(ctx echo.Context, taskId TaskId) error {
+	var request StopCompletionMessageRequestObject
+
+	request.TaskId = taskId
+
+	var body StopCompletionMessageJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopCompletionMessage(ctx.Request().Context(), request.(StopCompletionMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopCompletionMessage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StopCompletionMessageResponseObject); ok {
+		return validResponse.VisitStopCompletionMessageResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

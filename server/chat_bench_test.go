@@ -21,14 +21,30 @@ import (
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
-// chatStack is the whole chat path in one process: Echo and the validators, auth, the chat
-// runtime, SQLite, the OpenAI client and the fake upstream (which answers queries containing
-// "hi"), for tests that need a real chat and for profiling.
+// chatStack is the whole chat path in one process: Echo and the validators, auth, the run
+// engine with the Chatbot runner, SQLite, the OpenAI client and the fake upstream (which answers
+// queries containing "hi"), for tests that need a real chat and for profiling. It returns the
+// handler, a key of the Chatbot app and the fake.
 func chatStack(b testing.TB, mode ValidationMode) (http.Handler, string, *openaitest.Server) {
+	b.Helper()
+	s := newBenchStack(b, mode)
+	return s.h, s.chatKey, s.up
+}
+
+// benchStack is chatStack with a Completion app beside the Chatbot (its prompt asks about the
+// `topic` input, so a topic containing "hi" gets the fake's answer).
+type benchStack struct {
+	h                      http.Handler
+	chatKey, completionKey string
+	up                     *openaitest.Server
+}
+
+func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {
 	b.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithoutRequestLog())
@@ -40,6 +56,7 @@ providers:
   - {name: openai, base_url: "${U}", api_key_env: K, models: [{name: gpt-4o, type: llm, context_size: 128000, pricing: {input: "2.5", output: "10", per: 1m}}]}
 apps:
   - {name: bench, mode: chat, model: {provider: openai, name: gpt-4o}, pre_prompt: "Be brief."}
+  - {name: writer, mode: completion, model: {provider: openai, name: gpt-4o}, pre_prompt: "Write about {{topic}}.", user_input_form: [{type: text-input, variable: topic, required: true}]}
 `), getenv)
 	if err != nil {
 		b.Fatal(err)
@@ -52,21 +69,26 @@ apps:
 	if err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	synced, _ := st.SyncApps(ctx, []store.AppSpec{{Name: "bench", Mode: "chat"}})
-	reg, _ := apps.NewRegistry(file.Apps, map[string]string{"bench": synced["bench"].ID}, func(n int) int { return n })
+	synced, _ := st.SyncApps(ctx, []store.AppSpec{{Name: "bench", Mode: "chat"}, {Name: "writer", Mode: "completion"}})
+	reg, _ := apps.NewRegistry(file.Apps, map[string]string{"bench": synced["bench"].ID, "writer": synced["writer"].ID}, func(n int) int { return n })
 	keys := auth.New(st)
 	key, _, _ := keys.Create(ctx, auth.KindApp, synced["bench"].ID)
+	completionKey, _, _ := keys.Create(ctx, auth.KindApp, synced["writer"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
-	tr := tasks.NewLocal()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Limiter: limiter.NewLocal(), Tasks: tr, Logger: log})
-	b.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
-	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Chat: svc, Tasks: tr,
-		Conversations: conversations.New(st, svc), EndUsers: st, Logger: log, Validation: mode})
+	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+		Kinds: map[string]run.Kind{
+			config.AppModeChat:       {Runner: svc.Chatbot()},
+			config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
+		}})
+	b.Cleanup(func() { _ = engine.Shutdown(context.Background()) })
+	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine,
+		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return e, key, up
+	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up}
 }
 
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole
@@ -83,6 +105,28 @@ func BenchmarkChatBlocking(b *testing.B) {
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}
+
+// BenchmarkCompletionBlocking is one blocking Completion (a new hidden conversation each, no
+// history) through the same stack as BenchmarkChatBlocking, for the CPU a Completion costs next
+// to a chat.
+func BenchmarkCompletionBlocking(b *testing.B) {
+	s := newBenchStack(b, ValidationLog)
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := fmt.Sprintf(`{"inputs":{"topic":"hi"},"query":"","user":"u%d","response_mode":"blocking"}`, n.Add(1))
+			req := httptest.NewRequest("POST", "/v1/completion-messages", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+s.completionKey)
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			s.h.ServeHTTP(rec, req)
 			if rec.Code != 200 {
 				b.Fatalf("%d %s", rec.Code, rec.Body)
 			}

@@ -170,7 +170,7 @@ func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) 
 		}
 	}
 	// The knowledge chunks the answer used are kept in the message metadata, in the shape the
-	// contract lists them (chat.ResourceJSON).
+	// contract lists them (run.ResourceJSON).
 	if len(m.Metadata) > 0 {
 		var meta struct {
 			RetrieverResources []gen.RetrieverResource `json:"retriever_resources"`

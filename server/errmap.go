@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
 )
@@ -43,11 +44,6 @@ func mapError(err error) *APIError {
 	}
 	return errInternal(err)
 }
-
-// domainError is mapError under the name the chat stream code still uses.
-//
-// Deprecated: handlers return domain errors as they are; encoders call mapError.
-func domainError(err error) *APIError { return mapError(err) }
 
 // knowledgeKinds gives each kind of knowledge failure Dify's status and code; the message is
 // the error's own.
@@ -85,7 +81,7 @@ func domainOutcome(err error) *APIError {
 	var (
 		perr     *providers.Error
 		inputErr *apps.InputError
-		limitErr *chat.LimitError
+		limitErr *run.LimitError
 		ext      *files.ExtensionNotAllowedError
 		tooLarge *files.TooLargeError
 		kerr     *knowledge.Error
@@ -135,15 +131,15 @@ func domainOutcome(err error) *APIError {
 		return apiError(http.StatusTooManyRequests, "too_many_requests", fmt.Sprintf(
 			"Too many requests. Please try again later. The current maximum concurrent requests allowed for %s is %d.",
 			limitErr.AppID, limitErr.Limit))
-	case errors.Is(err, chat.ErrConversationNotFound):
+	case errors.Is(err, run.ErrConversationNotFound):
 		return apiError(http.StatusNotFound, "not_found", msgConversationNotExists)
-	case errors.Is(err, chat.ErrConversationEnded):
+	case errors.Is(err, run.ErrConversationEnded):
 		return apiError(http.StatusBadRequest, "conversation_completed", msgConversationEnded)
-	case errors.Is(err, chat.ErrInvalidConversationID):
-		return errInvalidParam(chat.ErrInvalidConversationID.Error())
-	case errors.Is(err, chat.ErrStreamingOnly):
+	case errors.Is(err, run.ErrInvalidConversationID):
+		return errInvalidParam(run.ErrInvalidConversationID.Error())
+	case errors.Is(err, run.ErrStreamingOnly):
 		return apiError(http.StatusBadRequest, "bad_request", "Agent App only supports streaming response mode.")
-	case errors.Is(err, chat.ErrModeNotSupported):
+	case errors.Is(err, run.ErrModeNotSupported):
 		return apiError(http.StatusBadRequest, "app_unavailable", "App unavailable: this server does not run apps of this mode yet.")
 
 	// internal/providers: the kind of upstream failure, with the provider's client-safe message.

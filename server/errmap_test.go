@@ -31,6 +31,7 @@ import (
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
@@ -76,13 +77,13 @@ func domainOutcomes() map[string]outcome {
 		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},
 		"auth.ErrInvalidKey":    {auth.ErrInvalidKey, wire{status: 401, code: "unauthorized", msg: msgInvalidToken}},
 
-		"chat.ErrConversationNotFound":  {chat.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
-		"chat.ErrConversationEnded":     {chat.ErrConversationEnded, wire{status: 400, code: "conversation_completed", msg: "The conversation has ended. Please start a new conversation."}},
-		"chat.ErrInvalidConversationID": {chat.ErrInvalidConversationID, invalid("conversation_id must be a valid UUID")},
-		"chat.ErrStreamingOnly":         {chat.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
-		"chat.ErrModeNotSupported":      {chat.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
-		"chat.ErrFileReference":         {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
-		"chat.LimitError":               {&chat.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
+		"run.ErrConversationNotFound":  {run.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
+		"run.ErrConversationEnded":     {run.ErrConversationEnded, wire{status: 400, code: "conversation_completed", msg: "The conversation has ended. Please start a new conversation."}},
+		"run.ErrInvalidConversationID": {run.ErrInvalidConversationID, invalid("conversation_id must be a valid UUID")},
+		"run.ErrStreamingOnly":         {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
+		"run.ErrModeNotSupported":      {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
+		"chat.ErrFileReference":        {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
+		"run.LimitError":               {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
 
 		"conversations.ErrConversationNotFound": {conversations.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"conversations.ErrLastNotFound":         {conversations.ErrLastNotFound, wire{status: 404, code: "not_found", msg: "Last Conversation Not Exists."}},
@@ -172,13 +173,13 @@ func internalFailures() map[string]struct {
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},
-		"chat.ErrShuttingDown":             {chat.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
-		"chat.ErrStopped":                  {chat.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"run.ErrShuttingDown":              {run.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
+		"run.ErrStopped":                   {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
 		"config.FieldError":                {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},
 		"jobs.ErrQueueFull":                {jobs.ErrQueueFull, "the knowledge service logs it and leaves the document waiting"},
 		"jobs.ErrUnknownKind":              {jobs.ErrUnknownKind, "wiring bug"},
 		"jobs.ErrClosed":                   {jobs.ErrClosed, "shutdown; the knowledge service leaves the document waiting"},
-		"limiter.ErrLimitExceeded":         {limiter.ErrLimitExceeded, "chat turns it into a *chat.LimitError, which names what the 429 message needs"},
+		"limiter.ErrLimitExceeded":         {limiter.ErrLimitExceeded, "chat turns it into a *run.LimitError, which names what the 429 message needs"},
 		"store.ErrNotFound":                {store.ErrNotFound, "storage; each domain package turns it into its own not-found sentinel"},
 		"store.ErrConflict":                {store.ErrConflict, "storage; each domain package turns it into its own outcome"},
 		"store.ErrCursorNotFound":          {store.ErrCursorNotFound, "storage; conversations turns it into ErrLastNotFound/ErrFirstNotFound"},

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/gen"
-	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -41,11 +40,7 @@ func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject
 			return nil, apiError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
 		}
 	}
-	user := form.fields["user"]
-	if user == "" {
-		user = conversations.AnonymousUser
-	}
-	eu, err := s.endUsers.EndUser(ctx, app.ID, user)
+	eu, err := s.runs.EndUser(ctx, app.ID, form.fields["user"])
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +62,4 @@ func uploadedFile(f store.UploadFile) gen.UploadedFile {
 		Id: mustUUID(f.ID), Name: f.Name, Size: f.Size, Extension: f.Extension, MimeType: f.MimeType,
 		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.Unix(),
 	}
-}
-
-// EndUsers finds or creates the end user a `user` value names; *store.Store implements it.
-type EndUsers interface {
-	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
 }

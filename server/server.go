@@ -25,13 +25,12 @@ import (
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
-	"github.com/parleyhq/parley/internal/tasks"
 )
 
 // BasePath is where the API is mounted, as in Dify (`…/v1`).
@@ -57,14 +56,12 @@ type Options struct {
 	WorkspaceName string
 	// Limits are the upload limits shown in app parameters.
 	Limits apps.Limits
-	// Chat runs chat apps; Tasks is the registry its runs are stopped through.
-	Chat          *chat.Service
-	Tasks         tasks.Registry
+	// Runs starts and stops the runs of every app kind.
+	Runs          *run.Engine
 	Conversations *conversations.Service
 	Files         *files.Service
 	// Knowledge serves the knowledge-base operations.
 	Knowledge *knowledge.Service
-	EndUsers  EndUsers
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -89,12 +86,10 @@ type Server struct {
 	tenantID      string
 	workspaceName string
 	limits        apps.Limits
-	chat          *chat.Service
-	tasks         tasks.Registry
+	runs          *run.Engine
 	conversations *conversations.Service
 	files         *files.Service
 	knowledge     *knowledge.Service
-	endUsers      EndUsers
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
@@ -123,8 +118,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		opts.BodyRate = BodyRate{Timeout: DefaultBodyTimeout, MinRate: DefaultBodyMinRate}
 	}
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
-		workspaceName: opts.WorkspaceName, limits: opts.Limits, chat: opts.Chat, tasks: opts.Tasks,
-		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge, endUsers: opts.EndUsers,
+		workspaceName: opts.WorkspaceName, limits: opts.Limits, runs: opts.Runs,
+		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
 	if s.pingInterval <= 0 {

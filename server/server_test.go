@@ -48,7 +48,11 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	if err := st.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "chatbot", Mode: "chat"}})
+	specs := make([]store.AppSpec, len(file.Apps))
+	for i, a := range file.Apps {
+		specs[i] = store.AppSpec{Name: a.Name, Mode: a.Mode}
+	}
+	synced, err := st.SyncApps(ctx, specs)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +70,11 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	registry, err := apps.NewRegistry(file.Apps, map[string]string{"chatbot": synced["chatbot"].ID}, func(n int) int { return n })
+	ids := map[string]string{}
+	for name, a := range synced {
+		ids[name] = a.ID
+	}
+	registry, err := apps.NewRegistry(file.Apps, ids, func(n int) int { return n })
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -122,6 +122,18 @@ func blockingPhase(ctx context.Context, o options, p *parley, direct, through *t
 		}
 		contBodies[w] = chatBody(blockMarker+" Say hello again.", user, "blocking", reply.ConversationID, nil)
 	}
+	completion := &target{name: "parley", client: through.client, url: p.base + "/completion-messages", key: p.completionKey}
+	completionBodies := make([][]byte, o.workers)
+	for w := range o.workers {
+		completionBodies[w] = completionBody(blockMarker+" Say hello.", fmt.Sprintf("block-completion-%d", w), "blocking")
+	}
+	var pc struct {
+		Mode   string `json:"mode"`
+		Answer string `json:"answer"`
+	}
+	if err := blockingCall(ctx, completion, completionBodies[0], &pc); err != nil || pc.Mode != "completion" || pc.Answer == "" {
+		return res, fmt.Errorf("completion preflight: %+v, %v", pc, err)
+	}
 	res.variants = []*blockingVariant{
 		{name: "direct to the fake (baseline)", do: func(ctx context.Context, _ int) error {
 			return blockingCall(ctx, direct, directBody, nil)
@@ -134,6 +146,9 @@ func blockingPhase(ctx context.Context, o options, p *parley, direct, through *t
 		}},
 		{name: "parley, continuing one conv. per worker", parley: true, do: func(ctx context.Context, w int) error {
 			return blockingCall(ctx, through, contBodies[w], nil)
+		}},
+		{name: "parley, completion app", parley: true, do: func(ctx context.Context, w int) error {
+			return blockingCall(ctx, completion, completionBodies[w], nil)
 		}},
 	}
 	warm := min(o.duration, time.Second)

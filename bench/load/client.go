@@ -92,6 +92,13 @@ func chatBody(query, user, mode, conversationID string, autoName *bool) []byte {
 	return b
 }
 
+// completionBody is a Service API completion-messages request to the writer app, whose prompt
+// is its `text` input.
+func completionBody(text, user, mode string) []byte {
+	b, _ := json.Marshal(map[string]any{"inputs": map[string]any{"text": text}, "user": user, "response_mode": mode})
+	return b
+}
+
 // streamResult is one streamed answer as the client saw it.
 type streamResult struct {
 	ttft   time.Duration // request start to the first answer chunk

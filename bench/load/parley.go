@@ -19,9 +19,10 @@ import (
 	"time"
 )
 
-// benchConfig is the config file the server runs with: one chat app whose model is served by
-// the fake upstream. The provider's URL and key come from the environment, as in production.
-const benchConfig = `# Written by bench/load: one chat app on the in-process fake upstream.
+// benchConfig is the config file the server runs with: one chat app and one Completion app
+// (whose prompt is its `text` input) whose model is served by the fake upstream. The provider's
+// URL and key come from the environment, as in production.
+const benchConfig = `# Written by bench/load: a chat app and a Completion app on the in-process fake upstream.
 workspace:
   name: Bench
 providers:
@@ -40,6 +41,13 @@ apps:
     mode: chat
     model: {provider: openai, name: gpt-4o-mini}
     pre_prompt: You are a load-test assistant.
+    max_active_requests: 1000000
+  - name: writer
+    mode: completion
+    model: {provider: openai, name: gpt-4o-mini}
+    pre_prompt: "{{text}}"
+    user_input_form:
+      - {type: paragraph, variable: text, required: true}
     max_active_requests: 1000000
 knowledge_bases: []
 `
@@ -83,10 +91,11 @@ var serverLog struct {
 
 // parley is one running server process.
 type parley struct {
-	// base is the API root, ending in /v1; key an app key of the bench app.
-	base, key string
-	pid       int
-	dataDir   string
+	// base is the API root, ending in /v1; key an app key of the bench app, completionKey one
+	// of the writer app.
+	base, key, completionKey string
+	pid                      int
+	dataDir                  string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been waited for
@@ -154,14 +163,25 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 
 	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	keys := exec.CommandContext(kctx, bin, "keys", "create", "--app", "bench")
-	keys.Env = env
-	var stdout, stderr bytes.Buffer
-	keys.Stdout, keys.Stderr = &stdout, &stderr
-	if err := keys.Run(); err != nil {
-		return nil, fmt.Errorf("parley keys create: %w\n%s", err, stderr.String())
+	newKey := func(app string) (string, error) {
+		keys := exec.CommandContext(kctx, bin, "keys", "create", "--app", app)
+		keys.Env = env
+		var stdout, stderr bytes.Buffer
+		keys.Stdout, keys.Stderr = &stdout, &stderr
+		if err := keys.Run(); err != nil {
+			return "", fmt.Errorf("parley keys create --app %s: %w\n%s", app, err, stderr.String())
+		}
+		return strings.TrimSpace(stdout.String()), nil
 	}
-	p := &parley{key: strings.TrimSpace(stdout.String()), dataDir: dataDir,
+	key, err := newKey("bench")
+	if err != nil {
+		return nil, err
+	}
+	completionKey, err := newKey("writer")
+	if err != nil {
+		return nil, err
+	}
+	p := &parley{key: key, completionKey: completionKey, dataDir: dataDir,
 		exited: make(chan struct{}), logged: make(chan struct{})}
 
 	r, w, err := os.Pipe()

@@ -41,7 +41,7 @@ func (r *report) String() string {
 	for _, l := range r.env {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
-	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench`, chat mode\n", o.validation)
+	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench` (chat mode), app `writer` (completion mode)\n", o.validation)
 	fmt.Fprintf(&b, "  upstream    internal/providers/openaitest fake, request log off, fixed usage (no token counting)\n")
 	if r.latency != nil {
 		r.writeLatency(&b, r.latency, true)
@@ -127,7 +127,7 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult, target bool)
 
 func (r *report) writeBlocking(b *strings.Builder) {
 	o, bl := r.opts, r.blocking
-	fmt.Fprintf(b, "\n2. Blocking chats per second\n")
+	fmt.Fprintf(b, "\n2. Blocking chats (and Completions) per second\n")
 	fmt.Fprintf(b, "   %d workers, each its own user, sending back to back for %s per window; %d measured rounds after a\n", bl.workers, o.duration, o.blockRounds)
 	fmt.Fprintf(b, "   warm-up, interleaved (direct, then each parley variant); zero-delay %d-chunk answer; req/s is the\n", len(blockChunks))
 	fmt.Fprintf(b, "   median over rounds, p50/p99 the median of the rounds' request latencies\n\n")

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/jobs"
@@ -24,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/server"
@@ -68,7 +70,6 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
-	runs := tasks.NewLocal()
 	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
 	if err != nil {
 		return err
@@ -104,12 +105,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	go knowledgeSvc.RunResumer(jobsCtx, 30*time.Second)
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: providerSet,
-		Limiter: limiter.NewLocal(), Tasks: runs, Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
+		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
+	})
+	engine := run.New(run.Options{
+		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter,
+		Kinds: map[string]run.Kind{
+			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
+			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
+		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of
 	// live replicas keep a fresh heartbeat and are left alone.
-	if n, err := chatSvc.EndInterrupted(ctx); err != nil {
+	if n, err := engine.EndInterrupted(ctx); err != nil {
 		return err
 	} else if n > 0 {
 		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
@@ -117,12 +125,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
 		Catalog:       catalog,
-		Chat:          chatSvc,
-		Tasks:         runs,
-		Conversations: conversations.New(e.store, chatSvc),
+		Runs:          engine,
+		Conversations: conversations.New(e.store, chatSvc, engine),
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
-		EndUsers:      e.store,
 		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,
@@ -177,7 +183,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	// event; wait briefly for those last frames to go out before closing connections.
 	endCtx, cancelEnd := context.WithTimeout(bg, 5*time.Second)
 	defer cancelEnd()
-	if serr := chatSvc.Shutdown(endCtx); serr != nil {
+	if serr := engine.Shutdown(endCtx); serr != nil {
 		e.log.Warn("runs did not end in time", "error", serr)
 	}
 	// Indexing stops where it is; interrupted documents resume on the next start.

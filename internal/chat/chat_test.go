@@ -17,19 +17,28 @@ import (
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
-// env is a Service over a real store, the real OpenAI-compatible client and a fake upstream
-// speaking the OpenAI wire protocol over loopback.
+// env is the run engine with the Chatbot runner over a real store, the real OpenAI-compatible
+// client and a fake upstream speaking the OpenAI wire protocol over loopback.
 type env struct {
+	engine   *run.Engine
 	svc      *Service
 	store    *store.Store
 	upstream *openaitest.Server
 	tasks    *tasks.Local
-	app      *apps.App
+	app      *apps.App // a Chatbot
+	writer   *apps.App // a Completion app with a knowledge base
+}
+
+// envOptions are the options of the env's runner and engine, for newEnv's callers to change.
+type envOptions struct {
+	chat Options
+	run  run.Options
 }
 
 const testConfig = `
@@ -52,11 +61,23 @@ apps:
     max_active_requests: 1
     user_input_form:
       - {type: text-input, variable: name, required: true}
+  - name: writer
+    mode: completion
+    model: {provider: openai, name: gpt-4o}
+    pre_prompt: "Write about {{topic}} for {{reader}}."
+    opening_statement: Never shown for a completion.
+    user_input_form:
+      - {type: text-input, variable: topic, required: true}
+      - {type: text-input, variable: reader}
+    dataset_query_variable: topic
+    knowledge_bases: [notes]
+knowledge_bases:
+  - name: notes
 `
 
-// newEnv builds the env; opts may change the Service's options (store, models, providers and
-// tasks are set already).
-func newEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *env {
+// newEnv builds the env; opts may change the options of the runner and the engine (store,
+// models, providers and tasks are set already).
+func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 	t.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer()
@@ -76,43 +97,50 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *env {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}})
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bot": synced["bot"].ID}, func(n int) int { return n })
+	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bot": synced["bot"].ID, "writer": synced["writer"].ID}, func(n int) int { return n })
 	if err != nil {
 		t.Fatal(err)
 	}
 	app, _ := reg.ByID(synced["bot"].ID)
+	writer, _ := reg.ByID(synced["writer"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
 	tr := tasks.NewLocal()
-	o := Options{
-		Store: st, Models: catalog, Providers: registry.New(catalog.APIKey),
-		Limiter: limiter.NewLocal(), Tasks: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o := envOptions{
+		chat: Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log},
+		run:  run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tr, Logger: log},
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	svc := New(o)
+	svc := New(o.chat)
+	o.run.Kinds = map[string]run.Kind{
+		config.AppModeChat:       {Runner: svc.Chatbot()},
+		config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
+	}
+	engine := run.New(o.run)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := svc.Shutdown(ctx); err != nil {
+		if err := engine.Shutdown(ctx); err != nil {
 			t.Error(err)
 		}
 	})
-	return &env{svc: svc, store: st, upstream: up, tasks: tr, app: app}
+	return &env{engine: engine, svc: svc, store: st, upstream: up, tasks: tr, app: app, writer: writer}
 }
 
 // collect reads a run's events to the end, failing if that takes more than 20 s.
-func collect(t *testing.T, run *Run) []Event {
+func collect(t *testing.T, rn *run.Run) []run.Event {
 	t.Helper()
-	var evs []Event
+	var evs []run.Event
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
-		case ev, ok := <-run.Events():
+		case ev, ok := <-rn.Events():
 			if !ok {
 				return evs
 			}
@@ -123,26 +151,26 @@ func collect(t *testing.T, run *Run) []Event {
 	}
 }
 
-func wait(t *testing.T, run *Run) {
+func wait(t *testing.T, rn *run.Run) {
 	t.Helper()
 	select {
-	case <-run.Done():
+	case <-rn.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not finish")
 	}
 }
 
-func answerOf(evs []Event) string {
+func answerOf(evs []run.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
-		if ev.Kind == EventMessage {
+		if ev.Kind == run.EventMessage {
 			b.WriteString(ev.Answer)
 		}
 	}
 	return b.String()
 }
 
-func (e *env) send(t *testing.T, req Request) *Run {
+func (e *env) send(t *testing.T, req run.Request) *run.Run {
 	t.Helper()
 	req.App = e.app
 	if req.User == "" {
@@ -151,20 +179,24 @@ func (e *env) send(t *testing.T, req Request) *Run {
 	if req.Inputs == nil {
 		req.Inputs = map[string]any{"name": "Ada"}
 	}
-	run, err := e.svc.Send(context.Background(), req)
+	rn, err := e.engine.Start(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run
+	return rn
 }
 
-func (e *env) message(t *testing.T, run *Run, user string) store.Message {
+func (e *env) message(t *testing.T, rn *run.Run, user string) store.Message {
 	t.Helper()
-	u, err := e.store.EndUser(context.Background(), e.app.ID, user)
+	app := e.app
+	if rn.Mode == config.AppModeCompletion {
+		app = e.writer
+	}
+	u, err := e.store.EndUser(context.Background(), app.ID, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := e.store.Message(context.Background(), e.app.ID, u.ID, run.MessageID)
+	m, err := e.store.Message(context.Background(), app.ID, u.ID, rn.MessageID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,28 +207,28 @@ func TestStreamPersistAndContinue(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		env := newEnv(t, e)
 		env.upstream.On("first question", openaitest.Reply{Chunks: []string{"Hello", ", ", "Ada."}, Usage: &providers.Usage{PromptTokens: 1033, CompletionTokens: 135}})
-		run := env.send(t, Request{Query: "first question", Streaming: true, AutoGenerateName: false})
-		evs := collect(t, run)
+		rn := env.send(t, run.Request{Query: "first question", Streaming: true, AutoGenerateName: false})
+		evs := collect(t, rn)
 		if got := answerOf(evs); got != "Hello, Ada." {
 			t.Fatalf("answer %q", got)
 		}
 		last := evs[len(evs)-1]
-		if last.Kind != EventMessageEnd {
+		if last.Kind != run.EventMessageEnd {
 			t.Fatalf("last event %+v", last)
 		}
 		// Dify's worked example: 1033 × 2.50 × 0.000001 and 135 × 10.00 × 0.000001.
-		if u := *last.Usage; u.PromptPrice != "0.0025825" || u.CompletionPrice != "0.0013500" || u.TotalPrice != "0.0039325" || u.TotalTokens != 1168 {
+		if u := last.End.Usage; u.PromptPrice != "0.0025825" || u.CompletionPrice != "0.0013500" || u.TotalPrice != "0.0039325" || u.TotalTokens != 1168 {
 			t.Fatalf("usage %+v", u)
 		}
-		wait(t, run)
-		m := env.message(t, run, "u1")
+		wait(t, rn)
+		m := env.message(t, rn, "u1")
 		if m.Status != store.MessageStatusNormal || m.Answer != "Hello, Ada." || m.TotalPrice != "0.0039325" || m.AnswerTokens != 135 {
 			t.Fatalf("stored %+v", m)
 		}
 
 		// The second message carries the first exchange, the rendered pre-prompt and the
 		// opening statement; a conversation keeps its first inputs.
-		run2 := env.send(t, Request{Query: "second question", ConversationID: run.ConversationID, Inputs: map[string]any{"name": "Bob"}})
+		run2 := env.send(t, run.Request{Query: "second question", ConversationID: rn.ConversationID, Inputs: map[string]any{"name": "Bob"}})
 		collect(t, run2)
 		reqs := env.upstream.Requests()
 		got := reqs[len(reqs)-1].Messages
@@ -226,33 +258,33 @@ func TestRefusals(t *testing.T) {
 		env := newEnv(t, e)
 		ctx := context.Background()
 		for name, tc := range map[string]struct {
-			req  Request
+			req  run.Request
 			want error
 		}{
-			"unknown conversation": {Request{ConversationID: "7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"}, ErrConversationNotFound},
-			"malformed id":         {Request{ConversationID: "abc"}, ErrInvalidConversationID},
+			"unknown conversation": {run.Request{ConversationID: "7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11"}, run.ErrConversationNotFound},
+			"malformed id":         {run.Request{ConversationID: "abc"}, run.ErrInvalidConversationID},
 		} {
 			tc.req.App, tc.req.User, tc.req.Query = env.app, "u1", "q"
-			if _, err := env.svc.Send(ctx, tc.req); !errors.Is(err, tc.want) {
+			if _, err := env.engine.Start(ctx, tc.req); !errors.Is(err, tc.want) {
 				t.Errorf("%s: err %v, want %v", name, err, tc.want)
 			}
 		}
-		_, err := env.svc.Send(ctx, Request{App: env.app, User: "u1", Query: "q", Inputs: map[string]any{}})
+		_, err := env.engine.Start(ctx, run.Request{App: env.app, User: "u1", Query: "q", Inputs: map[string]any{}})
 		var ie *apps.InputError
 		if !errors.As(err, &ie) || ie.Message != "name is required in input form" {
 			t.Fatalf("missing input: %v", err)
 		}
 		// Another user's conversation does not exist for this one.
-		run := env.send(t, Request{Query: "mine"})
-		wait(t, run)
-		if _, err := env.svc.Send(ctx, Request{App: env.app, User: "u2", Query: "q", ConversationID: run.ConversationID}); !errors.Is(err, ErrConversationNotFound) {
+		rn := env.send(t, run.Request{Query: "mine"})
+		wait(t, rn)
+		if _, err := env.engine.Start(ctx, run.Request{App: env.app, User: "u2", Query: "q", ConversationID: rn.ConversationID}); !errors.Is(err, run.ErrConversationNotFound) {
 			t.Fatalf("other user's conversation: %v", err)
 		}
 		// An ended conversation refuses new messages.
-		if err := env.store.SetConversationStatus(ctx, env.app.ID, run.ConversationID, store.ConversationStatusEnded); err != nil {
+		if err := env.store.SetConversationStatus(ctx, env.app.ID, rn.ConversationID, store.ConversationStatusEnded); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.svc.Send(ctx, Request{App: env.app, User: "u1", Query: "q", ConversationID: run.ConversationID}); !errors.Is(err, ErrConversationEnded) {
+		if _, err := env.engine.Start(ctx, run.Request{App: env.app, User: "u1", Query: "q", ConversationID: rn.ConversationID}); !errors.Is(err, run.ErrConversationEnded) {
 			t.Fatalf("ended conversation: %v", err)
 		}
 	})
@@ -275,14 +307,14 @@ func TestProviderFailuresArePersisted(t *testing.T) {
 		} {
 			t.Run(tc.marker, func(t *testing.T) {
 				env.upstream.On(tc.marker, tc.reply)
-				run := env.send(t, Request{Query: tc.marker, Streaming: true})
-				evs := collect(t, run)
+				rn := env.send(t, run.Request{Query: tc.marker, Streaming: true})
+				evs := collect(t, rn)
 				last := evs[len(evs)-1]
-				if last.Kind != EventError || providers.KindOf(last.Err) != tc.kind {
+				if last.Kind != run.EventError || providers.KindOf(last.Err) != tc.kind {
 					t.Fatalf("last event %+v (kind %q), want error of kind %q", last, providers.KindOf(last.Err), tc.kind)
 				}
-				wait(t, run)
-				m := env.message(t, run, "u1")
+				wait(t, rn)
+				m := env.message(t, rn, "u1")
 				if m.Status != store.MessageStatusError || m.Answer != tc.partial || m.Error == "" || m.Query != tc.marker {
 					t.Fatalf("stored %+v", m)
 				}
@@ -295,30 +327,30 @@ func TestStopKeepsPartialAnswer(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		env := newEnv(t, e)
 		env.upstream.On("long story", openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-		run := env.send(t, Request{Query: "long story", User: "owner", Streaming: true})
+		rn := env.send(t, run.Request{Query: "long story", User: "owner", Streaming: true})
 		// Both chunks the upstream sends before it hangs have arrived.
 		for i := range 2 {
-			if ev := <-run.Events(); ev.Kind != EventMessage {
+			if ev := <-rn.Events(); ev.Kind != run.EventMessage {
 				t.Fatalf("event %d: %+v", i+1, ev)
 			}
 		}
-		// Someone else's stop is ignored, as in Dify; the owner's stops the run.
-		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "intruder")
-		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "owner")
-		evs := collect(t, run)
-		if last := evs[len(evs)-1]; last.Kind != EventMessageEnd {
-			t.Fatalf("stopped run ended with %+v", last)
+		// Someone else's stop is ignored, as in Dify; the owner's stops the rn.
+		_ = env.tasks.Stop(context.Background(), rn.TaskID, env.app.ID, "intruder")
+		_ = env.tasks.Stop(context.Background(), rn.TaskID, env.app.ID, "owner")
+		evs := collect(t, rn)
+		if last := evs[len(evs)-1]; last.Kind != run.EventMessageEnd {
+			t.Fatalf("stopped rn ended with %+v", last)
 		}
-		wait(t, run)
-		m := env.message(t, run, "owner")
+		wait(t, rn)
+		m := env.message(t, rn, "owner")
 		if m.Status != store.MessageStatusStopped || m.Answer != "Once upon" {
 			t.Fatalf("stored %+v", m)
 		}
 	})
 }
 
-// TestDetachedRunFinishes: a client that goes away leaves the run to finish and be stored, and
-// nothing it started is left behind. The engines run one after the other here, not in
+// TestDetachedRunFinishes: a client that goes away leaves the rn to finish and be stored, and
+// nothing it started is left behind. The engines rn one after the other here, not in
 // parallel, so the goroutine count is this test's own.
 func TestDetachedRunFinishes(t *testing.T) {
 	for _, name := range []string{storetest.SQLite, storetest.Postgres} {
@@ -326,11 +358,11 @@ func TestDetachedRunFinishes(t *testing.T) {
 			env := newEnv(t, storetest.NewEngine(t, name))
 			env.upstream.On("walk away", openaitest.Reply{Chunks: []string{"a", "b", "c", "d"}, ChunkDelay: 5 * time.Millisecond})
 			detached := func() {
-				run := env.send(t, Request{Query: "walk away", Streaming: true})
-				<-run.Events()
-				run.Detach()
-				wait(t, run)
-				if m := env.message(t, run, "u1"); m.Status != store.MessageStatusNormal || m.Answer != "abcd" {
+				rn := env.send(t, run.Request{Query: "walk away", Streaming: true})
+				<-rn.Events()
+				rn.Detach()
+				wait(t, rn)
+				if m := env.message(t, rn, "u1"); m.Status != store.MessageStatusNormal || m.Answer != "abcd" {
 					t.Fatalf("stored %+v", m)
 				}
 			}
@@ -354,18 +386,18 @@ func TestConcurrencyCapAndRelease(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		env := newEnv(t, e)
 		env.upstream.On("hold the slot", openaitest.Reply{Chunks: []string{"x", "y"}, HangAfterChunks: 1})
-		run := env.send(t, Request{Query: "hold the slot", User: "a", Streaming: true})
-		<-run.Events()
-		_, err := env.svc.Send(context.Background(), Request{App: env.app, User: "b", Query: "q", Inputs: map[string]any{"name": "B"}, Streaming: true})
-		var le *LimitError
+		rn := env.send(t, run.Request{Query: "hold the slot", User: "a", Streaming: true})
+		<-rn.Events()
+		_, err := env.engine.Start(context.Background(), run.Request{App: env.app, User: "b", Query: "q", Inputs: map[string]any{"name": "B"}, Streaming: true})
+		var le *run.LimitError
 		if !errors.As(err, &le) || le.Limit != 1 {
-			t.Fatalf("second run: %v", err)
+			t.Fatalf("second rn: %v", err)
 		}
-		_ = env.tasks.Stop(context.Background(), run.TaskID, env.app.ID, "a")
-		collect(t, run)
-		wait(t, run)
-		// The slot is free again however the run ended.
-		run2 := env.send(t, Request{Query: "after", User: "b"})
+		_ = env.tasks.Stop(context.Background(), rn.TaskID, env.app.ID, "a")
+		collect(t, rn)
+		wait(t, rn)
+		// The slot is free again however the rn ended.
+		run2 := env.send(t, run.Request{Query: "after", User: "b"})
 		collect(t, run2)
 	})
 }
@@ -377,11 +409,11 @@ func TestConversationNamedAfterFirstExchange(t *testing.T) {
 		// rule goes first (the fake answers with the first rule that matches).
 		env.upstream.On("You name conversations", openaitest.Reply{Text: "\"Tides explained.\"\n"})
 		env.upstream.On("how do tides work", openaitest.Reply{Text: "Gravity."})
-		run := env.send(t, Request{Query: "how do tides work", AutoGenerateName: true})
-		collect(t, run)
-		wait(t, run)
+		rn := env.send(t, run.Request{Query: "how do tides work", AutoGenerateName: true})
+		collect(t, rn)
+		wait(t, rn)
 		u, _ := env.store.EndUser(context.Background(), env.app.ID, "u1")
-		c, err := env.store.Conversation(context.Background(), env.app.ID, u.ID, run.ConversationID)
+		c, err := env.store.Conversation(context.Background(), env.app.ID, u.ID, rn.ConversationID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,11 +421,11 @@ func TestConversationNamedAfterFirstExchange(t *testing.T) {
 			t.Fatalf("name %q", c.Name)
 		}
 		// With auto_generate_name false the default name stays.
-		run2 := env.send(t, Request{Query: "how do tides work", AutoGenerateName: false})
+		run2 := env.send(t, run.Request{Query: "how do tides work", AutoGenerateName: false})
 		collect(t, run2)
 		wait(t, run2)
 		c2, _ := env.store.Conversation(context.Background(), env.app.ID, u.ID, run2.ConversationID)
-		if c2.Name != DefaultConversationName {
+		if c2.Name != run.DefaultConversationName {
 			t.Fatalf("name %q", c2.Name)
 		}
 	})
@@ -403,21 +435,21 @@ func TestShutdownEndsRuns(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		env := newEnv(t, e)
 		env.upstream.On("never ends", openaitest.Reply{Chunks: []string{"so", " far"}, HangAfterChunks: 1})
-		run := env.send(t, Request{Query: "never ends", Streaming: true})
-		<-run.Events()
+		rn := env.send(t, run.Request{Query: "never ends", Streaming: true})
+		<-rn.Events()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := env.svc.Shutdown(ctx); err != nil {
+		if err := env.engine.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
-		evs := collect(t, run)
-		if last := evs[len(evs)-1]; last.Kind != EventError || !errors.Is(last.Err, ErrShuttingDown) {
+		evs := collect(t, rn)
+		if last := evs[len(evs)-1]; last.Kind != run.EventError || !errors.Is(last.Err, run.ErrShuttingDown) {
 			t.Fatalf("last event %+v", last)
 		}
-		if m := env.message(t, run, "u1"); m.Status != store.MessageStatusError || m.Answer != "so" {
+		if m := env.message(t, rn, "u1"); m.Status != store.MessageStatusError || m.Answer != "so" {
 			t.Fatalf("stored %+v", m)
 		}
-		if _, err := env.svc.Send(context.Background(), Request{App: env.app, User: "u1", Query: "late", Inputs: map[string]any{"name": "x"}}); !errors.Is(err, ErrShuttingDown) {
+		if _, err := env.engine.Start(context.Background(), run.Request{App: env.app, User: "u1", Query: "late", Inputs: map[string]any{"name": "x"}}); !errors.Is(err, run.ErrShuttingDown) {
 			t.Fatalf("send after shutdown: %v", err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -25,13 +26,13 @@ type Files interface {
 
 // attachment is a file of the user's message, checked and ready to be sent.
 type attachment struct {
-	ref    File
+	ref    run.File
 	upload store.UploadFile // for local_file
 }
 
 // resolveFiles checks the message's file references before the request is accepted: a remote
 // file needs an absolute http(s) URL, an uploaded one must be this end user's.
-func (s *Service) resolveFiles(ctx context.Context, appID, endUserID string, refs []File) ([]attachment, error) {
+func (s *Service) resolveFiles(ctx context.Context, appID, endUserID string, refs []run.File) ([]attachment, error) {
 	out := make([]attachment, 0, len(refs))
 	for i, f := range refs {
 		a := attachment{ref: f}

@@ -72,16 +72,16 @@ func cleanTitle(s string) (string, error) {
 }
 
 // generateName names a new conversation after its first exchange. It runs after the answer, so
-// it never delays it; a failure leaves the default name.
-func (s *Service) generateName(app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
-	name, err := title(s.life, model, spec, query)
+// it never delays it; a failure leaves the default name. ctx ends at shutdown.
+func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
+	name, err := title(ctx, model, spec, query)
 	if err != nil {
 		s.log.Warn("generate conversation name", "conversation_id", conversationID, "error", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.life), 10*time.Second)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := s.store.RenameConversation(ctx, app.ID, endUserID, conversationID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.store.RenameConversation(saveCtx, app.ID, endUserID, conversationID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("save conversation name", "conversation_id", conversationID, "error", err)
 	}
 }

@@ -111,6 +111,12 @@ func TestSampleConfig(t *testing.T) {
 		t.Fatalf("chatbot app: %+v", app)
 	}
 
+	writer, ok := f.App("writer")
+	if !ok || writer.Mode != AppModeCompletion || writer.Model.Name != "gpt-4o-mini" || writer.PrePrompt == "" ||
+		len(writer.UserInputForm) != 2 || writer.OpeningStatement != "" {
+		t.Fatalf("writer app: %+v", writer)
+	}
+
 	f, err = LoadFile("", envMap(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9999/v1"}))
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 // AnonymousUser is the end user of requests that name none, as in Dify.
-const AnonymousUser = "DEFAULT-USER"
+const AnonymousUser = run.AnonymousUser
 
 // Errors, each meaning one client-visible outcome.
 var (
@@ -30,7 +31,6 @@ var (
 
 // Store is what this package needs from storage; *store.Store implements it.
 type Store interface {
-	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
 	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
 	ListConversations(ctx context.Context, q store.ConversationQuery) ([]store.Conversation, bool, error)
 	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
@@ -52,20 +52,26 @@ type Generator interface {
 	Suggest(ctx context.Context, app *apps.App, history []store.Message) []string
 }
 
+// EndUsers resolves the end user a request's `user` names (empty: the anonymous one);
+// *run.Engine implements it.
+type EndUsers interface {
+	EndUser(ctx context.Context, appID, user string) (store.EndUser, error)
+}
+
 // Service serves conversations.
 type Service struct {
 	store Store
 	gen   Generator
+	users EndUsers
 }
 
 // New returns a Service.
-func New(st Store, gen Generator) *Service { return &Service{store: st, gen: gen} }
+func New(st Store, gen Generator, users EndUsers) *Service {
+	return &Service{store: st, gen: gen, users: users}
+}
 
 func (s *Service) endUser(ctx context.Context, app *apps.App, user string) (store.EndUser, error) {
-	if user == "" {
-		user = AnonymousUser
-	}
-	return s.store.EndUser(ctx, app.ID, user)
+	return s.users.EndUser(ctx, app.ID, user)
 }
 
 // List returns a page of the user's conversations after lastID.

@@ -1,4 +1,4 @@
-package chat
+package run
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // replicas must agree to well within StaleAfter.
 //
 // The rest of a run cannot be left half done: the conversation, the message and its files are
-// stored in one transaction (Send), and the outcome with its retriever resources in another
+// stored in one transaction (Engine.Start), and the outcome with its retriever resources in another
 // (store.FinishMessage). A conversation whose first answer was cut by a crash is not named
 // afterwards: it keeps DefaultConversationName, the state it has when naming fails or
 // auto_generate_name is false, and it can be renamed through the API.
@@ -35,16 +35,16 @@ import (
 // grows with the number of long runs, not with the tokens they stream.
 
 // track registers a run for keepRuns until untrack.
-func (s *Service) track(r *Run) {
-	s.liveMu.Lock()
-	s.live[r.MessageID] = r
-	s.liveMu.Unlock()
+func (e *Engine) track(r *Run) {
+	e.liveMu.Lock()
+	e.live[r.MessageID] = r
+	e.liveMu.Unlock()
 }
 
-func (s *Service) untrack(r *Run) {
-	s.liveMu.Lock()
-	delete(s.live, r.MessageID)
-	s.liveMu.Unlock()
+func (e *Engine) untrack(r *Run) {
+	e.liveMu.Lock()
+	delete(e.live, r.MessageID)
+	e.liveMu.Unlock()
 }
 
 // due is how much of period must have passed for a write to be due at a tick: ticks are a
@@ -53,86 +53,98 @@ func (s *Service) untrack(r *Run) {
 func due(period time.Duration) time.Duration { return period - period/10 }
 
 // heartbeat is how often a run's message is written at least.
-func (s *Service) heartbeat() time.Duration { return s.staleAfter / 4 }
+func (e *Engine) heartbeat() time.Duration { return e.staleAfter / 4 }
 
 // keepRuns writes the progress of this process's runs and ends stale ones, until Shutdown.
-func (s *Service) keepRuns() {
-	defer s.wg.Done()
-	tick := time.NewTicker(min(s.interval, s.heartbeat()))
+func (e *Engine) keepRuns() {
+	defer e.wg.Done()
+	tick := time.NewTicker(min(e.interval, e.heartbeat()))
 	defer tick.Stop()
-	sweepEvery := s.staleAfter / 2
+	sweepEvery := e.staleAfter / 2
 	nextSweep := time.Now().Add(sweepEvery)
-	var batch []store.MessageProgress
-	var runs []*Run
+	var p progressPass
 	for {
 		select {
-		case <-s.life.Done():
+		case <-e.life.Done():
 			return
 		case now := <-tick.C:
-			batch, runs = s.saveProgress(now, batch[:0], runs[:0])
+			e.saveProgress(now, &p)
 			// Keep neither answers nor finished runs reachable until the next tick.
-			clear(batch)
-			clear(runs)
+			p.reset()
 			if !now.Before(nextSweep) {
-				s.endStale(now)
+				e.endStale(now)
 				nextSweep = now.Add(sweepEvery)
 			}
 		}
 	}
 }
 
-// saveProgress writes the answer of each run that grew and whose message was last written at
-// least an interval ago, and the heartbeat of each run whose message was not written for a
-// heartbeat. batch and runs are reused buffers.
-func (s *Service) saveProgress(now time.Time, batch []store.MessageProgress, runs []*Run) ([]store.MessageProgress, []*Run) {
-	s.liveMu.Lock()
-	for _, r := range s.live {
+// progressPass holds the buffers of one saveProgress pass, reused from tick to tick: the rows
+// written, and for each its run and the version of the answer it carries.
+type progressPass struct {
+	batch    []store.MessageProgress
+	runs     []*Run
+	versions []uint64
+}
+
+func (p *progressPass) reset() {
+	clear(p.batch)
+	clear(p.runs)
+	p.batch, p.runs, p.versions = p.batch[:0], p.runs[:0], p.versions[:0]
+}
+
+// saveProgress writes the answer of each run that changed and whose message was last written
+// at least an interval ago, and the heartbeat of each run whose message was not written for a
+// heartbeat.
+func (e *Engine) saveProgress(now time.Time, p *progressPass) {
+	e.liveMu.Lock()
+	for _, r := range e.live {
 		r.mu.Lock()
-		grew := r.answer.Len() != r.saved && now.Sub(r.answerAt) >= due(s.interval)
-		answer := ""
-		if grew {
+		changed := r.version != r.savedVersion && now.Sub(r.answerAt) >= due(e.interval)
+		answer, version := "", r.version
+		if changed {
 			// A copy: the run goes on appending to its builder while the write is under way.
 			answer = strings.Clone(r.answer.String())
 		}
 		r.mu.Unlock()
-		if !grew && now.Sub(r.beatAt) < due(s.heartbeat()) {
+		if !changed && now.Sub(r.beatAt) < due(e.heartbeat()) {
 			continue
 		}
-		batch = append(batch, store.MessageProgress{ID: r.MessageID, Answer: answer, Changed: grew})
-		runs = append(runs, r)
+		p.batch = append(p.batch, store.MessageProgress{ID: r.MessageID, Answer: answer, Changed: changed})
+		p.runs = append(p.runs, r)
+		p.versions = append(p.versions, version)
 	}
-	s.liveMu.Unlock()
-	if len(batch) == 0 {
-		return batch, runs
+	e.liveMu.Unlock()
+	if len(p.batch) == 0 {
+		return
 	}
-	ctx, cancel := context.WithTimeout(s.life, s.heartbeat())
+	ctx, cancel := context.WithTimeout(e.life, e.heartbeat())
 	defer cancel()
-	if err := s.store.SaveMessageProgress(ctx, now, batch); err != nil {
+	if err := e.store.SaveMessageProgress(ctx, now, p.batch); err != nil {
 		// The next tick tries again; the runs themselves go on.
-		if s.life.Err() == nil {
-			s.log.Warn("save the progress of running answers", "runs", len(batch), "error", err)
+		if e.life.Err() == nil {
+			e.log.Warn("save the progress of running answers", "runs", len(p.batch), "error", err)
 		}
-		return batch, runs
+		return
 	}
-	for i, r := range runs {
-		if batch[i].Changed {
-			r.saved, r.answerAt = len(batch[i].Answer), now
+	for i, r := range p.runs {
+		if p.batch[i].Changed {
+			r.savedVersion, r.answerAt = p.versions[i], now
 		}
 		r.beatAt = now
 	}
-	return batch, runs
 }
 
 // endStale ends the runs of dead processes (see EndInterrupted).
-func (s *Service) endStale(now time.Time) {
-	ctx, cancel := context.WithTimeout(s.life, s.heartbeat())
+func (e *Engine) endStale(now time.Time) {
+	ctx, cancel := context.WithTimeout(e.life, e.heartbeat())
 	defer cancel()
-	n, err := s.store.EndStaleMessages(ctx, now.Add(-s.staleAfter), InterruptedError)
+	n, err := e.store.EndStaleMessages(ctx, now.Add(-e.staleAfter), InterruptedError)
 	switch {
-	case err != nil && s.life.Err() == nil:
-		s.log.Warn("end interrupted answers", "error", err)
+	case err != nil && e.life.Err() == nil:
+		e.log.Warn("end interrupted answers", "error", err)
 	case n > 0:
-		s.log.Warn("ended answers interrupted by a stopped server", "messages", n)
+		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
 	}
 }
 
@@ -140,6 +152,6 @@ func (s *Service) endStale(now time.Time) {
 // heartbeat is older than StaleAfter get status error, InterruptedError and keep the answer
 // stored so far. It returns how many it ended. The server calls it at start-up, before it
 // listens; the same sweep then runs every StaleAfter/2.
-func (s *Service) EndInterrupted(ctx context.Context) (int64, error) {
-	return s.store.EndStaleMessages(ctx, time.Now().Add(-s.staleAfter), InterruptedError)
+func (e *Engine) EndInterrupted(ctx context.Context) (int64, error) {
+	return e.store.EndStaleMessages(ctx, time.Now().Add(-e.staleAfter), InterruptedError)
 }

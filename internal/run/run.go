@@ -1,0 +1,436 @@
+// Package run owns the life of a run — one message being answered — for every app kind:
+// admission (shutdown, response mode, a runner for the app's mode, the per-app concurrency cap),
+// the end user, the conversation and message records, the stop handle, the event pump that
+// outlives a client who goes away, the stored outcome, shutdown, and the reconciliation of runs
+// a dead process left behind. App kinds plug in as a Runner per mode (internal/chat runs
+// Chatbot and Completion apps); see docs/runs.md.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tasks"
+)
+
+// DefaultConversationName is the name of a conversation until one is generated or set.
+const DefaultConversationName = "New conversation"
+
+// Store is what the engine needs from storage; *store.Store implements it.
+type Store interface {
+	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
+	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
+	StartConversation(ctx context.Context, c store.Conversation, m store.Message, files ...store.MessageFile) (store.Conversation, store.Message, error)
+	CreateMessage(ctx context.Context, m store.Message, files ...store.MessageFile) (store.Message, error)
+	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
+	SaveMessageProgress(ctx context.Context, at time.Time, ps []store.MessageProgress) error
+	EndStaleMessages(ctx context.Context, before time.Time, errText string) (int64, error)
+}
+
+// Kind is how the engine runs the apps of one mode.
+type Kind struct {
+	Runner Runner
+	// OneShot apps (Completion) answer messages one at a time: a request cannot name a
+	// conversation, and each message is stored under a conversation of its own that the API
+	// never shows.
+	OneShot bool
+}
+
+// Options configure an Engine.
+type Options struct {
+	Store   Store
+	Limiter limiter.Limiter
+	Tasks   tasks.Registry
+	// Kinds maps an app mode to the way its apps run; a mode without one is refused with
+	// ErrModeNotSupported.
+	Kinds  map[string]Kind
+	Logger *slog.Logger
+	// EventBuffer is how many events a run may get ahead of a slow client (default 16).
+	EventBuffer int
+	// ProgressInterval is how often, at most, a run's answer so far is written while it
+	// streams (default DefaultProgressInterval).
+	ProgressInterval time.Duration
+	// StaleAfter is how old the heartbeat of a running message may grow before the message is
+	// taken as interrupted by a dead process (default DefaultStaleAfter). This process
+	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
+	// StaleAfter/2.
+	StaleAfter time.Duration
+}
+
+// Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
+const (
+	// DefaultProgressInterval bounds what a crash can lose of an answer to about a second of
+	// text, at one write per streaming run per second: far below the writes a chat already
+	// costs, and none at all for answers shorter than that.
+	DefaultProgressInterval = time.Second
+	// DefaultStaleAfter leaves four heartbeats (every 15 s) to be missed before another
+	// process, or this one after a restart, ends a run as interrupted: a busy database or a
+	// paused process does not lose its runs, and a crashed one's are ended within about a
+	// minute and a half.
+	DefaultStaleAfter = time.Minute
+)
+
+// Engine runs the messages of every app kind.
+type Engine struct {
+	store   Store
+	limiter limiter.Limiter
+	tasks   tasks.Registry
+	kinds   map[string]Kind
+	log     *slog.Logger
+	buffer  int
+
+	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
+	interval   time.Duration
+	staleAfter time.Duration
+	liveMu     sync.Mutex
+	live       map[string]*Run
+
+	// life is cancelled by Shutdown; runs and background work derive from it, not from the
+	// request that started them.
+	life     context.Context
+	stopLife context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// New returns an Engine. Call Shutdown to end it.
+func New(o Options) *Engine {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = 16
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	life, stop := context.WithCancelCause(context.Background())
+	e := &Engine{
+		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
+		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{},
+		life: life, stopLife: func() { stop(ErrShuttingDown) },
+	}
+	e.wg.Add(1)
+	go e.keepRuns()
+	return e
+}
+
+// Shutdown ends every run still going (each delivers an error event and persists what it has)
+// and waits, until ctx ends, for runs and their follow-up work such as naming a conversation
+// to finish.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.stopLife()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("run: shutdown: %w", ctx.Err())
+	}
+}
+
+// Stop stops the run of task taskID if it belongs to appID and user; otherwise it does
+// nothing. As in Dify it reports no error for an unknown, finished or foreign task.
+func (e *Engine) Stop(ctx context.Context, taskID, appID, user string) error {
+	return e.tasks.Stop(ctx, taskID, appID, user)
+}
+
+// Run is an accepted message being answered.
+type Run struct {
+	TaskID    string
+	MessageID string
+	// ConversationID is the conversation the message belongs to; empty for one-shot kinds,
+	// whose conversation the API never shows.
+	ConversationID string
+	// WorkflowRunID is the workflow run of kinds that run a graph, else empty.
+	WorkflowRunID string
+	CreatedAt     time.Time
+	Mode          string
+
+	events   chan Event
+	out      Output
+	detached chan struct{}
+	finished chan struct{}
+	once     sync.Once
+
+	// answer is written by the job's goroutine (Output) under mu; keepRuns reads it under mu.
+	// version counts the changes of answer.
+	mu      sync.Mutex
+	answer  strings.Builder
+	version uint64
+	// savedVersion (the version of the answer stored), answerAt (when it was) and beatAt (the
+	// last write of the message, its heartbeat) belong to keepRuns.
+	savedVersion     uint64
+	answerAt, beatAt time.Time
+}
+
+// Events delivers the run's events; it is closed after the last one (message_end or error).
+func (r *Run) Events() <-chan Event { return r.events }
+
+// Done is closed when the run has finished all its work: the answer is persisted and its
+// follow-up work (Job.After) is over.
+func (r *Run) Done() <-chan struct{} { return r.finished }
+
+// Detach tells the run that nobody reads its events any more (the client went away): it goes on
+// to the end and persists its answer, dropping events instead of waiting.
+func (r *Run) Detach() { r.once.Do(func() { close(r.detached) }) }
+
+func (r *Run) emit(ev Event) {
+	select {
+	case r.events <- ev:
+	case <-r.detached:
+	}
+}
+
+// Start admits a message and starts answering it. Errors returned here refuse the request
+// before anything was stored or streamed; failures after acceptance arrive as an error event.
+func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
+	app := req.App
+	if e.life.Err() != nil {
+		return nil, ErrShuttingDown
+	}
+	if app.StreamingOnly() && !req.Streaming {
+		return nil, ErrStreamingOnly
+	}
+	kind, ok := e.kinds[app.Mode]
+	if !ok || kind.Runner == nil {
+		return nil, fmt.Errorf("%w: %s", ErrModeNotSupported, app.Mode)
+	}
+	release, err := e.limiter.Acquire(ctx, app.ID, app.MaxActiveRequests)
+	if err != nil {
+		if errors.Is(err, limiter.ErrLimitExceeded) {
+			return nil, &LimitError{AppID: app.ID, Limit: app.MaxActiveRequests}
+		}
+		return nil, err
+	}
+	accepted := false
+	defer func() {
+		if !accepted {
+			release()
+		}
+	}()
+
+	user, err := e.EndUser(ctx, app.ID, req.User)
+	if err != nil {
+		return nil, err
+	}
+	turn := Turn{Request: req, EndUser: user}
+	if err := e.conversation(ctx, app, kind, &turn); err != nil {
+		return nil, err
+	}
+	job, err := kind.Runner.Prepare(ctx, turn)
+	if err != nil {
+		return nil, err
+	}
+
+	conv := turn.Conversation
+	msg := store.Message{
+		AppID: app.ID, ConversationID: conv.ID, EndUserID: user.ID,
+		Query: req.Query, Inputs: conv.Inputs, Status: store.MessageStatusRunning,
+		ModelProvider: job.Provider, ModelID: job.Model, TaskID: uuid.NewString(),
+	}
+	// The message, its files and, for a new conversation, the conversation are stored in one
+	// commit: no failure or crash leaves one without the others.
+	if turn.NewConversation {
+		_, msg, err = e.store.StartConversation(ctx, conv, msg, job.Files...)
+	} else {
+		msg, err = e.store.CreateMessage(ctx, msg, job.Files...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{
+		TaskID: msg.TaskID, MessageID: msg.ID, WorkflowRunID: job.WorkflowRunID, CreatedAt: msg.CreatedAt,
+		Mode: app.Mode, events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+	}
+	if !kind.OneShot {
+		run.ConversationID = conv.ID
+	}
+	run.out.r = run
+	run.answerAt = time.Now()
+	run.beatAt = run.answerAt
+	e.track(run)
+	runCtx, done := e.tasks.Register(e.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
+	accepted = true
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer close(run.finished)
+		completed := false
+		func() {
+			// The concurrency slot and the stop handle end with the answer, not with the
+			// follow-up work (done also cancels runCtx).
+			defer release()
+			defer done()
+			e.execute(runCtx, run, job.Work)
+			completed = runCtx.Err() == nil
+		}()
+		if completed && job.After != nil {
+			job.After(e.life)
+		}
+	}()
+	return run, nil
+}
+
+// conversation resolves the turn's conversation: the one the request continues, or a new one
+// (stored later, with the first message) whose inputs are validated against the app's form.
+func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *Turn) error {
+	id := strings.TrimSpace(t.ConversationID)
+	if kind.OneShot || id == "" {
+		inputs, err := app.ValidateInputs(t.Request.Inputs)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(inputs)
+		if err != nil {
+			return err
+		}
+		c := store.Conversation{
+			ID: store.NewID(), AppID: app.ID, EndUserID: t.EndUser.ID, Name: DefaultConversationName,
+			Inputs: raw, Status: store.ConversationStatusNormal,
+		}
+		if !kind.OneShot {
+			c.Introduction = app.OpeningStatement
+		}
+		t.Conversation, t.NewConversation, t.Inputs = c, true, inputs
+		return nil
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return ErrInvalidConversationID
+	}
+	c, err := e.store.Conversation(ctx, app.ID, t.EndUser.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrConversationNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if c.Status != store.ConversationStatusNormal {
+		return ErrConversationEnded
+	}
+	// As in Dify, a conversation keeps the inputs it was started with.
+	var inputs map[string]any
+	if err := json.Unmarshal(c.Inputs, &inputs); err != nil {
+		return fmt.Errorf("run: conversation inputs: %w", err)
+	}
+	t.Conversation, t.Inputs = c, inputs
+	return nil
+}
+
+// execute runs the job's work and persists the outcome, whatever it is: completed, stopped, failed,
+// or cut short by shutdown. It ends the stream with message_end or error.
+func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
+	defer close(run.events)
+	defer e.untrack(run)
+	outcome, err := work.Run(ctx, &run.out)
+	answer := run.out.Answer()
+
+	now := time.Now().UTC()
+	for i := range outcome.Resources {
+		outcome.Resources[i].ID = store.NewID()
+		outcome.Resources[i].MessageID = run.MessageID
+		outcome.Resources[i].CreatedAt = now
+	}
+	result := messageResult(answer, outcome)
+	cause := context.Cause(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(cause, ErrStopped):
+		// Stopped by the user: keep what was generated and end like a normal answer.
+		result.Status, err = store.MessageStatusStopped, nil
+	case errors.Is(cause, ErrShuttingDown):
+		result.Status, result.Error = store.MessageStatusError, ErrShuttingDown.Error()
+		err = ErrShuttingDown
+	default:
+		result.Status, result.Error = store.MessageStatusError, storedError(err)
+	}
+	// The write must happen even though the run's context may be cancelled.
+	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if perr := e.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
+		e.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
+		if err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		run.emit(Event{Kind: EventError, Err: err})
+		return
+	}
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources}})
+}
+
+// messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that
+// message_end carried (usage and retriever resources) with the job's own members.
+func messageResult(answer string, o Outcome) store.MessageResult {
+	u := o.Usage
+	rs := make([]ResourceJSON, len(o.Resources))
+	for i, r := range o.Resources {
+		rs[i] = resourceJSON(r)
+	}
+	meta := make(map[string]any, 2+len(o.Metadata))
+	for k, v := range o.Metadata {
+		meta[k] = v
+	}
+	meta["usage"], meta["retriever_resources"] = u, rs
+	raw, _ := json.Marshal(meta)
+	return store.MessageResult{
+		RetrieverResources:      o.Resources,
+		Answer:                  answer,
+		Status:                  store.MessageStatusNormal,
+		MessageTokens:           int64(u.PromptTokens),
+		AnswerTokens:            int64(u.CompletionTokens),
+		TotalTokens:             int64(u.TotalTokens),
+		MessageUnitPrice:        u.PromptUnitPrice,
+		AnswerUnitPrice:         u.CompletionUnitPrice,
+		PriceUnit:               u.PromptPriceUnit,
+		TotalPrice:              u.TotalPrice,
+		Currency:                u.Currency,
+		ProviderResponseLatency: u.Latency,
+		Metadata:                raw,
+	}
+}
+
+// ResourceJSON is a retriever resource as Dify's message metadata stores it.
+type ResourceJSON struct {
+	ID              string  `json:"id"`
+	MessageID       string  `json:"message_id"`
+	Position        int     `json:"position"`
+	DatasetID       string  `json:"dataset_id"`
+	DatasetName     string  `json:"dataset_name"`
+	DocumentID      string  `json:"document_id"`
+	DocumentName    string  `json:"document_name"`
+	DataSourceType  string  `json:"data_source_type"`
+	SegmentID       string  `json:"segment_id"`
+	SegmentPosition int     `json:"segment_position"`
+	IndexNodeHash   string  `json:"index_node_hash"`
+	Content         string  `json:"content"`
+	Summary         *string `json:"summary"`
+	Score           float64 `json:"score"`
+	HitCount        int     `json:"hit_count"`
+	WordCount       int     `json:"word_count"`
+	CreatedAt       int64   `json:"created_at"`
+}
+
+func resourceJSON(r store.RetrieverResource) ResourceJSON {
+	return ResourceJSON{ID: r.ID, MessageID: r.MessageID, Position: r.Position, DatasetID: r.DatasetID,
+		DatasetName: r.DatasetName, DocumentID: r.DocumentID, DocumentName: r.DocumentName,
+		DataSourceType: r.DataSourceType, SegmentID: r.SegmentID, SegmentPosition: r.SegmentPosition,
+		IndexNodeHash: r.IndexNodeHash, Content: r.Content, Score: r.Score, HitCount: r.HitCount,
+		WordCount: r.WordCount, CreatedAt: r.CreatedAt.Unix()}
+}

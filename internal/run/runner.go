@@ -1,0 +1,132 @@
+package run
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Request is one message sent to an app, whatever its kind.
+type Request struct {
+	App   *apps.App
+	User  string
+	Query string
+	// Inputs are the values of the app's input form; a conversation keeps those it started
+	// with.
+	Inputs map[string]any
+	// ConversationID continues a conversation; empty starts one. Kinds with one-shot messages
+	// (Completion) never continue one.
+	ConversationID string
+	Files          []File
+	// AutoGenerateName asks for the new conversation to be named after its first exchange.
+	AutoGenerateName bool
+	Streaming        bool
+}
+
+// File is a file attached to a message, as the request references it.
+type File struct {
+	Type           string
+	TransferMethod string
+	URL            string
+	UploadFileID   string
+}
+
+// Turn is an admitted request with what the engine resolved for it: the end user and the
+// conversation the message belongs to. Nothing is stored yet when a runner sees it.
+type Turn struct {
+	Request
+	EndUser store.EndUser
+	// Conversation is the stored conversation the message continues, or the new one that is
+	// stored with the message (NewConversation).
+	Conversation    store.Conversation
+	NewConversation bool
+	// Inputs are the conversation's inputs, validated against the app's form.
+	Inputs map[string]any
+}
+
+// Runner runs the apps of one kind.
+type Runner interface {
+	// Prepare readies the answer to an admitted request, before anything is stored: it looks
+	// up the model, checks what only this kind checks and loads what the answer needs (history,
+	// files). An error refuses the request and is returned to the client as is.
+	Prepare(ctx context.Context, t Turn) (Job, error)
+}
+
+// Job is an answer a runner prepared.
+type Job struct {
+	// Provider and Model are the model the message is recorded with.
+	Provider, Model string
+	// Files are the rows recording the user's files, stored with the message.
+	Files []store.MessageFile
+	// WorkflowRunID is the workflow run the answer belongs to, for kinds that run a graph;
+	// the stream puts it on workflow events.
+	WorkflowRunID string
+	// Work produces the answer once the message is stored.
+	Work Work
+	// After, if set, runs once Work returned without being stopped or cut by shutdown, after
+	// the concurrency slot and the stop handle are released: work the answer must not wait
+	// for, such as naming a new conversation. ctx ends at shutdown.
+	After func(ctx context.Context)
+}
+
+// Work produces an answer.
+type Work interface {
+	// Run sends the answer's content events to out and returns the outcome, also when it
+	// fails (the usage of a partial answer counts). ctx ends on stop (cause ErrStopped) and on
+	// shutdown (cause ErrShuttingDown). The engine ends the stream itself with message_end or
+	// error.
+	Run(ctx context.Context, out *Output) (Outcome, error)
+}
+
+// WorkFunc is a function that is Work.
+type WorkFunc func(ctx context.Context, out *Output) (Outcome, error)
+
+// Run implements Work.
+func (f WorkFunc) Run(ctx context.Context, out *Output) (Outcome, error) { return f(ctx, out) }
+
+// Outcome is what a job reports besides its events.
+type Outcome struct {
+	Usage models.Usage
+	// Resources are the knowledge chunks the answer used (ids are set by the engine).
+	Resources []store.RetrieverResource
+	// Metadata are further members of the message's stored metadata (besides usage and
+	// retriever_resources).
+	Metadata map[string]any
+}
+
+// Output is where a job sends its events.
+type Output struct{ r *Run }
+
+// Emit sends ev to the run's client. The text of message and agent_message events is added to
+// the answer the engine stores (and saves while the run goes on); message_replace replaces it.
+func (o *Output) Emit(ev Event) {
+	switch ev.Kind {
+	case EventMessage, EventAgentMessage:
+		if ev.Answer != "" {
+			o.r.mu.Lock()
+			o.r.answer.WriteString(ev.Answer)
+			o.r.version++
+			o.r.mu.Unlock()
+		}
+	case EventMessageReplace:
+		o.r.mu.Lock()
+		o.r.answer.Reset()
+		o.r.answer.WriteString(ev.Answer)
+		o.r.version++
+		o.r.mu.Unlock()
+	}
+	o.r.emit(ev)
+}
+
+// Deliver sends ev without recording its text: for an event that repeats text already
+// recorded, such as the closing message of an Agent app that carries the complete answer.
+func (o *Output) Deliver(ev Event) { o.r.emit(ev) }
+
+// Answer is the answer recorded so far.
+func (o *Output) Answer() string {
+	o.r.mu.Lock()
+	defer o.r.mu.Unlock()
+	return o.r.answer.String()
+}

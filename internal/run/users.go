@@ -1,0 +1,20 @@
+package run
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// AnonymousUser is the end user of requests that name none, as in Dify.
+const AnonymousUser = "DEFAULT-USER"
+
+// EndUser returns the end user a request's `user` value names in app appID, creating it on
+// first sight; an empty value is the anonymous end user. Every route resolves its end user
+// here.
+func (e *Engine) EndUser(ctx context.Context, appID, user string) (store.EndUser, error) {
+	if user == "" {
+		user = AnonymousUser
+	}
+	return e.store.EndUser(ctx, appID, user)
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/jsonenc"
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/sse"
+)
+
+// This file is where a run meets the wire, for every app kind: runStream answers a streaming
+// request, collect a blocking one, and eventEncoder renders each run event as its contract
+// event.
+
+// runStream writes a run as Server-Sent Events. One goroutine — the request's — owns the
+// writer: it forwards events, sends a ping whenever the stream has been quiet for the ping
+// interval, and detaches from the run if the client goes away. It is the streaming response of
+// every operation that starts a run.
+type runStream struct {
+	ctx context.Context
+	run *run.Run
+	srv *Server
+}
+
+func (s *Server) stream(ctx context.Context, r *run.Run) *runStream {
+	return &runStream{ctx: ctx, run: r, srv: s}
+}
+
+// VisitSendChatMessageResponse implements gen.SendChatMessageResponseObject.
+func (rs *runStream) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+	return rs.write(w)
+}
+
+// VisitSendCompletionMessageResponse implements gen.SendCompletionMessageResponseObject.
+func (rs *runStream) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+	return rs.write(w)
+}
+
+func (rs *runStream) write(w http.ResponseWriter) error {
+	sse.Headers(w)
+	w.WriteHeader(http.StatusOK)
+	out := sse.NewWriter(w, rs.srv.streamStall)
+	defer out.Close()
+	r := rs.run
+	// The first byte goes out at once, so clients and proxies see the stream has started.
+	if err := out.Ping(); err != nil {
+		r.Detach()
+		return nil
+	}
+	enc := newEventEncoder(r)
+	ping := rs.srv.pingInterval
+	ticker := time.NewTicker(ping)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-rs.ctx.Done():
+			r.Detach()
+			return nil
+		case <-ticker.C:
+			if time.Since(out.LastWrite()) >= ping {
+				if err := out.Ping(); err != nil {
+					r.Detach()
+					return nil
+				}
+			}
+		case ev, ok := <-r.Events():
+			// Write this event and any that are already waiting, then flush once: under load a
+			// stream gets one write per burst instead of one per event.
+			for more := true; more; {
+				if !ok {
+					_ = out.Flush()
+					return nil
+				}
+				var err error
+				if ev.Kind == run.EventPing {
+					err = out.Ping()
+				} else if data, eerr := enc.encode(ev); eerr != nil {
+					rs.srv.log.Error("encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
+				} else {
+					err = out.Queue(data)
+				}
+				if err != nil {
+					r.Detach()
+					return nil
+				}
+				select {
+				case ev, ok = <-r.Events():
+				default:
+					more = false
+				}
+			}
+			if err := out.Flush(); err != nil {
+				r.Detach()
+				return nil
+			}
+		}
+	}
+}
+
+// reply is a run's whole answer, as a blocking request returns it.
+type reply struct {
+	answer string
+	end    *run.End
+}
+
+// collect waits for a run's whole answer, for a blocking request: the text of its message
+// events (as message_replace left it) and message_end's metadata; an error event becomes the
+// error the request fails with. A client that goes away detaches from the run, which still
+// finishes and is stored.
+func collect(ctx context.Context, r *run.Run) (reply, error) {
+	var answer []byte
+	for {
+		select {
+		case <-ctx.Done():
+			r.Detach()
+			return reply{}, ctx.Err()
+		case ev, ok := <-r.Events():
+			if !ok {
+				return reply{}, errInternal(errors.New("run ended without a final event"))
+			}
+			switch ev.Kind {
+			case run.EventMessage, run.EventAgentMessage:
+				answer = append(answer, ev.Answer...)
+			case run.EventMessageReplace:
+				answer = append(answer[:0], ev.Answer...)
+			case run.EventError:
+				return reply{}, ev.Err
+			case run.EventMessageEnd:
+				// Whatever the run still sends after the answer is not part of this reply.
+				r.Detach()
+				return reply{answer: string(answer), end: ev.End}, nil
+			}
+		}
+	}
+}
+
+// eventEncoder renders the events of one run as the JSON of their contract events: the
+// envelope of the run's app kind, then each event's own members in Dify's order. The chat
+// kinds' envelope names the conversation, the message and its creation time; Completion's has
+// no conversation. Workflow events add the run's workflow_run_id and nest their payload under
+// `data`.
+type eventEncoder struct {
+	// head is the envelope after `"event":…`; task is `,"task_id":…`; id is `,"id":<message>`;
+	// workflowRun is `,"workflow_run_id":…` (empty when the run has none).
+	head, task, id, workflowRun []byte
+	buf                         []byte
+}
+
+func newEventEncoder(r *run.Run) *eventEncoder {
+	enc := &eventEncoder{buf: make([]byte, 0, 512)}
+	var h []byte
+	if r.Mode != config.AppModeCompletion {
+		h = jsonenc.AppendString(append(h, `,"conversation_id":`...), r.ConversationID)
+	}
+	h = jsonenc.AppendString(append(h, `,"message_id":`...), r.MessageID)
+	h = strconv.AppendInt(append(h, `,"created_at":`...), r.CreatedAt.Unix(), 10)
+	enc.head = h
+	enc.task = jsonenc.AppendString([]byte(`,"task_id":`), r.TaskID)
+	enc.id = jsonenc.AppendString([]byte(`,"id":`), r.MessageID)
+	if r.WorkflowRunID != "" {
+		enc.workflowRun = jsonenc.AppendString([]byte(`,"workflow_run_id":`), r.WorkflowRunID)
+	}
+	return enc
+}
+
+// encode renders ev; the bytes are valid until the next call.
+func (enc *eventEncoder) encode(ev run.Event) ([]byte, error) {
+	name := ev.Kind.String()
+	if name == "" || ev.Kind == run.EventPing {
+		return nil, fmt.Errorf("server: event kind %d has no JSON form", ev.Kind)
+	}
+	b := append(enc.buf[:0], `{"event":"`...)
+	b = append(b, name...)
+	b = append(b, '"')
+	b = append(b, enc.head...)
+	var err error
+	switch k := ev.Kind; {
+	case k == run.EventError:
+		e := mapError(ev.Err)
+		b = append(b, enc.workflowRun...)
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(e.Status), 10)
+		b = jsonenc.AppendString(append(b, `,"code":`...), e.Code)
+		b = jsonenc.AppendString(append(b, `,"message":`...), e.Message)
+	case k == run.EventMessage:
+		b = append(append(b, enc.task...), enc.id...)
+		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)
+		b = append(b, `,"from_variable_selector":null`...)
+	case k == run.EventAgentMessage:
+		b = append(append(b, enc.task...), enc.id...)
+		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)
+	case k == run.EventMessageEnd:
+		b = append(append(b, enc.task...), enc.id...)
+		if b, err = appendMessageEnd(b, ev.End); err != nil {
+			return nil, err
+		}
+	case k == run.EventTTSMessage, k == run.EventTTSMessageEnd:
+		b = append(b, enc.task...)
+		b = jsonenc.AppendString(append(b, `,"audio":`...), ev.Answer)
+	case k == run.EventMessageReplace:
+		b = append(b, enc.task...)
+		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)
+		if b, err = appendMembers(b, ev.Data); err != nil {
+			return nil, err
+		}
+	case k.Nested():
+		b = append(b, enc.task...)
+		if k.WorkflowScoped() {
+			b = append(b, enc.workflowRun...)
+		}
+		data := ev.Data
+		if data == nil {
+			data = struct{}{}
+		}
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("server: %s data: %w", name, err)
+		}
+		b = append(append(b, `,"data":`...), raw...)
+	default: // agent_thought, message_file: their members follow the task id
+		b = append(b, enc.task...)
+		if b, err = appendMembers(b, ev.Data); err != nil {
+			return nil, err
+		}
+	}
+	enc.buf = append(b, '}')
+	return enc.buf, nil
+}
+
+// appendMessageEnd appends message_end's own members after its id.
+func appendMessageEnd(b []byte, end *run.End) ([]byte, error) {
+	if end == nil {
+		end = &run.End{}
+	}
+	meta, err := json.Marshal(gen.ResponseMetadata{Usage: genUsage(end.Usage), RetrieverResources: genResources(end.Resources)})
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `,"metadata":`...), meta...)
+	if end.Files == nil {
+		return append(b, `,"files":null`...), nil
+	}
+	files, err := json.Marshal(end.Files)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, `,"files":`...), files...), nil
+}
+
+// appendMembers appends the members of v, which must encode to a JSON object, to an object
+// being written.
+func appendMembers(b []byte, v any) ([]byte, error) {
+	if v == nil {
+		return b, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		return nil, fmt.Errorf("server: event payload %T is not a JSON object", v)
+	}
+	if inner := raw[1 : len(raw)-1]; len(inner) > 0 {
+		b = append(append(b, ','), inner...)
+	}
+	return b, nil
+}

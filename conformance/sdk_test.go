@@ -21,7 +21,8 @@ const sdkTimeout = 2 * time.Minute
 
 // TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
-// node's built-in test runner. Without node it skips, except in CI (CI set), where it fails.
+// node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
+// (CompletionClient). Without node it skips, except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
@@ -53,6 +54,7 @@ func TestDifyNodeSDK(t *testing.T) {
 		cmd.Env = append(os.Environ(),
 			"PARLEY_URL="+p.URL,
 			"PARLEY_APP_KEY="+p.AppKey,
+			"PARLEY_COMPLETION_KEY="+p.CompletionKey(t),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",
 		)
@@ -92,11 +94,14 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 		"stream": {Marker: "[node-sdk-stream-" + tag + "]", Chunks: []string{"Streamed ", "through ", "the ", "Node ", "SDK."}},
 		// One chunk, then nothing until the request goes away: only the stop operation ends it.
 		"hang": {Marker: "[node-sdk-hang-" + tag + "]", Chunks: []string{"Partial answer ", "never sent"}},
+		// The Completion app's answer, when the marker is in its filled-in prompt.
+		"complete": {Marker: "[node-sdk-complete-" + tag + "]", Chunks: []string{"Dear ", "reader, ", "warmly."}},
 		// TestMain's answers to every naming and suggestion request.
 		"title":   {Text: generatedTitle},
 		"suggest": {Questions: []string{"Why?", "How?", "When?"}},
 	}
 	upstream.On(script["stream"].Marker, openaitest.Reply{Chunks: script["stream"].Chunks})
+	upstream.On(script["complete"].Marker, openaitest.Reply{Chunks: script["complete"].Chunks})
 	upstream.On(script["hang"].Marker, openaitest.Reply{Chunks: script["hang"].Chunks, HangAfterChunks: 1})
 	raw, err := json.Marshal(script)
 	if err != nil {

@@ -13,15 +13,9 @@
 // Outside that test the fake model's replies are not scripted: run it with
 // `go test -run TestDifyNodeSDK ./conformance/`.
 
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ChatClient, DifyClient } from "dify-client";
-
-function env(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set; run this through go test -run TestDifyNodeSDK ./conformance/`);
-  return v;
-}
+import { env, UUID, sdkTest, assertUsage, frames, expectAxiosError } from "./helpers.mjs";
 
 const baseUrl = env("PARLEY_URL").replace(/\/+$/, "");
 const appKey = env("PARLEY_APP_KEY");
@@ -31,72 +25,10 @@ const script = JSON.parse(env("PARLEY_SDK_SCRIPT"));
 
 // The chatbot app's form has a required select `tone`: every new conversation sends it.
 const inputs = { tone: "warm" };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-// sdkTest is test() with a timeout, and with an SDK call that failed unexpectedly reported as the
-// request and the server's answer rather than axios's whole request dump.
-function sdkTest(name, fn) {
-  test(name, { timeout: 30_000 }, async () => {
-    try {
-      await fn();
-    } catch (err) {
-      if (!err?.isAxiosError) throw err;
-      const body = err.response?.data;
-      const shown = typeof body?.pipe === "function" ? "(stream)" : JSON.stringify(body);
-      throw new Error(`${err.config?.method?.toUpperCase()} ${err.config?.url}: ` +
-        (err.response ? `HTTP ${err.response.status} ${shown}` : err.message), { cause: err.code });
-    }
-  });
-}
-
 const chat = () => new ChatClient(appKey, baseUrl);
 let users = 0;
 // A fresh end user per test keeps conversation listings exact.
 const newUser = (what) => `node-sdk-${what}-${process.pid}-${++users}`;
-
-function assertUsage(usage, where) {
-  assert.equal(typeof usage, "object", `${where}: metadata.usage missing`);
-  for (const k of ["prompt_tokens", "completion_tokens", "total_tokens"]) {
-    assert.ok(Number.isInteger(usage[k]) && usage[k] >= 0, `${where}: usage.${k} = ${usage[k]}`);
-  }
-  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens, `${where}: total_tokens`);
-  for (const k of ["prompt_unit_price", "prompt_price_unit", "prompt_price", "completion_unit_price",
-    "completion_price_unit", "completion_price", "total_price"]) {
-    assert.match(usage[k], /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/, `${where}: usage.${k} is no decimal string`);
-  }
-  assert.equal(typeof usage.currency, "string", `${where}: usage.currency`);
-  assert.equal(typeof usage.latency, "number", `${where}: usage.latency`);
-}
-
-// Dify's framing, parsed by hand because the SDK hands back the raw axios stream: each frame is
-// one `data: <compact JSON>` line or the bare keep-alive `event: ping`, and frames are separated
-// by a blank line. Yields {ping: true} for a keep-alive, else the parsed event.
-async function* frames(body) {
-  const decoder = new TextDecoder();
-  let buf = "";
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
-      const frame = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (frame === "event: ping") {
-        yield { ping: true };
-        continue;
-      }
-      assert.ok(frame.startsWith("data: ") && !frame.includes("\n"),
-        `not a Dify frame (want "data: {json}" or "event: ping"): ${JSON.stringify(frame)}`);
-      let ev;
-      try {
-        ev = JSON.parse(frame.slice("data: ".length));
-      } catch (e) {
-        assert.fail(`data frame is not JSON: ${JSON.stringify(frame)}: ${e.message}`);
-      }
-      yield ev;
-    }
-  }
-  buf += decoder.decode();
-  assert.equal(buf, "", "the stream ended in the middle of a frame");
-}
 
 // Checks the envelope every chat event carries and that it is the same on all of them.
 function checkEnvelope(events) {
@@ -113,17 +45,6 @@ function checkEnvelope(events) {
       assert.equal(ev.id, ev.message_id, `${ev.event}: id is the message id`);
     }
   }
-}
-
-async function expectAxiosError(promise, status, code) {
-  await assert.rejects(promise, (err) => {
-    assert.ok(err.isAxiosError, `not an axios error: ${err}`);
-    assert.equal(err.response?.status, status, `status; body ${JSON.stringify(err.response?.data)}`);
-    assert.equal(err.response.data.code, code);
-    assert.equal(err.response.data.status, status);
-    assert.equal(typeof err.response.data.message, "string");
-    return true;
-  });
 }
 
 // Starts a conversation with a blocking message and returns the reply body.

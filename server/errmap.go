@@ -127,6 +127,9 @@ func domainOutcome(err error) *APIError {
 	// internal/chat
 	case errors.Is(err, chat.ErrFileReference):
 		return errInvalidParam(wrapText(err, chat.ErrFileReference))
+	case errors.Is(err, chat.ErrNoPrompt):
+		// Dify fails such a call as a bad request to the model.
+		return apiError(http.StatusBadRequest, "completion_request_error", wrapText(err, chat.ErrNoPrompt))
 	case errors.As(err, &limitErr):
 		return apiError(http.StatusTooManyRequests, "too_many_requests", fmt.Sprintf(
 			"Too many requests. Please try again later. The current maximum concurrent requests allowed for %s is %d.",

@@ -68,6 +68,7 @@ func kerr(kind knowledge.Kind, msg string) *knowledge.Error {
 // is neither here nor in internalFailures fails TestEveryDomainErrorIsClassified.
 func domainOutcomes() map[string]outcome {
 	fileRef := fmt.Errorf("%w: files[0].url must be an absolute http(s) URL", chat.ErrFileReference)
+	noPrompt := fmt.Errorf("%w: gpt-4o is a chat model, and the app has no chat prompt messages", chat.ErrNoPrompt)
 	tooLarge := &files.TooLargeError{Limit: 10 << 20, Category: "image"}
 	return map[string]outcome{
 		"apps.InputError":  {&apps.InputError{Message: "name is required in input form"}, invalid("name is required in input form")},
@@ -83,6 +84,7 @@ func domainOutcomes() map[string]outcome {
 		"run.ErrStreamingOnly":         {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
 		"run.ErrModeNotSupported":      {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
 		"chat.ErrFileReference":        {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
+		"chat.ErrNoPrompt":             {noPrompt, wire{status: 400, code: "completion_request_error", msg: noPrompt.Error()}},
 		"run.LimitError":               {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
 
 		"conversations.ErrConversationNotFound": {conversations.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},

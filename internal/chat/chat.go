@@ -106,7 +106,14 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		}
 	}
 	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		prompt: buildPrompt(app, spec, t.Inputs, history, t.Query)}
+		cite: app.Features.RetrieverResource.Enabled}
+	if app.PromptType == apps.PromptAdvanced {
+		if a.advanced, err = advancedChatbot(app, spec, t.Inputs, history, t.NewConversation, t.Query); err != nil {
+			return run.Job{}, err
+		}
+	} else {
+		a.prompt = buildPrompt(app, spec, t.Inputs, history, t.Query)
+	}
 	if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
 		a.retrieve = s.retriever(app, t.Query)
 	}
@@ -146,21 +153,29 @@ type answer struct {
 	spec   models.ModelSpec
 	params map[string]any
 	atts   []attachment
-	// prompt is a Chatbot's prompt, to which the knowledge context is added; completion, when
-	// its app is set, builds a Completion's prompt around the knowledge context instead.
+	// prompt is a Chatbot's simple prompt, to which the knowledge context is added; completion,
+	// when its app is set, builds a Completion's simple prompt around the knowledge context
+	// instead; advanced, when set, is an advanced prompt of either kind.
 	prompt     []providers.Message
 	completion completionInput
+	advanced   *advancedPrompt
 	// retrieve, if set, retrieves the knowledge context first.
 	retrieve func(context.Context) (knowledge.ChatContext, error)
+	// cite returns the chunks retrieved as the answer's retriever resources (the app's
+	// citations feature); without it they are used for the prompt only, as in Dify.
+	cite bool
 }
 
 // messages are the messages sent to the model, with the knowledge context (if any) put where
 // the app kind puts it.
-func (a *answer) messages(knowledgeContext string) []providers.Message {
-	if c := a.completion; c.app != nil {
-		return completionPrompt(c.app, c.inputs, c.query, knowledgeContext)
+func (a *answer) messages(kctx knowledge.ChatContext) []providers.Message {
+	switch c := a.completion; {
+	case a.advanced != nil:
+		return a.advanced.messages(kctx.Text)
+	case c.app != nil:
+		return completionPrompt(c.app, c.inputs, c.query, kctx.Prompt)
 	}
-	return withContext(a.prompt, knowledgeContext)
+	return withContext(a.prompt, kctx.Prompt)
 }
 
 // Run implements run.Work: it streams the model's answer to out; the outcome carries the usage
@@ -174,20 +189,19 @@ func (a *answer) Run(ctx context.Context, out *run.Output) (run.Outcome, error) 
 		if a.retrieve != nil {
 			var err error
 			if kctx, err = a.retrieve(ctx); err != nil {
-				prompt = a.messages("")
+				prompt = a.messages(knowledge.ChatContext{})
 				return err
 			}
 		}
-		prompt = a.messages(kctx.Prompt)
+		prompt = a.messages(kctx)
 		images, err := a.s.imageParts(ctx, a.spec, a.atts)
 		if err != nil {
 			return err
 		}
 		if len(images) > 0 {
-			last := &prompt[len(prompt)-1]
-			last.Parts = append([]providers.Part{{Type: providers.PartText, Text: last.Content}}, images...)
+			prompt = withImages(prompt, images)
 		}
-		creq := providers.ChatRequest{Model: a.spec.Name, Messages: prompt, Parameters: a.params}
+		creq := providers.ChatRequest{Model: a.spec.Name, Messages: prompt, Parameters: fitReply(a.params, a.spec, prompt)}
 		stream, err := a.model.ChatStream(ctx, creq)
 		if err != nil {
 			return err
@@ -216,5 +230,21 @@ func (a *answer) Run(ctx context.Context, out *run.Output) (run.Outcome, error) 
 		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(out.Answer())}
 	}
 	usage := models.ComputeUsage(a.spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
-	return run.Outcome{Usage: usage, Resources: kctx.Resources}, err
+	outcome := run.Outcome{Usage: usage}
+	if a.cite {
+		outcome.Resources = kctx.Resources
+	}
+	return outcome, err
+}
+
+// withImages puts the message's images in the last user message, after its text. A prompt that
+// does not end with one (an advanced prompt without a query) gets an empty user message to carry
+// them, as in Dify.
+func withImages(prompt []providers.Message, images []providers.Part) []providers.Message {
+	if len(prompt) == 0 || prompt[len(prompt)-1].Role != providers.RoleUser {
+		prompt = append(prompt, providers.Message{Role: providers.RoleUser})
+	}
+	last := &prompt[len(prompt)-1]
+	last.Parts = append([]providers.Part{{Type: providers.PartText, Text: last.Content}}, images...)
+	return prompt
 }

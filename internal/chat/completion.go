@@ -27,12 +27,24 @@ func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if err != nil {
 		return run.Job{}, err
 	}
+	// An app with knowledge bases searches them with the value of its dataset query variable,
+	// and, as in Dify, that value is then the query of the prompt too, in place of the
+	// request's.
+	query := t.Query
+	if len(app.KnowledgeBases) > 0 && app.DatasetQueryVariable != "" {
+		query = datasetQuery(app, t.Inputs)
+	}
 	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		completion: completionInput{app: app, inputs: t.Inputs, query: t.Query}}
-	if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
-		if q := datasetQuery(app, t.Inputs); q != "" {
-			a.retrieve = s.retriever(app, q)
+		cite: app.Features.RetrieverResource.Enabled}
+	if app.PromptType == apps.PromptAdvanced {
+		if a.advanced, err = advancedCompletion(app, spec, t.Inputs, query); err != nil {
+			return run.Job{}, err
 		}
+	} else {
+		a.completion = completionInput{app: app, inputs: t.Inputs, query: query}
+	}
+	if s.knowledge != nil && len(app.KnowledgeBases) > 0 && query != "" {
+		a.retrieve = s.retriever(app, query)
 	}
 	return run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Work: a}, nil
 }

@@ -57,12 +57,14 @@ func (k *recordingKnowledge) RetrieveForChat(_ context.Context, names []string, 
 
 // TestCompletionRun: a Completion is answered from the app's prompt filled in from the inputs,
 // searched with the dataset query variable, stored under a conversation of its own that the run
-// does not reveal, never named, and never continued.
+// does not reveal, never named, and never continued. As in Dify, an app with knowledge bases
+// puts the value of its dataset query variable in the prompt as the query, in place of the
+// request's.
 func TestCompletionRun(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		kb := &recordingKnowledge{}
 		env := newEnv(t, e, func(o *envOptions) { o.chat.Knowledge = kb })
-		env.upstream.On("about tides for kids", openaitest.Reply{Chunks: []string{"Waves", " rise."}})
+		env.upstream.On("tides", openaitest.Reply{Chunks: []string{"Waves", " rise."}})
 		ctx := context.Background()
 		start := func(query string) *run.Run {
 			t.Helper()
@@ -72,6 +74,13 @@ func TestCompletionRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			return r
+		}
+		wantPrompt := func(what string, got []providers.Message) {
+			t.Helper()
+			if len(got) != 2 || got[0].Role != "system" || got[0].Text() != "Context about tides from notes.\nWrite about tides for kids." ||
+				got[1].Role != "user" || got[1].Text() != "tides" {
+				t.Fatalf("%s: prompt %+v", what, got)
+			}
 		}
 		r := start("")
 		evs := collect(t, r)
@@ -83,27 +92,19 @@ func TestCompletionRun(t *testing.T) {
 		if len(reqs) != 1 {
 			t.Fatalf("%d upstream requests, want 1 (no naming)", len(reqs))
 		}
-		if got := reqs[0].Messages; len(got) != 1 || got[0].Role != "user" ||
-			got[0].Text() != "Context about tides from notes.\nWrite about tides for kids." {
-			t.Fatalf("prompt %+v", got)
-		}
+		wantPrompt("no query", reqs[0].Messages)
 		first := env.message(t, r, "u1")
 		if first.Status != store.MessageStatusNormal || first.Answer != "Waves rise." || first.Query != "" {
 			t.Fatalf("stored %+v", first)
 		}
 
-		env.upstream.On("Make it rhyme.", openaitest.Reply{Text: "Tides rise, waves sigh."})
 		r2 := start("Make it rhyme.")
 		collect(t, r2)
 		wait(t, r2)
-		got := env.upstream.Requests()[1].Messages
-		if len(got) != 2 || got[0].Role != "system" || got[0].Text() != "Context about tides from notes.\nWrite about tides for kids." ||
-			got[1].Role != "user" || got[1].Text() != "Make it rhyme." {
-			t.Fatalf("prompt with a query %+v", got)
-		}
+		wantPrompt("a query", env.upstream.Requests()[1].Messages)
 		second := env.message(t, r2, "u1")
-		if second.ConversationID == first.ConversationID {
-			t.Fatal("two completions share a conversation")
+		if second.ConversationID == first.ConversationID || second.Query != "Make it rhyme." {
+			t.Fatalf("stored %+v; first in conversation %s", second, first.ConversationID)
 		}
 		if slices.Compare(kb.queries, []string{"tides", "tides"}) != 0 {
 			t.Fatalf("knowledge searched with %q", kb.queries)

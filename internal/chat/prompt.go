@@ -38,12 +38,13 @@ func render(tmpl string, inputs map[string]any) string {
 // long an answer may be.
 const defaultReply = 1024
 
-// completionParams are the app's completion parameters as sent upstream.
+// completionParams are the app's completion parameters as sent upstream (params.go).
 func completionParams(app *apps.App, spec models.ModelSpec) map[string]any {
 	p := maps.Clone(app.Model.Parameters)
 	if p == nil {
 		p = map[string]any{}
 	}
+	upstreamParams(p)
 	if _, ok := p["max_tokens"]; !ok && spec.MaxOutputTokens > 0 {
 		p["max_tokens"] = spec.MaxOutputTokens
 	}
@@ -52,13 +53,8 @@ func completionParams(app *apps.App, spec models.ModelSpec) map[string]any {
 
 // replyBudget is how many tokens of the context the answer may need.
 func replyBudget(app *apps.App, spec models.ModelSpec) int {
-	if n, ok := app.Model.Parameters["max_tokens"]; ok {
-		switch v := n.(type) {
-		case int:
-			return v
-		case float64:
-			return int(v)
-		}
+	if n, ok := intParam(app.Model.Parameters["max_tokens"]); ok {
+		return n
 	}
 	if spec.MaxOutputTokens > 0 {
 		return spec.MaxOutputTokens
@@ -68,14 +64,19 @@ func replyBudget(app *apps.App, spec models.ModelSpec) int {
 
 // buildPrompt assembles the messages sent to the model: the pre-prompt with its variables
 // filled in, the opening statement the user was shown, as much of the conversation's history as
-// fits the model's context (oldest exchanges dropped first), and the query.
+// fits the model's context (oldest exchanges dropped first), and the query. An advanced prompt's
+// messages take the place of the pre-prompt and the opening statement (advanced.go).
 func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, history []store.Message, query string) []providers.Message {
 	var head []providers.Message
-	if sys := render(app.PrePrompt, inputs); sys != "" {
-		head = append(head, providers.Message{Role: providers.RoleSystem, Content: sys})
-	}
-	if app.OpeningStatement != "" {
-		head = append(head, providers.Message{Role: providers.RoleAssistant, Content: render(app.OpeningStatement, inputs)})
+	if app.PromptType == apps.PromptAdvanced {
+		head = advancedHead(app, inputs)
+	} else {
+		if sys := render(app.PrePrompt, inputs); sys != "" {
+			head = append(head, providers.Message{Role: providers.RoleSystem, Content: sys})
+		}
+		if app.OpeningStatement != "" {
+			head = append(head, providers.Message{Role: providers.RoleAssistant, Content: render(app.OpeningStatement, inputs)})
+		}
 	}
 	last := providers.Message{Role: providers.RoleUser, Content: query}
 

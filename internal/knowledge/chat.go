@@ -23,10 +23,14 @@ const contextPrompt = "Use the following context as your learned knowledge, insi
 	"And answer according to the language of the user's question.\n"
 
 // ChatContext is what a chat message retrieved: the chunks as retriever resources (position,
-// score and content filled in; no id or message yet) and the context text for the prompt.
+// score and content filled in; no id or message yet) and the context for the prompt.
 type ChatContext struct {
 	Resources []store.RetrieverResource
-	Prompt    string
+	// Prompt is the chunks in Dify's context template, as a simple prompt takes them.
+	Prompt string
+	// Text is the chunks alone, one after the other, as an advanced prompt's {{#context#}}
+	// takes them.
+	Text string
 }
 
 // RetrieveForChat retrieves the chunks answering query from the named knowledge bases (unknown
@@ -86,6 +90,7 @@ func (s *Service) RetrieveForChat(ctx context.Context, names []string, query str
 	if err := s.st.IncrementHitCounts(ctx, segIDs); err != nil {
 		return ChatContext{}, fmt.Errorf("knowledge: hit counts: %w", err)
 	}
-	out.Prompt = strings.Replace(contextPrompt, "{{#context#}}", text.String(), 1)
+	out.Text = text.String()
+	out.Prompt = strings.Replace(contextPrompt, "{{#context#}}", out.Text, 1)
 	return out, nil
 }

@@ -220,6 +220,11 @@ func TestHighQualitySearchMethods(t *testing.T) {
 		if err != nil || len(cc.Resources) == 0 || !strings.Contains(cc.Prompt, "Bananas") {
 			t.Fatalf("chat retrieval: %+v %v", cc, err)
 		}
+		// The chunks alone (an advanced prompt's context) are what the template wraps.
+		if !strings.HasPrefix(cc.Text, cc.Resources[0].Content) || strings.Contains(cc.Text, "<context>") ||
+			!strings.Contains(cc.Prompt, "<context>\n"+cc.Text+"\n</context>") {
+			t.Fatalf("chat context text %q, prompt %q", cc.Text, cc.Prompt)
+		}
 		seg, _, err := e.svc.GetSegment(ctx, d.ID, doc.ID, cc.Resources[0].SegmentID)
 		if err != nil || seg.HitCount != 1 {
 			t.Fatalf("hit count %d %v", seg.HitCount, err)

@@ -163,7 +163,6 @@ func TestOwnFiles(t *testing.T) {
 			notes: []string{
 				"not run: model_config.sensitive_word_avoidance: moderation is enabled, but Parley does not offer it yet; the setting is kept",
 				"not run: model_config.text_to_speech: text to speech is enabled, but Parley does not offer it yet; the setting is kept",
-				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
 			},
 		},
 		{
@@ -177,7 +176,6 @@ func TestOwnFiles(t *testing.T) {
 			},
 			notes: []string{
 				"not run: model_config.more_like_this: more like this is enabled, but Parley does not offer it yet; the setting is kept",
-				"not run: model_config.prompt_type: advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now",
 			},
 		},
 		{
@@ -441,6 +439,34 @@ func TestMissingPieces(t *testing.T) {
 				t.Fatalf("error %q, want %q", e, tc.want)
 			}
 		})
+	}
+}
+
+// TestAdvancedPromptProblems: an advanced prompt must hold the template its model's mode runs
+// (the configured model's mode), with Dify's roles.
+func TestAdvancedPromptProblems(t *testing.T) {
+	t.Parallel()
+	advanced := func(rest string) string {
+		return strings.Replace(chatBody, "completion_params: {}}", "completion_params: {}}\n  prompt_type: advanced\n"+rest, 1)
+	}
+	for name, tc := range map[string]struct{ doc, want string }{
+		"chat model, completion prompt only": {advanced("  completion_prompt_config: {prompt: {text: 'Human: {{#query#}}'}}"),
+			"model_config.chat_prompt_config.prompt: missing: the prompt is advanced and openai:gpt-4o-mini is a chat model, which needs prompt messages"},
+		"completion model, chat prompt only": {"app: {name: x, mode: completion}\nmodel_config:\n  model: {provider: local, name: llama3}\n  prompt_type: advanced\n  chat_prompt_config: {prompt: [{role: user, text: hi}]}\n",
+			"model_config.completion_prompt_config.prompt.text: missing: the prompt is advanced and local:llama3 is a completion model, which needs a prompt text"},
+		"unknown role": {advanced("  chat_prompt_config: {prompt: [{role: narrator, text: hi}]}"),
+			`model_config.chat_prompt_config.prompt[0].role: unknown role "narrator" (system, user or assistant)`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := importErr(t, tc.doc, testEnv(), Options{})
+			if len(e.Problems) != 1 || !strings.Contains(e.Error(), tc.want) {
+				t.Fatalf("error %q, want only %q", e, tc.want)
+			}
+		})
+	}
+	// Both templates, and a tool message (which Dify skips), import.
+	if _, err := Import([]byte(advanced("  chat_prompt_config: {prompt: [{role: system, text: hi}, {role: tool, text: x}]}\n  completion_prompt_config: {prompt: {text: hi}}")), testEnv(), Options{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

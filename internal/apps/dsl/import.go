@@ -330,7 +330,12 @@ func (c *converter) readAdvancedPrompts(mc *section) {
 	cp := mc.sub("chat_prompt_config")
 	for i, item := range cp.list("prompt") {
 		ps := newSection(c.p, index(cp.at("prompt"), i), item)
-		c.a.ChatPrompt = append(c.a.ChatPrompt, apps.PromptMessage{Role: ps.str("role"), Text: ps.str("text"), Extra: ps.rest()})
+		m := apps.PromptMessage{Role: ps.str("role"), Text: ps.str("text"), Extra: ps.rest()}
+		// Dify's roles; it skips tool messages when it builds the prompt.
+		if !slices.Contains([]string{"system", "user", "assistant", "tool"}, m.Role) {
+			c.p.add(ps.at("role"), "unknown role %q (system, user or assistant)", m.Role)
+		}
+		c.a.ChatPrompt = append(c.a.ChatPrompt, m)
 	}
 	c.keep(cp.path, cp.rest())
 
@@ -344,8 +349,19 @@ func (c *converter) readAdvancedPrompts(mc *section) {
 		c.keep(roles.path, roles.rest())
 	}
 	c.keep(co.path, co.rest())
-	if c.a.PromptType == apps.PromptAdvanced && len(c.a.ChatPrompt) == 0 && c.a.CompletionPrompt == nil {
+	if c.a.PromptType != apps.PromptAdvanced {
+		return
+	}
+	// The model's mode (the configured model's, once resolved) picks the template the app runs
+	// with, as in Dify: chat models the messages, completion models the text.
+	m := c.a.Model
+	switch {
+	case len(c.a.ChatPrompt) == 0 && c.a.CompletionPrompt == nil:
 		c.p.add(mc.at("prompt_type"), "advanced, but neither chat_prompt_config nor completion_prompt_config holds a prompt")
+	case m.Mode == config.ModelModeChat && len(c.a.ChatPrompt) == 0:
+		c.p.add(cp.at("prompt"), "missing: the prompt is advanced and %s:%s is a chat model, which needs prompt messages", m.Provider, m.Name)
+	case m.Mode == config.ModelModeCompletion && (c.a.CompletionPrompt == nil || c.a.CompletionPrompt.Text == ""):
+		c.p.add(join(co.at("prompt"), "text"), "missing: the prompt is advanced and %s:%s is a completion model, which needs a prompt text", m.Provider, m.Name)
 	}
 }
 
@@ -601,9 +617,6 @@ func (c *converter) noteFeaturesNotRun(mc *section) {
 		if on[key] {
 			c.p.note(NoteNotRun, mc.at(key), "%s is enabled, but Parley does not offer it yet; the setting is kept", notRun[key])
 		}
-	}
-	if c.a.PromptType == apps.PromptAdvanced {
-		c.p.note(NoteNotRun, mc.at("prompt_type"), "advanced prompts are kept, but Parley runs the simple prompt (pre_prompt) only for now")
 	}
 	tools, _ := mc.m["external_data_tools"].([]any)
 	for i, t := range tools {

@@ -56,7 +56,9 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
-		upstream = openaitest.NewServer(openaitest.WithAPIKey(upstreamKey))
+		// gpt-3.5-turbo-instruct is the config's completion-style model.
+		upstream = openaitest.NewServer(openaitest.WithAPIKey(upstreamKey),
+			openaitest.WithModels(append(openaitest.DefaultModels(), "gpt-3.5-turbo-instruct")...))
 		defer upstream.Close()
 		// The naming and suggestion prompts quote the conversation, so their rules go first
 		// (the fake answers with the first matching rule) and hold for every test.

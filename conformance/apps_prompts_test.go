@@ -244,10 +244,31 @@ model_config:
 version: 0.6.0
 `
 
-// TestImportedCitationsOff: an app with citations off still retrieves (the chunks reach the
-// model, their hit counts go up) but returns no retriever_resources: an empty list in the
-// blocking metadata, in message_end and in the history, as Dify does.
-func TestImportedCitationsOff(t *testing.T) {
+// knowledgeCompletionExport is a Completion app on a completion model that searches the handbook
+// with its `question` input (dataset_query_variable), citations on.
+const knowledgeCompletionExport = `app: {mode: completion, name: Handbook Answers}
+kind: app
+model_config:
+  completion_prompt_config:
+    prompt: {text: "Context:\n{{#context#}}\nQuestion: {{#query#}}\nAnswer:"}
+  dataset_configs:
+    datasets:
+      datasets:
+      - dataset: {enabled: true, id: handbook}
+  dataset_query_variable: question
+  model: {completion_params: {}, mode: completion, name: gpt-3.5-turbo-instruct, provider: openai}
+  prompt_type: advanced
+  retriever_resource: {enabled: true}
+  user_input_form:
+  - text-input: {label: Question, variable: question, required: true}
+version: 0.6.0
+`
+
+// TestImportedKnowledge: an app with citations off still retrieves (the chunks reach the model,
+// their hit counts go up) but returns no retriever_resources: an empty list in the blocking
+// metadata, in message_end and in the history, as Dify does. A Completion app searches with its
+// dataset query variable, whose value is also the prompt's query, and cites what it used.
+func TestImportedKnowledge(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		ctx := context.Background()
 		kc := newClient(t, p, p.KnowledgeKey)
@@ -305,6 +326,24 @@ func TestImportedCitationsOff(t *testing.T) {
 		}
 		if end == nil || end.Metadata.RetrieverResources == nil || len(*end.Metadata.RetrieverResources) != 0 {
 			t.Fatalf("message_end: %+v", end)
+		}
+
+		wc := newClient(t, p, importFile(t, p, "Handbook Answers", knowledgeCompletionExport))
+		question := marker(t, "how many days of paid vacation does an employee receive each year")
+		upstream.On(question, openaitest.Reply{Text: "Twenty."})
+		cresp, err := wc.SendCompletionMessageWithResponse(ctx, client.SendCompletionMessageJSONRequestBody{
+			Inputs: map[string]any{"question": question}, Query: ptr("not what the prompt gets"), User: "reader",
+			ResponseMode: ptr(client.CompletionBlocking)})
+		if err != nil || cresp.JSON200 == nil || cresp.JSON200.Answer != "Twenty." {
+			t.Fatalf("completion: %v %s", err, cresp.Body)
+		}
+		call := upstreamCall(t, question)
+		text := call.LastUserMessage()
+		if !strings.HasPrefix(text, "Context:\n"+vacation.Content+"\n") || !strings.HasSuffix(text, "\nQuestion: "+question+"\nAnswer:") {
+			t.Fatalf("completion prompt %q", text)
+		}
+		if rs := cresp.JSON200.Metadata.RetrieverResources; len(rs) == 0 || rs[0].SegmentId != vacation.Id {
+			t.Fatalf("completion citations: %s", cresp.Body)
 		}
 	})
 }

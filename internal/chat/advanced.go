@@ -28,10 +28,6 @@ import (
 // refuse such apps; it happens when the configured model changes its mode afterwards.
 var ErrNoPrompt = errors.New("the app's advanced prompt has no template for its model")
 
-// placeholder is a variable of Dify's prompt templates: an input ({{name}}), or one of the three
-// the runtime fills in itself.
-var placeholder = regexp.MustCompile(`\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#|#context#)\}\}`)
-
 // The placeholders the runtime fills in.
 const (
 	keyHistories = "#histories#"
@@ -54,22 +50,76 @@ const (
 // that an input cannot smuggle in another variable; a placeholder without a value is defused
 // the same way and stays as text. Control tokens are then removed from the whole.
 func fill(tmpl string, values map[string]string) string {
-	out := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		v, ok := values[m[2:len(m)-2]]
+	out := replacePlaceholders(tmpl, func(key, m string) string {
+		v, ok := values[key]
 		if !ok {
 			v = m
 		}
 		return defuse(v)
 	})
+	if !strings.Contains(out, "<|") {
+		return out
+	}
 	return controlTokens.ReplaceAllString(out, "")
 }
 
 // defuse turns every placeholder in s into its single-braced form.
 func defuse(s string) string {
-	if !strings.Contains(s, "{{") {
+	return replacePlaceholders(s, func(key, _ string) string { return "{" + key + "}" })
+}
+
+// replacePlaceholders replaces each placeholder of s, left to right, by what repl returns for
+// its key and its text. A placeholder is a variable of Dify's prompt templates: {{name}}, where
+// name is a letter or underscore and at most 29 more letters, digits or underscores, or one of
+// the three the runtime fills in, {{#histories#}}, {{#query#}} and {{#context#}}. (A scanner
+// rather than a regular expression: it runs on every prompt message of every run.)
+func replacePlaceholders(s string, repl func(key, m string) string) string {
+	i := strings.Index(s, "{{")
+	if i < 0 {
 		return s
 	}
-	return placeholder.ReplaceAllString(s, "{${1}}")
+	var b strings.Builder
+	last := 0
+	for i+1 < len(s) {
+		if s[i] != '{' || s[i+1] != '{' {
+			i++
+			continue
+		}
+		key, end, ok := placeholderAt(s, i)
+		if !ok {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(repl(key, s[i:end]))
+		last, i = end, end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// placeholderAt reads the placeholder whose "{{" is at s[i]: its key and where it ends.
+func placeholderAt(s string, i int) (key string, end int, ok bool) {
+	j := i + 2
+	if j < len(s) && s[j] == '#' {
+		for _, k := range [...]string{keyHistories, keyQuery, keyContext} {
+			if strings.HasPrefix(s[j:], k) && strings.HasPrefix(s[j+len(k):], "}}") {
+				return k, j + len(k) + 2, true
+			}
+		}
+		return "", 0, false
+	}
+	k := j
+	for k < len(s) && (s[k] == '_' || 'a' <= s[k] && s[k] <= 'z' || 'A' <= s[k] && s[k] <= 'Z' || k > j && '0' <= s[k] && s[k] <= '9') {
+		k++
+	}
+	if n := k - j; n == 0 || n > 30 || !strings.HasPrefix(s[k:], "}}") {
+		return "", 0, false
+	}
+	return s[j:k], k + 2, true
 }
 
 // templateValues are the app's inputs as the text they put in a template.

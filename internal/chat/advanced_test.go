@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +57,35 @@ func TestFill(t *testing.T) {
 	} {
 		if got := fill(tmpl, values); got != want {
 			t.Errorf("fill(%q) = %q, want %q", tmpl, got, want)
+		}
+	}
+}
+
+// difyPlaceholder is the expression of Dify's template parser, the oracle of the scanner.
+var difyPlaceholder = regexp.MustCompile(`\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#|#context#)\}\}`)
+
+// TestPlaceholdersAsDify: the scanner finds the placeholders Dify's regular expression finds, on
+// tricky templates and on random ones built from the characters that matter.
+func TestPlaceholdersAsDify(t *testing.T) {
+	long := strings.Repeat("a", 30)
+	cases := []string{
+		"{{{name}}}", "{{name}}}}", "{{{{x}}", "{{9x}}", "{{x9}}", "{{" + long + "}}", "{{" + long + "b}}", "{{ x }}",
+		"{{#query#}}", "{{#query}}", "{{#other#}}", "{{#context#}}{{#histories#}}", "{{a}}{{b}}", "{{", "}}", "{{a}", "é{{é}}{{x}}",
+		"{{#query#}", "{{_}}", "{{#}}",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"{", "}", "{{", "}}", "a", "9", "_", "#", "#query#", "#context", " ", "é"}
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, s := range cases {
+		want := difyPlaceholder.ReplaceAllString(s, "<${1}>")
+		if got := replacePlaceholders(s, func(key, _ string) string { return "<" + key + ">" }); got != want {
+			t.Fatalf("%q: %q, want %q", s, got, want)
 		}
 	}
 }
@@ -348,4 +379,16 @@ func TestAdvancedRuns(t *testing.T) {
 			t.Errorf("searched with %q", q)
 		}
 	})
+}
+
+func BenchmarkAdvancedChatbot(b *testing.B) {
+	app := advancedBot()
+	spec := models.ModelSpec{ContextSize: 128000, MaxOutputTokens: 4096}
+	history := []store.Message{{Query: "What is Go?", Answer: "A programming language."}}
+	in := map[string]any{"name": "Ada"}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, _ := advancedChatbot(app, spec, in, history, false, "And Rust?")
+		p.messages("Go was designed at Google.")
+	}
 }

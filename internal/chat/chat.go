@@ -169,10 +169,10 @@ type answer struct {
 // messages are the messages sent to the model, with the knowledge context (if any) put where
 // the app kind puts it.
 func (a *answer) messages(kctx knowledge.ChatContext) []providers.Message {
-	switch c := a.completion; {
-	case a.advanced != nil:
+	if a.advanced != nil {
 		return a.advanced.messages(kctx.Text)
-	case c.app != nil:
+	}
+	if c := a.completion; c.app != nil {
 		return completionPrompt(c.app, c.inputs, c.query, kctx.Prompt)
 	}
 	return withContext(a.prompt, kctx.Prompt)

@@ -91,22 +91,17 @@ type chatbot struct{ s *Service }
 // conversation's history as fits the model's context.
 func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	s, app := c.s, t.App
-	spec, model, err := s.model(app)
+	a, err := s.prepare(ctx, t)
 	if err != nil {
 		return run.Job{}, err
 	}
-	atts, err := s.resolveFiles(ctx, app.ID, t.EndUser.ID, t.Files)
-	if err != nil {
-		return run.Job{}, err
-	}
+	spec, model := a.spec, a.model
 	var history []store.Message
 	if !t.NewConversation {
 		if history, err = s.store.RecentMessages(ctx, t.Conversation.ID, s.history); err != nil {
 			return run.Job{}, err
 		}
 	}
-	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		cite: app.Features.RetrieverResource.Enabled}
 	if app.PromptType == apps.PromptAdvanced {
 		if a.advanced, err = advancedChatbot(app, spec, t.Inputs, history, t.NewConversation, t.Query); err != nil {
 			return run.Job{}, err
@@ -117,12 +112,32 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if s.knowledge != nil && len(app.KnowledgeBases) > 0 {
 		a.retrieve = s.retriever(app, t.Query)
 	}
-	job := run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Work: a}
+	job := a.job()
 	if t.NewConversation && t.AutoGenerateName {
 		endUser, conv, query := t.EndUser.ID, t.Conversation.ID, t.Query
 		job.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, spec, model, query) }
 	}
 	return job, nil
+}
+
+// prepare resolves what every runner of this package needs before its prompt: the app's model,
+// its provider's client and the message's files.
+func (s *Service) prepare(ctx context.Context, t run.Turn) (*answer, error) {
+	spec, model, err := s.model(t.App)
+	if err != nil {
+		return nil, err
+	}
+	atts, err := s.resolveFiles(ctx, t.App.ID, t.EndUser.ID, t.Files)
+	if err != nil {
+		return nil, err
+	}
+	return &answer{s: s, model: model, spec: spec, params: completionParams(t.App, spec), atts: atts,
+		cite: t.App.Features.RetrieverResource.Enabled}, nil
+}
+
+// job is the run job that produces a.
+func (a *answer) job() run.Job {
+	return run.Job{Provider: a.spec.Provider, Model: a.spec.Name, Files: messageFiles(a.atts), Work: a}
 }
 
 // model looks up the app's model and its provider's client.

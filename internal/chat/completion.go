@@ -19,11 +19,7 @@ type completion struct{ s *Service }
 // Prepare implements run.Runner: the app's model and the message's files.
 func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	s, app := c.s, t.App
-	spec, model, err := s.model(app)
-	if err != nil {
-		return run.Job{}, err
-	}
-	atts, err := s.resolveFiles(ctx, app.ID, t.EndUser.ID, t.Files)
+	a, err := s.prepare(ctx, t)
 	if err != nil {
 		return run.Job{}, err
 	}
@@ -34,10 +30,8 @@ func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if len(app.KnowledgeBases) > 0 && app.DatasetQueryVariable != "" {
 		query = datasetQuery(app, t.Inputs)
 	}
-	a := &answer{s: s, model: model, spec: spec, params: completionParams(app, spec), atts: atts,
-		cite: app.Features.RetrieverResource.Enabled}
 	if app.PromptType == apps.PromptAdvanced {
-		if a.advanced, err = advancedCompletion(app, spec, t.Inputs, query); err != nil {
+		if a.advanced, err = advancedCompletion(app, a.spec, t.Inputs, query); err != nil {
 			return run.Job{}, err
 		}
 	} else {
@@ -46,7 +40,7 @@ func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if s.knowledge != nil && len(app.KnowledgeBases) > 0 && query != "" {
 		a.retrieve = s.retriever(app, query)
 	}
-	return run.Job{Provider: spec.Provider, Model: spec.Name, Files: messageFiles(atts), Work: a}, nil
+	return a.job(), nil
 }
 
 // completionInput is what a Completion's prompt is built from.

@@ -263,6 +263,8 @@ func (s *Store) FinishMessage(ctx context.Context, id string, r MessageResult) e
 	if r.Status == MessageStatusRunning || !validMessageStatus(r.Status) {
 		return fmt.Errorf("store: finish message %s: status %q is not a final status", id, r.Status)
 	}
+	// A message is finished once; should it be again, the history must not replay the old text.
+	defer s.history.forget(id)
 	c, err := normaliseCosts(costs{r.MessageUnitPrice, r.AnswerUnitPrice, r.PriceUnit, r.TotalPrice, r.Currency})
 	if err != nil {
 		return fmt.Errorf("store: finish message %s: %w", id, err)
@@ -397,25 +399,6 @@ func (s *Store) ListMessages(ctx context.Context, q MessageQuery) (items []Messa
 	}
 	slices.Reverse(items)
 	return items, hasMore, nil
-}
-
-// RecentMessages returns the newest n messages of the conversation whose
-// status is MessageStatusNormal, ordered oldest to newest: the history to
-// replay into a prompt. Running, failed and stopped exchanges are left out.
-// It does not check visibility; the caller has already resolved the
-// conversation.
-func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int) ([]Message, error) {
-	if n < 1 {
-		return nil, nil
-	}
-	items, err := s.queryMessages(ctx,
-		"SELECT "+messageColumns+" FROM messages WHERE conversation_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-		conversationID, MessageStatusNormal, n)
-	if err != nil {
-		return nil, fmt.Errorf("store: recent messages of %s: %w", conversationID, err)
-	}
-	slices.Reverse(items)
-	return items, nil
 }
 
 // CountMessages returns how many messages the conversation has, of any

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -49,27 +48,15 @@ var zh struct {
 	seg       gse.Segmenter
 	idf       map[string]float64
 	medianIDF float64
-	loadTime  time.Duration
 }
 
 func loadZh() {
 	zh.once.Do(func() {
-		start := time.Now()
 		zh.seg.SkipLog = true
 		// The error is always nil for embedded data.
 		_ = zh.seg.LoadDictEmbed(zhDict)
 		zh.idf, zh.medianIDF = parseIDF(gse.ZhIdf)
-		zh.loadTime = time.Since(start)
 	})
-}
-
-// WarmKeywords loads the Chinese dictionary and IDF table now (they are
-// otherwise loaded on the first Chinese text) and returns how long the
-// load took (the original load time on later calls). Safe for concurrent
-// use.
-func WarmKeywords() time.Duration {
-	loadZh()
-	return zh.loadTime
 }
 
 // parseIDF reads gse's embedded IDF table ("word idf" per line, the same

@@ -94,15 +94,6 @@ func TestKeywordsEach(t *testing.T) {
 	}
 }
 
-func TestWarmKeywords(t *testing.T) {
-	t.Parallel()
-	d := WarmKeywords()
-	if d <= 0 || WarmKeywords() != d {
-		t.Errorf("WarmKeywords = %v", d)
-	}
-	t.Logf("gse dictionary + IDF load: %v", d)
-}
-
 func TestTerms(t *testing.T) {
 	if got, want := Terms("Hello, World! It's 2026."), "hello world it s 2026"; got != want {
 		t.Errorf("Terms = %q, want %q", got, want)

@@ -93,11 +93,6 @@ type Splitter struct {
 	NoTokens bool
 }
 
-// Split is Splitter{}.Split.
-func Split(text string, rule ProcessRule) ([]Chunk, error) {
-	return Splitter{}.Split(text, rule)
-}
-
 // Split validates and resolves rule, cleans text with the rule's
 // pre-processing rules ([Clean]) and splits it as Dify's paragraph or
 // parent-child index processor does (indexing.md §4):
@@ -400,14 +395,6 @@ func (s Splitter) makeChunks(pieces []string) []Chunk {
 		out = append(out, ch)
 	}
 	return out
-}
-
-// NewChunk builds a Chunk for content at position, computing WordCount,
-// Tokens and IndexNodeHash. Use it for segments created through the API.
-func NewChunk(content string, position int) Chunk {
-	c := newChunk(content, position)
-	c.Tokens = tokens.Count(content)
-	return c
 }
 
 func newChunk(content string, position int) Chunk {

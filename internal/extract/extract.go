@@ -17,7 +17,6 @@ import (
 	"io"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 )
@@ -139,17 +138,6 @@ var extractors = map[string]extractor{
 	"csv":        extractCSV,
 	"xlsx":       extractXLSX,
 	"json":       extractJSON,
-}
-
-// SupportedExtensions returns the lower-case extensions (without dot) Extract
-// accepts, sorted.
-func SupportedExtensions() []string {
-	out := make([]string, 0, len(extractors))
-	for ext := range extractors {
-		out = append(out, ext)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Supported reports whether filename has an extension Extract accepts

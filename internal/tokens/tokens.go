@@ -61,7 +61,6 @@ const ImageTokens = 85
 
 // Counter counts tokens with one encoding. It is safe for concurrent use.
 type Counter struct {
-	name string
 	enc  *tiktoken.Tiktoken
 	memo *memo
 }
@@ -84,11 +83,8 @@ func New(encoding string) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: load encoding %q: %w", encoding, err)
 	}
-	return &Counter{name: encoding, enc: enc, memo: newMemo()}, nil
+	return &Counter{enc: enc, memo: newMemo()}, nil
 }
-
-// Encoding returns the encoding name.
-func (c *Counter) Encoding() string { return c.name }
 
 // maxRun is the longest run of non-space text, in bytes, that is encoded as
 // one piece. BPE merging costs the square of a piece's length, and the

@@ -24,7 +24,7 @@ import (
 // Limits applied to every extraction.
 const (
 	// MaxInputSize is the largest input file accepted, in bytes. Dify's default
-	// upload limit is 15 MB and its Cloud plans allow 50 MB (indexing.md §9);
+	// upload limit is 15 MB and its Cloud plans allow 50 MB (docs/knowledge.md);
 	// this leaves headroom without letting a caller stream unbounded data in.
 	MaxInputSize = 100 << 20
 	// MaxUncompressedSize caps the total decompressed size of the entries a

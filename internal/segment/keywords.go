@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultKeywordNumber is Dify's default dataset keyword_number
-// (indexing.md §6).
+// (docs/knowledge.md).
 const DefaultKeywordNumber = 10
 
 //go:embed stopwords.txt
@@ -103,7 +103,7 @@ func idfFor(w string, loaded bool) float64 {
 const englishIDF = 1.0
 
 // Keywords extracts up to n keywords (n ≤ 0 means DefaultKeywordNumber)
-// the way Dify's economy keyword table does (indexing.md §6, jieba
+// the way Dify's economy keyword table does (docs/knowledge.md, jieba
 // extract_tags + sub-token expansion):
 //
 //   - the text is cut into words: runs of Han characters with gse (DAG +

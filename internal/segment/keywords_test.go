@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// indexing.md §6: TF-IDF keywords, default 10 per chunk, stop words and
+// Dify's keywords: TF-IDF, default 10 per chunk, stop words and
 // one-character words skipped, ties in first-occurrence order.
 func TestKeywords(t *testing.T) {
 	t.Parallel()

@@ -44,7 +44,7 @@ func TestSplit(t *testing.T) {
 		want []string
 	}{
 		{
-			// indexing.md §4: `\n` in the separator is decoded; the
+			// As in Dify, `\n` in the separator is decoded; the
 			// separator does not appear in chunks; short pieces are kept as
 			// they are (not merged).
 			name: `escaped \n separator`,
@@ -61,7 +61,7 @@ func TestSplit(t *testing.T) {
 		{
 			// Recursive merge on " " with overlap: chunks hold up to 50
 			// characters, then the trailing pieces up to 10 characters
-			// start the next chunk (indexing.md §4).
+			// start the next chunk, as in Dify.
 			name: "overlap on space pieces",
 			text: words(0, 29),
 			rule: custom("|||", 50, 10),
@@ -124,7 +124,7 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// indexing.md §4/§9: 50 ≤ max_tokens ≤ 4000, Dify's message.
+// 50 ≤ max_tokens ≤ 4000, with Dify's message.
 func TestSplitLengthBounds(t *testing.T) {
 	t.Parallel()
 	for n, ok := range map[int]bool{49: false, 50: true, 4000: true, 4001: false, -1: false} {
@@ -209,7 +209,7 @@ func TestCheck(t *testing.T) {
 }
 
 // Chunk lengths never exceed max_tokens characters (counted in code
-// points, indexing.md §4 "Length unit") for text without oversize words.
+// points, as current Dify counts) for text without oversize words.
 func TestSplitRespectsSize(t *testing.T) {
 	t.Parallel()
 	text := sampleText(200_000)
@@ -230,7 +230,7 @@ func TestSplitRespectsSize(t *testing.T) {
 	}
 }
 
-// indexing.md §5: word_count is characters; index_node_hash is
+// As in Dify, word_count is characters; index_node_hash is
 // sha256(content + "None"); tokens from internal/tokens.
 func TestChunkFields(t *testing.T) {
 	t.Parallel()

@@ -26,7 +26,7 @@ const DefaultCurrency = "USD"
 // app's answer, with what producing the answer cost.
 //
 // Cost is kept two ways. The columns MessageTokens … ProviderResponseLatency
-// are the flat figures Dify's history returns (reference/app-api.md §6.1);
+// are the flat figures Dify's history returns (docs/dify-compat.md);
 // prices are decimal strings ("0.0015") so that neither engine rounds them.
 // Metadata is a JSON object for everything richer, stored verbatim: Dify's
 // message_end metadata with "usage" (the full LLMUsage object) and
@@ -355,7 +355,7 @@ ORDER BY m.created_at, m.id LIMIT 1`), conversationID, appID, endUserID)
 // status (a running one shows its partial or empty answer), and whether
 // older messages exist.
 //
-// Semantics follow Dify's GET /messages (reference/app-api.md §6.1):
+// Semantics follow Dify's GET /messages (docs/dify-compat.md, "Message history"):
 // without q.FirstID the page is the newest q.Limit messages; with it, the
 // q.Limit messages just older than FirstID. Either way the page is ordered
 // oldest to newest, by (created_at, id).

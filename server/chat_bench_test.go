@@ -22,7 +22,6 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/store/storetest"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
@@ -31,29 +30,11 @@ import (
 // "hi"), for tests that need a real chat and for profiling.
 func chatStack(b testing.TB, mode ValidationMode) (http.Handler, string, *openaitest.Server) {
 	b.Helper()
-	up := benchUpstream()
-	b.Cleanup(up.Close)
-	h, key := chatStackOn(b, mode, up.URL(), up.APIKey(), storetest.NewEngine(b, storetest.SQLite))
-	return h, key, up
-}
-
-// benchUpstream is the fake upstream of the chat benchmarks, with its scripted replies: a title
-// to the conversation-naming prompt, a short answer to queries containing "hi", and a long one
-// (longAnswerWords words) to those containing longMarker.
-func benchUpstream() *openaitest.Server {
-	up := openaitest.NewServer(openaitest.WithoutRequestLog())
-	// First: the naming prompt quotes the user's message, markers included.
-	up.On("You name conversations", openaitest.Reply{Text: "Bench conversation", Usage: &providers.Usage{PromptTokens: 60, CompletionTokens: 2}})
-	up.On(longMarker, openaitest.Reply{Chunks: []string{longAnswer()}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: longAnswerWords}})
-	up.On("hi", openaitest.Reply{Chunks: []string{"a", " b", " c", " d", " e"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
-	return up
-}
-
-// chatStackOn is chatStack on an upstream that is already running (url, key) and the database db.
-func chatStackOn(b testing.TB, mode ValidationMode, url, apiKey string, db storetest.Engine) (http.Handler, string) {
-	b.Helper()
 	ctx := context.Background()
-	getenv := func(k string) string { return map[string]string{"U": url, "K": apiKey}[k] }
+	up := openaitest.NewServer(openaitest.WithoutRequestLog())
+	b.Cleanup(up.Close)
+	up.On("hi", openaitest.Reply{Chunks: []string{"a", " b", " c", " d", " e"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
+	getenv := func(k string) string { return map[string]string{"U": up.URL(), "K": up.APIKey()}[k] }
 	file, err := config.ParseFile([]byte(`
 providers:
   - {name: openai, base_url: "${U}", api_key_env: K, models: [{name: gpt-4o, type: llm, context_size: 128000, pricing: {input: "2.5", output: "10", per: 1m}}]}
@@ -63,7 +44,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(ctx, db.DatabaseURL, db.DataDir)
+	st, err := store.Open(ctx, "", b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +66,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return e, key
+	return e, key, up
 }
 
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole

@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,8 +21,81 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/tasks"
 )
+
+// benchUpstream is the fake upstream of BenchmarkChatConversation, with its scripted replies: a
+// title to the conversation-naming prompt, a short answer to queries containing "hi", and a
+// long one (longAnswerWords words) to those containing longMarker.
+func benchUpstream() *openaitest.Server {
+	up := openaitest.NewServer(openaitest.WithoutRequestLog())
+	// First: the naming prompt quotes the user's message, markers included.
+	up.On("You name conversations", openaitest.Reply{Text: "Bench conversation", Usage: &providers.Usage{PromptTokens: 60, CompletionTokens: 2}})
+	up.On(longMarker, openaitest.Reply{Chunks: []string{longAnswer()}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: longAnswerWords}})
+	up.On("hi", openaitest.Reply{Chunks: []string{"a", " b", " c", " d", " e"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
+	return up
+}
+
+// conversationStack is chatStack's whole chat path on an upstream that is already running
+// (url, apiKey) and on the database db; it returns the handler and a key of the Chatbot app.
+func conversationStack(b testing.TB, url, apiKey string, db storetest.Engine) (http.Handler, string) {
+	b.Helper()
+	ctx := context.Background()
+	getenv := func(k string) string { return map[string]string{"U": url, "K": apiKey}[k] }
+	file, err := config.ParseFile([]byte(`
+providers:
+  - {name: openai, base_url: "${U}", api_key_env: K, models: [{name: gpt-4o, type: llm, context_size: 128000, pricing: {input: "2.5", output: "10", per: 1m}}]}
+apps:
+  - {name: bench, mode: chat, model: {provider: openai, name: gpt-4o}, pre_prompt: "Be brief."}
+`), getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(ctx, db.DatabaseURL, db.DataDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bench", Mode: "chat"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := apps.NewRegistry(file.Apps, map[string]string{"bench": synced["bench"].ID}, func(n int) int { return n })
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := auth.New(st)
+	key, _, err := keys.Create(ctx, auth.KindApp, synced["bench"].ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	catalog := models.NewCatalog(file.Providers, getenv)
+	tr := tasks.NewLocal()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Limiter: limiter.NewLocal(), Tasks: tr, Logger: log})
+	b.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
+	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Chat: svc, Tasks: tr,
+		Conversations: conversations.New(st, svc), EndUsers: st, Logger: log, Validation: ValidationLog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, key
+}
 
 // longMarker in a query makes the benchmarks' fake upstream answer with longAnswer.
 const longMarker = "[long]"
@@ -131,7 +206,7 @@ func BenchmarkChatConversation(b *testing.B) {
 	url, apiKey := childUpstream(b)
 	for _, engine := range []string{storetest.SQLite, storetest.Postgres} {
 		b.Run("engine="+engine, func(b *testing.B) {
-			h, key := chatStackOn(b, ValidationLog, url, apiKey, storetest.NewEngine(b, engine))
+			h, key := conversationStack(b, url, apiKey, storetest.NewEngine(b, engine))
 			benchConversations(b, h, key)
 		})
 	}

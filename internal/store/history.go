@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// History is what a prompt replays of a conversation: [Store.RecentMessages].
+// A conversation's history, as a prompt replays it: [Store.RecentMessages].
 //
 // Every turn of a conversation replays its newest exchanges, so each message is read again on
 // every later turn until it leaves the window. Read from the messages table, those rows are
@@ -25,7 +25,7 @@ import (
 // cache, should it be finished again). A conversation's membership, order and statuses always
 // come from the database, so replicas sharing one never serve each other stale histories.
 
-// historyCacheBytes bounds the text the history cache keeps (queries and answers): about 400
+// historyCacheBytes bounds the text the history cache keeps (queries and answers): about 500
 // full 50-exchange windows of 1 KB answers.
 const historyCacheBytes = 32 << 20
 

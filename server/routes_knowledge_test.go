@@ -32,7 +32,7 @@ func knowledgeRouter(t *testing.T) routers.Router {
 // literal segment where another path has a parameter (/datasets/tags beside
 // /datasets/{dataset_id}, documents/status/{action} and documents/metadata beside
 // documents/{document_id}, metadata/built-in beside metadata/{metadata_id}). Dify tells them
-// apart because its ids only match UUIDs (reference/knowledge-api.md §0); the contract declares
+// apart because its ids only match UUIDs (docs/dify-compat.md, "Ids in paths"); the contract declares
 // ids as plain strings, so the router must prefer the literal paths.
 func TestKnowledgeRoutesResolve(t *testing.T) {
 	t.Parallel()

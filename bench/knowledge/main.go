@@ -212,8 +212,6 @@ func corpus(r *rand.Rand, n int) string {
 	return sb.String()
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // splitOnly is the indexing baseline: cleaning and splitting the same text with the automatic
 // rule, in memory, with no keywords, embeddings or writes.
 func splitOnly(mb float64) float64 {

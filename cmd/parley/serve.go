@@ -88,7 +88,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		CPU: cfg.ExtractCPULimit, Memory: int64(cfg.ExtractMemoryLimitMB) << 20, Logger: e.log}
 	knowledgeSvc := knowledge.New(knowledge.Options{
 		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
-		Vectors: vectorindex.NewMemory(e.store), Jobs: indexQueue, AccountID: ws.ID,
+		Vectors: vectorindex.NewMemory(e.store, vectorindex.WithLogger(e.log)), Jobs: indexQueue, AccountID: ws.ID,
 		AppsUsing: func(name string) int { return appsUsing(context.WithoutCancel(ctx), appRegistry, name, e.log) }, Logger: e.log,
 		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
 		Extract:          extractor.Extract, IndexingTimeout: cfg.IndexingTimeout,

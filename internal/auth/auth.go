@@ -123,12 +123,6 @@ func WithLogger(l *slog.Logger) Option {
 	return func(s *Service) { s.log = l }
 }
 
-// WithTouchInterval sets how often at most a key's last-used time is written
-// (default [DefaultTouchInterval]).
-func WithTouchInterval(d time.Duration) Option {
-	return func(s *Service) { s.touchInterval = d }
-}
-
 // New returns a Service backed by st.
 func New(st KeyStore, opts ...Option) *Service {
 	s := &Service{

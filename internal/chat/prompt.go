@@ -87,15 +87,18 @@ func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, hi
 	// the common case needs no tokenizer, which costs far more than the rest of a request.
 	if upperBound(head)+upperBound(history)+upperBound([]providers.Message{last}) <= budget {
 		for _, m := range history {
-			msgs = append(msgs, exchange(m)...)
+			msgs = appendExchange(msgs, m)
 		}
 		return append(msgs, last)
 	}
+	// The counter remembers the texts it has counted, so an exchange is tokenized once, on the
+	// first turn that needs it, not again on every later turn of the conversation.
 	budget -= tokens.CountMessages(append(head, last))
 	// history is oldest → newest; keep the newest exchanges that fit.
 	keep := len(history)
+	var pair [2]providers.Message
 	for i := len(history) - 1; i >= 0; i-- {
-		cost := tokens.CountMessages(exchange(history[i]))
+		cost := tokens.CountMessages(appendExchange(pair[:0], history[i]))
 		if cost > budget {
 			break
 		}
@@ -103,7 +106,7 @@ func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, hi
 		keep = i
 	}
 	for _, m := range history[keep:] {
-		msgs = append(msgs, exchange(m)...)
+		msgs = appendExchange(msgs, m)
 	}
 	return append(msgs, last)
 }
@@ -128,11 +131,12 @@ func upperBound[T providers.Message | store.Message](ms []T) int {
 	return n
 }
 
-// exchange is an earlier message as the user's query and the assistant's answer.
-func exchange(m store.Message) []providers.Message {
-	out := []providers.Message{{Role: providers.RoleUser, Content: m.Query}}
+// appendExchange appends an earlier message to msgs as the user's query and the assistant's
+// answer.
+func appendExchange(msgs []providers.Message, m store.Message) []providers.Message {
+	msgs = append(msgs, providers.Message{Role: providers.RoleUser, Content: m.Query})
 	if m.Answer != "" {
-		out = append(out, providers.Message{Role: providers.RoleAssistant, Content: m.Answer})
+		msgs = append(msgs, providers.Message{Role: providers.RoleAssistant, Content: m.Answer})
 	}
-	return out
+	return msgs
 }

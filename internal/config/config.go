@@ -26,7 +26,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -164,9 +163,6 @@ const MinRunStaleAfter = 2 * time.Second
 // process cannot even start its runtime and read a small file.
 const MinExtractMemoryLimitMB = 64
 
-// SQLiteFileName is the name of the SQLite database file inside DataDir.
-const SQLiteFileName = "parley.db"
-
 // Load reads every setting through getenv (os.Getenv in production, a map
 // lookup in tests), applies defaults for unset or empty variables and
 // validates the result. The error names each offending variable; all
@@ -290,21 +286,6 @@ func (c *Config) Validate() error {
 		bad("PARLEY_BODY_MIN_RATE", "must not be negative, got %d", c.BodyMinRate)
 	}
 	return errors.Join(errs...)
-}
-
-// DatabaseDriver reports which database DatabaseURL selects. It assumes a
-// validated Config and falls back to SQLite for an invalid URL.
-func (c *Config) DatabaseDriver() DatabaseDriver {
-	d, err := ParseDatabaseURL(c.DatabaseURL)
-	if err != nil {
-		return DriverSQLite
-	}
-	return d
-}
-
-// SQLitePath is the SQLite database file used when DatabaseURL is empty.
-func (c *Config) SQLitePath() string {
-	return filepath.Join(c.DataDir, SQLiteFileName)
 }
 
 // MaxActiveRequests returns the effective concurrency limit for an app

@@ -47,9 +47,6 @@ func TestLoadDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
-	if got.DatabaseDriver() != DriverSQLite || got.SQLitePath() != "data/parley.db" {
-		t.Fatalf("database: %v %q", got.DatabaseDriver(), got.SQLitePath())
-	}
 }
 
 func TestLoadNilGetenv(t *testing.T) {
@@ -83,14 +80,14 @@ func TestLoadValues(t *testing.T) {
 		{"addr", map[string]string{"PARLEY_ADDR": ":8080"}, func(c *Config) bool { return c.Addr == ":8080" }},
 		{"addr trimmed", map[string]string{"PARLEY_ADDR": " 0.0.0.0:80 "}, func(c *Config) bool { return c.Addr == "0.0.0.0:80" }},
 		{"data dir", map[string]string{"PARLEY_DATA_DIR": "/var/lib/parley"}, func(c *Config) bool {
-			return c.DataDir == "/var/lib/parley" && c.SQLitePath() == "/var/lib/parley/parley.db"
+			return c.DataDir == "/var/lib/parley"
 		}},
 		{"config path", map[string]string{"PARLEY_CONFIG": "/etc/parley.yaml"}, func(c *Config) bool { return c.ConfigPath == "/etc/parley.yaml" }},
 		{"postgres", map[string]string{"PARLEY_DATABASE_URL": "postgres://u:p@db/parley"}, func(c *Config) bool {
-			return c.DatabaseDriver() == DriverPostgres && c.DatabaseURL == "postgres://u:p@db/parley"
+			return c.DatabaseURL == "postgres://u:p@db/parley"
 		}},
 		{"postgresql", map[string]string{"PARLEY_DATABASE_URL": "postgresql://db/parley?sslmode=disable"}, func(c *Config) bool {
-			return c.DatabaseDriver() == DriverPostgres
+			return c.DatabaseURL == "postgresql://db/parley?sslmode=disable"
 		}},
 		{"upload limits", map[string]string{
 			"UPLOAD_FILE_SIZE_LIMIT": "20", "UPLOAD_IMAGE_FILE_SIZE_LIMIT": "5",

@@ -29,7 +29,7 @@ func options() []option {
 		{name: "PARLEY_DATABASE_URL", def: "", secret: true,
 			parse: set(parseString, func(c *Config) *string { return &c.DatabaseURL })},
 
-		// Dify's upload limits, in megabytes (reference/app-api.md §13).
+		// Dify's upload limits, in megabytes (docs/dify-compat.md, "File uploads").
 		{name: "UPLOAD_FILE_SIZE_LIMIT", def: "15",
 			parse: set(parseInt, func(c *Config) *int { return &c.Upload.FileSizeLimitMB })},
 		{name: "UPLOAD_IMAGE_FILE_SIZE_LIMIT", def: "10",

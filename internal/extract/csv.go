@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// extractCSV mirrors Dify's CSVExtractor (indexing.md §1): the first record is
+// extractCSV mirrors Dify's CSVExtractor (docs/knowledge.md): the first record is
 // the header and every following record becomes one part
 // "col1: v1;col2: v2;…" with names and values trimmed. Like pandas'
 // on_bad_lines="skip", records with more fields than the header are skipped;

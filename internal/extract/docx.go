@@ -35,7 +35,7 @@ func parseRels(data []byte) map[string]docxRel {
 	return out
 }
 
-// extractDOCX mirrors Dify's WordExtractor (indexing.md §1): body paragraphs
+// extractDOCX mirrors Dify's WordExtractor (docs/knowledge.md): body paragraphs
 // in document order, one per line; tables rendered as Markdown tables (first
 // row as header) at their position; external hyperlinks as [text](url).
 // Images are not extracted.

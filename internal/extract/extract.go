@@ -17,7 +17,6 @@ import (
 	"io"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 )
@@ -25,7 +24,7 @@ import (
 // Limits applied to every extraction.
 const (
 	// MaxInputSize is the largest input file accepted, in bytes. Dify's default
-	// upload limit is 15 MB and its Cloud plans allow 50 MB (indexing.md §9);
+	// upload limit is 15 MB and its Cloud plans allow 50 MB (docs/knowledge.md);
 	// this leaves headroom without letting a caller stream unbounded data in.
 	MaxInputSize = 100 << 20
 	// MaxUncompressedSize caps the total decompressed size of the entries a
@@ -142,17 +141,6 @@ var extractors = map[string]extractor{
 	"csv":        extractCSV,
 	"xlsx":       extractXLSX,
 	"json":       extractJSON,
-}
-
-// SupportedExtensions returns the lower-case extensions (without dot) Extract
-// accepts, sorted.
-func SupportedExtensions() []string {
-	out := make([]string, 0, len(extractors))
-	for ext := range extractors {
-		out = append(out, ext)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Supported reports whether filename has an extension Extract accepts

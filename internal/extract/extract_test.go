@@ -416,11 +416,15 @@ func TestExtractJSON(t *testing.T) {
 	}
 }
 
-func TestSupportedExtensions(t *testing.T) {
+func TestSupported(t *testing.T) {
 	t.Parallel()
-	want := []string{"csv", "docx", "htm", "html", "json", "markdown", "md", "mdx", "pdf", "properties", "txt", "vtt", "xlsx"}
-	if got := SupportedExtensions(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("SupportedExtensions() = %q, want %q", got, want)
+	for _, ext := range []string{"csv", "docx", "htm", "html", "json", "markdown", "md", "mdx", "pdf", "properties", "txt", "vtt", "xlsx"} {
+		if !Supported("file." + ext) {
+			t.Errorf("Supported(file.%s) = false", ext)
+		}
+	}
+	if len(extractors) != 13 {
+		t.Errorf("%d extensions supported, want the 13 above", len(extractors))
 	}
 	for name, want := range map[string]bool{"A.PDF": true, "b.Docx": true, "c.xls": false, "d.json": true, "f.yaml": false, "e": false} {
 		if got := Supported(name); got != want {

@@ -24,7 +24,7 @@ const maxHTMLNesting = 32
 // extractHTML converts HTML to Markdown: visible text only (script and style
 // are dropped), with headings, lists, links and tables kept as Markdown so
 // the splitter sees paragraph boundaries. Dify's HtmlExtractor returns the
-// BeautifulSoup get_text() of the page as one document (indexing.md §1); the
+// BeautifulSoup get_text() of the page as one document (docs/knowledge.md); the
 // words are the same, the layout is richer here.
 func extractHTML(ctx context.Context, data []byte) (Document, error) {
 	src := decodeText(data)

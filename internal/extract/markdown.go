@@ -11,7 +11,7 @@ var (
 	htmlTagRE  = regexp.MustCompile(`<.*?>`)
 )
 
-// extractMarkdown mirrors Dify's MarkdownExtractor (indexing.md §1): the text
+// extractMarkdown mirrors Dify's MarkdownExtractor (docs/knowledge.md): the text
 // is cut into header sections; the text before the first header is one part,
 // then each header (with its "#" marks removed) followed on the next line by
 // its body. Lines inside ``` fences never start a section, and HTML tags are

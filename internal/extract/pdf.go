@@ -109,7 +109,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// extractPDF mirrors Dify's PdfExtractor (indexing.md §1): one part per page,
+// extractPDF mirrors Dify's PdfExtractor (docs/knowledge.md): one part per page,
 // in page order, with Pages carrying the 1-based page numbers. Text is
 // joined with "\n\n" between pages. Blank pages are kept in Pages but not in
 // Parts. Embedded images are not extracted.

@@ -13,7 +13,7 @@ import (
 // decodeText converts raw file bytes to a UTF-8 string: a UTF-8 BOM is
 // dropped, UTF-16 (with a BOM, or without one when the NUL pattern makes it
 // evident) is decoded, and invalid UTF-8 bytes are replaced with U+FFFD.
-// Dify's TextExtractor auto-detects the encoding (indexing.md §1); legacy 8-bit
+// Dify's TextExtractor auto-detects the encoding (docs/knowledge.md); legacy 8-bit
 // code pages are not guessed here.
 func decodeText(b []byte) string {
 	switch {
@@ -133,7 +133,7 @@ func (p *ctxPoll) err() error {
 }
 
 func extractText(_ context.Context, data []byte) (Document, error) {
-	// TextExtractor: one document holding the whole file (indexing.md §1).
+	// Dify's TextExtractor: one document holding the whole file.
 	return Document{Text: decodeText(data)}, nil
 }
 

@@ -18,7 +18,7 @@ import (
 // huge declared range cannot keep the extractor busy.
 const maxSheetCells = 10_000_000
 
-// extractXLSX mirrors Dify's ExcelExtractor (indexing.md §1): in each sheet,
+// extractXLSX mirrors Dify's ExcelExtractor (docs/knowledge.md): in each sheet,
 // in workbook order, the first row is the header and every following
 // non-empty row becomes one part made of its non-empty cells as
 // "header":"value" pairs joined with ";" (the quoted form of current Dify;

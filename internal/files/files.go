@@ -3,7 +3,7 @@
 // upload_files row in the store), and files given by URL, which are fetched
 // on demand for vision models.
 //
-// Uploads follow Dify's rules (reference/app-api.md §3.1, errors.md §4): the
+// Uploads follow Dify's rules (docs/dify-compat.md, "File uploads"): the
 // checks run in Dify's order and each failure is a distinct error value, so
 // that server/ can map it to Dify's code and status. The size limit depends
 // on the file's category (image, audio, video, document) and is enforced
@@ -36,7 +36,7 @@ import (
 
 // Errors returned (possibly wrapped) by [Service] methods. The comment on
 // each names the Dify error code and HTTP status it corresponds to
-// (reference/errors.md §4); server/ does the mapping.
+// (docs/dify-compat.md); server/ does the mapping.
 var (
 	// ErrUnsupportedType: the file part has no Content-Type
 	// (unsupported_file_type, 415).
@@ -168,7 +168,7 @@ func Category(ext string) string {
 	return CategoryDocument
 }
 
-// Dify's default limits in megabytes (reference/app-api.md §13), used for
+// Dify's default limits in megabytes (docs/dify-compat.md), used for
 // a limit that is not positive.
 const (
 	defaultFileMB  = 15

@@ -39,7 +39,7 @@ func TestSizeLimit(t *testing.T) {
 		{set, CategoryAudio, 3 * mb},
 		{set, CategoryVideo, 4 * mb},
 		{set, "custom", 1 * mb},
-		// Unset limits fall back to Dify's defaults (app-api.md §13).
+		// Unset limits fall back to Dify's defaults (docs/dify-compat.md).
 		{config.UploadLimits{}, CategoryDocument, 15 * mb},
 		{config.UploadLimits{}, CategoryImage, 10 * mb},
 		{config.UploadLimits{}, CategoryAudio, 50 * mb},

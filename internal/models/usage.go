@@ -9,8 +9,8 @@ import (
 )
 
 // Usage is the token usage of one or more model calls with its cost, as
-// Dify reports it in metadata.usage (LLMUsage; reference/models-api.md §2.3,
-// events.md "metadata.usage"). Prices are decimal strings, exactly as Dify
+// Dify reports it in metadata.usage (its LLMUsage; docs/dify-compat.md,
+// "Usage and prices"). Prices are decimal strings, exactly as Dify
 // serialises its Decimals; the JSON names are Dify's.
 type Usage struct {
 	// PromptTokens counts the input tokens.

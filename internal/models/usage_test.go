@@ -18,7 +18,7 @@ func TestComputeUsage(t *testing.T) {
 		want          Usage
 	}{
 		{
-			// reference/models-api.md §2.3 worked example.
+			// The worked example of docs/dify-compat.md, "Usage and prices".
 			name: "gpt-4o worked example", p: gpt4o, prompt: 1033, compl: 135, latency: 1500 * time.Millisecond,
 			want: Usage{
 				PromptTokens: 1033, CompletionTokens: 135, TotalTokens: 1168,

@@ -6,8 +6,8 @@ import (
 )
 
 // Kind classifies a provider failure. The API layer (server/) maps it to a
-// Dify error code (reference/errors.md §4, events.md §6); this package does
-// not choose codes.
+// Dify error code (docs/dify-compat.md, "Model provider failures"); this
+// package does not choose codes.
 type Kind string
 
 // Failure kinds.

@@ -12,7 +12,7 @@ func BenchmarkSplitAutomatic(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchText)))
 	for b.Loop() {
-		if _, err := Split(benchText, ProcessRule{Mode: ModeAutomatic}); err != nil {
+		if _, err := (Splitter{}).Split(benchText, ProcessRule{Mode: ModeAutomatic}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,7 +33,7 @@ func BenchmarkSplitCustom(b *testing.B) {
 	b.SetBytes(int64(len(benchText)))
 	rule := custom(`\n\n`, 1000, 100)
 	for b.Loop() {
-		if _, err := Split(benchText, rule); err != nil {
+		if _, err := (Splitter{}).Split(benchText, rule); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -43,7 +43,7 @@ func BenchmarkSplitCustom(b *testing.B) {
 // token counting, as Dify stores 0 tokens for economy) then keywords for
 // every chunk.
 func BenchmarkEconomyIndexing(b *testing.B) {
-	WarmKeywords()
+	loadZh()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchText)))
 	for b.Loop() {
@@ -60,7 +60,7 @@ func BenchmarkEconomyIndexing(b *testing.B) {
 // BenchmarkEconomyIndexingParallel is BenchmarkEconomyIndexing with the
 // keywords spread over GOMAXPROCS goroutines (KeywordsEach).
 func BenchmarkEconomyIndexingParallel(b *testing.B) {
-	WarmKeywords()
+	loadZh()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchText)))
 	for b.Loop() {
@@ -86,7 +86,7 @@ func BenchmarkKeywordsEnglish(b *testing.B) {
 }
 
 func BenchmarkKeywordsChinese(b *testing.B) {
-	WarmKeywords()
+	loadZh()
 	text := strings.Repeat("知识库中的文档会被清洗、分段并建立索引。经济模式使用关键词表而不是向量。", 5)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(text)))

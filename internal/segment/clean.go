@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// isControl reports whether the always-on cleaning (indexing.md §3, Dify
+// isControl reports whether the always-on cleaning (docs/knowledge.md, Dify
 // CleanProcessor.clean) deletes r.
 //
 // Dify's pattern is the Python str regex [\x00-\x08\x0B\x0C\x0E-\x1F\x7F\xEF\xBF\xBE]:
@@ -46,7 +46,7 @@ var (
 	mdImageRe = regexp.MustCompile(`!\[.*?\]\((https?://[^\s)]+)\)`)
 )
 
-// Clean applies Dify's cleaning to extracted text (indexing.md §3): always
+// Clean applies Dify's cleaning to extracted text (docs/knowledge.md): always
 // "<|" → "<", "|>" → ">", deletion of control characters (except \t, \n,
 // \r), of U+FFFE and of U+00EF, U+00BF, U+00BE (see controlChars), and of
 // invalid UTF-8 (Go strings may hold it; Python text cannot); then the

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// indexing.md §3.
+// Dify's cleaning, as docs/knowledge.md describes it.
 func TestClean(t *testing.T) {
 	t.Parallel()
 	spaces := []PreProcessingRule{{ID: RuleRemoveExtraSpaces, Enabled: true}}
@@ -43,7 +43,7 @@ func TestClean(t *testing.T) {
 }
 
 // The hand-written scanners must agree with Dify's regular expressions
-// (indexing.md §3), used here as the oracle.
+// (docs/knowledge.md), used here as the oracle.
 func TestCleanMatchesRegexps(t *testing.T) {
 	t.Parallel()
 	control := regexp.MustCompile("[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\u00EF\u00BF\u00BE\uFFFE]")

@@ -9,9 +9,9 @@
 // Package-level state: the Chinese segmenter (gse, embedded dictionary) and
 // the IDF table used by [Keywords] are loaded once, lazily, under a
 // sync.Once the first time keywords are extracted from text that contains
-// Han characters or when [WarmKeywords] is called. Loading takes on the
-// order of a second and tens of megabytes; call WarmKeywords at start-up
-// (for example in a goroutine from main) to keep it off the first indexing
-// job. Token counts use the shared counter of internal/tokens, which has its
-// own lazy state. Everything else is immutable after package init.
+// Han characters. Loading takes on the order of a second and tens of
+// megabytes, paid by the first indexing job that needs it rather than by
+// every server at start-up. Token counts use the shared counter of
+// internal/tokens, which has its own lazy state. Everything else is
+// immutable after package init.
 package segment

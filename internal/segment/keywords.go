@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,7 +16,7 @@ import (
 )
 
 // DefaultKeywordNumber is Dify's default dataset keyword_number
-// (indexing.md §6).
+// (docs/knowledge.md).
 const DefaultKeywordNumber = 10
 
 //go:embed stopwords.txt
@@ -49,27 +48,15 @@ var zh struct {
 	seg       gse.Segmenter
 	idf       map[string]float64
 	medianIDF float64
-	loadTime  time.Duration
 }
 
 func loadZh() {
 	zh.once.Do(func() {
-		start := time.Now()
 		zh.seg.SkipLog = true
 		// The error is always nil for embedded data.
 		_ = zh.seg.LoadDictEmbed(zhDict)
 		zh.idf, zh.medianIDF = parseIDF(gse.ZhIdf)
-		zh.loadTime = time.Since(start)
 	})
-}
-
-// WarmKeywords loads the Chinese dictionary and IDF table now (they are
-// otherwise loaded on the first Chinese text) and returns how long the
-// load took (the original load time on later calls). Safe for concurrent
-// use.
-func WarmKeywords() time.Duration {
-	loadZh()
-	return zh.loadTime
 }
 
 // parseIDF reads gse's embedded IDF table ("word idf" per line, the same
@@ -116,7 +103,7 @@ func idfFor(w string, loaded bool) float64 {
 const englishIDF = 1.0
 
 // Keywords extracts up to n keywords (n ≤ 0 means DefaultKeywordNumber)
-// the way Dify's economy keyword table does (indexing.md §6, jieba
+// the way Dify's economy keyword table does (docs/knowledge.md, jieba
 // extract_tags + sub-token expansion):
 //
 //   - the text is cut into words: runs of Han characters with gse (DAG +

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// indexing.md §6: TF-IDF keywords, default 10 per chunk, stop words and
+// Dify's keywords: TF-IDF, default 10 per chunk, stop words and
 // one-character words skipped, ties in first-occurrence order.
 func TestKeywords(t *testing.T) {
 	t.Parallel()
@@ -92,15 +92,6 @@ func TestKeywordsEach(t *testing.T) {
 			t.Errorf("KeywordsEach[%d] = %q, want %q", i, got[i], want)
 		}
 	}
-}
-
-func TestWarmKeywords(t *testing.T) {
-	t.Parallel()
-	d := WarmKeywords()
-	if d <= 0 || WarmKeywords() != d {
-		t.Errorf("WarmKeywords = %v", d)
-	}
-	t.Logf("gse dictionary + IDF load: %v", d)
 }
 
 func TestTerms(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Process rule modes (knowledge-api.md §2.2).
+// Process rule modes (docs/knowledge.md).
 const (
 	// ModeAutomatic uses AUTOMATIC_RULES and the recursive splitter.
 	ModeAutomatic = "automatic"
@@ -26,7 +26,7 @@ const (
 )
 
 // Pre-processing rule ids accepted by Dify. RuleRemoveStopwords validates
-// but has no effect (indexing.md §3).
+// but has no effect, as in Dify.
 const (
 	// RuleRemoveExtraSpaces collapses blank lines and space runs.
 	RuleRemoveExtraSpaces = "remove_extra_spaces"
@@ -36,7 +36,7 @@ const (
 	RuleRemoveStopwords = "remove_stopwords"
 )
 
-// Dify's AUTOMATIC_RULES segmentation numbers (knowledge-api.md §2.2).
+// Dify's AUTOMATIC_RULES segmentation numbers (docs/knowledge.md).
 const (
 	// AutomaticMaxTokens is the automatic chunk size in characters.
 	AutomaticMaxTokens = 500
@@ -83,7 +83,7 @@ type PreProcessingRule struct {
 
 // Segmentation configures one splitter. Despite the name, MaxTokens and
 // ChunkOverlap are measured in characters (Unicode code points), as in
-// current Dify (indexing.md §4 "Length unit").
+// current Dify (docs/knowledge.md, "Splitting").
 type Segmentation struct {
 	// Separator is the fixed separator; the two-character sequence `\n`
 	// is unescaped to a newline before splitting.

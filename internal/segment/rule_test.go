@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Messages pinned from knowledge-api.md §2.2 (Dify's
+// The messages Dify gives (from its
 // DocumentService.process_rule_args_validate).
 func TestParseProcessRuleErrors(t *testing.T) {
 	t.Parallel()
@@ -103,7 +103,7 @@ func TestParseProcessRuleOK(t *testing.T) {
 	}
 }
 
-// AUTOMATIC_RULES (knowledge-api.md §2.2): remove_extra_spaces on,
+// Dify's AUTOMATIC_RULES: remove_extra_spaces on,
 // remove_urls_emails off, separator "\n", 500 / 50.
 func TestResolveAutomatic(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/tokens"
 )
 
-// Splitting limits (indexing.md §4, §9).
+// Splitting limits (docs/knowledge.md, "Splitting").
 const (
 	// MinSegmentLength is the fixed lower bound of a custom max_tokens.
 	MinSegmentLength = 50
@@ -26,7 +26,7 @@ const (
 // recursiveSeparators is the separator list of both Dify splitters.
 var recursiveSeparators = []string{"\n\n", "。", ". ", " ", ""}
 
-// Chunk is one segment (or child chunk) as Dify stores it (indexing.md §5).
+// Chunk is one segment (or child chunk) as Dify stores it (docs/knowledge.md).
 type Chunk struct {
 	// Content is the chunk text after cleaning and splitting.
 	Content string
@@ -99,14 +99,9 @@ type Splitter struct {
 	NoTokens bool
 }
 
-// Split is Splitter{}.Split.
-func Split(text string, rule ProcessRule) ([]Chunk, error) {
-	return Splitter{}.Split(text, rule)
-}
-
 // Split validates and resolves rule, cleans text with the rule's
 // pre-processing rules ([Clean]) and splits it as Dify's paragraph or
-// parent-child index processor does (indexing.md §4):
+// parent-child index processor does (docs/knowledge.md, "Splitting"):
 //
 //   - automatic: the recursive splitter over "\n\n", "。", ". ", " ", ""
 //     with chunk size 500 and overlap 50;
@@ -408,14 +403,6 @@ func (s Splitter) makeChunks(pieces []string) []Chunk {
 	return out
 }
 
-// NewChunk builds a Chunk for content at position, computing WordCount,
-// Tokens and IndexNodeHash. Use it for segments created through the API.
-func NewChunk(content string, position int) Chunk {
-	c := newChunk(content, position)
-	c.Tokens = tokens.Count(content)
-	return c
-}
-
 func newChunk(content string, position int) Chunk {
 	return Chunk{
 		Content:       content,
@@ -425,8 +412,7 @@ func newChunk(content string, position int) Chunk {
 	}
 }
 
-// TextHash is Dify's generate_text_hash: hex SHA-256 of text + "None"
-// (indexing.md §5).
+// TextHash is Dify's generate_text_hash: hex SHA-256 of text + "None".
 func TextHash(text string) string {
 	sum := sha256.Sum256([]byte(text + "None"))
 	return hex.EncodeToString(sum[:])

@@ -44,7 +44,7 @@ func TestSplit(t *testing.T) {
 		want []string
 	}{
 		{
-			// indexing.md §4: `\n` in the separator is decoded; the
+			// As in Dify, `\n` in the separator is decoded; the
 			// separator does not appear in chunks; short pieces are kept as
 			// they are (not merged).
 			name: `escaped \n separator`,
@@ -61,7 +61,7 @@ func TestSplit(t *testing.T) {
 		{
 			// Recursive merge on " " with overlap: chunks hold up to 50
 			// characters, then the trailing pieces up to 10 characters
-			// start the next chunk (indexing.md §4).
+			// start the next chunk, as in Dify.
 			name: "overlap on space pieces",
 			text: words(0, 29),
 			rule: custom("|||", 50, 10),
@@ -107,7 +107,7 @@ func TestSplit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Split(tt.text, tt.rule)
+			got, err := Splitter{}.Split(tt.text, tt.rule)
 			if err != nil {
 				t.Fatalf("Split: %v", err)
 			}
@@ -124,11 +124,11 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// indexing.md §4/§9: 50 ≤ max_tokens ≤ 4000, Dify's message.
+// 50 ≤ max_tokens ≤ 4000, with Dify's message.
 func TestSplitLengthBounds(t *testing.T) {
 	t.Parallel()
 	for n, ok := range map[int]bool{49: false, 50: true, 4000: true, 4001: false, -1: false} {
-		_, err := Split("some text", custom("\n", n, 0))
+		_, err := Splitter{}.Split("some text", custom("\n", n, 0))
 		var le *LengthError
 		switch {
 		case ok && err != nil:
@@ -144,11 +144,11 @@ func TestSplitLengthBounds(t *testing.T) {
 		t.Errorf("configured max: %v", err)
 	}
 	var oe *OverlapError
-	if _, err := Split("x", custom("\n", 50, 51)); !errors.As(err, &oe) {
+	if _, err := (Splitter{}).Split("x", custom("\n", 50, 51)); !errors.As(err, &oe) {
 		t.Errorf("overlap > size: %v", err)
 	}
 	// Automatic mode never checks the bound (its numbers are fixed).
-	if _, err := Split("x", ProcessRule{Mode: ModeAutomatic}); err != nil {
+	if _, err := (Splitter{}).Split("x", ProcessRule{Mode: ModeAutomatic}); err != nil {
 		t.Errorf("automatic: %v", err)
 	}
 }
@@ -197,7 +197,7 @@ func TestCheck(t *testing.T) {
 		}
 		// Split gives the same answer, for any text (even none).
 		for _, text := range []string{"", "Some words.\n\nMore words."} {
-			_, serr := Split(text, tt.rule)
+			_, serr := Splitter{}.Split(text, tt.rule)
 			if (serr == nil) != (err == nil) || serr != nil && serr.Error() != got {
 				t.Errorf("%s: Split(%q) = %v, Check = %v", tt.name, text, serr, err)
 			}
@@ -209,12 +209,12 @@ func TestCheck(t *testing.T) {
 }
 
 // Chunk lengths never exceed max_tokens characters (counted in code
-// points, indexing.md §4 "Length unit") for text without oversize words.
+// points, as current Dify counts) for text without oversize words.
 func TestSplitRespectsSize(t *testing.T) {
 	t.Parallel()
 	text := sampleText(200_000)
 	for _, rule := range []ProcessRule{{Mode: ModeAutomatic}, custom(`\n\n`, 120, 30), custom("。", 50, 0)} {
-		chunks, err := Split(text, rule)
+		chunks, err := Splitter{}.Split(text, rule)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,11 +230,11 @@ func TestSplitRespectsSize(t *testing.T) {
 	}
 }
 
-// indexing.md §5: word_count is characters; index_node_hash is
+// As in Dify, word_count is characters; index_node_hash is
 // sha256(content + "None"); tokens from internal/tokens.
 func TestChunkFields(t *testing.T) {
 	t.Parallel()
-	got, err := Split("你好世界", ProcessRule{Mode: ModeAutomatic})
+	got, err := Splitter{}.Split("你好世界", ProcessRule{Mode: ModeAutomatic})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Split = %v, %v", got, err)
 	}
@@ -276,7 +276,7 @@ func TestSplitHierarchical(t *testing.T) {
 
 	t.Run("paragraph", func(t *testing.T) {
 		t.Parallel()
-		got, err := Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, sub))
+		got, err := Splitter{}.Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, sub))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +301,7 @@ func TestSplitHierarchical(t *testing.T) {
 
 	t.Run("full-doc", func(t *testing.T) {
 		t.Parallel()
-		got, err := Split(text, hierarchical(ParentModeFullDoc, `\n\n`, 0, sub))
+		got, err := Splitter{}.Split(text, hierarchical(ParentModeFullDoc, `\n\n`, 0, sub))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +316,7 @@ func TestSplitHierarchical(t *testing.T) {
 	t.Run("full-doc keeps the first 10000 tokens", func(t *testing.T) {
 		t.Parallel()
 		big := sampleText(120_000)
-		got, err := Split(big, hierarchical(ParentModeFullDoc, `\n\n`, 0, &Segmentation{Separator: `\n\n`, MaxTokens: 1000}))
+		got, err := Splitter{}.Split(big, hierarchical(ParentModeFullDoc, `\n\n`, 0, &Segmentation{Separator: `\n\n`, MaxTokens: 1000}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,14 +331,14 @@ func TestSplitHierarchical(t *testing.T) {
 
 	t.Run("errors", func(t *testing.T) {
 		t.Parallel()
-		if _, err := Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, nil)); !errors.Is(err, ErrNoSubchunkSegmentation) {
+		if _, err := (Splitter{}).Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, nil)); !errors.Is(err, ErrNoSubchunkSegmentation) {
 			t.Errorf("no subchunk: %v", err)
 		}
 		var le *LengthError
-		if _, err := Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, &Segmentation{Separator: "\n", MaxTokens: 20})); !errors.As(err, &le) {
+		if _, err := (Splitter{}).Split(text, hierarchical(ParentModeParagraph, `\n\n`, 500, &Segmentation{Separator: "\n", MaxTokens: 20})); !errors.As(err, &le) {
 			t.Errorf("child max_tokens 20: %v", err)
 		}
-		if _, err := Split(text, hierarchical(ParentModeParagraph, `\n\n`, 10, sub)); !errors.As(err, &le) {
+		if _, err := (Splitter{}).Split(text, hierarchical(ParentModeParagraph, `\n\n`, 10, sub)); !errors.As(err, &le) {
 			t.Errorf("parent max_tokens 10: %v", err)
 		}
 	})

@@ -74,14 +74,6 @@ func (s *Writer) Close() {
 	}
 }
 
-// Event writes one JSON-encoded event and flushes it.
-func (s *Writer) Event(data []byte) error {
-	if err := s.Queue(data); err != nil {
-		return err
-	}
-	return s.Flush()
-}
-
 // Queue adds one JSON-encoded event to the frames waiting for the next Flush, so a burst of
 // events costs one write instead of one each.
 func (s *Writer) Queue(data []byte) error {
@@ -109,9 +101,6 @@ func (s *Writer) Ping() error {
 	}
 	return s.write(PingFrame)
 }
-
-// Err is the first write error; after one, every write fails with it.
-func (s *Writer) Err() error { return s.err }
 
 // LastWrite is when the last frame went out.
 func (s *Writer) LastWrite() time.Time { return s.wrote }

@@ -18,8 +18,8 @@ func TestFramesArriveAsWritten(t *testing.T) {
 		sw := NewWriter(w, 0)
 		for _, f := range []func() error{
 			sw.Ping,
-			func() error { return sw.Event([]byte(`{"event":"message","answer":"Hi"}`)) },
-			func() error { return sw.Event([]byte(`{"event":"message_end"}`)) },
+			func() error { return send(sw, []byte(`{"event":"message","answer":"Hi"}`)) },
+			func() error { return send(sw, []byte(`{"event":"message_end"}`)) },
 		} {
 			if err := f(); err != nil {
 				t.Error(err)
@@ -59,6 +59,14 @@ func TestFramesArriveAsWritten(t *testing.T) {
 	}
 }
 
+// send writes one event at once, as a stream does for each event it is given.
+func send(w *Writer, data []byte) error {
+	if err := w.Queue(data); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
 func BenchmarkEvent(b *testing.B) {
 	rec := httptest.NewRecorder()
 	w := NewWriter(rec, 0)
@@ -66,7 +74,7 @@ func BenchmarkEvent(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.Body.Reset()
-		if err := w.Event(data); err != nil {
+		if err := send(w, data); err != nil {
 			b.Fatal(err)
 		}
 	}

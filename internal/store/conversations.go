@@ -16,7 +16,7 @@ const (
 )
 
 // Sort orders accepted by [ConversationQuery.SortBy]: Dify's sort_by values
-// (reference/app-api.md §6.2). A leading '-' means newest first.
+// (docs/dify-compat.md, "Conversations"). A leading '-' means newest first.
 const (
 	SortByCreatedAt     = "created_at"
 	SortByCreatedAtDesc = "-created_at"
@@ -194,7 +194,7 @@ var conversationSorts = map[string]struct {
 // in q.SortBy order, ties broken by id in the same direction, and whether
 // more follow.
 //
-// Pagination follows Dify (reference/app-api.md §6.2): q.LastID is the id
+// Pagination follows Dify (docs/dify-compat.md, "Conversations"): q.LastID is the id
 // of the last item of the previous page, and the page holds the
 // conversations that sort after it. The cursor is the (sort column, id)
 // pair of that conversation as it is now; a conversation touched between

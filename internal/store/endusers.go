@@ -10,7 +10,7 @@ import (
 
 // EndUser is a client-side user of one app: Dify's EndUser of type
 // service-api, created on first sight of a `user` value
-// (reference/app-api.md §0). The same `user` string in two apps is two end
+// (docs/dify-compat.md, "End users"). The same `user` string in two apps is two end
 // users.
 type EndUser struct {
 	ID    string

@@ -98,7 +98,7 @@ ON CONFLICT (message_id) DO UPDATE SET
 
 // DeleteFeedback removes the feedback of a message. If there is none the
 // error wraps [ErrNotFound] (Dify answers 400 invalid_param when a client
-// revokes a rating it never gave, reference/app-api.md §5.1).
+// revokes a rating it never gave, docs/dify-compat.md, "Feedback").
 func (s *Store) DeleteFeedback(ctx context.Context, messageID string) error {
 	res, err := s.exec(ctx, "DELETE FROM message_feedbacks WHERE message_id = ?", messageID)
 	if err != nil {

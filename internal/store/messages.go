@@ -26,7 +26,7 @@ const DefaultCurrency = "USD"
 // app's answer, with what producing the answer cost.
 //
 // Cost is kept two ways. The columns MessageTokens … ProviderResponseLatency
-// are the flat figures Dify's history returns (reference/app-api.md §6.1);
+// are the flat figures Dify's history returns (docs/dify-compat.md);
 // prices are decimal strings ("0.0015") so that neither engine rounds them.
 // Metadata is a JSON object for everything richer, stored verbatim: Dify's
 // message_end metadata with "usage" (the full LLMUsage object) and
@@ -263,6 +263,8 @@ func (s *Store) FinishMessage(ctx context.Context, id string, r MessageResult) e
 	if r.Status == MessageStatusRunning || !validMessageStatus(r.Status) {
 		return fmt.Errorf("store: finish message %s: status %q is not a final status", id, r.Status)
 	}
+	// A message is finished once; should it be again, the history must not replay the old text.
+	defer s.history.forget(id)
 	c, err := normaliseCosts(costs{r.MessageUnitPrice, r.AnswerUnitPrice, r.PriceUnit, r.TotalPrice, r.Currency})
 	if err != nil {
 		return fmt.Errorf("store: finish message %s: %w", id, err)
@@ -353,7 +355,7 @@ ORDER BY m.created_at, m.id LIMIT 1`), conversationID, appID, endUserID)
 // status (a running one shows its partial or empty answer), and whether
 // older messages exist.
 //
-// Semantics follow Dify's GET /messages (reference/app-api.md §6.1):
+// Semantics follow Dify's GET /messages (docs/dify-compat.md, "Message history"):
 // without q.FirstID the page is the newest q.Limit messages; with it, the
 // q.Limit messages just older than FirstID. Either way the page is ordered
 // oldest to newest, by (created_at, id).
@@ -397,25 +399,6 @@ func (s *Store) ListMessages(ctx context.Context, q MessageQuery) (items []Messa
 	}
 	slices.Reverse(items)
 	return items, hasMore, nil
-}
-
-// RecentMessages returns the newest n messages of the conversation whose
-// status is MessageStatusNormal, ordered oldest to newest: the history to
-// replay into a prompt. Running, failed and stopped exchanges are left out.
-// It does not check visibility; the caller has already resolved the
-// conversation.
-func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int) ([]Message, error) {
-	if n < 1 {
-		return nil, nil
-	}
-	items, err := s.queryMessages(ctx,
-		"SELECT "+messageColumns+" FROM messages WHERE conversation_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-		conversationID, MessageStatusNormal, n)
-	if err != nil {
-		return nil, fmt.Errorf("store: recent messages of %s: %w", conversationID, err)
-	}
-	slices.Reverse(items)
-	return items, nil
 }
 
 // CountMessages returns how many messages the conversation has, of any

@@ -43,7 +43,7 @@ func openPostgres(databaseURL string) (*Store, error) {
 	db.SetMaxIdleConns(pgMaxIdleConns)
 	db.SetConnMaxLifetime(pgConnMaxLifetime)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
-	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db)}, nil
+	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes)}, nil
 }
 
 func isPostgresCode(err error, code string) bool {

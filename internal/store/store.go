@@ -51,6 +51,10 @@ type Store struct {
 
 	// lexemes caches PostgreSQL's common full-text lexemes (see commonLexemes).
 	lexemes atomic.Pointer[lexemeStats]
+
+	// history keeps the text of messages replayed as conversation history (see
+	// RecentMessages).
+	history *historyCache
 }
 
 // Open connects to the database and checks that it answers.

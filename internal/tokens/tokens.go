@@ -7,6 +7,11 @@
 // done once, lazily; call [Warm] at start-up (for example in a goroutine
 // from main) to keep it off the first request's critical path.
 //
+// [Counter.CountMessages] remembers the counts of the texts it has counted
+// (a bounded memo keyed by a hash of each text), because a conversation's
+// history is counted again on every turn; [Counter.Count] does not, as the
+// texts it gets (chunks of documents being split) are rarely seen twice.
+//
 // Package-level state: the default counter behind [Count] and
 // [CountMessages] is built on first use under a sync.Once, and the
 // tiktoken loader (a process-wide setting of the tiktoken package) is
@@ -56,8 +61,8 @@ const ImageTokens = 85
 
 // Counter counts tokens with one encoding. It is safe for concurrent use.
 type Counter struct {
-	name string
 	enc  *tiktoken.Tiktoken
+	memo *memo
 }
 
 var (
@@ -78,11 +83,8 @@ func New(encoding string) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: load encoding %q: %w", encoding, err)
 	}
-	return &Counter{name: encoding, enc: enc}, nil
+	return &Counter{enc: enc, memo: newMemo()}, nil
 }
-
-// Encoding returns the encoding name.
-func (c *Counter) Encoding() string { return c.name }
 
 // maxRun is the longest run of non-space text, in bytes, that is encoded as
 // one piece. BPE merging costs the square of a piece's length, and the
@@ -131,10 +133,14 @@ func runCut(text string) int {
 // using OpenAI's per-message overhead: 3 per message, +1 for a name, +3 for
 // the reply priming. Text parts are counted as text, each image part as
 // ImageTokens, tool calls by their id, name and arguments. Tool
-// definitions are not included.
+// definitions are not included. Texts it has counted before are not
+// tokenized again (see the package documentation).
 func (c *Counter) CountMessages(msgs []providers.Message) int {
-	return countMessages(c.Count, msgs)
+	return countMessages(c.countMemo, msgs)
 }
+
+// countMemo is Count through the memo.
+func (c *Counter) countMemo(text string) int { return c.memo.count(text, c.Count) }
 
 func countMessages(count func(string) int, msgs []providers.Message) int {
 	n := tokensReply

@@ -45,9 +45,6 @@ func TestNewEncodings(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(%s): %v", tt.enc, err)
 		}
-		if c.Encoding() != tt.enc {
-			t.Errorf("Encoding() = %q", c.Encoding())
-		}
 		if got := c.Count(tt.text); got != tt.want {
 			t.Errorf("%s Count(%q) = %d, want %d", tt.enc, tt.text, got, tt.want)
 		}

@@ -1,13 +1,16 @@
 package vectorindex
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -334,13 +337,17 @@ func TestMixedDimensions(t *testing.T) {
 	nodes = append(nodes, store.SearchableNode{NodeID: "zero", Vector: make([]float32, 16)}, store.SearchableNode{NodeID: "none"})
 	src := newFakeSource()
 	src.put("d", nodes)
-	idx := NewMemory(src)
+	var logged bytes.Buffer
+	idx := NewMemory(src, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	got, err := idx.Search(t.Context(), []string{"d"}, randomVector(r, 16), 100, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 20 {
 		t.Errorf("%d hits, want the 20 16-dimensional nodes", len(got))
+	}
+	if want := `msg="vector index skipped vectors" dataset_id=d dim=16 wrong_dim=6 zero_or_not_finite=1 kept=20`; !strings.Contains(logged.String(), want) {
+		t.Errorf("log %q, want %q", logged.String(), want)
 	}
 	for _, h := range got {
 		if h.NodeID == "zero" || h.NodeID == "none" || h.NodeID[:3] == "old" {

@@ -387,7 +387,8 @@ func scalar(raw json.RawMessage) string {
 	return ""
 }
 
-// classify picks the Kind of an upstream error (reference/errors.md §4).
+// classify picks the Kind of an upstream error, which decides the Dify error code a client sees
+// (docs/dify-compat.md, "Model provider failures").
 func classify(status int, e apiError) providers.Kind {
 	code, typ := strings.ToLower(e.Code), strings.ToLower(e.Type)
 	msg := strings.ToLower(e.Message)

@@ -24,7 +24,7 @@ import (
 )
 
 // recvTimeout caps every wait on a stream so that a hung stream fails the
-// test instead of wedging the suite (style.md §8).
+// test instead of wedging the suite.
 const recvTimeout = 20 * time.Second
 
 func newFake(t *testing.T, opts ...openaitest.Option) *openaitest.Server {

@@ -15,7 +15,7 @@ import (
 // reads, data lines of one event are joined, comments (": keep-alive")
 // and other fields are skipped, and "[DONE]" ends the stream.
 //
-// Terminal markers (style.md §5): "[DONE]" or a finish_reason. A body that
+// Terminal markers: "[DONE]" or a finish_reason. A body that
 // ends (EOF, reset, cut) before either is truncated: Recv returns an error
 // wrapping providers.ErrTruncated, never a quietly short answer. A body
 // that ends after a finish_reason but without "[DONE]" is accepted (some

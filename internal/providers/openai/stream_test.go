@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -194,6 +195,33 @@ func TestEncodeChat(t *testing.T) {
 		`"response_format":{"type":"json_object"},"temperature":1,"top_p":0.5}`
 	if string(got) != want {
 		t.Fatalf("body\n got %s\nwant %s", got, want)
+	}
+	// Every shape a message takes on the wire, and text that needs escaping.
+	req = providers.ChatRequest{Model: "m", Messages: []providers.Message{
+		{Role: "system", Content: "Quote \"this\",\tthen\na <b>&</b> \\ é \u2028 \x01"},
+		{Role: "user", Parts: []providers.Part{{Type: providers.PartText, Text: "look"}, {Type: providers.PartImageURL, ImageURL: "https://x/a.png", Detail: "low"}}},
+		{Role: "assistant", ToolCalls: []providers.ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}, {ID: "c2", Name: "g"}}},
+		{Role: "tool", Content: "42", ToolCallID: "c1"},
+		{Role: "assistant", Content: ""},
+	}}
+	if got, err = encodeChat(req, false, true); err != nil {
+		t.Fatal(err)
+	}
+	want = `{"model":"m","messages":[` +
+		`{"role":"system","content":"Quote \"this\",\tthen\na <b>&</b> \\ é \u2028 \u0001"},` +
+		`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/a.png","detail":"low"}}]},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},` +
+		`{"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},` +
+		`{"role":"tool","content":"42","tool_call_id":"c1"},` +
+		`{"role":"assistant","content":""}]}`
+	if string(got) != want {
+		t.Fatalf("body\n got %s\nwant %s", got, want)
+	}
+	var decoded struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(got, &decoded); err != nil || decoded.Messages[0]["content"] != req.Messages[0].Content {
+		t.Fatalf("body does not decode back: %v %+v", err, decoded)
 	}
 	if _, err := encodeChat(providers.ChatRequest{Model: "m", Parameters: map[string]any{"bad": make(chan int)}}, false, false); err == nil {
 		t.Error("unencodable parameter accepted")

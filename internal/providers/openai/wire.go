@@ -7,39 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/providers"
 )
-
-// chatBody is the fixed part of a chat completions request; model
-// parameters are appended as extra top-level fields by encodeChat.
-type chatBody struct {
-	Model         string         `json:"model"`
-	Messages      []wireMessage  `json:"messages"`
-	Tools         []wireTool     `json:"tools,omitempty"`
-	Stream        bool           `json:"stream,omitempty"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-	User          string         `json:"user,omitempty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type wireMessage struct {
-	Role       string         `json:"role"`
-	Content    wireContent    `json:"content"`
-	Name       string         `json:"name,omitempty"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-// wireContent is a message's content: a string, an array of parts
-// (vision), or null (an assistant message that only calls tools).
-type wireContent struct {
-	text  string
-	parts []providers.Part
-	null  bool
-}
 
 type wirePart struct {
 	Type     string    `json:"type"`
@@ -50,29 +20,6 @@ type wirePart struct {
 type imageURL struct {
 	URL    string `json:"url"`
 	Detail string `json:"detail,omitempty"`
-}
-
-// MarshalJSON renders the content in the shape OpenAI expects.
-func (c wireContent) MarshalJSON() ([]byte, error) {
-	switch {
-	case len(c.parts) > 0:
-		parts := make([]wirePart, len(c.parts))
-		for i, p := range c.parts {
-			switch p.Type {
-			case providers.PartImageURL:
-				parts[i] = wirePart{Type: providers.PartImageURL, ImageURL: &imageURL{URL: p.ImageURL, Detail: p.Detail}}
-			case providers.PartText, "":
-				parts[i] = wirePart{Type: providers.PartText, Text: &p.Text}
-			default:
-				return nil, fmt.Errorf("unsupported content part type %q", p.Type)
-			}
-		}
-		return json.Marshal(parts)
-	case c.null:
-		return []byte("null"), nil
-	default:
-		return json.Marshal(c.text)
-	}
 }
 
 type wireTool struct {
@@ -253,41 +200,49 @@ var reservedParams = []string{"model", "messages", "tools", "stream", "stream_op
 
 // encodeChat renders req as a chat completions request body. Parameters
 // become extra top-level fields in key order, so the output is
-// deterministic.
+// deterministic. The messages, which carry a conversation's whole history
+// into every request, are written by hand (with jsonenc), not through
+// encoding/json's reflection.
 func encodeChat(req providers.ChatRequest, stream, includeUsage bool) ([]byte, error) {
-	body := chatBody{Model: req.Model, Messages: make([]wireMessage, len(req.Messages)), User: req.User}
-	for i, m := range req.Messages {
-		wm := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
-		switch {
-		case len(m.Parts) > 0:
-			wm.Content.parts = m.Parts
-		case m.Content == "" && len(m.ToolCalls) > 0:
-			wm.Content.null = true
-		default:
-			wm.Content.text = m.Content
-		}
-		for _, tc := range m.ToolCalls {
-			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{ID: tc.ID, Type: "function",
-				Function: wireFunctionCall{Name: tc.Name, Arguments: argText(tc.Arguments)}})
-		}
-		body.Messages[i] = wm
+	size := 64 + len(req.Model) + len(req.User)
+	for i := range req.Messages {
+		size += 48 + len(req.Messages[i].Content)
 	}
-	for _, t := range req.Tools {
-		body.Tools = append(body.Tools, wireTool{Type: "function",
-			Function: wireFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	out := make([]byte, 0, size+size/16)
+	out = append(out, `{"model":`...)
+	out = jsonenc.AppendString(out, req.Model)
+	out = append(out, `,"messages":[`...)
+	for i := range req.Messages {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		var err error
+		if out, err = appendMessage(out, &req.Messages[i]); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, ']')
+	if len(req.Tools) > 0 {
+		tools := make([]wireTool, len(req.Tools))
+		for i, t := range req.Tools {
+			tools[i] = wireTool{Type: "function", Function: wireFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+		}
+		b, err := json.Marshal(tools)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"tools":`...)
+		out = append(out, b...)
 	}
 	if stream {
-		body.Stream = true
+		out = append(out, `,"stream":true`...)
 		if includeUsage {
-			body.StreamOptions = &streamOptions{IncludeUsage: true}
+			out = append(out, `,"stream_options":{"include_usage":true}`...)
 		}
 	}
-	out, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	if len(req.Parameters) == 0 {
-		return out, nil
+	if req.User != "" {
+		out = append(out, `,"user":`...)
+		out = jsonenc.AppendString(out, req.User)
 	}
 	keys := make([]string, 0, len(req.Parameters))
 	for k := range req.Parameters {
@@ -297,20 +252,72 @@ func encodeChat(req providers.ChatRequest, stream, includeUsage bool) ([]byte, e
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out = out[:len(out)-1] // drop the closing brace
 	for _, k := range keys {
 		v, err := json.Marshal(req.Parameters[k])
 		if err != nil {
 			return nil, fmt.Errorf("parameter %q: %w", k, err)
 		}
-		kb, _ := json.Marshal(k)
 		out = append(out, ',')
-		out = append(out, kb...)
+		out = jsonenc.AppendString(out, k)
 		out = append(out, ':')
 		out = append(out, v...)
 	}
 	return append(out, '}'), nil
 }
 
-// MarshalJSON writes arguments as a JSON string, as OpenAI expects.
-func (a argText) MarshalJSON() ([]byte, error) { return json.Marshal(string(a)) }
+// appendMessage appends m as OpenAI's message object: role, content (a
+// string, an array of parts for vision, or null for an assistant message
+// that only calls tools), name, tool_calls and tool_call_id.
+func appendMessage(out []byte, m *providers.Message) ([]byte, error) {
+	out = append(out, `{"role":`...)
+	out = jsonenc.AppendString(out, m.Role)
+	out = append(out, `,"content":`...)
+	switch {
+	case len(m.Parts) > 0:
+		parts := make([]wirePart, len(m.Parts))
+		for i, p := range m.Parts {
+			switch p.Type {
+			case providers.PartImageURL:
+				parts[i] = wirePart{Type: providers.PartImageURL, ImageURL: &imageURL{URL: p.ImageURL, Detail: p.Detail}}
+			case providers.PartText, "":
+				parts[i] = wirePart{Type: providers.PartText, Text: &p.Text}
+			default:
+				return nil, fmt.Errorf("unsupported content part type %q", p.Type)
+			}
+		}
+		b, err := json.Marshal(parts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	case m.Content == "" && len(m.ToolCalls) > 0:
+		out = append(out, "null"...)
+	default:
+		out = jsonenc.AppendString(out, m.Content)
+	}
+	if m.Name != "" {
+		out = append(out, `,"name":`...)
+		out = jsonenc.AppendString(out, m.Name)
+	}
+	if len(m.ToolCalls) > 0 {
+		out = append(out, `,"tool_calls":[`...)
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, `{"id":`...)
+			out = jsonenc.AppendString(out, tc.ID)
+			out = append(out, `,"type":"function","function":{"name":`...)
+			out = jsonenc.AppendString(out, tc.Name)
+			out = append(out, `,"arguments":`...)
+			out = jsonenc.AppendString(out, tc.Arguments)
+			out = append(out, "}}"...)
+		}
+		out = append(out, ']')
+	}
+	if m.ToolCallID != "" {
+		out = append(out, `,"tool_call_id":`...)
+		out = jsonenc.AppendString(out, m.ToolCallID)
+	}
+	return append(out, '}'), nil
+}

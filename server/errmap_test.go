@@ -36,6 +36,7 @@ import (
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
@@ -172,6 +173,8 @@ func internalFailures() map[string]struct {
 		"apps.ErrInvalid":                  {apps.ErrInvalid, cliOnly},
 		"apps.ErrNameTaken":                {apps.ErrNameTaken, cliOnly},
 		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
+		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "agents are not wired to the API yet; an agent reports an unknown tool to the model"},
+		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},

@@ -1,0 +1,69 @@
+// Package tools is what agents (Legacy Agent and Agent apps) and workflow tool nodes call: a Tool
+// has a name, a description and a JSON Schema of its arguments for the model, and is invoked with
+// the arguments the model chose. Tool kinds live in sub-packages: builtin (tools that need no
+// network, and a web-page reader behind the network guard), openapi (operations of an OpenAPI 3 or
+// Swagger 2 document) and mcp (the tools of an MCP server).
+//
+// A tool's failure is data for the model, not an error of the run: Invoke returns an error only
+// when the call could not be made at all (a cancelled context, a misconfigured tool), and reports
+// what went wrong on the other side (an HTTP 500, a timeout, bad arguments) in the Result's text
+// with IsError set, which an agent passes back to the model as the observation.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Tool is one callable tool.
+type Tool interface {
+	// Identity names the tool: its provider and name as Dify's DSL spells them, and its labels.
+	Identity() Identity
+	// Description tells the model what the tool does.
+	Description() string
+	// Parameters is the JSON Schema (an object schema) of the arguments the model gives.
+	Parameters() json.RawMessage
+	// Invoke calls the tool with the model's arguments (a JSON object), merged over the values an
+	// app configured for the tool (see Configured).
+	Invoke(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Identity names a tool.
+type Identity struct {
+	// Provider is the tool's provider id, e.g. "time", "math", "json_process", or the name an API
+	// or MCP tool provider was registered under.
+	Provider string
+	// Name is the tool's name within its provider, e.g. "current_time"; what the model calls it
+	// by is Name, unique within one agent.
+	Name string
+	// Label is the tool's display name per locale (en_US at least); agent_thought's tool_labels
+	// carries it.
+	Label map[string]string
+}
+
+// Result is what a call returned.
+type Result struct {
+	// Text is the observation the model reads.
+	Text string
+	// IsError says the call reached the tool and failed; Text says how.
+	IsError bool
+	// Files are files the tool produced (images, documents); an agent stores them as message
+	// files.
+	Files []File
+}
+
+// File is a file a tool produced.
+type File struct {
+	Name     string
+	MIMEType string
+	Data     []byte
+}
+
+// ErrUnknownTool: no tool of that provider and name is registered.
+var ErrUnknownTool = errors.New("tools: unknown tool")
+
+// ErrBadArguments: the arguments are not a JSON object, or do not fit the tool's parameters.
+// Invoke implementations report it in the Result (IsError) rather than returning it; it exists so
+// that implementations can wrap and tests can recognise it.
+var ErrBadArguments = errors.New("tools: bad arguments")

@@ -1,0 +1,324 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parleyhq/parley/internal/tools"
+)
+
+var pngBytes = []byte("\x89PNG\r\n\x1a\nnot really a picture")
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+// testServer is a loopback MCP server built with the SDK. It answers HTTP 500 to any request
+// naming the tool "boom", counts requests and records the Authorization header it saw.
+type testServer struct {
+	*httptest.Server
+	requests atomic.Int64
+	auth     atomic.Value
+	entered  chan struct{} // hang signals here when it starts
+	release  chan struct{} // closed at cleanup so hang returns
+	exited   chan string   // hang says why it returned
+}
+
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := &testServer{entered: make(chan struct{}, 8), release: make(chan struct{}), exited: make(chan string, 8)}
+	s := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Title: "Echo", Description: "Echoes text."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "you said"}, &sdk.TextContent{Text: in.Text},
+			}}, nil, nil
+		})
+	obj := map[string]any{"type": "object"}
+	s.AddTool(&sdk.Tool{Name: "picture", Description: "Draws.", InputSchema: obj},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "here it is"},
+				&sdk.ImageContent{MIMEType: "image/png", Data: pngBytes},
+				&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///notes/a.txt", MIMEType: "text/plain", Text: "notes"}},
+			}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "fail", Description: "Fails.", InputSchema: obj},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "disk full"}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "hang", Description: "Never answers.", InputSchema: obj},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			ts.entered <- struct{}{}
+			select {
+			case <-ctx.Done():
+				ts.exited <- "cancelled"
+			case <-ts.release:
+				ts.exited <- "released"
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late"}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "big", Description: "Answers a lot.", InputSchema: obj},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 200<<10)}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "boom", Description: "The server fails.", InputSchema: obj},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "unreachable"}}}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts.requests.Add(1)
+		ts.auth.Store(r.Header.Get("Authorization"))
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"name":"boom"`)) {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		close(ts.release)
+		ts.Close()
+	})
+	return ts
+}
+
+// countingTransport counts the requests that go through the caller's client.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connect(t *testing.T, ts *testServer, mod func(*Options)) (*Provider, map[string]tools.Tool) {
+	t.Helper()
+	opts := Options{URL: ts.URL, Provider: "test_mcp", HTTPClient: &http.Client{Transport: &countingTransport{}}}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := Connect(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	list, err := p.Tools(context.Background())
+	if err != nil {
+		t.Fatalf("Tools: %v", err)
+	}
+	byName := map[string]tools.Tool{}
+	for _, tl := range list {
+		byName[tl.Identity().Name] = tl
+	}
+	return p, byName
+}
+
+func invoke(t *testing.T, tl tools.Tool, args string) tools.Result {
+	t.Helper()
+	res, err := tl.Invoke(context.Background(), json.RawMessage(args))
+	if err != nil {
+		t.Fatalf("Invoke(%s): %v", args, err)
+	}
+	return res
+}
+
+func TestToolsListsServerTools(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	if len(byName) != 6 {
+		t.Fatalf("got %d tools, want 6: %v", len(byName), byName)
+	}
+	echo := byName["echo"]
+	id := echo.Identity()
+	if id.Provider != "test_mcp" || id.Label["en_US"] != "Echo" || echo.Description() != "Echoes text." {
+		t.Errorf("identity %+v, description %q", id, echo.Description())
+	}
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(echo.Parameters(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || schema.Properties["text"] == nil {
+		t.Errorf("parameters %s", echo.Parameters())
+	}
+}
+
+func TestInvokeText(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	res := invoke(t, byName["echo"], `{"text":"hello"}`)
+	if res.IsError || res.Text != "you said\nhello" || len(res.Files) != 0 {
+		t.Errorf("got %+v", res)
+	}
+}
+
+func TestInvokeImageAndResource(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	res := invoke(t, byName["picture"], `{}`)
+	if res.IsError || res.Text != "here it is" || len(res.Files) != 2 {
+		t.Fatalf("got %+v", res)
+	}
+	if f := res.Files[0]; f.MIMEType != "image/png" || !bytes.Equal(f.Data, pngBytes) {
+		t.Errorf("image %+v", f)
+	}
+	if f := res.Files[1]; f.Name != "a.txt" || f.MIMEType != "text/plain" || string(f.Data) != "notes" {
+		t.Errorf("resource %+v", f)
+	}
+}
+
+func TestInvokeToolError(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	res := invoke(t, byName["fail"], `{}`)
+	if !res.IsError || res.Text != "disk full" {
+		t.Errorf("got %+v", res)
+	}
+}
+
+func TestInvokeTimeout(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, func(o *Options) { o.Timeout = 500 * time.Millisecond })
+	res := invoke(t, byName["hang"], `{}`)
+	if !res.IsError || !strings.Contains(res.Text, "did not answer within") {
+		t.Errorf("got %+v", res)
+	}
+	// The server is told to stop: its handler sees its context cancelled.
+	if why := <-ts.exited; why != "cancelled" {
+		t.Errorf("server-side handler %s", why)
+	}
+}
+
+func TestInvokeCancelledContext(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-ts.entered
+		cancel()
+	}()
+	_, err := byName["hang"].Invoke(ctx, json.RawMessage(`{}`))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	if why := <-ts.exited; why != "cancelled" {
+		t.Errorf("server-side handler %s", why)
+	}
+}
+
+func TestInvokeHTTP500ThenRecovers(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	res := invoke(t, byName["boom"], `{}`)
+	if !res.IsError || !strings.Contains(res.Text, "Internal Server Error") {
+		t.Errorf("got %+v", res)
+	}
+	if res := invoke(t, byName["echo"], `{"text":"again"}`); res.IsError || res.Text != "you said\nagain" {
+		t.Errorf("after a 500: %+v", res)
+	}
+}
+
+func TestInvokeMalformedArguments(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, nil)
+	before := ts.requests.Load()
+	for _, args := range []string{`[1,2]`, `"text"`, `{"text":`, `null`} {
+		res := invoke(t, byName["echo"], args)
+		if !res.IsError || !strings.Contains(res.Text, tools.ErrBadArguments.Error()) {
+			t.Errorf("%s: got %+v", args, res)
+		}
+	}
+	if n := ts.requests.Load(); n != before {
+		t.Errorf("malformed arguments reached the server (%d requests)", n-before)
+	}
+	// Well-formed JSON that does not fit the schema is the server's to reject.
+	if res := invoke(t, byName["echo"], `{"text":5}`); !res.IsError {
+		t.Errorf("schema mismatch: got %+v", res)
+	}
+}
+
+func TestResponseSizeCap(t *testing.T) {
+	ts := newTestServer(t)
+	_, byName := connect(t, ts, func(o *Options) { o.MaxResponseBytes = 64 << 10 })
+	res := invoke(t, byName["big"], `{}`)
+	if !res.IsError || strings.Contains(res.Text, "xxxx") {
+		t.Errorf("got IsError=%v, %d bytes of text", res.IsError, len(res.Text))
+	}
+	if res := invoke(t, byName["echo"], `{"text":"small"}`); res.IsError {
+		t.Errorf("after an oversized answer: %+v", res)
+	}
+}
+
+func TestListCaps(t *testing.T) {
+	ts := newTestServer(t)
+	hc := &http.Client{}
+	p, err := Connect(context.Background(), Options{URL: ts.URL, HTTPClient: hc, MaxTools: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Tools(context.Background()); err == nil || !strings.Contains(err.Error(), "more than 3 tools") {
+		t.Errorf("MaxTools: got %v", err)
+	}
+	p2, err := Connect(context.Background(), Options{URL: ts.URL, HTTPClient: hc, MaxSchemaBytes: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if _, err := p2.Tools(context.Background()); err == nil || !strings.Contains(err.Error(), "exceed 40 bytes") {
+		t.Errorf("MaxSchemaBytes: got %v", err)
+	}
+}
+
+func TestEveryRequestUsesCallerClientAndHeaders(t *testing.T) {
+	ts := newTestServer(t)
+	ct := &countingTransport{}
+	p, byName := connect(t, ts, func(o *Options) {
+		o.HTTPClient = &http.Client{Transport: ct}
+		o.Headers = http.Header{"Authorization": {"Bearer s3cret"}}
+	})
+	invoke(t, byName["echo"], `{"text":"x"}`)
+	invoke(t, byName["boom"], `{}`) // breaks the session; the next call reconnects
+	invoke(t, byName["echo"], `{"text":"y"}`)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ct.n.Load(), ts.requests.Load(); got != want || got == 0 {
+		t.Errorf("caller's client made %d requests, server saw %d", got, want)
+	}
+	if a, _ := ts.auth.Load().(string); a != "Bearer s3cret" {
+		t.Errorf("Authorization %q", a)
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Connect(ctx, Options{URL: "ftp://x", HTTPClient: &http.Client{}}); err == nil {
+		t.Error("ftp URL accepted")
+	}
+	if _, err := Connect(ctx, Options{URL: "http://127.0.0.1:1"}); err == nil {
+		t.Error("nil HTTPClient accepted")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	if _, err := Connect(ctx, Options{URL: srv.URL, HTTPClient: &http.Client{}}); err == nil {
+		t.Error("a server answering 500 was connected")
+	}
+}

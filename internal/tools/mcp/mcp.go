@@ -278,6 +278,7 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.p.opts.Timeout)
 	defer cancel()
+	cctx, oversize := withOversizeFlag(cctx)
 	s, err := t.p.currentSession(cctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -300,6 +301,9 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 			return failed("the MCP server rejected the call: %s", we.Message), nil
 		}
 		t.p.drop(s)
+		if oversize.Load() {
+			return failed("the answer of tool %s is larger than %d bytes", t.name, t.p.opts.MaxResponseBytes), nil
+		}
 		return failed("calling tool %s failed: %v", t.name, err), nil
 	}
 	return toResult(res), nil

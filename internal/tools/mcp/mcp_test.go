@@ -37,6 +37,13 @@ type testServer struct {
 
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
+	return newTestServerWith(t, nil)
+}
+
+// newTestServerWith is newTestServer with options for the SDK's handler (JSONResponse: answers
+// as application/json rather than as an event stream).
+func newTestServerWith(t *testing.T, hopts *sdk.StreamableHTTPOptions) *testServer {
+	t.Helper()
 	ts := &testServer{entered: make(chan struct{}, 8), release: make(chan struct{}), exited: make(chan string, 8)}
 	s := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Title: "Echo", Description: "Echoes text."},
@@ -77,7 +84,7 @@ func newTestServer(t *testing.T) *testServer {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "unreachable"}}}, nil
 		})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, hopts)
 	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts.requests.Add(1)
 		ts.auth.Store(r.Header.Get("Authorization"))
@@ -253,14 +260,21 @@ func TestInvokeMalformedArguments(t *testing.T) {
 }
 
 func TestResponseSizeCap(t *testing.T) {
-	ts := newTestServer(t)
-	_, byName := connect(t, ts, func(o *Options) { o.MaxResponseBytes = 64 << 10 })
-	res := invoke(t, byName["big"], `{}`)
-	if !res.IsError || strings.Contains(res.Text, "xxxx") {
-		t.Errorf("got IsError=%v, %d bytes of text", res.IsError, len(res.Text))
-	}
-	if res := invoke(t, byName["echo"], `{"text":"small"}`); res.IsError {
-		t.Errorf("after an oversized answer: %+v", res)
+	for name, hopts := range map[string]*sdk.StreamableHTTPOptions{
+		"event stream": nil,
+		"json":         {JSONResponse: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServerWith(t, hopts)
+			_, byName := connect(t, ts, func(o *Options) { o.MaxResponseBytes = 64 << 10 })
+			res := invoke(t, byName["big"], `{}`)
+			if !res.IsError || res.Text != "the answer of tool big is larger than 65536 bytes" {
+				t.Errorf("got IsError=%v, %.100q", res.IsError, res.Text)
+			}
+			if res := invoke(t, byName["echo"], `{"text":"small"}`); res.IsError || res.Text != "you said\nsmall" {
+				t.Errorf("after an oversized answer: %+v", res)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -152,7 +153,8 @@ func (p *Provider) drop(s *sdk.ClientSession) {
 	_ = s.Close()
 }
 
-// Close ends the session. Tools of a closed provider report an error when invoked.
+// Close ends the session (telling the server, which may take a few seconds if a call is still
+// running there). Tools of a closed provider report an error when invoked.
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	s := p.session
@@ -323,9 +325,9 @@ func toResult(res *sdk.CallToolResult) tools.Result {
 		case *sdk.TextContent:
 			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
-			r.Files = append(r.Files, tools.File{Name: fmt.Sprintf("image-%d", i+1), MIMEType: c.MIMEType, Data: c.Data})
+			r.Files = append(r.Files, tools.File{Name: partName("image", i, c.MIMEType), MIMEType: c.MIMEType, Data: c.Data})
 		case *sdk.AudioContent:
-			r.Files = append(r.Files, tools.File{Name: fmt.Sprintf("audio-%d", i+1), MIMEType: c.MIMEType, Data: c.Data})
+			r.Files = append(r.Files, tools.File{Name: partName("audio", i, c.MIMEType), MIMEType: c.MIMEType, Data: c.Data})
 		case *sdk.EmbeddedResource:
 			if c.Resource == nil {
 				continue
@@ -349,6 +351,15 @@ func toResult(res *sdk.CallToolResult) tools.Result {
 	}
 	r.Text = strings.Join(texts, "\n")
 	return r
+}
+
+// partName names the i-th content part of a result, with the extension its MIME type suggests.
+func partName(kind string, i int, mimeType string) string {
+	name := fmt.Sprintf("%s-%d", kind, i+1)
+	if exts, err := mime.ExtensionsByType(mimeType); err == nil && len(exts) > 0 {
+		name += exts[0]
+	}
+	return name
 }
 
 func resourceName(uri string, i int) string {

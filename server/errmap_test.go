@@ -30,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
@@ -175,6 +176,7 @@ func internalFailures() map[string]struct {
 		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
 		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "agents are not wired to the API yet; an agent reports an unknown tool to the model"},
 		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
+		"netguard.ErrForbidden":            {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},

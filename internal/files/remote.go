@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/netguard"
 )
 
 // Client-safe descriptions of the remote-fetch errors (see [RemoteErrorMessage]).
@@ -132,8 +134,11 @@ func (s *Service) fetchError(ctx, fetchCtx context.Context, where string, err er
 		err = ue.Err
 	}
 	switch {
-	case errors.Is(err, ErrRemoteForbidden), errors.Is(err, ErrRemoteFetch):
-		// From the dialer guard or checkRedirect; already classified.
+	case errors.Is(err, netguard.ErrForbidden):
+		// From the dialer guard.
+		return fmt.Errorf("files: fetch %s: %w: %w", where, ErrRemoteForbidden, err)
+	case errors.Is(err, ErrRemoteFetch):
+		// From checkRedirect; already classified.
 		return fmt.Errorf("files: fetch %s: %w", where, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("files: fetch %s: %w", where, ctx.Err())

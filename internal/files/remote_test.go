@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -238,66 +237,6 @@ func TestFetchRemoteRefusesLoopback(t *testing.T) {
 	}
 	if n := srv.total(); n != 0 {
 		t.Errorf("server saw %d requests, want 0", n)
-	}
-}
-
-func TestForbiddenAddr(t *testing.T) {
-	t.Parallel()
-	for addr, want := range map[string]bool{
-		"127.0.0.1":        true,
-		"127.1.2.3":        true,
-		"10.0.0.1":         true,
-		"172.16.0.1":       true,
-		"172.31.255.255":   true,
-		"192.168.1.1":      true,
-		"169.254.169.254":  true, // cloud metadata
-		"0.0.0.0":          true,
-		"0.1.2.3":          true,
-		"100.64.0.1":       true,
-		"255.255.255.255":  true,
-		"224.0.0.1":        true,
-		"::1":              true,
-		"::":               true,
-		"fe80::1":          true,
-		"fe80::1%eth0":     true,
-		"fc00::1":          true,
-		"fd12:3456::1":     true,
-		"fec0::1":          true,
-		"ff02::1":          true,
-		"::ffff:127.0.0.1": true,
-		"::ffff:10.0.0.1":  true,
-		"8.8.8.8":          false,
-		"172.32.0.1":       false,
-		"100.128.0.1":      false,
-		"93.184.216.34":    false,
-		"2606:4700::1111":  false,
-		"::ffff:8.8.8.8":   false,
-	} {
-		if got := forbiddenAddr(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("forbiddenAddr(%s) = %v, want %v", addr, got, want)
-		}
-	}
-	if !forbiddenAddr(netip.Addr{}) {
-		t.Error("the zero Addr must be forbidden")
-	}
-}
-
-func TestGuardControl(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		address string
-		ok      bool
-	}{
-		{"8.8.8.8:443", true},
-		{"[2606:4700::1111]:80", true},
-		{"127.0.0.1:80", false},
-		{"[::1]:80", false},
-		{"localhost:80", false}, // never a name at dial time; refuse anyway
-	} {
-		err := guardControl("tcp", tc.address, nil)
-		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrRemoteForbidden)) {
-			t.Errorf("guardControl(%s) = %v, want ok=%v", tc.address, err, tc.ok)
-		}
 	}
 }
 

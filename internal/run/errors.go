@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/parleyhq/parley/internal/files"
-	"github.com/parleyhq/parley/internal/knowledge"
-	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
@@ -48,15 +46,7 @@ const InterruptedError = "The server stopped before the answer was complete."
 // stream's error event told the client, never the internal cause (addresses, SQL), which the
 // run's log line keeps.
 func storedError(err error) string {
-	var perr *providers.Error
-	var kerr *knowledge.Error
-	switch {
-	case errors.As(err, &perr):
-		return perr.Message
-	case errors.As(err, &kerr):
-		return kerr.Message
-	}
-	if msg, ok := files.RemoteErrorMessage(err); ok {
+	if msg, ok := safeerr.Message(err); ok {
 		return msg
 	}
 	return "Internal Server Error."

@@ -37,6 +37,7 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/tools/openapi"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
@@ -175,6 +176,7 @@ func internalFailures() map[string]struct {
 		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
 		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "agents are not wired to the API yet; an agent reports an unknown tool to the model"},
 		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
+		"tools/openapi.ErrInvalidDocument": {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},

@@ -474,3 +474,40 @@ func TestInvalidDocuments(t *testing.T) {
 		t.Error("New accepted options without an HTTP client")
 	}
 }
+
+// TestAliasBombIsRefused: a small YAML document whose aliases expand to billions of nodes is
+// refused rather than expanded.
+func TestAliasBombIsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
+		for j := 0; j < 10; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	for _, head := range []string{"openapi: 3.0.3\n", "swagger: '2.0'\n"} {
+		doc := head + "info: {title: x, version: '1'}\nservers: [{url: 'https://x.invalid'}]\npaths: {/a: {get: {operationId: a, responses: {'200': {description: ok}}}}}\nx-bomb:\n" +
+			strings.ReplaceAll(b.String(), "\na", "\n  a")
+		doc = strings.Replace(doc, "x-bomb:\na0", "x-bomb:\n  a0", 1)
+		_, err := New([]byte(doc), Options{HTTPClient: &http.Client{}})
+		if !errors.Is(err, ErrInvalidDocument) || !strings.Contains(err.Error(), "aliasing") {
+			t.Fatalf("%s: err = %v, want ErrInvalidDocument for excessive aliasing", strings.TrimSpace(head), err)
+		}
+	}
+}
+
+func TestErrorTextHidesTheQueryKey(t *testing.T) {
+	srv, _ := recorder(t, func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "nope", http.StatusUnauthorized)
+	})
+	list := mustNew(t, weatherV2, Options{ServerURL: srv.URL, Auth: Auth{Type: AuthAPIKeyQuery, Value: "s3cret"}})
+	res := invoke(t, byName(t, list, "forecast"), `{"city":"x","days":1}`)
+	if !res.IsError || !strings.Contains(res.Text, "401") || strings.Contains(res.Text, "s3cret") {
+		t.Fatalf("result = %+v", res)
+	}
+}

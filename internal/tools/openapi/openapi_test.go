@@ -511,3 +511,25 @@ func TestErrorTextHidesTheQueryKey(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 }
+
+// BenchmarkNewNearLimit parses a document just under MaxDocumentBytes with thousands of
+// operations, the worst a registration can ask for.
+func BenchmarkNewNearLimit(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("openapi: 3.0.3\ninfo: {title: x, version: '1'}\nservers: [{url: 'https://x.invalid'}]\npaths:\n")
+	for i := 0; ; i++ {
+		entry := fmt.Sprintf("  /items%d/{id}:\n    get:\n      operationId: get%d\n      summary: Get item %d\n      parameters: [{name: id, in: path, required: true, schema: {type: string}}]\n      responses: {'200': {description: ok}}\n", i, i, i)
+		if sb.Len()+len(entry) > MaxDocumentBytes {
+			break
+		}
+		sb.WriteString(entry)
+	}
+	doc := []byte(sb.String())
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(doc, Options{HTTPClient: &http.Client{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -47,6 +47,7 @@ type operation struct {
 	// object's properties) or bodyValue (the argument "body" is the whole body).
 	body       bodyKind
 	schema     json.RawMessage
+	required   []string
 	serverURLs []string
 }
 
@@ -297,6 +298,7 @@ func buildOperation(path, method string, item *openapi3.PathItem, op *openapi3.O
 		return operation{}, invalid("%s %s: parameters do not encode: %v", o.method, path, err)
 	}
 	o.schema = raw
+	o.required = required
 	return o, nil
 }
 

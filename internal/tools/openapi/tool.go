@@ -234,17 +234,8 @@ func (t *Tool) result(contentType string, body []byte) tools.Result {
 // request builds the HTTP request from the arguments, or returns the observation saying why not.
 func (t *Tool) request(ctx context.Context, values map[string]any) (*http.Request, tools.Result) {
 	var missing []string
-	for _, p := range t.op.params {
-		if v, ok := values[p.name]; p.required && (!ok || v == nil) {
-			missing = append(missing, p.name)
-		}
-	}
-	var schema struct {
-		Required []string `json:"required"`
-	}
-	_ = json.Unmarshal(t.op.schema, &schema)
-	for _, name := range schema.Required {
-		if v, ok := values[name]; (!ok || v == nil) && !contains(missing, name) {
+	for _, name := range t.op.required {
+		if v, ok := values[name]; !ok || v == nil {
 			missing = append(missing, name)
 		}
 	}

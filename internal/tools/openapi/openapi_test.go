@@ -533,3 +533,25 @@ func BenchmarkNewNearLimit(b *testing.B) {
 		}
 	}
 }
+
+// TestCustomKeyHeaderStaysOnItsHost: a redirect to another host does not carry the API key.
+func TestCustomKeyHeaderStaysOnItsHost(t *testing.T) {
+	other, got := recorder(t, nil)
+	// The same loopback server under another host name: 127.0.0.1 redirects to localhost.
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != "k1" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		http.Redirect(w, r, target+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(origin.Close)
+	list := mustNew(t, weatherV2, Options{ServerURL: origin.URL, Auth: Auth{Type: AuthAPIKey, Header: "X-API-Key", Value: "k1"}})
+	if res := invoke(t, byName(t, list, "forecast"), `{"city":"x","days":1}`); res.IsError {
+		t.Fatalf("result = %+v", res)
+	}
+	if s := <-got; s.header.Get("X-API-Key") != "" {
+		t.Errorf("the redirected request carried X-API-Key %q", s.header.Get("X-API-Key"))
+	}
+}

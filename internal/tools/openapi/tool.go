@@ -109,6 +109,7 @@ func New(doc []byte, opts Options) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.HTTPClient = withoutKeyOnRedirect(opts.HTTPClient, opts.Auth)
 	out := make([]tools.Tool, 0, len(ops))
 	for _, o := range ops {
 		server := opts.ServerURL
@@ -426,4 +427,32 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// withoutKeyOnRedirect returns a copy of c (sharing its transport) that drops a custom API key
+// header when a redirect leaves the original host. Go drops Authorization on such redirects by
+// itself, but not a header of another name.
+func withoutKeyOnRedirect(c *http.Client, a Auth) *http.Client {
+	if a.Type != AuthAPIKey && a.Type != AuthAPIKeyHeader {
+		return c
+	}
+	name := a.Header
+	if name == "" {
+		return c
+	}
+	cp := *c
+	next := c.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && req.URL.Host != via[0].URL.Host {
+			req.Header.Del(name)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
 }

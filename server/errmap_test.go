@@ -38,6 +38,7 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/tools/openapi"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
@@ -177,6 +178,7 @@ func internalFailures() map[string]struct {
 		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "agents are not wired to the API yet; an agent reports an unknown tool to the model"},
 		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
 		"netguard.ErrForbidden":            {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
+		"tools/openapi.ErrInvalidDocument": {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},

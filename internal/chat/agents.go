@@ -1,0 +1,54 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// What agent kinds (internal/agent) share with Chatbot apps: the model, its parameters, the
+// message's files, and the head of a simple prompt. The agent builds the rest of its prompt
+// itself, since its history replays tool calls.
+
+// Base is what an answer of a chat kind starts from.
+type Base struct {
+	Spec   models.ModelSpec
+	Model  providers.ChatModel
+	Params map[string]any
+	// Files are the rows recording the user's files.
+	Files []store.MessageFile
+}
+
+// Base resolves the app's model, its client and parameters, and the message's files.
+func (s *Service) Base(ctx context.Context, t run.Turn) (Base, error) {
+	a, err := s.prepare(ctx, t)
+	if err != nil {
+		return Base{}, err
+	}
+	return Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts)}, nil
+}
+
+// Head is the start of a simple chat prompt: the pre-prompt with the inputs filled in, as the
+// system message, and the opening statement the user was shown.
+func Head(app *apps.App, inputs map[string]any) []providers.Message {
+	var head []providers.Message
+	if sys := render(app.PrePrompt, inputs); sys != "" {
+		head = append(head, providers.Message{Role: providers.RoleSystem, Content: sys})
+	}
+	if app.OpeningStatement != "" {
+		head = append(head, providers.Message{Role: providers.RoleAssistant, Content: render(app.OpeningStatement, inputs)})
+	}
+	return head
+}
+
+// ReplyBudget is the part of the model's context kept for its reply.
+func ReplyBudget(app *apps.App, spec models.ModelSpec) int { return replyBudget(app, spec) }
+
+// FitReply lowers max_tokens when the prompt leaves less room than it asks for.
+func FitReply(params map[string]any, spec models.ModelSpec, prompt []providers.Message) map[string]any {
+	return fitReply(params, spec, prompt)
+}

@@ -372,8 +372,7 @@ func (s *step) describeCalls(calls []providers.ToolCall) {
 		names = append(names, c.Name)
 		var args any = map[string]any{}
 		if strings.TrimSpace(c.Arguments) != "" {
-			var v any
-			if err := json.Unmarshal([]byte(c.Arguments), &v); err == nil {
+			if v, ok := pyJSON(c.Arguments); ok {
 				args = v
 			} else {
 				args = c.Arguments // kept as the model wrote it

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 
@@ -133,8 +134,68 @@ func (o *object) String() string {
 	return b.String()
 }
 
+// pyJSON re-spaces a JSON text as Dify's stored JSON is spaced (", " and ": " between members,
+// members in the order written), or returns false if it is not one JSON value.
+func pyJSON(text string) (json.RawMessage, bool) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var b bytes.Buffer
+	// first[i] says the container at depth i has no member yet; key says a value follows a key.
+	var first []bool
+	var inObject []bool
+	afterKey := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil || (len(first) == 0 && b.Len() > 0) {
+			return nil, false // not JSON, or a second value
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			if len(first) == 0 {
+				return nil, false
+			}
+			first, inObject = first[:len(first)-1], inObject[:len(inObject)-1]
+			b.WriteRune(rune(d))
+			continue
+		}
+		n := len(first)
+		if n > 0 && !afterKey {
+			if !first[n-1] {
+				b.WriteString(", ")
+			}
+			first[n-1] = false
+		}
+		isKey := n > 0 && inObject[n-1] && !afterKey
+		afterKey = false
+		switch v := tok.(type) {
+		case json.Delim:
+			b.WriteRune(rune(v))
+			first = append(first, true)
+			inObject = append(inObject, v == '{')
+			continue
+		case json.Number:
+			b.WriteString(v.String())
+		default:
+			b.Write(marshal(v))
+		}
+		if isKey {
+			b.WriteString(": ")
+			afterKey = true
+		}
+	}
+	if len(first) != 0 || b.Len() == 0 {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
 // marshal encodes v without escaping HTML characters.
 func marshal(v any) []byte {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

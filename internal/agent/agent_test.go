@@ -1,0 +1,412 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tools/builtin"
+)
+
+const testConfig = `
+providers:
+  - name: openai
+    base_url: ${UPSTREAM}
+    api_key_env: UPSTREAM_KEY
+    models:
+      - name: gpt-4o
+        type: llm
+        context_size: 8192
+        max_output_tokens: 512
+        pricing: {input: "2.50", output: "10.00", unit: "0.000001"}
+apps:
+  - name: helper
+    mode: agent-chat
+    model: {provider: openai, name: gpt-4o}
+    pre_prompt: "You help {{name}}."
+    user_input_form:
+      - {type: text-input, variable: name, required: true}
+`
+
+// env is the run engine with the agent runner over a real store, the real OpenAI-compatible
+// client, the built-in tools and a fake upstream speaking the OpenAI wire protocol.
+type env struct {
+	engine   *run.Engine
+	store    *store.Store
+	upstream *openaitest.Server
+	app      *apps.App
+}
+
+func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent) *env {
+	t.Helper()
+	ctx := context.Background()
+	up := openaitest.NewServer()
+	t.Cleanup(up.Close)
+	getenv := func(k string) string {
+		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
+	}
+	file, err := config.ParseFile([]byte(testConfig), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "helper", Mode: "agent-chat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := apps.NewRegistry(file.Apps, map[string]string{"helper": synced["helper"].ID}, func(n int) int { return n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered, _ := reg.ByID(synced["helper"].ID)
+	app := *registered
+	app.Agent = &agentCfg
+	catalog := models.NewCatalog(file.Providers, getenv)
+	// The web-page reader may reach the loopback pages of the tests.
+	toolSet := builtin.New(builtin.Options{AllowPrivateNetworks: true})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(Options{Store: st, Chat: chatSvc, Tools: toolSet.Lookup, Logger: log})}},
+	})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := engine.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return &env{engine: engine, store: st, upstream: up, app: &app}
+}
+
+func (e *env) send(t *testing.T, query, conversation string) *run.Run {
+	t.Helper()
+	rn, err := e.engine.Start(context.Background(), run.Request{App: e.app, User: "u1", Query: query,
+		Inputs: map[string]any{"name": "Ada"}, ConversationID: conversation, Streaming: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rn
+}
+
+// collect reads a run's events to the end and waits for the run to finish.
+func collect(t *testing.T, rn *run.Run) []run.Event {
+	t.Helper()
+	var evs []run.Event
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-rn.Events():
+			if !ok {
+				select {
+				case <-rn.Done():
+				case <-timeout:
+					t.Fatal("run did not finish")
+				}
+				return evs
+			}
+			evs = append(evs, ev)
+		case <-timeout:
+			t.Fatalf("run did not end; events so far: %+v", evs)
+		}
+	}
+}
+
+func (e *env) message(t *testing.T, rn *run.Run) store.Message {
+	t.Helper()
+	u, err := e.store.EndUser(context.Background(), e.app.ID, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.store.Message(context.Background(), e.app.ID, u.ID, rn.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) thoughts(t *testing.T, rn *run.Run) []store.AgentThought {
+	t.Helper()
+	got, err := e.store.AgentThoughts(context.Background(), []string{rn.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[rn.MessageID]
+}
+
+// trace spells the events as kind letters: T agent_thought, A agent_message, E message_end,
+// X error, the thought's position and what it holds so far after T ("T1", "T1t" with a tool,
+// "T1to" with an observation).
+func trace(evs []run.Event) string {
+	var b []string
+	for _, ev := range evs {
+		switch ev.Kind {
+		case run.EventAgentThought:
+			th := ev.Data.(thoughtEvent)
+			s := "T" + string(rune('0'+th.Position))
+			if th.Tool != "" {
+				s += "t"
+			}
+			if th.Observation != "" {
+				s += "o"
+			}
+			b = append(b, s)
+		case run.EventAgentMessage:
+			b = append(b, "A")
+		case run.EventMessageEnd:
+			b = append(b, "E")
+		case run.EventError:
+			b = append(b, "X")
+		default:
+			b = append(b, ev.Kind.String())
+		}
+	}
+	return strings.Join(b, " ")
+}
+
+func thoughtsOf(evs []run.Event) []thoughtEvent {
+	var out []thoughtEvent
+	for _, ev := range evs {
+		if ev.Kind == run.EventAgentThought {
+			out = append(out, ev.Data.(thoughtEvent))
+		}
+	}
+	return out
+}
+
+var mathsTool = apps.Agent{Enabled: true, Strategy: "function_call", Tools: []apps.Tool{
+	{ProviderType: "builtin", ProviderID: "maths", Name: "eval_expression", Enabled: true},
+	{ProviderType: "builtin", ProviderID: "webscraper", Name: "webscraper", Enabled: true},
+}}
+
+// TestToolCallThenAnswer: the model calls a tool, reads its result and answers. Each step is
+// streamed as it fills in under one id, stored, and the usage of both rounds is summed.
+func TestToolCallThenAnswer(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e, mathsTool)
+		env.upstream.OnEach("six times seven", openaitest.Reply{
+			Chunks:    []string{"Let me compute."},
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "6*7"}`}},
+			Usage:     &providers.Usage{PromptTokens: 100, CompletionTokens: 10},
+		}, openaitest.Reply{Chunks: []string{"It is ", "42."}, Usage: &providers.Usage{PromptTokens: 150, CompletionTokens: 5}})
+		rn := env.send(t, "What is six times seven?", "")
+		evs := collect(t, rn)
+		if got, want := trace(evs), "T1 A T1t T1to T2 A A T2 E"; got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		ths := thoughtsOf(evs)
+		if ths[0].ID != ths[1].ID || ths[1].ID != ths[2].ID || ths[3].ID == ths[0].ID || ths[3].ID != ths[4].ID {
+			t.Fatalf("thought ids %+v", ths)
+		}
+		if ths[0].Thought != "" || ths[0].Tool != "" || ths[0].ToolInput != "" || len(ths[0].ToolLabels) != 0 || ths[0].MessageFiles == nil {
+			t.Fatalf("first publication %+v, want an empty step", ths[0])
+		}
+		step := ths[2]
+		if step.Thought != "Let me compute." || step.Tool != "eval_expression" ||
+			step.ToolInput != `{"eval_expression": {"expression": "6*7"}}` || step.Observation != `{"eval_expression": "42"}` {
+			t.Fatalf("tool step %+v", step)
+		}
+		if l, ok := step.ToolLabels["eval_expression"].(map[string]string); !ok || l["en_US"] == "" || l["zh_Hans"] == "" {
+			t.Fatalf("tool labels %+v", step.ToolLabels)
+		}
+		if ths[4].Thought != "It is 42." || ths[4].Tool != "" || ths[4].Observation != "" {
+			t.Fatalf("answer step %+v", ths[4])
+		}
+		end := evs[len(evs)-1].End
+		if end.Usage.PromptTokens != 250 || end.Usage.CompletionTokens != 15 {
+			t.Fatalf("usage %+v, want the sum of both rounds", end.Usage)
+		}
+		// The second round saw the tool call and its result.
+		reqs := env.upstream.Requests()
+		if len(reqs) != 2 || len(reqs[0].Tools) != 2 || reqs[0].Tools[0].Name != "eval_expression" {
+			t.Fatalf("requests %+v", reqs)
+		}
+		msgs := reqs[1].Messages
+		call, result := msgs[len(msgs)-2], msgs[len(msgs)-1]
+		if msgs[0].Role != providers.RoleSystem || msgs[0].Content != "You help Ada." ||
+			len(call.ToolCalls) != 1 || call.ToolCalls[0].Name != "eval_expression" ||
+			result.Role != providers.RoleTool || result.ToolCallID != call.ToolCalls[0].ID || result.Content != "42" {
+			t.Fatalf("second round prompt %+v", msgs)
+		}
+		m := env.message(t, rn)
+		if m.Status != store.MessageStatusNormal || m.Answer != "Let me compute.It is 42." || m.MessageTokens != 250 {
+			t.Fatalf("stored %+v", m)
+		}
+		stored := env.thoughts(t, rn)
+		if len(stored) != 2 || stored[0].ID != step.ID || stored[0].Observation != step.Observation ||
+			stored[0].ToolInput != step.ToolInput || stored[0].MessageTokens != 100 || stored[1].Thought != "It is 42." {
+			t.Fatalf("stored thoughts %+v", stored)
+		}
+
+		// The next turn replays the tool call and its result from the stored steps.
+		env.upstream.On("And plus one?", openaitest.Reply{Chunks: []string{"43."}})
+		next := env.send(t, "And plus one?", rn.ConversationID)
+		if got := trace(collect(t, next)); got != "T1 A T1 E" {
+			t.Fatalf("second turn events %s", got)
+		}
+		reqs = env.upstream.Requests()
+		hist := reqs[len(reqs)-1].Messages
+		var roles []string
+		for _, m := range hist {
+			r := m.Role
+			if len(m.ToolCalls) > 0 {
+				r += "+call"
+			}
+			roles = append(roles, r)
+		}
+		if got := strings.Join(roles, " "); got != "system user assistant+call tool assistant user" {
+			t.Fatalf("second turn prompt roles %s: %+v", got, hist)
+		}
+		if hist[3].Content != "42" || hist[2].ToolCalls[0].Arguments != `{"expression": "6*7"}` || hist[4].Content != "It is 42." {
+			t.Fatalf("replayed history %+v", hist)
+		}
+	})
+}
+
+// TestToolFailuresAreObservations: a tool that fails, arguments that are not JSON and a tool
+// the app does not have are all told to the model as observations; the agent goes on.
+func TestToolFailuresAreObservations(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e, mathsTool)
+		broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "boom", http.StatusInternalServerError)
+		}))
+		defer broken.Close()
+		env.upstream.OnEach("break things", openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "webscraper", Arguments: `{"url": "` + broken.URL + `"}`}},
+		}, openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "1+`}},
+		}, openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "web_search", Arguments: `{}`}},
+		}, openaitest.Reply{Chunks: []string{"I could", " not", "."}})
+		rn := env.send(t, "Please break things", "")
+		evs := collect(t, rn)
+		if got, want := trace(evs), "T1 T1t T1to T2 T2t T2to T3 T3t T3to T4 A A A T4 E"; got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		stored := env.thoughts(t, rn)
+		if len(stored) != 4 {
+			t.Fatalf("stored %+v", stored)
+		}
+		var obs []string
+		for _, s := range stored[:3] {
+			var o map[string]string
+			if err := json.Unmarshal([]byte(s.Observation), &o); err != nil {
+				t.Fatalf("observation %q: %v", s.Observation, err)
+			}
+			obs = append(obs, o[s.Tool])
+		}
+		if !strings.HasPrefix(obs[0], "tool invoke error: ") || !strings.Contains(obs[0], "500") {
+			t.Errorf("failing tool observation %q", obs[0])
+		}
+		if !strings.HasPrefix(obs[1], "tool parameters validation error: ") {
+			t.Errorf("bad arguments observation %q", obs[1])
+		}
+		if obs[2] != "there is not a tool named web_search" {
+			t.Errorf("unknown tool observation %q", obs[2])
+		}
+		// Arguments that are not JSON are recorded as the model wrote them.
+		if stored[1].ToolInput != `{"eval_expression": "{\"expression\": \"1+"}` {
+			t.Errorf("tool_input of bad arguments %s", stored[1].ToolInput)
+		}
+		if m := env.message(t, rn); m.Status != store.MessageStatusNormal || m.Answer != "I could not." {
+			t.Fatalf("stored %+v", m)
+		}
+	})
+}
+
+// TestLastRoundForcesAnswer: after max_iteration rounds the tools are withdrawn; a model that
+// still calls one ends the run with ErrMaxIterations, its steps stored.
+func TestLastRoundForcesAnswer(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		cfg := mathsTool
+		cfg.MaxIteration = 2
+		env := newEnv(t, e, cfg)
+		env.upstream.On("loop forever", openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "1+1"}`}},
+		})
+		rn := env.send(t, "loop forever", "")
+		evs := collect(t, rn)
+		if got, want := trace(evs), "T1 T1t T1to T2 T2t T2to T3 T3t X"; got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		if err := evs[len(evs)-1].Err; !errors.Is(err, ErrMaxIterations) {
+			t.Fatalf("error %v", err)
+		}
+		reqs := env.upstream.Requests()
+		if len(reqs) != 3 || len(reqs[0].Tools) != 2 || len(reqs[1].Tools) != 2 || len(reqs[2].Tools) != 0 {
+			t.Fatalf("tools offered per round: %d requests", len(reqs))
+		}
+		if m := env.message(t, rn); m.Status != store.MessageStatusError {
+			t.Fatalf("stored %+v", m)
+		}
+		if stored := env.thoughts(t, rn); len(stored) != 3 || stored[2].Tool != "eval_expression" || stored[2].Observation != "" {
+			t.Fatalf("stored thoughts %+v", stored)
+		}
+
+		// A model that answers in the last round ends normally.
+		env.upstream.OnEach("stop eventually", openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "2+2"}`}},
+		}, openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "2+2"}`}},
+		}, openaitest.Reply{Chunks: []string{"Four."}})
+		rn = env.send(t, "stop eventually", "")
+		if got := trace(collect(t, rn)); got != "T1 T1t T1to T2 T2t T2to T3 A T3 E" {
+			t.Fatalf("events %s", got)
+		}
+	})
+}
+
+// TestProviderErrorMidLoop: a provider failure in the second round ends the run with the
+// error; the first round's step is stored complete and the answer so far kept.
+func TestProviderErrorMidLoop(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e, mathsTool)
+		env.upstream.OnEach("fragile", openaitest.Reply{
+			Chunks:    []string{"Computing."},
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "3*3"}`}},
+		}, openaitest.Reply{Status: 500, ErrorMessage: "upstream exploded"})
+		rn := env.send(t, "fragile sum", "")
+		evs := collect(t, rn)
+		if got, want := trace(evs), "T1 A T1t T1to X"; got != want {
+			t.Fatalf("events %s, want %s", got, want)
+		}
+		if err := evs[len(evs)-1].Err; providers.KindOf(err) == "" {
+			t.Fatalf("error %v, want a provider error", err)
+		}
+		m := env.message(t, rn)
+		if m.Status != store.MessageStatusError || m.Answer != "Computing." {
+			t.Fatalf("stored %+v", m)
+		}
+		stored := env.thoughts(t, rn)
+		if len(stored) != 1 || stored[0].Observation != `{"eval_expression": "9"}` {
+			t.Fatalf("stored thoughts %+v", stored)
+		}
+	})
+}

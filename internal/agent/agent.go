@@ -141,28 +141,40 @@ func (r *Runner) tools(app *apps.App) []agentTool {
 		}
 		seen[t.Name] = true
 		at := agentTool{name: t.Name}
-		provider := t.ProviderID
-		if provider == "" {
-			provider = t.ProviderName
-		}
-		switch {
-		case t.ProviderType != "" && t.ProviderType != "builtin" && t.ProviderType != "plugin":
-			at.missing = fmt.Errorf("%w: %s tools are not supported", tools.ErrUnknownTool, t.ProviderType)
-		case r.o.Tools == nil:
-			at.missing = tools.ErrUnknownTool
-		default:
-			tool, err := r.o.Tools(provider, t.Name, t.Parameters)
-			if err != nil {
-				at.missing = err
-			} else {
-				at.tool = tool
-				at.labels = tool.Identity().Label
-			}
+		if tool, err := resolve(r.o.Tools, t); err != nil {
+			at.missing = err
+		} else {
+			at.tool, at.labels = tool, tool.Identity().Label
 		}
 		at.labels = labelsOf(at.labels, t.Label, t.Name)
 		out = append(out, at)
 	}
 	return out
+}
+
+// resolve finds the tool an app's entry names: a built-in tool (provider type builtin, or
+// plugin for the plugin-era spelling of the same tools) that lookup has.
+func resolve(lookup ToolLookup, t apps.Tool) (tools.Tool, error) {
+	if t.ProviderType != "" && t.ProviderType != "builtin" && t.ProviderType != "plugin" {
+		return nil, fmt.Errorf("%w: %s tools are not supported", tools.ErrUnknownTool, t.ProviderType)
+	}
+	if lookup == nil {
+		return nil, tools.ErrUnknownTool
+	}
+	provider := t.ProviderID
+	if provider == "" {
+		provider = t.ProviderName
+	}
+	return lookup(provider, t.Name, t.Parameters)
+}
+
+// Available reports whether an app's tool can run with lookup, as the runner resolves it; the
+// import of agent apps asks it.
+func Available(lookup ToolLookup) func(apps.Tool) bool {
+	return func(t apps.Tool) bool {
+		_, err := resolve(lookup, t)
+		return err == nil
+	}
 }
 
 // labelsOf is a tool's label object as agent_thought's tool_labels carries it: en_US and

@@ -105,7 +105,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		r: r, base: base, prompt: buildPrompt(app, base.Spec, t.Inputs, history, thoughts, t.Query),
 		tools: r.tools(app), rounds: rounds(app.Agent), user: t.EndUser.ID,
 	}
-	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w}, nil
+	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
 
 // rounds is how many times the model may be called: max_iteration (default 10, at most 99)

@@ -51,6 +51,7 @@ apps:
 // client, the built-in tools and a fake upstream speaking the OpenAI wire protocol.
 type env struct {
 	engine   *run.Engine
+	tasks    *tasks.Local
 	store    *store.Store
 	upstream *openaitest.Server
 	app      *apps.App
@@ -92,7 +93,8 @@ func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent) *env {
 	toolSet := builtin.New(builtin.Options{AllowPrivateNetworks: true})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
-	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+	tr := tasks.NewLocal()
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tr, Logger: log,
 		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(Options{Store: st, Chat: chatSvc, Tools: toolSet.Lookup, Logger: log})}},
 	})
 	t.Cleanup(func() {
@@ -102,7 +104,7 @@ func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent) *env {
 			t.Error(err)
 		}
 	})
-	return &env{engine: engine, store: st, upstream: up, app: &app}
+	return &env{engine: engine, tasks: tr, store: st, upstream: up, app: &app}
 }
 
 func (e *env) send(t *testing.T, query, conversation string) *run.Run {
@@ -406,6 +408,61 @@ func TestProviderErrorMidLoop(t *testing.T) {
 		}
 		stored := env.thoughts(t, rn)
 		if len(stored) != 1 || stored[0].Observation != `{"eval_expression": "9"}` {
+			t.Fatalf("stored thoughts %+v", stored)
+		}
+	})
+}
+
+// TestNewConversationNamed: an agent's new conversation is named after its first query when
+// the request asks for it, as a Chatbot's is.
+func TestNewConversationNamed(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e, mathsTool)
+		env.upstream.On("plan my trip", openaitest.Reply{Chunks: []string{"Trip planning"}})
+		rn, err := env.engine.Start(context.Background(), run.Request{App: env.app, User: "u1", Query: "plan my trip",
+			Inputs: map[string]any{"name": "Ada"}, AutoGenerateName: true, Streaming: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(t, rn)
+		u, err := env.store.EndUser(context.Background(), env.app.ID, "u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := env.store.Conversation(context.Background(), env.app.ID, u.ID, rn.ConversationID)
+		if err != nil || c.Name != "Trip planning" {
+			t.Fatalf("conversation %+v, %v", c, err)
+		}
+	})
+}
+
+// TestStopMidRound: a stop while the model streams its second round ends the message stopped,
+// with the answer so far and both steps stored.
+func TestStopMidRound(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEnv(t, e, mathsTool)
+		env.upstream.OnEach("slow answer", openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression": "2*2"}`}},
+		}, openaitest.Reply{Chunks: []string{"It is", " four"}, HangAfterChunks: 1})
+		rn := env.send(t, "slow answer", "")
+		var evs []run.Event
+		for ev := range rn.Events() {
+			evs = append(evs, ev)
+			if ev.Kind == run.EventAgentMessage {
+				break
+			}
+		}
+		if err := env.tasks.Stop(context.Background(), rn.TaskID, env.app.ID, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, collect(t, rn)...)
+		if got := trace(evs); got != "T1 T1t T1to T2 A T2 E" {
+			t.Fatalf("events %s", got)
+		}
+		if m := env.message(t, rn); m.Status != store.MessageStatusStopped || m.Answer != "It is" {
+			t.Fatalf("stored %+v", m)
+		}
+		if stored := env.thoughts(t, rn); len(stored) != 2 || stored[1].Thought != "It is" {
 			t.Fatalf("stored thoughts %+v", stored)
 		}
 	})

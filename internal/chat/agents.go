@@ -21,15 +21,24 @@ type Base struct {
 	Params map[string]any
 	// Files are the rows recording the user's files.
 	Files []store.MessageFile
+	// After names a new conversation after its first query when the request asks for it
+	// (run.Job.After); nil otherwise.
+	After func(ctx context.Context)
 }
 
-// Base resolves the app's model, its client and parameters, and the message's files.
+// Base resolves the app's model, its client and parameters, the message's files, and the naming
+// of a new conversation.
 func (s *Service) Base(ctx context.Context, t run.Turn) (Base, error) {
 	a, err := s.prepare(ctx, t)
 	if err != nil {
 		return Base{}, err
 	}
-	return Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts)}, nil
+	b := Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts)}
+	if t.NewConversation && t.AutoGenerateName {
+		app, endUser, conv, query := t.App, t.EndUser.ID, t.Conversation.ID, t.Query
+		b.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, a.spec, a.model, query) }
+	}
+	return b, nil
 }
 
 // Head is the start of a simple chat prompt: the pre-prompt with the inputs filled in, as the

@@ -58,6 +58,9 @@ type Options struct {
 	Store Store
 	Chat  Chat
 	Tools ToolLookup
+	// Knowledge searches the app's knowledge bases, which the agent has as tools; without it
+	// they are not offered.
+	Knowledge Knowledge
 	// HistoryMessages bounds the earlier exchanges considered for the prompt (default 50).
 	HistoryMessages int
 	Logger          *slog.Logger
@@ -103,8 +106,9 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	}
 	w := &work{
 		r: r, base: base, prompt: buildPrompt(app, base.Spec, t.Inputs, history, thoughts, t.Query),
-		tools: r.tools(app), rounds: rounds(app.Agent), user: t.EndUser.ID,
+		rounds: rounds(app.Agent), user: t.EndUser.ID, cite: app.Features.RetrieverResource.Enabled,
 	}
+	w.tools = r.tools(app, w)
 	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
 
@@ -129,12 +133,23 @@ type agentTool struct {
 
 // tools resolves the app's enabled tools. A tool Parley does not have is still offered under its
 // name, so that the model calling it learns why it failed.
-func (r *Runner) tools(app *apps.App) []agentTool {
-	if app.Agent == nil {
-		return nil
-	}
+func (r *Runner) tools(app *apps.App, w *work) []agentTool {
 	var out []agentTool
 	seen := map[string]bool{}
+	if r.o.Knowledge != nil {
+		for _, kb := range app.KnowledgeBases {
+			name := datasetToolName(kb)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			tool := &datasetTool{k: r.o.Knowledge, kb: kb, name: name, found: w.found}
+			out = append(out, agentTool{name: name, tool: tool, labels: tool.Identity().Label})
+		}
+	}
+	if app.Agent == nil {
+		return out
+	}
 	for _, t := range app.Agent.Tools {
 		if !t.Enabled || seen[t.Name] {
 			continue
@@ -222,6 +237,20 @@ type work struct {
 	tools  []agentTool
 	rounds int
 	user   string
+	// cite returns the chunks the knowledge tools found as retriever resources.
+	cite      bool
+	resources []store.RetrieverResource
+}
+
+// found records the chunks a knowledge tool returned, numbered in the order found.
+func (w *work) found(rs []store.RetrieverResource) {
+	if !w.cite {
+		return
+	}
+	for _, r := range rs {
+		r.Position = len(w.resources) + 1
+		w.resources = append(w.resources, r)
+	}
 }
 
 // thoughtEvent is the payload of an agent_thought event.
@@ -247,18 +276,19 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		st := &step{w: w, out: out, t: store.AgentThought{ID: store.NewID(), MessageID: out.MessageID(), Position: position}}
 		calls, usage, err := st.call(ctx, prompt, last)
 		total = models.AddUsage(total, usage)
+		outcome := run.Outcome{Usage: total, Resources: w.resources}
 		if err != nil {
-			return run.Outcome{Usage: total}, err
+			return outcome, err
 		}
 		if len(calls) == 0 {
-			return run.Outcome{Usage: total}, nil
+			return outcome, nil
 		}
 		if last {
-			return run.Outcome{Usage: total}, fmt.Errorf("%w (max_iteration %d)", ErrMaxIterations, w.rounds-1)
+			return outcome, fmt.Errorf("%w (max_iteration %d)", ErrMaxIterations, w.rounds-1)
 		}
 		results, err := st.invoke(ctx, calls)
 		if err != nil {
-			return run.Outcome{Usage: total}, err
+			return run.Outcome{Usage: total, Resources: w.resources}, err
 		}
 		prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: st.t.Thought, ToolCalls: calls})
 		for i, c := range calls {

@@ -4,17 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -57,7 +60,7 @@ type env struct {
 	app      *apps.App
 }
 
-func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent) *env {
+func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent, opts ...func(*apps.App, *Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer()
@@ -94,8 +97,12 @@ func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
 	tr := tasks.NewLocal()
+	o := Options{Store: st, Chat: chatSvc, Tools: toolSet.Lookup, Logger: log}
+	for _, opt := range opts {
+		opt(&app, &o)
+	}
 	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tr, Logger: log,
-		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(Options{Store: st, Chat: chatSvc, Tools: toolSet.Lookup, Logger: log})}},
+		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(o)}},
 	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -464,6 +471,65 @@ func TestStopMidRound(t *testing.T) {
 		}
 		if stored := env.thoughts(t, rn); len(stored) != 2 || stored[1].Thought != "It is" {
 			t.Fatalf("stored thoughts %+v", stored)
+		}
+	})
+}
+
+// tideKnowledge answers every search with two chunks and records the queries.
+type tideKnowledge struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (k *tideKnowledge) RetrieveForChat(_ context.Context, names []string, query string) (knowledge.ChatContext, error) {
+	k.mu.Lock()
+	k.queries = append(k.queries, strings.Join(names, ",")+": "+query)
+	k.mu.Unlock()
+	rs := []store.RetrieverResource{
+		{Position: 1, DatasetID: store.NewID(), DatasetName: names[0], DocumentID: store.NewID(), DocumentName: "a.txt",
+			SegmentID: store.NewID(), Content: "Tides follow the moon.", Score: 0.9},
+		{Position: 2, DatasetID: store.NewID(), DatasetName: names[0], DocumentID: store.NewID(), DocumentName: "b.txt",
+			SegmentID: store.NewID(), Content: "Waves are wind.", Score: 0.8},
+	}
+	return knowledge.ChatContext{Resources: rs, Text: "Tides follow the moon.\nWaves are wind."}, nil
+}
+
+// TestKnowledgeBaseTool: an agent's knowledge base is a tool the model calls with a query; the
+// chunks are the observation and, when the app cites its sources, the answer's resources.
+func TestKnowledgeBaseTool(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		for _, cite := range []bool{true, false} {
+			kb := &tideKnowledge{}
+			env := newEnv(t, e, apps.Agent{Enabled: true}, func(a *apps.App, o *Options) {
+				a.KnowledgeBases = []string{"Sea notes"}
+				a.Features.RetrieverResource.Enabled = cite
+				o.Knowledge = kb
+			})
+			q := fmt.Sprintf("why tides, cite %v", cite)
+			env.upstream.OnEach(q, openaitest.Reply{
+				ToolCalls: []providers.ToolCall{{Name: "dataset_Sea_notes", Arguments: `{"query": "tides"}`}},
+			}, openaitest.Reply{Chunks: []string{"The moon."}})
+			rn := env.send(t, q, "")
+			evs := collect(t, rn)
+			if got := trace(evs); got != "T1 T1t T1to T2 A T2 E" {
+				t.Fatalf("events %s", got)
+			}
+			reqs := env.upstream.Requests()
+			if len(reqs) != 2 || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "dataset_Sea_notes" ||
+				!strings.Contains(reqs[0].Tools[0].Description, "Sea notes") {
+				t.Fatalf("tools offered %+v", reqs[0].Tools)
+			}
+			if th := thoughtsOf(evs)[2]; th.Observation != `{"dataset_Sea_notes": "Tides follow the moon.\nWaves are wind."}` {
+				t.Fatalf("observation %s", th.Observation)
+			}
+			if len(kb.queries) != 1 || kb.queries[0] != "Sea notes: tides" {
+				t.Fatalf("searches %v", kb.queries)
+			}
+			end := evs[len(evs)-1].End
+			if cite && (len(end.Resources) != 2 || end.Resources[1].Position != 2 || end.Resources[0].Content != "Tides follow the moon.") ||
+				!cite && len(end.Resources) != 0 {
+				t.Fatalf("cite %v: resources %+v", cite, end.Resources)
+			}
 		}
 	})
 }

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,7 +52,8 @@ func TestLegacyAgent(t *testing.T) {
 		if name := p.CLI(t, "apps", "import", "--lenient", path); name != "Maths Agent" {
 			t.Fatalf("import printed %q", name)
 		}
-		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", "Maths Agent"))
+		key := p.CLI(t, "keys", "create", "--app", "Maths Agent")
+		c := newClient(t, p, key)
 
 		q := marker(t, "what is six times seven")
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"who": "Ada"}}
@@ -114,5 +117,26 @@ func TestLegacyAgent(t *testing.T) {
 			*h.ToolInput != *step.ToolInput || *h.Observation != *step.Observation || h.Files == nil || m.AgentThoughts[1].Position != 2 {
 			t.Fatalf("stored thoughts %+v", m.AgentThoughts)
 		}
+
+		// The exact stream, checked against the contract.
+		gq := marker(t, "golden agent")
+		upstream.OnEach(gq, openaitest.Reply{
+			Chunks:    []string{"Let me compute."},
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression":"2**10"}`}},
+			Usage:     &providers.Usage{PromptTokens: 40, CompletionTokens: 12},
+		}, openaitest.Reply{Chunks: []string{"It is ", "1024."}, Usage: &providers.Usage{PromptTokens: 60, CompletionTokens: 4}})
+		req, _ := newRequest("POST", p.URL+"/chat-messages",
+			`{"query":"`+gq+`","inputs":{"who":"Ada"},"user":"golden","response_mode":"streaming"}`, key)
+		resp, err := newContractClient(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+		golden(t, "agent_chat_streaming.sse.golden", normalize(strings.TrimRight(got, "\n")+"\n"))
 	})
 }

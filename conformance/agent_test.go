@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +118,43 @@ func TestLegacyAgent(t *testing.T) {
 		if h.Id != step.Id.String() || h.MessageId != m.Id.String() || h.Position != 1 || *h.Tool != "eval_expression" ||
 			*h.ToolInput != *step.ToolInput || *h.Observation != *step.Observation || h.Files == nil || m.AgentThoughts[1].Position != 2 {
 			t.Fatalf("stored thoughts %+v", m.AgentThoughts)
+		}
+
+		// A vision model sees the message's images, in every round.
+		img := pngBytes(t)
+		remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(img)
+		}))
+		defer remote.Close()
+		iq := marker(t, "how much is the picture")
+		upstream.OnEach(iq, openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression":"1+1"}`}},
+		}, openaitest.Reply{Chunks: []string{"Two."}})
+		withImage := body
+		withImage.Query = iq
+		withImage.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(remote.URL + "/dot.png")}}
+		seenBefore := len(upstream.Requests())
+		streamEvents(t, c, withImage)
+		dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
+		rounds := 0
+		for _, req := range upstream.Requests()[seenBefore:] {
+			if req.LastUserMessage() != iq {
+				continue
+			}
+			rounds++
+			var parts []providers.Part
+			for _, m := range req.Messages {
+				if m.Role == providers.RoleUser {
+					parts = m.Parts
+				}
+			}
+			if len(parts) != 2 || parts[1].ImageURL != dataURL {
+				t.Fatalf("round %d: user message parts %+v", rounds, parts)
+			}
+		}
+		if rounds != 2 {
+			t.Fatalf("%d rounds saw the query", rounds)
 		}
 
 		// The exact stream, checked against the contract.

@@ -271,6 +271,15 @@ type thoughtEvent struct {
 func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	var total models.Usage
 	prompt := w.prompt
+	if w.base.Images != nil {
+		images, err := w.base.Images(ctx)
+		if err != nil {
+			return run.Outcome{}, err
+		}
+		if len(images) > 0 {
+			prompt = chat.WithImages(prompt, images)
+		}
+	}
 	for position := 1; ; position++ {
 		last := position == w.rounds
 		st := &step{w: w, out: out, t: store.AgentThought{ID: store.NewID(), MessageID: out.MessageID(), Position: position}}

@@ -21,6 +21,9 @@ type Base struct {
 	Params map[string]any
 	// Files are the rows recording the user's files.
 	Files []store.MessageFile
+	// Images loads the message's images for a vision model (none for another model), to
+	// call inside the run.
+	Images func(ctx context.Context) ([]providers.Part, error)
 	// After names a new conversation after its first query when the request asks for it
 	// (run.Job.After); nil otherwise.
 	After func(ctx context.Context)
@@ -33,7 +36,8 @@ func (s *Service) Base(ctx context.Context, t run.Turn) (Base, error) {
 	if err != nil {
 		return Base{}, err
 	}
-	b := Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts)}
+	b := Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts),
+		Images: func(ctx context.Context) ([]providers.Part, error) { return s.imageParts(ctx, a.spec, a.atts) }}
 	if t.NewConversation && t.AutoGenerateName {
 		app, endUser, conv, query := t.App, t.EndUser.ID, t.Conversation.ID, t.Query
 		b.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, a.spec, a.model, query) }
@@ -60,4 +64,9 @@ func ReplyBudget(app *apps.App, spec models.ModelSpec) int { return replyBudget(
 // FitReply lowers max_tokens when the prompt leaves less room than it asks for.
 func FitReply(params map[string]any, spec models.ModelSpec, prompt []providers.Message) map[string]any {
 	return fitReply(params, spec, prompt)
+}
+
+// WithImages puts images in the prompt's last user message, after its text.
+func WithImages(prompt []providers.Message, images []providers.Part) []providers.Message {
+	return withImages(prompt, images)
 }

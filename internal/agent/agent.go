@@ -37,6 +37,9 @@ const (
 	maxIterationCap     = 99
 )
 
+// saveTimeout bounds the storing of one step.
+const saveTimeout = 10 * time.Second
+
 // Store is what the runner needs from storage; *store.Store implements it.
 type Store interface {
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
@@ -317,7 +320,10 @@ type step struct {
 
 // save stores the step as it is now and streams it.
 func (s *step) save(ctx context.Context) error {
-	t, err := s.w.r.o.Store.SaveAgentThought(context.WithoutCancel(ctx), s.t)
+	// A step is stored even when the run was stopped, so that what was done is kept.
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	t, err := s.w.r.o.Store.SaveAgentThought(saveCtx, s.t)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ type env struct {
 	app      *apps.App
 }
 
-func newEnv(t *testing.T, e storetest.Engine, agentCfg apps.Agent, opts ...func(*apps.App, *Options)) *env {
+func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(*apps.App, *Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer()

@@ -111,6 +111,11 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		r: r, base: base, prompt: buildPrompt(app, base.Spec, t.Inputs, history, thoughts, t.Query),
 		rounds: rounds(app.Agent), user: t.EndUser.ID, cite: app.Features.RetrieverResource.Enabled,
 	}
+	if app.Agent != nil {
+		w.react = useReAct(app.Agent.Strategy, base.Spec)
+	} else {
+		w.react = useReAct("", base.Spec)
+	}
 	w.tools = r.tools(app, w)
 	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
@@ -240,6 +245,8 @@ type work struct {
 	tools  []agentTool
 	rounds int
 	user   string
+	// react runs the ReAct strategy instead of function calling.
+	react bool
 	// cite returns the chunks the knowledge tools found as retriever resources.
 	cite      bool
 	resources []store.RetrieverResource
@@ -283,9 +290,12 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 			prompt = chat.WithImages(prompt, images)
 		}
 	}
+	if w.react {
+		return w.runReAct(ctx, out, prompt)
+	}
 	for position := 1; ; position++ {
 		last := position == w.rounds
-		st := &step{w: w, out: out, t: store.AgentThought{ID: store.NewID(), MessageID: out.MessageID(), Position: position}}
+		st := &step{w: w, out: out, t: newThought(out, position)}
 		calls, usage, err := st.call(ctx, prompt, last)
 		total = models.AddUsage(total, usage)
 		outcome := run.Outcome{Usage: total, Resources: w.resources}
@@ -318,9 +328,23 @@ type step struct {
 	started bool
 }
 
+// newThought is the empty step at position of the message being answered.
+func newThought(out *run.Output, position int) store.AgentThought {
+	return store.AgentThought{ID: store.NewID(), MessageID: out.MessageID(), Position: position}
+}
+
 // save stores the step as it is now and streams it.
 func (s *step) save(ctx context.Context) error {
-	// A step is stored even when the run was stopped, so that what was done is kept.
+	if err := s.store(ctx); err != nil {
+		return err
+	}
+	s.emit()
+	return nil
+}
+
+// store stores the step as it is now. A step is stored even when the run was stopped, so that
+// what was done is kept.
+func (s *step) store(ctx context.Context) error {
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	t, err := s.w.r.o.Store.SaveAgentThought(saveCtx, s.t)
@@ -328,6 +352,12 @@ func (s *step) save(ctx context.Context) error {
 		return err
 	}
 	s.t = t
+	return nil
+}
+
+// emit streams the step as it is now.
+func (s *step) emit() {
+	t := s.t
 	labels := s.labels
 	if labels == nil {
 		labels = map[string]any{}
@@ -336,7 +366,6 @@ func (s *step) save(ctx context.Context) error {
 		ID: t.ID, Position: t.Position, Thought: t.Thought, Observation: t.Observation, Tool: t.Tool,
 		ToolLabels: labels, ToolInput: t.ToolInput, MessageFiles: t.Files,
 	}})
-	return nil
 }
 
 // start stores and streams the empty step, once, when the model's answer begins.
@@ -348,15 +377,15 @@ func (s *step) start(ctx context.Context) error {
 	return s.save(ctx)
 }
 
-// call calls the model once, streaming its text as agent_message events, and records what it
-// said and the tools it called. The last round offers no tools.
-func (s *step) call(ctx context.Context, prompt []providers.Message, last bool) ([]providers.ToolCall, models.Usage, error) {
+// stream calls the model once and passes each piece of its text to onDelta; it returns the tool
+// calls the model made and the usage of the call, and records the call's tokens and latency on
+// the step. The step starts with the model's answer.
+func (s *step) stream(ctx context.Context, prompt []providers.Message, tools []providers.Tool, params map[string]any,
+	onDelta func(string)) ([]providers.ToolCall, models.Usage, error) {
 	w := s.w
 	started := time.Now()
-	req := providers.ChatRequest{Model: w.base.Spec.Name, Messages: prompt, Parameters: chat.FitReply(w.base.Params, w.base.Spec, prompt), User: w.user}
-	if !last {
-		req.Tools = definitions(w.tools)
-	}
+	req := providers.ChatRequest{Model: w.base.Spec.Name, Messages: prompt, Tools: tools,
+		Parameters: chat.FitReply(params, w.base.Spec, prompt), User: w.user}
 	var (
 		text     strings.Builder
 		calls    []providers.ToolCall
@@ -382,29 +411,39 @@ func (s *step) call(ctx context.Context, prompt []providers.Message, last bool) 
 			if chunk.Usage != nil {
 				reported = chunk.Usage
 			}
-			if len(chunk.ToolCalls) > 0 {
-				calls = append(calls, chunk.ToolCalls...)
-			}
+			calls = append(calls, chunk.ToolCalls...)
 			if chunk.Delta != "" {
 				text.WriteString(chunk.Delta)
-				s.out.Emit(run.Event{Kind: run.EventAgentMessage, Answer: chunk.Delta})
+				onDelta(chunk.Delta)
 			}
 		}
 	}()
-	u := providers.Usage{}
+	u := providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
 	if reported != nil {
 		u = *reported
-	} else {
-		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
 	}
 	latency := time.Since(started)
-	usage := models.ComputeUsage(w.base.Spec.Pricing, u.PromptTokens, u.CompletionTokens, latency)
+	s.t.MessageTokens, s.t.AnswerTokens, s.t.Latency = int64(u.PromptTokens), int64(u.CompletionTokens), latency.Seconds()
+	return calls, models.ComputeUsage(w.base.Spec.Pricing, u.PromptTokens, u.CompletionTokens, latency), err
+}
+
+// call calls the model once, streaming its text as agent_message events, and records what it
+// said and the tools it called. The last round offers no tools.
+func (s *step) call(ctx context.Context, prompt []providers.Message, last bool) ([]providers.ToolCall, models.Usage, error) {
+	var tools []providers.Tool
+	if !last {
+		tools = definitions(s.w.tools)
+	}
+	var text strings.Builder
+	calls, usage, err := s.stream(ctx, prompt, tools, s.w.base.Params, func(delta string) {
+		text.WriteString(delta)
+		s.out.Emit(run.Event{Kind: run.EventAgentMessage, Answer: delta})
+	})
 	if !s.started {
 		return nil, usage, err
 	}
 	// The step records what the round produced, also when it failed part-way.
 	s.t.Thought += text.String()
-	s.t.MessageTokens, s.t.AnswerTokens, s.t.Latency = int64(u.PromptTokens), int64(u.CompletionTokens), latency.Seconds()
 	for i := range calls {
 		if calls[i].ID == "" {
 			calls[i].ID = "call_" + store.NewID()

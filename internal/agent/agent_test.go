@@ -500,7 +500,7 @@ func TestKnowledgeBaseTool(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		for _, cite := range []bool{true, false} {
 			kb := &tideKnowledge{}
-			env := newEnv(t, e, apps.Agent{Enabled: true}, func(a *apps.App, o *Options) {
+			env := newEnv(t, e, apps.Agent{Enabled: true, Strategy: "function_call"}, func(a *apps.App, o *Options) {
 				a.KnowledgeBases = []string{"Sea notes"}
 				a.Features.RetrieverResource.Enabled = cite
 				o.Knowledge = kb

@@ -124,6 +124,31 @@ func flatten(msgs []providers.Message) []providers.Message {
 	return out
 }
 
+// withStop adds word to the app's stop words (a list or a single string), once.
+func withStop(stop any, word string) []string {
+	var out []string
+	switch v := stop.(type) {
+	case string:
+		if v != "" {
+			out = append(out, v)
+		}
+	case []string:
+		out = append(out, v...)
+	case []any:
+		for _, w := range v {
+			if s, ok := w.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	for _, w := range out {
+		if w == word {
+			return out
+		}
+	}
+	return append(out, word)
+}
+
 // runReAct is Run for the ReAct strategy.
 func (w *work) runReAct(ctx context.Context, out *run.Output, prompt []providers.Message) (run.Outcome, error) {
 	var total models.Usage
@@ -132,7 +157,7 @@ func (w *work) runReAct(ctx context.Context, out *run.Output, prompt []providers
 	if params == nil {
 		params = map[string]any{}
 	}
-	params["stop"] = []string{"Observation"}
+	params["stop"] = withStop(params["stop"], "Observation")
 	for position := 1; ; position++ {
 		last := position == w.rounds
 		st := &step{w: w, out: out, t: newThought(out, position)}

@@ -158,3 +158,16 @@ func TestVisible(t *testing.T) {
 		}
 	}
 }
+
+func TestWithStop(t *testing.T) {
+	for _, tc := range []struct {
+		stop any
+		want string
+	}{
+		{nil, "Observation"}, {"END", "END,Observation"}, {[]any{"a", "Observation"}, "a,Observation"}, {[]string{"x"}, "x,Observation"},
+	} {
+		if got := strings.Join(withStop(tc.stop, "Observation"), ","); got != tc.want {
+			t.Errorf("withStop(%v) = %s, want %s", tc.stop, got, tc.want)
+		}
+	}
+}

@@ -37,6 +37,9 @@ const (
 	maxIterationCap     = 99
 )
 
+// DefaultToolTimeout bounds a tool call when Options set no other limit.
+const DefaultToolTimeout = 60 * time.Second
+
 // saveTimeout bounds the storing of one step.
 const saveTimeout = 10 * time.Second
 
@@ -64,6 +67,9 @@ type Options struct {
 	// Knowledge searches the app's knowledge bases, which the agent has as tools; without it
 	// they are not offered.
 	Knowledge Knowledge
+	// ToolTimeout bounds one tool call (default DefaultToolTimeout); a tool that takes longer
+	// is told to the model as a failure.
+	ToolTimeout time.Duration
 	// HistoryMessages bounds the earlier exchanges considered for the prompt (default 50).
 	HistoryMessages int
 	Logger          *slog.Logger
@@ -78,6 +84,9 @@ type Runner struct {
 func New(o Options) *Runner {
 	if o.HistoryMessages <= 0 {
 		o.HistoryMessages = 50
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = DefaultToolTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -527,7 +536,12 @@ func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) string {
 	if strings.TrimSpace(c.Arguments) == "" {
 		args = json.RawMessage("{}")
 	}
-	res, err := t.tool.Invoke(ctx, args)
+	callCtx, cancel := context.WithTimeout(ctx, w.r.o.ToolTimeout)
+	defer cancel()
+	res, err := t.tool.Invoke(callCtx, args)
+	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, w.r.o.ToolTimeout)
+	}
 	switch {
 	case err != nil && errors.Is(err, tools.ErrBadArguments):
 		return fmt.Sprintf("tool parameters validation error: %v, please check your tool parameters", err)

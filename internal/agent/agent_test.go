@@ -533,3 +533,35 @@ func TestKnowledgeBaseTool(t *testing.T) {
 		}
 	})
 }
+
+// TestToolTimeout: a tool that does not answer in time is a failure the model reads; the agent
+// goes on.
+func TestToolTimeout(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		release := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer slow.Close()
+		defer close(release)
+		env := newEnv(t, e, mathsTool, func(_ *apps.App, o *Options) {
+			// The page reader's own limit is far away: the agent's limit is the one that ends the call.
+			o.Tools = builtin.New(builtin.Options{AllowPrivateNetworks: true, PageTimeout: time.Hour}).Lookup
+			o.ToolTimeout = 200 * time.Millisecond
+		})
+		env.upstream.OnEach("read slowly", openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "webscraper", Arguments: `{"url": "` + slow.URL + `"}`}},
+		}, openaitest.Reply{Chunks: []string{"The page did not load."}})
+		rn := env.send(t, "read slowly", "")
+		if got := trace(collect(t, rn)); got != "T1 T1t T1to T2 A T2 E" {
+			t.Fatalf("events %s", got)
+		}
+		stored := env.thoughts(t, rn)
+		if len(stored) != 2 || stored[0].Observation != `{"webscraper": "tool invoke error: the tool webscraper did not answer within 200ms"}` {
+			t.Fatalf("stored thoughts %+v", stored)
+		}
+	})
+}

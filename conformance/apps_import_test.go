@@ -188,7 +188,7 @@ func TestImportedApps(t *testing.T) {
 
 		// Names are unique across sources; config apps are not the CLI's to delete; the kinds
 		// Parley does not run yet are refused.
-		agent := write("agent.yml", "version: 0.6.0\napp: {name: Agent, mode: agent-chat}\nmodel_config: {}\n")
+		agent := write("agent.yml", "version: 0.7.0\napp: {name: Agent, mode: agent}\n")
 		for _, tc := range []struct {
 			args []string
 			want string
@@ -197,7 +197,7 @@ func TestImportedApps(t *testing.T) {
 			{[]string{"apps", "import", bot}, `app "Imported Bot": the name is taken by an imported app`},
 			{[]string{"apps", "delete", "chatbot"}, `cannot delete "chatbot": the app is defined by the config file`},
 			{[]string{"apps", "delete", "nope"}, `no app named "nope"`},
-			{[]string{"apps", "import", agent}, "Legacy Agent (agent-chat) apps cannot be imported yet"},
+			{[]string{"apps", "import", agent}, "Agent (agent) apps cannot be imported yet"},
 			{[]string{"apps", "import", "--dataset", "x", bot}, `--dataset "x": want DATASET_ID=KNOWLEDGE_BASE`},
 		} {
 			stdout, stderr, err := p.cliOut(tc.args...)

@@ -22,7 +22,7 @@ const sdkTimeout = 2 * time.Minute
 // TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
 // node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
-// (CompletionClient). Without node it skips, except in CI (CI set), where it fails.
+// (CompletionClient) and agent.test.mjs (a Legacy Agent through ChatClient). Without node it skips, except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
@@ -55,6 +55,7 @@ func TestDifyNodeSDK(t *testing.T) {
 			"PARLEY_URL="+p.URL,
 			"PARLEY_APP_KEY="+p.AppKey,
 			"PARLEY_COMPLETION_KEY="+p.CompletionKey(t),
+			"PARLEY_AGENT_KEY="+p.CLI(t, "keys", "create", "--app", "agent"),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",
 		)
@@ -96,11 +97,14 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 		"hang": {Marker: "[node-sdk-hang-" + tag + "]", Chunks: []string{"Partial answer ", "never sent"}},
 		// The Completion app's answer, when the marker is in its filled-in prompt.
 		"complete": {Marker: "[node-sdk-complete-" + tag + "]", Chunks: []string{"Dear ", "reader, ", "warmly."}},
+		// The Legacy Agent app's answer (it has no tools: one step).
+		"agent": {Marker: "[node-sdk-agent-" + tag + "]", Chunks: []string{"Agent ", "says ", "hi."}},
 		// TestMain's answers to every naming and suggestion request.
 		"title":   {Text: generatedTitle},
 		"suggest": {Questions: []string{"Why?", "How?", "When?"}},
 	}
 	upstream.On(script["stream"].Marker, openaitest.Reply{Chunks: script["stream"].Chunks})
+	upstream.On(script["agent"].Marker, openaitest.Reply{Chunks: script["agent"].Chunks})
 	upstream.On(script["complete"].Marker, openaitest.Reply{Chunks: script["complete"].Chunks})
 	upstream.On(script["hang"].Marker, openaitest.Reply{Chunks: script["hang"].Chunks, HangAfterChunks: 1})
 	raw, err := json.Marshal(script)

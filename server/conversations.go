@@ -200,7 +200,34 @@ func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) 
 		}
 		hm.MessageFiles = append(hm.MessageFiles, mf)
 	}
+	for _, t := range m.Thoughts {
+		at, err := historyThought(t)
+		if err != nil {
+			return gen.HistoryMessage{}, err
+		}
+		hm.AgentThoughts = append(hm.AgentThoughts, at)
+	}
 	return hm, nil
+}
+
+// historyThought is a stored agent step as GET /messages lists it: its texts as stored, the
+// tool labels as an object, the ids of the files it produced.
+func historyThought(t store.AgentThought) (gen.HistoryAgentThought, error) {
+	labels := map[string]any{}
+	if len(t.ToolLabels) > 0 {
+		if err := json.Unmarshal(t.ToolLabels, &labels); err != nil {
+			return gen.HistoryAgentThought{}, err
+		}
+	}
+	files, created := t.Files, t.CreatedAt.Unix()
+	if files == nil {
+		files = []string{}
+	}
+	thought, tool, input, observation := t.Thought, t.Tool, t.ToolInput, t.Observation
+	return gen.HistoryAgentThought{
+		Id: t.ID, MessageId: t.MessageID, Position: t.Position, Thought: &thought, Tool: &tool,
+		ToolLabels: &labels, ToolInput: &input, Observation: &observation, Files: &files, CreatedAt: &created,
+	}, nil
 }
 
 // SendMessageFeedback answers POST /messages/{message_id}/feedbacks.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
 	"github.com/parleyhq/parley/internal/auth"
@@ -175,7 +176,8 @@ func internalFailures() map[string]struct {
 		"apps.ErrInvalid":                  {apps.ErrInvalid, cliOnly},
 		"apps.ErrNameTaken":                {apps.ErrNameTaken, cliOnly},
 		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
-		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "agents are not wired to the API yet; an agent reports an unknown tool to the model"},
+		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "an agent reports an unknown or unavailable tool to the model as the observation"},
+		"agent.ErrMaxIterations":           {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
 		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
 		"netguard.ErrForbidden":            {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
 		"tools/openapi.ErrInvalidDocument": {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},

@@ -10,6 +10,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/tools/builtin"
+
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -113,6 +116,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
+			config.AppModeAgentChat: {Runner: agent.New(agent.Options{
+				Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
+			})},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of

@@ -44,6 +44,7 @@ type Store interface {
 	FeedbackForMessages(ctx context.Context, ids []string) (map[string]store.Feedback, error)
 	ListAppFeedbacks(ctx context.Context, appID string, page, limit int) ([]store.Feedback, error)
 	MessageFiles(ctx context.Context, messageIDs []string) (map[string][]store.MessageFile, error)
+	AgentThoughts(ctx context.Context, messageIDs []string) (map[string][]store.AgentThought, error)
 }
 
 // Generator is the model work some operations need; *chat.Service implements it.
@@ -141,6 +142,8 @@ type HistoryMessage struct {
 	store.Message
 	Feedback *store.Feedback
 	Files    []store.MessageFile
+	// Thoughts are the steps of an agent's answer, in order.
+	Thoughts []store.AgentThought
 }
 
 // Messages returns a page of a conversation's messages older than firstID, oldest first.
@@ -179,9 +182,13 @@ func (s *Service) Messages(ctx context.Context, app *apps.App, user, conversatio
 	if err != nil {
 		return nil, false, err
 	}
+	thoughts, err := s.store.AgentThoughts(ctx, ids)
+	if err != nil {
+		return nil, false, err
+	}
 	out := make([]HistoryMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = HistoryMessage{Message: m, Files: files[m.ID]}
+		out[i] = HistoryMessage{Message: m, Files: files[m.ID], Thoughts: thoughts[m.ID]}
 		if fb, ok := fbs[m.ID]; ok {
 			out[i].Feedback = &fb
 		}

@@ -124,6 +124,10 @@ func (o *Output) Emit(ev Event) {
 // recorded, such as the closing message of an Agent app that carries the complete answer.
 func (o *Output) Deliver(ev Event) { o.r.emit(ev) }
 
+// MessageID is the id of the message being answered, for jobs that store rows of their own
+// under it (an agent's steps).
+func (o *Output) MessageID() string { return o.r.MessageID }
+
 // Answer is the answer recorded so far.
 func (o *Output) Answer() string {
 	o.r.mu.Lock()

@@ -317,6 +317,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationKnowledgeExtras,
 	migrationRunningMessages,
 	migrationImportedApps,
+	migrationAgentThoughts,
 }
 
 // schemaMigrationsDDL is the same on both engines.

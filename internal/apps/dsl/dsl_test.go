@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/internal/tools/builtin"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -474,7 +476,6 @@ func TestAdvancedPromptProblems(t *testing.T) {
 func TestRefusedModes(t *testing.T) {
 	t.Parallel()
 	for mode, want := range map[string]string{
-		"agent-chat":    "app.mode: Legacy Agent (agent-chat) apps cannot be imported yet: Parley does not run agents and their tools yet",
 		"agent":         "app.mode: Agent (agent) apps cannot be imported yet",
 		"advanced-chat": "app.mode: Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
 		"workflow":      "app.mode: Workflow (workflow) apps cannot be imported yet",
@@ -640,6 +641,47 @@ model_config:
 	}
 }
 
+// builtinTool reports whether the tool is one of Parley's built-in tools.
+func builtinTool(t apps.Tool) bool {
+	_, err := builtin.Lookup(t.ProviderID, t.Name, t.Parameters)
+	return err == nil
+}
+
+// TestPublicAgentWithBuiltinTool: a public Legacy Agent export with one built-in tool and three
+// others: each missing tool is a problem naming it and its path; --lenient imports them marked
+// missing, and the built-in one resolved.
+func TestPublicAgentWithBuiltinTool(t *testing.T) {
+	t.Parallel()
+	data := read(t, filepath.Join("testdata", "public", "agent-chat", "dslmaker-youtube-analysis.yml"))
+	env := testEnv()
+	env.Tool = builtinTool
+	opts := Options{ModelFallback: "openai:gpt-4o-mini"}
+	e := importErr(t, string(data), env, opts)
+	var got []string
+	for _, p := range e.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		`model_config.agent_mode.tools[0]: tool "bar_chart" of provider "chart" (builtin) is not available on this server; import with --lenient to keep it anyway`,
+		`model_config.agent_mode.tools[2]: tool "youtube_video_statistics" of provider "youtube" (builtin) is not available on this server; import with --lenient to keep it anyway`,
+		`model_config.agent_mode.tools[3]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server; import with --lenient to keep it anyway`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("problems\n%s", strings.Join(got, "\n"))
+	}
+	opts.Lenient = true
+	res, err := Import(data, env, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := res.App.Agent
+	if res.App.Mode != apps.ModeAgentChat || ag == nil || ag.Strategy != "function_call" || len(ag.Tools) != 4 ||
+		!ag.Tools[0].Missing || ag.Tools[1].Missing || ag.Tools[1].Name != "current_time" || !ag.Tools[2].Missing || !ag.Tools[3].Missing {
+		t.Fatalf("agent %+v", ag)
+	}
+	roundTrip(t, res.App, env, opts)
+}
+
 // TestExportConfigApp: a config app exports, and its export imports as the same app.
 func TestExportConfigApp(t *testing.T) {
 	t.Parallel()
@@ -701,6 +743,7 @@ func TestPublicExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv()
+	env.Tool = builtinTool
 	imported := map[string]int{}
 	for _, path := range files {
 		name := filepath.Base(path)
@@ -715,6 +758,33 @@ func TestPublicExports(t *testing.T) {
 			opts := publicOptions[name]
 			opts.ModelFallback = "openai:gpt-4o-mini"
 			res, err := Import(data, env, opts)
+			if head.App.Mode == apps.ModeAgentChat {
+				// A tool the server lacks is a problem naming it; --lenient keeps it with a note.
+				missing := 0
+				var e *Error
+				if errors.As(err, &e) {
+					for _, p := range e.Problems {
+						if !strings.Contains(p.String(), "is not available on this server; import with --lenient") {
+							t.Fatalf("problem %s", p)
+						}
+					}
+					missing = len(e.Problems)
+					opts.Lenient = true
+					res, err = Import(data, env, opts)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				notes := 0
+				for _, n := range res.Notes {
+					if n.Kind == NoteMissingTool {
+						notes++
+					}
+				}
+				if notes != missing {
+					t.Fatalf("%d missing tools noted, %d refused: %v", notes, missing, res.Notes)
+				}
+			}
 			if !slices.Contains(ImportModes(), head.App.Mode) {
 				if err == nil || !strings.Contains(err.Error(), "cannot be imported yet") {
 					t.Fatalf("%s app: %v", head.App.Mode, err)
@@ -725,13 +795,13 @@ func TestPublicExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			imported[head.App.Mode]++
-			out := roundTrip(t, res.App, env, Options{})
+			out := roundTrip(t, res.App, env, Options{Lenient: opts.Lenient})
 			for _, lost := range lostValues(t, data, out) {
 				t.Errorf("the export lost %s", lost)
 			}
 		})
 	}
-	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 {
+	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 || imported[apps.ModeAgentChat] < 10 {
 		t.Fatalf("imported %v public files; the corpus should have Chatbot and Completion apps", imported)
 	}
 	t.Logf("public exports imported: %v", imported)

@@ -33,11 +33,10 @@ type Options struct {
 }
 
 // ImportModes are the modes Parley imports and runs.
-func ImportModes() []string { return []string{apps.ModeChat, apps.ModeCompletion} }
+func ImportModes() []string { return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat} }
 
 // notYet says why a mode Parley knows is not imported yet.
 var notYet = map[string]string{
-	apps.ModeAgentChat:    "Legacy Agent (agent-chat) apps cannot be imported yet: Parley does not run agents and their tools yet",
 	apps.ModeAgent:        "Agent (agent) apps cannot be imported yet: Parley does not run agents and their tools yet",
 	apps.ModeAdvancedChat: "Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
 	apps.ModeWorkflow:     "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",

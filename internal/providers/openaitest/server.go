@@ -80,6 +80,10 @@ type Server struct {
 type rule struct {
 	substr string
 	reply  Reply
+	// seq, when set, are the replies to the successive matching requests (OnEach); served
+	// counts those requests.
+	seq    []Reply
+	served *atomic.Int64
 }
 
 // Option configures a Server.
@@ -182,6 +186,19 @@ func (s *Server) Close() {
 func (s *Server) On(substr string, reply Reply) {
 	s.mu.Lock()
 	s.rules = append(s.rules, rule{substr: substr, reply: reply})
+	s.mu.Unlock()
+}
+
+// OnEach adds a rule like On whose matching requests get replies in turn: the first gets
+// replies[0], the next replies[1], and so on, the last reply answering every later one. It
+// scripts a conversation of several model calls with the same user message, such as the
+// rounds of an agent.
+func (s *Server) OnEach(substr string, replies ...Reply) {
+	if len(replies) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.rules = append(s.rules, rule{substr: substr, seq: slices.Clone(replies), served: new(atomic.Int64)})
 	s.mu.Unlock()
 }
 
@@ -364,6 +381,9 @@ func (s *Server) match(texts ...string) (Reply, bool) {
 	for _, r := range s.rules {
 		for _, t := range texts {
 			if strings.Contains(t, r.substr) {
+				if len(r.seq) > 0 {
+					return r.seq[min(int(r.served.Add(1))-1, len(r.seq)-1)], true
+				}
 				return r.reply, true
 			}
 		}

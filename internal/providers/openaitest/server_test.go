@@ -708,3 +708,31 @@ func TestHangingStreamKeepAlive(t *testing.T) {
 		t.Fatalf("content chunks %d, keep-alive comments %d; scan error %v", contents, comments, sc.Err())
 	}
 }
+
+// TestOnEachRepliesInTurn: the matching requests of an OnEach rule get its replies in order, the
+// last one repeating; other requests keep the default.
+func TestOnEachRepliesInTurn(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.OnEach("big", Reply{Text: "one"}, Reply{Text: "two"})
+	content := func(body string) string {
+		t.Helper()
+		var got struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.NewDecoder(post(t, s, "/v1/chat/completions", DefaultAPIKey, body).Body).Decode(&got); err != nil || len(got.Choices) != 1 {
+			t.Fatalf("answer %+v, %v", got, err)
+		}
+		return got.Choices[0].Message.Content
+	}
+	other := `{"model":"gpt-4o","messages":[{"role":"user","content":"small"}]}`
+	var seq []string
+	for _, body := range []string{chatBody + `}`, other, chatBody + `}`, chatBody + `}`} {
+		seq = append(seq, content(body))
+	}
+	if got := strings.Join(seq, "|"); got != "one|Echo: small|two|two" {
+		t.Fatalf("replies %s", got)
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
@@ -64,14 +65,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(ctx, db.DatabaseURL, db.DataDir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	st := testdb.Open(b, db)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bench", Mode: "chat"}})
 	if err != nil {
 		b.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 )
@@ -72,14 +73,7 @@ func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "helper", Mode: "agent-chat"}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 )
 
 func TestRegistry(t *testing.T) {
@@ -40,14 +41,7 @@ func TestRegistry(t *testing.T) {
 // over it, as a server and a CLI process would have.
 func registries(t *testing.T, e storetest.Engine, cfg []config.App) (server, cli *Registry, st *store.Store) {
 	t.Helper()
-	st, err := store.Open(t.Context(), e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	st = testdb.Open(t, e)
 	specs := make([]store.AppSpec, 0, len(cfg))
 	for _, a := range cfg {
 		specs = append(specs, store.AppSpec{Name: a.Name, Mode: a.Mode})
@@ -246,14 +240,7 @@ func BenchmarkRegistryGet(b *testing.B) {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()
 			e := storetest.NewEngine(b, engine)
-			st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
+			st := testdb.Open(b, e)
 			synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "c", Mode: "chat"}})
 			if err != nil {
 				b.Fatal(err)

@@ -13,21 +13,8 @@ import (
 
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 )
-
-// openStore opens and migrates a store on e, closed when tb ends.
-func openStore(tb testing.TB, e storetest.Engine) *store.Store {
-	tb.Helper()
-	st, err := store.Open(context.Background(), e.DatabaseURL, e.DataDir)
-	if err != nil {
-		tb.Fatalf("store.Open(%s): %v", e.Name, err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(context.Background()); err != nil {
-		tb.Fatalf("Migrate: %v", err)
-	}
-	return st
-}
 
 // fixture is a service on a fresh database with one configured app.
 type fixture struct {
@@ -39,7 +26,7 @@ type fixture struct {
 func forEachEngine(t *testing.T, fn func(t *testing.T, f fixture)) {
 	t.Helper()
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
-		st := openStore(t, e)
+		st := testdb.Open(t, e)
 		apps, err := st.SyncApps(t.Context(), []store.AppSpec{{Name: "support", Mode: "chat"}})
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +187,7 @@ func TestAuthenticateRejects(t *testing.T) {
 
 func TestAuthenticateStorageFailureIsNotInvalidKey(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, storetest.NewEngine(t, storetest.SQLite))
+	st := testdb.Open(t, storetest.NewEngine(t, storetest.SQLite))
 	svc := New(st)
 	defer svc.Close()
 	_ = st.Close() // the database goes away
@@ -306,7 +293,7 @@ func TestLastUsedIsThrottled(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		ctx := t.Context()
-		cs := &countingStore{Store: openStore(t, e)}
+		cs := &countingStore{Store: testdb.Open(t, e)}
 		clock := &fakeClock{now: time.Unix(1_800_000_000, 0).UTC()}
 		svc := New(cs)
 		svc.now = clock.Now
@@ -378,7 +365,7 @@ func TestLastUsedIsThrottled(t *testing.T) {
 }
 
 func BenchmarkAuthenticate(b *testing.B) {
-	st := openStore(b, storetest.NewEngine(b, storetest.SQLite))
+	st := testdb.Open(b, storetest.NewEngine(b, storetest.SQLite))
 	svc := New(st)
 	b.Cleanup(svc.Close)
 	secret, _, err := svc.Create(b.Context(), KindKnowledge, "")

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
@@ -89,14 +90,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 )
 
 const mb = 1 << 20
@@ -51,18 +52,7 @@ type env struct {
 func newEnv(t *testing.T, e storetest.Engine) *env {
 	t.Helper()
 	ctx := t.Context()
-	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatalf("store.Open(%s): %v", e.Name, err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
+	st := testdb.Open(t, e)
 	apps, err := st.SyncApps(ctx, []store.AppSpec{{Name: "a", Mode: "chat"}, {Name: "b", Mode: "chat"}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
@@ -44,7 +45,6 @@ type env struct {
 // newEnv builds a service on a fresh store of engine e; opts adjust its options.
 func newEnv(t *testing.T, e storetest.Engine, opts ...func(*knowledge.Options)) *env {
 	t.Helper()
-	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithEmbeddingDim(64))
 	t.Cleanup(up.Close)
 	getenv := func(k string) string {
@@ -54,14 +54,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*knowledge.Options)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.Open(t, e)
 	blobs, err := blob.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

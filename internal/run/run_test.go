@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/tasks"
 )
 
@@ -81,14 +82,7 @@ type engineEnv struct {
 func newEngineEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *engineEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, e.DatabaseURL, e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}, {Name: "agent", Mode: "agent-chat"}})
 	if err != nil {
 		t.Fatal(err)

@@ -243,20 +243,28 @@ func (sc *jsonScan) object(s *openapi3.Schema, depth int) error {
 		if err := sc.value(member, depth); err != nil {
 			return inMember(err, string(key))
 		}
-		sc.space()
-		if sc.i >= len(sc.data) {
-			return sc.syntax("unexpected end of input")
-		}
-		switch sc.data[sc.i] {
-		case ',':
-			sc.i++
-		case '}':
-			sc.i++
-			return nil
-		default:
-			return sc.syntax("expected ',' or '}'")
+		if done, err := sc.separator('}'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// separator consumes, after an element, the ',' before the next one or the closing byte of the
+// object or array; done reports the closing byte.
+func (sc *jsonScan) separator(closing byte) (done bool, err error) {
+	sc.space()
+	if sc.i >= len(sc.data) {
+		return false, sc.syntax("unexpected end of input")
+	}
+	switch sc.data[sc.i] {
+	case ',':
+		sc.i++
+		return false, nil
+	case closing:
+		sc.i++
+		return true, nil
+	}
+	return false, sc.syntax("expected ',' or '" + string(closing) + "'")
 }
 
 func (sc *jsonScan) array(s *openapi3.Schema, depth int) error {
@@ -278,18 +286,8 @@ func (sc *jsonScan) array(s *openapi3.Schema, depth int) error {
 		if err := sc.value(items, depth); err != nil {
 			return inMember(err, strconv.Itoa(n))
 		}
-		sc.space()
-		if sc.i >= len(sc.data) {
-			return sc.syntax("unexpected end of input")
-		}
-		switch sc.data[sc.i] {
-		case ',':
-			sc.i++
-		case ']':
-			sc.i++
-			return nil
-		default:
-			return sc.syntax("expected ',' or ']'")
+		if done, err := sc.separator(']'); done || err != nil {
+			return err
 		}
 	}
 }

@@ -57,6 +57,9 @@ func TestScanJSON(t *testing.T) {
 		{"truncated", `{"a":`, nil, "syntax"},
 		{"empty", ``, nil, "syntax"},
 		{"unclosed array", `[1,2`, nil, "syntax"},
+		{"no comma between members", `{"a":1 "b":2}`, nil, "syntax"},
+		{"no comma between items", `[1 2]`, nil, "syntax"},
+		{"array closed by a brace", `[1}`, nil, "syntax"},
 		{"too deep", deep, nil, "syntax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

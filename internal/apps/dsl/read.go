@@ -242,13 +242,8 @@ func (s *section) number(key string) *float64 {
 
 // strings reads key as a list of texts; null is nil.
 func (s *section) strings(key string) []string {
-	v, _ := s.raw(key)
-	if v == nil {
-		return nil
-	}
-	list, ok := v.([]any)
-	if !ok {
-		s.p.add(s.at(key), "expected a list, found %s", describe(v))
+	list := s.list(key)
+	if list == nil {
 		return nil
 	}
 	out := make([]string, 0, len(list))

@@ -6,14 +6,17 @@
 //     same load sent straight to the fake, in interleaved rounds (median of round percentiles);
 //  2. blocking chats per second, against the fake's own blocking rate as the baseline;
 //  3. the server's memory per open stream, with streams held open by a hanging upstream, and its
-//     return to idle once they are stopped.
+//     return to idle once they are stopped;
+//  4. the server's CPU per Legacy Agent step (a built-in tool step, then the answer), next to its
+//     CPU per streamed Chatbot request under the same load and to the Chatbot figures of 1 and 2
+//     (phase "agent", reported as 2b: it runs on the server of 1 and 2).
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):
 //
 //	go run ./bench/load [-streams 200] [-rounds 7] [-duration 5s] [-open 1000] [-validation log]
 //
-// A quick run: go run ./bench/load -streams 50 -rounds 2 -duration 1s -block-rounds 1 -open 200.
+// A quick run: go run ./bench/load -streams 50 -rounds 2 -duration 1s -block-rounds 1 -agent-rounds 1 -open 200.
 // Every loop is bounded by a count or a deadline, every request by a timeout, and the whole run
 // by -timeout; the server and the temporary directories are removed on every exit path (and the
 // kernel kills the server if this process dies). Linux only: it reads /proc for the server's
@@ -57,6 +60,7 @@ type options struct {
 	chunks                      int
 	chunkDelay, firstByte       time.Duration
 	workers, blockRounds        int
+	agentRounds                 int
 	duration                    time.Duration
 	open                        int
 	releaseWait                 time.Duration
@@ -78,6 +82,7 @@ func parseFlags() options {
 	flag.IntVar(&o.workers, "workers", 8*runtime.GOMAXPROCS(0), "concurrent workers in the blocking phase (throughput plateaus from about 8×GOMAXPROCS on; more only adds queueing)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured blocking window")
 	flag.IntVar(&o.blockRounds, "block-rounds", 5, "measured rounds of the blocking phase (each: direct and every Parley variant), after a 1 s warm-up")
+	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
 	flag.StringVar(&o.validation, "validation", "log", "PARLEY_RESPONSE_VALIDATION of the server: log (the production default), off or enforce")
@@ -86,7 +91,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,memory", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory", "phases to run, comma-separated")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
 	flag.Parse()
 	return o
@@ -94,8 +99,8 @@ func parseFlags() options {
 
 func (o options) validate() error {
 	switch {
-	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.open < 1:
-		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds and -open must be at least 1")
+	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.open < 1:
+		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds and -open must be at least 1")
 	case o.light < 0:
 		return errors.New("-light must not be negative")
 	case o.duration <= 0:
@@ -112,7 +117,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "memory"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "memory"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -207,7 +212,7 @@ func bench(ctx context.Context, o options, rep *report) error {
 		return &target{name: "direct", client: newClient(conns), url: fake.URL() + "/chat/completions", key: upstreamKey}
 	}
 
-	if o.runs("latency") || o.runs("blocking") {
+	if o.runs("latency") || o.runs("blocking") || o.runs("agent") {
 		p, err := startParley(ctx, bin, filepath.Join(tmp, "main"), settings)
 		if err != nil {
 			return err
@@ -239,6 +244,14 @@ func bench(ctx context.Context, o options, rep *report) error {
 			logf("blocking phase: %d workers, %s windows, %d rounds + warm-up", o.workers, o.duration, o.blockRounds)
 			blk, err := blockingPhase(ctx, o, p, d, through)
 			rep.blocking = &blk
+			if err != nil {
+				return err
+			}
+		}
+		if o.runs("agent") {
+			logf("agent phase: %d workers, %s windows, %d rounds + warm-up", o.workers, o.duration, o.agentRounds)
+			ag, err := agentPhase(ctx, o, p, through)
+			rep.agent = &ag
 			if err != nil {
 				return err
 			}
@@ -277,6 +290,7 @@ func newFake(o options) *openaitest.Server {
 	fake.On(streamMarker, openaitest.Reply{Chunks: streamChunks(o.chunks), ChunkDelay: o.chunkDelay, FirstByteDelay: o.firstByte, Usage: usage})
 	fake.On(blockMarker, openaitest.Reply{Chunks: blockChunks, Usage: usage})
 	fake.On(hangMarker, openaitest.Reply{Chunks: []string{"Hello", " and", " then", " nothing"}, HangAfterChunks: 1, Usage: usage})
+	scriptAgent(fake, usage)
 	return fake
 }
 

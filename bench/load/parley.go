@@ -20,7 +20,8 @@ import (
 )
 
 // benchConfig is the config file the server runs with: one chat app and one Completion app
-// (whose prompt is its `text` input) whose model is served by the fake upstream. The provider's
+// (whose prompt is its `text` input) whose model is served by the fake upstream; the Legacy Agent
+// app on the same model is imported (agentDSL). The provider's
 // URL and key come from the environment, as in production.
 const benchConfig = `# Written by bench/load: a chat app and a Completion app on the in-process fake upstream.
 workspace:
@@ -92,10 +93,10 @@ var serverLog struct {
 // parley is one running server process.
 type parley struct {
 	// base is the API root, ending in /v1; key an app key of the bench app, completionKey one
-	// of the writer app.
-	base, key, completionKey string
-	pid                      int
-	dataDir                  string
+	// of the writer app, agentKey one of the bench-agent app (a Legacy Agent).
+	base, key, completionKey, agentKey string
+	pid                                int
+	dataDir                            string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been waited for
@@ -181,7 +182,21 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 	if err != nil {
 		return nil, err
 	}
-	p := &parley{key: key, completionKey: completionKey, dataDir: dataDir,
+	// The Legacy Agent app comes from a Dify export, as agent apps do.
+	agentPath := filepath.Join(dir, "agent.yml")
+	if err := os.WriteFile(agentPath, []byte(agentDSL), 0o600); err != nil {
+		return nil, err
+	}
+	imp := exec.CommandContext(kctx, bin, "apps", "import", agentPath)
+	imp.Env = env
+	if out, err := imp.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("parley apps import %s: %w\n%s", agentPath, err, out)
+	}
+	agentKey, err := newKey("bench-agent")
+	if err != nil {
+		return nil, err
+	}
+	p := &parley{key: key, completionKey: completionKey, agentKey: agentKey, dataDir: dataDir,
 		exited: make(chan struct{}), logged: make(chan struct{})}
 
 	r, w, err := os.Pipe()

@@ -22,6 +22,7 @@ type report struct {
 	env                []string
 	latency, light     *latencyResult
 	blocking           *blockingResult
+	agent              *agentPhaseResult
 	memory             *memoryResult
 	mainLog, memoryLog string
 	endLoad            string
@@ -41,7 +42,7 @@ func (r *report) String() string {
 	for _, l := range r.env {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
-	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench` (chat mode), app `writer` (completion mode)\n", o.validation)
+	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench` (chat mode), app `writer` (completion mode), app `bench-agent` (agent-chat, imported)\n", o.validation)
 	fmt.Fprintf(&b, "  upstream    internal/providers/openaitest fake, request log off, fixed usage (no token counting)\n")
 	if r.latency != nil {
 		r.writeLatency(&b, r.latency, true)
@@ -52,8 +53,11 @@ func (r *report) String() string {
 	if r.blocking != nil {
 		r.writeBlocking(&b)
 	}
+	if r.agent != nil {
+		r.writeAgent(&b)
+	}
 	if r.mainLog != "" {
-		fmt.Fprintf(&b, "\n  server log (phases 1-2): %s\n", r.mainLog)
+		fmt.Fprintf(&b, "\n  server log (phases 1, 2 and 2b): %s\n", r.mainLog)
 	}
 	if r.memory != nil {
 		r.writeMemory(&b)
@@ -177,6 +181,81 @@ func (r *report) writeBlocking(b *strings.Builder) {
 		m := median(rates(nv.rounds))
 		fmt.Fprintf(b, "   target: ≥ %.0f blocking chats/s (new conversation each, API defaults): %s (%.0f/s)\n", targetBlockingRate, verdict(m >= targetBlockingRate), m)
 	}
+}
+
+// cpuPerRequest is the server's CPU per completed request of a blocking variant, in µs (0 when
+// it has none).
+func (v *blockingVariant) cpuPerRequest() float64 {
+	var n int
+	var cpu time.Duration
+	for _, w := range v.rounds {
+		n += w.n
+		cpu += w.serverCPU
+	}
+	if n == 0 {
+		return 0
+	}
+	return us(cpu) / float64(n)
+}
+
+func (r *report) writeAgent(b *strings.Builder) {
+	o, a := r.opts, r.agent
+	fmt.Fprintf(b, "\n2b. Legacy Agent: server CPU per agent step, next to Chatbot requests\n")
+	fmt.Fprintf(b, "   %d workers, each its own user, a new conversation each turn, auto_generate_name=false, streaming\n", a.workers)
+	fmt.Fprintf(b, "   (agent-chat refuses blocking), back to back for %s per window; %d measured rounds after a warm-up,\n", o.duration, o.agentRounds)
+	fmt.Fprintf(b, "   interleaved (Chatbot, then agent); zero-delay upstream. The agent (function calling) is told by the\n")
+	fmt.Fprintf(b, "   fake to call maths/eval_expression(%s) while the last message is the user's, and answers once it\n", agentExpression)
+	fmt.Fprintf(b, "   reads the tool's result: %d steps (agent_thought ids) a turn, each stored and streamed as it fills in\n\n", agentSteps)
+	if a.chat == nil || len(a.chat.rounds) == 0 || len(a.agent.rounds) == 0 {
+		fmt.Fprintf(b, "   (no measured round)\n")
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \treq/s\tp50 µs\tp99 µs\terrors\tsteps/req\tparley CPU/req\tparley CPU/step\tbench CPU/req\t\n")
+	perReq := map[*agentVariant]float64{}
+	perStep := map[*agentVariant]float64{}
+	for _, v := range a.variants {
+		n, steps, cpu, self, errs := v.totals()
+		var p50, p99 []float64
+		for _, w := range v.rounds {
+			p50 = append(p50, us(w.p50))
+			p99 = append(p99, us(w.p99))
+		}
+		if n == 0 || steps == 0 {
+			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t-\t-\t\n", v.name, errs)
+			continue
+		}
+		perReq[v], perStep[v] = us(cpu)/float64(n), us(cpu)/float64(steps)
+		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t%.0f µs\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
+			median(p50), median(p99), errs, float64(steps)/float64(n), perReq[v], perStep[v], us(self)/float64(n))
+	}
+	tw.Flush()
+	chat, turn, step := perReq[a.chat], perReq[a.agent], perStep[a.agent]
+	if chat <= 0 || turn <= 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n   server CPU of the agent against Chatbot requests of this run (ratio = agent / Chatbot):\n")
+	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  Chatbot reference\tChatbot µs/req\tagent µs/turn\tturn ratio\tagent µs/step\tstep ratio\t\n")
+	row := func(name string, ref float64) {
+		if ref > 0 {
+			fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.2f×\t%.0f\t%.2f×\t\n", name, ref, turn, turn/ref, step, step/ref)
+		}
+	}
+	row("streamed, same load as the agent (2b)", chat)
+	if l := r.latency; l != nil && l.parleyReqs > 0 {
+		row(fmt.Sprintf("streamed, %d chunks, with naming (1)", o.chunks), us(l.parleyCPU)/float64(l.parleyReqs))
+	}
+	if bl := r.blocking; bl != nil {
+		for _, v := range bl.variants {
+			if v.parley && strings.HasPrefix(v.name, "parley, new conv") {
+				row("blocking, "+strings.TrimPrefix(v.name, "parley, ")+" (2)", v.cpuPerRequest())
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(b, "\n   CPU: the server process over each window and its settling, divided by completed requests, turns\n")
+	fmt.Fprintf(b, "   or steps; a Chatbot request is one step. bench: this process (load generator + fake upstream)\n")
 }
 
 func rates(ws []window) []float64 {

@@ -125,6 +125,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	} else {
 		w.react = useReAct("", base.Spec)
 	}
+	w.text = w.react && completionModel(app, base.Spec)
 	w.tools = r.tools(app, w)
 	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
@@ -256,6 +257,8 @@ type work struct {
 	user   string
 	// react runs the ReAct strategy instead of function calling.
 	react bool
+	// text sends a ReAct round to a completion model as one text (reactText).
+	text bool
 	// cite returns the chunks the knowledge tools found as retriever resources.
 	cite      bool
 	resources []store.RetrieverResource

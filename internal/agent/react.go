@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -26,6 +27,18 @@ func useReAct(strategy string, spec models.ModelSpec) bool {
 		return false
 	}
 	return strategy != "function_call"
+}
+
+// completionModel reports whether the app's model continues a text rather than answering
+// messages (mode completion): the app's own model mode, or the configured model's when the app
+// does not say. Dify runs ReAct for such a model with its completion runner, whose prompt is one
+// text (reactText).
+func completionModel(app *apps.App, spec models.ModelSpec) bool {
+	mode := app.Model.Mode
+	if mode == "" {
+		mode = spec.Mode
+	}
+	return mode == config.ModelModeCompletion
 }
 
 // finalAnswer is the action that ends the loop.
@@ -96,6 +109,40 @@ func (w *work) reactPrompt(base []providers.Message, scratchpad string, last boo
 	return out
 }
 
+// reactText is the prompt of a ReAct round for a completion model, laid out as Dify's completion
+// runner lays it out: one text with the app's instructions and the tools (none on the last
+// round), the earlier exchanges in the protocol's words (each query as "Question: …", then the
+// steps and answer), the question, the steps taken so far, and "Thought:" for the model to
+// continue from. The history is the one buildPrompt kept, bounded by the model's context. The
+// text is sent as a single user message, as Parley sends every completion model's prompt.
+func (w *work) reactText(base []providers.Message, scratchpad string, last bool) []providers.Message {
+	instructions := ""
+	rest := base
+	if len(rest) > 0 && rest[0].Role == providers.RoleSystem {
+		instructions, rest = rest[0].Content, rest[1:]
+	}
+	query := ""
+	if n := len(rest); n > 0 && rest[n-1].Role == providers.RoleUser {
+		query, rest = rest[n-1].Text(), rest[:n-1]
+	}
+	var b strings.Builder
+	b.WriteString(w.reactSystem(instructions, last))
+	b.WriteString("\n\n")
+	for _, m := range flatten(rest) {
+		text := strings.TrimSpace(m.Text())
+		if text == "" {
+			continue
+		}
+		if m.Role == providers.RoleUser {
+			b.WriteString("Question: ")
+		}
+		b.WriteString(text)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "Question: %s\n%sThought:", query, scratchpad)
+	return []providers.Message{{Role: providers.RoleUser, Content: b.String()}}
+}
+
 // flatten rewrites the tool calls and results of replayed history in the ReAct protocol, as
 // assistant text, for a model that knows no tool messages.
 func flatten(msgs []providers.Message) []providers.Message {
@@ -158,10 +205,14 @@ func (w *work) runReAct(ctx context.Context, out *run.Output, prompt []providers
 		params = map[string]any{}
 	}
 	params["stop"] = withStop(params["stop"], "Observation")
+	build := w.reactPrompt
+	if w.text {
+		build = w.reactText
+	}
 	for position := 1; ; position++ {
 		last := position == w.rounds
 		st := &step{w: w, out: out, t: newThought(out, position)}
-		text, usage, err := st.callText(ctx, w.reactPrompt(prompt, scratchpad.String(), last), params)
+		text, usage, err := st.callText(ctx, build(prompt, scratchpad.String(), last), params)
 		total = models.AddUsage(total, usage)
 		outcome := run.Outcome{Usage: total, Resources: w.resources}
 		if err != nil {

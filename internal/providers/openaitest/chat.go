@@ -43,7 +43,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 		writeError(w, http.StatusBadRequest, "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "invalid_request_error", "")
 		return
 	}
-	reply, _ := s.match(req.LastUserMessage())
+	reply, _ := s.matchChat(req)
 	if !s.wait(r, reply.FirstByteDelay) {
 		return
 	}

@@ -12,7 +12,8 @@
 // Without rules the chat reply is "Echo: <last user message>", streamed one
 // word per chunk, with usage counted by internal/tokens. Rules registered
 // with [Server.On] change the reply for requests whose last user message
-// contains a substring; see [Reply] for what can be scripted.
+// contains a substring, those registered with [Server.OnRequest] for
+// requests a function accepts; see [Reply] for what can be scripted.
 package openaitest
 
 import (
@@ -84,6 +85,8 @@ type rule struct {
 	// counts those requests.
 	seq    []Reply
 	served *atomic.Int64
+	// fn, when set, decides from the whole chat request (OnRequest); substr is then unused.
+	fn func(*Request) (Reply, bool)
 }
 
 // Option configures a Server.
@@ -199,6 +202,19 @@ func (s *Server) OnEach(substr string, replies ...Reply) {
 	}
 	s.mu.Lock()
 	s.rules = append(s.rules, rule{substr: substr, seq: slices.Clone(replies), served: new(atomic.Int64)})
+	s.mu.Unlock()
+}
+
+// OnRequest adds a rule that reads the whole chat request: reply is asked in turn with On's
+// rules and answers the request when it returns true. It scripts a model whose answer depends on
+// the conversation so far and not on a count of requests, so that it stays right under
+// concurrency: an agent's model that calls a tool while the last message is the user's and
+// answers once it is the tool's result. reply runs on the request's goroutine, possibly on
+// several at once, and must not call the Server's methods. Embedding and rerank requests never
+// match it.
+func (s *Server) OnRequest(reply func(*Request) (Reply, bool)) {
+	s.mu.Lock()
+	s.rules = append(s.rules, rule{fn: reply})
 	s.mu.Unlock()
 }
 
@@ -375,10 +391,29 @@ func maskKey(k string) string {
 }
 
 // match returns the first rule reply whose substring is in one of texts.
-func (s *Server) match(texts ...string) (Reply, bool) {
+func (s *Server) match(texts ...string) (Reply, bool) { return s.matchRequest(nil, texts) }
+
+// matchChat returns the reply of the first rule that matches a chat request: its OnRequest
+// function says so, or its substring is in the last user message.
+func (s *Server) matchChat(req *Request) (Reply, bool) {
+	return s.matchRequest(req, []string{req.LastUserMessage()})
+}
+
+// matchRequest returns the first rule reply whose substring is in one of texts or, when req is
+// set, whose function accepts req.
+func (s *Server) matchRequest(req *Request, texts []string) (Reply, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, r := range s.rules {
+		if r.fn != nil {
+			if req == nil {
+				continue
+			}
+			if reply, ok := r.fn(req); ok {
+				return reply, true
+			}
+			continue
+		}
 		for _, t := range texts {
 			if strings.Contains(t, r.substr) {
 				if len(r.seq) > 0 {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -734,5 +735,67 @@ func TestOnEachRepliesInTurn(t *testing.T) {
 	}
 	if got := strings.Join(seq, "|"); got != "one|Echo: small|two|two" {
 		t.Fatalf("replies %s", got)
+	}
+}
+
+// TestOnRequestReadsTheConversation: a request rule answers from the whole request (here a tool
+// call after the user's message, the answer after the tool's result), in turn with substring
+// rules, whatever the order of the requests; requests it declines fall through, and embedding
+// requests never reach it.
+func TestOnRequestReadsTheConversation(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.On("first", Reply{Text: "substring rule"})
+	var seen atomic.Int64
+	s.OnRequest(func(r *Request) (Reply, bool) {
+		seen.Add(1)
+		if !strings.Contains(r.LastUserMessage(), "agent") {
+			return Reply{}, false
+		}
+		if last := r.Messages[len(r.Messages)-1]; last.Role == providers.RoleTool {
+			return Reply{Text: "It is " + last.Content + "."}, true
+		}
+		return Reply{ToolCalls: []providers.ToolCall{{ID: "c1", Name: "eval", Arguments: `{"x":"6*7"}`}}}, true
+	})
+	type answer struct {
+		Choices []struct {
+			Message struct {
+				Content   string
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	ask := func(body string) string {
+		t.Helper()
+		var got answer
+		if err := json.NewDecoder(post(t, s, "/v1/chat/completions", DefaultAPIKey, body).Body).Decode(&got); err != nil || len(got.Choices) != 1 {
+			t.Fatalf("answer %+v, %v", got, err)
+		}
+		m := got.Choices[0].Message
+		if len(m.ToolCalls) > 0 {
+			return "call " + m.ToolCalls[0].Function.Name + " " + m.ToolCalls[0].Function.Arguments
+		}
+		return m.Content
+	}
+	user := `{"model":"gpt-4o","messages":[{"role":"user","content":"agent: six times seven"}]}`
+	tool := `{"model":"gpt-4o","messages":[{"role":"user","content":"agent: six times seven"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"eval","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"42"}]}`
+	var got []string
+	for _, body := range []string{tool, user, tool, user,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"first"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"other"}]}`} {
+		got = append(got, ask(body))
+	}
+	want := `It is 42.|call eval {"x":"6*7"}|It is 42.|call eval {"x":"6*7"}|substring rule|Echo: other`
+	if strings.Join(got, "|") != want {
+		t.Fatalf("replies %s, want %s", strings.Join(got, "|"), want)
+	}
+	before := seen.Load()
+	post(t, s, "/v1/embeddings", DefaultAPIKey, `{"model":"text-embedding-3-small","input":"agent"}`)
+	if seen.Load() != before || before != 5 {
+		t.Fatalf("the rule saw %d chat requests (want 5) and %d embedding requests", before, seen.Load()-before)
 	}
 }

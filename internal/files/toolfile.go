@@ -73,8 +73,12 @@ func (s *Service) SaveToolFile(ctx context.Context, f ToolFile) (SavedToolFile, 
 	name := toolFileName(f.Name)
 	mimeType := toolMIMEType(f.MIMEType, name, f.Data)
 	ext := toolExtension(name, mimeType)
-	if s.blacklist[ext] {
-		return SavedToolFile{}, &ExtensionNotAllowedError{Extension: ext}
+	// Both the extension kept and the one the tool named the file with are checked: a tool
+	// cannot pass a refused file off under another type.
+	for _, e := range []string{ext, strings.ToLower(rawExtension(name))} {
+		if s.blacklist[e] {
+			return SavedToolFile{}, &ExtensionNotAllowedError{Extension: e}
+		}
 	}
 	category := Category(ext)
 	limit := SizeLimit(s.limits, category)

@@ -17,10 +17,8 @@ func (s *Server) GetToolFile(ctx context.Context, req gen.GetToolFileRequestObje
 	p := req.Params
 	f, body, err := s.files.OpenToolFile(ctx, req.File, p.Timestamp, p.Nonce, p.Sign)
 	switch {
-	case errors.Is(err, files.ErrBadSignature):
-		return gen.GetToolFile403JSONResponse{ToolFileForbiddenJSONResponse: gen.ToolFileForbiddenJSONResponse{
-			Code: "forbidden", Message: "Invalid request.", Status: http.StatusForbidden}}, nil
 	case errors.Is(err, files.ErrFileNotFound):
+		// Here an unknown file is a 404, not the invalid_param of a bad upload reference.
 		return gen.GetToolFile404JSONResponse{NotFoundJSONResponse: gen.NotFoundJSONResponse{
 			Code: "not_found", Message: "file is not found", Status: http.StatusNotFound}}, nil
 	case err != nil:

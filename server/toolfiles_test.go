@@ -17,6 +17,8 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -183,5 +185,30 @@ func TestHistoryListsToolFiles(t *testing.T) {
 	}
 	if n := f.srv.Violations(); n != 0 {
 		t.Fatalf("%d contract violations", n)
+	}
+}
+
+// TestEncodeToolFileEvents: message_end listing a tool file, shaped as the agent lists it,
+// matches the contract; a file missing its url does not.
+func TestEncodeToolFileEvents(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	enc := newEventEncoder(&run.Run{TaskID: testTask, MessageID: testMessage, ConversationID: testConversation,
+		CreatedAt: time.Unix(1705398420, 0), Mode: config.AppModeAgentChat})
+	file := map[string]any{"related_id": "mf-1", "extension": ".png", "filename": "chart.png", "size": int64(12),
+		"mime_type": "image/png", "transfer_method": "tool_file", "type": "image",
+		"url": "/v1/files/tools/f.png?nonce=n&sign=s&timestamp=1", "upload_file_id": "f", "remote_url": nil}
+	end := func(files any) []byte {
+		data, err := enc.encode(run.Event{Kind: run.EventMessageEnd, End: &run.End{Usage: models.ComputeUsage(nil, 3, 4, time.Second), Files: files}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte("data: "), data...)
+	}
+	if err := f.srv.validator.CheckEvent("sendChatMessage", end([]map[string]any{file})); err != nil {
+		t.Fatal(err)
+	}
+	delete(file, "url")
+	if err := f.srv.validator.CheckEvent("sendChatMessage", end([]map[string]any{file})); err == nil {
+		t.Fatal("a file without url passed")
 	}
 }

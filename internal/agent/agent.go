@@ -44,6 +44,11 @@ const DefaultToolTimeout = 60 * time.Second
 // saveTimeout bounds the storing of one step.
 const saveTimeout = 10 * time.Second
 
+// MaxToolFiles bounds the files kept for one answer: a tool (an MCP server, say) that returns
+// thousands of files must not fill the disk or the stream. Those past it are told to the model
+// as not kept.
+const MaxToolFiles = 50
+
 // Store is what the runner needs from storage; *store.Store implements it.
 type Store interface {
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
@@ -599,7 +604,11 @@ func (s *step) keepFiles(ctx context.Context, tool string, produced []tools.File
 		return ""
 	}
 	var note strings.Builder
-	for _, f := range produced {
+	for i, f := range produced {
+		if len(w.files) >= MaxToolFiles {
+			fmt.Fprintf(&note, "\n(%d files the tool returned were not kept: an answer keeps at most %d)", len(produced)-i, MaxToolFiles)
+			break
+		}
 		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 		saved, err := w.r.o.Files.SaveToolFile(saveCtx, files.ToolFile{
 			AppID: w.appID, MessageID: s.out.MessageID(), CreatedBy: w.user, Name: f.Name, MIMEType: f.MIMEType, Data: f.Data,

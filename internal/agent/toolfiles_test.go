@@ -226,3 +226,57 @@ func TestToolFileOverLimit(t *testing.T) {
 		}
 	})
 }
+
+// manyFiles is a tool that returns n small text files at each call.
+type manyFiles struct{ n int }
+
+func (m manyFiles) Identity() tools.Identity {
+	return tools.Identity{Provider: "gen", Name: "many_files", Label: map[string]string{"en_US": "Many files"}}
+}
+func (manyFiles) Description() string { return "Returns files." }
+func (manyFiles) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{}}`)
+}
+func (m manyFiles) Invoke(context.Context, json.RawMessage) (tools.Result, error) {
+	res := tools.Result{Text: "made them"}
+	for i := range m.n {
+		res.Files = append(res.Files, tools.File{Name: "f.txt", MIMEType: "text/plain", Data: []byte{byte('a' + i%26)}})
+	}
+	return res, nil
+}
+
+// TestToolFilesCapped: an answer keeps at most MaxToolFiles files, over all its steps; the
+// model is told of the others, and no event or row is made for them.
+func TestToolFilesCapped(t *testing.T) {
+	var fs *files.Service
+	env := newEnv(t, storetest.NewEngine(t, storetest.SQLite), apps.Agent{Enabled: true, Strategy: "function_call", Tools: []apps.Tool{
+		{ProviderType: "builtin", ProviderID: "gen", Name: "many_files", Enabled: true},
+	}}, withChartTool(t, "http://127.0.0.1:1", defaultLimits, &fs), func(_ *apps.App, o *Options) {
+		o.Tools = func(string, string, map[string]any) (tools.Tool, error) { return manyFiles{n: MaxToolFiles - 2}, nil }
+	})
+	call := openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "many_files", Arguments: `{}`}}}
+	env.upstream.OnEach("lots of files", call, call, openaitest.Reply{Chunks: []string{"Done."}})
+	rn := env.send(t, "lots of files", "")
+	evs := collect(t, rn)
+	n := 0
+	for _, e := range evs {
+		if e.Kind == run.EventMessageFile {
+			n++
+		}
+	}
+	stored := env.thoughts(t, rn)
+	mfs, err := env.store.MessageFiles(context.Background(), []string{rn.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != MaxToolFiles || len(mfs[rn.MessageID]) != MaxToolFiles || len(stored) != 3 ||
+		len(stored[0].Files) != MaxToolFiles-2 || len(stored[1].Files) != 2 {
+		t.Fatalf("%d events, %d rows, steps %+v", n, len(mfs[rn.MessageID]), stored)
+	}
+	if !strings.Contains(stored[1].Observation, "46 files the tool returned were not kept: an answer keeps at most 50") {
+		t.Fatalf("observation %s", stored[1].Observation)
+	}
+	if end := evs[len(evs)-1].End; len(end.Files.([]map[string]any)) != MaxToolFiles {
+		t.Fatalf("message_end lists %d files", len(end.Files.([]map[string]any)))
+	}
+}

@@ -65,7 +65,8 @@ type SavedToolFile struct {
 // it is a valid media type, else guessed; the extension is the name's when it names that type,
 // else the usual one of the type ("bin" when there is none); a blacklisted extension is refused
 // ([*ExtensionNotAllowedError]), and so is a file over its category's upload limit
-// ([*TooLargeError]). On failure nothing is left behind.
+// ([*TooLargeError]). A refused file leaves nothing behind; should the message file row fail
+// after the upload row was written, the upload stays, linked from nothing.
 func (s *Service) SaveToolFile(ctx context.Context, f ToolFile) (SavedToolFile, error) {
 	if f.AppID == "" || f.MessageID == "" || f.CreatedBy == "" {
 		return SavedToolFile{}, errors.New("files: save tool file: app, message and creator are required")

@@ -280,3 +280,34 @@ func TestToolFilesCapped(t *testing.T) {
 		t.Fatalf("message_end lists %d files", len(end.Files.([]map[string]any)))
 	}
 }
+
+// TestReActToolFile: under ReAct too, a tool's image becomes a message file announced between
+// the step's action and its observation.
+func TestReActToolFile(t *testing.T) {
+	pic := chartPNG(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pic)
+	}))
+	t.Cleanup(api.Close)
+	var fs *files.Service
+	agent := chartAgent
+	agent.Strategy = "react"
+	env := newEnv(t, storetest.NewEngine(t, storetest.SQLite), agent, withChartTool(t, api.URL, defaultLimits, &fs))
+	env.upstream.OnEach("", openaitest.Reply{Chunks: []string{
+		"Thought: I draw it.\nAction:\n```json\n{\"action\": \"draw_chart\", \"action_input\": {\"series\": \"sales\"}}\n```",
+	}}, openaitest.Reply{Chunks: []string{"Thought: Done.\nAction:\n```json\n{\"action\": \"Final Answer\", \"action_input\": \"Here it is.\"}\n```"}})
+	rn := env.send(t, "chart the sales", "")
+	evs := collect(t, rn)
+	if got, want := trace(evs), "T1 A T1t message_file T1to T2 A A E"; got != want {
+		t.Fatalf("events %s, want %s", got, want)
+	}
+	stored := env.thoughts(t, rn)
+	mfs, err := env.store.MessageFiles(context.Background(), []string{rn.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 2 || len(stored[0].Files) != 1 || len(mfs[rn.MessageID]) != 1 || stored[0].Files[0] != mfs[rn.MessageID][0].ID {
+		t.Fatalf("steps %+v, files %+v", stored, mfs)
+	}
+}

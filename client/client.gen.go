@@ -748,6 +748,27 @@ func (e MessageEndEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for MessageEndFileTransferMethod.
+const (
+	MessageEndFileTransferMethodLocalFile MessageEndFileTransferMethod = "local_file"
+	MessageEndFileTransferMethodRemoteUrl MessageEndFileTransferMethod = "remote_url"
+	MessageEndFileTransferMethodToolFile  MessageEndFileTransferMethod = "tool_file"
+)
+
+// Valid indicates whether the value is a known member of the MessageEndFileTransferMethod enum.
+func (e MessageEndFileTransferMethod) Valid() bool {
+	switch e {
+	case MessageEndFileTransferMethodLocalFile:
+		return true
+	case MessageEndFileTransferMethodRemoteUrl:
+		return true
+	case MessageEndFileTransferMethodToolFile:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageEventEvent.
 const (
 	MessageEventEventMessage MessageEventEvent = "message"
@@ -2777,9 +2798,11 @@ type MessageEndEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
 
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
-	CreatedAt int64                     `json:"created_at"`
-	Event     MessageEndEventEvent      `json:"event"`
-	Files     *[]map[string]interface{} `json:"files,omitempty"`
+	CreatedAt int64                `json:"created_at"`
+	Event     MessageEndEventEvent `json:"event"`
+
+	// Files The files the assistant returned with this answer (a Legacy Agent's tool files); null when none.
+	Files *[]MessageEndFile `json:"files,omitempty"`
 
 	// Id Message id.
 	Id        openapi_types.UUID `json:"id"`
@@ -2794,6 +2817,31 @@ type MessageEndEvent struct {
 
 // MessageEndEventEvent defines model for MessageEndEvent.Event.
 type MessageEndEventEvent string
+
+// MessageEndFile A file of the answer, as `message_end` lists it.
+type MessageEndFile struct {
+	// Extension With the leading dot, e.g. `.png`.
+	Extension *string `json:"extension,omitempty"`
+	Filename  *string `json:"filename,omitempty"`
+	MimeType  *string `json:"mime_type,omitempty"`
+
+	// RelatedId The message file's id (the `id` of its `message_file` event).
+	RelatedId      string                       `json:"related_id"`
+	RemoteUrl      *string                      `json:"remote_url,omitempty"`
+	Size           *int64                       `json:"size,omitempty"`
+	TransferMethod MessageEndFileTransferMethod `json:"transfer_method"`
+
+	// Type image, document, audio, video or custom.
+	Type         string  `json:"type"`
+	UploadFileId *string `json:"upload_file_id,omitempty"`
+
+	// Url A signed link to the file (see `getToolFile`).
+	Url                  string                 `json:"url"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// MessageEndFileTransferMethod defines model for MessageEndFile.TransferMethod.
+type MessageEndFileTransferMethod string
 
 // MessageEndMetadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
 type MessageEndMetadata struct {
@@ -4080,6 +4128,9 @@ type Success = Result
 // TooManyRequests The body of every error response, and the payload members of the `error` event.
 type TooManyRequests = Error
 
+// ToolFileForbidden The body of every error response, and the payload members of the `error` event.
+type ToolFileForbidden = Error
+
 // Unauthorized The body of every error response, and the payload members of the `error` event.
 type Unauthorized = Error
 
@@ -4177,6 +4228,18 @@ type ListChildChunksParams struct {
 
 	// Keyword Keep child chunks whose content contains this text.
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// GetToolFileParams defines parameters for GetToolFile.
+type GetToolFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -6359,6 +6422,201 @@ func (a HumanInputField) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MessageEndFile. Returns the specified
+// element and whether it was found
+func (a MessageEndFile) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MessageEndFile
+func (a *MessageEndFile) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MessageEndFile to handle AdditionalProperties
+func (a *MessageEndFile) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["extension"]; found {
+		err = json.Unmarshal(raw, &a.Extension)
+		if err != nil {
+			return fmt.Errorf("error reading 'extension': %w", err)
+		}
+		delete(object, "extension")
+	}
+
+	if raw, found := object["filename"]; found {
+		err = json.Unmarshal(raw, &a.Filename)
+		if err != nil {
+			return fmt.Errorf("error reading 'filename': %w", err)
+		}
+		delete(object, "filename")
+	}
+
+	if raw, found := object["mime_type"]; found {
+		err = json.Unmarshal(raw, &a.MimeType)
+		if err != nil {
+			return fmt.Errorf("error reading 'mime_type': %w", err)
+		}
+		delete(object, "mime_type")
+	}
+
+	if raw, found := object["related_id"]; found {
+		err = json.Unmarshal(raw, &a.RelatedId)
+		if err != nil {
+			return fmt.Errorf("error reading 'related_id': %w", err)
+		}
+		delete(object, "related_id")
+	}
+
+	if raw, found := object["remote_url"]; found {
+		err = json.Unmarshal(raw, &a.RemoteUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'remote_url': %w", err)
+		}
+		delete(object, "remote_url")
+	}
+
+	if raw, found := object["size"]; found {
+		err = json.Unmarshal(raw, &a.Size)
+		if err != nil {
+			return fmt.Errorf("error reading 'size': %w", err)
+		}
+		delete(object, "size")
+	}
+
+	if raw, found := object["transfer_method"]; found {
+		err = json.Unmarshal(raw, &a.TransferMethod)
+		if err != nil {
+			return fmt.Errorf("error reading 'transfer_method': %w", err)
+		}
+		delete(object, "transfer_method")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["upload_file_id"]; found {
+		err = json.Unmarshal(raw, &a.UploadFileId)
+		if err != nil {
+			return fmt.Errorf("error reading 'upload_file_id': %w", err)
+		}
+		delete(object, "upload_file_id")
+	}
+
+	if raw, found := object["url"]; found {
+		err = json.Unmarshal(raw, &a.Url)
+		if err != nil {
+			return fmt.Errorf("error reading 'url': %w", err)
+		}
+		delete(object, "url")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MessageEndFile to handle AdditionalProperties
+func (a MessageEndFile) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Extension != nil {
+		object["extension"], err = json.Marshal(a.Extension)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'extension': %w", err)
+		}
+	}
+
+	if a.Filename != nil {
+		object["filename"], err = json.Marshal(a.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filename': %w", err)
+		}
+	}
+
+	if a.MimeType != nil {
+		object["mime_type"], err = json.Marshal(a.MimeType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mime_type': %w", err)
+		}
+	}
+
+	object["related_id"], err = json.Marshal(a.RelatedId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'related_id': %w", err)
+	}
+
+	if a.RemoteUrl != nil {
+		object["remote_url"], err = json.Marshal(a.RemoteUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'remote_url': %w", err)
+		}
+	}
+
+	if a.Size != nil {
+		object["size"], err = json.Marshal(a.Size)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'size': %w", err)
+		}
+	}
+
+	object["transfer_method"], err = json.Marshal(a.TransferMethod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'transfer_method': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.UploadFileId != nil {
+		object["upload_file_id"], err = json.Marshal(a.UploadFileId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'upload_file_id': %w", err)
+		}
+	}
+
+	object["url"], err = json.Marshal(a.Url)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'url': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11579,6 +11837,19 @@ type ClientInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetToolFile Get a file a tool returned
+	//
+	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
+	// assistant file in `GET /messages` and `message_end`'s `files`). It takes no API key: the link
+	// is signed, so that a browser can load it (an `<img src>`, say), and it expires
+	// `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing, forged or expired
+	// signature is 403 `forbidden`; an unknown file is 404 `not_found`. The body has the stored
+	// content type and `X-Content-Type-Options: nosniff`; types a browser would run as a page
+	// (HTML, SVG, XML, scripts) are sent as attachments and never rendered inline.
+	//
+	// Corresponds with GET /files/tools/{file} (the `GetToolFile` operationId).
+	GetToolFile(ctx context.Context, file string, params *GetToolFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UploadFileWithBody Upload file
 	//
 	// Uploads one file for use in a message (`files[].upload_file_id` with
@@ -13237,6 +13508,29 @@ func (c *Client) Retrieve(ctx context.Context, datasetId DatasetId, body Retriev
 // Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 func (c *Client) ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListDatasetTagsRequest(c.Server, datasetId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetToolFile Get a file a tool returned
+//
+// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
+// assistant file in `GET /messages` and `message_end`'s `files`). It takes no API key: the link
+// is signed, so that a browser can load it (an `<img src>`, say), and it expires
+// `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing, forged or expired
+// signature is 403 `forbidden`; an unknown file is 404 `not_found`. The body has the stored
+// content type and `X-Content-Type-Options: nosniff`; types a browser would run as a page
+// (HTML, SVG, XML, scripts) are sent as attachments and never rendered inline.
+//
+// Corresponds with GET /files/tools/{file} (the `GetToolFile` operationId).
+func (c *Client) GetToolFile(ctx context.Context, file string, params *GetToolFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetToolFileRequest(c.Server, file, params)
 	if err != nil {
 		return nil, err
 	}
@@ -16051,6 +16345,79 @@ func NewListDatasetTagsRequest(server string, datasetId DatasetId) (*http.Reques
 	return req, nil
 }
 
+// NewGetToolFileRequest constructs an http.Request for the GetToolFile method
+func NewGetToolFileRequest(server string, file string, params *GetToolFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file", file, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/tools/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "nonce", params.Nonce, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sign", params.Sign, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
 func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -17350,6 +17717,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTagsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListDatasetTagsResponse, error)
+
+	// GetToolFileWithResponse Get a file a tool returned
+	//
+	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
+	// assistant file in `GET /messages` and `message_end`'s `files`). It takes no API key: the link
+	// is signed, so that a browser can load it (an `<img src>`, say), and it expires
+	// `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing, forged or expired
+	// signature is 403 `forbidden`; an unknown file is 404 `not_found`. The body has the stored
+	// content type and `X-Content-Type-Options: nosniff`; types a browser would run as a page
+	// (HTML, SVG, XML, scripts) are sent as attachments and never rendered inline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/tools/{file} (the `GetToolFile` operationId).
+	GetToolFileWithResponse(ctx context.Context, file string, params *GetToolFileParams, reqEditors ...RequestEditorFn) (*GetToolFileResponse, error)
 
 	// UploadFileWithBodyWithResponse Upload file
 	//
@@ -22206,6 +22588,76 @@ func (r ListDatasetTagsResponse) ContentType() string {
 	return ""
 }
 
+// GetToolFileResponse200Headers the declared response headers of an HTTP 200 response for GetToolFile
+type GetToolFileResponse200Headers struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+type GetToolFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ToolFileForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetToolFileResponse200Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetToolFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetToolFileResponse) GetJSON403() *ToolFileForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetToolFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetToolFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetToolFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetToolFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetToolFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetToolFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UploadFileResponse401Headers the declared response headers of an HTTP 401 response for UploadFile
 type UploadFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -24134,6 +24586,27 @@ func (c *ClientWithResponses) ListDatasetTagsWithResponse(ctx context.Context, d
 		return nil, err
 	}
 	return ParseListDatasetTagsResponse(rsp)
+}
+
+// GetToolFileWithResponse Get a file a tool returned
+//
+// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
+// assistant file in `GET /messages` and `message_end`'s `files`). It takes no API key: the link
+// is signed, so that a browser can load it (an `<img src>`, say), and it expires
+// `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing, forged or expired
+// signature is 403 `forbidden`; an unknown file is 404 `not_found`. The body has the stored
+// content type and `X-Content-Type-Options: nosniff`; types a browser would run as a page
+// (HTML, SVG, XML, scripts) are sent as attachments and never rendered inline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/tools/{file} (the `GetToolFile` operationId).
+func (c *ClientWithResponses) GetToolFileWithResponse(ctx context.Context, file string, params *GetToolFileParams, reqEditors ...RequestEditorFn) (*GetToolFileResponse, error) {
+	rsp, err := c.GetToolFile(ctx, file, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetToolFileResponse(rsp)
 }
 
 // UploadFileWithBodyWithResponse Upload file
@@ -28604,6 +29077,73 @@ func ParseListDatasetTagsResponse(rsp *http.Response) (*ListDatasetTagsResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetToolFileResponse parses an HTTP response from a GetToolFileWithResponse call
+func ParseGetToolFileResponse(rsp *http.Response) (*GetToolFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetToolFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ToolFileForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetToolFileResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

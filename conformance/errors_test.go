@@ -94,6 +94,12 @@ func TestBadInput(t *testing.T) {
 			{"invalid file type enum", call{method: "POST", path: "/chat-messages", key: app, contentType: "application/json", body: strings.NewReader(`{"query":"hi","inputs":{},"user":"u1","files":[{"type":"pdf","transfer_method":"local_file","upload_file_id":"x"}]}`)}, 400, "invalid_param", "type"},
 			{"oversized JSON body", call{method: "POST", path: "/chat-messages", key: app, contentType: "application/json", body: strings.NewReader(`{"query":"` + strings.Repeat("a", 2<<20) + `","inputs":{},"user":"u1"}`)}, 413, "request_entity_too_large", ""},
 			{"oversized upload", call{method: "POST", path: "/datasets/ds/documents/doc/update-by-file", key: kb, contentType: "", body: nil}, 413, "file_too_large", ""},
+			// Tool file links need no key, only a valid signature.
+			{"tool file without signature", call{method: "GET", path: "/files/tools/f.png?timestamp=1&nonce=n"}, 400, "invalid_param", "sign"},
+			{"tool file forged signature", call{method: "GET", path: "/files/tools/f.png?timestamp=1&nonce=n&sign=AAAA"}, 403, "forbidden", ""},
+			{"tool file forged signature with a key", call{method: "GET", path: "/files/tools/f.png?timestamp=1&nonce=n&sign=AAAA", key: app}, 403, "forbidden", ""},
+			{"tool file name too long", call{method: "GET", path: "/files/tools/" + strings.Repeat("f", 81) + "?timestamp=1&nonce=n&sign=AAAA"}, 400, "invalid_param", "file"},
+			{"tool file wrong method", call{method: "POST", path: "/files/tools/f.png?timestamp=1&nonce=n&sign=AAAA", contentType: "application/json", body: strings.NewReader("{}")}, 405, "method_not_allowed", ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				c := tc.c

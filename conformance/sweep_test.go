@@ -80,7 +80,7 @@ func TestSweep(t *testing.T) {
 		for _, op := range ops {
 			// A sweep whose requests all stop at a 404 or at validation would say little about
 			// the handlers behind: each operation must have succeeded at least once.
-			if !ok2xx[op.id] {
+			if !ok2xx[op.id] && noFixture[op.id] == "" {
 				t.Errorf("%s: no request of the sweep succeeded; its baseline needs a fixture", op.id)
 			}
 		}
@@ -92,6 +92,14 @@ func TestSweep(t *testing.T) {
 			}
 		}
 	})
+}
+
+// noFixture names the operations the sweep cannot make succeed, and why; their mutations are
+// still sent and must still be answered with a 4xx and the Error body.
+var noFixture = map[string]string{
+	// A tool file exists only once an agent's tool returned one, and the server's own tools
+	// return none; TestToolFileLinks checks the route against the signing key instead.
+	"getToolFile": "no tool of the conformance server returns a file",
 }
 
 // sweepSend sends one probe and checks the answer: no 5xx, and an error is the Error body whose
@@ -106,7 +114,9 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 	if err != nil {
 		t.Fatalf("%s %s: %v", op.id, pr.what, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+op.key)
+	if op.key != "" {
+		req.Header.Set("Authorization", "Bearer "+op.key)
+	}
 	if pr.ct != "" {
 		req.Header.Set("Content-Type", pr.ct)
 	}
@@ -260,6 +270,8 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 				o.key = p.AppKey
 			case scheme == "KnowledgeKey":
 				o.key = p.KnowledgeKey
+			case op.Security != nil && len(*op.Security) == 0:
+				// A public operation (a signed tool file link): no key.
 			default:
 				t.Fatalf("%s: no key scheme the sweep knows (%q)", op.OperationID, scheme)
 			}

@@ -748,6 +748,27 @@ func (e MessageEndEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for MessageEndFileTransferMethod.
+const (
+	MessageEndFileTransferMethodLocalFile MessageEndFileTransferMethod = "local_file"
+	MessageEndFileTransferMethodRemoteUrl MessageEndFileTransferMethod = "remote_url"
+	MessageEndFileTransferMethodToolFile  MessageEndFileTransferMethod = "tool_file"
+)
+
+// Valid indicates whether the value is a known member of the MessageEndFileTransferMethod enum.
+func (e MessageEndFileTransferMethod) Valid() bool {
+	switch e {
+	case MessageEndFileTransferMethodLocalFile:
+		return true
+	case MessageEndFileTransferMethodRemoteUrl:
+		return true
+	case MessageEndFileTransferMethodToolFile:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageEventEvent.
 const (
 	MessageEventEventMessage MessageEventEvent = "message"
@@ -2777,9 +2798,11 @@ type MessageEndEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
 
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
-	CreatedAt int64                     `json:"created_at"`
-	Event     MessageEndEventEvent      `json:"event"`
-	Files     *[]map[string]interface{} `json:"files,omitempty"`
+	CreatedAt int64                `json:"created_at"`
+	Event     MessageEndEventEvent `json:"event"`
+
+	// Files The files the assistant returned with this answer (a Legacy Agent's tool files); null when none.
+	Files *[]MessageEndFile `json:"files,omitempty"`
 
 	// Id Message id.
 	Id        openapi_types.UUID `json:"id"`
@@ -2794,6 +2817,31 @@ type MessageEndEvent struct {
 
 // MessageEndEventEvent defines model for MessageEndEvent.Event.
 type MessageEndEventEvent string
+
+// MessageEndFile A file of the answer, as `message_end` lists it.
+type MessageEndFile struct {
+	// Extension With the leading dot, e.g. `.png`.
+	Extension *string `json:"extension,omitempty"`
+	Filename  *string `json:"filename,omitempty"`
+	MimeType  *string `json:"mime_type,omitempty"`
+
+	// RelatedId The message file's id (the `id` of its `message_file` event).
+	RelatedId      string                       `json:"related_id"`
+	RemoteUrl      *string                      `json:"remote_url,omitempty"`
+	Size           *int64                       `json:"size,omitempty"`
+	TransferMethod MessageEndFileTransferMethod `json:"transfer_method"`
+
+	// Type image, document, audio, video or custom.
+	Type         string  `json:"type"`
+	UploadFileId *string `json:"upload_file_id,omitempty"`
+
+	// Url A signed link to the file (see `getToolFile`).
+	Url                  string                 `json:"url"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// MessageEndFileTransferMethod defines model for MessageEndFile.TransferMethod.
+type MessageEndFileTransferMethod string
 
 // MessageEndMetadata Metadata of `message_end`. Agent apps send `usage` (and `annotation_reply` on an annotation match) and never `retriever_resources`.
 type MessageEndMetadata struct {
@@ -4080,6 +4128,9 @@ type Success = Result
 // TooManyRequests The body of every error response, and the payload members of the `error` event.
 type TooManyRequests = Error
 
+// ToolFileForbidden The body of every error response, and the payload members of the `error` event.
+type ToolFileForbidden = Error
+
 // Unauthorized The body of every error response, and the payload members of the `error` event.
 type Unauthorized = Error
 
@@ -4177,6 +4228,18 @@ type ListChildChunksParams struct {
 
 	// Keyword Keep child chunks whose content contains this text.
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// GetToolFileParams defines parameters for GetToolFile.
+type GetToolFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -6359,6 +6422,201 @@ func (a HumanInputField) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for MessageEndFile. Returns the specified
+// element and whether it was found
+func (a MessageEndFile) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for MessageEndFile
+func (a *MessageEndFile) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for MessageEndFile to handle AdditionalProperties
+func (a *MessageEndFile) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["extension"]; found {
+		err = json.Unmarshal(raw, &a.Extension)
+		if err != nil {
+			return fmt.Errorf("error reading 'extension': %w", err)
+		}
+		delete(object, "extension")
+	}
+
+	if raw, found := object["filename"]; found {
+		err = json.Unmarshal(raw, &a.Filename)
+		if err != nil {
+			return fmt.Errorf("error reading 'filename': %w", err)
+		}
+		delete(object, "filename")
+	}
+
+	if raw, found := object["mime_type"]; found {
+		err = json.Unmarshal(raw, &a.MimeType)
+		if err != nil {
+			return fmt.Errorf("error reading 'mime_type': %w", err)
+		}
+		delete(object, "mime_type")
+	}
+
+	if raw, found := object["related_id"]; found {
+		err = json.Unmarshal(raw, &a.RelatedId)
+		if err != nil {
+			return fmt.Errorf("error reading 'related_id': %w", err)
+		}
+		delete(object, "related_id")
+	}
+
+	if raw, found := object["remote_url"]; found {
+		err = json.Unmarshal(raw, &a.RemoteUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'remote_url': %w", err)
+		}
+		delete(object, "remote_url")
+	}
+
+	if raw, found := object["size"]; found {
+		err = json.Unmarshal(raw, &a.Size)
+		if err != nil {
+			return fmt.Errorf("error reading 'size': %w", err)
+		}
+		delete(object, "size")
+	}
+
+	if raw, found := object["transfer_method"]; found {
+		err = json.Unmarshal(raw, &a.TransferMethod)
+		if err != nil {
+			return fmt.Errorf("error reading 'transfer_method': %w", err)
+		}
+		delete(object, "transfer_method")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["upload_file_id"]; found {
+		err = json.Unmarshal(raw, &a.UploadFileId)
+		if err != nil {
+			return fmt.Errorf("error reading 'upload_file_id': %w", err)
+		}
+		delete(object, "upload_file_id")
+	}
+
+	if raw, found := object["url"]; found {
+		err = json.Unmarshal(raw, &a.Url)
+		if err != nil {
+			return fmt.Errorf("error reading 'url': %w", err)
+		}
+		delete(object, "url")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for MessageEndFile to handle AdditionalProperties
+func (a MessageEndFile) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Extension != nil {
+		object["extension"], err = json.Marshal(a.Extension)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'extension': %w", err)
+		}
+	}
+
+	if a.Filename != nil {
+		object["filename"], err = json.Marshal(a.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filename': %w", err)
+		}
+	}
+
+	if a.MimeType != nil {
+		object["mime_type"], err = json.Marshal(a.MimeType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mime_type': %w", err)
+		}
+	}
+
+	object["related_id"], err = json.Marshal(a.RelatedId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'related_id': %w", err)
+	}
+
+	if a.RemoteUrl != nil {
+		object["remote_url"], err = json.Marshal(a.RemoteUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'remote_url': %w", err)
+		}
+	}
+
+	if a.Size != nil {
+		object["size"], err = json.Marshal(a.Size)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'size': %w", err)
+		}
+	}
+
+	object["transfer_method"], err = json.Marshal(a.TransferMethod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'transfer_method': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.UploadFileId != nil {
+		object["upload_file_id"], err = json.Marshal(a.UploadFileId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'upload_file_id': %w", err)
+		}
+	}
+
+	object["url"], err = json.Marshal(a.Url)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'url': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -10866,6 +11124,9 @@ type ServerInterface interface {
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx echo.Context, datasetId DatasetId) error
+	// GetToolFile Get a file a tool returned
+	// (GET /files/tools/{file})
+	GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx echo.Context) error
@@ -12060,6 +12321,45 @@ func (w *ServerInterfaceWrapper) ListDatasetTags(ctx echo.Context) error {
 	return err
 }
 
+// GetToolFile converts echo context to params.
+func (w *ServerInterfaceWrapper) GetToolFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file" -------------
+	var file string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file", ctx.Param("file"), &file, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetToolFileParams
+	// ------------- Required query parameter "timestamp" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "timestamp", ctx.QueryParams(), &params.Timestamp, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter timestamp: %s", err))
+	}
+
+	// ------------- Required query parameter "nonce" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "nonce", ctx.QueryParams(), &params.Nonce, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter nonce: %s", err))
+	}
+
+	// ------------- Required query parameter "sign" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "sign", ctx.QueryParams(), &params.Sign, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sign: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetToolFile(ctx, file, params)
+	return err
+}
+
 // UploadFile converts echo context to params.
 func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
 	var err error
@@ -12271,6 +12571,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/completion-messages", wrapper.SendCompletionMessage, options.OperationMiddlewares["sendCompletionMessage"]...)
 	router.POST(options.BaseURL+"/completion-messages/:task_id/stop", wrapper.StopCompletionMessage, options.OperationMiddlewares["stopCompletionMessage"]...)
 	router.POST(options.BaseURL+"/files/upload", wrapper.UploadFile, options.OperationMiddlewares["uploadFile"]...)
+	router.GET(options.BaseURL+"/files/tools/:file", wrapper.GetToolFile, options.OperationMiddlewares["getToolFile"]...)
 	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
 	router.GET(options.BaseURL+"/app/feedbacks", wrapper.ListAppFeedbacks, options.OperationMiddlewares["listAppFeedbacks"]...)
 	router.GET(options.BaseURL+"/messages/:message_id/suggested", wrapper.GetSuggestedQuestions, options.OperationMiddlewares["getSuggestedQuestions"]...)
@@ -12346,6 +12647,8 @@ type RequestTimeoutJSONResponse Error
 type SuccessJSONResponse Result
 
 type TooManyRequestsJSONResponse Error
+
+type ToolFileForbiddenJSONResponse Error
 
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
@@ -18577,6 +18880,106 @@ func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w ht
 	return err
 }
 
+type GetToolFileRequestObject struct {
+	File   string `json:"file"`
+	Params GetToolFileParams
+}
+
+type GetToolFileResponseObject interface {
+	VisitGetToolFileResponse(w http.ResponseWriter) error
+}
+
+type GetToolFile200ResponseHeaders struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+type GetToolFile200AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetToolFile200ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetToolFile200AsteriskResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetToolFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetToolFile400JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolFile403JSONResponse struct{ ToolFileForbiddenJSONResponse }
+
+func (response GetToolFile403JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetToolFile404JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetToolFile500JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadFileRequestObject struct {
 	Body *multipart.Reader
 }
@@ -19423,6 +19826,9 @@ type StrictServerInterface interface {
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx context.Context, request ListDatasetTagsRequestObject) (ListDatasetTagsResponseObject, error)
+	// GetToolFile Get a file a tool returned
+	// (GET /files/tools/{file})
+	GetToolFile(ctx context.Context, request GetToolFileRequestObject) (GetToolFileResponseObject, error)
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
@@ -21422,6 +21828,32 @@ func (sh *strictHandler) ListDatasetTags(ctx echo.Context, datasetId DatasetId) 
 		return err
 	} else if validResponse, ok := response.(ListDatasetTagsResponseObject); ok {
 		return validResponse.VisitListDatasetTagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetToolFile operation middleware
+func (sh *strictHandler) GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error {
+	var request GetToolFileRequestObject
+
+	request.File = file
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetToolFile(ctx.Request().Context(), request.(GetToolFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetToolFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetToolFileResponseObject); ok {
+		return validResponse.VisitGetToolFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -134,7 +134,7 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 	}
 	out := gen.ListMessages200JSONResponse{Limit: limit, HasMore: more, Data: make([]gen.HistoryMessage, 0, len(msgs))}
 	for _, m := range msgs {
-		hm, err := historyMessage(m)
+		hm, err := historyMessage(m, s.fileURL)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,15 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 	return out, nil
 }
 
-func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) {
+// fileURL is the link a client is given to a message file: a freshly signed one for a tool file.
+func (s *Server) fileURL(f store.MessageFile) string {
+	if s.files == nil {
+		return f.URL
+	}
+	return s.files.SignedURL(f)
+}
+
+func historyMessage(m conversations.HistoryMessage, fileURL func(store.MessageFile) string) (gen.HistoryMessage, error) {
 	msgTokens, ansTokens, total := int(m.MessageTokens), int(m.AnswerTokens), int(m.TotalTokens)
 	// The store keeps prices as plain decimals ("0" when empty), as the contract wants them.
 	latency, currency, price := m.ProviderResponseLatency, m.Currency, m.TotalPrice
@@ -192,8 +200,8 @@ func historyMessage(m conversations.HistoryMessage) (gen.HistoryMessage, error) 
 			Id: f.ID, Type: f.Type, TransferMethod: gen.MessageFileTransferMethod(f.TransferMethod),
 			BelongsTo: gen.MessageFileBelongsTo(f.BelongsTo),
 		}
-		if f.URL != "" {
-			mf.Url = &f.URL
+		if u := fileURL(f); u != "" {
+			mf.Url = &u
 		}
 		if f.UploadFileID != "" {
 			mf.UploadFileId = &f.UploadFileID

@@ -119,6 +119,9 @@ func domainOutcome(err error) *APIError {
 		return apiError(http.StatusRequestEntityTooLarge, "file_too_large", fileTooLargeMessage(tooLarge))
 	case errors.Is(err, files.ErrFileNotFound):
 		return errInvalidParam("Invalid upload file id.")
+	case errors.Is(err, files.ErrBadSignature):
+		// Dify's answer to a tool file link that is forged or expired.
+		return apiError(http.StatusForbidden, "forbidden", "Invalid request.")
 	case errors.Is(err, files.ErrInvalidURL), errors.Is(err, files.ErrRemoteForbidden), errors.Is(err, files.ErrRemoteFetch):
 		// The causes name internal addresses and the resolver; files.Service logs them.
 		msg, _ := safeerr.Message(err)

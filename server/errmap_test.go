@@ -111,6 +111,7 @@ func domainOutcomes() map[string]outcome {
 		"files.ErrTooLarge":               {tooLarge, wire{status: 413, code: "file_too_large", msg: "File size exceeded. The limit is 10 MB."}},
 		"files.TooLargeError":             {tooLarge, wire{status: 413, code: "file_too_large", msg: "File size exceeded. The limit is 10 MB."}},
 		"files.ErrFileNotFound":           {files.ErrFileNotFound, invalid("Invalid upload file id.")},
+		"files.ErrBadSignature":           {files.ErrBadSignature, wire{status: 403, code: "forbidden", msg: "Invalid request."}},
 		"files.ErrInvalidURL":             {fmt.Errorf("files: fetch: %w", files.ErrInvalidURL), invalid(files.MsgInvalidURL)},
 		"files.ErrRemoteForbidden":        {fmt.Errorf("%w: 10.0.0.1", files.ErrRemoteForbidden), invalid(files.MsgRemoteRefused)},
 		"files.ErrRemoteFetch":            {fmt.Errorf("files: fetch http://10.0.0.1/a: %w", files.ErrRemoteFetch), invalid(files.MsgRemoteNotFetch)},

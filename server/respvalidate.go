@@ -74,7 +74,8 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 				if resp.Value == nil {
 					continue
 				}
-				mt := resp.Value.Content.Get("text/event-stream")
+				// Looked up by exact name: Content.Get would match a `*/*` response (a file) too.
+				mt := resp.Value.Content["text/event-stream"]
 				if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
 					continue
 				}

@@ -24,6 +24,8 @@ import (
 type fixture struct {
 	e             *echo.Echo
 	srv           *Server
+	st            *store.Store
+	appID         string
 	appKey, kbKey string
 }
 
@@ -85,7 +87,7 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &fixture{e: e, srv: srv, appKey: appKey, kbKey: kbKey}
+	return &fixture{e: e, srv: srv, st: st, appID: synced["chatbot"].ID, appKey: appKey, kbKey: kbKey}
 }
 
 func (f *fixture) do(method, path, key, contentType, body string) *httptest.ResponseRecorder {

@@ -77,8 +77,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
+	signingKey, err := files.LoadSigningKey(cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
-		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log})
+		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log,
+		SigningKey: signingKey, PublicURL: cfg.FilesURL, AccessTimeout: cfg.FilesAccessTimeout})
 	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
 	indexQueue := jobs.NewLocal(jobs.Options{Workers: cfg.IndexingWorkers, Logger: e.log})
 	self, err := os.Executable()
@@ -118,6 +123,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 			config.AppModeAgentChat: {Runner: agent.New(agent.Options{
 				Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
+				Files: fileSvc,
 			})},
 		},
 	})

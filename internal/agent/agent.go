@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
@@ -43,6 +44,11 @@ const DefaultToolTimeout = 60 * time.Second
 // saveTimeout bounds the storing of one step.
 const saveTimeout = 10 * time.Second
 
+// MaxToolFiles bounds the files kept for one answer: a tool (an MCP server, say) that returns
+// thousands of files must not fill the disk or the stream. Those past it are told to the model
+// as not kept.
+const MaxToolFiles = 50
+
 // Store is what the runner needs from storage; *store.Store implements it.
 type Store interface {
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
@@ -53,6 +59,11 @@ type Store interface {
 // Chat gives what an agent shares with Chatbot apps; *chat.Service implements it.
 type Chat interface {
 	Base(ctx context.Context, t run.Turn) (chat.Base, error)
+}
+
+// ToolFiles keeps the files tools return; *files.Service implements it.
+type ToolFiles interface {
+	SaveToolFile(ctx context.Context, f files.ToolFile) (files.SavedToolFile, error)
 }
 
 // ToolLookup finds a tool an app names, configured with the app's values; tools.ErrUnknownTool
@@ -67,6 +78,8 @@ type Options struct {
 	// Knowledge searches the app's knowledge bases, which the agent has as tools; without it
 	// they are not offered.
 	Knowledge Knowledge
+	// Files stores the files tools return as the answer's files; without it they are dropped.
+	Files ToolFiles
 	// ToolTimeout bounds one tool call (default DefaultToolTimeout); a tool that takes longer
 	// is told to the model as a failure.
 	ToolTimeout time.Duration
@@ -118,7 +131,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	}
 	w := &work{
 		r: r, base: base, prompt: buildPrompt(app, base.Spec, t.Inputs, history, thoughts, t.Query),
-		rounds: rounds(app.Agent), user: t.EndUser.ID, cite: app.Features.RetrieverResource.Enabled,
+		rounds: rounds(app.Agent), user: t.EndUser.ID, appID: app.ID, cite: app.Features.RetrieverResource.Enabled,
 	}
 	if app.Agent != nil {
 		w.react = useReAct(app.Agent.Strategy, base.Spec)
@@ -255,6 +268,9 @@ type work struct {
 	tools  []agentTool
 	rounds int
 	user   string
+	appID  string
+	// files are the files the tools returned, as message_end lists them.
+	files []map[string]any
 	// react runs the ReAct strategy instead of function calling.
 	react bool
 	// text sends a ReAct round to a completion model as one text (reactText).
@@ -289,8 +305,16 @@ type thoughtEvent struct {
 
 // Run implements run.Work: the rounds of the agent, until the model answers without calling a
 // tool. Every step is stored before it is streamed; the usage of all rounds is summed, also when
-// a round fails.
+// a round fails. message_end lists the files the tools returned.
 func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
+	o, err := w.run(ctx, out)
+	if len(w.files) > 0 {
+		o.Files = w.files
+	}
+	return o, err
+}
+
+func (w *work) run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	var total models.Usage
 	prompt := w.prompt
 	if w.base.Images != nil {
@@ -516,24 +540,27 @@ func (s *step) invoke(ctx context.Context, calls []providers.ToolCall) ([]string
 	results := make([]string, len(calls))
 	obs := newObject()
 	for i, c := range calls {
-		results[i] = s.w.invokeOne(ctx, c)
+		var produced []tools.File
+		results[i], produced = s.w.invokeOne(ctx, c)
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
+		results[i] += s.keepFiles(ctx, c.Name, produced)
 		obs.set(c.Name, results[i])
 	}
 	s.t.Observation = obs.String()
 	return results, s.save(ctx)
 }
 
-// invokeOne runs one call and returns what the model reads, in the words Dify uses.
-func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) string {
+// invokeOne runs one call and returns what the model reads, in the words Dify uses, and the
+// files the tool returned.
+func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) (string, []tools.File) {
 	t := w.find(c.Name)
 	if t == nil {
-		return fmt.Sprintf("there is not a tool named %s", c.Name)
+		return fmt.Sprintf("there is not a tool named %s", c.Name), nil
 	}
 	if t.tool == nil {
-		return fmt.Sprintf("tool invoke error: the tool %s is not available on this server: %v", c.Name, t.missing)
+		return fmt.Sprintf("tool invoke error: the tool %s is not available on this server: %v", c.Name, t.missing), nil
 	}
 	args := json.RawMessage(c.Arguments)
 	if strings.TrimSpace(c.Arguments) == "" {
@@ -543,17 +570,82 @@ func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) string {
 	defer cancel()
 	res, err := t.tool.Invoke(callCtx, args)
 	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, w.r.o.ToolTimeout)
+		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, w.r.o.ToolTimeout), nil
 	}
 	switch {
 	case err != nil && errors.Is(err, tools.ErrBadArguments):
-		return fmt.Sprintf("tool parameters validation error: %v, please check your tool parameters", err)
+		return fmt.Sprintf("tool parameters validation error: %v, please check your tool parameters", err), nil
 	case err != nil:
-		return fmt.Sprintf("tool invoke error: %v", err)
+		return fmt.Sprintf("tool invoke error: %v", err), nil
 	case res.IsError && strings.Contains(res.Text, tools.ErrBadArguments.Error()):
-		return fmt.Sprintf("tool parameters validation error: %s, please check your tool parameters", res.Text)
+		return fmt.Sprintf("tool parameters validation error: %s, please check your tool parameters", res.Text), res.Files
 	case res.IsError:
-		return fmt.Sprintf("tool invoke error: %s", res.Text)
+		return fmt.Sprintf("tool invoke error: %s", res.Text), res.Files
 	}
-	return res.Text
+	return res.Text, res.Files
+}
+
+// messageFileEvent is the payload of a message_file event.
+type messageFileEvent struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	BelongsTo string `json:"belongs_to"`
+	URL       string `json:"url"`
+}
+
+// keepFiles stores the files a tool returned as files of the answer: each is attached to the
+// step (message_files) and announced with a message_file event, as Dify does. A file that
+// cannot be kept (over the size limit, a refused extension) is told to the model in what it
+// returns, the text to add to the tool's result.
+func (s *step) keepFiles(ctx context.Context, tool string, produced []tools.File) string {
+	w := s.w
+	if len(produced) == 0 {
+		return ""
+	}
+	if w.r.o.Files == nil {
+		w.r.o.Logger.DebugContext(ctx, "agent: tool files dropped: no file store", "tool", tool, "files", len(produced))
+		return ""
+	}
+	var note strings.Builder
+	for i, f := range produced {
+		if len(w.files) >= MaxToolFiles {
+			fmt.Fprintf(&note, "\n(%d files the tool returned were not kept: an answer keeps at most %d)", len(produced)-i, MaxToolFiles)
+			break
+		}
+		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+		saved, err := w.r.o.Files.SaveToolFile(saveCtx, files.ToolFile{
+			AppID: w.appID, MessageID: s.out.MessageID(), CreatedBy: w.user, Name: f.Name, MIMEType: f.MIMEType, Data: f.Data,
+		})
+		cancel()
+		if err != nil {
+			w.r.o.Logger.WarnContext(ctx, "agent: a tool file was not kept", "tool", tool, "message_id", s.out.MessageID(), "error", err)
+			fmt.Fprintf(&note, "\n(a file the tool returned was not kept: %s)", fileRefusal(err))
+			continue
+		}
+		mf := saved.Message
+		s.t.Files = append(s.t.Files, mf.ID)
+		s.out.Emit(run.Event{Kind: run.EventMessageFile, Data: messageFileEvent{
+			ID: mf.ID, Type: mf.Type, BelongsTo: mf.BelongsTo, URL: saved.URL,
+		}})
+		up := saved.Upload
+		w.files = append(w.files, map[string]any{
+			"related_id": mf.ID, "extension": "." + up.Extension, "filename": up.Name, "size": up.Size,
+			"mime_type": up.MimeType, "transfer_method": mf.TransferMethod, "type": mf.Type, "url": saved.URL,
+			"upload_file_id": up.ID, "remote_url": nil,
+		})
+	}
+	return note.String()
+}
+
+// fileRefusal says why a tool file was not kept, in words fit for the model.
+func fileRefusal(err error) string {
+	var tooLarge *files.TooLargeError
+	var ext *files.ExtensionNotAllowedError
+	switch {
+	case errors.As(err, &tooLarge):
+		return fmt.Sprintf("larger than %d bytes", tooLarge.Limit)
+	case errors.As(err, &ext):
+		return ext.Error()
+	}
+	return "it could not be stored"
 }

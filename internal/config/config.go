@@ -101,6 +101,13 @@ type Config struct {
 	// RemoteFilesAllowPrivate lets remote_url files be fetched from loopback and private
 	// networks (PARLEY_REMOTE_FILES_ALLOW_PRIVATE); off by default, against SSRF.
 	RemoteFilesAllowPrivate bool
+	// FilesURL is the public base URL (scheme, host, any path prefix) that links to tool files
+	// start with (PARLEY_FILES_URL, as Dify's FILES_URL); empty makes them paths from the
+	// server's root.
+	FilesURL string
+	// FilesAccessTimeout is how long a signed link to a tool file stays valid
+	// (PARLEY_FILES_ACCESS_TIMEOUT, as Dify's FILES_ACCESS_TIMEOUT).
+	FilesAccessTimeout time.Duration
 }
 
 // UploadLimits are the file upload limits. Sizes are in megabytes, as in
@@ -250,6 +257,12 @@ func (c *Config) Validate() error {
 	if c.ShutdownGrace < 0 {
 		bad("PARLEY_SHUTDOWN_GRACE", "must not be negative, got %v", c.ShutdownGrace)
 	}
+	if err := checkFilesURL(c.FilesURL); err != nil {
+		bad("PARLEY_FILES_URL", "%v", err)
+	}
+	if c.FilesAccessTimeout <= 0 {
+		bad("PARLEY_FILES_ACCESS_TIMEOUT", "must be positive, got %v", c.FilesAccessTimeout)
+	}
 	if c.ModelCallTimeout <= 0 {
 		bad("PARLEY_MODEL_CALL_TIMEOUT", "must be positive, got %v", c.ModelCallTimeout)
 	}
@@ -338,6 +351,21 @@ func checkAddr(addr string) error {
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("invalid port %q in listen address", port)
+	}
+	return nil
+}
+
+// checkFilesURL accepts an empty value or an absolute http(s) URL with no query or fragment.
+func checkFilesURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("must be an http or https URL such as https://parley.example.com, got %q", v)
 	}
 	return nil
 }

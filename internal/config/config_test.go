@@ -43,6 +43,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractCPULimit:                     2 * time.Minute,
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
+		FilesAccessTimeout:                  300 * time.Second,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)

@@ -82,6 +82,11 @@ func options() []option {
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",
 			parse: set(parseBool, func(c *Config) *bool { return &c.RemoteFilesAllowPrivate })},
+		// Links to the files tools return (Dify's FILES_URL and FILES_ACCESS_TIMEOUT).
+		{name: "PARLEY_FILES_URL", def: "",
+			parse: set(parseString, func(c *Config) *string { return &c.FilesURL })},
+		{name: "PARLEY_FILES_ACCESS_TIMEOUT", def: "300s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.FilesAccessTimeout })},
 	}
 }
 

@@ -20,6 +20,7 @@ package files
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -218,6 +219,7 @@ func DataURL(contentType string, data []byte) string {
 type Store interface {
 	CreateUploadFile(ctx context.Context, f store.UploadFile) (store.UploadFile, error)
 	UploadFile(ctx context.Context, id string) (store.UploadFile, error)
+	AddMessageFiles(ctx context.Context, files []store.MessageFile) ([]store.MessageFile, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -252,6 +254,16 @@ type Options struct {
 	// AllowPrivateNetworks lets remote fetches reach loopback, private and
 	// link-local addresses. For tests and trusted deployments only.
 	AllowPrivateNetworks bool
+	// SigningKey signs the links to tool files (at least 32 bytes; LoadSigningKey keeps one in
+	// the data directory). Without one a random key is drawn, and links do not outlive the
+	// process.
+	SigningKey []byte
+	// PublicURL is the scheme and host (and any path prefix) clients reach the server at, as
+	// in https://parley.example.com; links to tool files start with it. Empty: links are paths
+	// from the server's root (Dify's FILES_URL).
+	PublicURL string
+	// AccessTimeout is how long a link to a tool file stays valid (DefaultAccessTimeout if <= 0).
+	AccessTimeout time.Duration
 	// Logger receives failures that are handled here rather than returned,
 	// such as a blob that could not be removed after a failed upload
 	// (discarded if nil).
@@ -269,6 +281,10 @@ type Service struct {
 	remoteTimeout  time.Duration
 	remoteMaxBytes int64
 	log            *slog.Logger
+	signingKey     []byte
+	publicURL      string
+	accessTimeout  time.Duration
+	now            func() time.Time
 }
 
 // New returns a Service configured by opts. See [Options.HTTPClient] for
@@ -291,7 +307,18 @@ func New(opts Options) *Service {
 			blacklist[ext] = true
 		}
 	}
+	if len(opts.SigningKey) == 0 {
+		opts.SigningKey = make([]byte, 32)
+		_, _ = rand.Read(opts.SigningKey)
+	}
+	if opts.AccessTimeout <= 0 {
+		opts.AccessTimeout = DefaultAccessTimeout
+	}
 	return &Service{
+		signingKey:     opts.SigningKey,
+		publicURL:      strings.TrimRight(opts.PublicURL, "/"),
+		accessTimeout:  opts.AccessTimeout,
+		now:            time.Now,
 		store:          opts.Store,
 		blobs:          opts.Blobs,
 		limits:         opts.Limits,

@@ -372,7 +372,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources}})
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files}})
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

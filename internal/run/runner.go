@@ -94,6 +94,8 @@ type Outcome struct {
 	// Metadata are further members of the message's stored metadata (besides usage and
 	// retriever_resources).
 	Metadata map[string]any
+	// Files are the files the assistant returned, as message_end lists them (nil: none).
+	Files any
 }
 
 // Output is where a job sends its events.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +45,15 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 	a, err := s.app(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if a.Mode == apps.ModeAgent {
+		// An Agent app's parameters are its published agent's. Unlike POST /chat-messages, Dify
+		// answers an app without a bound agent here as an unavailable app.
+		if a, err = a.PublishedAgent(); errors.Is(err, apps.ErrNoBoundAgent) {
+			return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable).withCause(err)
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	p := a.Parameters(s.limits)
 	out := gen.GetAppParameters200JSONResponse{

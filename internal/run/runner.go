@@ -94,6 +94,9 @@ type Outcome struct {
 	// Metadata are further members of the message's stored metadata (besides usage and
 	// retriever_resources).
 	Metadata map[string]any
+	// Uncited answers never list retriever resources: message_end and the stored metadata have
+	// no retriever_resources member at all (Agent apps).
+	Uncited bool
 }
 
 // Output is where a job sends its events.

@@ -992,4 +992,30 @@ func TestAgentAppProblems(t *testing.T) {
 	if e := importErr(t, "version: 0.7.0\napp: {name: x, mode: agent}\n", env, Options{}); len(e.Problems) != 1 || e.Problems[0].Path != "agent" {
 		t.Fatalf("no agent section: %v", e)
 	}
+
+	// The smallest package: a soul without a model needs --model-fallback; it round-trips.
+	bare := `version: "0.7.0"
+kind: app
+app: {name: Agent, mode: agent}
+agent: {package_ref: agent_1}
+agent_packages:
+  agent_1:
+    schema_version: 1
+    metadata: {name: Agent, description: "", role: ""}
+    soul: {schema_version: 1}
+    omitted_assets: []
+dependencies: []
+`
+	if e := importErr(t, bare, env, Options{}); len(e.Problems) != 1 || e.Problems[0].String() != "agent_packages.agent_1.soul.model: missing: the agent has no model" {
+		t.Fatalf("a soul without a model: %v", e)
+	}
+	res, err = Import([]byte(bare), env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || res.App.Bound.Draft.Model.Name != "gpt-4o-mini" {
+		t.Fatalf("with a fallback: %v", err)
+	}
+	roundTrip(t, res.App, env, Options{})
+	if e := importErr(t, strings.Replace(bare, "soul: {schema_version: 1}", "soul: {schema_version: 2}", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
+		!strings.Contains(e.Error(), "agent soul schema version 2 is not supported") {
+		t.Fatalf("a newer soul: %v", e)
+	}
 }

@@ -69,11 +69,7 @@ func (c *converter) readAgentApp(top *section) {
 	ac.SystemPrompt = pr.str("system_prompt")
 	c.keep(pr.path, pr.rest())
 	c.readSoulTools(soul.sub("tools"))
-	kn := soul.sub("knowledge")
-	for i, item := range kn.list("datasets") {
-		c.addDataset(newSection(c.p, index(kn.at("datasets"), i), item))
-	}
-	c.keep(kn.path, kn.rest())
+	c.readSoulKnowledge(soul.sub("knowledge"))
 	af := soul.sub("app_features")
 	c.readFeatures(af)
 	c.noteFeaturesNotRun(af)
@@ -101,6 +97,35 @@ func (c *converter) readAgentApp(top *section) {
 		delete(a.Extra, path)
 	}
 	a.Bound = &apps.BoundAgent{Draft: ac}
+}
+
+// readSoulKnowledge resolves the soul's datasets, listed flat (`datasets`) or grouped in
+// knowledge sets (`sets[].datasets`, with each set's query and retrieval settings), as Dify's
+// versions write them. A set is kept for the export with its datasets by their Parley names.
+func (c *converter) readSoulKnowledge(kn *section) {
+	for i, item := range kn.list("datasets") {
+		c.addDataset(newSection(c.p, index(kn.at("datasets"), i), item))
+	}
+	if kn.has("sets") {
+		kept := []any{}
+		for i, item := range kn.list("sets") {
+			ss := newSection(c.p, index(kn.at("sets"), i), item)
+			resolved := []any{}
+			for j, d := range ss.list("datasets") {
+				if name := c.addDataset(newSection(c.p, index(ss.at("datasets"), j), d)); name != "" {
+					resolved = append(resolved, map[string]any{"id": name, "name": name})
+				}
+			}
+			set := ss.rest()
+			if set == nil {
+				set = map[string]any{}
+			}
+			set["datasets"] = resolved
+			kept = append(kept, set)
+		}
+		c.keepIn(kn.path, "sets", kept)
+	}
+	c.keep(kn.path, kn.rest())
 }
 
 // readSoulModel resolves the soul's model (model_provider and model) as the app's model, with

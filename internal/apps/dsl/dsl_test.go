@@ -1014,6 +1014,25 @@ dependencies: []
 		t.Fatalf("with a fallback: %v", err)
 	}
 	roundTrip(t, res.App, env, Options{})
+	// Knowledge grouped in sets, as some versions of Dify write it: the sets' datasets resolve,
+	// and the sets are kept (with Parley's names) for the export.
+	sets := strings.Replace(bare, "soul: {schema_version: 1}", `soul:
+      schema_version: 1
+      knowledge:
+        sets:
+        - {id: set-1, name: Handbook, datasets: [{id: kb-1111, name: Staff handbook}], query: {mode: generated_query}}`, 1)
+	res, err = Import([]byte(sets), env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || !slices.Equal(res.App.Bound.Draft.KnowledgeBases, []string{"handbook"}) {
+		t.Fatalf("knowledge sets: %v %+v", err, res)
+	}
+	if out := roundTrip(t, res.App, env, Options{}); !strings.Contains(string(out), "mode: generated_query") ||
+		!strings.Contains(string(out), "sets:") || strings.Contains(string(out), "kb-1111") {
+		t.Fatalf("knowledge sets exported as\n%s", out)
+	}
+	if e := importErr(t, strings.Replace(sets, "id: kb-1111", "id: kb-9", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
+		e.Problems[0].Path != "agent_packages.agent_1.soul.knowledge.sets[0].datasets[0].id" {
+		t.Fatalf("an unknown dataset in a set: %v", e)
+	}
 	if e := importErr(t, strings.Replace(bare, "soul: {schema_version: 1}", "soul: {schema_version: 2}", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
 		!strings.Contains(e.Error(), "agent soul schema version 2 is not supported") {
 		t.Fatalf("a newer soul: %v", e)

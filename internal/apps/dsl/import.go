@@ -485,8 +485,9 @@ func (c *converter) readDatasets(mc *section) {
 	c.keep(dc.path, dc.rest())
 }
 
-// addDataset resolves one {enabled, id} dataset entry into a knowledge base of the app.
-func (c *converter) addDataset(d *section) {
+// addDataset resolves one {enabled, id} dataset entry into a knowledge base of the app, and
+// returns its name ("" when it is disabled or does not resolve).
+func (c *converter) addDataset(d *section) string {
 	enabled := true
 	if d.has("enabled") {
 		enabled = d.boolean("enabled")
@@ -495,11 +496,11 @@ func (c *converter) addDataset(d *section) {
 	d.rest() // an entry holds nothing else worth keeping: it is rewritten on export
 	if !enabled {
 		c.p.note(NoteChanged, d.path, "dataset %q is disabled and was left out", id)
-		return
+		return ""
 	}
 	if id == "" {
 		c.p.add(d.at("id"), "missing")
-		return
+		return ""
 	}
 	if _, ok := c.opts.Datasets[id]; ok {
 		if c.mapped == nil {
@@ -510,11 +511,12 @@ func (c *converter) addDataset(d *section) {
 	name, why := c.env.resolveDataset(id, c.opts.Datasets)
 	if why != "" {
 		c.p.add(d.at("id"), "%s", why)
-		return
+		return ""
 	}
 	if !slices.Contains(c.a.KnowledgeBases, name) {
 		c.a.KnowledgeBases = append(c.a.KnowledgeBases, name)
 	}
+	return name
 }
 
 // readOldDatasets moves datasets that very old exports list among agent_mode's tools

@@ -42,6 +42,7 @@ agent_packages:
       app_features:
         opening_statement: '` + greeting + `'
         suggested_questions: [Add two numbers]
+        suggested_questions_after_answer: {enabled: true}
         retriever_resource: {enabled: true}
       app_variables: [{name: who, type: string, required: true}]
     omitted_assets: []
@@ -209,6 +210,15 @@ func TestAgentApp(t *testing.T) {
 		convs, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: ptr(client.User("u1"))})
 		if err != nil || convs.JSON200 == nil || len(convs.JSON200.Data) != 1 {
 			t.Fatalf("conversations: %v %s", err, convs.Body)
+		}
+		// The routes that call the model use the published agent's model and features.
+		sug, err := c.GetSuggestedQuestionsWithResponse(ctx, end.MessageId.String(), &client.GetSuggestedQuestionsParams{User: "u1"})
+		if err != nil || sug.JSON200 == nil || strings.Join(sug.JSON200.Data, "|") != "Why?|How?|When?" {
+			t.Fatalf("suggested: %v %s", err, sug.Body)
+		}
+		ren, err := c.RenameConversationWithResponse(ctx, conversation, client.RenameConversationJSONRequestBody{AutoGenerate: ptr(true), User: ptr("u1")})
+		if err != nil || ren.JSON200 == nil || ren.JSON200.Name != generatedTitle {
+			t.Fatalf("auto rename: %v %s", err, ren.Body)
 		}
 
 		// A new draft is not what the API runs, until it is published.

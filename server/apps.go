@@ -40,6 +40,15 @@ func (s *Server) chatApp(ctx context.Context) (*apps.App, error) {
 	return a, nil
 }
 
+// answering is the app as it answers, for the routes that call its model (suggested questions,
+// generated names): for an Agent app, the published version of its bound Agent.
+func answering(a *apps.App) (*apps.App, error) {
+	if a.Mode != apps.ModeAgent {
+		return a, nil
+	}
+	return a.PublishedAgent()
+}
+
 // GetAppParameters answers GET /parameters.
 func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersRequestObject) (gen.GetAppParametersResponseObject, error) {
 	a, err := s.app(ctx)

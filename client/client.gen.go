@@ -1732,7 +1732,7 @@ type ChatRequest struct {
 	// Query The user's message.
 	Query string `json:"query"`
 
-	// ResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+	// ResponseMode `blocking` (default when omitted or null, except for Agent apps, which then stream) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
 	ResponseMode *ChatRequestResponseMode `json:"response_mode,omitempty"`
 
 	// User End-user identifier chosen by the client, unique within the app. Missing or empty → 400 `invalid_param` "Arg user must be provided.", as in Dify.
@@ -1742,7 +1742,7 @@ type ChatRequest struct {
 	WorkflowId *string `json:"workflow_id,omitempty"`
 }
 
-// ChatRequestResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+// ChatRequestResponseMode `blocking` (default when omitted or null, except for Agent apps, which then stream) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
 type ChatRequestResponseMode string
 
 // ChatStreamEvent One event of a streamed reply, dispatched on `event`. `ping` is a keep-alive sent as the
@@ -11049,7 +11049,11 @@ type ClientInterface interface {
 	// `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 	// Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 	// `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-	// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+	// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+	// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+	// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+	// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+	// conversation.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -11062,7 +11066,11 @@ type ClientInterface interface {
 	// `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 	// Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 	// `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-	// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+	// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+	// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+	// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+	// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+	// conversation.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -11914,7 +11922,7 @@ type ClientInterface interface {
 
 	// GetAppParameters Get application parameters
 	//
-	// The app's input form, opening statement, suggested questions and feature switches.
+	// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11952,7 +11960,11 @@ func (c *Client) ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksP
 // `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 // Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 // `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+// conversation.
 //
 // Takes any type of body and a specified content type.
 //
@@ -11975,7 +11987,11 @@ func (c *Client) SendChatMessageWithBody(ctx context.Context, contentType string
 // `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 // Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 // `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+// conversation.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -13675,7 +13691,7 @@ func (c *Client) GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEd
 
 // GetAppParameters Get application parameters
 //
-// The app's input form, opening statement, suggested questions and feature switches.
+// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
 //
 // Corresponds with GET /parameters (the `GetAppParameters` operationId).
 func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -16892,7 +16908,11 @@ type ClientWithResponsesInterface interface {
 	// `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 	// Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 	// `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-	// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+	// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+	// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+	// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+	// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+	// conversation.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16905,7 +16925,11 @@ type ClientWithResponsesInterface interface {
 	// `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 	// Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 	// `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-	// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+	// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+	// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+	// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+	// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+	// conversation.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17805,7 +17829,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAppParametersWithResponse Get application parameters
 	//
-	// The app's input form, opening statement, suggested questions and feature switches.
+	// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23294,7 +23318,11 @@ func (c *ClientWithResponses) ListAppFeedbacksWithResponse(ctx context.Context, 
 // `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 // Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 // `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+// conversation.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23313,7 +23341,11 @@ func (c *ClientWithResponses) SendChatMessageWithBodyWithResponse(ctx context.Co
 // `response_mode: blocking` (the default) the reply is one JSON object; with `streaming` it is a
 // Server-Sent Events stream whose `data:` lines each carry one JSON event (see
 // `ChatStreamEvent`), plus `event: ping` keep-alives. Legacy Agent and Agent apps accept
-// `streaming` only. Omitted or empty `conversation_id` starts a new conversation.
+// `streaming` only; an Agent app streams when `response_mode` is omitted (every other kind then
+// blocks), runs the published version of the Agent it is bound to, and refuses a blank `query`
+// (400 `invalid_param`), an app without a bound Agent (400 `invalid_param`) and an Agent never
+// published (400 `agent_not_published`). Omitted or empty `conversation_id` starts a new
+// conversation.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24723,7 +24755,7 @@ func (c *ClientWithResponses) GetAppMetaWithResponse(ctx context.Context, params
 
 // GetAppParametersWithResponse Get application parameters
 //
-// The app's input form, opening statement, suggested questions and feature switches.
+// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
 //
 // Returns a wrapper object for the known response body format(s).
 //

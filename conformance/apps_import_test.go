@@ -189,6 +189,7 @@ func TestImportedApps(t *testing.T) {
 		// Names are unique across sources; config apps are not the CLI's to delete; the kinds
 		// Parley does not run yet are refused.
 		agent := write("agent.yml", "version: 0.7.0\napp: {name: Agent, mode: agent}\n")
+		chatflow := write("chatflow.yml", "version: 0.7.0\napp: {name: Flow, mode: advanced-chat}\nworkflow: {graph: {nodes: [], edges: []}}\n")
 		for _, tc := range []struct {
 			args []string
 			want string
@@ -197,7 +198,8 @@ func TestImportedApps(t *testing.T) {
 			{[]string{"apps", "import", bot}, `app "Imported Bot": the name is taken by an imported app`},
 			{[]string{"apps", "delete", "chatbot"}, `cannot delete "chatbot": the app is defined by the config file`},
 			{[]string{"apps", "delete", "nope"}, `no app named "nope"`},
-			{[]string{"apps", "import", agent}, "Agent (agent) apps cannot be imported yet"},
+			{[]string{"apps", "import", agent}, "agent: missing: an agent app names its agent package in agent.package_ref"},
+			{[]string{"apps", "import", chatflow}, "Chatflow (advanced-chat) apps cannot be imported yet"},
 			{[]string{"apps", "import", "--dataset", "x", bot}, `--dataset "x": want DATASET_ID=KNOWLEDGE_BASE`},
 		} {
 			stdout, stderr, err := p.cliOut(tc.args...)

@@ -22,7 +22,7 @@ const sdkTimeout = 2 * time.Minute
 // TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
 // node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
-// (CompletionClient) and agent.test.mjs (a Legacy Agent through ChatClient). Without node it skips, except in CI (CI set), where it fails.
+// (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient) and agentapp.test.mjs (an Agent app). Without node it skips, except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
@@ -56,6 +56,7 @@ func TestDifyNodeSDK(t *testing.T) {
 			"PARLEY_APP_KEY="+p.AppKey,
 			"PARLEY_COMPLETION_KEY="+p.CompletionKey(t),
 			"PARLEY_AGENT_KEY="+p.CLI(t, "keys", "create", "--app", "agent"),
+			"PARLEY_AGENT_APP_KEY="+publishedAgentApp(t, p),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",
 		)
@@ -99,12 +100,15 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 		"complete": {Marker: "[node-sdk-complete-" + tag + "]", Chunks: []string{"Dear ", "reader, ", "warmly."}},
 		// The Legacy Agent app's answer (it has no tools: one step).
 		"agent": {Marker: "[node-sdk-agent-" + tag + "]", Chunks: []string{"Agent ", "says ", "hi."}},
+		// The Agent app's answer (no tool called: one step).
+		"agentapp": {Marker: "[node-sdk-agentapp-" + tag + "]", Chunks: []string{"Published ", "agent ", "answers."}},
 		// TestMain's answers to every naming and suggestion request.
 		"title":   {Text: generatedTitle},
 		"suggest": {Questions: []string{"Why?", "How?", "When?"}},
 	}
 	upstream.On(script["stream"].Marker, openaitest.Reply{Chunks: script["stream"].Chunks})
 	upstream.On(script["agent"].Marker, openaitest.Reply{Chunks: script["agent"].Chunks})
+	upstream.On(script["agentapp"].Marker, openaitest.Reply{Chunks: script["agentapp"].Chunks})
 	upstream.On(script["complete"].Marker, openaitest.Reply{Chunks: script["complete"].Chunks})
 	upstream.On(script["hang"].Marker, openaitest.Reply{Chunks: script["hang"].Chunks, HangAfterChunks: 1})
 	raw, err := json.Marshal(script)
@@ -112,6 +116,17 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 		t.Fatal(err)
 	}
 	return string(raw)
+}
+
+// publishedAgentApp imports and publishes an Agent app and returns a key of it.
+func publishedAgentApp(t *testing.T, p *Parley) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent-app.yml")
+	if err := os.WriteFile(path, []byte(agentAppDSL("You help {{who}}.", "Hello.")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := p.CLI(t, "apps", "import", "--lenient", "--publish", path)
+	return p.CLI(t, "keys", "create", "--app", name)
 }
 
 // installNodeDeps runs `npm ci` in dir when node_modules is missing or older than

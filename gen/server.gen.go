@@ -1732,7 +1732,7 @@ type ChatRequest struct {
 	// Query The user's message.
 	Query string `json:"query"`
 
-	// ResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+	// ResponseMode `blocking` (default when omitted or null, except for Agent apps, which then stream) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
 	ResponseMode *ChatRequestResponseMode `json:"response_mode,omitempty"`
 
 	// User End-user identifier chosen by the client, unique within the app. Missing or empty → 400 `invalid_param` "Arg user must be provided.", as in Dify.
@@ -1742,7 +1742,7 @@ type ChatRequest struct {
 	WorkflowId *string `json:"workflow_id,omitempty"`
 }
 
-// ChatRequestResponseMode `blocking` (default when omitted or null) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
+// ChatRequestResponseMode `blocking` (default when omitted or null, except for Agent apps, which then stream) or `streaming`. Legacy Agent and Agent apps accept `streaming` only.
 type ChatRequestResponseMode string
 
 // ChatStreamEvent One event of a streamed reply, dispatched on `event`. `ping` is a keep-alive sent as the

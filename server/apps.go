@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -39,11 +40,29 @@ func (s *Server) chatApp(ctx context.Context) (*apps.App, error) {
 	return a, nil
 }
 
+// answering is the app as it answers, for the routes that call its model (suggested questions,
+// generated names): for an Agent app, the published version of its bound Agent.
+func answering(a *apps.App) (*apps.App, error) {
+	if a.Mode != apps.ModeAgent {
+		return a, nil
+	}
+	return a.PublishedAgent()
+}
+
 // GetAppParameters answers GET /parameters.
 func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersRequestObject) (gen.GetAppParametersResponseObject, error) {
 	a, err := s.app(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if a.Mode == apps.ModeAgent {
+		// An Agent app's parameters are its published agent's. Unlike POST /chat-messages, Dify
+		// answers an app without a bound agent here as an unavailable app.
+		if a, err = a.PublishedAgent(); errors.Is(err, apps.ErrNoBoundAgent) {
+			return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable).withCause(err)
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	p := a.Parameters(s.limits)
 	out := gen.GetAppParameters200JSONResponse{

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
@@ -20,6 +21,16 @@ func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageReq
 	}
 	b := req.Body
 	streaming := b.ResponseMode != nil && *b.ResponseMode == gen.Streaming
+	if app.Mode == apps.ModeAgent {
+		// Agent apps stream when response_mode is omitted (every other kind then blocks), and
+		// run their bound agent's published version.
+		if streaming = b.ResponseMode == nil || streaming; !streaming {
+			return nil, run.ErrStreamingOnly
+		}
+		if app, err = apps.AgentRun(app, b.Query); err != nil {
+			return nil, err
+		}
+	}
 	rreq := run.Request{
 		App: app, User: b.User, Query: b.Query, Inputs: b.Inputs, Streaming: streaming,
 		AutoGenerateName: b.AutoGenerateName == nil || *b.AutoGenerateName,

@@ -87,6 +87,11 @@ func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversat
 	}
 	b := req.Body
 	auto := b.AutoGenerate != nil && *b.AutoGenerate
+	if auto {
+		if app, err = answering(app); err != nil {
+			return nil, err
+		}
+	}
 	c, err := s.conversations.Rename(ctx, app, str(b.User), req.ConversationId, str(b.Name), auto)
 	if err != nil {
 		return nil, err
@@ -298,6 +303,9 @@ func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggested
 	}
 	if !validID(req.MessageId) {
 		return nil, conversations.ErrMessageNotFound
+	}
+	if app, err = answering(app); err != nil {
+		return nil, err
 	}
 	qs, err := s.conversations.Suggested(ctx, app, req.Params.User, req.MessageId)
 	if err != nil {

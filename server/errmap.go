@@ -167,6 +167,14 @@ func domainOutcome(err error) *APIError {
 	case errors.Is(err, apps.ErrNotFound):
 		// The key's app was deleted or the config no longer declares it.
 		return apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
+	// Dify raises the first as a ValueError (hence invalid_param); GET /parameters answers it
+	// differently (see GetAppParameters).
+	case errors.Is(err, apps.ErrNoBoundAgent):
+		return errInvalidParam("Agent App has no bound Agent")
+	case errors.Is(err, apps.ErrAgentNotPublished):
+		return apiError(http.StatusBadRequest, "agent_not_published", "Agent has not been published. Please publish the Agent before using the API.")
+	case errors.Is(err, apps.ErrQueryRequired):
+		return errInvalidParam("query is required")
 
 	// internal/models
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):

@@ -75,8 +75,12 @@ func domainOutcomes() map[string]outcome {
 	noPrompt := fmt.Errorf("%w: gpt-4o is a chat model, and the app has no chat prompt messages", chat.ErrNoPrompt)
 	tooLarge := &files.TooLargeError{Limit: 10 << 20, Category: "image"}
 	return map[string]outcome{
-		"apps.InputError":  {&apps.InputError{Message: "name is required in input form"}, invalid("name is required in input form")},
-		"apps.ErrNotFound": {fmt.Errorf("app x: %w", apps.ErrNotFound), wire{status: 400, code: "app_unavailable", msg: msgAppUnavailable}},
+		"apps.InputError":      {&apps.InputError{Message: "name is required in input form"}, invalid("name is required in input form")},
+		"apps.ErrNotFound":     {fmt.Errorf("app x: %w", apps.ErrNotFound), wire{status: 400, code: "app_unavailable", msg: msgAppUnavailable}},
+		"apps.ErrNoBoundAgent": {fmt.Errorf("app x: %w", apps.ErrNoBoundAgent), invalid("Agent App has no bound Agent")},
+		"apps.ErrAgentNotPublished": {fmt.Errorf("app x: %w", apps.ErrAgentNotPublished),
+			wire{status: 400, code: "agent_not_published", msg: "Agent has not been published. Please publish the Agent before using the API."}},
+		"apps.ErrQueryRequired": {apps.ErrQueryRequired, invalid("query is required")},
 
 		"auth.ErrMissingBearer": {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
 		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},

@@ -239,7 +239,12 @@ func appendMessageEnd(b []byte, end *run.End) ([]byte, error) {
 	if end == nil {
 		end = &run.End{}
 	}
-	meta, err := json.Marshal(gen.ResponseMetadata{Usage: genUsage(end.Usage), RetrieverResources: genResources(end.Resources)})
+	md := gen.MessageEndMetadata{Usage: genUsage(end.Usage)}
+	if !end.Uncited {
+		rs := genResources(end.Resources)
+		md.RetrieverResources = &rs
+	}
+	meta, err := json.Marshal(md)
 	if err != nil {
 		return nil, err
 	}

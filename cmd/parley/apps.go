@@ -41,7 +41,8 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import [--name NAME] [--publish] [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
 		Short: "Import a Dify DSL file as an app and print its name",
-		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + ", chat and completion apps) and\n" +
+		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + "; Chatbot, Completion, Legacy Agent\n" +
+			"and Agent apps, an Agent's agent starting as an unpublished draft) and\n" +
 			"print the app's name on stdout; notes (substitutions, settings kept but not run) go to\n" +
 			"stderr. Every model, knowledge base and tool the file names must resolve on this server,\n" +
 			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
@@ -164,8 +165,15 @@ func newAppsListCmd(getenv func(string) string, f *flags) *cobra.Command {
 				if !a.Enabled {
 					status = "disabled"
 				}
-				if a.PublishedVersion != "" {
+				switch {
+				case a.PublishedVersion != "":
 					published = a.PublishedVersion
+				case a.Mode == apps.ModeAgent && a.Bound == nil:
+					published = "no bound agent"
+				case a.Mode == apps.ModeAgent && a.Bound.Published == nil:
+					published = "agent draft only"
+				case a.Mode == apps.ModeAgent:
+					published = fmt.Sprintf("agent version %d", a.Bound.Version)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Mode, a.Source, status, published, a.ID)
 			}
@@ -205,7 +213,7 @@ func newAppsPublishCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Short: "Publish an imported app's current definition as a new version",
 		Long: "Publish an imported app. For the kinds that have versions (Agents, workflow graphs) the\n" +
 			"current definition becomes a new, immutable version, which the API runs from then on, and\n" +
-			"its id is printed. Chatbot and Completion apps have no versions: they are served as\n" +
+			"its id is printed; for an Agent app, the draft of its bound agent does.  Chatbot and Completion apps have no versions: they are served as\n" +
 			"imported, so publishing them is accepted and changes nothing.",
 		Args: cobra.ExactArgs(1),
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {

@@ -115,16 +115,18 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
 	})
+	agentRunner := agent.New(agent.Options{
+		Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
+		Files: fileSvc,
+	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter,
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
-			config.AppModeAgentChat: {Runner: agent.New(agent.Options{
-				Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
-				Files: fileSvc,
-			})},
+			config.AppModeAgentChat:  {Runner: agentRunner},
+			apps.ModeAgent:           {Runner: agentRunner.AgentApp()},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of

@@ -96,7 +96,7 @@ func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(
 		opt(&app, &o)
 	}
 	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tr, Logger: log,
-		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(o)}},
+		Kinds: map[string]run.Kind{config.AppModeAgentChat: {Runner: New(o)}, apps.ModeAgent: {Runner: New(o).AgentApp()}},
 	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -73,6 +73,9 @@ type App struct {
 	PublishedVersion string `json:"-"`
 	// MaxActiveRequests is the app's effective concurrency cap; 0 means unlimited.
 	MaxActiveRequests int `json:"-"`
+	// Bound is the Agent an Agent app (mode agent) is bound to; nil when it has none, and for
+	// other modes. It is stored as a resource of its own, not in the definition.
+	Bound *BoundAgent `json:"-"`
 
 	// Name is unique among all apps, whatever their source.
 	Name string `json:"name"`

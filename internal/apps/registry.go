@@ -38,6 +38,11 @@ type Store interface {
 	CreateApp(ctx context.Context, name, mode, definition string) (store.App, error)
 	DeleteApp(ctx context.Context, id string) error
 	PublishApp(ctx context.Context, id string) (store.AppVersion, error)
+	CreateAgentApp(ctx context.Context, name, mode, definition, agentName, draft string) (store.App, error)
+	BoundAgent(ctx context.Context, appID string) (store.Agent, error)
+	SaveAgentDraft(ctx context.Context, appID, name, draft string) error
+	PublishAgent(ctx context.Context, appID string) (store.AgentVersion, error)
+	ArchiveAgent(ctx context.Context, appID string) error
 }
 
 var _ Store = (*store.Store)(nil)
@@ -132,7 +137,7 @@ func (r *Registry) Get(ctx context.Context, id string) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("apps: %w", err)
 		}
-		if c, err = r.load(row); err != nil {
+		if c, err = r.load(ctx, row); err != nil {
 			return nil, err
 		}
 	}
@@ -143,10 +148,10 @@ func (r *Registry) Get(ctx context.Context, id string) (*App, error) {
 }
 
 // load decodes an imported app's row and caches it by its revision.
-func (r *Registry) load(row store.App) (cached, error) {
+func (r *Registry) load(ctx context.Context, row store.App) (cached, error) {
 	c := cached{rev: row.Revision}
 	if row.Source == store.AppSourceImport && row.DeletedAt == nil {
-		a, err := r.decode(row)
+		a, err := r.decode(ctx, row)
 		if err != nil {
 			return cached{}, err
 		}
@@ -160,7 +165,7 @@ func (r *Registry) load(row store.App) (cached, error) {
 	return c, nil
 }
 
-func (r *Registry) decode(row store.App) (*App, error) {
+func (r *Registry) decode(ctx context.Context, row store.App) (*App, error) {
 	a, err := decodeDefinition(row.Definition)
 	if err != nil {
 		return nil, fmt.Errorf("apps: app %s (%q): stored definition: %w", row.ID, row.Name, err)
@@ -168,7 +173,35 @@ func (r *Registry) decode(row store.App) (*App, error) {
 	a.ID, a.Source, a.PublishedVersion = row.ID, SourceImport, row.PublishedVersionID
 	a.Name, a.Mode = row.Name, row.Mode
 	a.MaxActiveRequests = r.maxActive(0)
+	if a.Mode == ModeAgent {
+		if a.Bound, err = r.boundAgent(ctx, row); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// boundAgent loads the Agent bound to an Agent app: nil when it has none. Every change of the
+// agent moves the app's revision, so it is read again exactly when the app is.
+func (r *Registry) boundAgent(ctx context.Context, row store.App) (*BoundAgent, error) {
+	ag, err := r.st.BoundAgent(ctx, row.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("apps: %w", err)
+	}
+	b := &BoundAgent{ID: ag.ID}
+	if b.Draft, err = DecodeAgentConfig(ag.Draft); err != nil {
+		return nil, fmt.Errorf("apps: agent of app %s (%q): stored draft: %w", row.ID, row.Name, err)
+	}
+	if ag.Active != nil {
+		if b.Published, err = DecodeAgentConfig(ag.Active.Config); err != nil {
+			return nil, fmt.Errorf("apps: agent of app %s (%q): stored version %d: %w", row.ID, row.Name, ag.Active.Version, err)
+		}
+		b.Version = ag.Active.Version
+	}
+	return b, nil
 }
 
 // ByName returns the live app with name, config apps first. An unknown name gives an error
@@ -184,7 +217,7 @@ func (r *Registry) ByName(ctx context.Context, name string) (*App, error) {
 		case err != nil:
 			return nil, fmt.Errorf("apps: %w", err)
 		case row.Source == store.AppSourceImport:
-			c, err := r.load(row)
+			c, err := r.load(ctx, row)
 			if err != nil {
 				return nil, err
 			}
@@ -236,7 +269,7 @@ func (r *Registry) importedApps(ctx context.Context) ([]*App, error) {
 		c, ok := r.imported[row.ID]
 		r.mu.RUnlock()
 		if !ok || c.rev != row.Revision {
-			if c, err = r.load(row); err != nil {
+			if c, err = r.load(ctx, row); err != nil {
 				return nil, err
 			}
 		}
@@ -280,7 +313,20 @@ func (r *Registry) Create(ctx context.Context, a *App) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	row, err := r.st.CreateApp(ctx, a.Name, a.Mode, def)
+	var row store.App
+	if a.Mode == ModeAgent {
+		// An imported Agent app brings its Agent, which starts as an unpublished draft.
+		if a.Bound == nil || a.Bound.Draft == nil {
+			return nil, fmt.Errorf("%w: an Agent app needs the Agent it is bound to", ErrInvalid)
+		}
+		draft, derr := EncodeAgentConfig(a.Bound.Draft)
+		if derr != nil {
+			return nil, derr
+		}
+		row, err = r.st.CreateAgentApp(ctx, a.Name, a.Mode, def, agentName(a.Bound.Draft, a.Name), draft)
+	} else {
+		row, err = r.st.CreateApp(ctx, a.Name, a.Mode, def)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		holder, herr := r.st.AppByName(ctx, a.Name)
 		switch {
@@ -297,7 +343,7 @@ func (r *Registry) Create(ctx context.Context, a *App) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}
-	c, err := r.load(row)
+	c, err := r.load(ctx, row)
 	if err != nil {
 		return nil, err
 	}
@@ -353,6 +399,9 @@ func (r *Registry) Publish(ctx context.Context, name string) (Published, error) 
 	if !a.Versioned() {
 		return Published{App: a}, nil
 	}
+	if a.Mode == ModeAgent {
+		return r.publishAgent(ctx, a)
+	}
 	v, err := r.st.PublishApp(ctx, a.ID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -390,14 +439,23 @@ func encodeDefinition(a *App) (string, error) {
 // parameters, kept DSL fields) come back as int when integral and float64 otherwise, as YAML
 // decoding gives them.
 func decodeDefinition(def string) (*App, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(def)))
-	dec.UseNumber()
 	var a App
-	if err := dec.Decode(&a); err != nil {
+	if err := decodeJSON(def, &a); err != nil {
 		return nil, err
 	}
-	normalizeNumbers(reflect.ValueOf(&a).Elem())
 	return &a, nil
+}
+
+// decodeJSON decodes a stored JSON value into v (a pointer to a struct), with the numbers of
+// free-form values as YAML decoding gives them.
+func decodeJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	normalizeNumbers(reflect.ValueOf(v).Elem())
+	return nil
 }
 
 // normalizeNumbers replaces every json.Number held in an interface value under v.

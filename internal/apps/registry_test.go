@@ -233,8 +233,8 @@ func TestDefinitionNumbers(t *testing.T) {
 }
 
 // BenchmarkRegistryGet is the per-request cost of finding the request's app: a config app (a
-// map read) and an imported one (a revision read from the store, then the cached app), on each
-// engine.
+// map read), an imported one (a revision read from the store, then the cached app) and an Agent
+// app (the same read: its bound agent is cached with it), on each engine.
 func BenchmarkRegistryGet(b *testing.B) {
 	for _, engine := range []string{storetest.SQLite, storetest.Postgres} {
 		b.Run(engine, func(b *testing.B) {
@@ -254,7 +254,15 @@ func BenchmarkRegistryGet(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, app := range []struct{ name, id string }{{"config", synced["c"].ID}, {"imported", imp.ID}} {
+			// An Agent app with a published agent: once loaded, its agent costs nothing more.
+			ag, err := r.Create(ctx, &App{Name: "a", Mode: ModeAgent, Enabled: true, Bound: &BoundAgent{Draft: &AgentConfig{Name: "a", SystemPrompt: "p"}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Publish(ctx, "a"); err != nil {
+				b.Fatal(err)
+			}
+			for _, app := range []struct{ name, id string }{{"config", synced["c"].ID}, {"imported", imp.ID}, {"agent", ag.ID}} {
 				b.Run(app.name, func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {

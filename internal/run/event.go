@@ -138,4 +138,6 @@ type End struct {
 	Resources []store.RetrieverResource
 	// Files are the message's files as message_end lists them (nil: none, sent as null).
 	Files any
+	// Uncited leaves retriever_resources out of message_end (see Outcome.Uncited).
+	Uncited bool
 }

@@ -372,7 +372,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files}})
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that
@@ -387,7 +387,10 @@ func messageResult(answer string, o Outcome) store.MessageResult {
 	for k, v := range o.Metadata {
 		meta[k] = v
 	}
-	meta["usage"], meta["retriever_resources"] = u, rs
+	meta["usage"] = u
+	if !o.Uncited {
+		meta["retriever_resources"] = rs
+	}
 	raw, _ := json.Marshal(meta)
 	return store.MessageResult{
 		RetrieverResources:      o.Resources,

@@ -96,6 +96,9 @@ type Outcome struct {
 	Metadata map[string]any
 	// Files are the files the assistant returned, as message_end lists them (nil: none).
 	Files any
+	// Uncited answers never list retriever resources: message_end and the stored metadata have
+	// no retriever_resources member at all (Agent apps).
+	Uncited bool
 }
 
 // Output is where a job sends its events.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -476,7 +477,6 @@ func TestAdvancedPromptProblems(t *testing.T) {
 func TestRefusedModes(t *testing.T) {
 	t.Parallel()
 	for mode, want := range map[string]string{
-		"agent":         "app.mode: Agent (agent) apps cannot be imported yet",
 		"advanced-chat": "app.mode: Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
 		"workflow":      "app.mode: Workflow (workflow) apps cannot be imported yet",
 	} {
@@ -856,5 +856,185 @@ func leaves(prefix string, v any, out map[string]any) {
 		}
 	default:
 		out[prefix] = v
+	}
+}
+
+// agentTools has the two built-in tools the own agent export uses.
+func agentTools(t apps.Tool) bool {
+	return t.ProviderID == "time" && t.Name == "current_time" || t.ProviderID == "maths" && t.Name == "eval_expression"
+}
+
+// TestAgentApp imports an Agent app export (DSL 0.7.0): the app keeps its identity, the package
+// becomes the bound agent's unpublished draft with the soul's model, prompt, tools, knowledge,
+// features and variables; the export gives the same shape back and round-trips.
+func TestAgentApp(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	env.Tool = agentTools
+	path := filepath.Join("testdata", "own", "agent-0.7.0.yml")
+	data := read(t, path)
+	res, err := Import(data, env, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.App
+	if a.Mode != apps.ModeAgent || a.Name != "Research Agent" || a.Agent != nil || a.Model.Name != "" || a.UserInputForm != nil {
+		t.Fatalf("app %+v: the app itself holds no agent settings", a)
+	}
+	if a.Bound == nil || a.Bound.Draft == nil || a.Bound.Published != nil {
+		t.Fatalf("bound %+v: want an unpublished draft", a.Bound)
+	}
+	d := a.Bound.Draft
+	want := &apps.AgentConfig{
+		Name: "Researcher", Description: "A careful researcher.", Role: "Researcher",
+		Icon:         apps.Icon{Type: "emoji", Icon: "🔎", Background: "#FFEAD5"},
+		Model:        apps.Model{Provider: "openai", Name: "gpt-4o-mini", Mode: "chat", Parameters: map[string]any{"temperature": 0.3, "max_tokens": 1024}},
+		SystemPrompt: "You research {{topic}} carefully and cite the time when it matters.",
+		Tools: []apps.Tool{
+			{ProviderType: "builtin", ProviderID: "time", Name: "current_time", Label: "Current Time", Parameters: map[string]any{"timezone": "UTC"},
+				Enabled: true, Extra: map[string]any{"credential_ref": nil, "credential_type": "unauthorized"}},
+			{ProviderID: "maths", Name: "eval_expression", Parameters: map[string]any{}, Enabled: true,
+				Extra: map[string]any{"credential_type": "unauthorized", "plugin_id": "langgenius/maths"}},
+		},
+		KnowledgeBases:                []string{"handbook"},
+		OpeningStatement:              "What should I look into?",
+		SuggestedQuestions:            []string{"What time is it in UTC?"},
+		SuggestedQuestionsAfterAnswer: true,
+		Features: apps.Features{RetrieverResource: apps.Toggle{Enabled: true}, FileUpload: apps.FileUpload{Enabled: true,
+			AllowedFileTypes: []string{"document"}, AllowedUploadMethods: []string{"remote_url", "local_file"}, NumberLimits: 2}},
+		UserInputForm: []apps.InputField{
+			{Type: apps.InputText, Variable: "topic", Label: "topic", Required: true, Extra: map[string]any{"type": "string"}},
+			{Type: apps.InputNumber, Variable: "depth", Label: "depth", Default: "2"},
+		},
+	}
+	d2 := *d
+	d2.Extra = nil
+	if !reflect.DeepEqual(&d2, want) {
+		t.Fatalf("draft\n %#v\nwant\n %#v", &d2, want)
+	}
+	for _, key := range []string{"", "soul", "soul.knowledge", "soul.model"} {
+		if d.Extra[key] == nil {
+			t.Errorf("draft Extra[%q] missing; kept: %v", key, slices.Sorted(maps.Keys(d.Extra)))
+		}
+	}
+	if len(res.Notes) != 0 {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	out := roundTrip(t, a, env, Options{})
+	golden(t, filepath.Join("testdata", "own", "agent-0.7.0.export.golden"), out)
+	back, err := Import(out, env, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.App.Bound.Draft, d) {
+		t.Fatalf("the export reads back as\n %#v\nnot\n %#v", back.App.Bound.Draft, d)
+	}
+
+	// The published configuration is what an Agent app runs.
+	if _, err := a.PublishedAgent(); !errors.Is(err, apps.ErrAgentNotPublished) {
+		t.Fatalf("PublishedAgent of a draft err = %v", err)
+	}
+	a.Bound.Published = d
+	run, err := a.PublishedAgent()
+	if err != nil || run.Model.Name != "gpt-4o-mini" || run.PrePrompt != want.SystemPrompt || len(run.Agent.Tools) != 2 ||
+		run.Features.RetrieverResource.Enabled || len(run.UserInputForm) != 2 || !slices.Equal(run.KnowledgeBases, []string{"handbook"}) {
+		t.Fatalf("PublishedAgent = %+v, %v", run, err)
+	}
+}
+
+// TestAgentAppProblems: missing tools (and --lenient), a model to substitute, a package the
+// app does not name.
+func TestAgentAppProblems(t *testing.T) {
+	t.Parallel()
+	data := string(read(t, filepath.Join("testdata", "own", "agent-0.7.0.yml")))
+	env := testEnv() // no tools at all
+	e := importErr(t, strings.Replace(data, "model: gpt-4o-mini", "model: gpt-5", 1), env, Options{})
+	var got []string
+	for _, p := range e.Problems {
+		got = append(got, p.String())
+	}
+	const pkg = "agent_packages.agent-4f1c2a9e0b7d3e55.soul"
+	wantProblems := []string{
+		pkg + `.model: provider "langgenius/openai/openai" model "gpt-5" is not configured`,
+		pkg + `.tools.dify_tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import with --lenient to keep it anyway`,
+		pkg + `.tools.dify_tools[1]: tool "eval_expression" of provider "maths" () is not available on this server; import with --lenient to keep it anyway`,
+	}
+	if len(got) != len(wantProblems) {
+		t.Fatalf("problems\n%s", strings.Join(got, "\n"))
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i], wantProblems[i]) {
+			t.Errorf("problem %d = %s\nwant %s…", i, got[i], wantProblems[i])
+		}
+	}
+	opts := Options{Lenient: true, ModelFallback: "openai:gpt-4o-mini"}
+	res, err := Import([]byte(strings.Replace(data, "model: gpt-4o-mini", "model: gpt-5", 1)), env, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.App.Bound.Draft
+	if !d.Tools[0].Missing || !d.Tools[1].Missing || d.Model.Name != "gpt-4o-mini" {
+		t.Fatalf("draft %+v", d)
+	}
+	var kinds []NoteKind
+	for _, n := range res.Notes {
+		kinds = append(kinds, n.Kind)
+	}
+	if !slices.Equal(kinds, []NoteKind{NoteSubstituted, NoteMissingTool, NoteMissingTool}) {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	roundTrip(t, res.App, env, opts)
+
+	noPkg := "version: 0.7.0\napp: {name: x, mode: agent}\nagent: {package_ref: a}\nagent_packages: {b: {}}\n"
+	if e := importErr(t, noPkg, env, Options{}); len(e.Problems) != 1 || e.Problems[0].Path != "agent_packages.a" {
+		t.Fatalf("a package the file does not hold: %v", e)
+	}
+	if e := importErr(t, "version: 0.7.0\napp: {name: x, mode: agent}\n", env, Options{}); len(e.Problems) != 1 || e.Problems[0].Path != "agent" {
+		t.Fatalf("no agent section: %v", e)
+	}
+
+	// The smallest package: a soul without a model needs --model-fallback; it round-trips.
+	bare := `version: "0.7.0"
+kind: app
+app: {name: Agent, mode: agent}
+agent: {package_ref: agent_1}
+agent_packages:
+  agent_1:
+    schema_version: 1
+    metadata: {name: Agent, description: "", role: ""}
+    soul: {schema_version: 1}
+    omitted_assets: []
+dependencies: []
+`
+	if e := importErr(t, bare, env, Options{}); len(e.Problems) != 1 || e.Problems[0].String() != "agent_packages.agent_1.soul.model: missing: the agent has no model" {
+		t.Fatalf("a soul without a model: %v", e)
+	}
+	res, err = Import([]byte(bare), env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || res.App.Bound.Draft.Model.Name != "gpt-4o-mini" {
+		t.Fatalf("with a fallback: %v", err)
+	}
+	roundTrip(t, res.App, env, Options{})
+	// Knowledge grouped in sets, as some versions of Dify write it: the sets' datasets resolve,
+	// and the sets are kept (with Parley's names) for the export.
+	sets := strings.Replace(bare, "soul: {schema_version: 1}", `soul:
+      schema_version: 1
+      knowledge:
+        sets:
+        - {id: set-1, name: Handbook, datasets: [{id: kb-1111, name: Staff handbook}], query: {mode: generated_query}}`, 1)
+	res, err = Import([]byte(sets), env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || !slices.Equal(res.App.Bound.Draft.KnowledgeBases, []string{"handbook"}) {
+		t.Fatalf("knowledge sets: %v %+v", err, res)
+	}
+	if out := roundTrip(t, res.App, env, Options{}); !strings.Contains(string(out), "mode: generated_query") ||
+		!strings.Contains(string(out), "sets:") || strings.Contains(string(out), "kb-1111") {
+		t.Fatalf("knowledge sets exported as\n%s", out)
+	}
+	if e := importErr(t, strings.Replace(sets, "id: kb-1111", "id: kb-9", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
+		e.Problems[0].Path != "agent_packages.agent_1.soul.knowledge.sets[0].datasets[0].id" {
+		t.Fatalf("an unknown dataset in a set: %v", e)
+	}
+	if e := importErr(t, strings.Replace(bare, "soul: {schema_version: 1}", "soul: {schema_version: 2}", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
+		!strings.Contains(e.Error(), "agent soul schema version 2 is not supported") {
+		t.Fatalf("a newer soul: %v", e)
 	}
 }

@@ -19,17 +19,27 @@ import (
 //
 // Dependencies are written empty: they name Dify plugins, which Parley does not have.
 func Export(a *apps.App, env Env) ([]byte, error) {
-	if !slices.Contains(modelConfigModes, a.Mode) {
+	if !slices.Contains(modelConfigModes, a.Mode) && a.Mode != apps.ModeAgent {
 		return nil, fmt.Errorf("exporting %s apps is not supported yet", a.Mode)
 	}
 	e := exporter{a: a, env: env}
-	doc := e.with("", map[string]any{
+	body := map[string]any{
 		"version":      a.DSLVersion,
 		"kind":         "app",
 		"dependencies": []any{},
 		"app":          e.app(),
-		"model_config": e.modelConfig(),
-	})
+	}
+	if a.Mode == apps.ModeAgent {
+		// An Agent app is exported with its bound agent's draft, as Dify exports it.
+		ag, err := e.exportAgent()
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(body, ag)
+	} else {
+		body["model_config"] = e.modelConfig()
+	}
+	doc := e.with("", body)
 	if a.DSLVersion == "" {
 		doc["version"] = ExportVersion
 	}
@@ -96,10 +106,10 @@ func (e exporter) modelConfig() map[string]any {
 		"speech_to_text":                   e.toggle(p+".speech_to_text", f.SpeechToText.Enabled),
 		"retriever_resource":               e.toggle(p+".retriever_resource", f.RetrieverResource.Enabled),
 		"more_like_this":                   e.toggle(p+".more_like_this", f.MoreLikeThis.Enabled),
-		"text_to_speech":                   e.textToSpeech(),
-		"sensitive_word_avoidance":         e.moderation(),
-		"annotation_reply":                 e.annotationReply(),
-		"file_upload":                      e.fileUpload(),
+		"text_to_speech":                   e.textToSpeech(p),
+		"sensitive_word_avoidance":         e.moderation(p),
+		"annotation_reply":                 e.annotationReply(p),
+		"file_upload":                      e.fileUpload(p),
 		"dataset_configs":                  e.datasets(),
 	}
 	if a.PromptType == "" {
@@ -204,36 +214,36 @@ func stringList(s []string) []any {
 	return out
 }
 
-func (e exporter) textToSpeech() map[string]any {
+func (e exporter) textToSpeech(p string) map[string]any {
 	t := e.a.Features.TextToSpeech
 	m := map[string]any{"enabled": t.Enabled, "voice": t.Voice, "language": t.Language}
 	setIf(m, "autoPlay", t.AutoPlay)
-	return e.with("model_config.text_to_speech", m)
+	return e.with(p+".text_to_speech", m)
 }
 
-func (e exporter) moderation() map[string]any {
+func (e exporter) moderation(p string) map[string]any {
 	s := e.a.Features.SensitiveWordAvoidance
 	m := map[string]any{"enabled": s.Enabled, "type": s.Type}
 	if s.Config != nil {
 		m["config"] = s.Config
 	}
-	return e.with("model_config.sensitive_word_avoidance", m)
+	return e.with(p+".sensitive_word_avoidance", m)
 }
 
-func (e exporter) annotationReply() map[string]any {
+func (e exporter) annotationReply(p string) map[string]any {
 	ar := e.a.Features.AnnotationReply
 	m := map[string]any{"enabled": ar.Enabled}
 	if ar.ScoreThreshold != nil {
 		m["score_threshold"] = *ar.ScoreThreshold
 	}
 	if em := ar.EmbeddingModel; em != nil {
-		m["embedding_model"] = e.with("model_config.annotation_reply.embedding_model",
+		m["embedding_model"] = e.with(p+".annotation_reply.embedding_model",
 			map[string]any{"embedding_provider_name": em.Provider, "embedding_model_name": em.Name})
 	}
-	return e.with("model_config.annotation_reply", m)
+	return e.with(p+".annotation_reply", m)
 }
 
-func (e exporter) fileUpload() map[string]any {
+func (e exporter) fileUpload(p string) map[string]any {
 	fu := e.a.Features.FileUpload
 	img := map[string]any{"enabled": fu.Image.Enabled}
 	setIf(img, "detail", fu.Image.Detail)
@@ -243,7 +253,7 @@ func (e exporter) fileUpload() map[string]any {
 	if len(fu.Image.TransferMethods) > 0 {
 		img["transfer_methods"] = stringList(fu.Image.TransferMethods)
 	}
-	m := map[string]any{"enabled": fu.Enabled, "image": e.with("model_config.file_upload.image", img)}
+	m := map[string]any{"enabled": fu.Enabled, "image": e.with(p+".file_upload.image", img)}
 	for key, list := range map[string][]string{"allowed_file_types": fu.AllowedFileTypes,
 		"allowed_file_extensions": fu.AllowedFileExtensions, "allowed_file_upload_methods": fu.AllowedUploadMethods} {
 		if len(list) > 0 {
@@ -253,7 +263,7 @@ func (e exporter) fileUpload() map[string]any {
 	if fu.NumberLimits > 0 {
 		m["number_limits"] = fu.NumberLimits
 	}
-	return e.with("model_config.file_upload", m)
+	return e.with(p+".file_upload", m)
 }
 
 func (e exporter) datasets() map[string]any {

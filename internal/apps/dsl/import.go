@@ -33,11 +33,12 @@ type Options struct {
 }
 
 // ImportModes are the modes Parley imports and runs.
-func ImportModes() []string { return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat} }
+func ImportModes() []string {
+	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent}
+}
 
 // notYet says why a mode Parley knows is not imported yet.
 var notYet = map[string]string{
-	apps.ModeAgent:        "Agent (agent) apps cannot be imported yet: Parley does not run agents and their tools yet",
 	apps.ModeAdvancedChat: "Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
 	apps.ModeWorkflow:     "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
 }
@@ -111,7 +112,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 		p.add("app.mode", "missing: the file does not say what kind of app it is")
 	case !slices.Contains(apps.Modes(), mode):
 		p.add("app.mode", "unknown app mode %q", mode)
-	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode):
+	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent:
 		if why, ok := notYet[mode]; ok {
 			p.add("app.mode", "%s", why)
 		} else {
@@ -134,7 +135,9 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 		}
 	}
 	c.readApp(appSec)
-	if !top.has("model_config") {
+	if mode == apps.ModeAgent {
+		c.readAgentApp(top)
+	} else if !top.has("model_config") {
 		p.add("model_config", "missing: a %s app is defined by its model_config section", mode)
 	} else {
 		c.readModelConfig(top.sub("model_config"))
@@ -261,6 +264,22 @@ func (c *converter) readModelConfig(mc *section) {
 	c.readAdvancedPrompts(mc)
 	c.readForm(mc)
 	a.DatasetQueryVariable = mc.str("dataset_query_variable")
+	c.readFeatures(mc)
+	c.readDatasets(mc)
+	if a.Mode == apps.ModeAgentChat {
+		c.readAgent(mc)
+	} else {
+		c.readOldDatasets(mc)
+	}
+	c.checkDatasetQuery(mc)
+	c.noteFeaturesNotRun(mc)
+	c.keep(mc.path, mc.rest())
+}
+
+// readFeatures reads the app features of a model_config section, or of an agent's
+// app_features, which have the same shape.
+func (c *converter) readFeatures(mc *section) {
+	a := c.a
 	a.OpeningStatement = mc.str("opening_statement")
 	a.SuggestedQuestions = mc.strings("suggested_questions")
 	a.SuggestedQuestionsAfterAnswer = c.toggle(mc, "suggested_questions_after_answer").Enabled
@@ -276,15 +295,6 @@ func (c *converter) readModelConfig(mc *section) {
 	c.keep(swa.path, swa.rest())
 	c.readAnnotationReply(mc)
 	c.readFileUpload(mc)
-	c.readDatasets(mc)
-	if a.Mode == apps.ModeAgentChat {
-		c.readAgent(mc)
-	} else {
-		c.readOldDatasets(mc)
-	}
-	c.checkDatasetQuery(mc)
-	c.noteFeaturesNotRun(mc)
-	c.keep(mc.path, mc.rest())
 }
 
 func (c *converter) readModel(mc *section) {
@@ -475,8 +485,9 @@ func (c *converter) readDatasets(mc *section) {
 	c.keep(dc.path, dc.rest())
 }
 
-// addDataset resolves one {enabled, id} dataset entry into a knowledge base of the app.
-func (c *converter) addDataset(d *section) {
+// addDataset resolves one {enabled, id} dataset entry into a knowledge base of the app, and
+// returns its name ("" when it is disabled or does not resolve).
+func (c *converter) addDataset(d *section) string {
 	enabled := true
 	if d.has("enabled") {
 		enabled = d.boolean("enabled")
@@ -485,11 +496,11 @@ func (c *converter) addDataset(d *section) {
 	d.rest() // an entry holds nothing else worth keeping: it is rewritten on export
 	if !enabled {
 		c.p.note(NoteChanged, d.path, "dataset %q is disabled and was left out", id)
-		return
+		return ""
 	}
 	if id == "" {
 		c.p.add(d.at("id"), "missing")
-		return
+		return ""
 	}
 	if _, ok := c.opts.Datasets[id]; ok {
 		if c.mapped == nil {
@@ -500,11 +511,12 @@ func (c *converter) addDataset(d *section) {
 	name, why := c.env.resolveDataset(id, c.opts.Datasets)
 	if why != "" {
 		c.p.add(d.at("id"), "%s", why)
-		return
+		return ""
 	}
 	if !slices.Contains(c.a.KnowledgeBases, name) {
 		c.a.KnowledgeBases = append(c.a.KnowledgeBases, name)
 	}
+	return name
 }
 
 // readOldDatasets moves datasets that very old exports list among agent_mode's tools

@@ -318,6 +318,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationRunningMessages,
 	migrationImportedApps,
 	migrationAgentThoughts,
+	migrationToolProviders,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -101,6 +102,11 @@ type Config struct {
 	// RemoteFilesAllowPrivate lets remote_url files be fetched from loopback and private
 	// networks (PARLEY_REMOTE_FILES_ALLOW_PRIVATE); off by default, against SSRF.
 	RemoteFilesAllowPrivate bool
+	// ToolsAllowedNetworks are the internal addresses the tools of agents (custom API tools, MCP
+	// servers) may reach despite the network guard (PARLEY_TOOLS_ALLOWED_NETWORKS, comma-separated
+	// CIDR prefixes or addresses); empty by default, so a registered tool cannot reach loopback or
+	// private networks.
+	ToolsAllowedNetworks []netip.Prefix
 }
 
 // UploadLimits are the file upload limits. Sizes are in megabytes, as in

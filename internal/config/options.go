@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"net/netip"
 	"time"
 )
 
@@ -82,6 +83,8 @@ func options() []option {
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",
 			parse: set(parseBool, func(c *Config) *bool { return &c.RemoteFilesAllowPrivate })},
+		{name: "PARLEY_TOOLS_ALLOWED_NETWORKS", def: "",
+			parse: set(parsePrefixList, func(c *Config) *[]netip.Prefix { return &c.ToolsAllowedNetworks })},
 	}
 }
 

@@ -126,7 +126,7 @@ func readDSL(path string, stdin io.Reader) ([]byte, error) {
 // dslEnv is what an import resolves against: the config file's providers and the knowledge
 // bases that exist or that the config file declares (the server creates those when it starts).
 func dslEnv(ctx context.Context, e *env) (dsl.Env, error) {
-	denv := dsl.Env{Providers: e.file.Providers, Tool: agent.Available(builtin.Lookup)}
+	denv := dsl.Env{Providers: e.file.Providers, Tool: agent.Available(ctx, builtin.Find)}
 	for page := 1; ; page++ {
 		ds, _, err := e.store.ListDatasets(ctx, store.DatasetQuery{Page: page, Limit: 100})
 		if err != nil {

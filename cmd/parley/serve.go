@@ -117,7 +117,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 			config.AppModeAgentChat: {Runner: agent.New(agent.Options{
-				Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
+				Store: e.store, Chat: chatSvc, Tools: builtin.Find, Knowledge: knowledgeSvc, Logger: e.log,
 			})},
 		},
 	})

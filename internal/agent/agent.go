@@ -55,9 +55,11 @@ type Chat interface {
 	Base(ctx context.Context, t run.Turn) (chat.Base, error)
 }
 
-// ToolLookup finds a tool an app names, configured with the app's values; tools.ErrUnknownTool
-// if there is none. builtin.Lookup is one.
-type ToolLookup func(provider, name string, configured map[string]any) (tools.Tool, error)
+// ToolLookup finds the tool an app names (its provider type, provider and name), configured with
+// the app's values; an error wrapping tools.ErrUnknownTool if there is none. builtin.Find finds
+// the built-in tools; the workspace's tool registry (toolreg.Registry.Find) also the registered
+// API and MCP tools.
+type ToolLookup func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
 
 // Options configure a Runner.
 type Options struct {
@@ -125,7 +127,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	} else {
 		w.react = useReAct("", base.Spec)
 	}
-	w.tools = r.tools(app, w)
+	w.tools = r.tools(ctx, app, w)
 	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
 
@@ -149,8 +151,9 @@ type agentTool struct {
 }
 
 // tools resolves the app's enabled tools. A tool Parley does not have is still offered under its
-// name, so that the model calling it learns why it failed.
-func (r *Runner) tools(app *apps.App, w *work) []agentTool {
+// name, so that the model calling it learns why it failed. The names offered are what model APIs
+// accept (an MCP tool may be called "files.read"), unique; each maps back to its tool.
+func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool {
 	var out []agentTool
 	seen := map[string]bool{}
 	if r.o.Knowledge != nil {
@@ -167,13 +170,16 @@ func (r *Runner) tools(app *apps.App, w *work) []agentTool {
 	if app.Agent == nil {
 		return out
 	}
+	listed := map[string]bool{}
 	for _, t := range app.Agent.Tools {
-		if !t.Enabled || seen[t.Name] {
+		if !t.Enabled || listed[t.Name] || seen[t.Name] {
 			continue
 		}
-		seen[t.Name] = true
-		at := agentTool{name: t.Name}
-		if tool, err := resolve(r.o.Tools, t); err != nil {
+		listed[t.Name] = true
+		name := tools.ModelName(t.Name, seen)
+		seen[name] = true
+		at := agentTool{name: name}
+		if tool, err := resolve(ctx, r.o.Tools, t); err != nil {
 			at.missing = err
 		} else {
 			at.tool, at.labels = tool, tool.Identity().Label
@@ -184,27 +190,20 @@ func (r *Runner) tools(app *apps.App, w *work) []agentTool {
 	return out
 }
 
-// resolve finds the tool an app's entry names: a built-in tool (provider type builtin, or
-// plugin for the plugin-era spelling of the same tools) that lookup has.
-func resolve(lookup ToolLookup, t apps.Tool) (tools.Tool, error) {
-	if t.ProviderType != "" && t.ProviderType != "builtin" && t.ProviderType != "plugin" {
-		return nil, fmt.Errorf("%w: %s tools are not supported", tools.ErrUnknownTool, t.ProviderType)
-	}
+// resolve finds the tool an app's entry names with lookup.
+func resolve(ctx context.Context, lookup ToolLookup, t apps.Tool) (tools.Tool, error) {
 	if lookup == nil {
 		return nil, tools.ErrUnknownTool
 	}
-	provider := t.ProviderID
-	if provider == "" {
-		provider = t.ProviderName
-	}
-	return lookup(provider, t.Name, t.Parameters)
+	return lookup(ctx, tools.Ref{Type: t.ProviderType, ProviderID: t.ProviderID, ProviderName: t.ProviderName,
+		Name: t.Name, Configured: t.Parameters})
 }
 
 // Available reports whether an app's tool can run with lookup, as the runner resolves it; the
 // import of agent apps asks it.
-func Available(lookup ToolLookup) func(apps.Tool) bool {
+func Available(ctx context.Context, lookup ToolLookup) func(apps.Tool) bool {
 	return func(t apps.Tool) bool {
-		_, err := resolve(lookup, t)
+		_, err := resolve(ctx, lookup, t)
 		return err == nil
 	}
 }

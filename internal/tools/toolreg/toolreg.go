@@ -486,7 +486,9 @@ func match(entries []*entry, ref tools.Ref) *entry {
 		func(e *entry) bool { return ref.ProviderID != "" && e.row.ID == ref.ProviderID },
 		func(e *entry) bool { return ref.ProviderID != "" && e.row.ServerIdentifier == ref.ProviderID },
 		func(e *entry) bool { return ref.ProviderName != "" && e.row.Name == ref.ProviderName },
-		func(e *entry) bool { return ref.ProviderName == "" && ref.ProviderID != "" && e.row.Name == ref.ProviderID },
+		func(e *entry) bool {
+			return ref.ProviderName == "" && ref.ProviderID != "" && e.row.Name == ref.ProviderID
+		},
 	}
 	for _, test := range tests {
 		for _, e := range entries {

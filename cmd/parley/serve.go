@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
-	"github.com/parleyhq/parley/internal/tools/builtin"
 
 	"github.com/spf13/cobra"
 
@@ -110,6 +109,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
 	})
+	toolReg, err := toolRegistry(e)
+	if err != nil {
+		return err
+	}
+	defer toolReg.Close()
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter,
@@ -117,7 +121,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 			config.AppModeAgentChat: {Runner: agent.New(agent.Options{
-				Store: e.store, Chat: chatSvc, Tools: builtin.Find, Knowledge: knowledgeSvc, Logger: e.log,
+				Store: e.store, Chat: chatSvc, Tools: toolReg.Find, Knowledge: knowledgeSvc, Logger: e.log,
 			})},
 		},
 	})

@@ -278,7 +278,11 @@ func (r *Registry) List(ctx context.Context) ([]Summary, error) {
 	}
 	out := make([]Summary, 0, len(rows))
 	for _, row := range rows {
-		out = append(out, summarize(decode(row)))
+		e := decode(row)
+		if e.api != nil && e.err == nil {
+			e.apiTools, _ = r.apiTools(row.Name, *e.api)
+		}
+		out = append(out, summarize(e))
 	}
 	return out, nil
 }

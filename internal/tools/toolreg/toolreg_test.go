@@ -87,7 +87,7 @@ func TestAPIProvider(t *testing.T) {
 			t.Fatalf("registered twice: %v", err)
 		}
 		list, err := cli.List(ctx)
-		if err != nil || len(list) != 1 {
+		if err != nil || len(list) != 1 || fmt.Sprint(list[0].Tools) != "[broken getItem slow]" {
 			t.Fatalf("list %+v, %v", list, err)
 		}
 		if s := fmt.Sprintf("%+v", list); strings.Contains(s, toolregtest.APIToken) || strings.Contains(s, "acme") {

@@ -44,7 +44,7 @@ func TestRegisteredAPITool(t *testing.T) {
 			}
 		}
 		if _, stderr, err := p.cliOut("apps", "import", dsl); err == nil ||
-			!strings.Contains(stderr, `tool "getItem" of provider "5d3ae0e1-7d1c-4e57-9f0a-2b1d3c4e5f60" (api) is not available on this server`) {
+			!strings.Contains(stderr, `tool "getItem" of provider "inventory" (api) is not available on this server`) {
 			t.Fatalf("import before registration: %v\n%s", err, stderr)
 		}
 		if _, stderr, err := p.cliOut("tools", "add-api", "inventory", "--schema", keyFile); err == nil || !strings.Contains(stderr, "invalid API document") {

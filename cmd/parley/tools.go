@@ -95,9 +95,10 @@ func newToolsAddAPICmd(getenv func(string) string, f *flags) *cobra.Command {
 		keyEnv, keyFile string
 		headers         headerFlags
 		timeout         time.Duration
+		replace         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "add-api NAME --schema FILE [--auth none|api_key|bearer|basic|query --key-env VAR|--key-file FILE] [--key-header NAME] [--header NAME=VALUE]...",
+		Use:   "add-api NAME --schema FILE [--auth none|api_key|bearer|basic|query --key-env VAR|--key-file FILE] [--key-header NAME] [--header NAME=VALUE]... [--replace]",
 		Short: "Register a custom API tool provider from an OpenAPI 3 or Swagger 2 document",
 		Long: "Register the operations of an OpenAPI 3 or Swagger 2 document (JSON or YAML, FILE - reads stdin)\n" +
 			"as tools named by their operationId. Apps name the provider by NAME (Dify's provider_name) or\n" +
@@ -120,7 +121,7 @@ func newToolsAddAPICmd(getenv func(string) string, f *flags) *cobra.Command {
 				return err
 			}
 			a.Timeout = toolreg.Duration(timeout)
-			s, err := r.AddAPI(cmd.Context(), args[0], a)
+			s, err := r.AddAPI(cmd.Context(), args[0], a, replace)
 			if err != nil {
 				return err
 			}
@@ -139,6 +140,7 @@ func newToolsAddAPICmd(getenv func(string) string, f *flags) *cobra.Command {
 	fl.StringVar(&a.KeyHeader, "key-header", "", "header of an api_key (default Authorization)")
 	fl.StringVar(&a.KeyQuery, "key-query", "", "query parameter of a query key (default key)")
 	fl.DurationVar(&timeout, "timeout", 0, "bound of one call (default 60s)")
+	fl.BoolVar(&replace, "replace", false, "replace a provider of that name, keeping its id")
 	headers.add(cmd)
 	_ = cmd.MarkFlagRequired("schema")
 	return cmd
@@ -149,9 +151,10 @@ func newToolsAddMCPCmd(getenv func(string) string, f *flags) *cobra.Command {
 		m       toolreg.MCP
 		headers headerFlags
 		timeout time.Duration
+		replace bool
 	)
 	cmd := &cobra.Command{
-		Use:   "add-mcp NAME URL [--id SERVER_ID] [--header NAME=VALUE]... [--header-env NAME=VAR]... [--timeout 30s]",
+		Use:   "add-mcp NAME URL [--id SERVER_ID] [--header NAME=VALUE]... [--header-env NAME=VAR]... [--timeout 30s] [--replace]",
 		Short: "Register an MCP server (Streamable HTTP) as a tool provider",
 		Long: "Register the MCP server at URL (Streamable HTTP): Parley connects, lists its tools and keeps\n" +
 			"the list (parley tools refresh NAME lists them again). Apps name the server by its identifier\n" +
@@ -165,7 +168,7 @@ func newToolsAddMCPCmd(getenv func(string) string, f *flags) *cobra.Command {
 				return err
 			}
 			m.Timeout = toolreg.Duration(timeout)
-			s, err := r.AddMCP(cmd.Context(), args[0], m)
+			s, err := r.AddMCP(cmd.Context(), args[0], m, replace)
 			if err != nil {
 				return err
 			}
@@ -177,6 +180,7 @@ func newToolsAddMCPCmd(getenv func(string) string, f *flags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&m.ServerIdentifier, "id", "", "server identifier apps name the server by (default NAME)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound of connecting, listing and each call (default 30s)")
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace a provider of that name, keeping its id")
 	headers.add(cmd)
 	return cmd
 }

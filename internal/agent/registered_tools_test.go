@@ -45,10 +45,10 @@ func withRegistry(t *testing.T, api *toolregtest.API, notes *toolregtest.MCP, to
 		t.Cleanup(func() { _ = reg.Close() })
 		ctx := t.Context()
 		if _, err := reg.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken,
-			Timeout: toolreg.Duration(300 * time.Millisecond)}); err != nil {
+			Timeout: toolreg.Duration(300 * time.Millisecond)}, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := reg.AddMCP(ctx, "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: notes.URL}); err != nil {
+		if _, err := reg.AddMCP(ctx, "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: notes.URL}, false); err != nil {
 			t.Fatal(err)
 		}
 		o.Tools, o.ToolTimeout = reg.Find, toolTimeout

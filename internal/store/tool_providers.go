@@ -130,6 +130,45 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`), p.ID, p.Kind, p.Name, ident, p.Definition, now.U
 	return p, nil
 }
 
+// ReplaceToolProvider replaces the definition (and an MCP provider's server identifier) of the
+// provider named p.Name, of kind p.Kind, keeping its id, and returns it. No provider of that name
+// gives an error wrapping [ErrNotFound]; one of the other kind, or a server identifier held by
+// another provider, an error wrapping [ErrConflict].
+func (s *Store) ReplaceToolProvider(ctx context.Context, p ToolProvider) (ToolProvider, error) {
+	if p.Name == "" || p.Definition == "" || (p.Kind == ToolProviderMCP) != (p.ServerIdentifier != "") {
+		return ToolProvider{}, errors.New("store: replace tool provider: name and definition are required, and a server identifier for MCP only")
+	}
+	var ident any
+	if p.ServerIdentifier != "" {
+		ident = p.ServerIdentifier
+	}
+	var out ToolProvider
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanToolProvider(s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT "+toolProviderColumns+" FROM tool_providers WHERE name = ?"), p.Name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Kind != p.Kind {
+			return fmt.Errorf("%w: it is an %s provider", ErrConflict, cur.Kind)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		if _, err := s.inTx(tx).ExecContext(ctx, s.Rebind("UPDATE tool_providers SET definition = ?, server_identifier = ?, updated_at = ? WHERE id = ?"),
+			p.Definition, ident, now.Unix(), cur.ID); err != nil {
+			return mapError(err)
+		}
+		cur.Definition, cur.ServerIdentifier, cur.UpdatedAt = p.Definition, p.ServerIdentifier, now
+		out = cur
+		return s.bumpToolProviders(ctx, tx)
+	})
+	if err != nil {
+		return ToolProvider{}, fmt.Errorf("store: replace tool provider %q: %w", p.Name, err)
+	}
+	return out, nil
+}
+
 // UpdateToolProviderDefinition replaces the definition of the named provider; an unknown name
 // gives an error wrapping [ErrNotFound].
 func (s *Store) UpdateToolProviderDefinition(ctx context.Context, name, definition string) error {

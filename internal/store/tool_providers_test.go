@@ -56,6 +56,29 @@ func TestToolProviders(t *testing.T) {
 		if err := s.UpdateToolProviderDefinition(ctx, "nope", `{}`); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("update unknown: %v", err)
 		}
+		rev2, _ := s.ToolProvidersRevision(ctx)
+		re, err := s.ReplaceToolProvider(ctx, ToolProvider{Kind: ToolProviderAPI, Name: "weather", Definition: `{"a":2}`})
+		if err != nil || re.ID != api.ID || re.Definition != `{"a":2}` || re.Name != "weather" {
+			t.Fatalf("replace = %+v, %v", re, err)
+		}
+		if _, err := s.ReplaceToolProvider(ctx, ToolProvider{Kind: ToolProviderMCP, Name: "weather", ServerIdentifier: "w", Definition: "{}"}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("replace with another kind: %v", err)
+		}
+		if _, err := s.ReplaceToolProvider(ctx, ToolProvider{Kind: ToolProviderAPI, Name: "nope", Definition: "{}"}); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("replace unknown: %v", err)
+		}
+		if _, err := s.CreateToolProvider(ctx, ToolProvider{Kind: ToolProviderMCP, Name: "other", ServerIdentifier: "other-srv", Definition: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReplaceToolProvider(ctx, ToolProvider{Kind: ToolProviderMCP, Name: "other", ServerIdentifier: "files-srv", Definition: "{}"}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("replace with a taken identifier: %v", err)
+		}
+		if err := s.DeleteToolProvider(ctx, "other"); err != nil {
+			t.Fatal(err)
+		}
+		if rev, _ := s.ToolProvidersRevision(ctx); rev != rev2+3 {
+			t.Fatalf("revision %d after a replace, a create and a delete, want %d", rev, rev2+3)
+		}
 		if err := s.DeleteToolProvider(ctx, "weather"); err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +89,8 @@ func TestToolProviders(t *testing.T) {
 		if len(list) != 1 || list[0].ID != mcp.ID || list[0].Definition != `{"b":3}` {
 			t.Fatalf("after update and delete: %+v", list)
 		}
-		if rev, _ := s.ToolProvidersRevision(ctx); rev != rev1+2 {
-			t.Fatalf("revision %d after update and delete, want %d", rev, rev1+2)
+		if rev, _ := s.ToolProvidersRevision(ctx); rev != rev2+4 {
+			t.Fatalf("revision %d after the last delete, want %d", rev, rev2+4)
 		}
 	})
 }

@@ -81,10 +81,10 @@ model_config.agent_mode.tools[1]: tool "notes.search" of provider "notes" (mcp) 
 	}
 
 	api, notes := toolregtest.NewAPI(t), toolregtest.NewMCP(t)
-	if _, err := reg.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document}); err != nil {
+	if _, err := reg.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.AddMCP(ctx, "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: notes.URL}); err != nil {
+	if _, err := reg.AddMCP(ctx, "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: notes.URL}, false); err != nil {
 		t.Fatal(err)
 	}
 	res, err = Import([]byte(registeredToolsAgent), env, agents)

@@ -22,7 +22,7 @@ func BenchmarkFind(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = r.Close() })
 	api := toolregtest.NewAPI(b)
-	if _, err := r.AddAPI(b.Context(), "inventory", toolreg.API{Schema: api.Document}); err != nil {
+	if _, err := r.AddAPI(b.Context(), "inventory", toolreg.API{Schema: api.Document}, false); err != nil {
 		b.Fatal(err)
 	}
 	ref := tools.Ref{Type: tools.TypeAPI, ProviderName: "inventory", Name: "getItem"}

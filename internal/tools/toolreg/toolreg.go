@@ -37,6 +37,7 @@ import (
 // Store is what the registry needs from storage; *store.Store implements it.
 type Store interface {
 	CreateToolProvider(ctx context.Context, p store.ToolProvider) (store.ToolProvider, error)
+	ReplaceToolProvider(ctx context.Context, p store.ToolProvider) (store.ToolProvider, error)
 	UpdateToolProviderDefinition(ctx context.Context, name, definition string) error
 	DeleteToolProvider(ctx context.Context, name string) error
 	ToolProviders(ctx context.Context) ([]store.ToolProvider, error)
@@ -180,8 +181,9 @@ func checkName(name string) error {
 }
 
 // AddAPI registers a custom API tool provider: the document must give at least one tool with the
-// credentials given. It returns the provider's summary.
-func (r *Registry) AddAPI(ctx context.Context, name string, a API) (Summary, error) {
+// credentials given. With replace, a provider of that name is replaced, keeping its id (which
+// apps may name). It returns the provider's summary.
+func (r *Registry) AddAPI(ctx context.Context, name string, a API, replace bool) (Summary, error) {
 	if err := checkName(name); err != nil {
 		return Summary{}, err
 	}
@@ -196,16 +198,17 @@ func (r *Registry) AddAPI(ctx context.Context, name string, a API) (Summary, err
 	if err != nil {
 		return Summary{}, err
 	}
-	row, err := r.o.Store.CreateToolProvider(ctx, store.ToolProvider{Kind: store.ToolProviderAPI, Name: name, Definition: string(def)})
+	row, err := r.save(ctx, store.ToolProvider{Kind: store.ToolProviderAPI, Name: name, Definition: string(def)}, replace)
 	if err != nil {
-		return Summary{}, created(err, name)
+		return Summary{}, err
 	}
 	return summarize(&entry{row: row, api: &a, apiTools: list}), nil
 }
 
 // AddMCP registers an MCP server: it must answer the handshake and list its tools, which are
-// kept. An empty server identifier is the name, when that is a valid identifier.
-func (r *Registry) AddMCP(ctx context.Context, name string, m MCP) (Summary, error) {
+// kept. An empty server identifier is the name, when that is a valid identifier. With replace, a
+// provider of that name is replaced, keeping its id.
+func (r *Registry) AddMCP(ctx context.Context, name string, m MCP, replace bool) (Summary, error) {
 	if err := checkName(name); err != nil {
 		return Summary{}, err
 	}
@@ -224,10 +227,10 @@ func (r *Registry) AddMCP(ctx context.Context, name string, m MCP) (Summary, err
 	if err != nil {
 		return Summary{}, err
 	}
-	row, err := r.o.Store.CreateToolProvider(ctx, store.ToolProvider{Kind: store.ToolProviderMCP, Name: name,
-		ServerIdentifier: m.ServerIdentifier, Definition: string(def)})
+	row, err := r.save(ctx, store.ToolProvider{Kind: store.ToolProviderMCP, Name: name,
+		ServerIdentifier: m.ServerIdentifier, Definition: string(def)}, replace)
 	if err != nil {
-		return Summary{}, created(err, name)
+		return Summary{}, err
 	}
 	return summarize(&entry{row: row, mcp: &m}), nil
 }
@@ -287,11 +290,25 @@ func (r *Registry) List(ctx context.Context) ([]Summary, error) {
 	return out, nil
 }
 
-func created(err error, name string) error {
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: %q (or its server identifier) is taken; delete it first", ErrExists, name)
+// save stores a new provider, or with replace, replaces the one of that name if there is one.
+func (r *Registry) save(ctx context.Context, p store.ToolProvider, replace bool) (store.ToolProvider, error) {
+	if replace {
+		row, err := r.o.Store.ReplaceToolProvider(ctx, p)
+		if err == nil {
+			return row, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrConflict) {
+				return store.ToolProvider{}, fmt.Errorf("%w: %q is a provider of another kind, or its server identifier is taken: %w", ErrExists, p.Name, err)
+			}
+			return store.ToolProvider{}, err
+		}
 	}
-	return err
+	row, err := r.o.Store.CreateToolProvider(ctx, p)
+	if errors.Is(err, store.ErrConflict) {
+		return store.ToolProvider{}, fmt.Errorf("%w: %q (or its server identifier) is taken; replace it with --replace or delete it first", ErrExists, p.Name)
+	}
+	return row, err
 }
 
 func notFound(err error, name string) error {

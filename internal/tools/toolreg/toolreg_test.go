@@ -62,13 +62,13 @@ func TestAPIProvider(t *testing.T) {
 		api := toolregtest.NewAPI(t)
 		cli, srv := newRegistry(t, st, loopback(t)), newRegistry(t, st, loopback(t))
 
-		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: "openapi: 3.0.3\npaths: ["}); !errors.Is(err, toolreg.ErrInvalid) {
+		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: "openapi: 3.0.3\npaths: ["}, false); !errors.Is(err, toolreg.ErrInvalid) {
 			t.Fatalf("a broken document: %v", err)
 		}
-		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer}); !errors.Is(err, toolreg.ErrInvalid) {
+		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer}, false); !errors.Is(err, toolreg.ErrInvalid) {
 			t.Fatalf("bearer without a key: %v", err)
 		}
-		if _, err := cli.AddAPI(ctx, " x", toolreg.API{Schema: api.Document}); !errors.Is(err, toolreg.ErrInvalid) {
+		if _, err := cli.AddAPI(ctx, " x", toolreg.API{Schema: api.Document}, false); !errors.Is(err, toolreg.ErrInvalid) {
 			t.Fatalf("a name with a leading space: %v", err)
 		}
 		// The server has looked (no providers yet) before the CLI registers.
@@ -76,14 +76,14 @@ func TestAPIProvider(t *testing.T) {
 			t.Fatalf("before registration: %v", err)
 		}
 		sum, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken,
-			Headers: map[string]string{"x-tenant": "acme"}})
+			Headers: map[string]string{"x-tenant": "acme"}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(sum.Tools) != "[broken getItem slow]" || sum.Auth != "bearer" || fmt.Sprint(sum.Headers) != "[X-Tenant]" {
 			t.Fatalf("summary %+v", sum)
 		}
-		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document}); !errors.Is(err, toolreg.ErrExists) {
+		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document}, false); !errors.Is(err, toolreg.ErrExists) {
 			t.Fatalf("registered twice: %v", err)
 		}
 		list, err := cli.List(ctx)
@@ -133,6 +133,22 @@ func TestAPIProvider(t *testing.T) {
 			t.Fatalf("built-in tool: %v", err)
 		}
 
+		// Replacing keeps the id apps may name, and the server uses the new settings at once.
+		re, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken,
+			Headers: map[string]string{"X-Tenant": "globex"}}, true)
+		if err != nil || re.ID != sum.ID {
+			t.Fatalf("replace = %+v, %v (id was %s)", re, err, sum.ID)
+		}
+		tl, err = srv.Find(ctx, tools.Ref{Type: tools.TypeAPI, ProviderID: sum.ID, Name: "getItem"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := invoke(t, tl, `{"id":"1"}`); !strings.Contains(res.Text, `"tenant":"globex"`) {
+			t.Fatalf("after replace: %+v", res)
+		}
+		if _, err := cli.AddMCP(ctx, "inventory", toolreg.MCP{ServerIdentifier: "inv", URL: toolregtest.NewMCP(t).URL}, true); !errors.Is(err, toolreg.ErrExists) {
+			t.Fatalf("an MCP server replacing an API provider: %v", err)
+		}
 		if err := cli.Delete(ctx, "inventory"); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +182,7 @@ func TestNetworkGuard(t *testing.T) {
 	}
 	r := newRegistry(t, st, guarded)
 	api := toolregtest.NewAPI(t)
-	if _, err := r.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken}); err != nil {
+	if _, err := r.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken}, false); err != nil {
 		t.Fatal(err)
 	}
 	if res := invoke(t, mustFind(t, r, "getItem"), `{"id":"1"}`); !res.IsError || !strings.Contains(res.Text, "forbidden") {
@@ -176,7 +192,7 @@ func TestNetworkGuard(t *testing.T) {
 		t.Fatalf("the API saw %d requests", api.Calls.Load())
 	}
 	m := toolregtest.NewMCP(t)
-	if _, err := r.AddMCP(ctx, "notes", toolreg.MCP{URL: m.URL}); !errors.Is(err, toolreg.ErrInvalid) || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := r.AddMCP(ctx, "notes", toolreg.MCP{URL: m.URL}, false); !errors.Is(err, toolreg.ErrInvalid) || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("a loopback MCP server: %v", err)
 	}
 }
@@ -191,21 +207,21 @@ func TestMCPProvider(t *testing.T) {
 		st := testdb.Open(t, e)
 		m := toolregtest.NewMCP(t)
 		cli, srv := newRegistry(t, st, loopback(t)), newRegistry(t, st, loopback(t))
-		if _, err := cli.AddMCP(ctx, "Team Notes", toolreg.MCP{URL: m.URL}); !errors.Is(err, toolreg.ErrInvalid) || !strings.Contains(err.Error(), "--id") {
+		if _, err := cli.AddMCP(ctx, "Team Notes", toolreg.MCP{URL: m.URL}, false); !errors.Is(err, toolreg.ErrInvalid) || !strings.Contains(err.Error(), "--id") {
 			t.Fatalf("a name that is no identifier, and no --id: %v", err)
 		}
-		if _, err := cli.AddMCP(ctx, "gone", toolreg.MCP{URL: "http://127.0.0.1:1/mcp"}); !errors.Is(err, toolreg.ErrInvalid) {
+		if _, err := cli.AddMCP(ctx, "gone", toolreg.MCP{URL: "http://127.0.0.1:1/mcp"}, false); !errors.Is(err, toolreg.ErrInvalid) {
 			t.Fatalf("a server that is down: %v", err)
 		}
 		sum, err := cli.AddMCP(ctx, "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: m.URL,
-			Headers: map[string]string{"Authorization": "Bearer mcp-secret"}})
+			Headers: map[string]string{"Authorization": "Bearer mcp-secret"}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(sum.Tools) != "[hang notes.search]" || sum.ServerIdentifier != "notes" || fmt.Sprint(sum.Headers) != "[Authorization]" {
 			t.Fatalf("summary %+v", sum)
 		}
-		if _, err := cli.AddMCP(ctx, "other", toolreg.MCP{ServerIdentifier: "notes", URL: m.URL}); !errors.Is(err, toolreg.ErrExists) {
+		if _, err := cli.AddMCP(ctx, "other", toolreg.MCP{ServerIdentifier: "notes", URL: m.URL}, false); !errors.Is(err, toolreg.ErrExists) {
 			t.Fatalf("identifier taken: %v", err)
 		}
 		if list, _ := cli.List(ctx); strings.Contains(fmt.Sprintf("%+v", list), "mcp-secret") {

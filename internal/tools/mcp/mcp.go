@@ -331,7 +331,7 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return failed("the MCP server did not answer within %s", t.p.opts.Timeout), nil
 		}
-		return failed("the MCP server could not be reached: %v", err), nil
+		return failed("the MCP server could not be reached: %s", t.p.scrub(err)), nil
 	}
 	res, err := s.CallTool(cctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(args)})
 	if err != nil {
@@ -348,9 +348,31 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 		if oversize.Load() {
 			return failed("the answer of tool %s is larger than %d bytes", t.name, t.p.opts.MaxResponseBytes), nil
 		}
-		return failed("calling tool %s failed: %v", t.name, err), nil
+		return failed("calling tool %s failed: %s", t.name, t.p.scrub(err)), nil
 	}
 	return toResult(res), nil
+}
+
+// scrub is err's text without the credentials the server URL may carry (a password, query
+// values such as a token), which the model and the app's users would otherwise read.
+func (p *Provider) scrub(err error) string {
+	s := err.Error()
+	u, perr := url.Parse(p.opts.URL)
+	if perr != nil {
+		return s
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		s = strings.ReplaceAll(s, pw, "xxxxx")
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if v != "" {
+				s = strings.ReplaceAll(s, url.QueryEscape(v), "xxxxx")
+				s = strings.ReplaceAll(s, v, "xxxxx")
+			}
+		}
+	}
+	return s
 }
 
 func failed(format string, a ...any) tools.Result {

@@ -379,3 +379,17 @@ func TestNewIsLazyAndBindCalls(t *testing.T) {
 		t.Fatal("Info of nil")
 	}
 }
+
+// TestFailureHidesURLCredentials: the observation of a server that cannot be reached does not
+// carry the token or password of its URL.
+func TestFailureHidesURLCredentials(t *testing.T) {
+	p, err := New(Options{URL: "http://bob:hunter2@127.0.0.1:1/mcp?token=abc123", Provider: "x", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	res := invoke(t, p.Bind(ToolInfo{Name: "echo"}), `{}`)
+	if !res.IsError || strings.Contains(res.Text, "hunter2") || strings.Contains(res.Text, "abc123") || !strings.Contains(res.Text, "could not be reached") {
+		t.Fatalf("result %+v", res)
+	}
+}

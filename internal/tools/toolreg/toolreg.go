@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -441,11 +442,29 @@ func summarize(e *entry) Summary {
 			s.Tools = append(s.Tools, t.Name)
 		}
 	}
+	s.Endpoint = redactURL(s.Endpoint)
 	for k := range headers {
 		s.Headers = append(s.Headers, http.CanonicalHeaderKey(k))
 	}
 	slices.Sort(s.Headers)
 	return s
+}
+
+// redactURL hides what a URL may carry as credentials: the password of its user info and the
+// values of its query parameters.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return raw
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"xxxxx"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // Find returns the tool ref names, configured with the app's values: built-in tools through

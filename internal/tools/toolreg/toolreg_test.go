@@ -264,3 +264,23 @@ func TestMCPProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestListRedactsURLs: an endpoint's password and query values are not listed.
+func TestListRedactsURLs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := testdb.Open(t, storetest.NewEngine(t, storetest.SQLite))
+	r := newRegistry(t, st, loopback(t))
+	m := toolregtest.NewMCP(t)
+	withSecrets := strings.Replace(m.URL, "http://", "http://bob:hunter2@", 1) + "/?token=abc123"
+	if _, err := r.AddMCP(ctx, "notes", toolreg.MCP{URL: withSecrets}, false); err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.List(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatal(list, err)
+	}
+	if e := list[0].Endpoint; strings.Contains(e, "hunter2") || strings.Contains(e, "abc123") || !strings.Contains(e, "bob:xxxxx@") || !strings.Contains(e, "token=xxxxx") {
+		t.Fatalf("endpoint %q", e)
+	}
+}

@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,6 +103,81 @@ func TestRegisteredAPITool(t *testing.T) {
 		p.CLI(t, "tools", "delete", "inventory")
 		if o := ask("deleted"); !strings.Contains(o, "not available on this server") {
 			t.Fatalf("a deleted provider's tool: %q", o)
+		}
+	})
+}
+
+// notesAgent names an MCP server's tool by the server's identifier.
+const notesAgent = `app: {name: Notes Agent, mode: agent-chat}
+kind: app
+model_config:
+  agent_mode:
+    enabled: true
+    strategy: function_call
+    tools:
+    - {enabled: true, provider_type: mcp, provider_id: notes, provider_name: Team Notes, tool_name: notes.search, tool_parameters: {}}
+  model: {provider: langgenius/openai/openai, name: gpt-4o-mini, mode: chat, completion_params: {}}
+  pre_prompt: You search notes.
+  prompt_type: simple
+version: 0.6.0
+`
+
+// TestRegisteredMCPServer registers a loopback MCP server through the CLI (which connects to it,
+// so the CLI needs the allowance too) with a secret header from the environment, and an imported
+// agent calls its dotted tool, offered to the model as notes_search.
+func TestRegisteredMCPServer(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		notes := toolregtest.NewMCP(t)
+		allow := "PARLEY_TOOLS_ALLOWED_NETWORKS=127.0.0.1"
+		p.Restart(t, allow)
+		cli := func(args ...string) (string, string, error) {
+			cmd := exec.Command(binary, args...)
+			cmd.Env = append(append([]string(nil), p.env...), allow, "NOTES_AUTH=Bearer mcp-secret")
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			return strings.TrimSpace(out.String()), errOut.String(), err
+		}
+		if _, stderr, err := p.cliOut("tools", "add-mcp", "Team Notes", notes.URL, "--id", "notes"); err == nil || !strings.Contains(stderr, "forbidden") {
+			t.Fatalf("a CLI without the allowance: %v\n%s", err, stderr)
+		}
+		if out, stderr, err := cli("tools", "add-mcp", "Team Notes", notes.URL, "--id", "notes", "--header-env", "Authorization=NOTES_AUTH"); err != nil || out != "Team Notes" {
+			t.Fatalf("add-mcp: %v %q\n%s", err, out, stderr)
+		}
+		list := p.CLI(t, "tools", "list")
+		if !strings.Contains(list, "notes.search") || !strings.Contains(list, "Authorization") || strings.Contains(list, "mcp-secret") {
+			t.Fatalf("tools list:\n%s", list)
+		}
+		dsl := filepath.Join(t.TempDir(), "notes.yml")
+		if err := os.WriteFile(dsl, []byte(notesAgent), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if name := p.CLI(t, "apps", "import", dsl); name != "Notes Agent" {
+			t.Fatalf("import printed %q", name)
+		}
+		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", "Notes Agent"))
+		q := marker(t, "search my notes")
+		upstream.OnEach(q, openaitest.Reply{
+			ToolCalls: []providers.ToolCall{{Name: "notes_search", Arguments: `{"query":"milk"}`}},
+		}, openaitest.Reply{Chunks: []string{"Found."}})
+		var observation string
+		for _, ev := range streamEvents(t, c, client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{}, ResponseMode: ptr(client.Streaming)}) {
+			if eventName(t, ev) != "agent_thought" {
+				continue
+			}
+			th, err := ev.AsAgentThoughtEvent()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if th.Observation != nil && *th.Observation != "" {
+				observation = *th.Observation
+			}
+		}
+		if observation != `{"notes_search": "found: MILK"}` {
+			t.Fatalf("observation %q", observation)
+		}
+		if got := notes.Auth.Load(); got != "Bearer mcp-secret" {
+			t.Fatalf("the MCP server saw Authorization %v", got)
 		}
 	})
 }

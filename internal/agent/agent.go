@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -170,9 +171,10 @@ func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool 
 	if app.Agent == nil {
 		return out
 	}
-	listed := map[string]bool{}
+	// An app's tool named like a knowledge tool, or listed twice, is left out.
+	knowledge, listed := maps.Clone(seen), map[string]bool{}
 	for _, t := range app.Agent.Tools {
-		if !t.Enabled || listed[t.Name] || seen[t.Name] {
+		if !t.Enabled || listed[t.Name] || knowledge[t.Name] {
 			continue
 		}
 		listed[t.Name] = true

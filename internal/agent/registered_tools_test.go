@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"net/netip"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
@@ -175,4 +177,31 @@ func TestRegisteredToolReAct(t *testing.T) {
 			t.Fatalf("the ReAct prompt names the tool as %q", sys)
 		}
 	})
+}
+
+// TestOfferedToolNames: names model APIs refuse are offered made acceptable, a name taken by an
+// earlier tool gets a number, and a tool listed twice is offered once.
+func TestOfferedToolNames(t *testing.T) {
+	var asked []string
+	r := New(Options{Tools: func(_ context.Context, ref tools.Ref) (tools.Tool, error) {
+		asked = append(asked, ref.Name)
+		return nil, tools.ErrUnknownTool
+	}})
+	app := &apps.App{Agent: &apps.Agent{Tools: []apps.Tool{
+		{ProviderType: "mcp", Name: "notes.search", Enabled: true},
+		{ProviderType: "mcp", Name: "notes_search", Enabled: true},
+		{ProviderType: "mcp", Name: "notes.search", Enabled: true},
+		{ProviderType: "mcp", Name: "off", Enabled: false},
+		{ProviderType: "api", Name: "get weather", Enabled: true},
+	}}}
+	var names []string
+	for _, at := range r.tools(context.Background(), app, &work{}) {
+		names = append(names, at.name)
+	}
+	if got := strings.Join(names, " "); got != "notes_search notes_search_2 get_weather" {
+		t.Fatalf("offered %s", got)
+	}
+	if got := strings.Join(asked, " "); got != "notes.search notes_search get weather" {
+		t.Fatalf("looked up %s", got)
+	}
 }

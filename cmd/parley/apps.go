@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/parleyhq/parley/internal/agent"
-	"github.com/parleyhq/parley/internal/tools/builtin"
 
 	"github.com/spf13/cobra"
 
@@ -127,7 +126,11 @@ func readDSL(path string, stdin io.Reader) ([]byte, error) {
 // dslEnv is what an import resolves against: the config file's providers and the knowledge
 // bases that exist or that the config file declares (the server creates those when it starts).
 func dslEnv(ctx context.Context, e *env) (dsl.Env, error) {
-	denv := dsl.Env{Providers: e.file.Providers, Tool: agent.Available(builtin.Lookup)}
+	reg, err := toolRegistry(e)
+	if err != nil {
+		return dsl.Env{}, err
+	}
+	denv := dsl.Env{Providers: e.file.Providers, Tool: agent.Available(ctx, reg.Find)}
 	for page := 1; ; page++ {
 		ds, _, err := e.store.ListDatasets(ctx, store.DatasetQuery{Page: page, Limit: 100})
 		if err != nil {

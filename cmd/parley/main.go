@@ -8,6 +8,9 @@
 //	parley keys revoke ID              revoke a key
 //	parley apps import FILE            import a Dify DSL file as an app (prints its name)
 //	parley apps list|export|publish|delete
+//	parley tools add-api NAME --schema FILE   register a custom API tool provider (OpenAPI/Swagger)
+//	parley tools add-mcp NAME URL            register an MCP server (Streamable HTTP)
+//	parley tools list|refresh|delete
 //
 // Settings come from the environment (PARLEY_ADDR, PARLEY_DATA_DIR, PARLEY_CONFIG,
 // PARLEY_DATABASE_URL, …); flags override them.

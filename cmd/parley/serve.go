@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
-	"github.com/parleyhq/parley/internal/tools/builtin"
 
 	"github.com/spf13/cobra"
 
@@ -115,8 +114,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
 	})
+	toolReg, err := toolRegistry(e)
+	if err != nil {
+		return err
+	}
+	defer toolReg.Close()
 	agentRunner := agent.New(agent.Options{
-		Store: e.store, Chat: chatSvc, Tools: builtin.Lookup, Knowledge: knowledgeSvc, Logger: e.log,
+		Store: e.store, Chat: chatSvc, Tools: toolReg.Find, Knowledge: knowledgeSvc, Logger: e.log,
 		Files: fileSvc,
 	})
 	engine := run.New(run.Options{

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -66,9 +67,11 @@ type ToolFiles interface {
 	SaveToolFile(ctx context.Context, f files.ToolFile) (files.SavedToolFile, error)
 }
 
-// ToolLookup finds a tool an app names, configured with the app's values; tools.ErrUnknownTool
-// if there is none. builtin.Lookup is one.
-type ToolLookup func(provider, name string, configured map[string]any) (tools.Tool, error)
+// ToolLookup finds the tool an app names (its provider type, provider and name), configured with
+// the app's values; an error wrapping tools.ErrUnknownTool if there is none. builtin.Find finds
+// the built-in tools; the workspace's tool registry (toolreg.Registry.Find) also the registered
+// API and MCP tools.
+type ToolLookup func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
 
 // Options configure a Runner.
 type Options struct {
@@ -139,7 +142,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		w.react = useReAct("", base.Spec)
 	}
 	w.text = w.react && completionModel(app, base.Spec)
-	w.tools = r.tools(app, w)
+	w.tools = r.tools(ctx, app, w)
 	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
 
@@ -163,8 +166,9 @@ type agentTool struct {
 }
 
 // tools resolves the app's enabled tools. A tool Parley does not have is still offered under its
-// name, so that the model calling it learns why it failed.
-func (r *Runner) tools(app *apps.App, w *work) []agentTool {
+// name, so that the model calling it learns why it failed. The names offered are what model APIs
+// accept (an MCP tool may be called "files.read"), unique; each maps back to its tool.
+func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool {
 	var out []agentTool
 	seen := map[string]bool{}
 	if r.o.Knowledge != nil {
@@ -181,13 +185,17 @@ func (r *Runner) tools(app *apps.App, w *work) []agentTool {
 	if app.Agent == nil {
 		return out
 	}
+	// An app's tool named like a knowledge tool, or listed twice, is left out.
+	knowledge, listed := maps.Clone(seen), map[string]bool{}
 	for _, t := range app.Agent.Tools {
-		if !t.Enabled || seen[t.Name] {
+		if !t.Enabled || listed[t.Name] || knowledge[t.Name] {
 			continue
 		}
-		seen[t.Name] = true
-		at := agentTool{name: t.Name}
-		if tool, err := resolve(r.o.Tools, t); err != nil {
+		listed[t.Name] = true
+		name := tools.ModelName(t.Name, seen)
+		seen[name] = true
+		at := agentTool{name: name}
+		if tool, err := resolve(ctx, r.o.Tools, t); err != nil {
 			at.missing = err
 		} else {
 			at.tool, at.labels = tool, tool.Identity().Label
@@ -198,27 +206,20 @@ func (r *Runner) tools(app *apps.App, w *work) []agentTool {
 	return out
 }
 
-// resolve finds the tool an app's entry names: a built-in tool (provider type builtin, or
-// plugin for the plugin-era spelling of the same tools) that lookup has.
-func resolve(lookup ToolLookup, t apps.Tool) (tools.Tool, error) {
-	if t.ProviderType != "" && t.ProviderType != "builtin" && t.ProviderType != "plugin" {
-		return nil, fmt.Errorf("%w: %s tools are not supported", tools.ErrUnknownTool, t.ProviderType)
-	}
+// resolve finds the tool an app's entry names with lookup.
+func resolve(ctx context.Context, lookup ToolLookup, t apps.Tool) (tools.Tool, error) {
 	if lookup == nil {
 		return nil, tools.ErrUnknownTool
 	}
-	provider := t.ProviderID
-	if provider == "" {
-		provider = t.ProviderName
-	}
-	return lookup(provider, t.Name, t.Parameters)
+	return lookup(ctx, tools.Ref{Type: t.ProviderType, ProviderID: t.ProviderID, ProviderName: t.ProviderName,
+		Name: t.Name, Configured: t.Parameters})
 }
 
 // Available reports whether an app's tool can run with lookup, as the runner resolves it; the
 // import of agent apps asks it.
-func Available(lookup ToolLookup) func(apps.Tool) bool {
+func Available(ctx context.Context, lookup ToolLookup) func(apps.Tool) bool {
 	return func(t apps.Tool) bool {
-		_, err := resolve(lookup, t)
+		_, err := resolve(ctx, lookup, t)
 		return err == nil
 	}
 }

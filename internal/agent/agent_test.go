@@ -91,7 +91,7 @@ func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
 	tr := tasks.NewLocal()
-	o := Options{Store: st, Chat: chatSvc, Tools: toolSet.Lookup, Logger: log}
+	o := Options{Store: st, Chat: chatSvc, Tools: toolSet.Find, Logger: log}
 	for _, opt := range opts {
 		opt(&app, &o)
 	}
@@ -543,7 +543,7 @@ func TestToolTimeout(t *testing.T) {
 		defer close(release)
 		env := newEnv(t, e, mathsTool, func(_ *apps.App, o *Options) {
 			// The page reader's own limit is far away: the agent's limit is the one that ends the call.
-			o.Tools = builtin.New(builtin.Options{AllowPrivateNetworks: true, PageTimeout: time.Hour}).Lookup
+			o.Tools = builtin.New(builtin.Options{AllowPrivateNetworks: true, PageTimeout: time.Hour}).Find
 			o.ToolTimeout = 200 * time.Millisecond
 		})
 		env.upstream.OnEach("read slowly", openaitest.Reply{

@@ -62,11 +62,11 @@ func withChartTool(t *testing.T, api string, limits config.UploadLimits, fs **fi
 			t.Fatal(err)
 		}
 		builtinLookup := o.Tools
-		o.Tools = func(provider, name string, configured map[string]any) (tools.Tool, error) {
-			if provider == "charts" && name == list[0].Identity().Name {
+		o.Tools = func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
+			if ref.Provider() == "charts" && ref.Name == list[0].Identity().Name {
 				return list[0], nil
 			}
-			return builtinLookup(provider, name, configured)
+			return builtinLookup(ctx, ref)
 		}
 		blobs, err := blob.NewDir(t.TempDir())
 		if err != nil {
@@ -203,7 +203,7 @@ func TestToolFileOverLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Tools = func(string, string, map[string]any) (tools.Tool, error) { return list[0], nil }
+			o.Tools = func(context.Context, tools.Ref) (tools.Tool, error) { return list[0], nil }
 		})
 		env.upstream.OnEach("big chart", openaitest.Reply{
 			ToolCalls: []providers.ToolCall{{Name: "draw_chart", Arguments: `{"series": "all"}`}},
@@ -252,7 +252,7 @@ func TestToolFilesCapped(t *testing.T) {
 	env := newEnv(t, storetest.NewEngine(t, storetest.SQLite), apps.Agent{Enabled: true, Strategy: "function_call", Tools: []apps.Tool{
 		{ProviderType: "builtin", ProviderID: "gen", Name: "many_files", Enabled: true},
 	}}, withChartTool(t, "http://127.0.0.1:1", defaultLimits, &fs), func(_ *apps.App, o *Options) {
-		o.Tools = func(string, string, map[string]any) (tools.Tool, error) { return manyFiles{n: MaxToolFiles - 2}, nil }
+		o.Tools = func(context.Context, tools.Ref) (tools.Tool, error) { return manyFiles{n: MaxToolFiles - 2}, nil }
 	})
 	call := openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "many_files", Arguments: `{}`}}}
 	env.upstream.OnEach("lots of files", call, call, openaitest.Reply{Chunks: []string{"Done."}})

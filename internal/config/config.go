@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -108,6 +109,11 @@ type Config struct {
 	// FilesAccessTimeout is how long a signed link to a tool file stays valid
 	// (PARLEY_FILES_ACCESS_TIMEOUT, as Dify's FILES_ACCESS_TIMEOUT).
 	FilesAccessTimeout time.Duration
+	// ToolsAllowedNetworks are the internal addresses the tools of agents (custom API tools, MCP
+	// servers) may reach despite the network guard (PARLEY_TOOLS_ALLOWED_NETWORKS, comma-separated
+	// CIDR prefixes or addresses); empty by default, so a registered tool cannot reach loopback or
+	// private networks.
+	ToolsAllowedNetworks []netip.Prefix
 }
 
 // UploadLimits are the file upload limits. Sizes are in megabytes, as in

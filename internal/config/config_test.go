@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -116,6 +117,10 @@ func TestLoadValues(t *testing.T) {
 		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
 		{"sqlite full", map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "FULL"}, func(c *Config) bool { return c.SQLiteSynchronous == "full" }},
 		{"private fetch", map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "true"}, func(c *Config) bool { return c.RemoteFilesAllowPrivate }},
+		{"tool networks", map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": " 127.0.0.1, 10.1.2.3/16,::1 "}, func(c *Config) bool {
+			return fmt.Sprint(c.ToolsAllowedNetworks) == "[127.0.0.1/32 10.1.0.0/16 ::1/128]"
+		}},
+		{"no tool networks", nil, func(c *Config) bool { return len(c.ToolsAllowedNetworks) == 0 }},
 		{"indexing limits", map[string]string{"PARLEY_INDEXING_TIMEOUT": "90s", "PARLEY_EXTRACT_CPU_LIMIT": "1s", "PARLEY_EXTRACT_MEMORY_LIMIT_MB": "64"}, func(c *Config) bool {
 			return c.IndexingTimeout == 90*time.Second && c.ExtractCPULimit == time.Second && c.ExtractMemoryLimitMB == 64
 		}},
@@ -169,6 +174,7 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_EXTRACT_MEMORY_LIMIT_MB": "63"}, "PARLEY_EXTRACT_MEMORY_LIMIT_MB: must be at least 64"},
 		{map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "off"}, "PARLEY_SQLITE_SYNCHRONOUS"},
 		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
+		{map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": "localhost"}, "PARLEY_TOOLS_ALLOWED_NETWORKS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

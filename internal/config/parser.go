@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,28 @@ func parseExtensionList(v string) ([]string, error) {
 			return nil, fmt.Errorf("invalid extension %q", ext)
 		}
 		out = append(out, ext)
+	}
+	return out, nil
+}
+
+// parsePrefixList reads comma-separated CIDR prefixes; a plain address is its own /32 or /128:
+// "127.0.0.1, 10.1.0.0/16" → [127.0.0.1/32 10.1.0.0/16].
+func parsePrefixList(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(part); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or CIDR prefix", part)
+		}
+		out = append(out, p.Masked())
 	}
 	return out, nil
 }

@@ -33,6 +33,28 @@ const (
 // not changed. An error means base's transport is not an *http.Transport, so the guard cannot be
 // installed; with allowPrivate the transport is used as is.
 func Client(base *http.Client, allowPrivate bool, checkRedirect func(*http.Request, []*http.Request) error) (*http.Client, error) {
+	return client(base, allowPrivate, nil, checkRedirect)
+}
+
+// ClientAllowing is [Client] with the guard on, except for the addresses in allowed: an operator
+// lets tools reach a few internal networks (an intranet API, a local MCP server) without opening
+// all of them. No prefixes is Client with the guard on.
+func ClientAllowing(base *http.Client, allowed []netip.Prefix, checkRedirect func(*http.Request, []*http.Request) error) (*http.Client, error) {
+	return client(base, false, allowed, checkRedirect)
+}
+
+// allows reports whether a is in one of the prefixes.
+func allows(prefixes []netip.Prefix, a netip.Addr) bool {
+	a = a.WithZone("").Unmap()
+	for _, p := range prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func client(base *http.Client, allowPrivate bool, allowed []netip.Prefix, checkRedirect func(*http.Request, []*http.Request) error) (*http.Client, error) {
 	var c http.Client
 	if base != nil {
 		c = *base
@@ -53,7 +75,16 @@ func Client(base *http.Client, allowPrivate bool, checkRedirect func(*http.Reque
 		return nil, fmt.Errorf("netguard: the transport is a %T, not an *http.Transport: the network guard cannot be installed", rt)
 	}
 	t = t.Clone()
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive, Control: control}
+	ctl := control
+	if len(allowed) > 0 {
+		ctl = func(network, address string, c syscall.RawConn) error {
+			if ap, err := netip.ParseAddrPort(address); err == nil && allows(allowed, ap.Addr()) {
+				return nil
+			}
+			return control(network, address, c)
+		}
+	}
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive, Control: ctl}
 	t.DialContext = d.DialContext
 	// Custom TLS dialers would bypass DialContext; https then dials
 	// through it and does the handshake itself.

@@ -147,3 +147,36 @@ func TestClient(t *testing.T) {
 		t.Error("checkRedirect not installed")
 	}
 }
+
+// TestClientAllowing lets through only the addresses of the allowed prefixes: 127.0.0.1/32 opens
+// the loopback server, a prefix elsewhere (10.0.0.0/8) leaves it refused.
+func TestClientAllowing(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		allowed []netip.Prefix
+		ok      bool
+	}{
+		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, true},
+		{[]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, false},
+		{nil, false},
+	} {
+		c, err := ClientAllowing(nil, tc.allowed, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Get(srv.URL)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		if tc.ok && err != nil {
+			t.Errorf("allowed %v: %v", tc.allowed, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrForbidden) {
+			t.Errorf("allowed %v: err = %v, want ErrForbidden", tc.allowed, err)
+		}
+	}
+}

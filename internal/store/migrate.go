@@ -319,6 +319,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationImportedApps,
 	migrationAgentThoughts,
 	migrationAgents,
+	migrationToolProviders,
 }
 
 // schemaMigrationsDDL is the same on both engines.

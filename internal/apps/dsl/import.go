@@ -583,7 +583,12 @@ func (c *converter) readAgent(mc *section) {
 			continue
 		}
 		if enabled && !c.env.hasTool(t) {
-			what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, t.ProviderID, t.ProviderType)
+			provider := t.ProviderID
+			if t.ProviderType == "api" && t.ProviderName != "" {
+				// An API provider's id is its workspace's; its name is what to register here.
+				provider = t.ProviderName
+			}
+			what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, provider, t.ProviderType)
 			if !c.opts.Lenient {
 				c.p.add(tpath, "%s; import with --lenient to keep it anyway", what)
 			} else {

@@ -105,6 +105,20 @@ func (s *Set) Lookup(provider, name string, configured map[string]any) (tools.To
 	return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, name)
 }
 
+// Find returns the built-in tool ref names (provider type builtin or plugin, or none), configured
+// with the app's values; tools.ErrUnknownTool for any other tool. It is an agent's tool lookup
+// when only built-in tools are available.
+func (s *Set) Find(_ context.Context, ref tools.Ref) (tools.Tool, error) {
+	switch ref.Type {
+	case "", tools.TypeBuiltin, tools.TypePlugin:
+		return s.Lookup(ref.Provider(), ref.Name, ref.Configured)
+	}
+	return nil, fmt.Errorf("%w: %s tools are not available", tools.ErrUnknownTool, ref.Type)
+}
+
+// Find finds ref among the tools of the default set (see [Set.Find]).
+func Find(ctx context.Context, ref tools.Ref) (tools.Tool, error) { return defaultSet.Find(ctx, ref) }
+
 // All lists every tool of the set, unconfigured, in a stable order.
 func (s *Set) All() []tools.Tool {
 	out := make([]tools.Tool, 0, len(s.specs))

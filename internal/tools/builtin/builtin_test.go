@@ -138,3 +138,27 @@ func TestTimeTools(t *testing.T) {
 	wantError(t, call(t, s, "time", "timestamp_to_localtime", nil, `{"timestamp":99999999999999999}`), "out of range")
 	wantError(t, call(t, s, "time", "timestamp_to_localtime", nil, `{"timestamp":"soon"}`), "integer")
 }
+
+// TestFind: a reference finds a built-in tool by provider id or name, under the builtin and
+// plugin provider types; other types are not built-in tools.
+func TestFind(t *testing.T) {
+	ctx := context.Background()
+	for _, ref := range []tools.Ref{
+		{Name: "current_time", ProviderID: "time"},
+		{Type: tools.TypeBuiltin, Name: "current_time", ProviderName: "time"},
+		{Type: tools.TypePlugin, Name: "current_time", ProviderID: "langgenius/time/time"},
+	} {
+		if _, err := Find(ctx, ref); err != nil {
+			t.Errorf("Find(%+v): %v", ref, err)
+		}
+	}
+	for _, ref := range []tools.Ref{
+		{Type: tools.TypeAPI, Name: "current_time", ProviderID: "time"},
+		{Type: tools.TypeMCP, Name: "current_time", ProviderID: "time"},
+		{Type: tools.TypeBuiltin, Name: "nope", ProviderID: "time"},
+	} {
+		if _, err := Find(ctx, ref); !errors.Is(err, tools.ErrUnknownTool) {
+			t.Errorf("Find(%+v) = %v, want ErrUnknownTool", ref, err)
+		}
+	}
+}

@@ -72,6 +72,24 @@ type Provider struct {
 // Connect checks opts and opens a session with the server (the MCP handshake), so that a
 // misconfigured or unreachable server is reported at registration.
 func Connect(ctx context.Context, opts Options) (*Provider, error) {
+	p, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	if _, err := p.currentSession(cctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("mcp: connecting to %s: %w", opts.URL, err)
+	}
+	return p, nil
+}
+
+// New checks opts and returns a Provider that opens its session on first use: a server that is
+// down then fails the call that needs it, not the caller that holds the provider.
+func New(opts Options) (*Provider, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("mcp: server URL %q is not an http(s) URL", opts.URL)
@@ -97,20 +115,44 @@ func Connect(ctx context.Context, opts Options) (*Provider, error) {
 		base = http.DefaultTransport
 	}
 	hc.Transport = &boundedTransport{base: base, headers: opts.Headers.Clone(), max: opts.MaxResponseBytes}
-	p := &Provider{
+	return &Provider{
 		opts:   opts,
 		client: sdk.NewClient(&sdk.Implementation{Name: "parley", Version: "1"}, nil),
 		http:   &hc,
+	}, nil
+}
+
+// ToolInfo describes a tool of the server as listed earlier (see [Provider.Tools]), so that its
+// tools can be offered without asking the server again.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Label       string          `json:"label,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Info describes t, a tool of an MCP provider, for [Provider.Bind]; ok is false for another kind
+// of tool.
+func Info(t tools.Tool) (ToolInfo, bool) {
+	mt, ok := t.(*tool)
+	if !ok {
+		return ToolInfo{}, false
 	}
-	cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	if _, err := p.currentSession(cctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("mcp: connecting to %s: %w", opts.URL, err)
+	return ToolInfo{Name: mt.name, Label: mt.label, Description: mt.description, Parameters: mt.schema}, true
+}
+
+// Bind returns the tool info describes, called on this provider's server. Nothing is checked
+// against the server: a tool it no longer has fails when called, as an observation.
+func (p *Provider) Bind(info ToolInfo) tools.Tool {
+	schema := info.Parameters
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	return p, nil
+	label := info.Label
+	if label == "" {
+		label = info.Name
+	}
+	return &tool{p: p, name: info.Name, label: label, description: info.Description, schema: schema}
 }
 
 // currentSession returns the open session, opening one if there is none.
@@ -289,7 +331,7 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return failed("the MCP server did not answer within %s", t.p.opts.Timeout), nil
 		}
-		return failed("the MCP server could not be reached: %v", err), nil
+		return failed("the MCP server could not be reached: %s", t.p.scrub(err)), nil
 	}
 	res, err := s.CallTool(cctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(args)})
 	if err != nil {
@@ -306,9 +348,31 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 		if oversize.Load() {
 			return failed("the answer of tool %s is larger than %d bytes", t.name, t.p.opts.MaxResponseBytes), nil
 		}
-		return failed("calling tool %s failed: %v", t.name, err), nil
+		return failed("calling tool %s failed: %s", t.name, t.p.scrub(err)), nil
 	}
 	return toResult(res), nil
+}
+
+// scrub is err's text without the credentials the server URL may carry (a password, query
+// values such as a token), which the model and the app's users would otherwise read.
+func (p *Provider) scrub(err error) string {
+	s := err.Error()
+	u, perr := url.Parse(p.opts.URL)
+	if perr != nil {
+		return s
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		s = strings.ReplaceAll(s, pw, "xxxxx")
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if v != "" {
+				s = strings.ReplaceAll(s, url.QueryEscape(v), "xxxxx")
+				s = strings.ReplaceAll(s, v, "xxxxx")
+			}
+		}
+	}
+	return s
 }
 
 func failed(format string, a ...any) tools.Result {

@@ -339,3 +339,57 @@ func TestConnectErrors(t *testing.T) {
 		t.Error("a server answering 500 was connected")
 	}
 }
+
+// TestNewIsLazyAndBindCalls: New sends nothing; a tool bound from a stored description opens the
+// session on its first call and reuses it; a tool the server does not have is an observation.
+func TestNewIsLazyAndBindCalls(t *testing.T) {
+	ts := newTestServer(t)
+	p, err := New(Options{URL: ts.URL, Provider: "test_mcp", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if n := ts.requests.Load(); n != 0 {
+		t.Fatalf("New sent %d requests", n)
+	}
+	_, listed := connect(t, ts, nil)
+	info, ok := Info(listed["echo"])
+	if !ok || info.Name != "echo" || info.Label != "Echo" || !strings.Contains(string(info.Parameters), "text") {
+		t.Fatalf("Info = %+v, %v", info, ok)
+	}
+	echo := p.Bind(info)
+	if id := echo.Identity(); id.Provider != "test_mcp" || id.Name != "echo" || id.Label["en_US"] != "Echo" {
+		t.Fatalf("identity %+v", id)
+	}
+	before := ts.requests.Load()
+	if res := invoke(t, echo, `{"text":"hi"}`); res.IsError || res.Text != "you said\nhi" {
+		t.Fatalf("first call %+v", res)
+	}
+	first := ts.requests.Load() - before
+	if res := invoke(t, echo, `{"text":"again"}`); res.IsError || res.Text != "you said\nagain" {
+		t.Fatalf("second call %+v", res)
+	}
+	if again := ts.requests.Load() - before - first; again >= first {
+		t.Fatalf("the second call sent %d requests, the first (with the handshake) %d: the session was not reused", again, first)
+	}
+	if res := invoke(t, p.Bind(ToolInfo{Name: "vanished"}), `{}`); !res.IsError {
+		t.Fatalf("a tool the server does not have: %+v", res)
+	}
+	if _, ok := Info(nil); ok {
+		t.Fatal("Info of nil")
+	}
+}
+
+// TestFailureHidesURLCredentials: the observation of a server that cannot be reached does not
+// carry the token or password of its URL.
+func TestFailureHidesURLCredentials(t *testing.T) {
+	p, err := New(Options{URL: "http://bob:hunter2@127.0.0.1:1/mcp?token=abc123", Provider: "x", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	res := invoke(t, p.Bind(ToolInfo{Name: "echo"}), `{}`)
+	if !res.IsError || strings.Contains(res.Text, "hunter2") || strings.Contains(res.Text, "abc123") || !strings.Contains(res.Text, "could not be reached") {
+		t.Fatalf("result %+v", res)
+	}
+}

@@ -555,3 +555,31 @@ func TestCustomKeyHeaderStaysOnItsHost(t *testing.T) {
 		t.Errorf("the redirected request carried X-API-Key %q", s.header.Get("X-API-Key"))
 	}
 }
+
+// TestCustomHeaders: the provider's headers go with every request, win over a header parameter
+// of the same name, lose to the credentials, and stay on their host across a redirect.
+func TestCustomHeaders(t *testing.T) {
+	other, got := recorder(t, nil)
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	origin, first := recorder(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusFound)
+	})
+	h := http.Header{}
+	h.Set("X-Tenant", "acme")
+	h.Set("Authorization", "overridden")
+	list := mustNew(t, weatherV2, Options{ServerURL: origin.URL, Headers: h,
+		Auth: Auth{Type: AuthAPIKey, Prefix: PrefixBearer, Value: "tok"}})
+	if res := invoke(t, byName(t, list, "forecast"), `{"city":"x","days":1}`); res.IsError {
+		t.Fatalf("result = %+v", res)
+	}
+	s := <-first
+	if s.header.Get("X-Tenant") != "acme" || s.header.Get("Authorization") != "Bearer tok" {
+		t.Errorf("first request headers %v", s.header)
+	}
+	if s := <-got; s.header.Get("X-Tenant") != "" || s.header.Get("Authorization") != "" {
+		t.Errorf("the redirected request carried %v", s.header)
+	}
+	if _, err := New([]byte(weatherV2), Options{HTTPClient: &http.Client{}, Headers: http.Header{"X-A": {"a\r\nb"}}}); err == nil {
+		t.Error("a header with a line break was accepted")
+	}
+}

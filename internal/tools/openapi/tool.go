@@ -68,6 +68,10 @@ type Options struct {
 	MaxResponseBytes int64
 	// ServerURL, when set, replaces the document's servers.
 	ServerURL string
+	// Headers are sent with every request (an operator's custom headers, which may carry
+	// secrets): they override header parameters of the same name, the credentials override
+	// them, and they are dropped, like a custom key header, when a redirect leaves the host.
+	Headers http.Header
 }
 
 // Defaults for Options.
@@ -109,7 +113,15 @@ func New(doc []byte, opts Options) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.HTTPClient = withoutKeyOnRedirect(opts.HTTPClient, opts.Auth)
+	for k, vs := range opts.Headers {
+		for _, v := range vs {
+			if strings.ContainsAny(k+v, "\r\n") || k == "" {
+				return nil, fmt.Errorf("openapi: header %q: a name is required and line breaks are not allowed", k)
+			}
+		}
+	}
+	opts.Headers = opts.Headers.Clone()
+	opts.HTTPClient = withoutKeyOnRedirect(opts.HTTPClient, opts.Auth, opts.Headers)
 	out := make([]tools.Tool, 0, len(ops))
 	for _, o := range ops {
 		server := opts.ServerURL
@@ -316,6 +328,12 @@ func (t *Tool) request(ctx context.Context, values map[string]any) (*http.Reques
 		}
 	}
 
+	for k, vs := range t.opts.Headers {
+		header.Del(k)
+		for _, v := range vs {
+			header.Add(k, v)
+		}
+	}
 	a := t.opts.Auth
 	switch a.Type {
 	case AuthAPIKey, AuthAPIKeyHeader:
@@ -432,19 +450,24 @@ func unwrapURLError(err error) error {
 // withoutKeyOnRedirect returns a copy of c (sharing its transport) that drops a custom API key
 // header when a redirect leaves the original host. Go drops Authorization on such redirects by
 // itself, but not a header of another name.
-func withoutKeyOnRedirect(c *http.Client, a Auth) *http.Client {
-	if a.Type != AuthAPIKey && a.Type != AuthAPIKeyHeader {
-		return c
+func withoutKeyOnRedirect(c *http.Client, a Auth, custom http.Header) *http.Client {
+	var names []string
+	if (a.Type == AuthAPIKey || a.Type == AuthAPIKeyHeader) && a.Header != "" {
+		names = append(names, a.Header)
 	}
-	name := a.Header
-	if name == "" {
+	for k := range custom {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
 		return c
 	}
 	cp := *c
 	next := c.CheckRedirect
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) > 0 && req.URL.Host != via[0].URL.Host {
-			req.Header.Del(name)
+			for _, name := range names {
+				req.Header.Del(name)
+			}
 		}
 		if next != nil {
 			return next(req, via)

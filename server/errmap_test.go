@@ -40,6 +40,7 @@ import (
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/openapi"
+	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
@@ -185,6 +186,9 @@ func internalFailures() map[string]struct {
 		"agent.ErrMaxIterations":           {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
 		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
 		"netguard.ErrForbidden":            {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
+		"tools/toolreg.ErrInvalid":         {toolreg.ErrInvalid, "raised only by the tools commands of the CLI (add-api, add-mcp, refresh, delete); no route returns it"},
+		"tools/toolreg.ErrExists":          {toolreg.ErrExists, "raised only by the tools commands of the CLI; no route returns it"},
+		"tools/toolreg.ErrNotFound":        {toolreg.ErrNotFound, "raised only by the tools commands of the CLI (refresh, delete); an agent's lookup reports a missing provider as tools.ErrUnknownTool"},
 		"tools/openapi.ErrInvalidDocument": {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},
 		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},

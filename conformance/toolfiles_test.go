@@ -94,11 +94,7 @@ version: 0.6.0
 // API key — as does the link GET /messages hands out.
 func TestToolFiles(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
-		api, notes := toolregtest.NewAPI(t), toolregtest.NewMCP(t)
-		p.Restart(t, allowLoopback)
-		addInventory(t, p, api)
-		addNotes(t, p, notes)
-		c := newClient(t, p, importFile(t, p, "Chart Agent", chartAgent))
+		c := newClient(t, p, chartAgentKey(t, p))
 		for _, call := range []providers.ToolCall{{Name: "getChart", Arguments: `{}`}, {Name: "chart", Arguments: `{}`}} {
 			t.Run(call.Name, func(t *testing.T) {
 				evs := askAgent(t, c, "draw the chart", call)
@@ -147,6 +143,18 @@ func TestToolFiles(t *testing.T) {
 			})
 		}
 	})
+}
+
+// chartAgentKey starts the loopback API and MCP server whose tools answer a PNG, restarts the
+// server with the loopback allowance (and extraEnv), registers both through the CLI, imports
+// chartAgent and returns a key of it.
+func chartAgentKey(t *testing.T, p *Parley, extraEnv ...string) string {
+	t.Helper()
+	api, notes := toolregtest.NewAPI(t), toolregtest.NewMCP(t)
+	p.Restart(t, append([]string{allowLoopback}, extraEnv...)...)
+	addInventory(t, p, api)
+	addNotes(t, p, notes)
+	return importFile(t, p, "Chart Agent", chartAgent)
 }
 
 // toolFileEvent checks that the stream holds one message_file event, sent after the step that

@@ -17,8 +17,13 @@ import (
 
 // cliOut runs the binary with the server's settings and returns stdout and stderr apart.
 func (p *Parley) cliOut(args ...string) (stdout, stderr string, err error) {
+	return p.cliWith(nil, args...)
+}
+
+// cliWith is cliOut with extraEnv added to the server's settings.
+func (p *Parley) cliWith(extraEnv []string, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = p.env
+	cmd.Env = append(append([]string(nil), p.env...), extraEnv...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers"
 )
 
 // The sweep sends every operation of api/openapi.yaml a valid-ish request built from the
@@ -80,7 +82,7 @@ func TestSweep(t *testing.T) {
 		for _, op := range ops {
 			// A sweep whose requests all stop at a 404 or at validation would say little about
 			// the handlers behind: each operation must have succeeded at least once.
-			if !ok2xx[op.id] && noFixture[op.id] == "" {
+			if !ok2xx[op.id] && (binary != "" || externalNoFixture[op.id] == "") {
 				t.Errorf("%s: no request of the sweep succeeded; its baseline needs a fixture", op.id)
 			}
 		}
@@ -94,12 +96,13 @@ func TestSweep(t *testing.T) {
 	})
 }
 
-// noFixture names the operations the sweep cannot make succeed, and why; their mutations are
-// still sent and must still be answered with a 4xx and the Error body.
-var noFixture = map[string]string{
-	// A tool file exists only once an agent's tool returned one, and the server's own tools
-	// return none; TestToolFileLinks checks the route against the signing key instead.
-	"getToolFile": "no tool of the conformance server returns a file",
+// externalNoFixture names the operations the sweep cannot make succeed against an external
+// server (PARLEY_URL), and why; their mutations are still sent and must still be answered with a
+// 4xx and the Error body.
+var externalNoFixture = map[string]string{
+	// A tool file exists only once an agent's tool returned one, and the sweep registers that
+	// tool through the CLI, on a server it restarts with the loopback allowance.
+	"getToolFile": "needs a tool registered through the CLI",
 }
 
 // sweepSend sends one probe and checks the answer: no 5xx, and an error is the Error body whose
@@ -153,13 +156,29 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 // sweepSetup creates what the paths and bodies refer to: a high-quality knowledge base with a
 // parent-child document (so chunks and child chunks exist) and one more such document for each
 // operation that re-indexes a document or changes its state, a metadata field, a tag bound to
-// the knowledge base, an upload, and a conversation with one message.
+// the knowledge base, an upload, a conversation with one message, and (on a server of its own)
+// a file an agent's tool returned, with its signed link.
 func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	t.Helper()
 	ctx := context.Background()
+	fx := sweepFixtures{"user": "sweeper", "query": "vacation days", "rating": "like", "content": "Vacation is granted yearly."}
+	if binary != "" {
+		// First, as it restarts the server: with links that live an hour, not five minutes, so
+		// that the fixture's never expires during the sweep, however slow the machine.
+		c := newClient(t, p, chartAgentKey(t, p, "PARLEY_FILES_ACCESS_TIMEOUT=1h"))
+		link := toolFileEvent(t, askAgent(t, c, "sweep chart", providers.ToolCall{Name: "getChart", Arguments: `{}`}), "getChart").Url
+		u, err := url.Parse(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		fx["file@getToolFile"] = path.Base(u.Path)
+		for _, name := range []string{"timestamp", "nonce", "sign"} {
+			fx[name+"@getToolFile"] = q.Get(name)
+		}
+	}
 	kc := newClient(t, p, p.KnowledgeKey)
 	ac := newClient(t, p, p.AppKey)
-	fx := sweepFixtures{"user": "sweeper", "query": "vacation days", "rating": "like", "content": "Vacation is granted yearly."}
 
 	ds := segDataset(t, kc, "sweep", true)
 	doc := func(name string) (string, string) {

@@ -1,19 +1,26 @@
 package conformance
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
 )
 
 // TestToolFileLinks checks the signed links to tool files on the running server, with the key
@@ -21,9 +28,8 @@ import (
 // "file-preview|<file id>|<timestamp>|<nonce>", URL-safe base64): no API key is needed, a
 // correctly signed link to a file that does not exist is 404 (the signature was accepted), and
 // expired, future-dated, forged and otherwise-keyed links are 403, each with the Error body and
-// every response checked against the contract. The bytes of a real tool file, and the link an
-// agent hands out, are covered in server/ and internal/agent: no tool of this server returns
-// files.
+// every response checked against the contract. TestToolFiles follows a real file from the tool
+// to the link.
 func TestToolFileLinks(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		key, err := os.ReadFile(filepath.Join(p.engine.DataDir, "files-signing.key"))
@@ -62,4 +68,161 @@ func TestToolFileLinks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// chartAgent is a Legacy Agent export with two tools that answer a PNG: a custom API tool's
+// operation and an MCP server's tool.
+const chartAgent = `app: {name: Chart Agent, mode: agent-chat}
+kind: app
+model_config:
+  agent_mode:
+    enabled: true
+    strategy: function_call
+    tools:
+    - {enabled: true, provider_type: api, provider_id: 0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9, provider_name: inventory, tool_name: getChart, tool_label: getChart, tool_parameters: {}}
+    - {enabled: true, provider_type: mcp, provider_id: notes, provider_name: Team Notes, tool_name: chart, tool_parameters: {}}
+  model: {provider: langgenius/openai/openai, name: gpt-4o-mini, mode: chat, completion_params: {}}
+  pre_prompt: You draw charts.
+  prompt_type: simple
+version: 0.6.0
+`
+
+// TestToolFiles registers a loopback API and a loopback MCP server through the CLI, each with a
+// tool that answers a PNG, and has an imported Legacy Agent call each: the stream announces the
+// file with a message_file event between the step's tool call and its observation, the step
+// lists it, message_end lists it, and its signed link serves exactly the tool's bytes without an
+// API key — as does the link GET /messages hands out.
+func TestToolFiles(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		c := newClient(t, p, chartAgentKey(t, p))
+		for _, call := range []providers.ToolCall{{Name: "getChart", Arguments: `{}`}, {Name: "chart", Arguments: `{}`}} {
+			t.Run(call.Name, func(t *testing.T) {
+				evs := askAgent(t, c, "draw the chart", call)
+				file := toolFileEvent(t, evs, call.Name)
+				if file.BelongsTo != client.MessageFileEventBelongsToAssistant || file.Type != "image" {
+					t.Errorf("message_file belongs to %q, type %q", file.BelongsTo, file.Type)
+				}
+				fetchToolFile(t, p, file.Url)
+
+				end, err := evs[len(evs)-1].AsMessageEndEvent()
+				if err != nil || eventName(t, evs[len(evs)-1]) != "message_end" {
+					t.Fatalf("last event %s: %v", eventName(t, evs[len(evs)-1]), err)
+				}
+				if end.Files == nil || len(*end.Files) != 1 {
+					t.Fatalf("message_end files: %+v", end.Files)
+				}
+				f := (*end.Files)[0]
+				if f.RelatedId != file.Id || f.TransferMethod != client.MessageEndFileTransferMethodToolFile || f.Type != "image" ||
+					ptrText(f.MimeType) != "image/png" || ptrText(f.Extension) != ".png" || f.Size == nil || *f.Size != int64(len(toolregtest.ChartPNG())) {
+					t.Errorf("message_end file: %+v", f)
+				}
+				fetchToolFile(t, p, f.Url)
+
+				history := historyOf(t, c, end.ConversationId.String(), "u1")
+				last := history[len(history)-1]
+				var listed *client.MessageFile
+				for i := range last.MessageFiles {
+					if last.MessageFiles[i].Id == file.Id {
+						listed = &last.MessageFiles[i]
+					}
+				}
+				if listed == nil || listed.BelongsTo != client.MessageFileBelongsToAssistant || listed.Type != "image" ||
+					listed.TransferMethod != client.MessageFileTransferMethodToolFile || listed.Url == nil {
+					t.Fatalf("GET /messages lists %+v, want the file %s", last.MessageFiles, file.Id)
+				}
+				fetchToolFile(t, p, *listed.Url)
+				var stepFiles []string
+				for _, th := range last.AgentThoughts {
+					if th.Files != nil {
+						stepFiles = append(stepFiles, *th.Files...)
+					}
+				}
+				if len(stepFiles) != 1 || stepFiles[0] != file.Id {
+					t.Errorf("stored steps list files %v, want [%s]", stepFiles, file.Id)
+				}
+			})
+		}
+	})
+}
+
+// chartAgentKey starts the loopback API and MCP server whose tools answer a PNG, restarts the
+// server with the loopback allowance (and extraEnv), registers both through the CLI, imports
+// chartAgent and returns a key of it.
+func chartAgentKey(t *testing.T, p *Parley, extraEnv ...string) string {
+	t.Helper()
+	api, notes := toolregtest.NewAPI(t), toolregtest.NewMCP(t)
+	p.Restart(t, append([]string{allowLoopback}, extraEnv...)...)
+	addInventory(t, p, api)
+	addNotes(t, p, notes)
+	return importFile(t, p, "Chart Agent", chartAgent)
+}
+
+// toolFileEvent checks that the stream holds one message_file event, sent after the step that
+// calls tool and before that step's observation, which lists the file; it returns the event.
+func toolFileEvent(t *testing.T, evs []client.ChatStreamEvent, tool string) client.MessageFileEvent {
+	t.Helper()
+	var (
+		files        []client.MessageFileEvent
+		step         string
+		called, seen = -1, -1
+	)
+	for i, ev := range evs {
+		switch eventName(t, ev) {
+		case "message_file":
+			f, err := ev.AsMessageFileEvent()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if called < 0 || seen >= 0 {
+				t.Fatalf("message_file at %d: the step called %s at %d, observed at %d", i, tool, called, seen)
+			}
+			files = append(files, f)
+		case "agent_thought":
+			th, err := ev.AsAgentThoughtEvent()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if called < 0 && ptrText(th.Tool) == tool {
+				called, step = i, th.Id.String()
+			}
+			if th.Id.String() == step && ptrText(th.Observation) != "" && seen < 0 {
+				seen = i
+				if len(files) != 1 || th.MessageFiles == nil || len(*th.MessageFiles) != 1 || (*th.MessageFiles)[0] != files[0].Id {
+					t.Fatalf("the step's observation lists files %v; message_file events %+v", th.MessageFiles, files)
+				}
+			}
+		}
+	}
+	if len(files) != 1 || seen < 0 {
+		t.Fatalf("%d message_file events; the step's observation at %d", len(files), seen)
+	}
+	return files[0]
+}
+
+// fetchToolFile fetches a tool file's link (a path from the server's root) with no API key: it
+// must serve the chart's bytes as image/png, never sniffed.
+func fetchToolFile(t *testing.T, p *Parley, link string) {
+	t.Helper()
+	base, err := url.Parse(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := url.Parse(link)
+	if err != nil || !strings.HasPrefix(ref.Path, "/v1/files/tools/") {
+		t.Fatalf("link %q: %v", link, err)
+	}
+	resp, err := newContractClient(t).Get(base.ResolveReference(ref).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || !bytes.Equal(body, toolregtest.ChartPNG()) {
+		t.Fatalf("GET %s: %d %q nosniff=%q, %d bytes (want the chart's %d)", link, resp.StatusCode, resp.Header.Get("Content-Type"),
+			resp.Header.Get("X-Content-Type-Options"), len(body), len(toolregtest.ChartPNG()))
+	}
 }

@@ -80,14 +80,14 @@ func TestAPIProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(sum.Tools) != "[broken getItem slow]" || sum.Auth != "bearer" || fmt.Sprint(sum.Headers) != "[X-Tenant]" {
+		if fmt.Sprint(sum.Tools) != "[broken getChart getItem slow]" || sum.Auth != "bearer" || fmt.Sprint(sum.Headers) != "[X-Tenant]" {
 			t.Fatalf("summary %+v", sum)
 		}
 		if _, err := cli.AddAPI(ctx, "inventory", toolreg.API{Schema: api.Document}, false); !errors.Is(err, toolreg.ErrExists) {
 			t.Fatalf("registered twice: %v", err)
 		}
 		list, err := cli.List(ctx)
-		if err != nil || len(list) != 1 || fmt.Sprint(list[0].Tools) != "[broken getItem slow]" {
+		if err != nil || len(list) != 1 || fmt.Sprint(list[0].Tools) != "[broken getChart getItem slow]" {
 			t.Fatalf("list %+v, %v", list, err)
 		}
 		if s := fmt.Sprintf("%+v", list); strings.Contains(s, toolregtest.APIToken) || strings.Contains(s, "acme") {
@@ -218,7 +218,7 @@ func TestMCPProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(sum.Tools) != "[hang notes.search]" || sum.ServerIdentifier != "notes" || fmt.Sprint(sum.Headers) != "[Authorization]" {
+		if fmt.Sprint(sum.Tools) != "[chart hang notes.search]" || sum.ServerIdentifier != "notes" || fmt.Sprint(sum.Headers) != "[Authorization]" {
 			t.Fatalf("summary %+v", sum)
 		}
 		if _, err := cli.AddMCP(ctx, "other", toolreg.MCP{ServerIdentifier: "notes", URL: m.URL}, false); !errors.Is(err, toolreg.ErrExists) {

@@ -4,9 +4,13 @@
 package toolregtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,9 +23,21 @@ import (
 // APIToken is the bearer token the API wants.
 const APIToken = "s3cret-token"
 
+// ChartPNG returns the image the chart tools answer: a small, real PNG, the same every time.
+func ChartPNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 0, color.RGBA{G: 180, A: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
 // API is a loopback inventory API:
 //
 //	GET /items/{id}  getItem: {"id": …, "name": "widget", "tenant": <X-Tenant>}; 401 without the token
+//	GET /chart       getChart: ChartPNG as image/png
 //	GET /broken      broken: HTTP 500 "database down"
 //	GET /slow        slow: answers only when the request ends
 type API struct {
@@ -45,6 +61,10 @@ func NewAPI(tb testing.TB) *API {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"id": r.PathValue("id"), "name": "widget", "tenant": r.Header.Get("X-Tenant")})
+	})
+	mux.HandleFunc("GET /chart", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(ChartPNG())
 	})
 	mux.HandleFunc("GET /broken", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "database down", http.StatusInternalServerError)
@@ -79,6 +99,11 @@ paths:
       parameters:
         - {name: id, in: path, required: true, schema: {type: string}}
       responses: {"200": {description: the item}}
+  /chart:
+    get:
+      operationId: getChart
+      summary: Draws the stock chart.
+      responses: {"200": {description: the chart, content: {image/png: {}}}}
   /broken:
     get:
       operationId: broken
@@ -97,6 +122,7 @@ const MCPToolSearch = "notes.search"
 // MCP is a loopback MCP server (Streamable HTTP) with the tools
 //
 //	notes.search  {"query": …} → "found: <query>"
+//	chart         the text "the chart" and ChartPNG as an image
 //	hang          answers only when the request ends
 type MCP struct {
 	*httptest.Server
@@ -117,6 +143,11 @@ func NewMCP(tb testing.TB) *MCP {
 	sdk.AddTool(s, &sdk.Tool{Name: MCPToolSearch, Title: "Search notes", Description: "Searches the notes."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found: " + strings.ToUpper(in.Query)}}}, nil, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "chart", Description: "Draws the notes chart.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the chart"},
+				&sdk.ImageContent{MIMEType: "image/png", Data: ChartPNG()}}}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "hang", Description: "Never answers in time.", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

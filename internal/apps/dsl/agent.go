@@ -156,27 +156,16 @@ func (c *converter) readSoulTools(ts *section) {
 	for i, item := range ts.list("dify_tools") {
 		tpath := index(ts.at("dify_tools"), i)
 		s := newSection(c.p, tpath, item)
-		enabled := true
-		if s.has("enabled") {
-			enabled = s.boolean("enabled")
-		}
-		t := apps.Tool{ProviderType: s.str("provider_type"), ProviderID: s.str("provider_id"), ProviderName: s.str("provider_name"),
-			Name: s.str("tool_name"), Label: s.str("tool_label"), Parameters: s.mapping("runtime_parameters"), Enabled: enabled}
-		if t.ProviderID == "" {
-			// Some entries name the provider as `provider`.
+		t := readTool(s, "runtime_parameters")
+		if t.ProviderID == "" && s.has("provider") {
+			// Some entries name the provider as `provider`; the export writes it as provider_id.
 			t.ProviderID = s.str("provider")
+			delete(t.Extra, "provider")
 		}
-		t.Extra = s.rest()
 		if t.Name == "" {
 			c.p.add(s.at("tool_name"), "missing: Parley runs tools by name")
-		} else if enabled && !c.env.hasTool(t) {
-			what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, t.ProviderID, t.ProviderType)
-			if !c.opts.Lenient {
-				c.p.add(tpath, "%s; import with --lenient to keep it anyway", what)
-			} else {
-				t.Missing = true
-				c.p.note(NoteMissingTool, tpath, "%s; kept, and calling it fails at run time", what)
-			}
+		} else {
+			c.checkTool(tpath, &t)
 		}
 		ag.Tools = append(ag.Tools, t)
 	}
@@ -272,19 +261,7 @@ func (e exporter) exportAgent() (map[string]any, error) {
 	}
 	tools := make([]any, 0, len(ac.Tools))
 	for _, t := range ac.Tools {
-		m := maps.Clone(t.Extra)
-		if m == nil {
-			m = map[string]any{}
-		}
-		rp := maps.Clone(t.Parameters)
-		if rp == nil {
-			rp = map[string]any{}
-		}
-		maps.Copy(m, map[string]any{"provider_type": t.ProviderType, "provider_id": t.ProviderID, "tool_name": t.Name,
-			"runtime_parameters": rp, "enabled": t.Enabled})
-		setIf(m, "provider_name", t.ProviderName)
-		setIf(m, "tool_label", t.Label)
-		tools = append(tools, m)
+		tools = append(tools, exportTool(t, "runtime_parameters"))
 	}
 	datasets := make([]any, 0, len(ac.KnowledgeBases))
 	for _, kb := range ac.KnowledgeBases {

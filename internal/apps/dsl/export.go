@@ -296,23 +296,29 @@ func (e exporter) datasets() map[string]any {
 	return e.with("model_config.dataset_configs", m)
 }
 
+// exportTool writes one tool entry of an agent, its parameter values under params (the reverse
+// of readTool).
+func exportTool(t apps.Tool, params string) map[string]any {
+	m := maps.Clone(t.Extra)
+	if m == nil {
+		m = map[string]any{}
+	}
+	values := maps.Clone(t.Parameters)
+	if values == nil {
+		values = map[string]any{}
+	}
+	maps.Copy(m, map[string]any{"provider_type": t.ProviderType, "provider_id": t.ProviderID, "tool_name": t.Name,
+		params: values, "enabled": t.Enabled})
+	setIf(m, "provider_name", t.ProviderName)
+	setIf(m, "tool_label", t.Label)
+	return m
+}
+
 func (e exporter) agent() map[string]any {
 	ag := e.a.Agent
 	tools := make([]any, 0, len(ag.Tools))
 	for _, t := range ag.Tools {
-		m := maps.Clone(t.Extra)
-		if m == nil {
-			m = map[string]any{}
-		}
-		params := maps.Clone(t.Parameters)
-		if params == nil {
-			params = map[string]any{}
-		}
-		maps.Copy(m, map[string]any{"provider_type": t.ProviderType, "provider_id": t.ProviderID, "tool_name": t.Name,
-			"tool_parameters": params, "enabled": t.Enabled})
-		setIf(m, "provider_name", t.ProviderName)
-		setIf(m, "tool_label", t.Label)
-		tools = append(tools, m)
+		tools = append(tools, exportTool(t, "tool_parameters"))
 	}
 	m := maps.Clone(ag.Extra)
 	if m == nil {

@@ -559,6 +559,40 @@ func (c *converter) keepIn(path, key string, v any) {
 	c.a.Extra[path][key] = v
 }
 
+// readTool reads one tool entry of an agent; params names the member holding the values the
+// app set (tool_parameters for a Legacy Agent, runtime_parameters in an agent's soul). An entry
+// without `enabled` is enabled.
+func readTool(s *section, params string) apps.Tool {
+	enabled := true
+	if s.has("enabled") {
+		enabled = s.boolean("enabled")
+	}
+	t := apps.Tool{ProviderType: s.str("provider_type"), ProviderID: s.str("provider_id"), ProviderName: s.str("provider_name"),
+		Name: s.str("tool_name"), Label: s.str("tool_label"), Parameters: s.mapping(params), Enabled: enabled}
+	t.Extra = s.rest()
+	return t
+}
+
+// checkTool reports an enabled tool this server does not have: a problem, or with --lenient a
+// note, the tool kept and marked missing.
+func (c *converter) checkTool(path string, t *apps.Tool) {
+	if !t.Enabled || c.env.hasTool(*t) {
+		return
+	}
+	provider := t.ProviderID
+	if t.ProviderType == "api" && t.ProviderName != "" {
+		// An API provider's id is its workspace's; its name is what to register here.
+		provider = t.ProviderName
+	}
+	what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, provider, t.ProviderType)
+	if !c.opts.Lenient {
+		c.p.add(path, "%s; import with --lenient to keep it anyway", what)
+		return
+	}
+	t.Missing = true
+	c.p.note(NoteMissingTool, path, "%s; kept, and calling it fails at run time", what)
+}
+
 // readAgent reads the agent settings of agent-chat apps and resolves their tools.
 func (c *converter) readAgent(mc *section) {
 	am := mc.sub("agent_mode")
@@ -570,32 +604,12 @@ func (c *converter) readAgent(mc *section) {
 			c.addDataset(newSection(c.p, join(tpath, "dataset"), m["dataset"]))
 			continue
 		}
-		ts := newSection(c.p, tpath, item)
-		enabled := true
-		if ts.has("enabled") {
-			enabled = ts.boolean("enabled")
-		}
-		t := apps.Tool{ProviderType: ts.str("provider_type"), ProviderID: ts.str("provider_id"), ProviderName: ts.str("provider_name"),
-			Name: ts.str("tool_name"), Label: ts.str("tool_label"), Parameters: ts.mapping("tool_parameters"), Enabled: enabled}
-		t.Extra = ts.rest()
+		t := readTool(newSection(c.p, tpath, item), "tool_parameters")
 		if t.ProviderType == "dataset" {
-			c.addDataset(newSection(c.p, tpath, map[string]any{"enabled": enabled, "id": t.ProviderID}))
+			c.addDataset(newSection(c.p, tpath, map[string]any{"enabled": t.Enabled, "id": t.ProviderID}))
 			continue
 		}
-		if enabled && !c.env.hasTool(t) {
-			provider := t.ProviderID
-			if t.ProviderType == "api" && t.ProviderName != "" {
-				// An API provider's id is its workspace's; its name is what to register here.
-				provider = t.ProviderName
-			}
-			what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, provider, t.ProviderType)
-			if !c.opts.Lenient {
-				c.p.add(tpath, "%s; import with --lenient to keep it anyway", what)
-			} else {
-				t.Missing = true
-				c.p.note(NoteMissingTool, tpath, "%s; kept, and calling it fails at run time", what)
-			}
-		}
+		c.checkTool(tpath, &t)
 		ag.Tools = append(ag.Tools, t)
 	}
 	ag.Extra = am.rest()

@@ -100,20 +100,8 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
 
 // ListAPIKeys returns every key, revoked ones included, oldest first.
 func (s *Store) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
-	rows, err := s.conn().QueryContext(ctx, "SELECT "+apiKeyColumns+" FROM api_keys ORDER BY created_at, id")
+	keys, err := queryAll(ctx, s.conn(), scanAPIKey, "SELECT "+apiKeyColumns+" FROM api_keys ORDER BY created_at, id")
 	if err != nil {
-		return nil, fmt.Errorf("store: list api keys: %w", err)
-	}
-	defer rows.Close()
-	var keys []APIKey
-	for rows.Next() {
-		k, err := scanAPIKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list api keys: %w", err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list api keys: %w", err)
 	}
 	return keys, nil

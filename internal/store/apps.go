@@ -205,20 +205,8 @@ func (s *Store) AppsRevision(ctx context.Context) (int64, error) {
 
 // ListApps returns the live apps of both sources, by name.
 func (s *Store) ListApps(ctx context.Context) ([]App, error) {
-	rows, err := s.conn().QueryContext(ctx, "SELECT "+appColumns+" FROM apps WHERE deleted_at IS NULL ORDER BY name")
+	out, err := queryAll(ctx, s.conn(), scanApp, "SELECT "+appColumns+" FROM apps WHERE deleted_at IS NULL ORDER BY name")
 	if err != nil {
-		return nil, fmt.Errorf("store: list apps: %w", err)
-	}
-	defer rows.Close()
-	var out []App
-	for rows.Next() {
-		a, err := scanApp(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list apps: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list apps: %w", err)
 	}
 	return out, nil

@@ -143,22 +143,10 @@ func (s *Store) ListAppFeedbacks(ctx context.Context, appID string, page, limit 
 	if page < 1 || limit < 1 {
 		return nil, fmt.Errorf("store: list app feedbacks: page %d and limit %d must be positive", page, limit)
 	}
-	rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+feedbackColumns+
+	out, err := queryAll(ctx, s.conn(), scanFeedback, s.Rebind("SELECT "+feedbackColumns+
 		" FROM message_feedbacks WHERE app_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"),
 		append([]any{appID}, pageWindow(page, limit)...)...)
 	if err != nil {
-		return nil, fmt.Errorf("store: list app feedbacks: %w", err)
-	}
-	defer rows.Close()
-	var out []Feedback
-	for rows.Next() {
-		f, err := scanFeedback(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list app feedbacks: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list app feedbacks: %w", err)
 	}
 	return out, nil

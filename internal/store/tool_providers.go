@@ -83,7 +83,7 @@ type ToolProvider struct {
 
 const toolProviderColumns = "id, kind, name, server_identifier, definition, created_at, updated_at"
 
-func scanToolProvider(r interface{ Scan(...any) error }) (ToolProvider, error) {
+func scanToolProvider(r scanner) (ToolProvider, error) {
 	var (
 		p                ToolProvider
 		ident            sql.NullString
@@ -214,20 +214,8 @@ func (s *Store) DeleteToolProvider(ctx context.Context, name string) error {
 
 // ToolProviders returns every tool provider, by name.
 func (s *Store) ToolProviders(ctx context.Context) ([]ToolProvider, error) {
-	rows, err := s.conn().QueryContext(ctx, "SELECT "+toolProviderColumns+" FROM tool_providers ORDER BY name")
+	out, err := queryAll(ctx, s.conn(), scanToolProvider, "SELECT "+toolProviderColumns+" FROM tool_providers ORDER BY name")
 	if err != nil {
-		return nil, fmt.Errorf("store: list tool providers: %w", err)
-	}
-	defer rows.Close()
-	var out []ToolProvider
-	for rows.Next() {
-		p, err := scanToolProvider(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list tool providers: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list tool providers: %w", err)
 	}
 	return out, nil

@@ -312,4 +312,3 @@ func (b *headTail) Write(p []byte) (int, error) {
 }
 
 func (b *headTail) String() string { return string(b.head) + string(b.tail) }
-

@@ -72,10 +72,10 @@ func seccompProgram() ([]byte, error) {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: uint8(n - i)})
 	}
 	prog = append(prog,
-		bpf.RetConstant{Val: retAllow},                    // allow
-		bpf.RetConstant{Val: eperm},                       // denied calls
-		bpf.RetConstant{Val: retKillProcess},              // foreign ABI
-		bpf.LoadAbsolute{Off: offArg0, Size: 4},           // clone flags
+		bpf.RetConstant{Val: retAllow},          // allow
+		bpf.RetConstant{Val: eperm},             // denied calls
+		bpf.RetConstant{Val: retKillProcess},    // foreign ABI
+		bpf.LoadAbsolute{Off: offArg0, Size: 4}, // clone flags
 		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_THREAD, SkipTrue: 1},
 		bpf.RetConstant{Val: eperm},
 		bpf.RetConstant{Val: retAllow},

@@ -66,7 +66,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 }
 
 // bwrapArgs is the sandbox: new user, pid, network, ipc, uts and cgroup namespaces, uid and gid
-// 65534 inside, /usr and the interpreter's files read-only, a fresh /proc and minimal /dev, a
+// 65534 inside, the code as the pid namespace's first process (bwrap then waits for it itself,
+// so the CPU time it used is in bwrap's resource usage; with no fork allowed it needs no reaper), /usr and the interpreter's files read-only, a fresh /proc and minimal /dev, a
 // size-capped tmpfs on /tmp (the only writable place), the root itself read-only, no
 // environment, and the seccomp filter read from fd 4.
 func (r *Runner) bwrapArgs() []string {
@@ -76,7 +77,7 @@ func (r *Runner) bwrapArgs() []string {
 		a = append(a, "--share-net")
 	}
 	a = append(a, "--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns",
-		"--die-with-parent", "--new-session", "--clearenv",
+		"--die-with-parent", "--new-session", "--as-pid-1", "--clearenv",
 		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
 		"--ro-bind", "/usr", "/usr")
@@ -174,6 +175,9 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 	cmd.ExtraFiles = []*os.File{resW, filterR}
 	if err := cmd.Start(); err != nil {
 		resW.Close()
+		if ctx.Err() != nil {
+			return Result{}, context.Cause(ctx)
+		}
 		return Result{}, execErr(KindUnavailable, "The code sandbox could not be started: %v", err)
 	}
 	resW.Close()
@@ -215,6 +219,8 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 		var doc childDoc
 		if err := json.Unmarshal(res.data, &doc); err == nil {
 			switch {
+			case doc.Error != nil && doc.Kind == KindCPU:
+				return Result{}, execErr(KindCPU, "Code execution exceeded the CPU time limit of %s.", time.Duration(cpuSecs)*time.Second)
 			case doc.Error != nil && doc.Kind == KindMemory:
 				return Result{}, execErr(KindMemory, "Code execution exceeded the memory limit of %d MB (%s).", o.Memory>>20, *doc.Error)
 			case doc.Error != nil:
@@ -240,6 +246,9 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 			sig = code - 128 // bwrap reports a child killed by signal s as 128+s
 		}
 		errText := stderr.String()
+		if debugSandbox {
+			fmt.Fprintf(os.Stderr, "sandbox: exit %d sig %d cpu %s stderr %q\n", code, sig, used, errText)
+		}
 		switch {
 		case sig == int(syscall.SIGXCPU) || (sig == int(syscall.SIGKILL) && used >= o.CPU):
 			return Result{}, execErr(KindCPU, "Code execution exceeded the CPU time limit of %s.", time.Duration(cpuSecs)*time.Second)
@@ -312,3 +321,5 @@ func (b *headTail) Write(p []byte) (int, error) {
 }
 
 func (b *headTail) String() string { return string(b.head) + string(b.tail) }
+
+var debugSandbox = os.Getenv("PARLEY_SANDBOX_DEBUG") != ""

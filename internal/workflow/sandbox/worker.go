@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/dop251/goja"
 )
@@ -46,21 +50,36 @@ func WorkerMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "code-worker: no result descriptor")
 		return 1
 	}
-	doc := runJS(req.Code, string(req.Inputs), stdout)
-	data, err := json.Marshal(doc)
-	if err != nil {
-		fmt.Fprintln(stderr, "code-worker: encode result:", err)
-		return 1
+	var once sync.Once
+	write := func(doc childDoc) (code int) {
+		code = 1
+		once.Do(func() {
+			data, err := json.Marshal(doc)
+			if err == nil {
+				_, err = out.Write(data)
+			}
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintln(stderr, "code-worker: write result:", err)
+				return
+			}
+			code = 0
+		})
+		return code
 	}
-	if _, err := out.Write(data); err != nil {
-		fmt.Fprintln(stderr, "code-worker: write result:", err)
-		return 1
-	}
-	if err := out.Close(); err != nil {
-		fmt.Fprintln(stderr, "code-worker: write result:", err)
-		return 1
-	}
-	return 0
+	// At the soft CPU limit the kernel sends SIGXCPU: report it and stop, rather than wait a
+	// second for the SIGKILL of the hard limit and leave the parent guessing.
+	xcpu := make(chan os.Signal, 1)
+	signal.Notify(xcpu, syscall.SIGXCPU)
+	go func() {
+		<-xcpu
+		text := "SIGXCPU"
+		write(childDoc{Error: &text, Kind: KindCPU})
+		os.Exit(3)
+	}()
+	return write(runJS(req.Code, string(req.Inputs), stdout))
 }
 
 // runJS runs code as Dify does: the script defines main, main receives the inputs as one
@@ -132,8 +151,9 @@ func jsonKind(s string) string {
 
 func jsFailure(err error) childDoc {
 	text := err.Error()
-	if ex, ok := err.(*goja.Exception); ok {
-		text = ex.String()
+	var overflow *goja.StackOverflowError
+	if errors.As(err, &overflow) {
+		text = "RangeError: Maximum call stack size exceeded"
 	}
 	kind := KindRuntime
 	if strings.Contains(text, "out of memory") {

@@ -65,7 +65,9 @@ func TestCheckOutputsAccepts(t *testing.T) {
 func TestCheckOutputsRejects(t *testing.T) {
 	lim := sandbox.DefaultLimits()
 	long := `"` + strings.Repeat("é", lim.MaxStringLength+1) + `"`
-	many := func(n int, elem string) string { return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]" }
+	many := func(n int, elem string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+	}
 	deep := `{"a": {"b": {"c": {"d": {"e": 1}}}}}`
 	cases := []struct {
 		name     string

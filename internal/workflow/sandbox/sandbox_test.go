@@ -121,6 +121,11 @@ def main(text: str, n: int, items: list, obj: dict) -> dict:
 	mustFail(t, r, sandbox.Python3, "def main():\n    x = 1\n    return {'r': x / 0}\n", sandbox.KindRuntime,
 		"File \"<code>\", line 3, in main\n    return {'r': x / 0}\n                 ~~^~~\nZeroDivisionError: division by zero")
 	mustFail(t, r, sandbox.Python3, "def main(:\n", sandbox.KindRuntime, "SyntaxError")
+	mustFail(t, r, sandbox.Python3, "def main():\n    return {'x': float('nan')}\n", sandbox.KindRuntime,
+		"ValueError: Out of range float values are not JSON compliant")
+	mustFail(t, r, sandbox.Python3, "import os\ndef main():\n    os._exit(3)\n", sandbox.KindCrash,
+		"the process exited with status 3 and no result")
+	mustFail(t, r, sandbox.Python3, "import sys\ndef main():\n    sys.exit(2)\n", sandbox.KindRuntime, "SystemExit: 2")
 	mustFail(t, r, sandbox.Python3, "import datetime\ndef main():\n    return {'d': datetime.date.today()}\n", sandbox.KindRuntime,
 		"TypeError: Object of type date is not JSON serializable")
 	// main(**inputs): an input main does not take is Python's own error.

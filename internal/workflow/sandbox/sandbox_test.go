@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -304,6 +307,33 @@ func TestNetwork(t *testing.T) {
 	if serr != nil || out != `{"got": "hi"}` {
 		t.Fatalf("network on: %s %v", out, serr)
 	}
+}
+
+// TestRequests: code that imports requests (as many real exports do) runs; with the network
+// allowed it fetches from an HTTP server on the host, without it the request fails.
+func TestRequests(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command(sandbox.DefaultPython, "-c", "import requests").Run(); err != nil && os.Getenv("CI") == "" {
+		t.Skip("SKIPPING: python3-requests is not installed")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"q": "` + r.URL.Query().Get("q") + `"}`))
+	}))
+	t.Cleanup(srv.Close)
+	code := `import requests
+def main(url):
+    r = requests.get(url, params={"q": "ok"}, timeout=5)
+    return {"status": r.status_code, "body": r.json()}
+`
+	in := map[string]any{"url": srv.URL}
+	on := newRunner(t, sandbox.Options{Network: true})
+	out, serr := run(t, on, sandbox.Python3, code, in)
+	if serr != nil || out != `{"status": 200, "body": {"q": "ok"}}` {
+		t.Fatalf("network on: %s %v", out, serr)
+	}
+	off := newRunner(t, sandbox.Options{})
+	mustFailWith(t, off, sandbox.Python3, code, in, sandbox.KindRuntime, "requests.exceptions.ConnectionError")
 }
 
 // TestStop: ending the context kills a running sandbox and returns the context's error.

@@ -29,8 +29,12 @@ def _describe(exc):
     return "".join(te.format()).rstrip("\n")
 
 def _limit(res, soft, hard):
+    # Never above the limits the process already has: raising a hard limit is not allowed.
     if soft > 0:
-        resource.setrlimit(res, (soft, hard))
+        _, cur = resource.getrlimit(res)
+        if cur != resource.RLIM_INFINITY:
+            hard = min(hard, cur)
+        resource.setrlimit(res, (min(soft, hard), hard))
 
 _req = json.loads(sys.stdin.buffer.read())
 _mem, _cpu, _fsize, _nofile = (int(a) for a in sys.argv[1:5])

@@ -13,6 +13,13 @@
 // Python runs the system interpreter (Options.Python). JavaScript runs on goja inside a child
 // of the parley binary itself: the caller gives the command that reaches [WorkerMain]
 // (Options.Worker), a hidden subcommand in the server and the test binary in tests.
+//
+// A code node runs in two steps:
+//
+//	res, err := runner.Run(ctx, sandbox.Request{Language: lang, Code: code, Inputs: inputs})
+//	// err: an *Error (the node fails with its Message, error_type its Type), or ctx's cause
+//	out, err := sandbox.CheckOutputs(res.JSON, declared, limits) // declared: OutputSpecs from the DSL
+//	// out.Values (ints as int64) or out.JSON (Dify's key order) are the node's outputs
 package sandbox
 
 import (

@@ -114,7 +114,36 @@ type Config struct {
 	// CIDR prefixes or addresses); empty by default, so a registered tool cannot reach loopback or
 	// private networks.
 	ToolsAllowedNetworks []netip.Prefix
+	// Code holds the sandbox of workflow code nodes and Dify's checks on their outputs.
+	Code CodeSettings
 }
+
+// CodeSettings configure the sandbox that runs code nodes (PARLEY_CODE_*) and the limits Dify
+// puts on their outputs (Dify's CODE_* names).
+type CodeSettings struct {
+	// Network lets code reach the network (PARLEY_CODE_NETWORK); off by default.
+	Network bool
+	// Timeout is the wall-clock limit of one run (PARLEY_CODE_TIMEOUT).
+	Timeout time.Duration
+	// CPULimit is the CPU time of one run, whole seconds (PARLEY_CODE_CPU_LIMIT).
+	CPULimit time.Duration
+	// MemoryLimitMB is the memory of one run, in megabytes (PARLEY_CODE_MEMORY_LIMIT_MB).
+	MemoryLimitMB int
+	// Python is the python3 interpreter (PARLEY_CODE_PYTHON).
+	Python string
+	// MaxStringLength (CODE_MAX_STRING_LENGTH), MaxNumber and MinNumber (CODE_MAX_NUMBER,
+	// CODE_MIN_NUMBER), MaxPrecision (CODE_MAX_PRECISION), MaxDepth (CODE_MAX_DEPTH) and the
+	// array lengths (CODE_MAX_STRING_ARRAY_LENGTH, CODE_MAX_OBJECT_ARRAY_LENGTH,
+	// CODE_MAX_NUMBER_ARRAY_LENGTH) bound what a code node may output.
+	MaxStringLength                                                  int
+	MaxNumber, MinNumber                                             int64
+	MaxPrecision, MaxDepth                                           int
+	MaxStringArrayLength, MaxObjectArrayLength, MaxNumberArrayLength int
+}
+
+// MinCodeMemoryLimitMB is the smallest memory limit of a code run: the Python interpreter
+// alone needs about 20 MB of address space, the JavaScript worker more.
+const MinCodeMemoryLimitMB = 64
 
 // UploadLimits are the file upload limits. Sizes are in megabytes, as in
 // Dify's environment variables of the same names.
@@ -291,6 +320,25 @@ func (c *Config) Validate() error {
 	}
 	if c.ExtractMemoryLimitMB < MinExtractMemoryLimitMB {
 		bad("PARLEY_EXTRACT_MEMORY_LIMIT_MB", "must be at least %d, got %d", MinExtractMemoryLimitMB, c.ExtractMemoryLimitMB)
+	}
+	if c.Code.Timeout <= 0 {
+		bad("PARLEY_CODE_TIMEOUT", "must be positive, got %v", c.Code.Timeout)
+	}
+	if c.Code.CPULimit < time.Second {
+		bad("PARLEY_CODE_CPU_LIMIT", "must be at least 1s, got %v", c.Code.CPULimit)
+	}
+	if c.Code.MemoryLimitMB < MinCodeMemoryLimitMB {
+		bad("PARLEY_CODE_MEMORY_LIMIT_MB", "must be at least %d, got %d", MinCodeMemoryLimitMB, c.Code.MemoryLimitMB)
+	}
+	if c.Code.MaxNumber < c.Code.MinNumber {
+		bad("CODE_MAX_NUMBER", "must not be below CODE_MIN_NUMBER, got %d < %d", c.Code.MaxNumber, c.Code.MinNumber)
+	}
+	for name, v := range map[string]int{"CODE_MAX_STRING_LENGTH": c.Code.MaxStringLength, "CODE_MAX_PRECISION": c.Code.MaxPrecision,
+		"CODE_MAX_DEPTH": c.Code.MaxDepth, "CODE_MAX_STRING_ARRAY_LENGTH": c.Code.MaxStringArrayLength,
+		"CODE_MAX_OBJECT_ARRAY_LENGTH": c.Code.MaxObjectArrayLength, "CODE_MAX_NUMBER_ARRAY_LENGTH": c.Code.MaxNumberArrayLength} {
+		if v < 0 {
+			bad(name, "must not be negative, got %d", v)
+		}
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("PARLEY_MAX_BODY_BYTES", "must be a positive number of bytes, got %d", c.MaxBodyBytes)

@@ -45,6 +45,11 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
 		FilesAccessTimeout:                  300 * time.Second,
+		Code: CodeSettings{
+			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",
+			MaxStringLength: 400000, MaxNumber: 1<<63 - 1, MinNumber: -(1<<63 - 1), MaxPrecision: 20, MaxDepth: 5,
+			MaxStringArrayLength: 30, MaxObjectArrayLength: 30, MaxNumberArrayLength: 1000,
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -121,6 +126,9 @@ func TestLoadValues(t *testing.T) {
 			return fmt.Sprint(c.ToolsAllowedNetworks) == "[127.0.0.1/32 10.1.0.0/16 ::1/128]"
 		}},
 		{"no tool networks", nil, func(c *Config) bool { return len(c.ToolsAllowedNetworks) == 0 }},
+		{"code sandbox", map[string]string{"PARLEY_CODE_NETWORK": "true", "PARLEY_CODE_MEMORY_LIMIT_MB": "512", "CODE_MAX_DEPTH": "8"}, func(c *Config) bool {
+			return c.Code.Network && c.Code.MemoryLimitMB == 512 && c.Code.MaxDepth == 8
+		}},
 		{"indexing limits", map[string]string{"PARLEY_INDEXING_TIMEOUT": "90s", "PARLEY_EXTRACT_CPU_LIMIT": "1s", "PARLEY_EXTRACT_MEMORY_LIMIT_MB": "64"}, func(c *Config) bool {
 			return c.IndexingTimeout == 90*time.Second && c.ExtractCPULimit == time.Second && c.ExtractMemoryLimitMB == 64
 		}},
@@ -172,6 +180,11 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_INDEXING_TIMEOUT": "10"}, "PARLEY_INDEXING_TIMEOUT"},
 		{map[string]string{"PARLEY_EXTRACT_CPU_LIMIT": "500ms"}, "PARLEY_EXTRACT_CPU_LIMIT: must be at least 1s"},
 		{map[string]string{"PARLEY_EXTRACT_MEMORY_LIMIT_MB": "63"}, "PARLEY_EXTRACT_MEMORY_LIMIT_MB: must be at least 64"},
+		{map[string]string{"PARLEY_CODE_CPU_LIMIT": "0s"}, "PARLEY_CODE_CPU_LIMIT: must be at least 1s"},
+		{map[string]string{"PARLEY_CODE_MEMORY_LIMIT_MB": "16"}, "PARLEY_CODE_MEMORY_LIMIT_MB: must be at least 64"},
+		{map[string]string{"PARLEY_CODE_TIMEOUT": "0s"}, "PARLEY_CODE_TIMEOUT: must be positive"},
+		{map[string]string{"CODE_MAX_NUMBER": "1", "CODE_MIN_NUMBER": "2"}, "CODE_MAX_NUMBER: must not be below CODE_MIN_NUMBER"},
+		{map[string]string{"CODE_MAX_DEPTH": "-1"}, "CODE_MAX_DEPTH: must not be negative"},
 		{map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "off"}, "PARLEY_SQLITE_SYNCHRONOUS"},
 		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
 		{map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": "localhost"}, "PARLEY_TOOLS_ALLOWED_NETWORKS"},

@@ -2,9 +2,7 @@ package condition
 
 import (
 	"math"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
@@ -328,55 +326,16 @@ func cmpOrdered[T int64 | float64](a, b T) int {
 	return 0
 }
 
-// pyInt parses s as Python's int(s): surrounding whitespace, a sign, digits with single
-// underscores between them.
 func pyInt(s string) (int64, error) {
-	t := strings.TrimFunc(s, unicode.IsSpace)
-	clean, ok := stripUnderscores(t)
-	if ok {
-		if n, err := strconv.ParseInt(clean, 10, 64); err == nil {
-			return n, nil
-		}
+	if n, ok := value.ParseInt(s); ok {
+		return n, nil
 	}
 	return 0, invalid("cannot convert %s to an integer", value.PyQuote(s))
 }
 
-// pyFloatParse parses s as Python's float(s): whitespace, sign, decimal or exponent notation,
-// digit underscores, inf/infinity/nan in any case; no hexadecimal.
 func pyFloatParse(s string) (float64, error) {
-	t := strings.TrimFunc(s, unicode.IsSpace)
-	clean, ok := stripUnderscores(t)
-	lower := strings.ToLower(clean)
-	if ok && !strings.Contains(lower, "0x") && !strings.Contains(lower, "0b") && !strings.Contains(lower, "0o") && clean != "" {
-		if f, err := strconv.ParseFloat(clean, 64); err == nil || isRange(err) {
-			return f, nil
-		}
+	if f, ok := value.ParseFloat(s); ok {
+		return f, nil
 	}
 	return 0, invalid("cannot convert %s to a number", value.PyQuote(s))
 }
-
-func isRange(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
-
-// stripUnderscores removes underscores that sit between two digits; any other underscore makes
-// the text invalid.
-func stripUnderscores(s string) (string, bool) {
-	if !strings.Contains(s, "_") {
-		return s, true
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '_' {
-			if i == 0 || i == len(s)-1 || !isDigit(s[i-1]) || !isDigit(s[i+1]) {
-				return "", false
-			}
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String(), true
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
+	gonjacs "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
@@ -76,7 +77,7 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	g := &guard{ctx: ctx}
+	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput}
 
 	tpl, err := parse(text, g)
 	if err != nil {
@@ -105,12 +106,12 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	switch {
 	case out.over:
 		return "", fmt.Errorf("%w: output length exceeds %d characters", ErrOutputTooLong, lim.MaxOutput)
-	case g.stop.Load() || ctx.Err() != nil:
+	case err == nil:
+		return out.b.String(), nil
+	case g.stop.Load():
 		return "", ErrTimeout
-	case err != nil:
-		return "", fmt.Errorf("%w: %s", ErrRender, cleanMessage(err))
 	}
-	return out.b.String(), nil
+	return "", fmt.Errorf("%w: %s", ErrRender, cleanMessage(err))
 }
 
 // Check parses text without rendering it, for import-time validation.
@@ -150,8 +151,10 @@ func cleanMessage(err error) string {
 // guard lets a timed-out render stop: loops check it before they run and the writer after the
 // deadline refuses output.
 type guard struct {
-	ctx  context.Context
-	stop atomic.Bool
+	ctx       context.Context
+	stop      atomic.Bool
+	depth     atomic.Int32
+	maxOutput int
 }
 
 func (g *guard) err() error {
@@ -186,8 +189,62 @@ func controlStructures(g *guard) *exec.ControlStructureSet {
 		}
 		return &guardedFor{ControlStructure: ecs, g: g}, nil
 	}
+	innerMacro := all["macro"]
+	all["macro"] = func(p *parser.Parser, args *parser.Parser) (nodes.ControlStructure, error) {
+		cs, err := innerMacro(p, args)
+		if err != nil {
+			return nil, err
+		}
+		mcs, ok := cs.(*gonjacs.MacroControlStructure)
+		if !ok {
+			return cs, nil
+		}
+		return &guardedMacro{MacroControlStructure: mcs, g: g}, nil
+	}
 	return exec.NewControlStructureSet(all)
 }
+
+// guardedMacro defines a macro whose calls are bounded: nesting depth (a recursive macro would
+// otherwise overflow the goroutine stack, which kills the process), the guard's deadline, and
+// the size of what one call returns.
+type guardedMacro struct {
+	*gonjacs.MacroControlStructure
+	g *guard
+}
+
+func (m *guardedMacro) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
+	if err := m.MacroControlStructure.Execute(r, tag); err != nil {
+		return err
+	}
+	v, ok := r.Environment.Context.Get(m.Name)
+	if !ok {
+		return nil
+	}
+	inner, ok := v.(exec.Macro)
+	if !ok {
+		return nil
+	}
+	g := m.g
+	r.Environment.Context.Set(m.Name, exec.Macro(func(params *exec.VarArgs) *exec.Value {
+		if err := g.err(); err != nil {
+			return exec.AsValue(err)
+		}
+		if g.depth.Add(1) > maxMacroDepth {
+			g.depth.Add(-1)
+			return exec.AsValue(fmt.Errorf("macro %s: calls nested deeper than %d", m.Name, maxMacroDepth))
+		}
+		defer g.depth.Add(-1)
+		out := inner(params)
+		if out.IsString() && len(out.String()) > 4*g.maxOutput {
+			return exec.AsValue(fmt.Errorf("macro %s: %w", m.Name, ErrOutputTooLong))
+		}
+		return out
+	}))
+	return nil
+}
+
+// maxMacroDepth bounds macro call nesting; Jinja2 under Python stops at a similar depth.
+const maxMacroDepth = 100
 
 type guardedFor struct {
 	exec.ControlStructure

@@ -128,3 +128,21 @@ func TestNoTemplateLoadingAndErrors(t *testing.T) {
 		t.Error("expected an error")
 	}
 }
+
+func TestNonePrintsAsPython(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{"x": nil, "s": "v", "l": []any{nil, "a"}}
+	cases := map[string]string{
+		"[{{ x }}]":                                       "[None]",
+		"[{{ undefined_name }}]":                          "[]",
+		"{% for e in l %}{{ e }},{% endfor %}":            "None,a,",
+		"{% if x is none %}none{% endif %}{{ x or 'd' }}": "noned",
+		"{{ s }}{% set y = none %}{{ y }}":                "vNone",
+		"{% if true %}{{ x }}{% endif %}":                 "None",
+	}
+	for tpl, want := range cases {
+		if got := render(t, tpl, vars); got != want {
+			t.Errorf("%s = %q, want %q", tpl, got, want)
+		}
+	}
+}

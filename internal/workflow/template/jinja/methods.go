@@ -80,6 +80,7 @@ var filters = func() *exec.FilterSet {
 	f := exec.NewFilterSet(map[string]exec.FilterFunction{})
 	f.Update(builtins.Filters)
 	_ = f.Replace("tojson", filterToJSON)
+	_ = f.Register(noneFilter, filterNone)
 	return f
 }()
 

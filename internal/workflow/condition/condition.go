@@ -145,7 +145,7 @@ func evalOne(c Condition, lookup template.Lookup) (bool, *Input, error) {
 	}
 	op := c.ComparisonOperator
 	if isFileArray(actual, c) && (op == OpContains || op == OpNotContains || op == OpAllOf) {
-		if c.SubVariableCondition == nil || len(c.SubVariableCondition.Conditions) == 0 {
+		if c.SubVariableCondition == nil {
 			return false, nil, invalid("operator %q on a file list needs sub-variable conditions", op)
 		}
 		r, err := evalSub(actual.([]any), c.SubVariableCondition)

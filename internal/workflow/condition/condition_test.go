@@ -244,6 +244,13 @@ func TestFileSubConditions(t *testing.T) {
 	if _, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains"}}, "and", pool()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("contains on files without sub-conditions: %v", err)
 	}
+	// An empty sub-condition list holds under "and" and fails under "or", as Python's all/any.
+	if r, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("and")}}, "and", pool()); err != nil || !r.Final {
+		t.Errorf("empty and: %+v %v", r, err)
+	}
+	if r, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("or")}}, "and", pool()); err != nil || r.Final {
+		t.Errorf("empty or: %+v %v", r, err)
+	}
 	if _, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("and", SubCondition{Key: "colour", ComparisonOperator: "is", Value: "x"})}}, "and", pool()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown file attribute: %v", err)
 	}

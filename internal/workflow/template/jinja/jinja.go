@@ -136,7 +136,7 @@ func parse(text string, g *guard) (*exec.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, cleanMessage(err))
 	}
-	markNoneOutputs(tpl.Root())
+	markOutputs(tpl.Root())
 	return tpl, nil
 }
 

@@ -23,12 +23,16 @@ func TestDictOrderAndPrinting(t *testing.T) {
 	t.Parallel()
 	vars := map[string]any{
 		"o": value.ObjectOf("z", int64(1), "a", "x", "m", value.ObjectOf("k", []any{"s", 1.5, true})),
+		"q": value.ObjectOf("s", "it's", "n", nil, "nl", "a\nb"),
 		"l": []any{"a", int64(2), 2.0, value.ObjectOf("q", "w"), nil, false},
 	}
 	cases := map[string]string{
-		"{{ o }}":                              "{'z': 1, 'a': 'x', 'm': {'k': ['s', 1.5, True]}}",
-		"{{ l }}":                              "['a', 2, 2.0, {'q': 'w'}, None, False]",
-		"{% for k in o %}{{ k }},{% endfor %}": "z,a,m,",
+		"{{ o }}": "{'z': 1, 'a': 'x', 'm': {'k': ['s', 1.5, True]}}",
+		"{{ l }}": "['a', 2, 2.0, {'q': 'w'}, None, False]",
+		"{{ q }}": `{'s': "it's", 'n': None, 'nl': 'a\nb'}`,
+		"{% for k, v in q.items() %}{{ v }}|{% endfor %}":         "it's|None|a\nb|",
+		"{{ q.n }}|{{ q.missing }}|{{ {'b': [1, none]} }}":        "||{'b': [1, None]}",
+		"{% for k in o %}{{ k }},{% endfor %}":                    "z,a,m,",
 		"{% for k, v in o.items() %}{{ k }}={{ v }};{% endfor %}": "z=1;a=x;m={'k': ['s', 1.5, True]};",
 		"{{ o.keys() | list }}|{{ o.values() | list }}":           "['z', 'a', 'm']|[1, 'x', {'k': ['s', 1.5, True]}]",
 		"{{ o.z }} {{ o['a'] }} {{ o.m.k[1] }} {{ o.get('z') }}":  "1 x 1.5 1",

@@ -80,7 +80,7 @@ var filters = func() *exec.FilterSet {
 	f := exec.NewFilterSet(map[string]exec.FilterFunction{})
 	f.Update(builtins.Filters)
 	_ = f.Replace("tojson", filterToJSON)
-	_ = f.Register(noneFilter, filterNone)
+	_ = f.Register(printFilter, filterPrint)
 	return f
 }()
 

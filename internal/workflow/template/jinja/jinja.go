@@ -77,7 +77,7 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput}
+	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
 
 	tpl, err := parse(text, g)
 	if err != nil {
@@ -116,14 +116,15 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 
 // Check parses text without rendering it, for import-time validation.
 func Check(text string) error {
-	_, err := parse(text, &guard{ctx: context.Background()})
+	lim := Limits{}.withDefaults()
+	_, err := parse(text, &guard{ctx: context.Background(), maxOutput: lim.MaxOutput, maxItems: lim.MaxRange})
 	return err
 }
 
 func parse(text string, g *guard) (*exec.Template, error) {
 	env := &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
-		Filters:           filters,
+		Filters:           renderFilters(g),
 		Tests:             builtins.Tests,
 		ControlStructures: controlStructures(g),
 		Methods:           methods,
@@ -136,7 +137,7 @@ func parse(text string, g *guard) (*exec.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, cleanMessage(err))
 	}
-	markOutputs(tpl.Root())
+	rewrite(tpl.Root(), g)
 	return tpl, nil
 }
 
@@ -155,7 +156,8 @@ type guard struct {
 	ctx       context.Context
 	stop      atomic.Bool
 	depth     atomic.Int32
-	maxOutput int
+	maxOutput int // characters of output; intermediate strings may reach 4× this
+	maxItems  int // items of a list built by +
 }
 
 func (g *guard) err() error {

@@ -150,3 +150,47 @@ func TestNonePrintsAsPython(t *testing.T) {
 		}
 	}
 }
+
+func TestOperatorsAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Arithmetic still works through the rewrite.
+	cases := map[string]string{
+		"{{ 1 + 2 }} {{ 1.5 + 1 }} {{ 'a' + 'b' }} {{ [1] + [2, 'x'] }} {{ 2 * 3 }} {{ 'ab' * 2 }} {{ 'x' * 0 }}|{{ 'x' * -1 }}|{{ 1 ~ 'a' }}": "3 2.5 ab [1, 2, 'x'] 6 abab ||1a",
+		"{% for i in range(3) %}{{ i * 2 + 1 }}{% endfor %}": "135",
+		"{{ (1 + 2) * 3 }} {% if 1 + 1 == 2 %}ok{% endif %}": "9 ok",
+	}
+	for tpl, want := range cases {
+		if got := render(t, tpl, nil); got != want {
+			t.Errorf("%s = %q, want %q", tpl, got, want)
+		}
+	}
+	bombs := []string{
+		"{{ 'x' * 1000000000000 }}",
+		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}",
+		"{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}",
+	}
+	for _, tpl := range bombs {
+		if _, err := Render(ctx, tpl, nil, Limits{MaxOutput: 1000}); !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("%s: %v", tpl, err)
+		}
+	}
+	// A single long loop is stopped between iterations, not only at its start.
+	slow := "{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(100000) %}{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}"
+	if _, err := Render(ctx, slow, nil, Limits{Timeout: 50 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
+		t.Errorf("slow loop: %v", err)
+	}
+}
+
+func TestWidthArgumentsAreBounded(t *testing.T) {
+	t.Parallel()
+	if got := render(t, "[{{ 'ab' | center(6) }}][{{ 'ab'.ljust(4) }}][{{ '7'.zfill(3) }}][{{ 'a\nb' | indent(2) }}]", nil); got != "[  ab  ][ab  ][007][a\n  b]" {
+		t.Errorf("padding = %q", got)
+	}
+	for _, tpl := range []string{"{{ 'x' | center(10000000000) }}", "{{ 'x'.ljust(10000000000) }}", "{{ '7'.zfill(10000000000) }}", "{{ 'a\nb' | indent(10000000000) }}", "{{ 'a' | indent(width=10000000000) }}"} {
+		if _, err := Render(context.Background(), tpl, nil, Limits{}); !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("%s: %v", tpl, err)
+		}
+	}
+}

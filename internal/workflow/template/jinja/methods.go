@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -28,6 +29,19 @@ var methods = func() exec.Methods {
 	for _, n := range strMethodNames {
 		if f, ok := m.Str.Get(n); ok {
 			str[n] = f
+		}
+	}
+	for _, n := range []string{"center", "ljust", "rjust", "zfill", "expandtabs"} {
+		if f, ok := str[n]; ok {
+			str[n] = func(self string, sv *exec.Value, args *exec.VarArgs) (any, error) {
+				if err := checkWidths(args); err != nil {
+					return nil, err
+				}
+				if _, ok := args.KwArgs["fillchar"]; !ok && len(args.Args) == 1 && n != "zfill" && n != "expandtabs" {
+					args.Args = append(args.Args, exec.AsValue(" ")) // gonja's default fillchar is not a string
+				}
+				return f(self, sv, args)
+			}
 		}
 	}
 	str["replace"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
@@ -80,9 +94,26 @@ var filters = func() *exec.FilterSet {
 	f := exec.NewFilterSet(map[string]exec.FilterFunction{})
 	f.Update(builtins.Filters)
 	_ = f.Replace("tojson", filterToJSON)
+	for _, n := range []string{"center", "indent", "wordwrap", "truncate"} {
+		if inner, ok := f.Get(n); ok {
+			_ = f.Replace(n, func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+				if err := checkWidths(params); err != nil {
+					return exec.AsValue(err)
+				}
+				return inner(e, in, params)
+			})
+		}
+	}
 	_ = f.Register(printFilter, filterPrint)
 	return f
 }()
+
+// renderFilters adds the size-capped operators of one render to the shared filters.
+func renderFilters(g *guard) *exec.FilterSet {
+	f := exec.NewFilterSet(map[string]exec.FilterFunction{opFilter: opFilterFunc(4*g.maxOutput, g.maxItems)})
+	f.Update(filters)
+	return f
+}
 
 func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
@@ -183,4 +214,28 @@ func fromGonja(v any) any {
 		return o
 	}
 	return value.FromGo(v)
+}
+
+// maxWidth bounds the width arguments of padding filters and methods (center, indent,
+// ljust, …), which otherwise allocate whatever they are asked for.
+const maxWidth = 1 << 20
+
+func checkWidths(args *exec.VarArgs) error {
+	check := func(v *exec.Value) error {
+		if v.IsInteger() && v.Integer() > maxWidth {
+			return fmt.Errorf("%w: width %d is over %d", errTooBig, v.Integer(), maxWidth)
+		}
+		return nil
+	}
+	for _, a := range args.Args {
+		if err := check(a); err != nil {
+			return err
+		}
+	}
+	for _, a := range args.KwArgs {
+		if err := check(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -70,14 +70,22 @@ var (
 const rootName = "template"
 
 // Render renders text with vars (values of the workflow value model: *value.Object keeps its
-// order, *value.File is seen as its dict). The render runs in its own goroutine; when the deadline
-// passes, Render returns ErrTimeout at once and the goroutine stops at its next loop start or
-// output write.
+// order, *value.File is seen as its dict). The render runs in its own goroutine; when
+// Limits.Timeout passes, Render returns ErrTimeout at once, and when ctx ends first, an error
+// wrapping ctx.Err() (context.Canceled when a run is stopped); the goroutine stops at its next
+// loop iteration, macro call or output write.
 func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (string, error) {
 	lim = lim.withDefaults()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
+	stopped := func() error {
+		if err := parent.Err(); err != nil {
+			return fmt.Errorf("template render stopped: %w", err)
+		}
+		return ErrTimeout
+	}
 
 	tpl, err := parse(text, g)
 	if err != nil {
@@ -101,7 +109,7 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	case err = <-done:
 	case <-ctx.Done():
 		g.stop.Store(true)
-		return "", ErrTimeout
+		return "", stopped()
 	}
 	switch {
 	case out.over:
@@ -109,7 +117,7 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	case err == nil:
 		return out.b.String(), nil
 	case g.stop.Load():
-		return "", ErrTimeout
+		return "", stopped()
 	}
 	return "", fmt.Errorf("%w: %s", ErrRender, cleanMessage(err))
 }

@@ -109,8 +109,13 @@ func TestBounds(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := Render(cancelled, "{% for i in range(3) %}{{ i }}{% endfor %}", nil, Limits{}); !errors.Is(err, ErrTimeout) {
+	if _, err := Render(cancelled, "{% for i in range(3) %}{{ i }}{% endfor %}", nil, Limits{}); !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
 		t.Errorf("cancelled context: %v", err)
+	}
+	expired, cancel2 := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel2()
+	if _, err := Render(expired, "{{ 1 }}", nil, Limits{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("caller's deadline: %v", err)
 	}
 }
 

@@ -158,6 +158,8 @@ func TestEvaluateTemplatesAndBooleans(t *testing.T) {
 		{"boolean DSL value", Condition{VariableSelector: []string{"start", "flag"}, ComparisonOperator: "is", Value: true}, true},
 		{"array[boolean] all of text", Condition{VariableSelector: []string{"start", "flags"}, ComparisonOperator: "all of", Value: []any{"true"}}, true},
 		{"number DSL value", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "=", Value: int64(3)}, true},
+		{"number decoded from JSON", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "=", Value: 3.0}, true},
+		{"fraction decoded from JSON", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "<", Value: 3.5}, true},
 		{"string list value", Condition{VariableSelector: []string{"sys", "query"}, ComparisonOperator: "in", Value: []string{"refund please"}}, true},
 		{"not exists on None", Condition{VariableSelector: []string{"start", "none"}, ComparisonOperator: "not exists"}, true},
 	}

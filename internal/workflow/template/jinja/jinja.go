@@ -350,18 +350,61 @@ func (l pyList) String() string {
 	return b.String()
 }
 
+// pyTuple is a pair from a dict's items; it prints as Python prints a tuple.
+type pyTuple []any
+
+func (t pyTuple) String() string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, e := range t {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(repr(e))
+	}
+	if len(t) == 1 {
+		b.WriteByte(',')
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// repr prints a template value as Python's repr does.
 func repr(e any) string {
 	switch t := e.(type) {
 	case nil:
 		return "None"
-	case *exec.Dict:
-		return t.String()
+	case *exec.Value:
+		if t == nil {
+			return "None"
+		}
+		return repr(t.Interface())
 	case pyList:
 		return t.String()
-	case int:
-		return value.PyRepr(int64(t))
+	case pyTuple:
+		return t.String()
+	case exec.ValuesList:
+		items := make([]string, len(t))
+		for i, v := range t {
+			items[i] = repr(v)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case []any:
+		items := make([]string, len(t))
+		for i, v := range t {
+			items[i] = repr(v)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case exec.Dict:
+		return repr(&t)
+	case *exec.Dict:
+		items := make([]string, len(t.Pairs))
+		for i, p := range t.Pairs {
+			items[i] = repr(p.Key) + ": " + repr(p.Value)
+		}
+		return "{" + strings.Join(items, ", ") + "}"
 	}
-	return value.PyRepr(e)
+	return value.PyRepr(fromGonja(e))
 }
 
 // toGonja converts a workflow value for the template: objects and files become ordered gonja

@@ -199,3 +199,30 @@ func TestWidthArgumentsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestDictAndListFilters(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{
+		"o":  value.ObjectOf("z", int64(1), "a", "x", "B", int64(0)),
+		"us": []any{value.ObjectOf("name", "Bo", "age", int64(30)), value.ObjectOf("name", "Al", "age", int64(20))},
+	}
+	cases := map[string]string{
+		"{{ o.items() | list }}":                                 "[('z', 1), ('a', 'x'), ('B', 0)]",
+		"{{ o | items | list }}":                                 "[('z', 1), ('a', 'x'), ('B', 0)]",
+		"{{ o | dictsort }}":                                     "[('a', 'x'), ('B', 0), ('z', 1)]",
+		"{{ o | dictsort(true) }}":                               "[('B', 0), ('a', 'x'), ('z', 1)]",
+		"{{ o | dictsort(reverse=true) }}":                       "[('z', 1), ('B', 0), ('a', 'x')]",
+		"{% for k, v in o | dictsort %}{{ k }}{% endfor %}":      "aBz",
+		"{{ us | reverse | map(attribute='name') | join(',') }}": "Al,Bo",
+		"{{ [1, 2] | reverse | list }} {{ 'abc' | reverse }}":    "[2, 1] cba",
+		"{{ us | map(attribute='name') | join(', ') }}":          "Bo, Al",
+		"{{ us | sort(attribute='age') | first }}":               "{'name': 'Al', 'age': 20}",
+		"{{ us | sum(attribute='age') }}":                        "50",
+		"{{ us | tojson }}":                                      `[{"age": 30, "name": "Bo"}, {"age": 20, "name": "Al"}]`,
+	}
+	for tpl, want := range cases {
+		if got := render(t, tpl, vars); got != want {
+			t.Errorf("%s\n got %q\nwant %q", tpl, got, want)
+		}
+	}
+}

@@ -12,8 +12,6 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
-
-	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
 // Packages whose structs the rewrite walks.
@@ -153,8 +151,8 @@ func filterPrint(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.
 		return in
 	}
 	switch in.Interface().(type) {
-	case *exec.Dict, exec.Dict, pyList, exec.ValuesList, []any, map[string]any:
-		return exec.AsValue(value.PyRepr(fromGonja(in.Interface())))
+	case *exec.Dict, exec.Dict, pyList, pyTuple, exec.ValuesList, []any, map[string]any:
+		return exec.AsValue(repr(in.Interface()))
 	}
 	return in
 }

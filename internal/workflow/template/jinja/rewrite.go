@@ -115,13 +115,46 @@ func wrapOutput(out *nodes.Output) {
 		return
 	}
 	call := &nodes.FilterCall{Token: out.Expression.Position(), Name: printFilter}
-	if name, ok := out.Expression.(*nodes.Name); ok {
-		call.Args = []nodes.Expression{&nodes.String{Location: name.Name, Val: name.Name.Val}}
+	switch e := out.Expression.(type) {
+	case *nodes.Name:
+		call.Args = []nodes.Expression{&nodes.String{Location: e.Name, Val: e.Name.Val}}
+	case *nodes.GetAttribute:
+		if parent, ok := e.Node.(nodes.Expression); ok && e.Attribute != "" && pure(parent) {
+			call.Args = []nodes.Expression{parent, &nodes.String{Location: e.Location, Val: e.Attribute}}
+		}
+	case *nodes.GetItem:
+		parent, ok := e.Node.(nodes.Expression)
+		key, isKey := e.Arg.(nodes.Expression)
+		switch e.Arg.(type) {
+		case *nodes.String, *nodes.Integer:
+		default:
+			isKey = false
+		}
+		if ok && isKey && pure(parent) {
+			call.Args = []nodes.Expression{parent, key}
+		}
 	}
 	out.Expression = &nodes.FilteredExpression{Expression: out.Expression, Filters: []*nodes.FilterCall{call}}
 	if out.Alternative != nil {
 		out.Alternative = &nodes.FilteredExpression{Expression: out.Alternative, Filters: []*nodes.FilterCall{{Token: out.Alternative.Position(), Name: printFilter}}}
 	}
+}
+
+// pure reports whether evaluating e twice is harmless: a name, or attribute and literal-key
+// lookups below one.
+func pure(e nodes.Node) bool {
+	switch t := e.(type) {
+	case *nodes.Name:
+		return true
+	case *nodes.GetAttribute:
+		return pure(t.Node)
+	case *nodes.GetItem:
+		switch t.Arg.(type) {
+		case *nodes.String, *nodes.Integer:
+			return pure(t.Node)
+		}
+	}
+	return false
 }
 
 // iterationCheck stops a loop between iterations once the guard has tripped.
@@ -138,15 +171,32 @@ func (c *iterationCheck) Execute(*exec.Renderer, *nodes.ControlStructureBlock) e
 }
 
 // filterPrint prints dicts and lists as Python's repr (gonja quotes strings inside them
-// naively and prints None inside them as nothing) and a defined variable holding None as
-// "None".
+// naively and prints None inside them as nothing), and a variable or dict key holding None as
+// "None" where gonja prints nothing.
 func filterPrint(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
 	if in.IsNil() {
-		if len(params.Args) == 1 && e.Environment.Context.Has(params.Args[0].String()) {
-			return exec.AsValue("None")
+		switch len(params.Args) {
+		case 1: // {{ name }}
+			if e.Environment.Context.Has(params.Args[0].String()) {
+				return exec.AsValue("None")
+			}
+		case 2: // {{ parent.key }}, {{ parent['key'] }} or {{ parent[3] }}
+			parent, key := params.Args[0], params.Args[1]
+			if d, ok := parent.Interface().(*exec.Dict); ok && key.IsString() {
+				for _, p := range d.Pairs {
+					if p.Key.String() == key.String() {
+						return exec.AsValue("None")
+					}
+				}
+			}
+			if parent.IsList() && key.IsInteger() {
+				if i := key.Integer(); i < parent.Len() && i >= -parent.Len() {
+					return exec.AsValue("None")
+				}
+			}
 		}
 		return in
 	}

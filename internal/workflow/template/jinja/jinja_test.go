@@ -163,8 +163,9 @@ func TestOperatorsAreBounded(t *testing.T) {
 	// Arithmetic still works through the rewrite.
 	cases := map[string]string{
 		"{{ 1 + 2 }} {{ 1.5 + 1 }} {{ 'a' + 'b' }} {{ [1] + [2, 'x'] }} {{ 2 * 3 }} {{ 'ab' * 2 }} {{ 'x' * 0 }}|{{ 'x' * -1 }}|{{ 1 ~ 'a' }}": "3 2.5 ab [1, 2, 'x'] 6 abab ||1a",
-		"{% for i in range(3) %}{{ i * 2 + 1 }}{% endfor %}": "135",
-		"{{ (1 + 2) * 3 }} {% if 1 + 1 == 2 %}ok{% endif %}": "9 ok",
+		"{% for i in range(3) %}{{ i * 2 + 1 }}{% endfor %}":            "135",
+		"{{ 2 * 'ab' }} {{ [1, 'x'] * 2 }} {{ 2 * [0] }} {{ [1] * 0 }}": "abab [1, 'x', 1, 'x'] [0, 0] []",
+		"{{ (1 + 2) * 3 }} {% if 1 + 1 == 2 %}ok{% endif %}":            "9 ok",
 	}
 	for tpl, want := range cases {
 		if got := render(t, tpl, nil); got != want {
@@ -173,6 +174,7 @@ func TestOperatorsAreBounded(t *testing.T) {
 	}
 	bombs := []string{
 		"{{ 'x' * 1000000000000 }}",
+		"{{ [1] * 1000000000000 }}",
 		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
 		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}",
 		"{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}",

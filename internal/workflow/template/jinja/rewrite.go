@@ -251,7 +251,14 @@ func opFilterFunc(maxLen, maxItems int) exec.FilterFunction {
 			if left.IsFloat() || right.IsFloat() {
 				return exec.AsValue(left.Float() * right.Float())
 			}
-			if left.IsString() {
+			if right.IsString() && !left.IsString() { // 3 * 'ab', as Python allows
+				left, right = right, left
+			}
+			if right.IsList() && !left.IsList() {
+				left, right = right, left
+			}
+			switch {
+			case left.IsString():
 				n := right.Integer()
 				if n <= 0 {
 					return exec.AsValue("")
@@ -260,6 +267,21 @@ func opFilterFunc(maxLen, maxItems int) exec.FilterFunction {
 					return exec.AsValue(fmt.Errorf("%w: a string over %d characters", errTooBig, maxLen))
 				}
 				return exec.AsValue(strings.Repeat(left.String(), n))
+			case left.IsList(): // [1, 2] * 3
+				n := right.Integer()
+				if n <= 0 || left.Len() == 0 {
+					return exec.AsValue(pyList{})
+				}
+				if left.Len() > maxItems/n {
+					return exec.AsValue(fmt.Errorf("%w: a list over %d items", errTooBig, maxItems))
+				}
+				out := make(pyList, 0, left.Len()*n)
+				for range n {
+					for i := 0; i < left.Len(); i++ {
+						out = append(out, left.Index(i).Interface())
+					}
+				}
+				return exec.AsValue(out)
 			}
 			return exec.AsValue(left.Integer() * right.Integer())
 		}

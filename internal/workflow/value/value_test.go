@@ -143,6 +143,10 @@ func TestMarkdown(t *testing.T) {
 		{"objects", []any{ObjectOf("k", "v")}, "- {'k': 'v'}"},
 		{"number", 2.0, "2.0"},
 		{"nil", nil, ""},
+		{"numbers", []any{int64(1), 2.5}, "- 1\n- 2.5"},
+		{"booleans", []any{true, false}, "- True\n- False"},
+		{"empty array", []any{}, ""},
+		{"bool", false, "False"},
 	}
 	for _, c := range cases {
 		if got := Markdown(c.in); got != c.want {
@@ -266,6 +270,26 @@ func TestParsePython(t *testing.T) {
 	for _, bad := range []string{"", " ", "0x1p-2", "1.5.2", "abc", "1_"} {
 		if _, ok := ParseFloat(bad); ok {
 			t.Errorf("ParseFloat(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLog(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{ObjectOf("a", int64(1)), "{\n  \"a\": 1\n}"},
+		{[]any{"a", "b"}, "['a', 'b']"},
+		{[]any{}, "[]"},
+		{[]any{image()}, ""},
+		{image(), ""},
+		{1.5, "1.5"},
+	}
+	for _, c := range cases {
+		if got := Log(c.in); got != c.want {
+			t.Errorf("Log(%#v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package value
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -291,5 +292,21 @@ func TestLog(t *testing.T) {
 		if got := Log(c.in); got != c.want {
 			t.Errorf("Log(%#v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+func TestDecodeDepthLimit(t *testing.T) {
+	t.Parallel()
+	nest := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	if _, err := Decode(nest(MaxDepth)); err != nil {
+		t.Errorf("depth %d refused: %v", MaxDepth, err)
+	}
+	if _, err := Decode(nest(MaxDepth + 1)); err == nil {
+		t.Errorf("depth %d accepted", MaxDepth+1)
+	}
+	if _, err := Decode([]byte(strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1))); err == nil {
+		t.Error("deep object accepted")
 	}
 }

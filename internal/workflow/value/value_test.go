@@ -310,3 +310,35 @@ func TestDecodeDepthLimit(t *testing.T) {
 		t.Error("deep object accepted")
 	}
 }
+
+func TestConforms(t *testing.T) {
+	t.Parallel()
+	yes := []struct {
+		v   any
+		typ string
+	}{
+		{"s", "string"}, {"s", "secret"}, {int64(1), "number"}, {1.5, "number"}, {int64(1), "integer"}, {1.5, "float"},
+		{true, "boolean"}, {NewObject(), "object"}, {doc(), "file"}, {nil, "none"}, {nil, "any"},
+		{[]any{}, "array[string]"}, {[]any{"a"}, "array[string]"}, {[]any{int64(1), 2.5}, "array[number]"},
+		{[]any{NewObject()}, "array[object]"}, {[]any{doc()}, "array[file]"}, {[]any{true}, "array[boolean]"},
+		{[]any{"a", int64(1), nil}, "array[any]"},
+	}
+	for _, c := range yes {
+		if !Conforms(c.v, c.typ) {
+			t.Errorf("Conforms(%#v, %s) = false", c.v, c.typ)
+		}
+	}
+	no := []struct {
+		v   any
+		typ string
+	}{
+		{int64(1), "string"}, {true, "number"}, {"1", "number"}, {1.5, "integer"}, {int64(1), "float"}, {"true", "boolean"},
+		{[]any{}, "object"}, {nil, "string"}, {"s", "none"}, {[]any{"a", int64(1)}, "array[string]"}, {[]any{true}, "array[number]"},
+		{"a", "array[string]"}, {[]any{"a"}, "array[bogus]"}, {"a", "bogus"}, {[]any{}, "array[string"},
+	}
+	for _, c := range no {
+		if Conforms(c.v, c.typ) {
+			t.Errorf("Conforms(%#v, %s) = true", c.v, c.typ)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package httpreq
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -127,6 +128,11 @@ func Do(ctx context.Context, c Config, env Env) (*Response, error) {
 	}
 	// A *bytes.Reader body gives the request its length and lets redirects resend it.
 	req.Header = b.header
+	// A Host header names the virtual host, as Dify keeps it.
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
+		req.Header.Del("Host")
+	}
 	log := b.log(c.Body)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -292,7 +298,21 @@ func readResponse(resp *http.Response, s Settings, to Timeout) (*Response, error
 	for k, vs := range resp.Header {
 		out.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
-	br := bufio.NewReaderSize(resp.Body, sniffLen)
+	var body io.Reader = resp.Body
+	contentLength := resp.ContentLength
+	// The client decodes gzip itself unless the node's headers asked for an encoding; then a
+	// gzip body is decoded here, as Dify's client decodes it, and capped decoded.
+	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, readError(err, to)
+		}
+		defer func() { _ = zr.Close() }()
+		body, contentLength = zr, -1
+		delete(out.Headers, "content-encoding")
+		delete(out.Headers, "content-length")
+	}
+	br := bufio.NewReaderSize(body, sniffLen)
 	head, err := br.Peek(sniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, readError(err, to)
@@ -304,8 +324,8 @@ func readResponse(resp *http.Response, s Settings, to Timeout) (*Response, error
 	if file {
 		limit, kind = s.MaxBinarySize, "File"
 	}
-	if resp.ContentLength > limit {
-		return nil, sizeError(kind, limit, readableSize(resp.ContentLength))
+	if contentLength > limit {
+		return nil, sizeError(kind, limit, readableSize(contentLength))
 	}
 	data, err := io.ReadAll(io.LimitReader(br, limit+1))
 	if err != nil {

@@ -2,6 +2,7 @@ package httpreq
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -310,7 +311,7 @@ func TestBodyFormData(t *testing.T) {
 			map[string]any{"key": "none", "type": "file", "file": []any{"start", "missing"}},
 		}},
 	})
-	do(t, c, e)
+	resp := do(t, c, e)
 	parse(last())
 	want := []part{
 		{"title", "", "", "Quarterly report"},
@@ -320,6 +321,10 @@ func TestBodyFormData(t *testing.T) {
 	}
 	if fmt.Sprint(parts) != fmt.Sprint(want) {
 		t.Errorf("parts %q\nwant %q", parts, want)
+	}
+	// The log shows the text fields and summarises the files.
+	if !strings.Contains(resp.Request, "\r\n\r\nQuarterly report\r\n") || !strings.Contains(resp.Request, "<file_content_binary: 'doc.pdf', type='application/pdf', size=8 bytes>") || strings.Contains(resp.Request, "%PDF") {
+		t.Errorf("log %q", resp.Request)
 	}
 
 	// A failing file lookup fails the node.
@@ -889,4 +894,54 @@ func TestMethods(t *testing.T) {
 			t.Errorf("head body %q", resp.Body)
 		}
 	}
+}
+
+func TestHostHeader(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var host string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		host = r.Host
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	do(t, mustParse(t, map[string]any{"method": "get", "url": srv.URL, "headers": "Host: api.internal.example"}), env(t, nil))
+	mu.Lock()
+	defer mu.Unlock()
+	if host != "api.internal.example" {
+		t.Errorf("host %q", host)
+	}
+}
+
+// A gzip body the node's headers asked for is decoded, and capped decoded.
+func TestGzipRequestedByHeaders(t *testing.T) {
+	t.Parallel()
+	var plain = bytes.Repeat([]byte("z"), 3<<20)
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = zw.Write(plain[:1000])
+	_ = zw.Close()
+	var bomb bytes.Buffer
+	zw = gzip.NewWriter(&bomb)
+	_, _ = zw.Write(plain)
+	_ = zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Encoding", "gzip")
+		if r.URL.Path == "/bomb" {
+			_, _ = w.Write(bomb.Bytes())
+			return
+		}
+		_, _ = w.Write(zipped.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	c := mustParse(t, map[string]any{"method": "get", "url": srv.URL, "headers": "Accept-Encoding: gzip"})
+	resp := do(t, c, env(t, nil))
+	if resp.Body != string(plain[:1000]) || resp.Headers["content-encoding"] != "" {
+		t.Errorf("body %d bytes, headers %v", len(resp.Body), resp.Headers)
+	}
+	c.URL = srv.URL + "/bomb"
+	_, err := Do(context.Background(), c, env(t, nil))
+	errType(t, err, TypeResponseSize)
 }

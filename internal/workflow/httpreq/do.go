@@ -92,10 +92,12 @@ func (r *Response) StatusError() *Error {
 	return fail(TypeResponseCode, nil, "Request failed with status code %d", r.StatusCode)
 }
 
-// Do sends the request the node describes and reads its response. Errors are *Error (with
-// Dify's error type), *ConfigError-free rendering errors from env.Render wrapped with the
-// field, or the context's error when ctx ends. A response of any status is a success here; see
-// [Response.StatusError] for the node's rule.
+// Do sends the request the node describes and reads its response. A response of any status
+// is a success here (see [Config.FailsOnStatus] and [Response.StatusError] for the node's
+// rule). Failures are an *Error carrying Dify's error type; an error from env.Render or
+// env.File is wrapped with the field it came from; when ctx ends (the run stopped, or the
+// engine's per-node timeout) the error wraps ctx.Err(). The client's own Timeout is not used:
+// the node's timeouts and ctx bound the exchange.
 func Do(ctx context.Context, c Config, env Env) (*Response, error) {
 	if env.Render == nil || env.Client == nil {
 		return nil, errors.New("httpreq: Env.Render and Env.Client are required")

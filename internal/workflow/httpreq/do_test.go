@@ -224,6 +224,26 @@ func TestBodyJSON(t *testing.T) {
 		t.Errorf("repaired body %s", got.Body)
 	}
 
+	// Unescaped quotes from a rendered value are repaired too.
+	c = mustParse(t, map[string]any{
+		"method": "post", "url": srv.URL,
+		"body": map[string]any{"type": "json", "data": []any{map[string]any{"type": "text", "value": `{"q": "{{#s.q#}}", "n": 1}`}}},
+	})
+	do(t, c, env(t, map[string]string{"s.q": `say "hi" now`}))
+	if got := last(); string(got.Body) != `{"q":"say \"hi\" now","n":1}` {
+		t.Errorf("repaired quotes %s", got.Body)
+	}
+
+	// What cannot be repaired fails with Dify's text.
+	c = mustParse(t, map[string]any{
+		"method": "post", "url": srv.URL,
+		"body": map[string]any{"type": "json", "data": []any{map[string]any{"type": "text", "value": "}"}}},
+	})
+	_, err0 := Do(context.Background(), c, env(t, nil))
+	if e := errType(t, err0, TypeRequestBody); e.Msg != "Failed to parse JSON: }" {
+		t.Errorf("message %q", e.Msg)
+	}
+
 	// Two items: refused as Dify does.
 	c = mustParse(t, map[string]any{
 		"method": "post", "url": srv.URL,
@@ -621,6 +641,15 @@ func TestSSLVerify(t *testing.T) {
 	c = mustParse(t, map[string]any{"method": "get", "url": srv.URL, "ssl_verify": false})
 	if resp := do(t, c, env(t, nil)); resp.Body != "secure" {
 		t.Errorf("body %q", resp.Body)
+	}
+	// HTTP/2 over TLS works with the node's connection settings.
+	h2 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.Proto) }))
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	c = mustParse(t, map[string]any{"method": "get", "url": h2.URL, "ssl_verify": false})
+	if resp := do(t, c, env(t, nil)); resp.Body != "HTTP/2.0" {
+		t.Errorf("h2 body %q", resp.Body)
 	}
 	// The server's default applies to nodes without ssl_verify.
 	c = mustParse(t, map[string]any{"method": "get", "url": srv.URL})

@@ -1,8 +1,12 @@
 package httpreq
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +191,45 @@ func TestParseLenientForms(t *testing.T) {
 	}
 	if !c.FailsOnStatus() || c.ErrorStrategy != "fail-branch" {
 		t.Errorf("strategy %q", c.ErrorStrategy)
+	}
+}
+
+// Every public node runs against a loopback server standing in for its host: the request it
+// sends is well formed (method, rendered path, a JSON body that parses, the credentials).
+func TestRunPublicNodes(t *testing.T) {
+	t.Parallel()
+	srv, last := echoServer(t, nil)
+	hostRE := regexp.MustCompile(`^https?://[^/]+`)
+	for _, n := range loadPublic(t) {
+		c, err := Parse(n.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hostRE.MatchString(c.URL) {
+			c.URL = hostRE.ReplaceAllString(c.URL, srv.URL)
+		} else {
+			c.URL = srv.URL + "/" + c.URL // a URL that is all reference
+		}
+		// Every reference renders to a placeholder naming it.
+		render := func(s string) (string, error) {
+			return refRE.ReplaceAllStringFunc(s, func(m string) string {
+				return "v_" + strings.ReplaceAll(refRE.FindStringSubmatch(m)[1], ".", "_")
+			}), nil
+		}
+		if _, err := Do(context.Background(), c, Env{Render: render, Client: loopbackClient(t)}); err != nil {
+			t.Errorf("%s %s: %v", n.Source, n.NodeID, err)
+			continue
+		}
+		got := last()
+		t.Logf("%s: %s %s %s", n.Source, got.Method, got.URI, got.Body)
+		if got.Method != c.Method || strings.Contains(got.URI, "{{") {
+			t.Errorf("%s %s: sent %s %s", n.Source, n.NodeID, got.Method, got.URI)
+		}
+		if c.Body.Type == BodyJSON && !json.Valid(got.Body) {
+			t.Errorf("%s %s: body %s", n.Source, n.NodeID, got.Body)
+		}
+		if c.Auth.Type == AuthAPIKey && !strings.HasPrefix(got.Header.Get("Authorization"), "Bearer v_") {
+			t.Errorf("%s %s: authorization %q", n.Source, n.NodeID, got.Header.Get("Authorization"))
+		}
 	}
 }

@@ -974,3 +974,53 @@ func TestGzipRequestedByHeaders(t *testing.T) {
 	_, err := Do(context.Background(), c, env(t, nil))
 	errType(t, err, TypeResponseSize)
 }
+
+// BenchmarkDo is one node run against a loopback server (parse excluded; rendering, request,
+// a fresh connection and the response included), beside the same request sent directly with a
+// plain client that also opens a connection per request: the difference is the node's cost.
+func BenchmarkDo(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	b.Cleanup(srv.Close)
+	c, err := Parse(map[string]any{
+		"method": "post", "url": srv.URL + "/v1/items?x={{#a.b#}}",
+		"headers": "Content-Type:application/json\nX-Trace: {{#a.b#}}",
+		"body":    map[string]any{"type": "json", "data": []any{map[string]any{"type": "text", "value": `{"name": "{{#a.b#}}", "n": 1}`}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := netguard.ClientAllowing(nil, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := Env{Render: renderer(map[string]string{"a.b": "value"}), Client: client}
+	b.Run("node", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Do(context.Background(), c, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		tr := client.Transport.(*http.Transport).Clone()
+		tr.DisableKeepAlives = true
+		direct := &http.Client{Transport: tr}
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/items?x=value", strings.NewReader(`{"name":"value","n":1}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Trace", "value")
+			resp, err := direct.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+	})
+}

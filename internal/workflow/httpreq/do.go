@@ -302,6 +302,9 @@ func readResponse(resp *http.Response, s Settings, to Timeout) (*Response, error
 	}
 	var body io.Reader = resp.Body
 	contentLength := resp.ContentLength
+	if resp.Request != nil && resp.Request.Method == http.MethodHead {
+		contentLength = 0 // the length of what a GET would send; no body comes
+	}
 	// The client decodes gzip itself unless the node's headers asked for an encoding; then a
 	// gzip body is decoded here, as Dify's client decodes it, and capped decoded.
 	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip") {

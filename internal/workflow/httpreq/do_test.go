@@ -768,6 +768,9 @@ func TestResponseSizeLimits(t *testing.T) {
 			w.Header().Set("Content-Type", "application/zip")
 			w.Header().Set("Content-Length", strconv.Itoa(3<<20))
 			_, _ = w.Write(bytes.Repeat([]byte{0xff}, 3<<20))
+		case "/head-big": // a HEAD answer announces a length but sends nothing
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Content-Length", strconv.Itoa(50<<20))
 		case "/small-file":
 			w.Header().Set("Content-Type", "application/zip")
 			_, _ = w.Write(bytes.Repeat([]byte{0xff}, 1500<<10))
@@ -796,6 +799,11 @@ func TestResponseSizeLimits(t *testing.T) {
 	_, err = get("/big-file", Settings{MaxBinarySize: 2 << 20})
 	if e := errType(t, err, TypeResponseSize); e.Msg != "File size is too large, max size is 2.00 MB, but current size is 3.00 MB." {
 		t.Errorf("message %q", e.Msg)
+	}
+	e := env(t, nil)
+	r, err = Do(context.Background(), mustParse(t, map[string]any{"method": "head", "url": srv.URL + "/head-big"}), e)
+	if err != nil || r.Headers["content-length"] != strconv.Itoa(50<<20) || r.Body != "" {
+		t.Errorf("head: %v %+v", err, r)
 	}
 	r, err = get("/big-text", Settings{MaxTextSize: 4 << 20})
 	if err != nil || len(r.Body) != 2<<20 {

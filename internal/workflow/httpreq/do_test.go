@@ -672,6 +672,9 @@ func TestResponseFiles(t *testing.T) {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("Content-Disposition", `attachment; filename="report.pdf"`)
 			_, _ = io.WriteString(w, "%PDF-1.7 ...")
+		case "/loose-name":
+			w.Header().Set("Content-Disposition", `attachment; filename=Q3 report.xlsx`)
+			_, _ = io.WriteString(w, "PK")
 		case "/inline-name":
 			w.Header().Set("Content-Type", "text/plain")
 			w.Header().Set("Content-Disposition", `inline; filename="notes.txt"`)
@@ -705,6 +708,10 @@ func TestResponseFiles(t *testing.T) {
 	r = get("/download")
 	if r.Body != "" || len(r.Files) != 1 || r.Files[0].Name != "report.pdf" || r.Files[0].MimeType != "application/pdf" || string(r.Files[0].Data) != "%PDF-1.7 ..." {
 		t.Errorf("attachment: %+v", r.Files)
+	}
+	r = get("/loose-name")
+	if len(r.Files) != 1 || r.Files[0].Name != "Q3 report.xlsx" || r.Files[0].MimeType != "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" {
+		t.Errorf("loose disposition: %+v", r.Files)
 	}
 	r = get("/inline-name")
 	if len(r.Files) != 1 || r.Files[0].MimeType != "text/plain" {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -79,6 +80,9 @@ func responseFile(resp *http.Response, contentType, disposition string, data []b
 	if disposition != "" {
 		if _, params, err := mime.ParseMediaType(disposition); err == nil {
 			name = params["filename"]
+		} else if m := looseFilename.FindStringSubmatch(disposition); m != nil {
+			// Servers send unquoted names with spaces; read them as mail readers do.
+			name = strings.TrimSpace(m[1])
 		}
 	}
 	if name != "" {
@@ -120,11 +124,30 @@ func responseFile(resp *http.Response, contentType, disposition string, data []b
 	return FileData{Name: name, MimeType: mt, Data: data}
 }
 
+var looseFilename = regexp.MustCompile(`(?i)filename\s*=\s*"?([^";]+)`)
+
+// commonTypes are the types of common file extensions, so that naming a file does not depend on
+// the machine's type tables (mime.TypeByExtension reads them) for the usual documents.
+var commonTypes = map[string]string{
+	".pdf": "application/pdf", ".zip": "application/zip", ".json": "application/json",
+	".doc": "application/msword", ".xls": "application/vnd.ms-excel", ".ppt": "application/vnd.ms-powerpoint",
+	".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+	".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+	".csv": "text/csv", ".txt": "text/plain", ".md": "text/markdown", ".html": "text/html", ".xml": "text/xml",
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+	".webp": "image/webp", ".svg": "image/svg+xml",
+	".mp3": "audio/mpeg", ".wav": "audio/x-wav", ".m4a": "audio/mp4", ".mp4": "video/mp4", ".mov": "video/quicktime",
+}
+
 // typeByName is the media type a file name's extension suggests, without parameters.
 func typeByName(name string) string {
-	ext := path.Ext(name)
+	ext := strings.ToLower(path.Ext(name))
 	if ext == "" {
 		return ""
+	}
+	if t, ok := commonTypes[ext]; ok {
+		return t
 	}
 	t := mime.TypeByExtension(ext)
 	if t == "" {

@@ -134,7 +134,7 @@ var commonTypes = map[string]string{
 	".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 	".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 	".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-	".csv": "text/csv", ".txt": "text/plain", ".md": "text/markdown", ".html": "text/html", ".xml": "text/xml",
+	".csv":  "text/csv", ".txt": "text/plain", ".md": "text/markdown", ".html": "text/html", ".xml": "text/xml",
 	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
 	".webp": "image/webp", ".svg": "image/svg+xml",
 	".mp3": "audio/mpeg", ".wav": "audio/x-wav", ".m4a": "audio/mp4", ".mp4": "video/mp4", ".mov": "video/quicktime",

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/netguard"
@@ -121,7 +122,7 @@ func Do(ctx context.Context, c Config, env Env) (*Response, error) {
 	if c.SSLVerify != nil {
 		verify = *c.SSLVerify
 	}
-	client, closeIdle := prepareClient(env.Client, to, verify, s.MaxRedirects)
+	client, closeIdle := prepareClient(env.Client, env.Transports, to, verify, s.MaxRedirects)
 	defer closeIdle()
 
 	req, err := http.NewRequestWithContext(ctx, b.method, b.url, b.reader())
@@ -154,8 +155,10 @@ func Do(ctx context.Context, c Config, env Env) (*Response, error) {
 
 // prepareClient returns base with the node's timeouts and TLS verification installed on a clone
 // of its transport (keeping its dialer, so the SSRF guard stays on), and Dify's redirect limit.
-// When the transport is not an *http.Transport it is used as it is.
-func prepareClient(base *http.Client, to Timeout, verify bool, maxRedirects int) (*http.Client, func()) {
+// The clone comes from pool when there is one, so runs with the same settings share
+// connections; otherwise it serves this run alone and is closed with it. When the transport is
+// not an *http.Transport it is used as it is.
+func prepareClient(base *http.Client, pool *Transports, to Timeout, verify bool, maxRedirects int) (*http.Client, func()) {
 	c := *base
 	c.Timeout = 0
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -175,6 +178,18 @@ func prepareClient(base *http.Client, to Timeout, verify bool, maxRedirects int)
 	if !ok {
 		return &c, func() {}
 	}
+	if pool != nil {
+		c.Transport = pool.get(t, to, verify)
+		return &c, func() {}
+	}
+	nt := nodeTransport(t, to, verify)
+	nt.DisableKeepAlives = true
+	c.Transport = nt
+	return &c, nt.CloseIdleConnections
+}
+
+// nodeTransport clones t with the node's timeouts and TLS verification.
+func nodeTransport(t *http.Transport, to Timeout, verify bool) *http.Transport {
 	t = t.Clone()
 	dial := t.DialContext
 	if dial == nil {
@@ -201,10 +216,59 @@ func prepareClient(base *http.Client, to Timeout, verify bool, maxRedirects int)
 		tc.InsecureSkipVerify = true //nolint:gosec // the node's ssl_verify: false asks for it
 		t.TLSClientConfig = tc
 	}
-	// One connection per node run: the clone is thrown away with it.
-	t.DisableKeepAlives = true
-	c.Transport = t
-	return &c, t.CloseIdleConnections
+	return t
+}
+
+// Transports keeps the transports [Do] builds, one per base transport and per combination of
+// timeouts and TLS verification, so that node runs reuse connections (an iteration calling one
+// API a hundred times opens one connection, not a hundred). The zero value is ready; the server
+// shares one among all runs and closes it at shutdown. Without one, each run opens its own
+// connection and closes it.
+type Transports struct {
+	mu sync.Mutex
+	m  map[transportKey]*http.Transport
+}
+
+type transportKey struct {
+	base   *http.Transport
+	to     Timeout
+	verify bool
+}
+
+// maxTransports bounds the kept transports; past it one is dropped (its idle connections
+// closed) to make room. Graphs have few distinct settings, so this is a safety bound.
+const maxTransports = 64
+
+func (p *Transports) get(base *http.Transport, to Timeout, verify bool) *http.Transport {
+	k := transportKey{base, to, verify}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.m[k]; ok {
+		return t
+	}
+	t := nodeTransport(base, to, verify)
+	if p.m == nil {
+		p.m = map[transportKey]*http.Transport{}
+	}
+	if len(p.m) >= maxTransports {
+		for old, ot := range p.m {
+			ot.CloseIdleConnections()
+			delete(p.m, old)
+			break
+		}
+	}
+	p.m[k] = t
+	return t
+}
+
+// Close closes the idle connections of every kept transport and forgets them.
+func (p *Transports) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, t := range p.m {
+		t.CloseIdleConnections()
+		delete(p.m, k)
+	}
 }
 
 var errTooManyRedirects = errors.New("Exceeded maximum allowed redirects.") //nolint:staticcheck // Dify's text

@@ -990,9 +990,9 @@ func TestGzipRequestedByHeaders(t *testing.T) {
 	errType(t, err, TypeResponseSize)
 }
 
-// BenchmarkDo is one node run against a loopback server (parse excluded; rendering, request,
-// a fresh connection and the response included), beside the same request sent directly with a
-// plain client that also opens a connection per request: the difference is the node's cost.
+// BenchmarkDo is one node run against a loopback server (parse excluded; rendering, request
+// and response included, connections shared through Transports), beside the same request sent
+// directly with a plain keep-alive client: the difference is the node's cost.
 func BenchmarkDo(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -1012,7 +1012,8 @@ func BenchmarkDo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := Env{Render: renderer(map[string]string{"a.b": "value"}), Client: client}
+	e := Env{Render: renderer(map[string]string{"a.b": "value"}), Client: client, Transports: &Transports{}}
+	b.Cleanup(e.Transports.Close)
 	b.Run("node", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -1022,9 +1023,7 @@ func BenchmarkDo(b *testing.B) {
 		}
 	})
 	b.Run("direct", func(b *testing.B) {
-		tr := client.Transport.(*http.Transport).Clone()
-		tr.DisableKeepAlives = true
-		direct := &http.Client{Transport: tr}
+		direct := &http.Client{Transport: client.Transport.(*http.Transport).Clone()}
 		b.ReportAllocs()
 		for b.Loop() {
 			req, _ := http.NewRequest("POST", srv.URL+"/v1/items?x=value", strings.NewReader(`{"name":"value","n":1}`))
@@ -1038,4 +1037,48 @@ func BenchmarkDo(b *testing.B) {
 			_ = resp.Body.Close()
 		}
 	})
+}
+
+// With Transports, runs with the same settings share a connection; without, each run opens its
+// own and closes it.
+func TestTransportsReuseConnections(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	remotes := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr]++
+		mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(remotes)
+		clear(remotes)
+		return n
+	}
+	c := mustParse(t, map[string]any{"method": "get", "url": srv.URL})
+	e := env(t, nil)
+	for range 3 {
+		do(t, c, e)
+	}
+	if n := count(); n != 3 {
+		t.Errorf("without Transports: %d connections for 3 runs", n)
+	}
+	e.Transports = &Transports{}
+	t.Cleanup(e.Transports.Close)
+	for range 3 {
+		do(t, c, e)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("with Transports: %d connections for 3 runs", n)
+	}
+	// Other settings, another transport.
+	c.Timeout.Read = 5 * time.Second
+	do(t, c, e)
+	if n := count(); n != 1 || len(e.Transports.m) != 2 {
+		t.Errorf("other settings: %d connections, %d transports", n, len(e.Transports.m))
+	}
 }

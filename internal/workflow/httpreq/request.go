@@ -64,6 +64,9 @@ type Env struct {
 	Client *http.Client
 	// Settings are the server's limits and defaults; zero fields take Dify's defaults.
 	Settings Settings
+	// Transports, when set, lets runs share connections (one per server); nil opens a
+	// connection per run.
+	Transports *Transports
 }
 
 // built is a request ready to send.

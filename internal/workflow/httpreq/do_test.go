@@ -465,6 +465,13 @@ func TestHeadersAndParams(t *testing.T) {
 		t.Errorf("uri %s", got.URI)
 	}
 
+	// A rendered URL's surrounding whitespace is dropped.
+	c = mustParse(t, map[string]any{"method": "get", "url": "{{#llm.text#}}"})
+	do(t, c, env(t, map[string]string{"llm.text": " " + srv.URL + "/from-llm\n"}))
+	if got := last(); got.URI != "/from-llm" {
+		t.Errorf("uri %s", got.URI)
+	}
+
 	// A rendered value may hold spaces and non-ASCII: they are escaped, not sent raw.
 	c = mustParse(t, map[string]any{"method": "get", "url": srv.URL + "/q?text={{#sys.query#}}"})
 	do(t, c, env(t, map[string]string{"sys.query": "北京 weather"}))

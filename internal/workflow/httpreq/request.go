@@ -115,6 +115,8 @@ func build(c Config, env Env) (*built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
+	// A URL produced by a model or a code node often ends with a newline.
+	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, fail(TypeInvalidURL, nil, "url is required")
 	}

@@ -85,8 +85,8 @@ type Response struct {
 
 // StatusError is the error a response outside 2xx fails the node with, when the node fails on
 // status codes at all ([Config.FailsOnStatus]); nil for a 2xx response. The outputs stay those
-// of the response, as in Dify.
-func (r *Response) StatusError() *Error {
+// of the response, as in Dify. The error is an *Error of type TypeResponseCode.
+func (r *Response) StatusError() error {
 	if r.StatusCode >= 200 && r.StatusCode < 300 {
 		return nil
 	}

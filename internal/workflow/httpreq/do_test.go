@@ -527,7 +527,7 @@ func TestErrorStatus(t *testing.T) {
 	if c.FailsOnStatus() {
 		t.Error("a node without retry or strategy fails on status")
 	}
-	if e := resp.StatusError(); e == nil || e.Type != TypeResponseCode || e.Msg != "Request failed with status code 503" {
+	if e := errType(t, resp.StatusError(), TypeResponseCode); e.Msg != "Request failed with status code 503" {
 		t.Errorf("status error %v", e)
 	}
 	c = mustParse(t, map[string]any{"method": "get", "url": srv.URL, "retry_config": map[string]any{"retry_enabled": true, "max_retries": 3, "retry_interval": 100}})

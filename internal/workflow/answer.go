@@ -2,8 +2,9 @@ package workflow
 
 import (
 	"sort"
-	"strings"
 	"sync"
+
+	"github.com/parleyhq/parley/internal/workflow/template"
 )
 
 // The answer coordinator streams the text of answer nodes as message events the way Dify's
@@ -14,19 +15,13 @@ import (
 // stream one after the other. A session opens once its answer node is reachable: every branch
 // node it depends on has decided, and it was not skipped.
 
-// Segment is a part of an answer template: literal Text, or a variable Selector.
-type Segment struct {
-	Text     string
-	Selector []string
-}
-
-// SegmentParser splits a template into segments ({{#node.var#}} references and text).
-type SegmentParser func(tmpl string) []Segment
-
 type session struct {
 	node string
-	segs []Segment
-	pos  int
+	// writers are the assigner nodes upstream of the answer: its conversation variables are
+	// read once they ran, so an answer shows what they wrote.
+	writers []string
+	segs    []template.Part
+	pos     int
 	// spos is how many chunks of the current segment's stream were emitted.
 	spos int
 }
@@ -55,7 +50,7 @@ type pendingSession struct {
 	deciders []string
 }
 
-func newCoordinator(g *Graph, order []string, parse SegmentParser, pool *Pool, emit func(string), render func(any) string) *coordinator {
+func newCoordinator(g *Graph, order []string, pool *Pool, emit func(string), render func(any) string) *coordinator {
 	c := &coordinator{streams: map[[2]string]*stream{}, done: map[string]bool{}, skipped: map[string]bool{},
 		pool: pool, emit: emit, render: render}
 	for _, id := range order {
@@ -63,10 +58,13 @@ func newCoordinator(g *Graph, order []string, parse SegmentParser, pool *Pool, e
 		if n.Type != TypeAnswer {
 			continue
 		}
-		ps := &pendingSession{s: &session{node: id, segs: parse(str(n.Data["answer"]))}}
+		ps := &pendingSession{s: &session{node: id, segs: template.Parse(str(n.Data["answer"]))}}
 		for _, a := range g.ancestors(id) {
 			if isDecider(g.Nodes[a]) {
 				ps.deciders = append(ps.deciders, a)
+			}
+			if g.Nodes[a].Type == typeAssigner {
+				ps.s.writers = append(ps.s.writers, a)
 			}
 		}
 		c.waiting = append(c.waiting, ps)
@@ -185,13 +183,11 @@ func (c *coordinator) advance() {
 					continue
 				}
 			}
-			if !c.available(sel[0]) {
+			if !c.available(s, sel[0]) {
 				return
 			}
-			if v, ok := c.pool.Get(sel); ok {
-				if t := c.render(v); t != "" {
-					c.emit(t)
-				}
+			if t := template.RenderPart(seg, c.pool.Get, c.render); t != "" {
+				c.emit(t)
 			}
 			s.pos++
 		}
@@ -199,11 +195,19 @@ func (c *coordinator) advance() {
 	}
 }
 
-// available reports whether the values of a producer can be read: reserved scopes always,
-// nodes once resolved.
-func (c *coordinator) available(node string) bool {
+// available reports whether the values of a producer can be read: system and environment
+// variables always, conversation variables once the session's writers ran, nodes once
+// resolved.
+func (c *coordinator) available(s *session, node string) bool {
 	switch node {
-	case ScopeSys, ScopeEnv, ScopeConversation:
+	case ScopeSys, ScopeEnv:
+		return true
+	case ScopeConversation:
+		for _, w := range s.writers {
+			if !c.done[w] && !c.final {
+				return false
+			}
+		}
 		return true
 	}
 	return c.final || c.done[node]
@@ -256,64 +260,4 @@ func topoOrder(g *Graph, ids []string) []string {
 		}
 	}
 	return out
-}
-
-// ParseSegments splits a template at its {{#node.var#}} references, as Dify's variable template
-// parser reads them: a node id of 1–50 letters, digits or underscores, then 1–10 names.
-func ParseSegments(tmpl string) []Segment {
-	var out []Segment
-	rest := tmpl
-	text := strings.Builder{}
-	for {
-		i := strings.Index(rest, "{{#")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(rest[i+3:], "#}}")
-		if j < 0 {
-			break
-		}
-		ref := rest[i+3 : i+3+j]
-		if sel, ok := parseRef(ref); ok {
-			text.WriteString(rest[:i])
-			if text.Len() > 0 {
-				out = append(out, Segment{Text: text.String()})
-				text.Reset()
-			}
-			out = append(out, Segment{Selector: sel})
-			rest = rest[i+3+j+3:]
-			continue
-		}
-		text.WriteString(rest[:i+3])
-		rest = rest[i+3:]
-	}
-	text.WriteString(rest)
-	if text.Len() > 0 {
-		out = append(out, Segment{Text: text.String()})
-	}
-	return out
-}
-
-func parseRef(ref string) ([]string, bool) {
-	parts := strings.Split(ref, ".")
-	if len(parts) < 2 || len(parts) > 11 || len(parts[0]) == 0 || len(parts[0]) > 50 {
-		return nil, false
-	}
-	for _, r := range parts[0] {
-		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return nil, false
-		}
-	}
-	for _, p := range parts[1:] {
-		if p == "" || len(p) > 30 {
-			return nil, false
-		}
-		for k, r := range p {
-			letter := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-			if !letter && (k == 0 || r < '0' || r > '9') {
-				return nil, false
-			}
-		}
-	}
-	return parts, true
 }

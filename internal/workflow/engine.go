@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
 // Run statuses (workflow_finished.data.status).
@@ -74,9 +75,8 @@ type Options struct {
 	NodeTimeout time.Duration
 	Store       ExecutionStore
 	Logger      *slog.Logger
-	// Segments parses answer templates (default ParseSegments).
-	Segments SegmentParser
-	// Render turns a value into the text an answer shows (default Text).
+	// Render turns a value into the text an answer shows (default value.Markdown, as Dify's
+	// answer nodes show values).
 	Render func(v any) string
 }
 
@@ -87,7 +87,6 @@ type Engine struct {
 	timeout  time.Duration
 	store    ExecutionStore
 	log      *slog.Logger
-	segments SegmentParser
 	render   func(any) string
 }
 
@@ -102,14 +101,11 @@ func NewEngine(o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Segments == nil {
-		o.Segments = ParseSegments
-	}
 	if o.Render == nil {
-		o.Render = Text
+		o.Render = value.Markdown
 	}
 	return &Engine{nodes: o.Nodes, parallel: o.MaxParallel, timeout: o.NodeTimeout, store: o.Store, log: o.Logger,
-		segments: o.Segments, render: o.Render}
+		render: o.Render}
 }
 
 // Registry is the engine's node registry.
@@ -175,7 +171,7 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	order := topoOrder(g, g.reachable())
-	coord := newCoordinator(g, order, e.segments, spec.Pool, func(t string) {
+	coord := newCoordinator(g, order, spec.Pool, func(t string) {
 		spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t})
 	}, e.render)
 

@@ -18,6 +18,8 @@ const (
 	TypeStart  = "start"
 	TypeAnswer = "answer"
 	TypeEnd    = "end"
+	// typeAssigner writes conversation variables.
+	typeAssigner = "assigner"
 	// typeNote is the canvas type of an editor's sticky note, which is not part of the graph.
 	typeNote = "custom-note"
 )

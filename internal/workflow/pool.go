@@ -1,9 +1,9 @@
 package workflow
 
 import (
-	"encoding/json"
-	"strconv"
 	"sync"
+
+	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
 // Reserved node ids of selectors.
@@ -28,9 +28,8 @@ const (
 	SysWorkflowRunID  = "workflow_run_id"
 )
 
-// Pool is the variable pool of one run: values by node id (or reserved scope) and name. Values
-// are JSON-shaped: string, float64, bool, nil, []any, map[string]any, or what a node stores
-// (files, ordered objects); nodes of parallel branches read and write it concurrently.
+// Pool is the variable pool of one run: values of the value model (package value) by node id
+// (or reserved scope) and name. Nodes of parallel branches read and write it concurrently.
 type Pool struct {
 	mu   sync.RWMutex
 	vars map[string]map[string]any
@@ -40,14 +39,14 @@ type Pool struct {
 func NewPool() *Pool { return &Pool{vars: map[string]map[string]any{}} }
 
 // Set stores value under [node, name].
-func (p *Pool) Set(node, name string, value any) {
+func (p *Pool) Set(node, name string, v any) {
 	p.mu.Lock()
 	m := p.vars[node]
 	if m == nil {
 		m = map[string]any{}
 		p.vars[node] = m
 	}
-	m[name] = value
+	m[name] = v
 	p.mu.Unlock()
 }
 
@@ -85,12 +84,10 @@ func (p *Pool) Get(selector []string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	for _, k := range selector[2:] {
-		if v, ok = member(v, k); !ok {
-			return nil, false
-		}
+	if len(selector) == 2 {
+		return v, true
 	}
-	return v, true
+	return value.Path(v, selector[2:])
 }
 
 // Scope returns a copy of the values stored under node.
@@ -102,34 +99,6 @@ func (p *Pool) Scope(node string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// Memberer is implemented by values with members of their own (ordered objects, files).
-type Memberer interface {
-	Member(key string) (any, bool)
-}
-
-func member(v any, key string) (any, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		m, ok := x[key]
-		return m, ok
-	case []any:
-		i, err := strconv.Atoi(key)
-		if err != nil || i < 0 || i >= len(x) {
-			return nil, false
-		}
-		return x[i], true
-	case Memberer:
-		return x.Member(key)
-	case json.RawMessage:
-		var d any
-		if json.Unmarshal(x, &d) != nil {
-			return nil, false
-		}
-		return member(d, key)
-	}
-	return nil, false
 }
 
 // Selector reads a value selector of a DSL file ([node, name, ...]).

@@ -1,0 +1,243 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/tokens"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/template"
+	"github.com/parleyhq/parley/internal/workflow/value"
+)
+
+// llm calls a chat model with the node's prompt and streams its text to the answers that show
+// it. The prompt is built as Dify's LLM node builds it for chat models: the template's
+// messages with their {{#node.var#}} references and {{#context#}} filled in, then, when the
+// node has memory, the conversation's earlier exchanges (the last window.size when the window
+// is enabled) and the query (memory.query_prompt_template, by default the user's message). A
+// completion-style template (one text) is sent as one user message.
+type llm struct {
+	d        Deps
+	provider string
+	name     string
+	params   map[string]any
+	messages []promptMessage
+	context  []string
+	memory   *memory
+}
+
+type promptMessage struct {
+	role, text string
+}
+
+type memory struct {
+	window int // 0: no window
+	query  string
+}
+
+// llmErrorType is error_type of a failed model call, as Dify names it.
+const llmErrorType = "LLMNodeError"
+
+func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
+	m := mapping(n.Data["model"])
+	l := &llm{d: d, provider: str(m["provider"]), name: str(m["name"]), params: mapping(m["completion_params"])}
+	if l.provider == "" || l.name == "" {
+		return nil, configError("the node names no model")
+	}
+	switch pt := n.Data["prompt_template"].(type) {
+	case []any:
+		for _, it := range pt {
+			pm := mapping(it)
+			text := str(pm["text"])
+			if str(pm["edition_type"]) == "jinja2" {
+				return nil, configError("jinja2 prompt messages are not supported yet")
+			}
+			role := str(pm["role"])
+			if role == "" {
+				role = providers.RoleUser
+			}
+			l.messages = append(l.messages, promptMessage{role: role, text: text})
+		}
+	case map[string]any:
+		if str(pt["edition_type"]) == "jinja2" {
+			return nil, configError("jinja2 prompts are not supported yet")
+		}
+		l.messages = append(l.messages, promptMessage{role: providers.RoleUser, text: str(pt["text"])})
+	}
+	if c := mapping(n.Data["context"]); c != nil {
+		if on, _ := c["enabled"].(bool); on {
+			l.context = workflow.Selector(c["variable_selector"])
+		}
+	}
+	if mem := mapping(n.Data["memory"]); mem != nil {
+		l.memory = &memory{query: str(mem["query_prompt_template"])}
+		if w := mapping(mem["window"]); w != nil {
+			if on, _ := w["enabled"].(bool); on {
+				l.memory.window = max(1, intOf(w["size"]))
+			}
+		}
+		if l.memory.query == "" {
+			l.memory.query = "{{#sys.query#}}"
+		}
+	}
+	if l.d.Models == nil || l.d.Providers == nil {
+		return nil, configError("no models are configured")
+	}
+	return l, nil
+}
+
+// historyCap bounds the exchanges a memory without a window reads.
+const historyCap = 50
+
+func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
+	spec, err := l.d.Models.Lookup(models.TypeLLM, l.provider, l.name)
+	if err != nil {
+		return workflow.Result{}, workflow.Errorf(llmErrorType, "model %s/%s: %v", l.provider, l.name, err)
+	}
+	model, err := l.d.Providers.ChatModel(spec)
+	if err != nil {
+		return workflow.Result{}, workflow.Errorf(llmErrorType, "%v", err)
+	}
+	ctxText := l.contextText(x.Pool)
+	lookup := x.Pool.Get
+	prompt := make([]providers.Message, 0, len(l.messages)+8)
+	for _, m := range l.messages {
+		text := strings.ReplaceAll(m.text, template.ContextPlaceholder, ctxText)
+		text = template.Render(text, lookup, value.Text)
+		if m.role == providers.RoleSystem || text != "" {
+			prompt = append(prompt, providers.Message{Role: m.role, Content: text})
+		}
+	}
+	if l.memory != nil {
+		if h := env(x).History; h != nil {
+			n := historyCap
+			if l.memory.window > 0 {
+				n = l.memory.window
+			}
+			past, err := h(ctx, n)
+			if err != nil {
+				return workflow.Result{}, err
+			}
+			for _, p := range past {
+				prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: p.Query})
+				if p.Answer != "" {
+					prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: p.Answer})
+				}
+			}
+		}
+		if q := template.Render(l.memory.query, lookup, value.Text); q != "" {
+			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
+		}
+	}
+	started := time.Now()
+	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(l.params, spec, prompt)}
+	var (
+		text     strings.Builder
+		reported *providers.Usage
+		finish   string
+	)
+	err = func() error {
+		stream, err := model.ChatStream(ctx, req)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for {
+			c, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if c.Usage != nil {
+				reported = c.Usage
+			}
+			if c.FinishReason != "" {
+				finish = c.FinishReason
+			}
+			if c.Delta != "" {
+				text.WriteString(c.Delta)
+				x.Stream("text", c.Delta)
+			}
+		}
+	}()
+	var u providers.Usage
+	if reported != nil {
+		u = *reported
+	} else {
+		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
+	}
+	usage := models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
+	prompts := make([]any, len(prompt))
+	for i, m := range prompt {
+		prompts[i] = value.ObjectOf("role", m.Role, "text", m.Content, "files", []any{})
+	}
+	res := workflow.Result{
+		Inputs: map[string]any{},
+		ProcessData: map[string]any{"model_mode": "chat", "prompts": prompts, "model_provider": l.provider,
+			"model_name": l.name, "usage": usage, "finish_reason": finish},
+		Usage: &usage,
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, workflow.Errorf(llmErrorType, "%v", err)
+	}
+	res.Outputs = map[string]any{"text": text.String(), "reasoning_content": "", "usage": value.FromGo(usage), "finish_reason": finish}
+	return res, nil
+}
+
+// contextText is the node's context: a string as it is, or the `content` of each retrieved
+// chunk, one per line, as Dify joins a knowledge-retrieval result.
+func (l *llm) contextText(p *workflow.Pool) string {
+	if l.context == nil {
+		return ""
+	}
+	v, ok := p.Get(l.context)
+	if !ok {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var parts []string
+		for _, it := range x {
+			switch y := it.(type) {
+			case string:
+				parts = append(parts, y)
+			case *value.Object:
+				if c, ok := y.Get("content"); ok {
+					parts = append(parts, value.Text(c))
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return value.Text(v)
+}
+
+func intOf(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case string:
+		var n int
+		_, _ = fmt.Sscan(x, &n)
+		return n
+	}
+	return 0
+}

@@ -103,7 +103,7 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 	}
 	model, err := l.d.Providers.ChatModel(spec)
 	if err != nil {
-		return workflow.Result{}, workflow.Errorf(llmErrorType, "%v", err)
+		return workflow.Result{}, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
 	ctxText := l.contextText(x.Pool)
 	lookup := x.Pool.Get
@@ -190,7 +190,7 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, workflow.Errorf(llmErrorType, "%v", err)
+		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
 	res.Outputs = map[string]any{"text": text.String(), "reasoning_content": "", "usage": value.FromGo(usage), "finish_reason": finish}
 	return res, nil
@@ -240,4 +240,17 @@ func intOf(v any) int {
 		return n
 	}
 	return 0
+}
+
+// safeMessage is what a failed model call may tell the client: a provider's client-safe
+// message, never an upstream body or address.
+func safeMessage(err error) string {
+	var perr *providers.Error
+	if errors.As(err, &perr) {
+		return perr.SafeMessage()
+	}
+	if errors.Is(err, providers.ErrTruncated) {
+		return "the model's answer was cut off"
+	}
+	return "the model call failed"
 }

@@ -87,6 +87,9 @@ func domainOutcome(err error) *APIError {
 		tooLarge *files.TooLargeError
 		kerr     *knowledge.Error
 		xerr     *extract.Error
+		// internal/workflow/chatflow
+		runFailed *chatflow.RunFailedError
+		badGraph  *chatflow.InvalidGraphError
 	)
 	switch {
 	// internal/knowledge: the kind says how, the error says what.
@@ -186,8 +189,10 @@ func domainOutcome(err error) *APIError {
 		return apiError(http.StatusNotFound, "not_found", "Workflow not found with id.")
 	case errors.Is(err, chatflow.ErrNotPublished):
 		return errInvalidParam("Workflow not published")
-	case errors.As(err, new(*chatflow.RunFailedError)), errors.As(err, new(*chatflow.InvalidGraphError)):
-		return errInvalidParam(err.Error())
+	case errors.As(err, &runFailed):
+		return errInvalidParam(runFailed.Error())
+	case errors.As(err, &badGraph):
+		return errInvalidParam(badGraph.Error())
 
 	// internal/models
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):

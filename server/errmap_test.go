@@ -42,6 +42,8 @@ import (
 	"github.com/parleyhq/parley/internal/tools/openapi"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/vectorindex"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/chatflow"
 )
 
 // wire is what a client sees of an error.
@@ -159,6 +161,15 @@ func domainOutcomes() map[string]outcome {
 		"providers.KindModel":       {providers.NewError("openai", providers.KindModel, 404, "no such model", nil), wire{status: 400, code: "model_currently_not_support", msg: "[openai] no such model"}},
 		"providers.KindInvocation":  {providers.NewError("openai", providers.KindInvocation, 502, "bad gateway", nil), wire{status: 400, code: "completion_request_error", msg: "[openai] bad gateway"}},
 
+		"workflow/chatflow.ErrWorkflowIDInvalid": {chatflow.ErrWorkflowIDInvalid, wire{status: 400, code: "bad_request", msg: "Invalid workflow_id format: expected a UUID."}},
+		"workflow/chatflow.ErrDraftWorkflow": {chatflow.ErrDraftWorkflow, wire{status: 400, code: "bad_request",
+			msg: "Cannot use draft workflow version. Please use a published workflow version or leave workflow_id empty."}},
+		"workflow/chatflow.ErrWorkflowNotFound": {chatflow.ErrWorkflowNotFound, wire{status: 404, code: "not_found", msg: "Workflow not found with id."}},
+		"workflow/chatflow.ErrNotPublished":     {chatflow.ErrNotPublished, invalid("Workflow not published")},
+		"workflow/chatflow.RunFailedError":      {&chatflow.RunFailedError{Msg: "node llm (LLM): boom"}, invalid("Run failed: node llm (LLM): boom")},
+		"workflow/chatflow.InvalidGraphError": {&chatflow.InvalidGraphError{Problems: []workflow.Problem{{NodeID: "c", Type: "code", Msg: "not supported"}}},
+			invalid("the app's workflow cannot run: node c (code): not supported")},
+
 		"segment.ValidationError":           {&segment.ValidationError{Message: "Custom rule is required."}, invalid("Custom rule is required.")},
 		"segment.LengthError":               {&segment.LengthError{Max: 4000, Got: 5000}, invalid("Custom segment length should be between 50 and 4000.")},
 		"segment.OverlapError":              {&segment.OverlapError{Overlap: 200, Size: 100}, invalid("Got a larger chunk overlap (200) than chunk size (100), should be smaller.")},
@@ -206,6 +217,8 @@ func internalFailures() map[string]struct {
 		"tasks.ErrStopped":                 {tasks.ErrStopped, "a stopped run ends with message_end, never as an error"},
 		"vectorindex.ErrDimensionMismatch": {vectorindex.ErrDimensionMismatch, "vectors the server computed itself disagree: a changed embedding model, not a request"},
 		"vectorindex.ErrInvalidQuery":      {vectorindex.ErrInvalidQuery, "a query vector the server computed itself"},
+		"workflow.ErrInvalidGraph":         {workflow.ErrInvalidGraph, "the chatflow runner reports a graph that cannot run as a *chatflow.InvalidGraphError; the import as its own problems"},
+		"workflow.NodeError":               {&workflow.NodeError{Type: "x", Err: errors.New("x")}, "a node's failure; a failed run reports it inside a *chatflow.RunFailedError"},
 	}
 }
 

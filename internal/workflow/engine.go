@@ -160,9 +160,6 @@ type outcome struct {
 	usage  *models.Usage
 }
 
-// ErrStopped is the cause of a run stopped by the stop operation; it ends with status stopped.
-var ErrStopped = run.ErrStopped
-
 // Execute runs a graph to its end and reports how it ended. Events go to spec.Out as they
 // happen; workflow_started and workflow_finished are the caller's.
 func (e *Engine) Execute(ctx context.Context, spec Spec) Report {

@@ -42,7 +42,7 @@ func ImportModes() []string {
 
 // notYet says why a mode Parley knows is not imported yet.
 var notYet = map[string]string{
-	apps.ModeWorkflow:     "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
+	apps.ModeWorkflow: "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
 }
 
 // modelConfigModes are the modes defined by a model_config section; the others are defined by

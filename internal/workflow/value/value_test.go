@@ -237,3 +237,35 @@ func TestPath(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePython(t *testing.T) {
+	t.Parallel()
+	ints := map[string]int64{"5": 5, " -7 ": -7, "+3": 3, "1_000": 1000}
+	for in, want := range ints {
+		if got, ok := ParseInt(in); !ok || got != want {
+			t.Errorf("ParseInt(%q) = %d %v", in, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "5.0", "1__0", "_1", "0x10", "five", "99999999999999999999"} {
+		if _, ok := ParseInt(bad); ok {
+			t.Errorf("ParseInt(%q) accepted", bad)
+		}
+	}
+	floats := map[string]float64{"1.5": 1.5, " 2 ": 2, "1e3": 1000, "-.5": -0.5, "1_0.5": 10.5, "1e999": math.Inf(1)}
+	for in, want := range floats {
+		if got, ok := ParseFloat(in); !ok || got != want {
+			t.Errorf("ParseFloat(%q) = %v %v", in, got, ok)
+		}
+	}
+	if f, ok := ParseFloat("-Infinity"); !ok || !math.IsInf(f, -1) {
+		t.Error("-Infinity")
+	}
+	if f, ok := ParseFloat("nan"); !ok || !math.IsNaN(f) {
+		t.Error("nan")
+	}
+	for _, bad := range []string{"", " ", "0x1p-2", "1.5.2", "abc", "1_"} {
+		if _, ok := ParseFloat(bad); ok {
+			t.Errorf("ParseFloat(%q) accepted", bad)
+		}
+	}
+}

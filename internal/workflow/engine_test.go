@@ -385,3 +385,37 @@ func TestUnsupportedNodesAreListed(t *testing.T) {
 		t.Fatalf("problems = %v", ps)
 	}
 }
+
+func TestIfElseAndTemplateTransform(t *testing.T) {
+	t.Parallel()
+	g := func() *workflow.Graph {
+		return graph(t, []any{
+			node("start", "start", map[string]any{"variables": []any{map[string]any{"variable": "name"}}}),
+			node("check", "if-else", map[string]any{"cases": []any{
+				map[string]any{"case_id": "true", "logical_operator": "and", "conditions": []any{
+					map[string]any{"variable_selector": []any{"start", "name"}, "comparison_operator": "start with", "value": "A"},
+				}},
+				map[string]any{"case_id": "9f1c", "logical_operator": "or", "conditions": []any{
+					map[string]any{"variable_selector": []any{"start", "name"}, "comparison_operator": "is", "value": "Bob"},
+				}},
+			}}),
+			node("tt", "template-transform", map[string]any{"template": "{% for c in name %}{{ c|upper }}{% endfor %}!",
+				"variables": []any{map[string]any{"variable": "name", "value_selector": []any{"start", "name"}}}}),
+			node("a", "answer", map[string]any{"answer": "A-branch {{#tt.output#}}"}),
+			node("b", "answer", map[string]any{"answer": "B-branch"}),
+			node("else", "answer", map[string]any{"answer": "else {{#check.selected_case_id#}}"}),
+		}, []any{
+			edge("start", "source", "check"), edge("check", "true", "tt"), edge("tt", "source", "a"),
+			edge("check", "9f1c", "b"), edge("check", "false", "else"),
+		})
+	}
+	for name, want := range map[string]string{"Ada": "A-branch ADA!", "Bob": "B-branch", "Cy": "else false"} {
+		pool := workflow.NewPool()
+		e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(nodes.Deps{})})
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: g(), Pool: pool, RunID: "r", Out: s, Env: &nodes.Env{Inputs: map[string]any{"name": name}}})
+		if rep.Status != workflow.StatusSucceeded || s.answer() != want {
+			t.Fatalf("%s: %+v, answer %q, want %q", name, rep, s.answer(), want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
+	"github.com/parleyhq/parley/internal/workflow/template/jinja"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
@@ -24,17 +25,21 @@ import (
 // is enabled) and the query (memory.query_prompt_template, by default the user's message). A
 // completion-style template (one text) is sent as one user message.
 type llm struct {
-	d        Deps
-	provider string
-	name     string
-	params   map[string]any
-	messages []promptMessage
-	context  []string
-	memory   *memory
+	d         Deps
+	provider  string
+	name      string
+	params    map[string]any
+	messages  []promptMessage
+	jinjaVars []output
+	context   []string
+	memory    *memory
 }
 
 type promptMessage struct {
 	role, text string
+	// jinja marks a message in jinja2 edition: text is a Jinja2 template over the node's
+	// jinja2 variables.
+	jinja bool
 }
 
 type memory struct {
@@ -55,21 +60,29 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 	case []any:
 		for _, it := range pt {
 			pm := mapping(it)
-			text := str(pm["text"])
+			msg := promptMessage{role: str(pm["role"]), text: str(pm["text"])}
 			if str(pm["edition_type"]) == "jinja2" {
-				return nil, configError("jinja2 prompt messages are not supported yet")
+				msg.text, msg.jinja = str(pm["jinja2_text"]), true
 			}
-			role := str(pm["role"])
-			if role == "" {
-				role = providers.RoleUser
+			if msg.role == "" {
+				msg.role = providers.RoleUser
 			}
-			l.messages = append(l.messages, promptMessage{role: role, text: text})
+			l.messages = append(l.messages, msg)
 		}
 	case map[string]any:
+		msg := promptMessage{role: providers.RoleUser, text: str(pt["text"])}
 		if str(pt["edition_type"]) == "jinja2" {
-			return nil, configError("jinja2 prompts are not supported yet")
+			msg.text, msg.jinja = str(pt["jinja2_text"]), true
 		}
-		l.messages = append(l.messages, promptMessage{role: providers.RoleUser, text: str(pt["text"])})
+		l.messages = append(l.messages, msg)
+	}
+	l.jinjaVars = variables(mapping(n.Data["prompt_config"])["jinja2_variables"])
+	for _, m := range l.messages {
+		if m.jinja {
+			if err := jinja.Check(m.text); err != nil {
+				return nil, configError("prompt_template: %v", err)
+			}
+		}
 	}
 	if c := mapping(n.Data["context"]); c != nil {
 		if on, _ := c["enabled"].(bool); on {
@@ -108,9 +121,20 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 	ctxText := l.contextText(x.Pool)
 	lookup := x.Pool.Get
 	prompt := make([]providers.Message, 0, len(l.messages)+8)
+	var jvars map[string]any
 	for _, m := range l.messages {
-		text := strings.ReplaceAll(m.text, template.ContextPlaceholder, ctxText)
-		text = template.Render(text, lookup, value.Text)
+		var text string
+		if m.jinja {
+			if jvars == nil {
+				jvars = values(x.Pool, l.jinjaVars)
+			}
+			if text, err = jinja.Render(ctx, m.text, jvars, jinja.Limits{}); err != nil {
+				return workflow.Result{}, workflow.Errorf(llmErrorType, "prompt: %v", err)
+			}
+		} else {
+			text = strings.ReplaceAll(m.text, template.ContextPlaceholder, ctxText)
+			text = template.Render(text, lookup, value.Text)
+		}
 		if m.role == providers.RoleSystem || text != "" {
 			prompt = append(prompt, providers.Message{Role: m.role, Content: text})
 		}

@@ -44,6 +44,9 @@ func Registry(d Deps) workflow.Registry {
 		"variable-aggregator": newAggregator,
 		"variable-assigner":   newAggregator,
 		"assigner":            newAssigner,
+		"if-else":             newIfElse,
+		"template-transform":  newTemplateTransform,
+		"list-operator":       newListOperator,
 	}
 }
 

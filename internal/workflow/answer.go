@@ -50,26 +50,46 @@ type pendingSession struct {
 	deciders []string
 }
 
-func newCoordinator(g *Graph, order []string, pool *Pool, emit func(string), render func(any) string) *coordinator {
+func newCoordinator(g *Graph, pool *Pool, emit func(string), render func(any) string) *coordinator {
 	c := &coordinator{streams: map[[2]string]*stream{}, done: map[string]bool{}, skipped: map[string]bool{},
 		pool: pool, emit: emit, render: render}
-	for _, id := range order {
-		n := g.Nodes[id]
-		if n.Type != TypeAnswer {
-			continue
-		}
-		ps := &pendingSession{s: &session{node: id, segs: template.Parse(str(n.Data["answer"]))}}
-		for _, a := range g.ancestors(id) {
-			if isDecider(g.Nodes[a]) {
-				ps.deciders = append(ps.deciders, a)
-			}
-			if g.Nodes[a].Type == typeAssigner {
-				ps.s.writers = append(ps.s.writers, a)
-			}
-		}
-		c.waiting = append(c.waiting, ps)
+	for _, a := range g.answerPlan() {
+		c.waiting = append(c.waiting, &pendingSession{deciders: a.deciders,
+			s: &session{node: a.node, segs: a.segs, writers: a.writers}})
 	}
 	return c
+}
+
+// answerSession is what a run's answer session starts from, computed once per graph.
+type answerSession struct {
+	node              string
+	segs              []template.Part
+	deciders, writers []string
+}
+
+// answerPlan lists the graph's reachable answer nodes in topological order with their
+// templates, the branch nodes they wait for and the assigners upstream of them. A graph does not
+// change once parsed, so the plan is computed once.
+func (g *Graph) answerPlan() []answerSession {
+	g.planOnce.Do(func() {
+		for _, id := range topoOrder(g, g.reachable()) {
+			n := g.Nodes[id]
+			if n.Type != TypeAnswer {
+				continue
+			}
+			a := answerSession{node: id, segs: template.Parse(str(n.Data["answer"]))}
+			for _, anc := range g.ancestors(id) {
+				if isDecider(g.Nodes[anc]) {
+					a.deciders = append(a.deciders, anc)
+				}
+				if g.Nodes[anc].Type == typeAssigner {
+					a.writers = append(a.writers, anc)
+				}
+			}
+			g.plan = append(g.plan, a)
+		}
+	})
+	return g.plan
 }
 
 // isDecider reports whether a node may leave some of its out-edges untaken.

@@ -88,6 +88,8 @@ type Engine struct {
 	store    ExecutionStore
 	log      *slog.Logger
 	render   func(any) string
+	// timedOut is the cause of a node attempt that ran out of time.
+	timedOut error
 }
 
 // NewEngine returns an Engine.
@@ -105,7 +107,7 @@ func NewEngine(o Options) *Engine {
 		o.Render = value.Markdown
 	}
 	return &Engine{nodes: o.Nodes, parallel: o.MaxParallel, timeout: o.NodeTimeout, store: o.Store, log: o.Logger,
-		render: o.Render}
+		render: o.Render, timedOut: fmt.Errorf("the node timed out after %s", o.NodeTimeout)}
 }
 
 // Registry is the engine's node registry.
@@ -167,13 +169,12 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	g := spec.Graph
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	order := topoOrder(g, g.reachable())
-	coord := newCoordinator(g, order, spec.Pool, func(t string) {
+	coord := newCoordinator(g, spec.Pool, func(t string) {
 		spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t})
 	}, e.render)
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))
-	state := make(map[string]nodeState, len(order))
+	state := make(map[string]nodeState, len(g.Nodes))
 	pred := map[string]string{}
 	results := make(chan outcome)
 	var (
@@ -404,7 +405,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 
 // attempt runs the node once, bounded by the node timeout; a panic fails the node.
 func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result, err error) {
-	actx, cancel := context.WithTimeoutCause(ctx, e.timeout, fmt.Errorf("the node timed out after %s", e.timeout))
+	actx, cancel := context.WithTimeoutCause(ctx, e.timeout, e.timedOut)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Node types the engine itself knows about.
@@ -69,6 +70,9 @@ type Graph struct {
 	Edges []*Edge
 	// Root is the id of the start node.
 	Root string
+
+	planOnce sync.Once
+	plan     []answerSession
 }
 
 // Problem is one reason a graph cannot run; NodeID is empty for the graph as a whole.

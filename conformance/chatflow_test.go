@@ -36,7 +36,8 @@ func chatflowDSL(t *testing.T, name string) string {
 // node events in Dify's order with the answer streamed between them, message_end then
 // workflow_finished; conversation variables persist from turn to turn and the LLM gets its
 // memory; a failing model ends the run with workflow_finished failed then error; workflow_id
-// follows the seed's rules. Every event is validated against the contract.
+// follows the seed's rules; a stop ends the run stopped. Every event is validated against the
+// contract.
 func TestChatflow(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		ctx := context.Background()
@@ -195,6 +196,49 @@ func TestChatflow(t *testing.T) {
 			}
 			wantError(t, "workflow_id "+tc.id, r.StatusCode(), r.Body, tc.status, tc.code)
 		}
+
+		// Stop: the LLM hangs after its first chunk, which the answer streams; the stop ends the run
+		// stopped, workflow_finished before message_end.
+		q4 := marker(t, "never ending story")
+		upstream.On(q4, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
+		resp, err := c.SendChatMessage(ctx, client.SendChatMessageJSONRequestBody{Query: q4, User: "u1",
+			Inputs: map[string]any{"name": "Ada"}, ResponseMode: ptr(client.Streaming)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := client.NewEventStream(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer events.Close()
+		var task string
+		for events.Next() {
+			if eventName(t, events.Event()) == "message" {
+				m, _ := events.Event().AsMessageEvent()
+				if m.Answer == "Once" {
+					task = m.TaskId.String()
+					break
+				}
+			}
+		}
+		if task == "" {
+			t.Fatalf("no chunk before the hang: %v", events.Err())
+		}
+		if st, err := c.StopChatMessageWithResponse(ctx, task, client.StopChatMessageJSONRequestBody{User: "u1"}); err != nil || st.JSON200 == nil {
+			t.Fatalf("stop: %v", err)
+		}
+		var after []string
+		var stopped client.WorkflowFinishedEvent
+		for events.Next() {
+			n := eventName(t, events.Event())
+			after = append(after, n)
+			if n == "workflow_finished" {
+				stopped, _ = events.Event().AsWorkflowFinishedEvent()
+			}
+		}
+		if len(after) < 2 || after[len(after)-2] != "workflow_finished" || after[len(after)-1] != "message_end" || stopped.Data.Status != "stopped" {
+			t.Fatalf("after stop: %v %+v (%v)", after, stopped.Data, events.Err())
+		}
 	})
 }
 
@@ -203,7 +247,7 @@ var (
 	finishedRE = regexp.MustCompile(`"finished_at":\d+`)
 )
 
-// TestChatflowGolden pins the bytes of a Chatflow stream.
+// TestChatflowGolden pins the bytes of a Chatflow events.
 func TestChatflowGolden(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs control of the server process")

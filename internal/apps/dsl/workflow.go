@@ -65,7 +65,7 @@ func (c *converter) readWorkflow(top *section) {
 		if n.Type == workflow.TypeStart && n.ParentID == "" {
 			c.readStartForm(nodePath(id), n.Data)
 		}
-		if m, ok := n.Data["model"].(map[string]any); ok && n.Type == "llm" {
+		if m, ok := n.Data["model"].(map[string]any); ok && modelNodes[n.Type] {
 			c.resolveNodeModel(nodePath(id)+".data.model", m)
 		}
 	}
@@ -126,3 +126,6 @@ func list(v any) []any {
 	l, _ := v.([]any)
 	return l
 }
+
+// modelNodes are the node types whose data.model names an LLM.
+var modelNodes = map[string]bool{"llm": true, "question-classifier": true, "parameter-extractor": true}

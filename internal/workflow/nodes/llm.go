@@ -110,13 +110,9 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 const historyCap = 50
 
 func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
-	spec, err := l.d.Models.Lookup(models.TypeLLM, l.provider, l.name)
+	spec, model, err := l.d.model(l.provider, l.name)
 	if err != nil {
-		return workflow.Result{}, workflow.Errorf(llmErrorType, "model %s/%s: %v", l.provider, l.name, err)
-	}
-	model, err := l.d.Providers.ChatModel(spec)
-	if err != nil {
-		return workflow.Result{}, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
+		return workflow.Result{}, err
 	}
 	ctxText := l.contextText(x.Pool)
 	lookup := x.Pool.Get
@@ -160,46 +156,9 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
 		}
 	}
-	started := time.Now()
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(l.params, spec, prompt)}
-	var (
-		text     strings.Builder
-		reported *providers.Usage
-		finish   string
-	)
-	err = func() error {
-		stream, err := model.ChatStream(ctx, req)
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for {
-			c, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if c.Usage != nil {
-				reported = c.Usage
-			}
-			if c.FinishReason != "" {
-				finish = c.FinishReason
-			}
-			if c.Delta != "" {
-				text.WriteString(c.Delta)
-				x.Stream("text", c.Delta)
-			}
-		}
-	}()
-	var u providers.Usage
-	if reported != nil {
-		u = *reported
-	} else {
-		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
-	}
-	usage := models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
+	call, err := callModel(ctx, model, spec, l.params, prompt, func(d string) { x.Stream("text", d) })
+	usage, finish := call.usage, call.finish
+	text := &call.text
 	prompts := make([]any, len(prompt))
 	for i, m := range prompt {
 		prompts[i] = value.ObjectOf("role", m.Role, "text", m.Content, "files", []any{})
@@ -277,4 +236,70 @@ func safeMessage(err error) string {
 		return "the model's answer was cut off"
 	}
 	return "the model call failed"
+}
+
+// modelCall is the result of one streamed model call.
+type modelCall struct {
+	text   strings.Builder
+	usage  models.Usage
+	finish string
+}
+
+// callModel streams one answer of the model, passing each text delta to onDelta (if set). The
+// usage is the upstream's, or counted when it reports none; it is set also when the call fails.
+func callModel(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
+	prompt []providers.Message, onDelta func(string)) (*modelCall, error) {
+	started := time.Now()
+	c := &modelCall{}
+	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(params, spec, prompt)}
+	var reported *providers.Usage
+	err := func() error {
+		stream, err := model.ChatStream(ctx, req)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for {
+			chunk, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if chunk.Usage != nil {
+				reported = chunk.Usage
+			}
+			if chunk.FinishReason != "" {
+				c.finish = chunk.FinishReason
+			}
+			if chunk.Delta != "" {
+				c.text.WriteString(chunk.Delta)
+				if onDelta != nil {
+					onDelta(chunk.Delta)
+				}
+			}
+		}
+	}()
+	var u providers.Usage
+	if reported != nil {
+		u = *reported
+	} else {
+		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(c.text.String())}
+	}
+	c.usage = models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
+	return c, err
+}
+
+// model looks up a node's model and its provider's client.
+func (d Deps) model(provider, name string) (models.ModelSpec, providers.ChatModel, error) {
+	spec, err := d.Models.Lookup(models.TypeLLM, provider, name)
+	if err != nil {
+		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "model %s/%s: %v", provider, name, err)
+	}
+	model, err := d.Providers.ChatModel(spec)
+	if err != nil {
+		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
+	}
+	return spec, model, nil
 }

@@ -47,6 +47,7 @@ func Registry(d Deps) workflow.Registry {
 		"if-else":             newIfElse,
 		"template-transform":  newTemplateTransform,
 		"list-operator":       newListOperator,
+		"question-classifier": d.newQuestionClassifier,
 	}
 }
 

@@ -95,3 +95,36 @@ func TestConversationVariables(t *testing.T) {
 		}
 	})
 }
+
+// TestStaleMessagesEndTheirWorkflowRuns: a Chatflow run whose process died fails with its message.
+func TestStaleMessagesEndTheirWorkflowRuns(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		f := newChatFixture(t, s)
+		conv := newConversation(t, s, f.app, f.alice)
+		stale, err := s.CreateMessage(ctx, Message{AppID: f.app, ConversationID: conv.ID, EndUserID: f.alice.ID, Query: "q", Status: MessageStatusRunning})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := s.CreateMessage(ctx, Message{AppID: f.app, ConversationID: conv.ID, EndUserID: f.alice.ID, Query: "q", Status: MessageStatusNormal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []Message{stale, done} {
+			if err := s.SaveWorkflowRun(ctx, WorkflowRun{ID: m.ID, AppID: f.app, WorkflowID: "v", MessageID: m.ID, Status: "running"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := s.EndStaleMessages(ctx, time.Now().Add(time.Hour), "interrupted")
+		if err != nil || n != 1 {
+			t.Fatalf("ended %d, %v", n, err)
+		}
+		if r, _ := s.WorkflowRunByID(ctx, stale.ID); r.Status != "failed" || r.Error != "interrupted" || r.FinishedAt == nil {
+			t.Fatalf("stale run %+v", r)
+		}
+		if r, _ := s.WorkflowRunByID(ctx, done.ID); r.Status != "running" {
+			t.Fatalf("run of a finished message %+v", r)
+		}
+	})
+}

@@ -41,7 +41,7 @@ type coordinator struct {
 	done, skipped map[string]bool
 	final         bool
 	pool          *Pool
-	emit          func(text string)
+	emit          func(text string, selector []string)
 	render        func(v any) string
 }
 
@@ -50,7 +50,7 @@ type pendingSession struct {
 	deciders []string
 }
 
-func newCoordinator(g *Graph, pool *Pool, emit func(string), render func(any) string) *coordinator {
+func newCoordinator(g *Graph, pool *Pool, emit func(text string, selector []string), render func(any) string) *coordinator {
 	c := &coordinator{streams: map[[2]string]*stream{}, done: map[string]bool{}, skipped: map[string]bool{},
 		pool: pool, emit: emit, render: render}
 	for _, a := range g.answerPlan() {
@@ -186,7 +186,7 @@ func (c *coordinator) advance() {
 		for s.pos < len(s.segs) {
 			seg := s.segs[s.pos]
 			if seg.Selector == nil {
-				c.emit(seg.Text)
+				c.emit(seg.Text, []string{s.node, "answer"})
 				s.pos++
 				continue
 			}
@@ -194,7 +194,7 @@ func (c *coordinator) advance() {
 			if len(sel) == 2 {
 				if st := c.streams[[2]string{sel[0], sel[1]}]; st != nil {
 					for ; s.spos < len(st.chunks); s.spos++ {
-						c.emit(st.chunks[s.spos])
+						c.emit(st.chunks[s.spos], sel)
 					}
 					if !st.closed {
 						return
@@ -207,7 +207,7 @@ func (c *coordinator) advance() {
 				return
 			}
 			if t := template.RenderPart(seg, c.pool.Get, c.render); t != "" {
-				c.emit(t)
+				c.emit(t, sel)
 			}
 			s.pos++
 		}

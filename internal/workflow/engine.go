@@ -169,8 +169,8 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	g := spec.Graph
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	coord := newCoordinator(g, spec.Pool, func(t string) {
-		spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t})
+	coord := newCoordinator(g, spec.Pool, func(t string, sel []string) {
+		spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t, Data: sel})
 	}, e.render)
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))

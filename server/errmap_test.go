@@ -223,6 +223,7 @@ func internalFailures() map[string]struct {
 		"vectorindex.ErrInvalidQuery":              {vectorindex.ErrInvalidQuery, "a query vector the server computed itself"},
 		"workflow.ErrInvalidGraph":                 {workflow.ErrInvalidGraph, "the chatflow runner reports a graph that cannot run as a *chatflow.InvalidGraphError; the import as its own problems"},
 		"workflow.NodeError":                       {&workflow.NodeError{Type: "x", Err: errors.New("x")}, "a node's failure; a failed run reports it inside a *chatflow.RunFailedError"},
+		"workflow/chatflow.ErrFilesNotAccepted":    {chatflow.ErrFilesNotAccepted, "wiring: the server always gives the Chatflow runner file support"},
 		"workflow/condition.ErrInvalid":            {condition.ErrInvalid, nodeFailure},
 		"workflow/listop.ErrInvalid":               {listop.ErrInvalid, nodeFailure},
 		"workflow/template/jinja.ErrOutputTooLong": {jinja.ErrOutputTooLong, nodeFailure},

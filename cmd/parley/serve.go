@@ -126,7 +126,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Files: fileSvc,
 	})
 	chatflowRunner := chatflow.New(chatflow.Options{
-		Store: e.store, Logger: e.log,
+		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
 		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet}),
 	})
 	engine := run.New(run.Options{

@@ -1,10 +1,13 @@
 package chat
 
 import (
+	"context"
 	"maps"
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // ModelParameters are a model's completion parameters as a Dify file writes them (an app's or a
@@ -21,4 +24,20 @@ func ModelParameters(params map[string]any, spec models.ModelSpec, prompt []prov
 		p["max_tokens"] = spec.MaxOutputTokens
 	}
 	return fitReply(p, spec, prompt)
+}
+
+// MessageFiles checks a message's file references as a Chatbot's are checked (a remote file needs
+// an absolute http(s) URL, an upload must be this end user's) and returns the rows recording them
+// on the message, with the upload behind each (zero for a remote file): for runners of other
+// kinds that take files.
+func (s *Service) MessageFiles(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error) {
+	atts, err := s.resolveFiles(ctx, appID, endUserID, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	uploads := make([]store.UploadFile, len(atts))
+	for i, a := range atts {
+		uploads[i] = a.upload
+	}
+	return messageFiles(atts), uploads, nil
 }

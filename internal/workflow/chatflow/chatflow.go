@@ -36,6 +36,8 @@ var (
 	// ErrNotPublished is an app without a published version (400 invalid_param, Dify's
 	// "Workflow not published").
 	ErrNotPublished = errors.New("workflow not published")
+	// ErrFilesNotAccepted is a message with files to a runner built without file support.
+	ErrFilesNotAccepted = errors.New("this server does not accept files for Chatflow apps")
 )
 
 // RunFailedError is the failure of a run: a node failed and no error strategy handled it. The
@@ -73,11 +75,15 @@ type Options struct {
 	// MaxParallel and NodeTimeout are the engine's (workflow.Options).
 	MaxParallel int
 	NodeTimeout time.Duration
+	// Files checks a message's files and returns the rows recording them and the upload behind
+	// each (chat.Service.MessageFiles); without it a message with files is refused.
+	Files func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)
 }
 
 // Runner is the run.Runner of Chatflow apps.
 type Runner struct {
 	store  Store
+	files  func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)
 	engine *workflow.Engine
 	log    *slog.Logger
 	// versions caches parsed versions by id: a version never changes.
@@ -89,7 +95,7 @@ func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Runner{store: o.Store, log: o.Logger}
+	r := &Runner{store: o.Store, log: o.Logger, files: o.Files}
 	r.engine = workflow.NewEngine(workflow.Options{Nodes: o.Nodes, MaxParallel: o.MaxParallel, NodeTimeout: o.NodeTimeout,
 		Store: executions{o.Store}, Logger: o.Logger})
 	return r
@@ -126,8 +132,21 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if err != nil {
 		return run.Job{}, err
 	}
-	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString()}
-	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w}, nil
+	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString(), files: []any{}}
+	var rows []store.MessageFile
+	if len(t.Files) > 0 {
+		if r.files == nil {
+			return run.Job{}, ErrFilesNotAccepted
+		}
+		var uploads []store.UploadFile
+		if rows, uploads, err = r.files(ctx, t.App.ID, t.EndUser.ID, t.Files); err != nil {
+			return run.Job{}, err
+		}
+		for i, f := range t.Files {
+			w.files = append(w.files, fileValue(f, uploads[i]))
+		}
+	}
+	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w, Files: rows}, nil
 }
 
 // version resolves the version a message runs: the one named, or the latest published.
@@ -236,6 +255,8 @@ type work struct {
 	history  []store.Message
 	convVars []convVar
 	runID    string
+	// files are the message's files as sys.files holds them.
+	files []any
 }
 
 // Run implements run.Work: workflow_started, the graph's events and answer, the persisted run
@@ -247,7 +268,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	pool := workflow.NewPool()
 	sys := map[string]any{
 		workflow.SysQuery:          t.Query,
-		workflow.SysFiles:          []any{},
+		workflow.SysFiles:          w.files,
 		workflow.SysConversationID: t.Conversation.ID,
 		workflow.SysUserID:         t.User,
 		workflow.SysDialogueCount:  int64(len(w.history) + 1),
@@ -379,6 +400,18 @@ type workflowFinished struct {
 	FinishedAt      int64          `json:"finished_at"`
 	ExceptionsCount int            `json:"exceptions_count"`
 	Files           []any          `json:"files"`
+}
+
+// fileValue is a message's file as the variable pool holds it.
+func fileValue(ref run.File, up store.UploadFile) *value.File {
+	f := &value.File{Type: ref.Type, TransferMethod: ref.TransferMethod, RemoteURL: ref.URL}
+	if up.ID != "" {
+		f.ID, f.RelatedID, f.Filename, f.MimeType, f.Size = up.ID, up.ID, up.Name, up.MimeType, up.Size
+		if up.Extension != "" {
+			f.Extension = "." + up.Extension
+		}
+	}
+	return f
 }
 
 // executions persists node executions through the store.

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
@@ -99,7 +101,8 @@ func TestRunsAreStored(t *testing.T) {
 		}
 		catalog := models.NewCatalog(file.Providers, getenv)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		runner := chatflow.New(chatflow.Options{Store: st, Logger: log,
+		chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
+		runner := chatflow.New(chatflow.Options{Store: st, Logger: log, Files: chatSvc.MessageFiles,
 			Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: registry.New(catalog.APIKey)})})
 		engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
 			Kinds: map[string]run.Kind{apps.ModeAdvancedChat: {Runner: runner}}})
@@ -111,11 +114,22 @@ func TestRunsAreStored(t *testing.T) {
 		up.On("first question", openaitest.Reply{Chunks: []string{"One."}})
 		up.On("second question", openaitest.Reply{Chunks: []string{"Two."}})
 
-		rn, err := engine.Start(ctx, run.Request{App: app, User: "u1", Query: "first question", Inputs: map[string]any{"name": "Ada"}, Streaming: true})
+		rn, err := engine.Start(ctx, run.Request{App: app, User: "u1", Query: "first question", Inputs: map[string]any{"name": "Ada"}, Streaming: true,
+			Files: []run.File{{Type: "image", TransferMethod: "remote_url", URL: "https://example.com/cat.png"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		collect(t, rn)
+		evs := collect(t, rn)
+		// The message's file is sys.files, as a file object.
+		started, _ := json.Marshal(evs[0].Data)
+		var ws struct {
+			Inputs map[string]json.RawMessage `json:"inputs"`
+		}
+		if err := json.Unmarshal(started, &ws); err != nil || evs[0].Kind != run.EventWorkflowStarted ||
+			!strings.Contains(string(ws.Inputs["sys.files"]), `"remote_url":"https://example.com/cat.png"`) ||
+			!strings.Contains(string(ws.Inputs["sys.files"]), `"dify_model_identity":"__dify__file__"`) {
+			t.Fatalf("workflow_started %s", started)
+		}
 		<-rn.Done()
 		wr, err := st.WorkflowRunByID(ctx, rn.WorkflowRunID)
 		if err != nil {

@@ -240,18 +240,19 @@ func safeMessage(err error) string {
 
 // modelCall is the result of one streamed model call.
 type modelCall struct {
-	text   strings.Builder
-	usage  models.Usage
-	finish string
+	text      strings.Builder
+	usage     models.Usage
+	finish    string
+	toolCalls []providers.ToolCall
 }
 
 // callModel streams one answer of the model, passing each text delta to onDelta (if set). The
 // usage is the upstream's, or counted when it reports none; it is set also when the call fails.
 func callModel(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
-	prompt []providers.Message, onDelta func(string)) (*modelCall, error) {
+	prompt []providers.Message, onDelta func(string), tools ...providers.Tool) (*modelCall, error) {
 	started := time.Now()
 	c := &modelCall{}
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(params, spec, prompt)}
+	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(params, spec, prompt), Tools: tools}
 	var reported *providers.Usage
 	err := func() error {
 		stream, err := model.ChatStream(ctx, req)
@@ -273,6 +274,7 @@ func callModel(ctx context.Context, model providers.ChatModel, spec models.Model
 			if chunk.FinishReason != "" {
 				c.finish = chunk.FinishReason
 			}
+			c.toolCalls = append(c.toolCalls, chunk.ToolCalls...)
 			if chunk.Delta != "" {
 				c.text.WriteString(chunk.Delta)
 				if onDelta != nil {

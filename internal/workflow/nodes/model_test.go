@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
@@ -43,6 +44,7 @@ providers:
     api_key_env: UPSTREAM_KEY
     models:
       - {name: gpt-4o-mini, type: llm, context_size: 16000}
+      - {name: gpt-4.1, type: llm, context_size: 16000, features: [tool-call]}
 `), getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -129,5 +131,54 @@ func TestLLMJinjaAndContext(t *testing.T) {
 	}
 	if sys := up.Requests()[0].Messages[0].Text(); sys != "Topic: CATS" {
 		t.Fatalf("system %q", sys)
+	}
+}
+
+// TestParameterExtractor: a model that calls functions fills the parameters through the
+// function's arguments, converted to their types; another answers JSON; an answer without a
+// required parameter leaves every parameter empty with __is_success 0 and the reason.
+func TestParameterExtractor(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	graphOf := func(model string) *workflow.Graph {
+		g, err := workflow.Parse(map[string]any{"nodes": []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("pe", "parameter-extractor", map[string]any{
+				"model": map[string]any{"provider": "openai", "name": model, "mode": "chat"},
+				"query": []any{"sys", "query"}, "reasoning_mode": "function_call", "instruction": "Dates are days.",
+				"parameters": []any{
+					map[string]any{"name": "city", "type": "string", "description": "the city", "required": true},
+					map[string]any{"name": "days", "type": "number", "description": "how many days", "required": true},
+					map[string]any{"name": "class", "type": "select", "options": []any{"economy", "business"}},
+				}}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#pe.city#}}/{{#pe.days#}}/{{#pe.class#}}/{{#pe.__is_success#}}/{{#pe.__reason#}}"}),
+		}, "edges": []any{edgeOf("start", "source", "pe"), edgeOf("pe", "source", "a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	up.On("three days in Paris", openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "extract_parameters", Arguments: `{"city":"Paris","days":"3","class":"business"}`}}})
+	up.On("Rome, no dates", openaitest.Reply{Text: `Here: {"city": "Rome"}`})
+	up.On("two days in Oslo", openaitest.Reply{Text: `{"city": "Oslo", "days": 2}`})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	for _, tc := range []struct{ model, query, want string }{
+		{"gpt-4.1", "three days in Paris", "Paris/3/business/1/"},
+		{"gpt-4o-mini", "two days in Oslo", "Oslo/2//1/"},
+		{"gpt-4o-mini", "Rome, no dates", "/0//0/parameter days is required"},
+	} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, tc.query)
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: graphOf(tc.model), Pool: pool, Out: s, Env: &nodes.Env{}})
+		if rep.Status != workflow.StatusSucceeded || s.answer.String() != tc.want {
+			t.Fatalf("%s: %+v, answer %q, want %q", tc.query, rep, s.answer.String(), tc.want)
+		}
+	}
+	for _, req := range up.Requests() {
+		fc := req.Model == "gpt-4.1"
+		if fc != (len(req.Tools) == 1) || !strings.Contains(req.Messages[0].Text(), "Dates are days.") {
+			t.Fatalf("request %+v", req)
+		}
 	}
 }

@@ -48,6 +48,7 @@ func Registry(d Deps) workflow.Registry {
 		"template-transform":  newTemplateTransform,
 		"list-operator":       newListOperator,
 		"question-classifier": d.newQuestionClassifier,
+		"parameter-extractor": d.newParameterExtractor,
 	}
 }
 

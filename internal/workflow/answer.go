@@ -107,6 +107,9 @@ func isDecider(n *Node) bool {
 
 // chunk records a chunk of a streaming output and emits what it can.
 func (c *coordinator) chunk(node, name, text string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := [2]string{node, name}
@@ -121,6 +124,9 @@ func (c *coordinator) chunk(node, name, text string) {
 
 // resolve records that nodes finished (or were skipped) and emits what it can.
 func (c *coordinator) resolve(finished []string, skipped []string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range finished {
@@ -142,6 +148,9 @@ func (c *coordinator) resolve(finished []string, skipped []string) {
 // finish emits what is left once the run completed: references nothing will produce are
 // dropped.
 func (c *coordinator) finish() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.final = true

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,6 +122,12 @@ type Spec struct {
 	Out   Sink
 	// Env is handed to every node (Exec.Env).
 	Env any
+
+	// The scope being run: the container whose body it is ("" for the graph), and for an
+	// iteration round its index; steps numbers the node executions of the whole run.
+	scope string
+	round int
+	steps *atomic.Int64
 }
 
 // Report is how a run ended.
@@ -165,20 +172,31 @@ type outcome struct {
 // Execute runs a graph to its end and reports how it ended. Events go to spec.Out as they
 // happen; workflow_started and workflow_finished are the caller's.
 func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
+	spec.scope, spec.steps = "", new(atomic.Int64)
+	rep := e.execute(ctx, spec, spec.Graph.Root)
+	rep.Steps = int(spec.steps.Load())
+	return rep
+}
+
+// execute runs the scope of spec from root: the graph, or the body of a container.
+func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 	started := time.Now()
 	g := spec.Graph
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	coord := newCoordinator(g, spec.Pool, func(t string, sel []string) {
-		spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t, Data: sel})
-	}, e.render)
+	var coord *coordinator
+	if spec.scope == "" {
+		coord = newCoordinator(g, spec.Pool, func(t string, sel []string) {
+			spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t, Data: sel})
+		}, e.render)
+	}
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))
 	state := make(map[string]nodeState, len(g.Nodes))
 	pred := map[string]string{}
 	results := make(chan outcome)
 	var (
-		ready   = []string{g.Root}
+		ready   = []string{root}
 		running int
 		rep     = Report{Status: StatusSucceeded, Usage: models.EmptyUsage()}
 		failure error
@@ -202,7 +220,7 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	// settle checks whether a node whose in-edge changed can run or must be skipped.
 	settle = func(target string) {
 		n := g.Nodes[target]
-		if state[target] != statePending || !n.topLevel() {
+		if state[target] != statePending || n.ParentID != spec.scope {
 			return
 		}
 		taken := ""
@@ -224,7 +242,7 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 		state[target] = stateRunning // queued
 		ready = append(ready, target)
 	}
-	state[g.Root] = stateRunning
+	state[root] = stateRunning
 
 	for {
 		for failure == nil && ctx.Err() == nil && len(ready) > 0 && running < e.parallel {
@@ -247,10 +265,10 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 			}
 			rep.Steps++
 			running++
-			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord}
+			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord, eng: e, spec: spec}
 			go func(index int, predecessor string) {
 				results <- e.runNode(ctx, spec, x, r, index, predecessor)
-			}(rep.Steps, pred[id])
+			}(int(spec.steps.Add(1)), pred[id])
 		}
 		if running == 0 {
 			break
@@ -335,6 +353,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	spec.Out.Emit(run.Event{Kind: run.EventNodeStarted, Data: nodeStarted{
 		ID: x.ExecutionID, NodeID: n.ID, NodeType: n.Type, Title: n.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), CreatedAt: created.Unix(), Extras: map[string]any{},
+		IterationID: nullable(spec.scope),
 	}})
 	retry := retryConfig(n.Data)
 	var (
@@ -437,11 +456,15 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 		meta["total_price"] = u.TotalPrice
 		meta["currency"] = u.Currency
 	}
+	if x.spec.scope != "" {
+		meta["iteration_id"], meta["iteration_index"] = x.spec.scope, x.spec.round
+	}
 	d := nodeFinished{
 		ID: x.ExecutionID, NodeID: x.Node.ID, NodeType: x.Node.Type, Title: x.Node.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), Inputs: res.Inputs, ProcessData: res.ProcessData,
 		Outputs: res.Outputs, Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
 		CreatedAt: created.Unix(), FinishedAt: at.Unix(), Extras: map[string]any{}, Files: []any{},
+		IterationID: nullable(x.spec.scope),
 	}
 	if err != nil {
 		s := err.Error()

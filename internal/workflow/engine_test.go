@@ -419,3 +419,90 @@ func TestIfElseAndTemplateTransform(t *testing.T) {
 		}
 	}
 }
+
+// iterationGraph iterates over [conversation, list]: each round upper-cases its item with a
+// template; the answer shows the collected output.
+func iterationGraph(t *testing.T, extra map[string]any) *workflow.Graph {
+	t.Helper()
+	it := map[string]any{"iterator_selector": []any{"conversation", "list"}, "output_selector": []any{"up", "output"},
+		"start_node_id": "it-start"}
+	for k, v := range extra {
+		it[k] = v
+	}
+	child := func(id, typ string, data map[string]any) any {
+		m := node(id, typ, data).(map[string]any)
+		m["parentId"] = "it"
+		return m
+	}
+	return graph(t, []any{
+		node("start", "start", nil),
+		node("it", "iteration", it),
+		child("it-start", "iteration-start", nil),
+		child("up", "template-transform", map[string]any{"template": "{{ x | upper }}{{ i }}",
+			"variables": []any{map[string]any{"variable": "x", "value_selector": []any{"it", "item"}},
+				map[string]any{"variable": "i", "value_selector": []any{"it", "index"}}}}),
+		node("a", "answer", map[string]any{"answer": "{{#it.output#}}"}),
+	}, []any{edge("start", "source", "it"), edge("it-start", "source", "up"), edge("it", "source", "a")})
+}
+
+func TestIteration(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []map[string]any{nil, {"is_parallel": true, "parallel_nums": 3}} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeConversation, "list", []any{"a", "b", "c"})
+		rep, s := execute(t, context.Background(), iterationGraph(t, extra), nil, pool)
+		if rep.Status != workflow.StatusSucceeded || s.answer() != "- A0\n- B1\n- C2" {
+			t.Fatalf("%v: %+v, answer %q", extra, rep, s.answer())
+		}
+		if rep.Steps != 2+3*2+1 {
+			t.Fatalf("steps %d", rep.Steps)
+		}
+		if s.count(run.EventIterationStarted) != 1 || s.count(run.EventIterationNext) != 3 || s.count(run.EventIterationCompleted) != 1 {
+			t.Fatalf("iteration events %d %d %d", s.count(run.EventIterationStarted), s.count(run.EventIterationNext), s.count(run.EventIterationCompleted))
+		}
+		// The body's node events name the iteration and the round.
+		rounds := map[float64]bool{}
+		for _, ev := range s.events {
+			if ev.Kind != run.EventNodeFinished {
+				continue
+			}
+			raw, _ := json.Marshal(ev.Data)
+			var d struct {
+				NodeID      string         `json:"node_id"`
+				IterationID *string        `json:"iteration_id"`
+				Meta        map[string]any `json:"execution_metadata"`
+			}
+			_ = json.Unmarshal(raw, &d)
+			if inBody := d.NodeID == "up" || d.NodeID == "it-start"; inBody != (d.IterationID != nil && *d.IterationID == "it") {
+				t.Fatalf("node_finished %s", raw)
+			}
+			if d.NodeID == "up" {
+				rounds[d.Meta["iteration_index"].(float64)] = true
+			}
+		}
+		if len(rounds) != 3 {
+			t.Fatalf("rounds %v", rounds)
+		}
+	}
+}
+
+func TestIterationErrors(t *testing.T) {
+	t.Parallel()
+	// The second item is not text: upper fails on it.
+	for mode, want := range map[string]string{"continue-on-error": "- A0\n- None\n- C2", "remove-abnormal-output": "- A0\n- C2", "terminated": ""} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeConversation, "list", []any{"a", []any{int64(1)}, "c"})
+		g := iterationGraph(t, map[string]any{"error_handle_mode": mode})
+		g.Nodes["up"].Data["template"] = "{{ x.upper() }}{{ i }}"
+		rep, s := execute(t, context.Background(), g, nil, pool)
+		if mode == "terminated" {
+			if rep.Status != workflow.StatusFailed || s.count(run.EventIterationNext) != 2 {
+				t.Fatalf("%s: %+v", mode, rep)
+			}
+			continue
+		}
+		if rep.Status != workflow.StatusSucceeded || s.answer() != want {
+			t.Fatalf("%s: %+v, answer %q", mode, rep, s.answer())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/run"
 )
 
 // NodeRunner runs one node of a graph. It reads what it needs from the pool and returns its
@@ -86,6 +87,20 @@ type Exec struct {
 	ExecutionID string
 
 	coord *coordinator
+	eng   *Engine
+	spec  Spec
+}
+
+// Emit sends an event of the node's own (an iteration's progress) to the run's stream.
+func (x *Exec) Emit(ev run.Event) { x.spec.Out.Emit(ev) }
+
+// RunBody runs one round of the body of the container node x runs (an iteration), from the
+// body's start node, over pool (a child of the run's pool holding the round's item and index).
+// The body's node events carry the container's id and the round's index.
+func (x *Exec) RunBody(ctx context.Context, start string, pool *Pool, round int) Report {
+	spec := x.spec
+	spec.Pool, spec.scope, spec.round = pool, x.Node.ID, round
+	return x.eng.execute(ctx, spec, start)
 }
 
 // Stream forwards a chunk of the node's output name (an LLM's text) to the answers that

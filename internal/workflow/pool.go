@@ -33,13 +33,34 @@ const (
 type Pool struct {
 	mu   sync.RWMutex
 	vars map[string]map[string]any
+	// parent is the pool a child pool (one iteration round) reads through; the reserved scopes
+	// (system, environment, conversation variables) live in the parent only.
+	parent *Pool
 }
 
 // NewPool returns an empty pool.
 func NewPool() *Pool { return &Pool{vars: map[string]map[string]any{}} }
 
+// Child returns a pool that reads p for what it does not hold itself and keeps its own node
+// outputs: one round of an iteration, whose body nodes must not see another round's outputs.
+// Writes of conversation variables go to p.
+func (p *Pool) Child() *Pool { return &Pool{vars: map[string]map[string]any{}, parent: p} }
+
+// owner is the pool that holds node's values: the root for the reserved scopes.
+func (p *Pool) owner(node string) *Pool {
+	if p.parent == nil {
+		return p
+	}
+	switch node {
+	case ScopeSys, ScopeEnv, ScopeConversation:
+		return p.parent.owner(node)
+	}
+	return p
+}
+
 // Set stores value under [node, name].
 func (p *Pool) Set(node, name string, v any) {
+	p = p.owner(node)
 	p.mu.Lock()
 	m := p.vars[node]
 	if m == nil {
@@ -52,6 +73,7 @@ func (p *Pool) Set(node, name string, v any) {
 
 // SetAll stores every member of values under node.
 func (p *Pool) SetAll(node string, values map[string]any) {
+	p = p.owner(node)
 	p.mu.Lock()
 	m := p.vars[node]
 	if m == nil {
@@ -66,9 +88,13 @@ func (p *Pool) SetAll(node string, values map[string]any) {
 
 // Has reports whether node has stored anything.
 func (p *Pool) Has(node string) bool {
+	p = p.owner(node)
 	p.mu.RLock()
-	defer p.mu.RUnlock()
 	_, ok := p.vars[node]
+	p.mu.RUnlock()
+	if !ok && p.parent != nil {
+		return p.parent.Has(node)
+	}
 	return ok
 }
 
@@ -78,10 +104,14 @@ func (p *Pool) Get(selector []string) (any, bool) {
 	if len(selector) < 2 {
 		return nil, false
 	}
-	p.mu.RLock()
-	v, ok := p.vars[selector[0]][selector[1]]
-	p.mu.RUnlock()
+	owner := p.owner(selector[0])
+	owner.mu.RLock()
+	v, ok := owner.vars[selector[0]][selector[1]]
+	owner.mu.RUnlock()
 	if !ok {
+		if owner.parent != nil {
+			return owner.parent.Get(selector)
+		}
 		return nil, false
 	}
 	if len(selector) == 2 {
@@ -92,6 +122,7 @@ func (p *Pool) Get(selector []string) (any, bool) {
 
 // Scope returns a copy of the values stored under node.
 func (p *Pool) Scope(node string) map[string]any {
+	p = p.owner(node)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make(map[string]any, len(p.vars[node]))

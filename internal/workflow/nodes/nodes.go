@@ -49,6 +49,8 @@ func Registry(d Deps) workflow.Registry {
 		"list-operator":       newListOperator,
 		"question-classifier": d.newQuestionClassifier,
 		"parameter-extractor": d.newParameterExtractor,
+		"iteration":           newIteration,
+		"iteration-start":     newIterationStart,
 	}
 }
 

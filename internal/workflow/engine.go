@@ -126,6 +126,8 @@ type Spec struct {
 	// The scope being run: the container whose body it is ("" for the graph), and for an
 	// iteration round its index; steps numbers the node executions of the whole run.
 	scope string
+	// loop is set when the scope is a loop's body (else an iteration's).
+	loop  bool
 	round int
 	steps *atomic.Int64
 }
@@ -341,6 +343,22 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 	return rep
 }
 
+// iterationID is the iteration whose body the scope is, for node events.
+func (s Spec) iterationID() *string {
+	if s.loop {
+		return nil
+	}
+	return nullable(s.scope)
+}
+
+// loopID is the loop whose body the scope is, for node events.
+func (s Spec) loopID() *string {
+	if !s.loop {
+		return nil
+	}
+	return nullable(s.scope)
+}
+
 var errAborted = errors.New("workflow: run aborted by a failed node")
 
 // runNode runs one node with its retries and error strategy, emitting its events.
@@ -353,7 +371,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	spec.Out.Emit(run.Event{Kind: run.EventNodeStarted, Data: nodeStarted{
 		ID: x.ExecutionID, NodeID: n.ID, NodeType: n.Type, Title: n.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), CreatedAt: created.Unix(), Extras: map[string]any{},
-		IterationID: nullable(spec.scope),
+		IterationID: spec.iterationID(), LoopID: spec.loopID(),
 	}})
 	retry := retryConfig(n.Data)
 	var (
@@ -456,7 +474,10 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 		meta["total_price"] = u.TotalPrice
 		meta["currency"] = u.Currency
 	}
-	if x.spec.scope != "" {
+	switch {
+	case x.spec.scope != "" && x.spec.loop:
+		meta["loop_id"], meta["loop_index"] = x.spec.scope, x.spec.round
+	case x.spec.scope != "":
 		meta["iteration_id"], meta["iteration_index"] = x.spec.scope, x.spec.round
 	}
 	d := nodeFinished{
@@ -464,7 +485,7 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 		PredecessorNodeID: nullable(predecessor), Inputs: res.Inputs, ProcessData: res.ProcessData,
 		Outputs: res.Outputs, Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
 		CreatedAt: created.Unix(), FinishedAt: at.Unix(), Extras: map[string]any{}, Files: []any{},
-		IterationID: nullable(x.spec.scope),
+		IterationID: x.spec.iterationID(), LoopID: x.spec.loopID(),
 	}
 	if err != nil {
 		s := err.Error()

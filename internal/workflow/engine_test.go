@@ -506,3 +506,56 @@ func TestIterationErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLoop(t *testing.T) {
+	t.Parallel()
+	loopGraph := func(extra map[string]any) *workflow.Graph {
+		data := map[string]any{"start_node_id": "l-start", "loop_count": 5, "logical_operator": "and",
+			"loop_variables": []any{map[string]any{"label": "n", "var_type": "number", "value_type": "constant", "value": "0"}}}
+		for k, v := range extra {
+			data[k] = v
+		}
+		child := func(id, typ string, d map[string]any) any {
+			m := node(id, typ, d).(map[string]any)
+			m["parentId"] = "l"
+			return m
+		}
+		return graph(t, []any{
+			node("start", "start", nil),
+			node("l", "loop", data),
+			child("l-start", "loop-start", nil),
+			child("inc", "assigner", map[string]any{"version": "2", "items": []any{
+				map[string]any{"variable_selector": []any{"l", "n"}, "input_type": "constant", "operation": "+=", "value": int64(1)}}}),
+			child("check", "if-else", map[string]any{"cases": []any{map[string]any{"case_id": "true", "logical_operator": "and",
+				"conditions": []any{map[string]any{"variable_selector": []any{"l", "n"}, "comparison_operator": "≥", "value": "3"}}}}}),
+			child("end", "loop-end", nil),
+			node("a", "answer", map[string]any{"answer": "n={{#l.n#}}"}),
+		}, []any{edge("start", "source", "l"), edge("l-start", "source", "inc"), edge("inc", "source", "check"),
+			edge("check", "true", "end"), edge("l", "source", "a")})
+	}
+	// The loop-end node stops it after the third round.
+	rep, s := execute(t, context.Background(), loopGraph(nil), nil, nil)
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=3" || s.count(run.EventLoopNext) != 3 || s.count(run.EventLoopCompleted) != 1 {
+		t.Fatalf("%+v, answer %q, loop_next %d", rep, s.answer(), s.count(run.EventLoopNext))
+	}
+	// A break condition stops it earlier; it is checked after each round.
+	rep, s = execute(t, context.Background(), loopGraph(map[string]any{"break_conditions": []any{
+		map[string]any{"variable_selector": []any{"l", "n"}, "comparison_operator": "≥", "value": "2"}}}), nil, nil)
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=2" || s.count(run.EventLoopNext) != 2 {
+		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+	// Without a way out it runs loop_count rounds.
+	g := loopGraph(map[string]any{"loop_count": 2})
+	rep, s = execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=2" {
+		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+	for _, ev := range s.events {
+		if ev.Kind == run.EventNodeStarted {
+			raw, _ := json.Marshal(ev.Data)
+			if strings.Contains(string(raw), `"node_id":"inc"`) && !strings.Contains(string(raw), `"iteration_id":null,"loop_id":"l"`) {
+				t.Fatalf("body node_started %s", raw)
+			}
+		}
+	}
+}

@@ -94,12 +94,12 @@ type Exec struct {
 // Emit sends an event of the node's own (an iteration's progress) to the run's stream.
 func (x *Exec) Emit(ev run.Event) { x.spec.Out.Emit(ev) }
 
-// RunBody runs one round of the body of the container node x runs (an iteration), from the
+// RunBody runs one round of the body of the container node x runs (an iteration or a loop), from the
 // body's start node, over pool (a child of the run's pool holding the round's item and index).
 // The body's node events carry the container's id and the round's index.
 func (x *Exec) RunBody(ctx context.Context, start string, pool *Pool, round int) Report {
 	spec := x.spec
-	spec.Pool, spec.scope, spec.round = pool, x.Node.ID, round
+	spec.Pool, spec.scope, spec.round, spec.loop = pool, x.Node.ID, round, x.Node.Type == "loop"
 	return x.eng.execute(ctx, spec, start)
 }
 

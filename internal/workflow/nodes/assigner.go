@@ -50,7 +50,7 @@ func newAssigner(n *workflow.Node) (workflow.NodeRunner, error) {
 			} else {
 				item.constant = fromGo(m["value"])
 			}
-			if err := checkTarget(item.target); err != nil {
+			if err := checkTarget(item.target, n.ParentID); err != nil {
 				return nil, fmt.Errorf("items[%d]: %w", i, err)
 			}
 			a.items = append(a.items, item)
@@ -62,16 +62,17 @@ func newAssigner(n *workflow.Node) (workflow.NodeRunner, error) {
 	if item.operation == "" {
 		item.operation = opOverwrite
 	}
-	if err := checkTarget(item.target); err != nil {
+	if err := checkTarget(item.target, n.ParentID); err != nil {
 		return nil, err
 	}
 	a.items = append(a.items, item)
 	return a, nil
 }
 
-func checkTarget(sel []string) error {
-	if len(sel) != 2 || sel[0] != workflow.ScopeConversation {
-		return fmt.Errorf("the variable to assign must be a conversation variable, not %v", sel)
+// checkTarget accepts conversation variables, and in a loop's body the loop's variables.
+func checkTarget(sel []string, container string) error {
+	if len(sel) != 2 || sel[0] != workflow.ScopeConversation && (container == "" || sel[0] != container) {
+		return fmt.Errorf("the variable to assign must be a conversation variable or a variable of the enclosing loop, not %v", sel)
 	}
 	return nil
 }
@@ -81,7 +82,7 @@ func (a *assigner) Run(_ context.Context, x *workflow.Exec) (workflow.Result, er
 	for _, it := range a.items {
 		cur, ok := x.Pool.Get(it.target)
 		if !ok {
-			return workflow.Result{}, workflow.Errorf("VariableOperatorNodeError", "conversation variable %s does not exist", it.target[1])
+			return workflow.Result{}, workflow.Errorf("VariableOperatorNodeError", "variable %s.%s does not exist", it.target[0], it.target[1])
 		}
 		in := it.constant
 		if it.input != nil {

@@ -51,6 +51,9 @@ func Registry(d Deps) workflow.Registry {
 		"parameter-extractor": d.newParameterExtractor,
 		"iteration":           newIteration,
 		"iteration-start":     newIterationStart,
+		"loop":                newLoop,
+		"loop-start":          newLoopStart,
+		"loop-end":            newLoopEnd,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
@@ -142,7 +143,9 @@ type Report struct {
 	Steps      int
 	Exceptions int
 	Usage      models.Usage
-	Elapsed    time.Duration
+	// Resources are the knowledge chunks the nodes used, in the order they finished.
+	Resources []store.RetrieverResource
+	Elapsed   time.Duration
 }
 
 type edgeState uint8
@@ -164,11 +167,12 @@ const (
 
 // outcome is a node execution as the scheduler learns of it.
 type outcome struct {
-	id     string
-	res    Result
-	status string
-	err    error
-	usage  *models.Usage
+	resources []store.RetrieverResource
+	id        string
+	res       Result
+	status    string
+	err       error
+	usage     *models.Usage
 }
 
 // Execute runs a graph to its end and reports how it ended. Events go to spec.Out as they
@@ -280,6 +284,7 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		if o.usage != nil {
 			rep.Usage = models.AddUsage(rep.Usage, *o.usage)
 		}
+		rep.Resources = append(rep.Resources, o.resources...)
 		n := g.Nodes[o.id]
 		state[o.id] = stateDone
 		switch o.status {
@@ -397,7 +402,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 			}
 		}
 	}
-	o := outcome{id: n.ID, res: res, usage: res.Usage}
+	o := outcome{id: n.ID, res: res, usage: res.Usage, resources: res.Resources}
 	switch {
 	case err == nil:
 		o.status = NodeSucceeded

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // NodeRunner runs one node of a graph. It reads what it needs from the pool and returns its
@@ -48,6 +49,9 @@ type Result struct {
 	Metadata map[string]any
 	// Usage is the model usage of the node, if it called one.
 	Usage *models.Usage
+	// Resources are the knowledge chunks the node used (an LLM's context): the answer's
+	// citations.
+	Resources []store.RetrieverResource
 }
 
 // NodeError is a node failure with a type name (error_type in the outputs of an error

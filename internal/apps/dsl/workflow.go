@@ -65,6 +65,9 @@ func (c *converter) readWorkflow(top *section) {
 		if n.Type == workflow.TypeStart && n.ParentID == "" {
 			c.readStartForm(nodePath(id), n.Data)
 		}
+		if n.Type == "knowledge-retrieval" {
+			c.resolveNodeDatasets(nodePath(id)+".data.dataset_ids", n.Data)
+		}
 		if m, ok := n.Data["model"].(map[string]any); ok && modelNodes[n.Type] {
 			c.resolveNodeModel(nodePath(id)+".data.model", m)
 		}
@@ -86,6 +89,28 @@ func (c *converter) resolveNodeModel(path string, m map[string]any) {
 		r = *c.fallback
 	}
 	m["provider"], m["name"] = r.provider.Name, r.model.Name
+}
+
+// resolveNodeDatasets rewrites a knowledge-retrieval node's dataset references to the knowledge
+// bases they resolve to, as an app's datasets are resolved (--dataset maps Dify's ids).
+func (c *converter) resolveNodeDatasets(path string, data map[string]any) {
+	var names []any
+	for i, v := range list(data["dataset_ids"]) {
+		ref, _ := scalarText(v)
+		if _, ok := c.opts.Datasets[ref]; ok {
+			if c.mapped == nil {
+				c.mapped = map[string]bool{}
+			}
+			c.mapped[ref] = true
+		}
+		name, why := c.env.resolveDataset(ref, c.opts.Datasets)
+		if why != "" {
+			c.p.add(index(path, i), "%s", why)
+			continue
+		}
+		names = append(names, name)
+	}
+	data["dataset_ids"] = names
 }
 
 // readStartForm turns the start node's variables into the app's input form.

@@ -328,6 +328,13 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		FinishedAt: finished.Unix(), ExceptionsCount: rep.Exceptions, Files: []any{},
 	}}
 	outcome := run.Outcome{Usage: rep.Usage}
+	if a.Features.RetrieverResource.Enabled {
+		// The chunks LLM nodes used as their context are the answer's citations, as in Dify.
+		outcome.Resources = rep.Resources
+		for i := range outcome.Resources {
+			outcome.Resources[i].Position = i + 1
+		}
+	}
 	switch rep.Status {
 	case workflow.StatusSucceeded, workflow.StatusPartialSucceeded:
 		outcome.Trailer = []run.Event{fin}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
@@ -102,9 +103,10 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	outputs := make([]any, len(items))
 	failed := make([]error, len(items))
 	var (
-		mu    sync.Mutex
-		usage = models.EmptyUsage()
-		steps int
+		mu        sync.Mutex
+		usage     = models.EmptyUsage()
+		steps     int
+		resources []store.RetrieverResource
 	)
 	round := func(i int) {
 		next := base
@@ -117,6 +119,7 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		mu.Lock()
 		defer mu.Unlock()
 		usage = models.AddUsage(usage, rep.Usage)
+		resources = append(resources, rep.Resources...)
 		steps += rep.Steps
 		if rep.Err != nil {
 			failed[i] = rep.Err
@@ -143,7 +146,7 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		}
 		wg.Wait()
 	}
-	res := workflow.Result{Inputs: inputs, Usage: &usage}
+	res := workflow.Result{Inputs: inputs, Usage: &usage, Resources: resources}
 	var firstErr error
 	out := make([]any, 0, len(items))
 	for i := range items {

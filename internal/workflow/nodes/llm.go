@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -114,7 +115,7 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	ctxText := l.contextText(x.Pool)
+	ctxText, resources := l.contextText(x.Pool)
 	lookup := x.Pool.Get
 	prompt := make([]providers.Message, 0, len(l.messages)+8)
 	var jvars map[string]any
@@ -175,25 +176,27 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		}
 		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
+	res.Resources = resources
 	res.Outputs = map[string]any{"text": text.String(), "reasoning_content": "", "usage": value.FromGo(usage), "finish_reason": finish}
 	return res, nil
 }
 
 // contextText is the node's context: a string as it is, or the `content` of each retrieved
-// chunk, one per line, as Dify joins a knowledge-retrieval result.
-func (l *llm) contextText(p *workflow.Pool) string {
+// chunk, one per line, as Dify joins a knowledge-retrieval result, with the chunks' citations.
+func (l *llm) contextText(p *workflow.Pool) (string, []store.RetrieverResource) {
 	if l.context == nil {
-		return ""
+		return "", nil
 	}
 	v, ok := p.Get(l.context)
 	if !ok {
-		return ""
+		return "", nil
 	}
 	switch x := v.(type) {
 	case string:
-		return x
+		return x, nil
 	case []any:
 		var parts []string
+		var rs []store.RetrieverResource
 		for _, it := range x {
 			switch y := it.(type) {
 			case string:
@@ -202,11 +205,14 @@ func (l *llm) contextText(p *workflow.Pool) string {
 				if c, ok := y.Get("content"); ok {
 					parts = append(parts, value.Text(c))
 				}
+				if r, ok := resourceOf(y); ok {
+					rs = append(rs, r)
+				}
 			}
 		}
-		return strings.Join(parts, "\n")
+		return strings.Join(parts, "\n"), rs
 	}
-	return value.Text(v)
+	return value.Text(v), nil
 }
 
 func intOf(v any) int {

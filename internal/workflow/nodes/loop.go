@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/condition"
 	"github.com/parleyhq/parley/internal/workflow/value"
@@ -99,6 +100,7 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	x.Emit(run.Event{Kind: run.EventLoopStarted, Data: with("inputs", inputs, "metadata", map[string]any{"loop_length": l.count})})
 	usage, steps, reason := models.EmptyUsage(), 0, "loop_completed"
 	var failure error
+	var resources []store.RetrieverResource
 	stop := func() (bool, error) {
 		if len(l.breaks) == 0 {
 			return false, nil
@@ -116,6 +118,7 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 		x.Emit(run.Event{Kind: run.EventLoopNext, Data: with("index", i, "created_at", time.Now().Unix(), "pre_loop_output", outputsOf(pool, n.ID, l.vars))})
 		rep := x.RunBody(ctx, l.start, pool, i)
 		usage = models.AddUsage(usage, rep.Usage)
+		resources = append(resources, rep.Resources...)
 		steps += rep.Steps
 		if rep.Err != nil {
 			failure = rep.Err
@@ -133,7 +136,7 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	outputs := outputsOf(pool, n.ID, l.vars)
 	meta := map[string]any{"total_tokens": usage.TotalTokens, "completed_reason": reason}
-	res := workflow.Result{Inputs: inputs, Outputs: outputs, Usage: &usage, Metadata: meta}
+	res := workflow.Result{Inputs: inputs, Outputs: outputs, Usage: &usage, Metadata: meta, Resources: resources}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}

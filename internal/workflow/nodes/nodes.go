@@ -17,6 +17,8 @@ type Deps struct {
 	// Models and Providers give an LLM node its model.
 	Models    chat.Models
 	Providers chat.Providers
+	// Knowledge serves knowledge-retrieval nodes; without it they cannot run.
+	Knowledge Knowledge
 }
 
 // Env is what the runner tells nodes about the run (workflow.Exec.Env).
@@ -52,6 +54,7 @@ func Registry(d Deps) workflow.Registry {
 		"iteration":           newIteration,
 		"iteration-start":     newIterationStart,
 		"loop":                newLoop,
+		"knowledge-retrieval": d.newKnowledgeRetrieval,
 		"loop-start":          newLoopStart,
 		"loop-end":            newLoopEnd,
 	}

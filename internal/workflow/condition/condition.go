@@ -6,6 +6,8 @@ package condition
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -145,7 +147,7 @@ func evalOne(c Condition, lookup template.Lookup) (bool, *Input, error) {
 	}
 	op := c.ComparisonOperator
 	if isFileArray(actual, c) && (op == OpContains || op == OpNotContains || op == OpAllOf) {
-		if c.SubVariableCondition == nil || len(c.SubVariableCondition.Conditions) == 0 {
+		if c.SubVariableCondition == nil {
 			return false, nil, invalid("operator %q on a file list needs sub-variable conditions", op)
 		}
 		r, err := evalSub(actual.([]any), c.SubVariableCondition)
@@ -177,13 +179,21 @@ func isFileArray(v any, c Condition) bool {
 
 // prepareExpected renders a string value's references as text and converts it for boolean
 // variables; other values pass through when they are strings, booleans or lists of either.
-// Numbers in the DSL are accepted as their text.
+// Numbers in the DSL (Dify itself wants text) are accepted as their text.
 func prepareExpected(actual, expected any, lookup template.Lookup) (any, error) {
 	switch t := expected.(type) {
 	case string:
 		expected = template.Render(t, lookup, value.Text)
-	case int64, float64:
+	case int64:
 		expected = value.Text(t)
+	case float64:
+		// encoding/json reads every DSL number as a float; a whole number is written as
+		// the integer the export holds.
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			expected = strconv.FormatInt(int64(t), 10)
+		} else {
+			expected = value.Text(t)
+		}
 	case []string:
 		l := make([]any, len(t))
 		for i, s := range t {

@@ -158,6 +158,8 @@ func TestEvaluateTemplatesAndBooleans(t *testing.T) {
 		{"boolean DSL value", Condition{VariableSelector: []string{"start", "flag"}, ComparisonOperator: "is", Value: true}, true},
 		{"array[boolean] all of text", Condition{VariableSelector: []string{"start", "flags"}, ComparisonOperator: "all of", Value: []any{"true"}}, true},
 		{"number DSL value", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "=", Value: int64(3)}, true},
+		{"number decoded from JSON", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "=", Value: 3.0}, true},
+		{"fraction decoded from JSON", Condition{VariableSelector: []string{"start", "n"}, ComparisonOperator: "<", Value: 3.5}, true},
 		{"string list value", Condition{VariableSelector: []string{"sys", "query"}, ComparisonOperator: "in", Value: []string{"refund please"}}, true},
 		{"not exists on None", Condition{VariableSelector: []string{"start", "none"}, ComparisonOperator: "not exists"}, true},
 	}
@@ -243,6 +245,13 @@ func TestFileSubConditions(t *testing.T) {
 	}
 	if _, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains"}}, "and", pool()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("contains on files without sub-conditions: %v", err)
+	}
+	// An empty sub-condition list holds under "and" and fails under "or", as Python's all/any.
+	if r, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("and")}}, "and", pool()); err != nil || !r.Final {
+		t.Errorf("empty and: %+v %v", r, err)
+	}
+	if r, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("or")}}, "and", pool()); err != nil || r.Final {
+		t.Errorf("empty or: %+v %v", r, err)
 	}
 	if _, err := Evaluate([]Condition{{VariableSelector: files, ComparisonOperator: "contains", SubVariableCondition: sub("and", SubCondition{Key: "colour", ComparisonOperator: "is", Value: "x"})}}, "and", pool()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown file attribute: %v", err)

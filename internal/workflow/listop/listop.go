@@ -86,7 +86,8 @@ func result(items []any) Result {
 // Apply runs the enabled operations on input (the value of cfg.Variable). An empty or otherwise
 // falsy input yields an empty result whatever the configuration; anything else must be an
 // array of strings, numbers, booleans or files. lookup resolves references in filter values and
-// the serial.
+// the serial. Apply does not see whether cfg.Variable exists: in Dify a missing variable fails
+// the node ("Variable not found for selector"), so the caller checks that first.
 func Apply(cfg Config, input any, lookup template.Lookup) (Result, error) {
 	items, ok := input.([]any)
 	if !ok {

@@ -39,6 +39,12 @@ func (p Part) Raw() string {
 // Parse splits text into literal and reference parts in order. Empty literals are dropped, so
 // adjacent references yield adjacent parts.
 func Parse(text string) []Part {
+	if !strings.Contains(text, "{{#") {
+		if text == "" {
+			return nil
+		}
+		return []Part{{Text: text}}
+	}
 	locs := referencePattern.FindAllStringSubmatchIndex(text, -1)
 	parts := make([]Part, 0, 2*len(locs)+1)
 	last := 0
@@ -79,10 +85,10 @@ type Lookup func(selector []string) (any, bool)
 // written as its dotted path without the braces ("node.var"), which is what Dify's template
 // conversion produces for a missing variable.
 func Render(text string, lookup Lookup, format func(any) string) string {
-	parts := Parse(text)
-	if len(parts) == 1 && parts[0].Selector == nil {
-		return parts[0].Text
+	if !strings.Contains(text, "{{#") {
+		return text
 	}
+	parts := Parse(text)
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(RenderPart(p, lookup, format))

@@ -13,12 +13,18 @@ import (
 	"strings"
 )
 
+// MaxDepth is how deeply Decode lets arrays and objects nest. Python's JSON decoder stops near
+// the same depth (its recursion limit), and everything that walks a value recursively (renderers,
+// templates) relies on this bound.
+const MaxDepth = 1000
+
 // Decode parses one JSON document into a value: objects become *Object in document order,
-// integers that fit int64 become int64, other numbers float64. Trailing data is an error.
+// integers that fit int64 become int64, other numbers float64. Trailing data and nesting
+// deeper than MaxDepth are errors.
 func Decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -28,13 +34,16 @@ func Decode(data []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, fmt.Errorf("value: %w", err)
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth >= MaxDepth {
+			return nil, fmt.Errorf("value: JSON nested deeper than %d levels", MaxDepth)
+		}
 		switch t {
 		case '{':
 			o := NewObject()
@@ -44,7 +53,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 					return nil, fmt.Errorf("value: %w", err)
 				}
 				k, _ := kt.(string)
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -57,7 +66,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		case '[':
 			arr := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

@@ -3,6 +3,7 @@ package value
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -143,6 +144,10 @@ func TestMarkdown(t *testing.T) {
 		{"objects", []any{ObjectOf("k", "v")}, "- {'k': 'v'}"},
 		{"number", 2.0, "2.0"},
 		{"nil", nil, ""},
+		{"numbers", []any{int64(1), 2.5}, "- 1\n- 2.5"},
+		{"booleans", []any{true, false}, "- True\n- False"},
+		{"empty array", []any{}, ""},
+		{"bool", false, "False"},
 	}
 	for _, c := range cases {
 		if got := Markdown(c.in); got != c.want {
@@ -266,6 +271,74 @@ func TestParsePython(t *testing.T) {
 	for _, bad := range []string{"", " ", "0x1p-2", "1.5.2", "abc", "1_"} {
 		if _, ok := ParseFloat(bad); ok {
 			t.Errorf("ParseFloat(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLog(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{ObjectOf("a", int64(1)), "{\n  \"a\": 1\n}"},
+		{[]any{"a", "b"}, "['a', 'b']"},
+		{[]any{}, "[]"},
+		{[]any{image()}, ""},
+		{image(), ""},
+		{1.5, "1.5"},
+	}
+	for _, c := range cases {
+		if got := Log(c.in); got != c.want {
+			t.Errorf("Log(%#v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestDecodeDepthLimit(t *testing.T) {
+	t.Parallel()
+	nest := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	if _, err := Decode(nest(MaxDepth)); err != nil {
+		t.Errorf("depth %d refused: %v", MaxDepth, err)
+	}
+	if _, err := Decode(nest(MaxDepth + 1)); err == nil {
+		t.Errorf("depth %d accepted", MaxDepth+1)
+	}
+	if _, err := Decode([]byte(strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1))); err == nil {
+		t.Error("deep object accepted")
+	}
+}
+
+func TestConforms(t *testing.T) {
+	t.Parallel()
+	yes := []struct {
+		v   any
+		typ string
+	}{
+		{"s", "string"}, {"s", "secret"}, {int64(1), "number"}, {1.5, "number"}, {int64(1), "integer"}, {1.5, "float"},
+		{true, "boolean"}, {NewObject(), "object"}, {doc(), "file"}, {nil, "none"}, {nil, "any"},
+		{[]any{}, "array[string]"}, {[]any{"a"}, "array[string]"}, {[]any{int64(1), 2.5}, "array[number]"},
+		{[]any{NewObject()}, "array[object]"}, {[]any{doc()}, "array[file]"}, {[]any{true}, "array[boolean]"},
+		{[]any{"a", int64(1), nil}, "array[any]"},
+	}
+	for _, c := range yes {
+		if !Conforms(c.v, c.typ) {
+			t.Errorf("Conforms(%#v, %s) = false", c.v, c.typ)
+		}
+	}
+	no := []struct {
+		v   any
+		typ string
+	}{
+		{int64(1), "string"}, {true, "number"}, {"1", "number"}, {1.5, "integer"}, {int64(1), "float"}, {"true", "boolean"},
+		{[]any{}, "object"}, {nil, "string"}, {"s", "none"}, {[]any{"a", int64(1)}, "array[string]"}, {[]any{true}, "array[number]"},
+		{"a", "array[string]"}, {[]any{"a"}, "array[bogus]"}, {"a", "bogus"}, {[]any{}, "array[string"},
+	}
+	for _, c := range no {
+		if Conforms(c.v, c.typ) {
+			t.Errorf("Conforms(%#v, %s) = true", c.v, c.typ)
 		}
 	}
 }

@@ -70,14 +70,22 @@ var (
 const rootName = "template"
 
 // Render renders text with vars (values of the workflow value model: *value.Object keeps its
-// order, *value.File is seen as its dict). The render runs in its own goroutine; when the deadline
-// passes, Render returns ErrTimeout at once and the goroutine stops at its next loop start or
-// output write.
+// order, *value.File is seen as its dict). The render runs in its own goroutine; when
+// Limits.Timeout passes, Render returns ErrTimeout at once, and when ctx ends first, an error
+// wrapping ctx.Err() (context.Canceled when a run is stopped); the goroutine stops at its next
+// loop iteration, macro call or output write.
 func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (string, error) {
 	lim = lim.withDefaults()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput}
+	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
+	stopped := func() error {
+		if err := parent.Err(); err != nil {
+			return fmt.Errorf("template render stopped: %w", err)
+		}
+		return ErrTimeout
+	}
 
 	tpl, err := parse(text, g)
 	if err != nil {
@@ -101,7 +109,7 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	case err = <-done:
 	case <-ctx.Done():
 		g.stop.Store(true)
-		return "", ErrTimeout
+		return "", stopped()
 	}
 	switch {
 	case out.over:
@@ -109,21 +117,22 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	case err == nil:
 		return out.b.String(), nil
 	case g.stop.Load():
-		return "", ErrTimeout
+		return "", stopped()
 	}
 	return "", fmt.Errorf("%w: %s", ErrRender, cleanMessage(err))
 }
 
 // Check parses text without rendering it, for import-time validation.
 func Check(text string) error {
-	_, err := parse(text, &guard{ctx: context.Background()})
+	lim := Limits{}.withDefaults()
+	_, err := parse(text, &guard{ctx: context.Background(), maxOutput: lim.MaxOutput, maxItems: lim.MaxRange})
 	return err
 }
 
 func parse(text string, g *guard) (*exec.Template, error) {
 	env := &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
-		Filters:           filters,
+		Filters:           renderFilters(g),
 		Tests:             builtins.Tests,
 		ControlStructures: controlStructures(g),
 		Methods:           methods,
@@ -136,7 +145,7 @@ func parse(text string, g *guard) (*exec.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, cleanMessage(err))
 	}
-	markNoneOutputs(tpl.Root())
+	rewrite(tpl.Root(), g)
 	return tpl, nil
 }
 
@@ -155,7 +164,8 @@ type guard struct {
 	ctx       context.Context
 	stop      atomic.Bool
 	depth     atomic.Int32
-	maxOutput int
+	maxOutput int // characters of output; intermediate strings may reach 4× this
+	maxItems  int // items of a list built by +
 }
 
 func (g *guard) err() error {
@@ -340,18 +350,61 @@ func (l pyList) String() string {
 	return b.String()
 }
 
+// pyTuple is a pair from a dict's items; it prints as Python prints a tuple.
+type pyTuple []any
+
+func (t pyTuple) String() string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, e := range t {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(repr(e))
+	}
+	if len(t) == 1 {
+		b.WriteByte(',')
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// repr prints a template value as Python's repr does.
 func repr(e any) string {
 	switch t := e.(type) {
 	case nil:
 		return "None"
-	case *exec.Dict:
-		return t.String()
+	case *exec.Value:
+		if t == nil {
+			return "None"
+		}
+		return repr(t.Interface())
 	case pyList:
 		return t.String()
-	case int:
-		return value.PyRepr(int64(t))
+	case pyTuple:
+		return t.String()
+	case exec.ValuesList:
+		items := make([]string, len(t))
+		for i, v := range t {
+			items[i] = repr(v)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case []any:
+		items := make([]string, len(t))
+		for i, v := range t {
+			items[i] = repr(v)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case exec.Dict:
+		return repr(&t)
+	case *exec.Dict:
+		items := make([]string, len(t.Pairs))
+		for i, p := range t.Pairs {
+			items[i] = repr(p.Key) + ": " + repr(p.Value)
+		}
+		return "{" + strings.Join(items, ", ") + "}"
 	}
-	return value.PyRepr(e)
+	return value.PyRepr(fromGonja(e))
 }
 
 // toGonja converts a workflow value for the template: objects and files become ordered gonja

@@ -23,12 +23,17 @@ func TestDictOrderAndPrinting(t *testing.T) {
 	t.Parallel()
 	vars := map[string]any{
 		"o": value.ObjectOf("z", int64(1), "a", "x", "m", value.ObjectOf("k", []any{"s", 1.5, true})),
+		"q": value.ObjectOf("s", "it's", "n", nil, "nl", "a\nb"),
 		"l": []any{"a", int64(2), 2.0, value.ObjectOf("q", "w"), nil, false},
 	}
 	cases := map[string]string{
-		"{{ o }}":                              "{'z': 1, 'a': 'x', 'm': {'k': ['s', 1.5, True]}}",
-		"{{ l }}":                              "['a', 2, 2.0, {'q': 'w'}, None, False]",
-		"{% for k in o %}{{ k }},{% endfor %}": "z,a,m,",
+		"{{ o }}": "{'z': 1, 'a': 'x', 'm': {'k': ['s', 1.5, True]}}",
+		"{{ l }}": "['a', 2, 2.0, {'q': 'w'}, None, False]",
+		"{{ q }}": `{'s': "it's", 'n': None, 'nl': 'a\nb'}`,
+		"{% for k, v in q.items() %}{{ v }}|{% endfor %}":         "it's|None|a\nb|",
+		"{{ q.n }}|{{ q.missing }}|{{ {'b': [1, none]} }}":        "None||{'b': [1, None]}",
+		"{{ q['n'] }}|{{ q['missing'] }}|{{ l[4] }}|{{ l[9] }}":   "None||None|",
+		"{% for k in o %}{{ k }},{% endfor %}":                    "z,a,m,",
 		"{% for k, v in o.items() %}{{ k }}={{ v }};{% endfor %}": "z=1;a=x;m={'k': ['s', 1.5, True]};",
 		"{{ o.keys() | list }}|{{ o.values() | list }}":           "['z', 'a', 'm']|[1, 'x', {'k': ['s', 1.5, True]}]",
 		"{{ o.z }} {{ o['a'] }} {{ o.m.k[1] }} {{ o.get('z') }}":  "1 x 1.5 1",
@@ -105,8 +110,13 @@ func TestBounds(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := Render(cancelled, "{% for i in range(3) %}{{ i }}{% endfor %}", nil, Limits{}); !errors.Is(err, ErrTimeout) {
+	if _, err := Render(cancelled, "{% for i in range(3) %}{{ i }}{% endfor %}", nil, Limits{}); !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
 		t.Errorf("cancelled context: %v", err)
+	}
+	expired, cancel2 := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel2()
+	if _, err := Render(expired, "{{ 1 }}", nil, Limits{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("caller's deadline: %v", err)
 	}
 }
 
@@ -143,6 +153,79 @@ func TestNonePrintsAsPython(t *testing.T) {
 	for tpl, want := range cases {
 		if got := render(t, tpl, vars); got != want {
 			t.Errorf("%s = %q, want %q", tpl, got, want)
+		}
+	}
+}
+
+func TestOperatorsAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Arithmetic still works through the rewrite.
+	cases := map[string]string{
+		"{{ 1 + 2 }} {{ 1.5 + 1 }} {{ 'a' + 'b' }} {{ [1] + [2, 'x'] }} {{ 2 * 3 }} {{ 'ab' * 2 }} {{ 'x' * 0 }}|{{ 'x' * -1 }}|{{ 1 ~ 'a' }}": "3 2.5 ab [1, 2, 'x'] 6 abab ||1a",
+		"{% for i in range(3) %}{{ i * 2 + 1 }}{% endfor %}":            "135",
+		"{{ 2 * 'ab' }} {{ [1, 'x'] * 2 }} {{ 2 * [0] }} {{ [1] * 0 }}": "abab [1, 'x', 1, 'x'] [0, 0] []",
+		"{{ (1 + 2) * 3 }} {% if 1 + 1 == 2 %}ok{% endif %}":            "9 ok",
+	}
+	for tpl, want := range cases {
+		if got := render(t, tpl, nil); got != want {
+			t.Errorf("%s = %q, want %q", tpl, got, want)
+		}
+	}
+	bombs := []string{
+		"{{ 'x' * 1000000000000 }}",
+		"{{ [1] * 1000000000000 }}",
+		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+		"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}",
+		"{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | length }}",
+	}
+	for _, tpl := range bombs {
+		if _, err := Render(ctx, tpl, nil, Limits{MaxOutput: 1000}); !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("%s: %v", tpl, err)
+		}
+	}
+	// A single long loop is stopped between iterations, not only at its start.
+	slow := "{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(100000) %}{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}"
+	if _, err := Render(ctx, slow, nil, Limits{Timeout: 50 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
+		t.Errorf("slow loop: %v", err)
+	}
+}
+
+func TestWidthArgumentsAreBounded(t *testing.T) {
+	t.Parallel()
+	if got := render(t, "[{{ 'ab' | center(6) }}][{{ 'ab'.ljust(4) }}][{{ '7'.zfill(3) }}][{{ 'a\nb' | indent(2) }}]", nil); got != "[  ab  ][ab  ][007][a\n  b]" {
+		t.Errorf("padding = %q", got)
+	}
+	for _, tpl := range []string{"{{ 'x' | center(10000000000) }}", "{{ 'x'.ljust(10000000000) }}", "{{ '7'.zfill(10000000000) }}", "{{ 'a\nb' | indent(10000000000) }}", "{{ 'a' | indent(width=10000000000) }}"} {
+		if _, err := Render(context.Background(), tpl, nil, Limits{}); !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("%s: %v", tpl, err)
+		}
+	}
+}
+
+func TestDictAndListFilters(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{
+		"o":  value.ObjectOf("z", int64(1), "a", "x", "B", int64(0)),
+		"us": []any{value.ObjectOf("name", "Bo", "age", int64(30)), value.ObjectOf("name", "Al", "age", int64(20))},
+	}
+	cases := map[string]string{
+		"{{ o.items() | list }}":                                 "[('z', 1), ('a', 'x'), ('B', 0)]",
+		"{{ o | items | list }}":                                 "[('z', 1), ('a', 'x'), ('B', 0)]",
+		"{{ o | dictsort }}":                                     "[('a', 'x'), ('B', 0), ('z', 1)]",
+		"{{ o | dictsort(true) }}":                               "[('B', 0), ('a', 'x'), ('z', 1)]",
+		"{{ o | dictsort(reverse=true) }}":                       "[('z', 1), ('B', 0), ('a', 'x')]",
+		"{% for k, v in o | dictsort %}{{ k }}{% endfor %}":      "aBz",
+		"{{ us | reverse | map(attribute='name') | join(',') }}": "Al,Bo",
+		"{{ [1, 2] | reverse | list }} {{ 'abc' | reverse }}":    "[2, 1] cba",
+		"{{ us | map(attribute='name') | join(', ') }}":          "Bo, Al",
+		"{{ us | sort(attribute='age') | first }}":               "{'name': 'Al', 'age': 20}",
+		"{{ us | sum(attribute='age') }}":                        "50",
+		"{{ us | tojson }}":                                      `[{"age": 30, "name": "Bo"}, {"age": 20, "name": "Al"}]`,
+	}
+	for tpl, want := range cases {
+		if got := render(t, tpl, vars); got != want {
+			t.Errorf("%s\n got %q\nwant %q", tpl, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -28,6 +29,19 @@ var methods = func() exec.Methods {
 	for _, n := range strMethodNames {
 		if f, ok := m.Str.Get(n); ok {
 			str[n] = f
+		}
+	}
+	for _, n := range []string{"center", "ljust", "rjust", "zfill", "expandtabs"} {
+		if f, ok := str[n]; ok {
+			str[n] = func(self string, sv *exec.Value, args *exec.VarArgs) (any, error) {
+				if err := checkWidths(args); err != nil {
+					return nil, err
+				}
+				if _, ok := args.KwArgs["fillchar"]; !ok && len(args.Args) == 1 && n != "zfill" && n != "expandtabs" {
+					args.Args = append(args.Args, exec.AsValue(" ")) // gonja's default fillchar is not a string
+				}
+				return f(self, sv, args)
+			}
 		}
 	}
 	str["replace"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
@@ -68,7 +82,7 @@ var methods = func() exec.Methods {
 	}
 	dict["keys"] = view("keys", func(p *exec.Pair) any { return p.Key.Interface() })
 	dict["values"] = view("values", func(p *exec.Pair) any { return p.Value.Interface() })
-	dict["items"] = view("items", func(p *exec.Pair) any { return pyList{p.Key.Interface(), p.Value.Interface()} })
+	dict["items"] = view("items", func(p *exec.Pair) any { return pyTuple{p.Key.Interface(), p.Value.Interface()} })
 	m.Str = exec.NewMethodSet(str)
 	m.Dict = exec.NewMethodSet(dict)
 	return m
@@ -80,9 +94,142 @@ var filters = func() *exec.FilterSet {
 	f := exec.NewFilterSet(map[string]exec.FilterFunction{})
 	f.Update(builtins.Filters)
 	_ = f.Replace("tojson", filterToJSON)
-	_ = f.Register(noneFilter, filterNone)
+	for _, n := range []string{"center", "indent", "wordwrap", "truncate"} {
+		if inner, ok := f.Get(n); ok {
+			_ = f.Replace(n, func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+				if err := checkWidths(params); err != nil {
+					return exec.AsValue(err)
+				}
+				return inner(e, in, params)
+			})
+		}
+	}
+	_ = f.Register(printFilter, filterPrint)
+	// gonja's versions return nothing for an ordered dict, and reverse leaves lists of one or
+	// two items as they are.
+	for name, fn := range map[string]exec.FilterFunction{"items": filterItems, "dictsort": filterDictSort, "reverse": filterReverse} {
+		if f.Exists(name) {
+			_ = f.Replace(name, fn)
+		} else {
+			_ = f.Register(name, fn)
+		}
+	}
 	return f
 }()
+
+// pairsOf returns a dict's (key, value) pairs in insertion order.
+func pairsOf(in *exec.Value) ([]pyTuple, bool) {
+	switch d := in.Interface().(type) {
+	case *exec.Dict:
+		out := make([]pyTuple, len(d.Pairs))
+		for i, p := range d.Pairs {
+			out[i] = pyTuple{p.Key.Interface(), p.Value.Interface()}
+		}
+		return out, true
+	}
+	if !in.IsDict() {
+		return nil, false
+	}
+	var out []pyTuple
+	in.Iterate(func(_, _ int, k, v *exec.Value) bool {
+		out = append(out, pyTuple{k.Interface(), v.Interface()})
+		return true
+	}, func() {})
+	return out, true
+}
+
+// filterItems is Jinja2's items: a dict's (key, value) pairs in order.
+func filterItems(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	if in.IsError() || in.IsNil() {
+		return exec.AsValue(pyList{})
+	}
+	pairs, ok := pairsOf(in)
+	if !ok {
+		return exec.AsValue(errors.New("items expects a dict"))
+	}
+	out := make(pyList, len(pairs))
+	for i, p := range pairs {
+		out[i] = p
+	}
+	return exec.AsValue(out)
+}
+
+// filterDictSort is Jinja2's dictsort(case_sensitive=False, by='key', reverse=False).
+func filterDictSort(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	pairs, ok := pairsOf(in)
+	if !ok {
+		return exec.AsValue(errors.New("dictsort expects a dict"))
+	}
+	arg := func(i int, name string) *exec.Value {
+		if v, ok := params.KwArgs[name]; ok {
+			return v
+		}
+		if i < len(params.Args) {
+			return params.Args[i]
+		}
+		return nil
+	}
+	caseSensitive := arg(0, "case_sensitive") != nil && arg(0, "case_sensitive").IsTrue()
+	byValue := arg(1, "by") != nil && arg(1, "by").String() == "value"
+	reverse := arg(2, "reverse") != nil && arg(2, "reverse").IsTrue()
+	key := func(p pyTuple) *exec.Value {
+		v := exec.AsValue(p[0])
+		if byValue {
+			v = exec.AsValue(p[1])
+		}
+		if !caseSensitive && v.IsString() {
+			return exec.AsValue(strings.ToLower(v.String()))
+		}
+		return v
+	}
+	sort.SliceStable(pairs, func(i, j int) bool {
+		a, b := key(pairs[i]), key(pairs[j])
+		if reverse {
+			a, b = b, a
+		}
+		if a.IsNumber() && b.IsNumber() {
+			return a.Float() < b.Float()
+		}
+		return a.String() < b.String()
+	})
+	out := make(pyList, len(pairs))
+	for i, p := range pairs {
+		out[i] = p
+	}
+	return exec.AsValue(out)
+}
+
+// filterReverse is Jinja2's reverse: a reversed copy of a list, or a reversed string.
+func filterReverse(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	switch {
+	case in.IsError() || in.IsNil():
+		return in
+	case in.IsString():
+		r := []rune(in.String())
+		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+			r[i], r[j] = r[j], r[i]
+		}
+		return exec.AsValue(string(r))
+	case in.IsList():
+		n := in.Len()
+		out := make(pyList, n)
+		for i := 0; i < n; i++ {
+			out[n-1-i] = in.Index(i).Interface()
+		}
+		return exec.AsValue(out)
+	}
+	return exec.AsValue(errors.New("reverse expects a list or a string"))
+}
+
+// renderFilters adds the size-capped operators of one render to the shared filters.
+func renderFilters(g *guard) *exec.FilterSet {
+	f := exec.NewFilterSet(map[string]exec.FilterFunction{opFilter: opFilterFunc(4*g.maxOutput, g.maxItems)})
+	f.Update(filters)
+	return f
+}
 
 func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
@@ -159,6 +306,8 @@ func fromGonja(v any) any {
 		return o
 	case exec.Dict:
 		return fromGonja(&t)
+	case pyTuple:
+		return fromGonja(pyList(t))
 	case pyList:
 		out := make([]any, len(t))
 		for i, e := range t {
@@ -183,4 +332,28 @@ func fromGonja(v any) any {
 		return o
 	}
 	return value.FromGo(v)
+}
+
+// maxWidth bounds the width arguments of padding filters and methods (center, indent,
+// ljust, …), which otherwise allocate whatever they are asked for.
+const maxWidth = 1 << 20
+
+func checkWidths(args *exec.VarArgs) error {
+	check := func(v *exec.Value) error {
+		if v.IsInteger() && v.Integer() > maxWidth {
+			return fmt.Errorf("%w: width %d is over %d", errTooBig, v.Integer(), maxWidth)
+		}
+		return nil
+	}
+	for _, a := range args.Args {
+		if err := check(a); err != nil {
+			return err
+		}
+	}
+	for _, a := range args.KwArgs {
+		if err := check(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }

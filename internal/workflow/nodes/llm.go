@@ -24,16 +24,20 @@ import (
 // messages with their {{#node.var#}} references and {{#context#}} filled in, then, when the
 // node has memory, the conversation's earlier exchanges (the last window.size when the window
 // is enabled) and the query (memory.query_prompt_template, by default the user's message). A
-// completion-style template (one text) is sent as one user message.
+// completion-style template (one text) is sent as one user message, with the memory written as
+// "Human: …" / "Assistant: …" lines where it says {{#histories#}}.
 type llm struct {
-	d         Deps
-	provider  string
-	name      string
-	params    map[string]any
-	messages  []promptMessage
-	jinjaVars []output
-	context   []string
-	memory    *memory
+	d        Deps
+	provider string
+	name     string
+	params   map[string]any
+	messages []promptMessage
+	// completion is a completion-style template: one text, where {{#histories#}} stands for
+	// the memory written as text.
+	completion bool
+	jinjaVars  []output
+	context    []string
+	memory     *memory
 }
 
 type promptMessage struct {
@@ -46,6 +50,8 @@ type promptMessage struct {
 type memory struct {
 	window int // 0: no window
 	query  string
+	// user and assistant label the turns of a history written as text (completion prompts).
+	user, assistant string
 }
 
 // llmErrorType is error_type of a failed model call, as Dify names it.
@@ -71,6 +77,7 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 			l.messages = append(l.messages, msg)
 		}
 	case map[string]any:
+		l.completion = true
 		msg := promptMessage{role: providers.RoleUser, text: str(pt["text"])}
 		if str(pt["edition_type"]) == "jinja2" {
 			msg.text, msg.jinja = str(pt["jinja2_text"]), true
@@ -91,7 +98,15 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 		}
 	}
 	if mem := mapping(n.Data["memory"]); mem != nil {
-		l.memory = &memory{query: str(mem["query_prompt_template"])}
+		l.memory = &memory{query: str(mem["query_prompt_template"]), user: "Human", assistant: "Assistant"}
+		if rp := mapping(mem["role_prefix"]); rp != nil {
+			if u := str(rp["user"]); u != "" {
+				l.memory.user = u
+			}
+			if a := str(rp["assistant"]); a != "" {
+				l.memory.assistant = a
+			}
+		}
 		if w := mapping(mem["window"]); w != nil {
 			if on, _ := w["enabled"].(bool); on {
 				l.memory.window = max(1, intOf(w["size"]))
@@ -136,7 +151,29 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: m.role, Content: text})
 		}
 	}
-	if l.memory != nil {
+	if l.completion {
+		// One text: the memory goes where {{#histories#}} is, as "Human: …" lines.
+		var past []store.Message
+		if h := env(x).History; h != nil && l.memory != nil {
+			n := historyCap
+			if l.memory.window > 0 {
+				n = l.memory.window
+			}
+			if past, err = h(ctx, n); err != nil {
+				return workflow.Result{}, err
+			}
+		}
+		var hist strings.Builder
+		for i, p := range past {
+			if i > 0 {
+				hist.WriteString("\n")
+			}
+			hist.WriteString(l.memory.user + ": " + p.Query + "\n" + l.memory.assistant + ": " + p.Answer)
+		}
+		for i := range prompt {
+			prompt[i].Content = strings.ReplaceAll(prompt[i].Content, template.HistoriesPlaceholder, hist.String())
+		}
+	} else if l.memory != nil {
 		if h := env(x).History; h != nil {
 			n := historyCap
 			if l.memory.window > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
 )
@@ -180,5 +181,41 @@ func TestParameterExtractor(t *testing.T) {
 		if fc != (len(req.Tools) == 1) || !strings.Contains(req.Messages[0].Text(), "Dates are days.") {
 			t.Fatalf("request %+v", req)
 		}
+	}
+}
+
+// TestLLMCompletionTemplate: a completion-style template is one user message, with the memory
+// written as labelled lines where it says {{#histories#}}.
+func TestLLMCompletionTemplate(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	g, err := workflow.Parse(map[string]any{"nodes": []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("llm", "llm", map[string]any{
+			"model":           map[string]any{"provider": "openai", "name": "gpt-4o-mini", "mode": "completion"},
+			"prompt_template": map[string]any{"text": "History:\n{{#histories#}}\nQuestion: {{#sys.query#}}"},
+			"memory":          map[string]any{"window": map[string]any{"enabled": true, "size": 1}, "role_prefix": map[string]any{"user": "U", "assistant": "A"}},
+		}),
+		nodeOf("a", "answer", map[string]any{"answer": "{{#llm.text#}}"}),
+	}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.On("Question: third", openaitest.Reply{Text: "ok"})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "third")
+	history := func(_ context.Context, n int) ([]store.Message, error) {
+		h := []store.Message{{Query: "first", Answer: "one"}, {Query: "second", Answer: "two"}}
+		return h[len(h)-n:], nil
+	}
+	s := &sink{}
+	rep := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)}).Execute(context.Background(),
+		workflow.Spec{Graph: g, Pool: pool, Out: s, Env: &nodes.Env{History: history}})
+	if rep.Status != workflow.StatusSucceeded || s.answer.String() != "ok" {
+		t.Fatalf("%+v, answer %q", rep, s.answer.String())
+	}
+	msgs := up.Requests()[0].Messages
+	if len(msgs) != 1 || msgs[0].Text() != "History:\nU: second\nA: two\nQuestion: third" {
+		t.Fatalf("prompt %+v", msgs)
 	}
 }

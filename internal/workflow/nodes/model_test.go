@@ -1,0 +1,221 @@
+package nodes_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/nodes"
+)
+
+type sink struct {
+	mu     sync.Mutex
+	answer strings.Builder
+}
+
+func (s *sink) Emit(ev run.Event) {
+	if ev.Kind == run.EventMessage {
+		s.mu.Lock()
+		s.answer.WriteString(ev.Answer)
+		s.mu.Unlock()
+	}
+}
+
+// deps are the node dependencies with one model served by a fake upstream.
+func deps(t *testing.T) (nodes.Deps, *openaitest.Server) {
+	t.Helper()
+	up := openaitest.NewServer()
+	t.Cleanup(up.Close)
+	getenv := func(k string) string {
+		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
+	}
+	file, err := config.ParseFile([]byte(`
+providers:
+  - name: openai
+    base_url: ${UPSTREAM}
+    api_key_env: UPSTREAM_KEY
+    models:
+      - {name: gpt-4o-mini, type: llm, context_size: 16000}
+      - {name: gpt-4.1, type: llm, context_size: 16000, features: [tool-call]}
+`), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := models.NewCatalog(file.Providers, getenv)
+	return nodes.Deps{Models: catalog, Providers: registry.New(catalog.APIKey)}, up
+}
+
+func nodeOf(id, typ string, data map[string]any) any {
+	data["type"], data["title"] = typ, id
+	return map[string]any{"id": id, "data": data}
+}
+
+func edgeOf(src, handle, dst string) any {
+	return map[string]any{"source": src, "sourceHandle": handle, "target": dst}
+}
+
+// TestQuestionClassifierBranches: the model's answer picks the class whose branch runs; an answer
+// naming no class takes the first, as in Dify.
+func TestQuestionClassifierBranches(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	model := map[string]any{"provider": "openai", "name": "gpt-4o-mini", "mode": "chat"}
+	g, err := workflow.Parse(map[string]any{"nodes": []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("qc", "question-classifier", map[string]any{"model": model, "query_variable_selector": []any{"sys", "query"},
+			"instruction": "Be strict.", "classes": []any{
+				map[string]any{"id": "1", "name": "weather"}, map[string]any{"id": "2", "name": "billing"}}}),
+		nodeOf("w", "answer", map[string]any{"answer": "weather: {{#qc.class_name#}}"}),
+		nodeOf("b", "answer", map[string]any{"answer": "billing: {{#qc.class_name#}}"}),
+	}, "edges": []any{edgeOf("start", "source", "qc"), edgeOf("qc", "1", "w"), edgeOf("qc", "2", "b")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.On("my invoice", openaitest.Reply{Text: `{"category_id": "2", "category_name": "billing"}`})
+	up.On("rain tomorrow", openaitest.Reply{Text: `It is {"category_name": "weather"}`})
+	up.On("gibberish", openaitest.Reply{Text: "no idea"})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	for query, want := range map[string]string{"about my invoice": "billing: billing", "rain tomorrow?": "weather: weather", "gibberish": "weather: weather"} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, query)
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, Out: s, Env: &nodes.Env{}})
+		if rep.Status != workflow.StatusSucceeded || s.answer.String() != want || rep.Usage.TotalTokens == 0 {
+			t.Fatalf("%s: %+v, answer %q", query, rep, s.answer.String())
+		}
+	}
+	for _, req := range up.Requests() {
+		if !strings.Contains(req.Messages[0].Text(), "Be strict.") || !strings.Contains(req.LastUserMessage(), `"category_name":"billing"`) {
+			t.Fatalf("prompt %+v", req.Messages)
+		}
+	}
+}
+
+// TestLLMJinjaAndContext: a jinja2 message renders over the node's jinja2 variables, {{#context#}}
+// is the context variable's text, and the answer streams the model's text.
+func TestLLMJinjaAndContext(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	g, err := workflow.Parse(map[string]any{"nodes": []any{
+		nodeOf("start", "start", map[string]any{"variables": []any{map[string]any{"variable": "topic"}}}),
+		nodeOf("llm", "llm", map[string]any{
+			"model": map[string]any{"provider": "openai", "name": "gpt-4o-mini", "mode": "chat"},
+			"prompt_template": []any{
+				map[string]any{"role": "system", "edition_type": "jinja2", "text": "", "jinja2_text": "Topic: {{ t | upper }}"},
+				map[string]any{"role": "user", "text": "Context: {{#context#}} Q: {{#sys.query#}}"},
+			},
+			"prompt_config": map[string]any{"jinja2_variables": []any{map[string]any{"variable": "t", "value_selector": []any{"start", "topic"}}}},
+			"context":       map[string]any{"enabled": true, "variable_selector": []any{"start", "topic"}},
+		}),
+		nodeOf("a", "answer", map[string]any{"answer": "[{{#llm.text#}}]"}),
+	}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.On("Context: cats Q: why", openaitest.Reply{Chunks: []string{"Because", "."}})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "why")
+	s := &sink{}
+	rep := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)}).Execute(context.Background(),
+		workflow.Spec{Graph: g, Pool: pool, Out: s, Env: &nodes.Env{Inputs: map[string]any{"topic": "cats"}}})
+	if rep.Status != workflow.StatusSucceeded || s.answer.String() != "[Because.]" {
+		t.Fatalf("%+v, answer %q", rep, s.answer.String())
+	}
+	if sys := up.Requests()[0].Messages[0].Text(); sys != "Topic: CATS" {
+		t.Fatalf("system %q", sys)
+	}
+}
+
+// TestParameterExtractor: a model that calls functions fills the parameters through the
+// function's arguments, converted to their types; another answers JSON; an answer without a
+// required parameter leaves every parameter empty with __is_success 0 and the reason.
+func TestParameterExtractor(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	graphOf := func(model string) *workflow.Graph {
+		g, err := workflow.Parse(map[string]any{"nodes": []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("pe", "parameter-extractor", map[string]any{
+				"model": map[string]any{"provider": "openai", "name": model, "mode": "chat"},
+				"query": []any{"sys", "query"}, "reasoning_mode": "function_call", "instruction": "Dates are days.",
+				"parameters": []any{
+					map[string]any{"name": "city", "type": "string", "description": "the city", "required": true},
+					map[string]any{"name": "days", "type": "number", "description": "how many days", "required": true},
+					map[string]any{"name": "class", "type": "select", "options": []any{"economy", "business"}},
+				}}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#pe.city#}}/{{#pe.days#}}/{{#pe.class#}}/{{#pe.__is_success#}}/{{#pe.__reason#}}"}),
+		}, "edges": []any{edgeOf("start", "source", "pe"), edgeOf("pe", "source", "a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	up.On("three days in Paris", openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "extract_parameters", Arguments: `{"city":"Paris","days":"3","class":"business"}`}}})
+	up.On("Rome, no dates", openaitest.Reply{Text: `Here: {"city": "Rome"}`})
+	up.On("two days in Oslo", openaitest.Reply{Text: `{"city": "Oslo", "days": 2}`})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	for _, tc := range []struct{ model, query, want string }{
+		{"gpt-4.1", "three days in Paris", "Paris/3/business/1/"},
+		{"gpt-4o-mini", "two days in Oslo", "Oslo/2//1/"},
+		{"gpt-4o-mini", "Rome, no dates", "/0//0/parameter days is required"},
+	} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, tc.query)
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: graphOf(tc.model), Pool: pool, Out: s, Env: &nodes.Env{}})
+		if rep.Status != workflow.StatusSucceeded || s.answer.String() != tc.want {
+			t.Fatalf("%s: %+v, answer %q, want %q", tc.query, rep, s.answer.String(), tc.want)
+		}
+	}
+	for _, req := range up.Requests() {
+		fc := req.Model == "gpt-4.1"
+		if fc != (len(req.Tools) == 1) || !strings.Contains(req.Messages[0].Text(), "Dates are days.") {
+			t.Fatalf("request %+v", req)
+		}
+	}
+}
+
+// TestLLMCompletionTemplate: a completion-style template is one user message, with the memory
+// written as labelled lines where it says {{#histories#}}.
+func TestLLMCompletionTemplate(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	g, err := workflow.Parse(map[string]any{"nodes": []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("llm", "llm", map[string]any{
+			"model":           map[string]any{"provider": "openai", "name": "gpt-4o-mini", "mode": "completion"},
+			"prompt_template": map[string]any{"text": "History:\n{{#histories#}}\nQuestion: {{#sys.query#}}"},
+			"memory":          map[string]any{"window": map[string]any{"enabled": true, "size": 1}, "role_prefix": map[string]any{"user": "U", "assistant": "A"}},
+		}),
+		nodeOf("a", "answer", map[string]any{"answer": "{{#llm.text#}}"}),
+	}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.On("Question: third", openaitest.Reply{Text: "ok"})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "third")
+	history := func(_ context.Context, n int) ([]store.Message, error) {
+		h := []store.Message{{Query: "first", Answer: "one"}, {Query: "second", Answer: "two"}}
+		return h[len(h)-n:], nil
+	}
+	s := &sink{}
+	rep := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)}).Execute(context.Background(),
+		workflow.Spec{Graph: g, Pool: pool, Out: s, Env: &nodes.Env{History: history}})
+	if rep.Status != workflow.StatusSucceeded || s.answer.String() != "ok" {
+		t.Fatalf("%+v, answer %q", rep, s.answer.String())
+	}
+	msgs := up.Requests()[0].Messages
+	if len(msgs) != 1 || msgs[0].Text() != "History:\nU: second\nA: two\nQuestion: third" {
+		t.Fatalf("prompt %+v", msgs)
+	}
+}

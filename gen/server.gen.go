@@ -1028,6 +1028,7 @@ func (e ModelType) Valid() bool {
 const (
 	NodeFinishedDataStatusException NodeFinishedDataStatus = "exception"
 	NodeFinishedDataStatusFailed    NodeFinishedDataStatus = "failed"
+	NodeFinishedDataStatusRetry     NodeFinishedDataStatus = "retry"
 	NodeFinishedDataStatusRunning   NodeFinishedDataStatus = "running"
 	NodeFinishedDataStatusStopped   NodeFinishedDataStatus = "stopped"
 	NodeFinishedDataStatusSucceeded NodeFinishedDataStatus = "succeeded"
@@ -1039,6 +1040,8 @@ func (e NodeFinishedDataStatus) Valid() bool {
 	case NodeFinishedDataStatusException:
 		return true
 	case NodeFinishedDataStatusFailed:
+		return true
+	case NodeFinishedDataStatusRetry:
 		return true
 	case NodeFinishedDataStatusRunning:
 		return true
@@ -1070,6 +1073,7 @@ func (e NodeFinishedEventEvent) Valid() bool {
 const (
 	NodeRetryEventDataStatusException NodeRetryEventDataStatus = "exception"
 	NodeRetryEventDataStatusFailed    NodeRetryEventDataStatus = "failed"
+	NodeRetryEventDataStatusRetry     NodeRetryEventDataStatus = "retry"
 	NodeRetryEventDataStatusRunning   NodeRetryEventDataStatus = "running"
 	NodeRetryEventDataStatusStopped   NodeRetryEventDataStatus = "stopped"
 	NodeRetryEventDataStatusSucceeded NodeRetryEventDataStatus = "succeeded"
@@ -1081,6 +1085,8 @@ func (e NodeRetryEventDataStatus) Valid() bool {
 	case NodeRetryEventDataStatusException:
 		return true
 	case NodeRetryEventDataStatusFailed:
+		return true
+	case NodeRetryEventDataStatusRetry:
 		return true
 	case NodeRetryEventDataStatusRunning:
 		return true
@@ -3118,11 +3124,13 @@ type NodeFinishedData struct {
 	Outputs           *map[string]interface{}   `json:"outputs"`
 	PredecessorNodeId *string                   `json:"predecessor_node_id,omitempty"`
 	ProcessData       *map[string]interface{}   `json:"process_data,omitempty"`
-	Status            NodeFinishedDataStatus    `json:"status"`
-	Title             string                    `json:"title"`
+
+	// Status `exception` is a failure an error strategy handled (default value, fail branch); `retry` is the status of a `node_retry` event (an attempt that failed and is retried).
+	Status NodeFinishedDataStatus `json:"status"`
+	Title  string                 `json:"title"`
 }
 
-// NodeFinishedDataStatus defines model for NodeFinishedData.Status.
+// NodeFinishedDataStatus `exception` is a failure an error strategy handled (default value, fail branch); `retry` is the status of a `node_retry` event (an attempt that failed and is retried).
 type NodeFinishedDataStatus string
 
 // NodeFinishedEvent A node ended.
@@ -3167,8 +3175,10 @@ type NodeRetryEvent struct {
 		PredecessorNodeId *string                   `json:"predecessor_node_id,omitempty"`
 		ProcessData       *map[string]interface{}   `json:"process_data,omitempty"`
 		RetryIndex        int                       `json:"retry_index"`
-		Status            NodeRetryEventDataStatus  `json:"status"`
-		Title             string                    `json:"title"`
+
+		// Status `exception` is a failure an error strategy handled (default value, fail branch); `retry` is the status of a `node_retry` event (an attempt that failed and is retried).
+		Status NodeRetryEventDataStatus `json:"status"`
+		Title  string                   `json:"title"`
 	} `json:"data"`
 	Event         NodeRetryEventEvent `json:"event"`
 	MessageId     openapi_types.UUID  `json:"message_id"`
@@ -3176,7 +3186,7 @@ type NodeRetryEvent struct {
 	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
 }
 
-// NodeRetryEventDataStatus defines model for NodeRetryEvent.Data.Status.
+// NodeRetryEventDataStatus `exception` is a failure an error strategy handled (default value, fail branch); `retry` is the status of a `node_retry` event (an attempt that failed and is retried).
 type NodeRetryEventDataStatus string
 
 // NodeRetryEventEvent defines model for NodeRetryEvent.Event.

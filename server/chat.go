@@ -39,6 +39,9 @@ func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageReq
 	if b.ConversationId != nil {
 		rreq.ConversationID = *b.ConversationId
 	}
+	if b.WorkflowId != nil && app.Mode == apps.ModeAdvancedChat {
+		rreq.WorkflowID = *b.WorkflowId
+	}
 	r, err := s.runs.Start(ctx, rreq)
 	if err != nil {
 		return nil, err

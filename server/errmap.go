@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/workflow/chatflow"
 )
 
 // This file is where the errors of the domain packages meet the contract. Handlers return them
@@ -86,6 +87,9 @@ func domainOutcome(err error) *APIError {
 		tooLarge *files.TooLargeError
 		kerr     *knowledge.Error
 		xerr     *extract.Error
+		// internal/workflow/chatflow
+		runFailed *chatflow.RunFailedError
+		badGraph  *chatflow.InvalidGraphError
 	)
 	switch {
 	// internal/knowledge: the kind says how, the error says what.
@@ -175,6 +179,20 @@ func domainOutcome(err error) *APIError {
 		return apiError(http.StatusBadRequest, "agent_not_published", "Agent has not been published. Please publish the Agent before using the API.")
 	case errors.Is(err, apps.ErrQueryRequired):
 		return errInvalidParam("query is required")
+
+	// internal/workflow/chatflow: the version a Chatflow message runs, and a failed run.
+	case errors.Is(err, chatflow.ErrWorkflowIDInvalid):
+		return apiError(http.StatusBadRequest, "bad_request", "Invalid workflow_id format: expected a UUID.")
+	case errors.Is(err, chatflow.ErrDraftWorkflow):
+		return apiError(http.StatusBadRequest, "bad_request", "Cannot use draft workflow version. Please use a published workflow version or leave workflow_id empty.")
+	case errors.Is(err, chatflow.ErrWorkflowNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Workflow not found with id.")
+	case errors.Is(err, chatflow.ErrNotPublished):
+		return errInvalidParam("Workflow not published")
+	case errors.As(err, &runFailed):
+		return errInvalidParam(runFailed.Error())
+	case errors.As(err, &badGraph):
+		return errInvalidParam(badGraph.Error())
 
 	// internal/models
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):

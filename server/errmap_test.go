@@ -42,6 +42,11 @@ import (
 	"github.com/parleyhq/parley/internal/tools/openapi"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/vectorindex"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/chatflow"
+	"github.com/parleyhq/parley/internal/workflow/condition"
+	"github.com/parleyhq/parley/internal/workflow/listop"
+	"github.com/parleyhq/parley/internal/workflow/template/jinja"
 )
 
 // wire is what a client sees of an error.
@@ -159,6 +164,15 @@ func domainOutcomes() map[string]outcome {
 		"providers.KindModel":       {providers.NewError("openai", providers.KindModel, 404, "no such model", nil), wire{status: 400, code: "model_currently_not_support", msg: "[openai] no such model"}},
 		"providers.KindInvocation":  {providers.NewError("openai", providers.KindInvocation, 502, "bad gateway", nil), wire{status: 400, code: "completion_request_error", msg: "[openai] bad gateway"}},
 
+		"workflow/chatflow.ErrWorkflowIDInvalid": {chatflow.ErrWorkflowIDInvalid, wire{status: 400, code: "bad_request", msg: "Invalid workflow_id format: expected a UUID."}},
+		"workflow/chatflow.ErrDraftWorkflow": {chatflow.ErrDraftWorkflow, wire{status: 400, code: "bad_request",
+			msg: "Cannot use draft workflow version. Please use a published workflow version or leave workflow_id empty."}},
+		"workflow/chatflow.ErrWorkflowNotFound": {chatflow.ErrWorkflowNotFound, wire{status: 404, code: "not_found", msg: "Workflow not found with id."}},
+		"workflow/chatflow.ErrNotPublished":     {chatflow.ErrNotPublished, invalid("Workflow not published")},
+		"workflow/chatflow.RunFailedError":      {&chatflow.RunFailedError{Msg: "node llm (LLM): boom"}, invalid("Run failed: node llm (LLM): boom")},
+		"workflow/chatflow.InvalidGraphError": {&chatflow.InvalidGraphError{Problems: []workflow.Problem{{NodeID: "c", Type: "code", Msg: "not supported"}}},
+			invalid("the app's workflow cannot run: node c (code): not supported")},
+
 		"segment.ValidationError":           {&segment.ValidationError{Message: "Custom rule is required."}, invalid("Custom rule is required.")},
 		"segment.LengthError":               {&segment.LengthError{Max: 4000, Got: 5000}, invalid("Custom segment length should be between 50 and 4000.")},
 		"segment.OverlapError":              {&segment.OverlapError{Overlap: 200, Size: 100}, invalid("Got a larger chunk overlap (200) than chunk size (100), should be smaller.")},
@@ -177,35 +191,45 @@ func internalFailures() map[string]struct {
 		why string
 	}
 	const cliOnly = "raised only by the apps commands of the CLI (import, publish, delete); no route returns it"
+	const nodeFailure = "fails a workflow node; the run reports it inside a *chatflow.RunFailedError (or a node's error strategy handles it)"
 	return map[string]entry{
-		"apps.ErrConfigApp":                {apps.ErrConfigApp, cliOnly},
-		"apps.ErrInvalid":                  {apps.ErrInvalid, cliOnly},
-		"apps.ErrNameTaken":                {apps.ErrNameTaken, cliOnly},
-		"apps/dsl.Error":                   {&dsl.Error{}, cliOnly},
-		"tools.ErrUnknownTool":             {tools.ErrUnknownTool, "an agent reports an unknown or unavailable tool to the model as the observation"},
-		"agent.ErrMaxIterations":           {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
-		"tools.ErrBadArguments":            {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
-		"netguard.ErrForbidden":            {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
-		"tools/toolreg.ErrInvalid":         {toolreg.ErrInvalid, "raised only by the tools commands of the CLI (add-api, add-mcp, refresh, delete); no route returns it"},
-		"tools/toolreg.ErrExists":          {toolreg.ErrExists, "raised only by the tools commands of the CLI; no route returns it"},
-		"tools/toolreg.ErrNotFound":        {toolreg.ErrNotFound, "raised only by the tools commands of the CLI (refresh, delete); an agent's lookup reports a missing provider as tools.ErrUnknownTool"},
-		"tools/openapi.ErrInvalidDocument": {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},
-		"blob.ErrNotFound":                 {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
-		"blob.ErrTooLarge":                 {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
-		"blob.ErrInvalidKey":               {blob.ErrInvalidKey, "a key the server built itself"},
-		"run.ErrShuttingDown":              {run.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
-		"run.ErrStopped":                   {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
-		"config.FieldError":                {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},
-		"jobs.ErrQueueFull":                {jobs.ErrQueueFull, "the knowledge service logs it and leaves the document waiting"},
-		"jobs.ErrUnknownKind":              {jobs.ErrUnknownKind, "wiring bug"},
-		"jobs.ErrClosed":                   {jobs.ErrClosed, "shutdown; the knowledge service leaves the document waiting"},
-		"limiter.ErrLimitExceeded":         {limiter.ErrLimitExceeded, "chat turns it into a *run.LimitError, which names what the 429 message needs"},
-		"store.ErrNotFound":                {store.ErrNotFound, "storage; each domain package turns it into its own not-found sentinel"},
-		"store.ErrConflict":                {store.ErrConflict, "storage; each domain package turns it into its own outcome"},
-		"store.ErrCursorNotFound":          {store.ErrCursorNotFound, "storage; conversations turns it into ErrLastNotFound/ErrFirstNotFound"},
-		"tasks.ErrStopped":                 {tasks.ErrStopped, "a stopped run ends with message_end, never as an error"},
-		"vectorindex.ErrDimensionMismatch": {vectorindex.ErrDimensionMismatch, "vectors the server computed itself disagree: a changed embedding model, not a request"},
-		"vectorindex.ErrInvalidQuery":      {vectorindex.ErrInvalidQuery, "a query vector the server computed itself"},
+		"apps.ErrConfigApp":                        {apps.ErrConfigApp, cliOnly},
+		"apps.ErrInvalid":                          {apps.ErrInvalid, cliOnly},
+		"apps.ErrNameTaken":                        {apps.ErrNameTaken, cliOnly},
+		"apps/dsl.Error":                           {&dsl.Error{}, cliOnly},
+		"tools.ErrUnknownTool":                     {tools.ErrUnknownTool, "an agent reports an unknown or unavailable tool to the model as the observation"},
+		"agent.ErrMaxIterations":                   {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
+		"tools.ErrBadArguments":                    {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
+		"netguard.ErrForbidden":                    {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
+		"tools/toolreg.ErrInvalid":                 {toolreg.ErrInvalid, "raised only by the tools commands of the CLI (add-api, add-mcp, refresh, delete); no route returns it"},
+		"tools/toolreg.ErrExists":                  {toolreg.ErrExists, "raised only by the tools commands of the CLI; no route returns it"},
+		"tools/toolreg.ErrNotFound":                {toolreg.ErrNotFound, "raised only by the tools commands of the CLI (refresh, delete); an agent's lookup reports a missing provider as tools.ErrUnknownTool"},
+		"tools/openapi.ErrInvalidDocument":         {openapi.ErrInvalidDocument, "API tool providers are registered from the CLI or config, not through a route; no handler returns it yet"},
+		"blob.ErrNotFound":                         {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
+		"blob.ErrTooLarge":                         {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
+		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
+		"run.ErrShuttingDown":                      {run.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
+		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"config.FieldError":                        {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},
+		"jobs.ErrQueueFull":                        {jobs.ErrQueueFull, "the knowledge service logs it and leaves the document waiting"},
+		"jobs.ErrUnknownKind":                      {jobs.ErrUnknownKind, "wiring bug"},
+		"jobs.ErrClosed":                           {jobs.ErrClosed, "shutdown; the knowledge service leaves the document waiting"},
+		"limiter.ErrLimitExceeded":                 {limiter.ErrLimitExceeded, "chat turns it into a *run.LimitError, which names what the 429 message needs"},
+		"store.ErrNotFound":                        {store.ErrNotFound, "storage; each domain package turns it into its own not-found sentinel"},
+		"store.ErrConflict":                        {store.ErrConflict, "storage; each domain package turns it into its own outcome"},
+		"store.ErrCursorNotFound":                  {store.ErrCursorNotFound, "storage; conversations turns it into ErrLastNotFound/ErrFirstNotFound"},
+		"tasks.ErrStopped":                         {tasks.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"vectorindex.ErrDimensionMismatch":         {vectorindex.ErrDimensionMismatch, "vectors the server computed itself disagree: a changed embedding model, not a request"},
+		"vectorindex.ErrInvalidQuery":              {vectorindex.ErrInvalidQuery, "a query vector the server computed itself"},
+		"workflow.ErrInvalidGraph":                 {workflow.ErrInvalidGraph, "the chatflow runner reports a graph that cannot run as a *chatflow.InvalidGraphError; the import as its own problems"},
+		"workflow.NodeError":                       {&workflow.NodeError{Type: "x", Err: errors.New("x")}, "a node's failure; a failed run reports it inside a *chatflow.RunFailedError"},
+		"workflow/chatflow.ErrFilesNotAccepted":    {chatflow.ErrFilesNotAccepted, "wiring: the server always gives the Chatflow runner file support"},
+		"workflow/condition.ErrInvalid":            {condition.ErrInvalid, nodeFailure},
+		"workflow/listop.ErrInvalid":               {listop.ErrInvalid, nodeFailure},
+		"workflow/template/jinja.ErrOutputTooLong": {jinja.ErrOutputTooLong, nodeFailure},
+		"workflow/template/jinja.ErrRender":        {jinja.ErrRender, nodeFailure},
+		"workflow/template/jinja.ErrSyntax":        {jinja.ErrSyntax, nodeFailure},
+		"workflow/template/jinja.ErrTimeout":       {jinja.ErrTimeout, nodeFailure},
 	}
 }
 

@@ -192,7 +192,7 @@ func (enc *eventEncoder) encode(ev run.Event) ([]byte, error) {
 	case k == run.EventMessage:
 		b = append(append(b, enc.task...), enc.id...)
 		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)
-		b = append(b, `,"from_variable_selector":null`...)
+		b = appendSelector(append(b, `,"from_variable_selector":`...), ev.Data)
 	case k == run.EventAgentMessage:
 		b = append(append(b, enc.task...), enc.id...)
 		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)
@@ -232,6 +232,23 @@ func (enc *eventEncoder) encode(ev run.Event) ([]byte, error) {
 	}
 	enc.buf = append(b, '}')
 	return enc.buf, nil
+}
+
+// appendSelector appends a message's from_variable_selector: the selector a Chatflow's answer
+// chunk comes from, null for the other kinds.
+func appendSelector(b []byte, data any) []byte {
+	sel, ok := data.([]string)
+	if !ok || sel == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range sel {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, s)
+	}
+	return append(b, ']')
 }
 
 // appendMessageEnd appends message_end's own members after its id.

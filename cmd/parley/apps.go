@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/workflow/nodes"
 
 	"github.com/spf13/cobra"
 
@@ -40,8 +41,9 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import [--name NAME] [--publish] [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
 		Short: "Import a Dify DSL file as an app and print its name",
-		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + "; Chatbot, Completion, Legacy Agent\n" +
-			"and Agent apps, an Agent's agent starting as an unpublished draft) and\n" +
+		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + "; Chatbot, Completion, Legacy Agent,\n" +
+			"Agent apps, an Agent's agent starting as an unpublished draft, and Chatflows whose\n" +
+			"nodes Parley runs; a Chatflow runs once published) and\n" +
 			"print the app's name on stdout; notes (substitutions, settings kept but not run) go to\n" +
 			"stderr. Every model, knowledge base and tool the file names must resolve on this server,\n" +
 			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
@@ -74,6 +76,7 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			opts.NodeTypes = nodes.Registry(nodes.Deps{}).Supports
 			res, err := dsl.Import(data, denv, opts)
 			if err != nil {
 				return err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/workflow/chatflow"
+	"github.com/parleyhq/parley/internal/workflow/nodes"
 
 	"github.com/spf13/cobra"
 
@@ -123,6 +125,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Chat: chatSvc, Tools: toolReg.Find, Knowledge: knowledgeSvc, Logger: e.log,
 		Files: fileSvc,
 	})
+	chatflowRunner := chatflow.New(chatflow.Options{
+		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
+		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet}),
+	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter,
@@ -131,6 +137,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 			config.AppModeAgentChat:  {Runner: agentRunner},
 			apps.ModeAgent:           {Runner: agentRunner.AgentApp()},
+			apps.ModeAdvancedChat:    {Runner: chatflowRunner},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of

@@ -127,7 +127,8 @@ type Event struct {
 	Err error
 	// Data is the payload of the other kinds: a value that encodes to a JSON object. Nested kinds
 	// send it as their `data`; the others (agent_thought, message_file, message_replace's
-	// reason) add its members to the event.
+	// reason) add its members to the event. A message's Data may be the []string selector of
+	// the variable its text comes from (a Chatflow's from_variable_selector).
 	Data any
 }
 

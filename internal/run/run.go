@@ -373,6 +373,9 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 		return
 	}
 	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})
+	for _, ev := range outcome.Trailer {
+		run.emit(ev)
+	}
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

@@ -23,6 +23,9 @@ type Request struct {
 	// AutoGenerateName asks for the new conversation to be named after its first exchange.
 	AutoGenerateName bool
 	Streaming        bool
+	// WorkflowID pins the published version a workflow kind runs (empty: the latest
+	// published); other kinds ignore it.
+	WorkflowID string
 }
 
 // File is a file attached to a message, as the request references it.
@@ -99,6 +102,9 @@ type Outcome struct {
 	// Uncited answers never list retriever resources: message_end and the stored metadata have
 	// no retriever_resources member at all (Agent apps).
 	Uncited bool
+	// Trailer are events sent after message_end when the answer succeeded (a Chatflow's
+	// workflow_finished).
+	Trailer []Event
 }
 
 // Output is where a job sends its events.

@@ -67,18 +67,29 @@ func (s *Store) SaveMessageProgress(ctx context.Context, at time.Time, ps []Mess
 
 // EndStaleMessages ends every running message whose heartbeat (updated_at) is older than
 // before: its status becomes MessageStatusError with errText as its error, and the answer
-// stored so far is kept. It returns how many messages it ended. Running it concurrently, or
-// again, is harmless.
+// stored so far is kept; the running workflow run of such a message fails with the same error.
+// It returns how many messages it ended. Running it concurrently, or again, is harmless.
 func (s *Store) EndStaleMessages(ctx context.Context, before time.Time, errText string) (int64, error) {
-	res, err := s.exec(ctx, `UPDATE messages SET status = ?, error = ?, updated_at = ?
-WHERE status = ? AND updated_at < ?`,
-		MessageStatusError, nullString(errText), time.Now().Unix(), MessageStatusRunning, before.Unix())
+	now := time.Now().Unix()
+	var n int64
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		// The workflow runs of those messages (Chatflows) end with them, failed.
+		if _, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE workflow_runs SET status = 'failed', error = ?, finished_at = ?
+WHERE status = 'running' AND message_id IN (SELECT id FROM messages WHERE status = ? AND updated_at < ?)`),
+			errText, now, MessageStatusRunning, before.Unix()); err != nil {
+			return err
+		}
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE messages SET status = ?, error = ?, updated_at = ?
+WHERE status = ? AND updated_at < ?`),
+			MessageStatusError, nullString(errText), now, MessageStatusRunning, before.Unix())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("store: end stale messages: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("store: end stale messages: %w", err)
+		return 0, fmt.Errorf("store: end stale messages: %w", mapError(err))
 	}
 	return n, nil
 }

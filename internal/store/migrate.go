@@ -320,6 +320,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationAgentThoughts,
 	migrationAgents,
 	migrationToolProviders,
+	migrationWorkflowRuns,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -30,17 +30,19 @@ type Options struct {
 	Datasets map[string]string
 	// Modes are the app modes accepted; nil means [ImportModes].
 	Modes []string
+	// NodeTypes reports whether the server runs a workflow node type; a Chatflow whose graph has
+	// others is refused, each such node named. Nil runs none.
+	NodeTypes func(nodeType string) bool
 }
 
 // ImportModes are the modes Parley imports and runs.
 func ImportModes() []string {
-	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent}
+	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent, apps.ModeAdvancedChat}
 }
 
 // notYet says why a mode Parley knows is not imported yet.
 var notYet = map[string]string{
-	apps.ModeAdvancedChat: "Chatflow (advanced-chat) apps cannot be imported yet: Parley does not run workflow graphs yet",
-	apps.ModeWorkflow:     "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
+	apps.ModeWorkflow: "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
 }
 
 // modelConfigModes are the modes defined by a model_config section; the others are defined by
@@ -112,7 +114,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 		p.add("app.mode", "missing: the file does not say what kind of app it is")
 	case !slices.Contains(apps.Modes(), mode):
 		p.add("app.mode", "unknown app mode %q", mode)
-	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent:
+	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent && mode != apps.ModeAdvancedChat:
 		if why, ok := notYet[mode]; ok {
 			p.add("app.mode", "%s", why)
 		} else {
@@ -137,6 +139,8 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 	c.readApp(appSec)
 	if mode == apps.ModeAgent {
 		c.readAgentApp(top)
+	} else if mode == apps.ModeAdvancedChat {
+		c.readWorkflow(top)
 	} else if !top.has("model_config") {
 		p.add("model_config", "missing: a %s app is defined by its model_config section", mode)
 	} else {

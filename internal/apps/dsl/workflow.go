@@ -1,0 +1,131 @@
+package dsl
+
+import (
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/workflow"
+)
+
+// readWorkflow reads the workflow section of a Chatflow: the graph (kept as the file has it,
+// with model references rewritten to this server's names), the features, and the environment
+// and conversation variables. The start node's variables become the app's input form, so that
+// requests are validated as for every other kind. A graph with node types Parley does not run
+// is refused, every such node listed with its id.
+func (c *converter) readWorkflow(top *section) {
+	if !top.has("workflow") {
+		top.raw("workflow")
+		c.p.add("workflow", "missing: a %s app is defined by its workflow section", c.a.Mode)
+		return
+	}
+	ws := top.sub("workflow")
+	graph := ws.mapping("graph")
+	w := &apps.Workflow{Graph: graph}
+	for _, v := range ws.list("environment_variables") {
+		if m, ok := v.(map[string]any); ok {
+			w.EnvironmentVariables = append(w.EnvironmentVariables, m)
+		}
+	}
+	for _, v := range ws.list("conversation_variables") {
+		if m, ok := v.(map[string]any); ok {
+			w.ConversationVariables = append(w.ConversationVariables, m)
+		}
+	}
+	fs := ws.sub("features")
+	c.readFeatures(fs)
+	c.keep(fs.path, fs.rest())
+	c.keep(ws.path, ws.rest())
+	c.a.Workflow = w
+
+	g, err := workflow.Parse(graph)
+	if err != nil {
+		c.p.add(ws.at("graph"), "%v", err)
+		return
+	}
+	supported := c.opts.NodeTypes
+	if supported == nil {
+		supported = func(string) bool { return false }
+	}
+	nodeIndex := map[string]int{}
+	for i, n := range list(graph["nodes"]) {
+		if m, ok := n.(map[string]any); ok {
+			if id, ok := scalarText(m["id"]); ok {
+				nodeIndex[id] = i
+			}
+		}
+	}
+	nodePath := func(id string) string { return index(ws.at("graph")+".nodes", nodeIndex[id]) }
+	for _, pr := range g.Validate(supported) {
+		if pr.NodeID == "" {
+			c.p.add(ws.at("graph"), "%s", pr.Msg)
+			continue
+		}
+		c.p.add(nodePath(pr.NodeID), "node %s: %s", pr.NodeID, pr.Msg)
+	}
+	for _, id := range g.Order {
+		n := g.Nodes[id]
+		if n.Type == workflow.TypeStart && n.ParentID == "" {
+			c.readStartForm(nodePath(id), n.Data)
+		}
+		if m, ok := n.Data["model"].(map[string]any); ok && modelNodes[n.Type] {
+			c.resolveNodeModel(nodePath(id)+".data.model", m)
+		}
+	}
+}
+
+// resolveNodeModel rewrites a node's model reference to the configured model it resolves to
+// (or the fallback), as an app's model is resolved.
+func (c *converter) resolveNodeModel(path string, m map[string]any) {
+	provider, _ := scalarText(m["provider"])
+	name, _ := scalarText(m["name"])
+	r, why := c.env.resolveModel(modelLLM, provider, name)
+	if why != "" {
+		if c.fallback == nil {
+			c.p.add(path, "%s", why)
+			return
+		}
+		c.p.note(NoteSubstituted, path, "%s; using %s:%s (--model-fallback)", why, c.fallback.provider.Name, c.fallback.model.Name)
+		r = *c.fallback
+	}
+	m["provider"], m["name"] = r.provider.Name, r.model.Name
+}
+
+// readStartForm turns the start node's variables into the app's input form.
+func (c *converter) readStartForm(path string, data map[string]any) {
+	seen := map[string]bool{}
+	for i, v := range list(data["variables"]) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			c.p.add(index(path+".data.variables", i), "expected a mapping")
+			continue
+		}
+		s := newSection(c.p, index(path+".data.variables", i), m)
+		f := apps.InputField{Type: s.str("type"), Variable: s.str("variable"), Label: s.str("label"),
+			Required: s.boolean("required"), MaxLength: s.integer("max_length")}
+		if f.Type == "" {
+			f.Type = apps.InputText
+		}
+		if _, ok := scalarText(m["default"]); ok && m["default"] != nil {
+			f.Default = s.str("default")
+		}
+		if s.has("options") {
+			f.Options = s.strings("options")
+		}
+		switch {
+		case f.Variable == "":
+			c.p.add(s.at("variable"), "missing")
+			continue
+		case seen[f.Variable]:
+			c.p.add(s.at("variable"), "%q is declared twice", f.Variable)
+			continue
+		}
+		seen[f.Variable] = true
+		c.a.UserInputForm = append(c.a.UserInputForm, f)
+	}
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// modelNodes are the node types whose data.model names an LLM.
+var modelNodes = map[string]bool{"llm": true, "question-classifier": true, "parameter-extractor": true}

@@ -1,0 +1,421 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/nodes"
+)
+
+// sink records a run's events.
+type sink struct {
+	mu     sync.Mutex
+	events []run.Event
+}
+
+func (s *sink) Emit(ev run.Event) {
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+}
+
+// answer is the concatenated message text.
+func (s *sink) answer() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range s.events {
+		if ev.Kind == run.EventMessage {
+			b.WriteString(ev.Answer)
+		}
+	}
+	return b.String()
+}
+
+// finished returns node id → status of node_finished events, and the node ids that started, in
+// order.
+func (s *sink) nodes(t *testing.T) (map[string]string, []string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status := map[string]string{}
+	var started []string
+	for _, ev := range s.events {
+		raw, _ := json.Marshal(ev.Data)
+		var d struct {
+			NodeID string `json:"node_id"`
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(raw, &d)
+		switch ev.Kind {
+		case run.EventNodeStarted:
+			started = append(started, d.NodeID)
+		case run.EventNodeFinished:
+			status[d.NodeID] = d.Status
+		}
+	}
+	return status, started
+}
+
+func (s *sink) count(k run.EventKind) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ev := range s.events {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// node and edge build graph mappings as a DSL file has them.
+func node(id, typ string, data map[string]any) any {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["type"], data["title"] = typ, strings.ToUpper(id)
+	return map[string]any{"id": id, "type": "custom", "data": data}
+}
+
+func edge(src, handle, dst string) any {
+	return map[string]any{"id": src + "-" + dst, "source": src, "sourceHandle": handle, "target": dst}
+}
+
+func graph(t *testing.T, nodes []any, edges []any) *workflow.Graph {
+	t.Helper()
+	g, err := workflow.Parse(map[string]any{"nodes": nodes, "edges": edges})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// fixtures are test node types beside the real ones: a branch that takes data.pick, a node that
+// fails its first data.failures attempts, and a barrier that waits for its peer to start.
+type fixtures struct {
+	attempts  atomic.Int64
+	barrierMu sync.Mutex
+	barriers  map[string]chan struct{}
+}
+
+func (f *fixtures) registry() workflow.Registry {
+	r := nodes.Registry(nodes.Deps{})
+	r["pick"] = func(n *workflow.Node) (workflow.NodeRunner, error) {
+		return workflow.NodeFunc(func(context.Context, *workflow.Exec) (workflow.Result, error) {
+			return workflow.Result{Handle: n.Data["pick"].(string), Outputs: map[string]any{}}, nil
+		}), nil
+	}
+	r["flaky"] = func(n *workflow.Node) (workflow.NodeRunner, error) {
+		failures := int64(n.Data["failures"].(int))
+		return workflow.NodeFunc(func(context.Context, *workflow.Exec) (workflow.Result, error) {
+			if f.attempts.Add(1) <= failures {
+				return workflow.Result{}, workflow.Errorf("FlakyError", "attempt %d failed", f.attempts.Load())
+			}
+			return workflow.Result{Outputs: map[string]any{"out": "ok"}}, nil
+		}), nil
+	}
+	r["barrier"] = func(n *workflow.Node) (workflow.NodeRunner, error) {
+		self, peer := n.ID, n.Data["peer"].(string)
+		return workflow.NodeFunc(func(ctx context.Context, _ *workflow.Exec) (workflow.Result, error) {
+			close(f.barrier(self))
+			select {
+			case <-f.barrier(peer):
+				return workflow.Result{Outputs: map[string]any{"out": self}}, nil
+			case <-ctx.Done():
+				return workflow.Result{}, ctx.Err()
+			}
+		}), nil
+	}
+	r["wait"] = func(*workflow.Node) (workflow.NodeRunner, error) {
+		return workflow.NodeFunc(func(ctx context.Context, _ *workflow.Exec) (workflow.Result, error) {
+			close(f.barrier("waiting"))
+			<-ctx.Done()
+			return workflow.Result{}, ctx.Err()
+		}), nil
+	}
+	return r
+}
+
+func (f *fixtures) barrier(id string) chan struct{} {
+	f.barrierMu.Lock()
+	defer f.barrierMu.Unlock()
+	if f.barriers == nil {
+		f.barriers = map[string]chan struct{}{}
+	}
+	if f.barriers[id] == nil {
+		f.barriers[id] = make(chan struct{})
+	}
+	return f.barriers[id]
+}
+
+func execute(t *testing.T, ctx context.Context, g *workflow.Graph, f *fixtures, pool *workflow.Pool) (workflow.Report, *sink) {
+	t.Helper()
+	if f == nil {
+		f = &fixtures{}
+	}
+	if pool == nil {
+		pool = workflow.NewPool()
+	}
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "hello")
+	e := workflow.NewEngine(workflow.Options{Nodes: f.registry()})
+	s := &sink{}
+	rep := e.Execute(ctx, workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: s, Env: &nodes.Env{Inputs: map[string]any{"name": "Ada"}}})
+	return rep, s
+}
+
+func TestBranchSkipsTheOtherArmAndJoinsOnce(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", map[string]any{"variables": []any{map[string]any{"variable": "name"}}}),
+		node("br", "pick", map[string]any{"pick": "yes"}),
+		node("a", "answer", map[string]any{"answer": "Hi {{#start.name#}}. "}),
+		node("b", "answer", map[string]any{"answer": "never"}),
+		node("b2", "answer", map[string]any{"answer": "never either"}),
+		node("join", "variable-aggregator", map[string]any{"variables": []any{[]any{"a", "answer"}, []any{"b", "answer"}}}),
+		node("end", "answer", map[string]any{"answer": "got {{#join.output#}}"}),
+	}, []any{
+		edge("start", "source", "br"), edge("br", "yes", "a"), edge("br", "no", "b"), edge("b", "source", "b2"),
+		edge("a", "source", "join"), edge("b2", "source", "join"), edge("join", "source", "end"),
+	})
+	rep, s := execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusSucceeded || rep.Err != nil {
+		t.Fatalf("report = %+v", rep)
+	}
+	status, started := s.nodes(t)
+	if got := strings.Join(started, ","); got != "start,br,a,join,end" {
+		t.Fatalf("started = %s", got)
+	}
+	if status["b"] != "" || status["b2"] != "" {
+		t.Fatalf("skipped nodes ran: %v", status)
+	}
+	if got := s.answer(); got != "Hi Ada. got Hi Ada. " {
+		t.Fatalf("answer = %q", got)
+	}
+	if rep.Steps != 5 {
+		t.Fatalf("steps = %d", rep.Steps)
+	}
+}
+
+func TestParallelBranchesRunConcurrently(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("p1", "barrier", map[string]any{"peer": "p2"}),
+		node("p2", "barrier", map[string]any{"peer": "p1"}),
+		node("join", "answer", map[string]any{"answer": "{{#p1.out#}}+{{#p2.out#}}"}),
+	}, []any{edge("start", "source", "p1"), edge("start", "source", "p2"), edge("p1", "source", "join"), edge("p2", "source", "join")})
+	// Each barrier waits for the other to start: run one after the other, they would wait
+	// until the deadline and fail.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, s := execute(t, ctx, g, nil, nil)
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := s.answer(); got != "p1+p2" {
+		t.Fatalf("answer = %q", got)
+	}
+	if _, started := s.nodes(t); started[len(started)-1] != "join" {
+		t.Fatalf("join ran before both arms: %v", started)
+	}
+}
+
+func TestStopEndsTheRunStopped(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{node("start", "start", nil), node("w", "wait", nil), node("after", "answer", map[string]any{"answer": "x"})},
+		[]any{edge("start", "source", "w"), edge("w", "source", "after")})
+	f := &fixtures{}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-f.barrier("waiting")
+		cancel(run.ErrStopped)
+	}()
+	rep, s := execute(t, ctx, g, f, nil)
+	if rep.Status != workflow.StatusStopped || !errors.Is(rep.Err, run.ErrStopped) {
+		t.Fatalf("report = %+v", rep)
+	}
+	status, _ := s.nodes(t)
+	if status["w"] != workflow.NodeStopped || status["after"] != "" {
+		t.Fatalf("statuses = %v", status)
+	}
+}
+
+func TestRetryThenSucceed(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("f", "flaky", map[string]any{"failures": 2, "retry_config": map[string]any{"retry_enabled": true, "max_retries": 3, "retry_interval": 0}}),
+		node("a", "answer", map[string]any{"answer": "{{#f.out#}}"}),
+	}, []any{edge("start", "source", "f"), edge("f", "source", "a")})
+	rep, s := execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	if n := s.count(run.EventNodeRetry); n != 2 {
+		t.Fatalf("node_retry events = %d, want 2", n)
+	}
+	var indexes []int
+	for _, ev := range s.events {
+		if ev.Kind == run.EventNodeRetry {
+			raw, _ := json.Marshal(ev.Data)
+			var d struct {
+				RetryIndex int    `json:"retry_index"`
+				Status     string `json:"status"`
+			}
+			_ = json.Unmarshal(raw, &d)
+			indexes = append(indexes, d.RetryIndex)
+			if d.Status != workflow.NodeRetry {
+				t.Fatalf("node_retry status = %q", d.Status)
+			}
+		}
+	}
+	if fmt.Sprint(indexes) != "[1 2]" {
+		t.Fatalf("retry indexes = %v", indexes)
+	}
+	if s.answer() != "ok" {
+		t.Fatalf("answer = %q", s.answer())
+	}
+}
+
+func TestRetriesExhaustedFailTheRun(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("f", "flaky", map[string]any{"failures": 5, "retry_config": map[string]any{"retry_enabled": true, "max_retries": 1}}),
+		node("a", "answer", map[string]any{"answer": "never"}),
+	}, []any{edge("start", "source", "f"), edge("f", "source", "a")})
+	rep, s := execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusFailed || rep.Err == nil || !strings.Contains(rep.Err.Error(), "attempt 2 failed") {
+		t.Fatalf("report = %+v", rep)
+	}
+	if status, _ := s.nodes(t); status["f"] != workflow.NodeFailed || status["a"] != "" {
+		t.Fatalf("statuses = %v", status)
+	}
+}
+
+func TestDefaultValueStrategyIsPartialSuccess(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("f", "flaky", map[string]any{"failures": 9, "error_strategy": "default-value",
+			"default_value": []any{map[string]any{"key": "out", "type": "string", "value": "fallback"}}}),
+		node("a", "answer", map[string]any{"answer": "{{#f.out#}} ({{#f.error_type#}})"}),
+	}, []any{edge("start", "source", "f"), edge("f", "source", "a")})
+	rep, s := execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusPartialSucceeded || rep.Exceptions != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if status, _ := s.nodes(t); status["f"] != workflow.NodeException {
+		t.Fatalf("statuses = %v", status)
+	}
+	if got := s.answer(); got != "fallback (FlakyError)" {
+		t.Fatalf("answer = %q", got)
+	}
+}
+
+func TestFailBranchTakesTheFailHandle(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("f", "flaky", map[string]any{"failures": 9, "error_strategy": "fail-branch"}),
+		node("ok", "answer", map[string]any{"answer": "fine"}),
+		node("bad", "answer", map[string]any{"answer": "failed: {{#f.error_message#}}"}),
+	}, []any{edge("start", "source", "f"), edge("f", "source", "ok"), edge("f", "fail-branch", "bad")})
+	rep, s := execute(t, context.Background(), g, nil, nil)
+	if rep.Status != workflow.StatusPartialSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := s.answer(); got != "failed: attempt 1 failed" {
+		t.Fatalf("answer = %q", got)
+	}
+	// The same node succeeding takes the ordinary edge and skips the fail branch.
+	f := &fixtures{}
+	g2 := graph(t, []any{
+		node("start", "start", nil),
+		node("f", "flaky", map[string]any{"failures": 0, "error_strategy": "fail-branch"}),
+		node("ok", "answer", map[string]any{"answer": "fine"}),
+		node("bad", "answer", map[string]any{"answer": "failed"}),
+	}, []any{edge("start", "source", "f"), edge("f", "source", "ok"), edge("f", "fail-branch", "bad")})
+	rep, s = execute(t, context.Background(), g2, f, nil)
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "fine" {
+		t.Fatalf("report = %+v, answer %q", rep, s.answer())
+	}
+}
+
+func TestAssignerWritesConversationVariables(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("set", "assigner", map[string]any{"version": "2", "items": []any{
+			map[string]any{"variable_selector": []any{"conversation", "topic"}, "input_type": "variable", "operation": "over-write", "value": []any{"sys", "query"}},
+			map[string]any{"variable_selector": []any{"conversation", "count"}, "input_type": "constant", "operation": "+=", "value": 2},
+			map[string]any{"variable_selector": []any{"conversation", "seen"}, "input_type": "variable", "operation": "append", "value": []any{"sys", "query"}},
+		}}),
+		node("a", "answer", map[string]any{"answer": "{{#conversation.topic#}} {{#conversation.count#}} {{#conversation.seen#}}"}),
+	}, []any{edge("start", "source", "set"), edge("set", "source", "a")})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeConversation, "topic", "")
+	pool.Set(workflow.ScopeConversation, "count", int64(1))
+	pool.Set(workflow.ScopeConversation, "seen", []any{"before"})
+	rep, s := execute(t, context.Background(), g, nil, pool)
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := s.answer(); got != "hello 3 - before\n- hello" {
+		t.Fatalf("answer = %q", got)
+	}
+}
+
+func TestUnsupportedNodesAreListed(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{node("start", "start", nil), node("c1", "code", nil), node("t1", "tool", nil),
+		map[string]any{"id": "note", "type": "custom-note", "data": map[string]any{"type": ""}}}, nil)
+	ps := g.Validate(nodes.Registry(nodes.Deps{}).Supports)
+	if len(ps) != 2 || ps[0].NodeID != "c1" || ps[1].NodeID != "t1" {
+		t.Fatalf("problems = %v", ps)
+	}
+}
+
+func TestIfElseAndTemplateTransform(t *testing.T) {
+	t.Parallel()
+	g := func() *workflow.Graph {
+		return graph(t, []any{
+			node("start", "start", map[string]any{"variables": []any{map[string]any{"variable": "name"}}}),
+			node("check", "if-else", map[string]any{"cases": []any{
+				map[string]any{"case_id": "true", "logical_operator": "and", "conditions": []any{
+					map[string]any{"variable_selector": []any{"start", "name"}, "comparison_operator": "start with", "value": "A"},
+				}},
+				map[string]any{"case_id": "9f1c", "logical_operator": "or", "conditions": []any{
+					map[string]any{"variable_selector": []any{"start", "name"}, "comparison_operator": "is", "value": "Bob"},
+				}},
+			}}),
+			node("tt", "template-transform", map[string]any{"template": "{% for c in name %}{{ c|upper }}{% endfor %}!",
+				"variables": []any{map[string]any{"variable": "name", "value_selector": []any{"start", "name"}}}}),
+			node("a", "answer", map[string]any{"answer": "A-branch {{#tt.output#}}"}),
+			node("b", "answer", map[string]any{"answer": "B-branch"}),
+			node("else", "answer", map[string]any{"answer": "else {{#check.selected_case_id#}}"}),
+		}, []any{
+			edge("start", "source", "check"), edge("check", "true", "tt"), edge("tt", "source", "a"),
+			edge("check", "9f1c", "b"), edge("check", "false", "else"),
+		})
+	}
+	for name, want := range map[string]string{"Ada": "A-branch ADA!", "Bob": "B-branch", "Cy": "else false"} {
+		pool := workflow.NewPool()
+		e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(nodes.Deps{})})
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: g(), Pool: pool, RunID: "r", Out: s, Env: &nodes.Env{Inputs: map[string]any{"name": name}}})
+		if rep.Status != workflow.StatusSucceeded || s.answer() != want {
+			t.Fatalf("%s: %+v, answer %q, want %q", name, rep, s.answer(), want)
+		}
+	}
+}

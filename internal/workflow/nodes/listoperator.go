@@ -1,0 +1,33 @@
+package nodes
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/listop"
+)
+
+// listOperator filters, extracts, orders and limits an array (package listop).
+type listOperator struct{ cfg listop.Config }
+
+func newListOperator(n *workflow.Node) (workflow.NodeRunner, error) {
+	l := &listOperator{}
+	if err := decodeInto(n.Data, &l.cfg); err != nil {
+		return nil, configError("%v", err)
+	}
+	return l, nil
+}
+
+func (l *listOperator) Run(_ context.Context, x *workflow.Exec) (workflow.Result, error) {
+	in, _ := x.Pool.Get(l.cfg.Variable)
+	res, err := listop.Apply(l.cfg, in, x.Pool.Get)
+	if err != nil {
+		return workflow.Result{}, workflow.Errorf("ListOperatorError", "%v", err)
+	}
+	out := map[string]any{}
+	res.Outputs().Range(func(k string, v any) bool {
+		out[k] = v
+		return true
+	})
+	return workflow.Result{Inputs: map[string]any{"variable": in}, Outputs: out}, nil
+}

@@ -1,0 +1,305 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/tokens"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/template"
+	"github.com/parleyhq/parley/internal/workflow/template/jinja"
+	"github.com/parleyhq/parley/internal/workflow/value"
+)
+
+// llm calls a chat model with the node's prompt and streams its text to the answers that show
+// it. The prompt is built as Dify's LLM node builds it for chat models: the template's
+// messages with their {{#node.var#}} references and {{#context#}} filled in, then, when the
+// node has memory, the conversation's earlier exchanges (the last window.size when the window
+// is enabled) and the query (memory.query_prompt_template, by default the user's message). A
+// completion-style template (one text) is sent as one user message.
+type llm struct {
+	d         Deps
+	provider  string
+	name      string
+	params    map[string]any
+	messages  []promptMessage
+	jinjaVars []output
+	context   []string
+	memory    *memory
+}
+
+type promptMessage struct {
+	role, text string
+	// jinja marks a message in jinja2 edition: text is a Jinja2 template over the node's
+	// jinja2 variables.
+	jinja bool
+}
+
+type memory struct {
+	window int // 0: no window
+	query  string
+}
+
+// llmErrorType is error_type of a failed model call, as Dify names it.
+const llmErrorType = "LLMNodeError"
+
+func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
+	m := mapping(n.Data["model"])
+	l := &llm{d: d, provider: str(m["provider"]), name: str(m["name"]), params: mapping(m["completion_params"])}
+	if l.provider == "" || l.name == "" {
+		return nil, configError("the node names no model")
+	}
+	switch pt := n.Data["prompt_template"].(type) {
+	case []any:
+		for _, it := range pt {
+			pm := mapping(it)
+			msg := promptMessage{role: str(pm["role"]), text: str(pm["text"])}
+			if str(pm["edition_type"]) == "jinja2" {
+				msg.text, msg.jinja = str(pm["jinja2_text"]), true
+			}
+			if msg.role == "" {
+				msg.role = providers.RoleUser
+			}
+			l.messages = append(l.messages, msg)
+		}
+	case map[string]any:
+		msg := promptMessage{role: providers.RoleUser, text: str(pt["text"])}
+		if str(pt["edition_type"]) == "jinja2" {
+			msg.text, msg.jinja = str(pt["jinja2_text"]), true
+		}
+		l.messages = append(l.messages, msg)
+	}
+	l.jinjaVars = variables(mapping(n.Data["prompt_config"])["jinja2_variables"])
+	for _, m := range l.messages {
+		if m.jinja {
+			if err := jinja.Check(m.text); err != nil {
+				return nil, configError("prompt_template: %v", err)
+			}
+		}
+	}
+	if c := mapping(n.Data["context"]); c != nil {
+		if on, _ := c["enabled"].(bool); on {
+			l.context = workflow.Selector(c["variable_selector"])
+		}
+	}
+	if mem := mapping(n.Data["memory"]); mem != nil {
+		l.memory = &memory{query: str(mem["query_prompt_template"])}
+		if w := mapping(mem["window"]); w != nil {
+			if on, _ := w["enabled"].(bool); on {
+				l.memory.window = max(1, intOf(w["size"]))
+			}
+		}
+		if l.memory.query == "" {
+			l.memory.query = "{{#sys.query#}}"
+		}
+	}
+	if l.d.Models == nil || l.d.Providers == nil {
+		return nil, configError("no models are configured")
+	}
+	return l, nil
+}
+
+// historyCap bounds the exchanges a memory without a window reads.
+const historyCap = 50
+
+func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
+	spec, model, err := l.d.model(l.provider, l.name)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	ctxText := l.contextText(x.Pool)
+	lookup := x.Pool.Get
+	prompt := make([]providers.Message, 0, len(l.messages)+8)
+	var jvars map[string]any
+	for _, m := range l.messages {
+		var text string
+		if m.jinja {
+			if jvars == nil {
+				jvars = values(x.Pool, l.jinjaVars)
+			}
+			if text, err = jinja.Render(ctx, m.text, jvars, jinja.Limits{}); err != nil {
+				return workflow.Result{}, workflow.Errorf(llmErrorType, "prompt: %v", err)
+			}
+		} else {
+			text = strings.ReplaceAll(m.text, template.ContextPlaceholder, ctxText)
+			text = template.Render(text, lookup, value.Text)
+		}
+		if m.role == providers.RoleSystem || text != "" {
+			prompt = append(prompt, providers.Message{Role: m.role, Content: text})
+		}
+	}
+	if l.memory != nil {
+		if h := env(x).History; h != nil {
+			n := historyCap
+			if l.memory.window > 0 {
+				n = l.memory.window
+			}
+			past, err := h(ctx, n)
+			if err != nil {
+				return workflow.Result{}, err
+			}
+			for _, p := range past {
+				prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: p.Query})
+				if p.Answer != "" {
+					prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: p.Answer})
+				}
+			}
+		}
+		if q := template.Render(l.memory.query, lookup, value.Text); q != "" {
+			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
+		}
+	}
+	call, err := callModel(ctx, model, spec, l.params, prompt, func(d string) { x.Stream("text", d) })
+	usage, finish := call.usage, call.finish
+	text := &call.text
+	prompts := make([]any, len(prompt))
+	for i, m := range prompt {
+		prompts[i] = value.ObjectOf("role", m.Role, "text", m.Content, "files", []any{})
+	}
+	res := workflow.Result{
+		Inputs: map[string]any{},
+		ProcessData: map[string]any{"model_mode": "chat", "prompts": prompts, "model_provider": l.provider,
+			"model_name": l.name, "usage": usage, "finish_reason": finish},
+		Usage: &usage,
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
+	}
+	res.Outputs = map[string]any{"text": text.String(), "reasoning_content": "", "usage": value.FromGo(usage), "finish_reason": finish}
+	return res, nil
+}
+
+// contextText is the node's context: a string as it is, or the `content` of each retrieved
+// chunk, one per line, as Dify joins a knowledge-retrieval result.
+func (l *llm) contextText(p *workflow.Pool) string {
+	if l.context == nil {
+		return ""
+	}
+	v, ok := p.Get(l.context)
+	if !ok {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var parts []string
+		for _, it := range x {
+			switch y := it.(type) {
+			case string:
+				parts = append(parts, y)
+			case *value.Object:
+				if c, ok := y.Get("content"); ok {
+					parts = append(parts, value.Text(c))
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return value.Text(v)
+}
+
+func intOf(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case string:
+		var n int
+		_, _ = fmt.Sscan(x, &n)
+		return n
+	}
+	return 0
+}
+
+// safeMessage is what a failed model call may tell the client: a provider's client-safe
+// message, never an upstream body or address.
+func safeMessage(err error) string {
+	var perr *providers.Error
+	if errors.As(err, &perr) {
+		return perr.SafeMessage()
+	}
+	if errors.Is(err, providers.ErrTruncated) {
+		return "the model's answer was cut off"
+	}
+	return "the model call failed"
+}
+
+// modelCall is the result of one streamed model call.
+type modelCall struct {
+	text   strings.Builder
+	usage  models.Usage
+	finish string
+}
+
+// callModel streams one answer of the model, passing each text delta to onDelta (if set). The
+// usage is the upstream's, or counted when it reports none; it is set also when the call fails.
+func callModel(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
+	prompt []providers.Message, onDelta func(string)) (*modelCall, error) {
+	started := time.Now()
+	c := &modelCall{}
+	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(params, spec, prompt)}
+	var reported *providers.Usage
+	err := func() error {
+		stream, err := model.ChatStream(ctx, req)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for {
+			chunk, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if chunk.Usage != nil {
+				reported = chunk.Usage
+			}
+			if chunk.FinishReason != "" {
+				c.finish = chunk.FinishReason
+			}
+			if chunk.Delta != "" {
+				c.text.WriteString(chunk.Delta)
+				if onDelta != nil {
+					onDelta(chunk.Delta)
+				}
+			}
+		}
+	}()
+	var u providers.Usage
+	if reported != nil {
+		u = *reported
+	} else {
+		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(c.text.String())}
+	}
+	c.usage = models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
+	return c, err
+}
+
+// model looks up a node's model and its provider's client.
+func (d Deps) model(provider, name string) (models.ModelSpec, providers.ChatModel, error) {
+	spec, err := d.Models.Lookup(models.TypeLLM, provider, name)
+	if err != nil {
+		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "model %s/%s: %v", provider, name, err)
+	}
+	model, err := d.Providers.ChatModel(spec)
+	if err != nil {
+		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
+	}
+	return spec, model, nil
+}

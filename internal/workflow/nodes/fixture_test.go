@@ -8,10 +8,12 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
+	ksandbox "github.com/parleyhq/parley/internal/knowledge/sandbox"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -25,10 +27,26 @@ import (
 // workerEnv marks the test binary started as the code sandbox's JavaScript worker.
 const workerEnv = "PARLEY_NODES_CODE_WORKER"
 
+// extractEnv marks the test binary started as the extraction child of document extractors.
+const extractEnv = "PARLEY_NODES_EXTRACT_CHILD"
+
+// extractor is the server's extraction in a child process with limits, the test binary as child.
+func extractor(t *testing.T) *ksandbox.Extractor {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ksandbox.Extractor{Path: self, Env: []string{extractEnv + "=1"}, CPU: 10 * time.Second, Memory: 1 << 30}
+}
+
 // TestMain lets the test binary play the JavaScript worker, as `parley code-worker` does.
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(sandbox.WorkerMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if os.Getenv(extractEnv) == "1" {
+		os.Exit(ksandbox.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

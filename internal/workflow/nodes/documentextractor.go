@@ -47,7 +47,7 @@ func (de *documentExtractor) Run(ctx context.Context, x *workflow.Exec) (workflo
 	}
 	texts := make([]any, 0, len(fs))
 	for _, f := range fs {
-		text, err := de.text(ctx, f)
+		text, err := de.text(ctx, env(x), f)
 		if err != nil {
 			return res, err
 		}
@@ -65,7 +65,7 @@ func (de *documentExtractor) Run(ctx context.Context, x *workflow.Exec) (workflo
 }
 
 // text extracts one file's text.
-func (de *documentExtractor) text(ctx context.Context, f *value.File) (string, error) {
+func (de *documentExtractor) text(ctx context.Context, e *Env, f *value.File) (string, error) {
 	name := fileName(f)
 	if name == "" || !extract.Supported(name) {
 		// A remote file's name may come from its URL: it is checked again once fetched.
@@ -73,7 +73,7 @@ func (de *documentExtractor) text(ctx context.Context, f *value.File) (string, e
 			return "", unsupported(f, name)
 		}
 	}
-	data, name, _, err := de.d.readFile(ctx, f)
+	data, name, _, err := de.d.readFile(ctx, e, f)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", err

@@ -111,6 +111,15 @@ func TestDocumentExtractorErrors(t *testing.T) {
 	if rep.Status != workflow.StatusFailed || !strings.Contains(rep.Err.Error(), "Unsupported Extension Type: .png") {
 		t.Fatalf("%+v", rep)
 	}
+	// A file of another app is not read, whatever its id.
+	txt := f.upload(t, "notes.txt", "text/plain", []byte("private"))
+	pool.Set("start", "txt", txt)
+	other := *f.env
+	other.AppID = "another-app"
+	rep, _ = execute(t, d, &other, pool, extractorGraph("start", "txt"), extractorEdges)
+	if rep.Status != workflow.StatusFailed || !strings.Contains(rep.Err.Error(), "Failed to download file") {
+		t.Fatalf("%+v", rep)
+	}
 	ns := extractorGraph("start", "word")
 	ns[1].(map[string]any)["data"].(map[string]any)["error_strategy"] = "default-value"
 	ns[1].(map[string]any)["data"].(map[string]any)["default_value"] = []any{map[string]any{"key": "text", "type": "string", "value": ""}}

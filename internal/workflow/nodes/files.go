@@ -33,10 +33,10 @@ func fileValues(v any) (fs []*value.File, ok bool) {
 	return nil, false
 }
 
-// readFile returns the bytes of a file of the pool: an upload or a tool file from the files
-// service, a remote file fetched through its SSRF-guarded client. name is the file's name with
-// its extension, mimeType its media type.
-func (d Deps) readFile(ctx context.Context, f *value.File) (data []byte, name, mimeType string, err error) {
+// readFile returns the bytes of a file of the pool: an upload or a tool file of the app from the
+// files service, a remote file fetched through its SSRF-guarded client. name is the file's name
+// with its extension, mimeType its media type.
+func (d Deps) readFile(ctx context.Context, e *Env, f *value.File) (data []byte, name, mimeType string, err error) {
 	name, mimeType = fileName(f), f.MimeType
 	if d.Files == nil {
 		return nil, name, mimeType, errors.New("this server reads no files")
@@ -59,6 +59,11 @@ func (d Deps) readFile(ctx context.Context, f *value.File) (data []byte, name, m
 		return r.Data, name, mimeType, nil
 	}
 	up, err := d.Files.Lookup(ctx, f.RelatedID)
+	if err == nil && e.AppID != "" && up.AppID != e.AppID {
+		// Files reach the pool checked (the message's own, the app's tool files): one of
+		// another app is refused as unknown all the same.
+		err = fmt.Errorf("files: file %s: %w", f.RelatedID, files.ErrFileNotFound)
+	}
 	if err != nil {
 		return nil, name, mimeType, err
 	}

@@ -42,7 +42,7 @@ func (h *httpRequest) Run(ctx context.Context, x *workflow.Exec) (workflow.Resul
 			fs, _ := fileValues(v)
 			out := make([]httpreq.FileData, 0, len(fs))
 			for _, f := range fs {
-				data, name, mimeType, err := h.d.readFile(ctx, f)
+				data, name, mimeType, err := h.d.readFile(ctx, env(x), f)
 				if err != nil {
 					return nil, err
 				}

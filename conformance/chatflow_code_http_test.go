@@ -58,7 +58,6 @@ func TestChatflowCodeHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.CLI(t, "apps", "import", "--publish", path)
-		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", name))
 
 		type result struct {
 			answer, status, errText string
@@ -66,10 +65,15 @@ func TestChatflowCodeHTTP(t *testing.T) {
 			nodes                   map[string]string
 			started                 []string
 		}
-		send := func(city, query string) result {
+		key := p.CLI(t, "keys", "create", "--app", name)
+		c := newClient(t, p, key)
+		send := func(city, query string, files ...client.FileReference) result {
 			t.Helper()
 			r := result{nodes: map[string]string{}}
 			body := client.SendChatMessageJSONRequestBody{Query: query, User: "u", Inputs: map[string]any{"city": city}, ResponseMode: ptr(client.Streaming)}
+			if len(files) > 0 {
+				body.Files = &files
+			}
 			for _, ev := range streamEvents(t, c, body) {
 				n := eventName(t, ev)
 				r.events = append(r.events, n)
@@ -101,10 +105,10 @@ func TestChatflowCodeHTTP(t *testing.T) {
 		if r.answer != "Paris: sunny, 21 °C; you asked about tomorrow (HTTP 200)" || r.status != "succeeded" {
 			t.Fatalf("run: %+v", r)
 		}
-		if got := strings.Join(r.started, " "); got != "start prepare call read answer" {
+		if got := strings.Join(r.started, " "); got != "start docs prepare call read answer" {
 			t.Fatalf("nodes started: %s", got)
 		}
-		for _, id := range []string{"start", "prepare", "call", "read", "answer"} {
+		for _, id := range []string{"start", "docs", "prepare", "call", "read", "answer"} {
 			if r.nodes[id] != "succeeded" {
 				t.Fatalf("node %s: %+v", id, r)
 			}
@@ -113,10 +117,36 @@ func TestChatflowCodeHTTP(t *testing.T) {
 			t.Fatalf("events end %v", r.events)
 		}
 
+		// A document sent with the message: its text joins the question's words.
+		up := uploadAs(t, p, key, "u", "plans.txt", "text/plain", []byte("We plan some skiing"))
+		r = send("oslo", "What about my plans?", client.FileReference{Type: client.Document, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &up})
+		if r.answer != "Oslo: sunny, 21 °C; you asked about skiing (HTTP 200)" || r.status != "succeeded" || r.nodes["docs"] != "succeeded" {
+			t.Fatalf("with a document: %+v", r)
+		}
+
 		r = send("atlantis", "Sunny in Atlantis?")
 		if r.answer != "The API failed: HTTPResponseCodeError" || r.status != "partial-succeeded" || r.nodes["call"] != "exception" ||
 			r.nodes["read"] != "" || strings.Count(strings.Join(r.events, " "), "node_retry") != 1 {
 			t.Fatalf("fail branch: %+v", r)
 		}
 	})
+}
+
+// uploadAs uploads a file as user with an app's key and returns its id.
+func uploadAs(t *testing.T, p *Parley, key, user, name, contentType string, data []byte) string {
+	t.Helper()
+	body, ct := form(t, part{field: "file", filename: name, contentType: contentType, data: data}, part{field: "user", data: []byte(user)})
+	req, _ := http.NewRequest(http.MethodPost, p.URL+"/files/upload", body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", ct)
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f client.UploadedFile
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&f) != nil {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	return f.Id.String()
 }

@@ -3,6 +3,8 @@ package nodes_test
 import (
 	"archive/zip"
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/extract/extracttest"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
+	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
 // docxOf is a minimal real Word document holding paragraphs.
@@ -87,9 +90,21 @@ func TestDocumentExtractor(t *testing.T) {
 			t.Fatalf("%s: %+v text %q", name, rep, ev.answer.String())
 		}
 	}
+	// A remote file is fetched through the files service (loopback allowed in this fixture).
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/markdown")
+		_, _ = w.Write([]byte("# Remote\n\nFetched text."))
+	}))
+	t.Cleanup(remote.Close)
 	pool := workflow.NewPool()
+	pool.Set("start", "file", &value.File{Type: "document", TransferMethod: value.TransferRemoteURL, RemoteURL: remote.URL + "/notes.md"})
+	rep, ev := execute(t, d, f.env, pool, extractorGraph("start", "file"), extractorEdges)
+	if rep.Status != workflow.StatusSucceeded || !strings.Contains(ev.answer.String(), "Fetched text.") {
+		t.Fatalf("remote: %+v text %q", rep, ev.answer.String())
+	}
+	pool = workflow.NewPool()
 	pool.Set("start", "files", []any{pdf, docx})
-	rep, _ := execute(t, d, f.env, pool, extractorGraph("start", "files"), extractorEdges)
+	rep, _ = execute(t, d, f.env, pool, extractorGraph("start", "files"), extractorEdges)
 	v, _ := pool.Get([]string{"doc", "text"})
 	texts, _ := v.([]any)
 	if rep.Status != workflow.StatusSucceeded || len(texts) != 2 || !strings.Contains(texts[0].(string), "Quarterly") || !strings.Contains(texts[1].(string), "Second one.") {

@@ -3,7 +3,6 @@ package nodes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -114,5 +113,5 @@ func httpError(ctx context.Context, err error) error {
 	if errors.As(err, &he) {
 		return &workflow.NodeError{Type: he.Type, Err: he}
 	}
-	return &workflow.NodeError{Type: "HttpRequestNodeError", Err: fmt.Errorf("%w", err)}
+	return &workflow.NodeError{Type: "HttpRequestNodeError", Err: err}
 }

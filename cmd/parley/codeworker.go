@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -52,4 +55,34 @@ func newCodeSandbox(ctx context.Context, c config.CodeSettings) (*sandbox.Runner
 		MaxObjectArrayLength: c.MaxObjectArrayLength, MaxNumberArrayLength: c.MaxNumberArrayLength,
 	}
 	return r, lim, nil
+}
+
+// lazyCodeSandbox returns the code-node sandbox, built by newCodeSandbox when the first code
+// node runs and then kept: a server on a machine without bubblewrap starts and runs every app
+// without code nodes, and its code nodes fail with the reason. That the machine lacks the
+// sandbox (sandbox.ErrUnavailable) is kept too; any other failure is tried again next time.
+func lazyCodeSandbox(c config.CodeSettings, log *slog.Logger) func(ctx context.Context) (*sandbox.Runner, sandbox.Limits, error) {
+	var (
+		mu     sync.Mutex
+		runner *sandbox.Runner
+		lim    sandbox.Limits
+		failed error
+	)
+	return func(ctx context.Context) (*sandbox.Runner, sandbox.Limits, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if runner != nil || failed != nil {
+			return runner, lim, failed
+		}
+		r, l, err := newCodeSandbox(context.WithoutCancel(ctx), c)
+		if err != nil {
+			log.Error("code nodes cannot run: the code sandbox is unavailable", "error", err)
+			if errors.Is(err, sandbox.ErrUnavailable) {
+				failed = err
+			}
+			return nil, sandbox.Limits{}, err
+		}
+		runner, lim = r, l
+		return runner, lim, nil
+	}
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/config"
@@ -53,5 +57,30 @@ func TestCodeSandboxFromSettings(t *testing.T) {
 		if err != nil || out.Values["b"] != int64(42) {
 			t.Fatalf("%s: %s %v", lang, res.JSON, err)
 		}
+	}
+}
+
+// TestLazyCodeSandbox: building the server's code sandbox does nothing until a code node runs;
+// on a machine without the sandbox's packages the first run gets the reason (naming the package
+// to install), and the verdict is kept rather than probed again on every run.
+func TestLazyCodeSandbox(t *testing.T) {
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Code.Python = filepath.Join(t.TempDir(), "no-python3")
+	var logs bytes.Buffer
+	get := lazyCodeSandbox(cfg.Code, slog.New(slog.NewTextHandler(&logs, nil)))
+	if logs.Len() != 0 {
+		t.Fatalf("built before use: %s", logs.String())
+	}
+	for range 2 {
+		r, _, err := get(context.Background())
+		if r != nil || !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "Debian package") {
+			t.Fatalf("runner %v, error %v", r, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "code sandbox is unavailable"); n != 1 {
+		t.Fatalf("probed %d times: %s", n, logs.String())
 	}
 }

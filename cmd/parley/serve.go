@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
+	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
 
 	"github.com/spf13/cobra"
@@ -125,9 +127,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store: e.store, Chat: chatSvc, Tools: toolReg.Find, Knowledge: knowledgeSvc, Logger: e.log,
 		Files: fileSvc,
 	})
+	// http-request nodes reach internal addresses only within PARLEY_TOOLS_ALLOWED_NETWORKS,
+	// as tools do; their connections are shared between runs and closed at shutdown.
+	nodeClient, err := netguard.ClientAllowing(nil, cfg.ToolsAllowedNetworks, nil)
+	if err != nil {
+		return err
+	}
+	nodeTransports := &httpreq.Transports{}
+	defer nodeTransports.Close()
 	chatflowRunner := chatflow.New(chatflow.Options{
 		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
-		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc}),
+		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc,
+			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
+			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,

@@ -5,10 +5,16 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/httpreq"
+	"github.com/parleyhq/parley/internal/workflow/sandbox"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
@@ -19,6 +25,28 @@ type Deps struct {
 	Providers chat.Providers
 	// Knowledge serves knowledge-retrieval nodes; without it they cannot run.
 	Knowledge Knowledge
+	// Code returns the sandbox of code nodes and Dify's limits on their outputs. It is called
+	// when a code node runs, so that a machine without the sandbox's packages still runs every
+	// other app; nil or an error fails the code node.
+	Code func(ctx context.Context) (*sandbox.Runner, sandbox.Limits, error)
+	// Files reads the files nodes send or extract (uploads, tool files, remote URLs) and keeps
+	// the files an http-request node receives as tool files.
+	Files *files.Service
+	// HTTP is what http-request nodes send with.
+	HTTP HTTP
+	// Extract extracts a document's text for document-extractor nodes (the knowledge base's
+	// extraction, in a child process with limits); nil: extract.Extract in process.
+	Extract func(ctx context.Context, filename string, r io.Reader, size int64) (extract.Document, error)
+}
+
+// HTTP is the http-request node's client and settings.
+type HTTP struct {
+	// Client is the server's SSRF-guarded client (netguard). Required for http-request nodes.
+	Client *http.Client
+	// Settings are the limits and default timeouts (zero: Dify's defaults).
+	Settings httpreq.Settings
+	// Transports, one per server, shares connections between runs; the server closes it.
+	Transports *httpreq.Transports
 }
 
 // Env is what the runner tells nodes about the run (workflow.Exec.Env).
@@ -27,6 +55,9 @@ type Env struct {
 	Inputs map[string]any
 	// History returns up to n earlier messages of the conversation, oldest first (memory).
 	History func(ctx context.Context, n int) ([]store.Message, error)
+	// AppID, MessageID and EndUserID say whose run this is: files nodes produce are kept for
+	// the message being answered.
+	AppID, MessageID, EndUserID string
 }
 
 func env(x *workflow.Exec) *Env {
@@ -57,6 +88,9 @@ func Registry(d Deps) workflow.Registry {
 		"knowledge-retrieval": d.newKnowledgeRetrieval,
 		"loop-start":          newLoopStart,
 		"loop-end":            newLoopEnd,
+		"code":                d.newCode,
+		"http-request":        d.newHTTPRequest,
+		"document-extractor":  d.newDocumentExtractor,
 	}
 }
 

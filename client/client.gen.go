@@ -3816,8 +3816,8 @@ type UpdateConversationVariableRequest struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *string `json:"user,omitempty"`
 
-	// Value The new value, of the variable's type (any JSON value).
-	Value *json.RawMessage `json:"value"`
+	// Value The new value, of the variable's type (any JSON value but `null`).
+	Value json.RawMessage `json:"value"`
 }
 
 // UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
@@ -11279,9 +11279,10 @@ type ClientInterface interface {
 	//
 	// Sets the value of one conversation variable in a conversation of the end user; the next
 	// message of the conversation reads the new value. The value must be of the variable's
-	// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-	// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-	// user's, or an unknown variable yields 404 `not_found`.
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -11292,9 +11293,10 @@ type ClientInterface interface {
 	//
 	// Sets the value of one conversation variable in a conversation of the end user; the next
 	// message of the conversation reads the new value. The value must be of the variable's
-	// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-	// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-	// user's, or an unknown variable yields 404 `not_found`.
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -12370,9 +12372,10 @@ func (c *Client) ListConversationVariables(ctx context.Context, conversationId C
 //
 // Sets the value of one conversation variable in a conversation of the end user; the next
 // message of the conversation reads the new value. The value must be of the variable's
-// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-// user's, or an unknown variable yields 404 `not_found`.
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -12393,9 +12396,10 @@ func (c *Client) UpdateConversationVariableWithBody(ctx context.Context, convers
 //
 // Sets the value of one conversation variable in a conversation of the end user; the next
 // message of the conversation reads the new value. The value must be of the variable's
-// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-// user's, or an unknown variable yields 404 `not_found`.
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -17403,9 +17407,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the value of one conversation variable in a conversation of the end user; the next
 	// message of the conversation reads the new value. The value must be of the variable's
-	// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-	// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-	// user's, or an unknown variable yields 404 `not_found`.
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17416,9 +17421,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the value of one conversation variable in a conversation of the end user; the next
 	// message of the conversation reads the new value. The value must be of the variable's
-	// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-	// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-	// user's, or an unknown variable yields 404 `not_found`.
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24112,9 +24118,10 @@ func (c *ClientWithResponses) ListConversationVariablesWithResponse(ctx context.
 //
 // Sets the value of one conversation variable in a conversation of the end user; the next
 // message of the conversation reads the new value. The value must be of the variable's
-// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-// user's, or an unknown variable yields 404 `not_found`.
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24131,9 +24138,10 @@ func (c *ClientWithResponses) UpdateConversationVariableWithBodyWithResponse(ctx
 //
 // Sets the value of one conversation variable in a conversation of the end user; the next
 // message of the conversation reads the new value. The value must be of the variable's
-// `value_type` (a number for `number`, every element checked for an array type, `null` fits
-// none) — otherwise 400 `bad_request` "Type mismatch: …". An unknown conversation, another
-// user's, or an unknown variable yields 404 `not_found`.
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -40,9 +40,8 @@ func listVars(t *testing.T, c *client.ClientWithResponses, conv string, params c
 
 func putVar(t *testing.T, c *client.ClientWithResponses, conv, id, user, value string) *client.UpdateConversationVariableResponse {
 	t.Helper()
-	raw := json.RawMessage(value)
 	r, err := c.UpdateConversationVariableWithResponse(context.Background(), conv, id,
-		client.UpdateConversationVariableJSONRequestBody{Value: &raw, User: &user})
+		client.UpdateConversationVariableJSONRequestBody{Value: json.RawMessage(value), User: &user})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,6 @@ func TestConversationVariables(t *testing.T) {
 			{"string into number", conv, varTurns, "u1", `"7"`, 400, "bad_request", "Type mismatch: variable 'turns' expects number, but got string type"},
 			{"boolean into number", conv, varTurns, "u1", `true`, 400, "bad_request", "Type mismatch: variable 'turns' expects number, but got boolean type"},
 			{"number into string", conv, varNickname, "u1", `5`, 400, "bad_request", "Type mismatch: variable 'nickname' expects string, but got integer type"},
-			{"null", conv, varNickname, "u1", `null`, 400, "bad_request", "Type mismatch: variable 'nickname' expects string, but got none type"},
 			{"array into object", conv, varPrefs, "u1", `["x"]`, 400, "bad_request", "Type mismatch: variable 'prefs' expects object, but got array[string] type"},
 			{"mixed array[string]", conv, varTags, "u1", `["x", 1]`, 400, "bad_request", "Type mismatch: variable 'tags' expects array[string], but got array[any] type"},
 			{"strings into array[number]", conv, varScores, "u1", `["1"]`, 400, "bad_request", "Type mismatch: variable 'scores' expects array[number], but got array[string] type"},
@@ -200,6 +198,7 @@ func TestConversationVariables(t *testing.T) {
 			status                   int
 			code                     string
 		}{
+			{"value null", "PUT", "/conversations/" + conv + "/variables/" + varNickname, `{"value":null,"user":"u1"}`, 400, "invalid_param"},
 			{"value missing", "PUT", "/conversations/" + conv + "/variables/" + varNickname, `{"user":"u1"}`, 400, "invalid_param"},
 			{"body not an object", "PUT", "/conversations/" + conv + "/variables/" + varNickname, `"Grace"`, 400, "invalid_param"},
 			{"malformed JSON", "PUT", "/conversations/" + conv + "/variables/" + varNickname, `{"value":`, 400, "bad_request"},

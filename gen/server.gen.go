@@ -3816,8 +3816,8 @@ type UpdateConversationVariableRequest struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *string `json:"user,omitempty"`
 
-	// Value The new value, of the variable's type (any JSON value).
-	Value *json.RawMessage `json:"value"`
+	// Value The new value, of the variable's type (any JSON value but `null`).
+	Value json.RawMessage `json:"value"`
 }
 
 // UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.

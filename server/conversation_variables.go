@@ -53,11 +53,7 @@ func (s *Server) UpdateConversationVariable(ctx context.Context, req gen.UpdateC
 	if !validID(req.ConversationId) {
 		return nil, conversations.ErrConversationNotFound
 	}
-	var raw json.RawMessage
-	if req.Body.Value != nil {
-		raw = *req.Body.Value
-	}
-	v, err := s.conversations.UpdateVariable(ctx, app, str(req.Body.User), req.ConversationId, req.VariableId, raw)
+	v, err := s.conversations.UpdateVariable(ctx, app, str(req.Body.User), req.ConversationId, req.VariableId, req.Body.Value)
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func TestUpdateConversationVariable(t *testing.T) {
 	}{
 		{"string into number", num, `{"value":"1","user":"u1"}`, 400, "bad_request", "Type mismatch: variable 'alpha' expects number, but got string type"},
 		{"float is a number, array is not", num, `{"value":[1.5],"user":"u1"}`, 400, "bad_request", "Type mismatch: variable 'alpha' expects number, but got array[number] type"},
-		{"null", obj, `{"value":null,"user":"u1"}`, 400, "bad_request", "Type mismatch: variable 'Mixed.Case-1' expects object, but got none type"},
+		{"null", obj, `{"value":null,"user":"u1"}`, 400, "invalid_param", ""},
 		{"value missing", obj, `{"user":"u1"}`, 400, "invalid_param", ""},
 		{"nested too deeply", obj, `{"value":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `,"user":"u1"}`, 400, "", ""},
 		{"unknown variable", "00000000-0000-4000-8000-0000000000ff", `{"value":1,"user":"u1"}`, 404, "not_found", "Conversation Variable Not Exists."},

@@ -45,7 +45,9 @@ import (
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/condition"
+	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/listop"
+	"github.com/parleyhq/parley/internal/workflow/sandbox"
 	"github.com/parleyhq/parley/internal/workflow/template/jinja"
 )
 
@@ -237,6 +239,10 @@ func internalFailures() map[string]struct {
 		"workflow/template/jinja.ErrRender":        {jinja.ErrRender, nodeFailure},
 		"workflow/template/jinja.ErrSyntax":        {jinja.ErrSyntax, nodeFailure},
 		"workflow/template/jinja.ErrTimeout":       {jinja.ErrTimeout, nodeFailure},
+		"workflow/httpreq.ConfigError":             {&httpreq.ConfigError{}, nodeFailure},
+		"workflow/httpreq.Error":                   {&httpreq.Error{}, nodeFailure},
+		"workflow/sandbox.ErrUnavailable":          {sandbox.ErrUnavailable, nodeFailure},
+		"workflow/sandbox.Error":                   {&sandbox.Error{}, nodeFailure},
 	}
 }
 

@@ -1946,6 +1946,30 @@ type ConversationList struct {
 	Limit   int            `json:"limit"`
 }
 
+// ConversationVariable A conversation variable and its value in one conversation.
+type ConversationVariable struct {
+	CreatedAt   int64  `json:"created_at"`
+	Description string `json:"description"`
+
+	// Id The variable's id in the app's definition.
+	Id        string `json:"id"`
+	Name      string `json:"name"`
+	UpdatedAt int64  `json:"updated_at"`
+
+	// Value The value as text; a string value as it is, any other value as JSON.
+	Value string `json:"value"`
+
+	// ValueType string, number, boolean, object, secret or array[string|number|boolean|object].
+	ValueType string `json:"value_type"`
+}
+
+// ConversationVariableList A page of conversation variables.
+type ConversationVariableList struct {
+	Data    []ConversationVariable `json:"data"`
+	HasMore bool                   `json:"has_more"`
+	Limit   int                    `json:"limit"`
+}
+
 // CreateDatasetRequest Body of create-knowledge-base. Unknown members are ignored.
 type CreateDatasetRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -3787,6 +3811,15 @@ type UnbindTagsRequest struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// UpdateConversationVariableRequest The new value of a conversation variable.
+type UpdateConversationVariableRequest struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *string `json:"user,omitempty"`
+
+	// Value The new value, of the variable's type (any JSON value but `null`).
+	Value json.RawMessage `json:"value"`
+}
+
 // UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
 type UpdateDatasetRequest struct {
 	Description            *string `json:"description,omitempty"`
@@ -4174,6 +4207,22 @@ type ListConversationsParams struct {
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
 
+// ListConversationVariablesParams defines parameters for ListConversationVariables.
+type ListConversationVariablesParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// LastId Id of the last variable of the previous page.
+	LastId *string `form:"last_id,omitempty" json:"last_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// VariableName Only variables whose name contains this text, ignoring case. Letters, digits, `-`, `_`
+	// and `.` only (anything else yields 400 `invalid_param`, as in Dify).
+	VariableName *string `form:"variable_name,omitempty" json:"variable_name,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, from 1.
@@ -4308,6 +4357,9 @@ type DeleteConversationJSONRequestBody = DeleteConversationRequest
 
 // RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
 type RenameConversationJSONRequestBody = RenameConversationRequest
+
+// UpdateConversationVariableJSONRequestBody defines body for UpdateConversationVariable for application/json ContentType.
+type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableRequest
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -11209,6 +11261,48 @@ type ClientInterface interface {
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListConversationVariables Get conversation variables
+	//
+	// The values a Chatflow's conversation variables hold in one conversation of the end user, in
+	// pages: pass the id of the last variable of a page as `last_id` to get the next one. The
+	// variables are listed in the order they were created (the app's declaration order within
+	// one creation). A Chatflow conversation has its variables once its first message has run;
+	// Chatbot and agent apps have none, so their list is empty. `value` is text: a string value
+	// as it is, any other value as JSON. Another user's conversation, an unknown one, or an id
+	// that is not a UUID yields 404 `not_found`; a `last_id` that names no listed variable
+	// yields 400 `invalid_param`.
+	//
+	// Corresponds with GET /conversations/{conversation_id}/variables (the `ListConversationVariables` operationId).
+	ListConversationVariables(ctx context.Context, conversationId ConversationId, params *ListConversationVariablesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConversationVariableWithBody Update a conversation variable
+	//
+	// Sets the value of one conversation variable in a conversation of the end user; the next
+	// message of the conversation reads the new value. The value must be of the variable's
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+	UpdateConversationVariableWithBody(ctx context.Context, conversationId ConversationId, variableId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConversationVariable Update a conversation variable
+	//
+	// Sets the value of one conversation variable in a conversation of the end user; the next
+	// message of the conversation reads the new value. The value must be of the variable's
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+	UpdateConversationVariable(ctx context.Context, conversationId ConversationId, variableId string, body UpdateConversationVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDatasets List knowledge bases
 	//
 	// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
@@ -12240,6 +12334,78 @@ func (c *Client) RenameConversationWithBody(ctx context.Context, conversationId 
 // Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 func (c *Client) RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRenameConversationRequest(c.Server, conversationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConversationVariables Get conversation variables
+//
+// The values a Chatflow's conversation variables hold in one conversation of the end user, in
+// pages: pass the id of the last variable of a page as `last_id` to get the next one. The
+// variables are listed in the order they were created (the app's declaration order within
+// one creation). A Chatflow conversation has its variables once its first message has run;
+// Chatbot and agent apps have none, so their list is empty. `value` is text: a string value
+// as it is, any other value as JSON. Another user's conversation, an unknown one, or an id
+// that is not a UUID yields 404 `not_found`; a `last_id` that names no listed variable
+// yields 400 `invalid_param`.
+//
+// Corresponds with GET /conversations/{conversation_id}/variables (the `ListConversationVariables` operationId).
+func (c *Client) ListConversationVariables(ctx context.Context, conversationId ConversationId, params *ListConversationVariablesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConversationVariablesRequest(c.Server, conversationId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConversationVariableWithBody Update a conversation variable
+//
+// Sets the value of one conversation variable in a conversation of the end user; the next
+// message of the conversation reads the new value. The value must be of the variable's
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+func (c *Client) UpdateConversationVariableWithBody(ctx context.Context, conversationId ConversationId, variableId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConversationVariableRequestWithBody(c.Server, conversationId, variableId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConversationVariable Update a conversation variable
+//
+// Sets the value of one conversation variable in a conversation of the end user; the next
+// message of the conversation reads the new value. The value must be of the variable's
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+func (c *Client) UpdateConversationVariable(ctx context.Context, conversationId ConversationId, variableId string, body UpdateConversationVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConversationVariableRequest(c.Server, conversationId, variableId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -14150,6 +14316,157 @@ func NewRenameConversationRequestWithBody(server string, conversationId Conversa
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListConversationVariablesRequest constructs an http.Request for the ListConversationVariables method
+func NewListConversationVariablesRequest(server string, conversationId ConversationId, params *ListConversationVariablesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations/%s/variables", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LastId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last_id", *params.LastId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VariableName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "variable_name", *params.VariableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateConversationVariableRequest calls the generic UpdateConversationVariable builder with application/json body
+func NewUpdateConversationVariableRequest(server string, conversationId ConversationId, variableId string, body UpdateConversationVariableJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConversationVariableRequestWithBody(server, conversationId, variableId, "application/json", bodyReader)
+}
+
+// NewUpdateConversationVariableRequestWithBody constructs an http.Request for the UpdateConversationVariable method, with any body, and a specified content type
+func NewUpdateConversationVariableRequestWithBody(server string, conversationId ConversationId, variableId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "variable_id", variableId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations/%s/variables/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -17070,6 +17387,50 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversationWithResponse(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error)
 
+	// ListConversationVariablesWithResponse Get conversation variables
+	//
+	// The values a Chatflow's conversation variables hold in one conversation of the end user, in
+	// pages: pass the id of the last variable of a page as `last_id` to get the next one. The
+	// variables are listed in the order they were created (the app's declaration order within
+	// one creation). A Chatflow conversation has its variables once its first message has run;
+	// Chatbot and agent apps have none, so their list is empty. `value` is text: a string value
+	// as it is, any other value as JSON. Another user's conversation, an unknown one, or an id
+	// that is not a UUID yields 404 `not_found`; a `last_id` that names no listed variable
+	// yields 400 `invalid_param`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /conversations/{conversation_id}/variables (the `ListConversationVariables` operationId).
+	ListConversationVariablesWithResponse(ctx context.Context, conversationId ConversationId, params *ListConversationVariablesParams, reqEditors ...RequestEditorFn) (*ListConversationVariablesResponse, error)
+
+	// UpdateConversationVariableWithBodyWithResponse Update a conversation variable
+	//
+	// Sets the value of one conversation variable in a conversation of the end user; the next
+	// message of the conversation reads the new value. The value must be of the variable's
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+	UpdateConversationVariableWithBodyWithResponse(ctx context.Context, conversationId ConversationId, variableId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConversationVariableResponse, error)
+
+	// UpdateConversationVariableWithResponse Update a conversation variable
+	//
+	// Sets the value of one conversation variable in a conversation of the end user; the next
+	// message of the conversation reads the new value. The value must be of the variable's
+	// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+	// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+	// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+	// 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+	UpdateConversationVariableWithResponse(ctx context.Context, conversationId ConversationId, variableId string, body UpdateConversationVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConversationVariableResponse, error)
+
 	// ListDatasetsWithResponse List knowledge bases
 	//
 	// The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
@@ -18579,6 +18940,179 @@ func (r RenameConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RenameConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConversationVariablesResponse401Headers the declared response headers of an HTTP 401 response for ListConversationVariables
+type ListConversationVariablesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListConversationVariablesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationVariableList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConversationVariablesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConversationVariablesResponse) GetJSON200() *ConversationVariableList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConversationVariablesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConversationVariablesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConversationVariablesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConversationVariablesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConversationVariablesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConversationVariablesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConversationVariablesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConversationVariablesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateConversationVariableResponse401Headers the declared response headers of an HTTP 401 response for UpdateConversationVariable
+type UpdateConversationVariableResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateConversationVariableResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConversationVariable
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateConversationVariableResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON200() *ConversationVariable {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateConversationVariableResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateConversationVariableResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateConversationVariableResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateConversationVariableResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateConversationVariableResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23558,6 +24092,68 @@ func (c *ClientWithResponses) RenameConversationWithResponse(ctx context.Context
 	return ParseRenameConversationResponse(rsp)
 }
 
+// ListConversationVariablesWithResponse Get conversation variables
+//
+// The values a Chatflow's conversation variables hold in one conversation of the end user, in
+// pages: pass the id of the last variable of a page as `last_id` to get the next one. The
+// variables are listed in the order they were created (the app's declaration order within
+// one creation). A Chatflow conversation has its variables once its first message has run;
+// Chatbot and agent apps have none, so their list is empty. `value` is text: a string value
+// as it is, any other value as JSON. Another user's conversation, an unknown one, or an id
+// that is not a UUID yields 404 `not_found`; a `last_id` that names no listed variable
+// yields 400 `invalid_param`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /conversations/{conversation_id}/variables (the `ListConversationVariables` operationId).
+func (c *ClientWithResponses) ListConversationVariablesWithResponse(ctx context.Context, conversationId ConversationId, params *ListConversationVariablesParams, reqEditors ...RequestEditorFn) (*ListConversationVariablesResponse, error) {
+	rsp, err := c.ListConversationVariables(ctx, conversationId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConversationVariablesResponse(rsp)
+}
+
+// UpdateConversationVariableWithBodyWithResponse Update a conversation variable
+//
+// Sets the value of one conversation variable in a conversation of the end user; the next
+// message of the conversation reads the new value. The value must be of the variable's
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+func (c *ClientWithResponses) UpdateConversationVariableWithBodyWithResponse(ctx context.Context, conversationId ConversationId, variableId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConversationVariableResponse, error) {
+	rsp, err := c.UpdateConversationVariableWithBody(ctx, conversationId, variableId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConversationVariableResponse(rsp)
+}
+
+// UpdateConversationVariableWithResponse Update a conversation variable
+//
+// Sets the value of one conversation variable in a conversation of the end user; the next
+// message of the conversation reads the new value. The value must be of the variable's
+// `value_type` (a number for `number`, every element checked for an array type) — otherwise
+// 400 `bad_request` "Type mismatch: …"; `null` fits no type and is refused as 400
+// `invalid_param`. An unknown conversation, another user's, or an unknown variable yields
+// 404 `not_found`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /conversations/{conversation_id}/variables/{variable_id} (the `UpdateConversationVariable` operationId).
+func (c *ClientWithResponses) UpdateConversationVariableWithResponse(ctx context.Context, conversationId ConversationId, variableId string, body UpdateConversationVariableJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConversationVariableResponse, error) {
+	rsp, err := c.UpdateConversationVariable(ctx, conversationId, variableId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConversationVariableResponse(rsp)
+}
+
 // ListDatasetsWithResponse List knowledge bases
 //
 // The workspace's knowledge bases, newest first, in pages. `has_more` is true when the page
@@ -25446,6 +26042,161 @@ func ParseRenameConversationResponse(rsp *http.Response) (*RenameConversationRes
 	switch {
 	case rsp.StatusCode == 401:
 		var headers RenameConversationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConversationVariablesResponse parses an HTTP response from a ListConversationVariablesWithResponse call
+func ParseListConversationVariablesResponse(rsp *http.Response) (*ListConversationVariablesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConversationVariablesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationVariableList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListConversationVariablesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateConversationVariableResponse parses an HTTP response from a UpdateConversationVariableWithResponse call
+func ParseUpdateConversationVariableResponse(rsp *http.Response) (*UpdateConversationVariableResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateConversationVariableResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConversationVariable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateConversationVariableResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -94,6 +94,11 @@ func TestBadInput(t *testing.T) {
 			{"invalid file type enum", call{method: "POST", path: "/chat-messages", key: app, contentType: "application/json", body: strings.NewReader(`{"query":"hi","inputs":{},"user":"u1","files":[{"type":"pdf","transfer_method":"local_file","upload_file_id":"x"}]}`)}, 400, "invalid_param", "type"},
 			{"oversized JSON body", call{method: "POST", path: "/chat-messages", key: app, contentType: "application/json", body: strings.NewReader(`{"query":"` + strings.Repeat("a", 2<<20) + `","inputs":{},"user":"u1"}`)}, 413, "request_entity_too_large", ""},
 			{"oversized upload", call{method: "POST", path: "/datasets/ds/documents/doc/update-by-file", key: kb, contentType: "", body: nil}, 413, "file_too_large", ""},
+			{"variables of a conversation id that is no UUID", call{method: "GET", path: "/conversations/c1/variables?user=u1", key: app}, 404, "not_found", "Conversation Not Exists."},
+			{"variables limit out of range", call{method: "GET", path: "/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11/variables?user=u1&limit=0", key: app}, 400, "invalid_param", "limit"},
+			{"variables of a knowledge key", call{method: "GET", path: "/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11/variables", key: kb}, 401, "unauthorized", "Access token is invalid"},
+			{"variable update without value", call{method: "PUT", path: "/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11/variables/8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22", key: app, contentType: "application/json", body: strings.NewReader(`{"user":"u1"}`)}, 400, "invalid_param", "value"},
+			{"variable update of an unknown conversation", call{method: "PUT", path: "/conversations/7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11/variables/8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22", key: app, contentType: "application/json", body: strings.NewReader(`{"value":"x","user":"u1"}`)}, 404, "not_found", "Conversation Not Exists."},
 			// Tool file links need no key, only a valid signature.
 			{"tool file without signature", call{method: "GET", path: "/files/tools/f.png?timestamp=1&nonce=n"}, 400, "invalid_param", "sign"},
 			{"tool file forged signature", call{method: "GET", path: "/files/tools/f.png?timestamp=1&nonce=n&sign=AAAA"}, 403, "forbidden", ""},

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,6 +104,9 @@ var externalNoFixture = map[string]string{
 	// A tool file exists only once an agent's tool returned one, and the sweep registers that
 	// tool through the CLI, on a server it restarts with the loopback allowance.
 	"getToolFile": "needs a tool registered through the CLI",
+	// Only a Chatflow's conversations have variables, and the sweep imports its Chatflow
+	// through the CLI.
+	"updateConversationVariable": "needs a Chatflow imported through the CLI",
 }
 
 // sweepSend sends one probe and checks the answer: no 5xx, and an error is the Error body whose
@@ -238,7 +242,45 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	fx["conversation_id"], fx["message_id"] = cr.JSON200.ConversationId.String(), cr.JSON200.MessageId.String()
 	fx["task_id"] = cr.JSON200.TaskId.String()
 	fx["first_id"], fx["last_id"] = fx["message_id"], fx["conversation_id"]
+	// The Chatbot's conversation has no variables: its list is empty, the page after none.
+	fx["last_id@listConversationVariables"] = ""
+	if binary != "" {
+		v := sweepVariables(t, p)
+		for op := range variablesOps {
+			fx["conversation_id@"+op] = v.conv
+		}
+		fx["variable_id@updateConversationVariable"], fx["last_id@listConversationVariables"] = varNickname, varNickname
+	}
 	return fx
+}
+
+// variablesOps are the conversation-variable operations, which the sweep runs on a Chatflow
+// conversation of its own when it controls the server.
+var variablesOps = map[string]bool{"listConversationVariables": true, "updateConversationVariable": true}
+
+// sweepVariablesFixture is a Chatflow with conversation variables (testdata/chatflow-variables.yml),
+// its key, and a conversation of the sweep's user.
+type sweepVariablesFixture struct{ key, conv string }
+
+var sweepVariablesFixtures sync.Map // *Parley → *sweepVariablesFixture
+
+func sweepVariables(t *testing.T, p *Parley) *sweepVariablesFixture {
+	t.Helper()
+	if v, ok := sweepVariablesFixtures.Load(p); ok {
+		return v.(*sweepVariablesFixture)
+	}
+	name := "Sweep Variables " + strings.ReplaceAll(t.Name(), "/", "-")
+	p.CLI(t, "apps", "import", variablesDSL(t, name))
+	p.CLI(t, "apps", "publish", name)
+	v := &sweepVariablesFixture{key: p.CLI(t, "keys", "create", "--app", name)}
+	r, err := newClient(t, p, v.key).SendChatMessageWithResponse(context.Background(),
+		client.SendChatMessageJSONRequestBody{Query: "sweep", User: "sweeper", Inputs: map[string]any{}})
+	if err != nil || r.JSON200 == nil {
+		t.Fatalf("sweep Chatflow: %v %s", err, r.Body)
+	}
+	v.conv = r.JSON200.ConversationId.String()
+	sweepVariablesFixtures.Store(p, v)
+	return v
 }
 
 // forOp is fx as op sees it: "name@op" overrides "name". An operation that re-indexes the
@@ -285,6 +327,9 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 			switch {
 			case scheme == "AppKey" && strings.Contains(op.OperationID, "Completion"):
 				o.key = p.CompletionKey(t)
+			case scheme == "AppKey" && variablesOps[op.OperationID] && binary != "":
+				// Conversation variables exist in a Chatflow's conversations only.
+				o.key = sweepVariables(t, p).key
 			case scheme == "AppKey":
 				o.key = p.AppKey
 			case scheme == "KnowledgeKey":

@@ -1946,6 +1946,30 @@ type ConversationList struct {
 	Limit   int            `json:"limit"`
 }
 
+// ConversationVariable A conversation variable and its value in one conversation.
+type ConversationVariable struct {
+	CreatedAt   int64  `json:"created_at"`
+	Description string `json:"description"`
+
+	// Id The variable's id in the app's definition.
+	Id        string `json:"id"`
+	Name      string `json:"name"`
+	UpdatedAt int64  `json:"updated_at"`
+
+	// Value The value as text; a string value as it is, any other value as JSON.
+	Value string `json:"value"`
+
+	// ValueType string, number, boolean, object, secret or array[string|number|boolean|object].
+	ValueType string `json:"value_type"`
+}
+
+// ConversationVariableList A page of conversation variables.
+type ConversationVariableList struct {
+	Data    []ConversationVariable `json:"data"`
+	HasMore bool                   `json:"has_more"`
+	Limit   int                    `json:"limit"`
+}
+
 // CreateDatasetRequest Body of create-knowledge-base. Unknown members are ignored.
 type CreateDatasetRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -3787,6 +3811,15 @@ type UnbindTagsRequest struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// UpdateConversationVariableRequest The new value of a conversation variable.
+type UpdateConversationVariableRequest struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *string `json:"user,omitempty"`
+
+	// Value The new value, of the variable's type (any JSON value but `null`).
+	Value json.RawMessage `json:"value"`
+}
+
 // UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
 type UpdateDatasetRequest struct {
 	Description            *string `json:"description,omitempty"`
@@ -4174,6 +4207,22 @@ type ListConversationsParams struct {
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
 
+// ListConversationVariablesParams defines parameters for ListConversationVariables.
+type ListConversationVariablesParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+
+	// LastId Id of the last variable of the previous page.
+	LastId *string `form:"last_id,omitempty" json:"last_id,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// VariableName Only variables whose name contains this text, ignoring case. Letters, digits, `-`, `_`
+	// and `.` only (anything else yields 400 `invalid_param`, as in Dify).
+	VariableName *string `form:"variable_name,omitempty" json:"variable_name,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, from 1.
@@ -4308,6 +4357,9 @@ type DeleteConversationJSONRequestBody = DeleteConversationRequest
 
 // RenameConversationJSONRequestBody defines body for RenameConversation for application/json ContentType.
 type RenameConversationJSONRequestBody = RenameConversationRequest
+
+// UpdateConversationVariableJSONRequestBody defines body for UpdateConversationVariable for application/json ContentType.
+type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableRequest
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -10998,6 +11050,12 @@ type ServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx echo.Context, conversationId ConversationId) error
+	// ListConversationVariables Get conversation variables
+	// (GET /conversations/{conversation_id}/variables)
+	ListConversationVariables(ctx echo.Context, conversationId ConversationId, params ListConversationVariablesParams) error
+	// UpdateConversationVariable Update a conversation variable
+	// (PUT /conversations/{conversation_id}/variables/{variable_id})
+	UpdateConversationVariable(ctx echo.Context, conversationId ConversationId, variableId string) error
 	// ListDatasets List knowledge bases
 	// (GET /datasets)
 	ListDatasets(ctx echo.Context, params ListDatasetsParams) error
@@ -11311,6 +11369,76 @@ func (w *ServerInterfaceWrapper) RenameConversation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RenameConversation(ctx, conversationId)
+	return err
+}
+
+// ListConversationVariables converts echo context to params.
+func (w *ServerInterfaceWrapper) ListConversationVariables(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConversationVariablesParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// ------------- Optional query parameter "last_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "last_id", ctx.QueryParams(), &params.LastId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter last_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "variable_name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variable_name", ctx.QueryParams(), &params.VariableName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variable_name: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListConversationVariables(ctx, conversationId, params)
+	return err
+}
+
+// UpdateConversationVariable converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateConversationVariable(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// ------------- Path parameter "variable_id" -------------
+	var variableId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "variable_id", ctx.Param("variable_id"), &variableId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variable_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateConversationVariable(ctx, conversationId, variableId)
 	return err
 }
 
@@ -12588,6 +12716,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/messages", wrapper.ListMessages, options.OperationMiddlewares["listMessages"]...)
 	router.GET(options.BaseURL+"/conversations", wrapper.ListConversations, options.OperationMiddlewares["listConversations"]...)
 	router.POST(options.BaseURL+"/conversations/:conversation_id/name", wrapper.RenameConversation, options.OperationMiddlewares["renameConversation"]...)
+	router.GET(options.BaseURL+"/conversations/:conversation_id/variables", wrapper.ListConversationVariables, options.OperationMiddlewares["listConversationVariables"]...)
+	router.PUT(options.BaseURL+"/conversations/:conversation_id/variables/:variable_id", wrapper.UpdateConversationVariable, options.OperationMiddlewares["updateConversationVariable"]...)
 	router.GET(options.BaseURL+"/parameters", wrapper.GetAppParameters, options.OperationMiddlewares["getAppParameters"]...)
 	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
@@ -13672,6 +13802,219 @@ type RenameConversation500JSONResponse struct {
 }
 
 func (response RenameConversation500JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariablesRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	Params         ListConversationVariablesParams
+}
+
+type ListConversationVariablesResponseObject interface {
+	VisitListConversationVariablesResponse(w http.ResponseWriter) error
+}
+
+type ListConversationVariables200JSONResponse ConversationVariableList
+
+func (response ListConversationVariables200JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListConversationVariables400JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListConversationVariables401JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListConversationVariables404JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListConversationVariables500JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariableRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	VariableId     string         `json:"variable_id"`
+	Body           *UpdateConversationVariableJSONRequestBody
+}
+
+type UpdateConversationVariableResponseObject interface {
+	VisitUpdateConversationVariableResponse(w http.ResponseWriter) error
+}
+
+type UpdateConversationVariable200JSONResponse ConversationVariable
+
+func (response UpdateConversationVariable200JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateConversationVariable400JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateConversationVariable401JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateConversationVariable404JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UpdateConversationVariable408JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateConversationVariable413JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateConversationVariable415JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateConversationVariable500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateConversationVariable500JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -19700,6 +20043,12 @@ type StrictServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx context.Context, request RenameConversationRequestObject) (RenameConversationResponseObject, error)
+	// ListConversationVariables Get conversation variables
+	// (GET /conversations/{conversation_id}/variables)
+	ListConversationVariables(ctx context.Context, request ListConversationVariablesRequestObject) (ListConversationVariablesResponseObject, error)
+	// UpdateConversationVariable Update a conversation variable
+	// (PUT /conversations/{conversation_id}/variables/{variable_id})
+	UpdateConversationVariable(ctx context.Context, request UpdateConversationVariableRequestObject) (UpdateConversationVariableResponseObject, error)
 	// ListDatasets List knowledge bases
 	// (GET /datasets)
 	ListDatasets(ctx context.Context, request ListDatasetsRequestObject) (ListDatasetsResponseObject, error)
@@ -20205,6 +20554,81 @@ func (sh *strictHandler) RenameConversation(ctx echo.Context, conversationId Con
 		return err
 	} else if validResponse, ok := response.(RenameConversationResponseObject); ok {
 		return validResponse.VisitRenameConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListConversationVariables operation middleware
+func (sh *strictHandler) ListConversationVariables(ctx echo.Context, conversationId ConversationId, params ListConversationVariablesParams) error {
+	var request ListConversationVariablesRequestObject
+
+	request.ConversationId = conversationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListConversationVariables(ctx.Request().Context(), request.(ListConversationVariablesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListConversationVariables")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListConversationVariablesResponseObject); ok {
+		return validResponse.VisitListConversationVariablesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateConversationVariable operation middleware
+func (sh *strictHandler) UpdateConversationVariable(ctx echo.Context, conversationId ConversationId, variableId string) error {
+	var request UpdateConversationVariableRequestObject
+
+	request.ConversationId = conversationId
+	request.VariableId = variableId
+
+	var body UpdateConversationVariableJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateConversationVariable(ctx.Request().Context(), request.(UpdateConversationVariableRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateConversationVariable")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateConversationVariableResponseObject); ok {
+		return validResponse.VisitUpdateConversationVariableResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -90,6 +90,9 @@ func domainOutcome(err error) *APIError {
 		// internal/workflow/chatflow
 		runFailed *chatflow.RunFailedError
 		badGraph  *chatflow.InvalidGraphError
+		// internal/conversations
+		varName *conversations.VariableNameError
+		varType *conversations.VariableTypeError
 	)
 	switch {
 	// internal/knowledge: the kind says how, the error says what.
@@ -219,6 +222,17 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam("The conversation has no message to generate a name from.")
 	case errors.Is(err, conversations.ErrSuggestDisabled):
 		return apiError(http.StatusBadRequest, "bad_request", "Suggested Questions Is Disabled.")
+	case errors.Is(err, conversations.ErrVariableNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Conversation Variable Not Exists.")
+	case errors.Is(err, conversations.ErrLastVariableNotFound):
+		// Dify raises this one as a ValueError: invalid_param, not not_found.
+		return errInvalidParam("Last Conversation Variable Not Exists.")
+	case errors.Is(err, conversations.ErrInvalidValue):
+		return errInvalidParam(conversations.ErrInvalidValue.Error())
+	case errors.As(err, &varName):
+		return errInvalidParam(varName.Msg)
+	case errors.As(err, &varType):
+		return apiError(http.StatusBadRequest, "bad_request", varType.Error())
 
 	// internal/auth: its texts are Dify's 401 messages.
 	case errors.Is(err, auth.ErrMissingBearer):

@@ -45,7 +45,9 @@ import (
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/condition"
+	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/listop"
+	"github.com/parleyhq/parley/internal/workflow/sandbox"
 	"github.com/parleyhq/parley/internal/workflow/template/jinja"
 )
 
@@ -109,6 +111,13 @@ func domainOutcomes() map[string]outcome {
 		"conversations.ErrNameRequired":         {conversations.ErrNameRequired, invalid("name is required when auto_generate is false")},
 		"conversations.ErrNoMessages":           {conversations.ErrNoMessages, invalid("The conversation has no message to generate a name from.")},
 		"conversations.ErrSuggestDisabled":      {conversations.ErrSuggestDisabled, wire{status: 400, code: "bad_request", msg: "Suggested Questions Is Disabled."}},
+		"conversations.ErrVariableNotFound":     {conversations.ErrVariableNotFound, wire{status: 404, code: "not_found", msg: "Conversation Variable Not Exists."}},
+		"conversations.ErrLastVariableNotFound": {conversations.ErrLastVariableNotFound, invalid("Last Conversation Variable Not Exists.")},
+		"conversations.ErrInvalidValue": {fmt.Errorf("conversations: new value of x: %w: %w", conversations.ErrInvalidValue, errors.New("value: JSON nested deeper than 1000 levels")),
+			invalid(conversations.ErrInvalidValue.Error())},
+		"conversations.VariableNameError": {&conversations.VariableNameError{Msg: "Variable name contains invalid characters: sp_"}, invalid("Variable name contains invalid characters: sp_")},
+		"conversations.VariableTypeError": {&conversations.VariableTypeError{Name: "turns", Expected: "number", Got: "string"},
+			wire{status: 400, code: "bad_request", msg: "Type mismatch: variable 'turns' expects number, but got string type"}},
 
 		"extract.Error":              {&extract.Error{Kind: extract.KindCorrupt, Message: "The PDF file is damaged."}, invalid("The PDF file is damaged.")},
 		"extract.ErrUnsupportedType": {&extract.Error{Kind: extract.KindUnsupported, Message: "Legacy .xls files are not supported."}, invalid("Legacy .xls files are not supported.")},
@@ -230,6 +239,10 @@ func internalFailures() map[string]struct {
 		"workflow/template/jinja.ErrRender":        {jinja.ErrRender, nodeFailure},
 		"workflow/template/jinja.ErrSyntax":        {jinja.ErrSyntax, nodeFailure},
 		"workflow/template/jinja.ErrTimeout":       {jinja.ErrTimeout, nodeFailure},
+		"workflow/httpreq.ConfigError":             {&httpreq.ConfigError{}, nodeFailure},
+		"workflow/httpreq.Error":                   {&httpreq.Error{}, nodeFailure},
+		"workflow/sandbox.ErrUnavailable":          {sandbox.ErrUnavailable, nodeFailure},
+		"workflow/sandbox.Error":                   {&sandbox.Error{}, nodeFailure},
 	}
 }
 

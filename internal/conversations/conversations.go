@@ -45,6 +45,8 @@ type Store interface {
 	ListAppFeedbacks(ctx context.Context, appID string, page, limit int) ([]store.Feedback, error)
 	MessageFiles(ctx context.Context, messageIDs []string) (map[string][]store.MessageFile, error)
 	AgentThoughts(ctx context.Context, messageIDs []string) (map[string][]store.AgentThought, error)
+	ConversationVariables(ctx context.Context, conversationID string) ([]store.ConversationVariable, error)
+	SaveConversationVariables(ctx context.Context, vs []store.ConversationVariable) error
 }
 
 // Generator is the model work some operations need; *chat.Service implements it.

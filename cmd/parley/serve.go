@@ -127,7 +127,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	})
 	chatflowRunner := chatflow.New(chatflow.Options{
 		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
-		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet}),
+		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Tools: toolReg.Find, Files: fileSvc}),
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,

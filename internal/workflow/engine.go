@@ -247,7 +247,7 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 			}
 			rep.Steps++
 			running++
-			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord}
+			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord, out: spec.Out}
 			go func(index int, predecessor string) {
 				results <- e.runNode(ctx, spec, x, r, index, predecessor)
 			}(rep.Steps, pred[id])

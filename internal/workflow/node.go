@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/run"
 )
 
 // NodeRunner runs one node of a graph. It reads what it needs from the pool and returns its
@@ -86,6 +87,7 @@ type Exec struct {
 	ExecutionID string
 
 	coord *coordinator
+	out   Sink
 }
 
 // Stream forwards a chunk of the node's output name (an LLM's text) to the answers that
@@ -93,5 +95,13 @@ type Exec struct {
 func (x *Exec) Stream(name, chunk string) {
 	if x.coord != nil && chunk != "" {
 		x.coord.chunk(x.Node.ID, name, chunk)
+	}
+}
+
+// Emit sends an event of the node that is not one of its lifecycle events (an agent node's
+// agent_log) to the run's stream as it is.
+func (x *Exec) Emit(ev run.Event) {
+	if x.out != nil {
+		x.out.Emit(ev)
 	}
 }

@@ -302,7 +302,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	out.Emit(run.Event{Kind: run.EventWorkflowStarted, Data: workflowStarted{ID: w.runID, WorkflowID: w.v.id,
 		Inputs: inputs, CreatedAt: created.Unix(), Reason: "initial"}})
 
-	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc()}
+	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
 	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env})
 
 	w.saveConversationVariables(persist, pool)

@@ -5,9 +5,13 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/agent"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
@@ -17,7 +21,17 @@ type Deps struct {
 	// Models and Providers give an LLM node its model.
 	Models    chat.Models
 	Providers chat.Providers
+	// Tools finds the tool a tool or agent node names (builtin.Find, or the workspace
+	// registry's Find, as agents use it); nil offers none.
+	Tools func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+	// Files keeps the files tools return (the files service); without it they are dropped.
+	Files ToolFiles
+	// ToolTimeout bounds one tool call (default agent.DefaultToolTimeout).
+	ToolTimeout time.Duration
 }
+
+// ToolFiles keeps the files tools return; *files.Service implements it.
+type ToolFiles = agent.ToolFiles
 
 // Env is what the runner tells nodes about the run (workflow.Exec.Env).
 type Env struct {
@@ -25,6 +39,9 @@ type Env struct {
 	Inputs map[string]any
 	// History returns up to n earlier messages of the conversation, oldest first (memory).
 	History func(ctx context.Context, n int) ([]store.Message, error)
+	// AppID, MessageID and EndUserID name the app, the message being answered and the end
+	// user asking: a tool's files are stored as files of that message.
+	AppID, MessageID, EndUserID string
 }
 
 func env(x *workflow.Exec) *Env {
@@ -48,6 +65,8 @@ func Registry(d Deps) workflow.Registry {
 		"template-transform":  newTemplateTransform,
 		"list-operator":       newListOperator,
 		"question-classifier": d.newQuestionClassifier,
+		"tool":                d.newTool,
+		"agent":               d.newAgent,
 	}
 }
 

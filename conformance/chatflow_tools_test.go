@@ -1,0 +1,133 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
+)
+
+// TestChatflowTools imports the example Chatflow with tool nodes and an agent node on both
+// engines. Before its API tool is registered the import is refused, naming the node; once it
+// is, a turn runs the built-in tool with its form settings and a mixed parameter, the API tool
+// whose PNG is a file output with a signed link, and the agent node whose model calls a
+// built-in tool and the API's operation and then answers: its rounds and calls are agent_log
+// events without workflow_run_id, and its text streams into the answer. Every event is
+// validated against the contract by the server.
+func TestChatflowTools(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		raw, err := os.ReadFile(filepath.Join("testdata", "chatflow-tools.yml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "Tool Desk " + strings.ReplaceAll(t.Name(), "/", "-")
+		path := filepath.Join(t.TempDir(), "flow.yml")
+		if err := os.WriteFile(path, []byte(strings.Replace(string(raw), "name: Tool Desk", "name: "+name, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		api := toolregtest.NewAPI(t)
+		p.Restart(t, allowLoopback)
+		if _, stderr, err := p.cliOut("apps", "import", path); err == nil ||
+			!strings.Contains(stderr, `node chart: tool "getChart" of provider "inventory" (api) is not available on this server`) ||
+			!strings.Contains(stderr, `node clerk: tool "getItem" of provider "inventory" (api) is not available on this server`) {
+			t.Fatalf("import before registration: %v\n%s", err, stderr)
+		}
+		addInventory(t, p, api)
+		p.CLI(t, "apps", "import", "--publish", path)
+		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", name))
+
+		q := marker(t, "how many widgets")
+		upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
+			{Name: "eval_expression", Arguments: `{"expression": "6 * 7"}`},
+			{Name: "getItem", Arguments: `{"id": "7"}`},
+		}}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}})
+		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"day": "14"}, ResponseMode: ptr(client.Streaming)}
+		var (
+			names   []string
+			answer  string
+			labels  []string
+			status  string
+			chart   map[string]any
+			clerkOK bool
+		)
+		for _, ev := range streamEvents(t, c, body) {
+			n := eventName(t, ev)
+			switch n {
+			case "node_started":
+				ns, _ := ev.AsNodeStartedEvent()
+				n += "(" + ns.Data.NodeId + ")"
+			case "node_finished":
+				nf, _ := ev.AsNodeFinishedEvent()
+				n += "(" + nf.Data.NodeId + ")"
+				if nf.Data.Status != "succeeded" {
+					t.Fatalf("node %s: %s %v", nf.Data.NodeId, nf.Data.Status, nf.Data.Error)
+				}
+				if nf.Data.NodeId == "chart" && nf.Data.Outputs != nil {
+					chart = *nf.Data.Outputs
+				}
+				if nf.Data.NodeId == "clerk" && nf.Data.Outputs != nil {
+					clerkOK = (*nf.Data.Outputs)["text"] == "42 widgets."
+				}
+			case "agent_log":
+				raw, _ := json.Marshal(ev)
+				al, _ := ev.AsAgentLogEvent()
+				if strings.Contains(string(raw), "workflow_run_id") || al.Data.NodeId != "clerk" {
+					t.Fatalf("agent_log %s", raw)
+				}
+				if al.Data.Status != nil && *al.Data.Status != "start" && al.Data.Label != nil {
+					labels = append(labels, *al.Data.Label)
+				}
+			case "message":
+				m, _ := ev.AsMessageEvent()
+				answer += m.Answer
+			case "workflow_finished":
+				wf, _ := ev.AsWorkflowFinishedEvent()
+				status = string(wf.Data.Status)
+			}
+			if n != "message" && (len(names) == 0 || names[len(names)-1] != n) {
+				names = append(names, n)
+			}
+		}
+		if answer != "March 14, 2024 is Thursday. 42 widgets." || status != "succeeded" || !clerkOK {
+			t.Fatalf("answer %q status %s events %v", answer, status, names)
+		}
+		want := "gpt-4o-mini Thought,CALL eval_expression,CALL getItem,ROUND 1,gpt-4o-mini Thought,ROUND 2"
+		if got := strings.Join(labels, ","); got != want {
+			t.Fatalf("agent logs %s", got)
+		}
+		if got := strings.Join(names, " "); !strings.Contains(got, "node_started(clerk) agent_log node_finished(clerk)") {
+			t.Fatalf("events %s", got)
+		}
+		files, _ := chart["files"].([]any)
+		if len(files) != 1 {
+			t.Fatalf("chart outputs %v", chart)
+		}
+		f, _ := files[0].(map[string]any)
+		if f["mime_type"] != "image/png" || f["transfer_method"] != "tool_file" || !strings.Contains(f["url"].(string), "/files/tools/") {
+			t.Fatalf("chart file %v", f)
+		}
+		var results []string
+		for _, req := range upstream.Requests() {
+			if req.LastUserMessage() != q {
+				continue
+			}
+			if sys := req.Messages[0].Text(); sys != "You are the clerk. March 14, 2024 is Thursday." {
+				t.Fatalf("instruction %q", sys)
+			}
+			for _, m := range req.Messages {
+				if m.Role == "tool" {
+					results = append(results, m.Text())
+				}
+			}
+		}
+		if len(results) != 2 || results[0] != "42" || !strings.Contains(results[1], `"name":"widget"`) {
+			t.Fatalf("tool results %q", results)
+		}
+	})
+}

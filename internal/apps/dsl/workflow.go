@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/workflow"
@@ -145,6 +146,14 @@ func (c *converter) checkNodeTools(path, id string, n *workflow.Node) {
 		refs = append(refs, apps.Tool{ProviderType: s.str("provider_type"), ProviderID: s.str("provider_id"),
 			ProviderName: s.str("provider_name"), Name: s.str("tool_name"), Enabled: true})
 	case "agent":
+		provider, _ := scalarText(n.Data["agent_strategy_provider_name"])
+		strategy, _ := scalarText(n.Data["agent_strategy_name"])
+		if (provider != "" && !strings.HasPrefix(provider, "langgenius/agent")) ||
+			(strategy != "" && strategy != "function_calling" && strategy != "ReAct") {
+			// Parley runs the strategies of Dify's own agent plugin only.
+			c.p.add(path, "node %s: agent strategy %q of %q is not supported yet (langgenius/agent's function_calling and ReAct are)", id, strategy, provider)
+			return
+		}
 		params, _ := n.Data["agent_parameters"].(map[string]any)
 		if mp, ok := params["model"].(map[string]any); ok {
 			if m, ok := mp["value"].(map[string]any); ok {
@@ -166,6 +175,10 @@ func (c *converter) checkNodeTools(path, id string, n *workflow.Node) {
 			pid, _ := scalarText(tm["provider_id"])
 			pname, _ := scalarText(tm["provider_name"])
 			name, _ := scalarText(tm["tool_name"])
+			if pid == "" {
+				// Dify names an agent node's tool by its provider's name only.
+				pid = pname
+			}
 			refs = append(refs, apps.Tool{ProviderType: typ, ProviderID: pid, ProviderName: pname, Name: name, Enabled: true})
 		}
 	}

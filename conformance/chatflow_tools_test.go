@@ -19,7 +19,8 @@ import (
 // whose PNG is a file output with a signed link, and the agent node whose model calls a
 // built-in tool and the API's operation and then answers: its rounds and calls are agent_log
 // events without workflow_run_id, and its text streams into the answer. Every event is
-// validated against the contract by the server.
+// validated against the contract by the server. An LLM node with reasoning_format separated
+// streams its model's <think> block as reasoning_chunk events, not in the answer.
 func TestChatflowTools(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		raw, err := os.ReadFile(filepath.Join("testdata", "chatflow-tools.yml"))
@@ -46,7 +47,8 @@ func TestChatflowTools(t *testing.T) {
 		upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
 			{Name: "eval_expression", Arguments: `{"expression": "6 * 7"}`},
 			{Name: "getItem", Arguments: `{"id": "7"}`},
-		}}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}})
+		}}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}},
+			openaitest.Reply{Chunks: []string{"<think>", "Keep it", " short.</think>", "Done."}})
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"day": "14"}, ResponseMode: ptr(client.Streaming)}
 		var (
 			names   []string
@@ -55,6 +57,8 @@ func TestChatflowTools(t *testing.T) {
 			status  string
 			chart   map[string]any
 			clerkOK bool
+			reason  string
+			finals  int
 		)
 		for _, ev := range streamEvents(t, c, body) {
 			n := eventName(t, ev)
@@ -83,6 +87,15 @@ func TestChatflowTools(t *testing.T) {
 				if al.Data.Status != nil && *al.Data.Status != "start" && al.Data.Label != nil {
 					labels = append(labels, *al.Data.Label)
 				}
+			case "reasoning_chunk":
+				rc, _ := ev.AsReasoningChunkEvent()
+				if rc.Data.NodeId == nil || *rc.Data.NodeId != "thinker" || finals > 0 {
+					t.Fatalf("reasoning_chunk %+v", rc)
+				}
+				reason += rc.Data.Reasoning
+				if rc.Data.IsFinal {
+					finals++
+				}
 			case "message":
 				m, _ := ev.AsMessageEvent()
 				answer += m.Answer
@@ -94,8 +107,8 @@ func TestChatflowTools(t *testing.T) {
 				names = append(names, n)
 			}
 		}
-		if answer != "March 14, 2024 is Thursday. 42 widgets." || status != "succeeded" || !clerkOK {
-			t.Fatalf("answer %q status %s events %v", answer, status, names)
+		if answer != "March 14, 2024 is Thursday. 42 widgets. Done." || status != "succeeded" || !clerkOK || reason != "Keep it short." || finals != 1 {
+			t.Fatalf("answer %q status %s reasoning %q (%d final) events %v", answer, status, reason, finals, names)
 		}
 		want := "gpt-4o-mini Thought,CALL eval_expression,CALL getItem,ROUND 1,gpt-4o-mini Thought,ROUND 2"
 		if got := strings.Join(labels, ","); got != want {

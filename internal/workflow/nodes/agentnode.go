@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ type agentNode struct {
 	rounds      int
 	tools       []nodeTool
 	memory      *memory
+	// react runs the ReAct strategy: the tools are described in the prompt and the model answers
+	// in the protocol's text, instead of calling them natively.
+	react bool
 }
 
 // nodeTool is one tool of an agent node as the node's data names it.
@@ -66,15 +70,16 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	if provider != "" && !strings.HasPrefix(provider, agentStrategyProvider) {
 		return nil, configError("agent strategy provider %q is not supported (only %s)", provider, agentStrategyProvider)
 	}
-	switch s := str(n.Data["agent_strategy_name"]); s {
+	strategy := str(n.Data["agent_strategy_name"])
+	switch strategy {
 	case "", "function_calling", "ReAct":
 	default:
-		return nil, configError("agent strategy %q is not supported (function_calling, ReAct)", s)
+		return nil, configError("agent strategy %q is not supported (function_calling, ReAct)", strategy)
 	}
 	m := mapping(agentParam(n.Data, "model"))
 	a := &agentNode{d: d, provider: str(m["provider"]), name: str(m["model"]), params: mapping(m["completion_params"]),
 		instruction: value.Text(fromGo(agentParam(n.Data, "instruction"))), query: value.Text(fromGo(agentParam(n.Data, "query"))),
-		rounds: defaultAgentRounds}
+		rounds: defaultAgentRounds, react: strategy == "ReAct"}
 	if a.provider == "" || a.name == "" {
 		return nil, configError("the node names no model")
 	}
@@ -215,6 +220,8 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 		kept   []tools.File
 		logs   []any
 		failed error
+		// scratchpad holds a ReAct agent's steps so far.
+		scratchpad strings.Builder
 	)
 	emit := func(l agentLog) {
 		l.NodeExecutionID, l.NodeID = x.ExecutionID, x.Node.ID
@@ -238,10 +245,25 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 		thoughtID := uuid.NewString()
 		emit(agentLog{ID: thoughtID, Label: a.name + " Thought", ParentID: &roundID, Status: "start",
 			Metadata: map[string]any{"started_at": time.Now().Unix(), "provider": a.provider}})
-		said, calls, usage, err := a.call(ctx, model, spec, prompt, offer, func(d string) {
+		stream := func(d string) {
 			text.WriteString(d)
 			x.Stream("text", d)
-		})
+		}
+		var (
+			said  string
+			calls []providers.ToolCall
+			usage models.Usage
+			err   error
+			step  agent.ReActStep
+		)
+		if a.react {
+			said, step, usage, err = a.reactRound(ctx, model, spec, prompt, scratchpad.String(), offer, stream)
+			if step.Call.Name != "" {
+				calls = []providers.ToolCall{step.Call}
+			}
+		} else {
+			said, calls, usage, err = a.call(ctx, model, spec, prompt, offer, a.params, stream)
+		}
 		total = models.AddUsage(total, usage)
 		meta := func(begin time.Time, u *models.Usage) map[string]any {
 			m := map[string]any{"started_at": begin.Unix(), "finished_at": time.Now().Unix(),
@@ -278,7 +300,16 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 				Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_responses": []any{}}}, Metadata: meta(started, &total)})
 			break
 		}
-		prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: said, ToolCalls: calls})
+		if last {
+			// Offered no tools, the model still called one: as a Legacy Agent, the agent fails.
+			msg := fmt.Sprintf("the model called a tool in the last allowed round (maximum_iterations %d)", a.rounds)
+			emit(agentLog{ID: roundID, Label: roundLabel, Status: "error", Error: &msg, Metadata: meta(started, &total)})
+			failed = workflow.Errorf(agentErrorType, "%s", msg)
+			break
+		}
+		if !a.react {
+			prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: said, ToolCalls: calls})
+		}
 		responses := make([]any, 0, len(calls))
 		for _, c := range calls {
 			callStarted := time.Now()
@@ -300,7 +331,11 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 				Data: map[string]any{"output": map[string]any{"tool_call_id": c.ID, "tool_call_name": c.Name,
 					"tool_call_input": c.Arguments, "tool_response": observation}}})
 			responses = append(responses, value.ObjectOf("tool_call_id", c.ID, "tool_call_name", c.Name, "tool_response", observation))
-			prompt = append(prompt, providers.Message{Role: providers.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: observation})
+			if a.react {
+				fmt.Fprintf(&scratchpad, "Thought: %s\nAction: ```%s```\nObservation: %s\n", step.Thought, step.Raw, observation)
+			} else {
+				prompt = append(prompt, providers.Message{Role: providers.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: observation})
+			}
 		}
 		emit(agentLog{ID: roundID, Label: roundLabel, Status: "success",
 			Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_responses": responses}}, Metadata: meta(started, &total)})
@@ -308,6 +343,9 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 	res.Usage = &total
 	res.Metadata = map[string]any{"agent_log": logs}
 	res.ProcessData = map[string]any{"model_provider": a.provider, "model_name": a.name, "strategy": "function_calling"}
+	if a.react {
+		res.ProcessData["strategy"] = "ReAct"
+	}
 	if failed != nil {
 		return res, failed
 	}
@@ -365,9 +403,9 @@ func (a *agentNode) invoke(ctx context.Context, offers []offered, c providers.To
 // call streams one round of the model: its text (each piece to onDelta), the tools it called
 // and the usage (the upstream's, or counted when it reports none).
 func (a *agentNode) call(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, prompt []providers.Message,
-	offer []providers.Tool, onDelta func(string)) (string, []providers.ToolCall, models.Usage, error) {
+	offer []providers.Tool, params map[string]any, onDelta func(string)) (string, []providers.ToolCall, models.Usage, error) {
 	started := time.Now()
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Tools: offer, Parameters: chat.ModelParameters(a.params, spec, prompt)}
+	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Tools: offer, Parameters: chat.ModelParameters(params, spec, prompt)}
 	var (
 		text     strings.Builder
 		calls    []providers.ToolCall
@@ -402,4 +440,42 @@ func (a *agentNode) call(ctx context.Context, model providers.ChatModel, spec mo
 		u = *reported
 	}
 	return text.String(), calls, models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started)), err
+}
+
+// reactRound is one round of the ReAct strategy, with the text protocol Legacy Agents use: the
+// instruction and the offered tools become the system message, the steps so far the assistant's
+// turn, and the model (stopped at "Observation") writes a thought and an action. A final answer,
+// or a text that is not the protocol, streams as the node's text; a tool action is returned as
+// the step's call.
+func (a *agentNode) reactRound(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, base []providers.Message,
+	scratchpad string, offer []providers.Tool, stream func(string)) (string, agent.ReActStep, models.Usage, error) {
+	instruction, rest := "", base
+	if len(rest) > 0 && rest[0].Role == providers.RoleSystem {
+		instruction, rest = rest[0].Content, rest[1:]
+	}
+	prompt := append([]providers.Message{{Role: providers.RoleSystem, Content: agent.ReActSystem(instruction, offer)}}, rest...)
+	if scratchpad != "" {
+		prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: scratchpad},
+			providers.Message{Role: providers.RoleUser, Content: "continue"})
+	}
+	params := maps.Clone(a.params)
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["stop"] = agent.ReActStop(params["stop"])
+	text, _, usage, err := a.call(ctx, model, spec, prompt, nil, params, func(string) {})
+	if err != nil {
+		return text, agent.ReActStep{}, usage, err
+	}
+	step, ok := agent.ParseReAct(text)
+	switch {
+	case !ok:
+		stream(text)
+		return text, agent.ReActStep{}, usage, nil
+	case step.Final:
+		stream(step.Answer)
+		return step.Thought, agent.ReActStep{Final: true, Answer: step.Answer}, usage, nil
+	}
+	step.Call.ID = "react_" + uuid.NewString()
+	return step.Thought, step, usage, nil
 }

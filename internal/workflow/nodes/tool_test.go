@@ -263,3 +263,57 @@ func TestAgentNodeLastRoundOffersNoTools(t *testing.T) {
 		t.Fatalf("%+v %+v", rep, up.Requests())
 	}
 }
+
+// TestAgentNodeReAct: with the ReAct strategy the tools are described in the system message and
+// none is offered natively; the model's action runs the tool, its observation is in the next
+// round's scratchpad, and the final answer is the node's text. A model that writes an action in
+// the last round, where no tool is offered, fails the node.
+func TestAgentNodeReAct(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	d.Tools = builtin.Find
+	node := func(rounds int) *workflow.Graph {
+		return parse(t, []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("ag", "agent", map[string]any{"agent_strategy_provider_name": "langgenius/agent/agent", "agent_strategy_name": "ReAct",
+				"agent_parameters": map[string]any{
+					"model":              map[string]any{"value": map[string]any{"provider": "openai", "model": "gpt-4o-mini"}},
+					"instruction":        map[string]any{"value": "Be exact."},
+					"query":              map[string]any{"value": "{{#sys.query#}}"},
+					"maximum_iterations": map[string]any{"value": rounds},
+					"tools": map[string]any{"value": []any{
+						map[string]any{"enabled": true, "provider_name": "maths", "tool_name": "eval_expression", "type": "builtin"}}},
+				}}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#ag.text#}}"}),
+		}, []any{edgeOf("start", "source", "ag"), edgeOf("ag", "source", "a")})
+	}
+	action := "Thought: I compute it.\nAction:\n```\n{\"action\": \"eval_expression\", \"action_input\": {\"expression\": \"2 ** 10\"}}\n```"
+	final := "Thought: I know.\nAction:\n```\n{\"action\": \"Final Answer\", \"action_input\": \"It is 1024.\"}\n```"
+	up.On("two to the tenth", openaitest.Reply{Text: action})
+	// The next round asks the model to continue its scratchpad.
+	up.On("continue", openaitest.Reply{Text: final})
+	rep, s, _ := runGraph(t, d, node(3), "two to the tenth?")
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "It is 1024." {
+		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+	reqs := up.Requests()
+	if len(reqs) != 2 || len(reqs[0].Tools) != 0 || !strings.Contains(reqs[0].Messages[0].Text(), "Be exact.") ||
+		!strings.Contains(reqs[0].Messages[0].Text(), "eval_expression") {
+		t.Fatalf("first request %+v", reqs[0])
+	}
+	var scratch string
+	for _, m := range reqs[1].Messages {
+		if m.Role == "assistant" {
+			scratch = m.Text()
+		}
+	}
+	if !strings.Contains(scratch, "Observation: 1024") {
+		t.Fatalf("scratchpad %q", scratch)
+	}
+
+	up.On("always acting", openaitest.Reply{Text: action})
+	rep, _, _ = runGraph(t, d, node(1), "always acting")
+	if rep.Status != workflow.StatusFailed || !strings.Contains(rep.Err.Error(), "last allowed round") {
+		t.Fatalf("%+v", rep)
+	}
+}

@@ -2,8 +2,11 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -143,4 +146,63 @@ func TestChatflowTools(t *testing.T) {
 			t.Fatalf("tool results %q", results)
 		}
 	})
+}
+
+var (
+	startedRE  = regexp.MustCompile(`"started_at":\d+`)
+	signedRE   = regexp.MustCompile(`(/files/tools/<uuid-\d+>\.png)\?[^"]+`)
+	toolTimeRE = regexp.MustCompile(`"(elapsed_time|latency)":[0-9.e-]+`)
+)
+
+// TestChatflowToolsGolden pins the bytes of the tools Chatflow's stream: the tool nodes' outputs,
+// the agent node's agent_log events and the reasoning chunks, after normalising ids, times and
+// the signed link of the tool's file.
+func TestChatflowToolsGolden(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "chatflow-tools.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flow.yml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), "name: Tool Desk", "name: Golden Tools", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := toolregtest.NewAPI(t)
+	p := startParley(t, "sqlite")
+	p.Restart(t, allowLoopback)
+	addInventory(t, p, api)
+	p.CLI(t, "apps", "import", "--publish", path)
+	key := p.CLI(t, "keys", "create", "--app", "Golden Tools")
+	q := "golden tools"
+	usage := &providers.Usage{PromptTokens: 30, CompletionTokens: 5}
+	upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
+		{ID: "call_1", Name: "eval_expression", Arguments: `{"expression": "6 * 7"}`},
+		{ID: "call_2", Name: "getItem", Arguments: `{"id": "7"}`},
+	}, Usage: usage}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}, Usage: usage},
+		openaitest.Reply{Chunks: []string{"<think>", "Keep it", " short.</think>", "Done."}, Usage: usage})
+	body := `{"query":"` + q + `","inputs":{"day":"14"},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
+	req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
+	got = normalize(strings.TrimRight(got, "\n") + "\n")
+	got = toolTimeRE.ReplaceAllString(got, `"$1":<seconds>`)
+	got = finishedRE.ReplaceAllString(got, `"finished_at":<ts>`)
+	got = startedRE.ReplaceAllString(got, `"started_at":<ts>`)
+	got = signedRE.ReplaceAllString(got, `$1?<signature>`)
+	for _, line := range strings.Split(got, "\n") {
+		if rest, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(strings.NewReplacer("<seconds>", "0", "<ts>", "0").Replace(rest))) {
+			t.Fatalf("not JSON: %s", line)
+		}
+	}
+	golden(t, "chatflow_tools_streaming.sse.golden", got)
 }

@@ -45,7 +45,7 @@ func (s *events) answer() string {
 }
 
 // registry is a workspace tool registry with the built-in tools and the loopback inventory API
-// registered as "inventory".
+// registered as "inventory" and the loopback MCP server as "Team Notes" (identifier notes).
 func toolRegistry(t *testing.T) *toolreg.Registry {
 	t.Helper()
 	st := testdb.Open(t, storetest.NewEngine(t, storetest.SQLite))
@@ -60,6 +60,10 @@ func toolRegistry(t *testing.T) *toolreg.Registry {
 	t.Cleanup(func() { _ = reg.Close() })
 	api := toolregtest.NewAPI(t)
 	if _, err := reg.AddAPI(t.Context(), "inventory", toolreg.API{Schema: api.Document, Auth: toolreg.AuthBearer, Key: toolregtest.APIToken}, false); err != nil {
+		t.Fatal(err)
+	}
+	notes := toolregtest.NewMCP(t)
+	if _, err := reg.AddMCP(t.Context(), "Team Notes", toolreg.MCP{ServerIdentifier: "notes", URL: notes.URL}, false); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -116,7 +120,7 @@ func TestToolNodeBuiltin(t *testing.T) {
 }
 
 // TestToolNodeRegisteredAPI: an operation of a registered API answers JSON, which is the json
-// output and the text; an operation that fails with HTTP 500 fails the node (ToolInvokeError),
+// output and the text; an MCP server's tool answers text; an operation that fails with HTTP 500 fails the node (ToolInvokeError),
 // which a fail branch catches; a tool the server does not have fails the node too.
 func TestToolNodeRegisteredAPI(t *testing.T) {
 	t.Parallel()
@@ -151,6 +155,18 @@ func TestToolNodeRegisteredAPI(t *testing.T) {
 	}, []any{edgeOf("start", "source", "item"), edgeOf("item", "source", "ok"), edgeOf("item", "fail-branch", "failed")})
 	rep, s, _ = runGraph(t, d, g, "x")
 	if rep.Status != workflow.StatusPartialSucceeded || s.answer() != "failed: ToolInvokeError" {
+		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+
+	// An MCP server's tool, named by the server's identifier; its text answer is the text.
+	search := nodeOf("item", "tool", map[string]any{"provider_type": "mcp", "provider_id": "notes", "provider_name": "Team Notes",
+		"tool_name": toolregtest.MCPToolSearch, "tool_parameters": map[string]any{"query": map[string]any{"type": "mixed", "value": "{{#sys.query#}}s"}}})
+	g = parse(t, []any{
+		nodeOf("start", "start", map[string]any{}), search,
+		nodeOf("a", "answer", map[string]any{"answer": "{{#item.text#}}"}),
+	}, []any{edgeOf("start", "source", "item"), edgeOf("item", "source", "a")})
+	rep, s, _ = runGraph(t, d, g, "budget")
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "found: BUDGETS" {
 		t.Fatalf("%+v, answer %q", rep, s.answer())
 	}
 

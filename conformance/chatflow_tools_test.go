@@ -20,7 +20,8 @@ import (
 // engines. Before its API tool is registered the import is refused, naming the node; once it
 // is, a turn runs the built-in tool with its form settings and a mixed parameter, the API tool
 // whose PNG is a file output with a signed link, and the agent node whose model calls a
-// built-in tool and the API's operation and then answers: its rounds and calls are agent_log
+// built-in tool and two operations of the API (one answering a PNG, a file output of the agent
+// too) and then answers: its rounds and calls are agent_log
 // events without workflow_run_id, and its text streams into the answer. Every event is
 // validated against the contract by the server. An LLM node with reasoning_format separated
 // streams its model's <think> block as reasoning_chunk events, not in the answer.
@@ -50,6 +51,7 @@ func TestChatflowTools(t *testing.T) {
 		upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
 			{Name: "eval_expression", Arguments: `{"expression": "6 * 7"}`},
 			{Name: "getItem", Arguments: `{"id": "7"}`},
+			{Name: "getChart", Arguments: `{}`},
 		}}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}},
 			openaitest.Reply{Chunks: []string{"<think>", "Keep it", " short.</think>", "Done."}})
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"day": "14"}, ResponseMode: ptr(client.Streaming)}
@@ -79,7 +81,8 @@ func TestChatflowTools(t *testing.T) {
 					chart = *nf.Data.Outputs
 				}
 				if nf.Data.NodeId == "clerk" && nf.Data.Outputs != nil {
-					clerkOK = (*nf.Data.Outputs)["text"] == "42 widgets."
+					files, _ := (*nf.Data.Outputs)["files"].([]any)
+					clerkOK = (*nf.Data.Outputs)["text"] == "42 widgets." && len(files) == 1
 				}
 			case "agent_log":
 				raw, _ := json.Marshal(ev)
@@ -113,7 +116,7 @@ func TestChatflowTools(t *testing.T) {
 		if answer != "March 14, 2024 is Thursday. 42 widgets. Done." || status != "succeeded" || !clerkOK || reason != "Keep it short." || finals != 1 {
 			t.Fatalf("answer %q status %s reasoning %q (%d final) events %v", answer, status, reason, finals, names)
 		}
-		want := "gpt-4o-mini Thought,CALL eval_expression,CALL getItem,ROUND 1,gpt-4o-mini Thought,ROUND 2"
+		want := "gpt-4o-mini Thought,CALL eval_expression,CALL getItem,CALL getChart,ROUND 1,gpt-4o-mini Thought,ROUND 2"
 		if got := strings.Join(labels, ","); got != want {
 			t.Fatalf("agent logs %s", got)
 		}
@@ -142,7 +145,7 @@ func TestChatflowTools(t *testing.T) {
 				}
 			}
 		}
-		if len(results) != 2 || results[0] != "42" || !strings.Contains(results[1], `"name":"widget"`) {
+		if len(results) != 3 || results[0] != "42" || !strings.Contains(results[1], `"name":"widget"`) || !strings.Contains(results[2], "image/png") {
 			t.Fatalf("tool results %q", results)
 		}
 	})
@@ -180,6 +183,7 @@ func TestChatflowToolsGolden(t *testing.T) {
 	upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
 		{ID: "call_1", Name: "eval_expression", Arguments: `{"expression": "6 * 7"}`},
 		{ID: "call_2", Name: "getItem", Arguments: `{"id": "7"}`},
+		{ID: "call_3", Name: "getChart", Arguments: `{}`},
 	}, Usage: usage}, openaitest.Reply{Chunks: []string{"42 ", "widgets."}, Usage: usage},
 		openaitest.Reply{Chunks: []string{"<think>", "Keep it", " short.</think>", "Done."}, Usage: usage})
 	body := `{"query":"` + q + `","inputs":{"day":"14"},"user":"golden","response_mode":"streaming","auto_generate_name":false}`

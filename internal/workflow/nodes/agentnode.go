@@ -65,6 +65,19 @@ func agentParam(data map[string]any, name string) any {
 	return mapping(mapping(data["agent_parameters"])[name])["value"]
 }
 
+// agentText reads a text parameter of an agent node as a template: a constant or mixed text as
+// it is, a variable (a selector) as the reference to it.
+func agentText(data map[string]any, name string) string {
+	p := mapping(mapping(data["agent_parameters"])[name])
+	if str(p["type"]) == "variable" {
+		if sel := workflow.Selector(p["value"]); len(sel) > 0 {
+			return "{{#" + strings.Join(sel, ".") + "#}}"
+		}
+		return ""
+	}
+	return value.Text(fromGo(p["value"]))
+}
+
 func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	provider := str(n.Data["agent_strategy_provider_name"])
 	if provider != "" && !strings.HasPrefix(provider, agentStrategyProvider) {
@@ -78,7 +91,7 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	}
 	m := mapping(agentParam(n.Data, "model"))
 	a := &agentNode{d: d, provider: str(m["provider"]), name: str(m["model"]), params: mapping(m["completion_params"]),
-		instruction: value.Text(fromGo(agentParam(n.Data, "instruction"))), query: value.Text(fromGo(agentParam(n.Data, "query"))),
+		instruction: agentText(n.Data, "instruction"), query: agentText(n.Data, "query"),
 		rounds: defaultAgentRounds, react: strategy == "ReAct"}
 	if a.provider == "" || a.name == "" {
 		return nil, configError("the node names no model")

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
 	"github.com/parleyhq/parley/internal/store/testdb"
 	"github.com/parleyhq/parley/internal/tools/builtin"
@@ -331,5 +332,38 @@ func TestAgentNodeReAct(t *testing.T) {
 	rep, _, _ = runGraph(t, d, node(1), "always acting")
 	if rep.Status != workflow.StatusFailed || !strings.Contains(rep.Err.Error(), "last allowed round") {
 		t.Fatalf("%+v", rep)
+	}
+}
+
+// TestAgentNodeMemoryAndVariableQuery: an agent node's query given as a variable is that
+// variable's value, and with memory the conversation's last exchanges (the window) come before it.
+func TestAgentNodeMemoryAndVariableQuery(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	g := parse(t, []any{
+		nodeOf("start", "start", map[string]any{"variables": []any{map[string]any{"variable": "q"}}}),
+		nodeOf("ag", "agent", map[string]any{"memory": map[string]any{"window": map[string]any{"enabled": true, "size": 1}},
+			"agent_parameters": map[string]any{
+				"model": map[string]any{"value": map[string]any{"provider": "openai", "model": "gpt-4o-mini"}},
+				"query": map[string]any{"type": "variable", "value": []any{"start", "q"}},
+			}}),
+	}, []any{edgeOf("start", "source", "ag")})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "ignored")
+	history := func(_ context.Context, n int) ([]store.Message, error) {
+		all := []store.Message{{Query: "first?", Answer: "one"}, {Query: "second?", Answer: "two"}}
+		return all[len(all)-n:], nil
+	}
+	rep := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)}).Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool,
+		Out: &events{}, Env: &nodes.Env{Inputs: map[string]any{"q": "third?"}, History: history}})
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("%+v", rep)
+	}
+	var got []string
+	for _, m := range up.Requests()[0].Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	if strings.Join(got, "|") != "user:second?|assistant:two|user:third?" {
+		t.Fatalf("prompt %q", got)
 	}
 }

@@ -366,7 +366,14 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 	if err != nil {
 		return res, workflow.Errorf(agentErrorType, "%v", err)
 	}
-	res.Outputs = map[string]any{"text": text.String(), "files": fs, "json": []any{value.ObjectOf("data", []any{})},
+	// json lists the finished logs, then {"data": []}, as Dify's agent node gives its logs to
+	// the nodes after it.
+	jsonOut := make([]any, 0, len(logs)+1)
+	for _, l := range logs {
+		jsonOut = append(jsonOut, value.FromGo(logDict(l.(agentLog))))
+	}
+	jsonOut = append(jsonOut, value.ObjectOf("data", []any{}))
+	res.Outputs = map[string]any{"text": text.String(), "files": fs, "json": jsonOut,
 		"usage": value.FromGo(total)}
 	return res, nil
 }
@@ -491,4 +498,17 @@ func (a *agentNode) reactRound(ctx context.Context, model providers.ChatModel, s
 	}
 	step.Call.ID = "react_" + uuid.NewString()
 	return step.Thought, step, usage, nil
+}
+
+// logDict is an agent log as the node's json output lists it.
+func logDict(l agentLog) map[string]any {
+	var parent, errText any
+	if l.ParentID != nil {
+		parent = *l.ParentID
+	}
+	if l.Error != nil {
+		errText = *l.Error
+	}
+	return map[string]any{"id": l.ID, "parent_id": parent, "error": errText, "status": l.Status, "data": l.Data,
+		"label": l.Label, "metadata": l.Metadata, "node_id": l.NodeID}
 }

@@ -252,6 +252,13 @@ func TestAgentNodeFunctionCalling(t *testing.T) {
 	if got := strings.Join(labels, ","); got != "gpt-4o-mini Thought,CALL eval_expression,CALL getItem,CALL broken,ROUND 1,gpt-4o-mini Thought,ROUND 2" {
 		t.Fatalf("agent logs %s", got)
 	}
+	// The json output lists the finished logs, then {"data": []}.
+	j, _ := pool.Get([]string{"ag", "json"})
+	b, err := json.Marshal(j)
+	if list, _ := j.([]any); err != nil || len(list) != len(logs)+1 || !strings.HasSuffix(string(b), `{"data":[]}]`) ||
+		!strings.Contains(string(b), `"label":"CALL getItem"`) {
+		t.Fatalf("json %s (%v)", b, err)
+	}
 	text, _ := pool.Get([]string{"ag", "text"})
 	usage, _ := pool.Get([]string{"ag", "usage"})
 	if text != "Twelve widgets." || usage == nil || rep.Usage.TotalTokens == 0 {

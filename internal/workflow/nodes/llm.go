@@ -159,12 +159,12 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
 		}
 	}
-	onDelta, think := func(d string) { x.Stream("text", d) }, (*thinkSplitter)(nil)
+	onDelta, think, sep := func(d string) { x.Stream("text", d) }, (*thinkSplitter)(nil), "\n"
 	if l.separated {
-		think = newReasoningSplitter(x)
+		think, sep = newReasoningSplitter(x), ""
 		onDelta = think.write
 	}
-	call, err := callModel(ctx, model, spec, l.params, prompt, onDelta)
+	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, l.params, prompt, onDelta)
 	usage, finish := call.usage, call.finish
 	text := &call.text
 	prompts := make([]any, len(prompt))

@@ -1,8 +1,12 @@
 package nodes
 
 import (
+	"context"
+	"errors"
+	"io"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/workflow"
 )
@@ -109,4 +113,55 @@ func newReasoningSplitter(x *workflow.Exec) *thinkSplitter {
 func (s *thinkSplitter) finish(x *workflow.Exec) {
 	s.end()
 	x.Emit(run.Event{Kind: run.EventReasoningChunk, Data: reasoningChunk{MessageID: env(x).MessageID, NodeID: x.Node.ID, IsFinal: true}})
+}
+
+// thinkTagged makes a model's reasoning, when its provider streams it apart from the text, part
+// of the text as a <think> block at its start, as Dify's model runtime does: the LLM node then
+// keeps it in its text (tagged) or takes it out (separated) as it does a block the model wrote.
+// sep surrounds the reasoning inside the tags ("\n" for tagged, as Dify writes them).
+type thinkTagged struct {
+	providers.ChatModel
+	sep string
+}
+
+func (m thinkTagged) ChatStream(ctx context.Context, req providers.ChatRequest) (providers.Stream, error) {
+	s, err := m.ChatModel.ChatStream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &thinkStream{Stream: s, sep: m.sep}, nil
+}
+
+type thinkStream struct {
+	providers.Stream
+	sep      string
+	thinking bool
+}
+
+func (s *thinkStream) Recv() (providers.Chunk, error) {
+	c, err := s.Stream.Recv()
+	if err != nil {
+		if s.thinking && errors.Is(err, io.EOF) {
+			// The answer ended inside its reasoning: close the block.
+			s.thinking = false
+			return providers.Chunk{Delta: s.sep + thinkClose}, nil
+		}
+		return c, err
+	}
+	var b strings.Builder
+	if c.Reasoning != "" {
+		if !s.thinking {
+			b.WriteString(thinkOpen + s.sep)
+			s.thinking = true
+		}
+		b.WriteString(c.Reasoning)
+	}
+	if s.thinking && (c.Delta != "" || c.FinishReason != "" || len(c.ToolCalls) > 0) {
+		b.WriteString(s.sep + thinkClose)
+		s.thinking = false
+	}
+	if b.Len() > 0 {
+		c.Delta = b.String() + c.Delta
+	}
+	return c, nil
 }

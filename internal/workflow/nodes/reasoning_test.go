@@ -67,3 +67,36 @@ func TestLLMReasoningSeparated(t *testing.T) {
 		}
 	}
 }
+
+// TestLLMReasoningContent: reasoning a provider streams apart from the text (reasoning_content)
+// is a <think> block at the start of the text by default, as Dify writes it, and with
+// reasoning_format separated the reasoning_content output and reasoning_chunk events.
+func TestLLMReasoningContent(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	up.On("reason apart", openaitest.Reply{Reasoning: []string{"Let me", " think."}, Chunks: []string{"Hi", "!"}})
+	for format, want := range map[string]string{"separated": "Hi!", "tagged": "<think>\nLet me think.\n</think>Hi!"} {
+		g := parse(t, []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("llm", "llm", map[string]any{"reasoning_format": format,
+				"model":           map[string]any{"provider": "openai", "name": "gpt-4o-mini", "mode": "chat"},
+				"prompt_template": []any{map[string]any{"role": "user", "text": "{{#sys.query#}}"}}}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#llm.text#}}"}),
+		}, []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")})
+		rep, s, pool := runGraph(t, d, g, "reason apart")
+		rc, _ := pool.Get([]string{"llm", "reasoning_content"})
+		chunks := 0
+		for _, ev := range s.all {
+			if ev.Kind == run.EventReasoningChunk {
+				chunks++
+			}
+		}
+		wantRC, wantChunks := "Let me think.", 3
+		if format == "tagged" {
+			wantRC, wantChunks = "", 0
+		}
+		if rep.Status != workflow.StatusSucceeded || s.answer() != want || rc != wantRC || chunks < wantChunks || (wantChunks == 0 && chunks != 0) {
+			t.Fatalf("%s: %+v answer %q reasoning %q, %d chunks", format, rep, s.answer(), rc, chunks)
+		}
+	}
+}

@@ -23,8 +23,8 @@ import (
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
-// agentNode is Dify's agent node with the function-calling strategy of its agent plugin: the
-// model is called in rounds with the node's tools (the workspace's tools, found as a tool node
+// agentNode is Dify's agent node with the strategies of its agent plugin (function calling, and
+// ReAct with the Legacy Agent's text protocol): the model is called in rounds with the node's tools (the workspace's tools, found as a tool node
 // finds its one), the tools it calls run between rounds and their results go back to it, until
 // it answers without calling one or the rounds run out (the last round offers no tools). Every
 // round, model call and tool call is an agent_log event; the model's text streams to the
@@ -38,17 +38,11 @@ type agentNode struct {
 	instruction string
 	query       string
 	rounds      int
-	tools       []nodeTool
+	tools       []tools.Ref
 	memory      *memory
 	// react runs the ReAct strategy: the tools are described in the prompt and the model answers
 	// in the protocol's text, instead of calling them natively.
 	react bool
-}
-
-// nodeTool is one tool of an agent node as the node's data names it.
-type nodeTool struct {
-	ref   tools.Ref
-	label string
 }
 
 // Agent strategies the node runs.
@@ -104,7 +98,7 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 		if on, ok := tm["enabled"].(bool); ok && !on {
 			continue
 		}
-		a.tools = append(a.tools, nodeTool{ref: agentToolRef(tm), label: str(tm["tool_label"])})
+		a.tools = append(a.tools, agentToolRef(tm))
 	}
 	if mem := mapping(n.Data["memory"]); mem != nil {
 		a.memory = &memory{}
@@ -120,7 +114,7 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	return a, nil
 }
 
-// AgentToolRef is the tool an entry of an agent node's tools names, with the values the node
+// agentToolRef is the tool an entry of an agent node's tools names, with the values the node
 // fixed for it: its settings, and the parameters not left to the model (auto 0).
 func agentToolRef(tm map[string]any) tools.Ref {
 	configured := map[string]any{}
@@ -150,19 +144,6 @@ func agentToolRef(tm map[string]any) tools.Ref {
 	}
 	return tools.Ref{Type: typ, ProviderID: str(tm["provider_id"]), ProviderName: str(tm["provider_name"]),
 		Name: str(tm["tool_name"]), Configured: configured}
-}
-
-// AgentTools lists the tool references of an agent node's data (the import checks them).
-func AgentTools(data map[string]any) []tools.Ref {
-	var out []tools.Ref
-	for _, t := range list(agentParam(data, "tools")) {
-		tm := mapping(t)
-		if on, ok := tm["enabled"].(bool); ok && !on {
-			continue
-		}
-		out = append(out, agentToolRef(tm))
-	}
-	return out
 }
 
 // offered is a tool as the model is offered it: its unique model-facing name, and the tool or
@@ -384,12 +365,12 @@ func (a *agentNode) resolve(ctx context.Context) []offered {
 	taken := map[string]bool{}
 	out := make([]offered, 0, len(a.tools))
 	for _, t := range a.tools {
-		name := tools.ModelName(t.ref.Name, taken)
+		name := tools.ModelName(t.Name, taken)
 		taken[name] = true
-		o := offered{name: name, ref: t.ref}
+		o := offered{name: name, ref: t}
 		if a.d.Tools == nil {
 			o.missing = tools.ErrUnknownTool
-		} else if found, err := a.d.Tools(ctx, t.ref); err != nil {
+		} else if found, err := a.d.Tools(ctx, t); err != nil {
 			o.missing = err
 		} else {
 			o.tool = found

@@ -3,10 +3,12 @@ package nodes_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/providers"
@@ -372,5 +374,46 @@ func TestAgentNodeMemoryAndVariableQuery(t *testing.T) {
 	}
 	if strings.Join(got, "|") != "user:second?|assistant:two|user:third?" {
 		t.Fatalf("prompt %q", got)
+	}
+}
+
+// TestToolTimeouts: a tool that does not answer within the tool timeout fails a tool node
+// (ToolInvokeError), and is an observation for an agent node's model, which then answers.
+func TestToolTimeouts(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	d.Tools, d.ToolTimeout = toolRegistry(t).Find, 50*time.Millisecond
+	g := parse(t, []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("slow", "tool", map[string]any{"provider_type": "api", "provider_name": "inventory", "tool_name": "slow"}),
+	}, []any{edgeOf("start", "source", "slow")})
+	rep, _, _ := runGraph(t, d, g, "x")
+	var ne *workflow.NodeError
+	if rep.Status != workflow.StatusFailed || !errors.As(rep.Err, &ne) || ne.Type != "ToolInvokeError" || !strings.Contains(rep.Err.Error(), "did not answer within") {
+		t.Fatalf("%+v", rep)
+	}
+
+	g = parse(t, []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("ag", "agent", map[string]any{"agent_parameters": map[string]any{
+			"model": map[string]any{"value": map[string]any{"provider": "openai", "model": "gpt-4o-mini"}},
+			"query": map[string]any{"value": "{{#sys.query#}}"},
+			"tools": map[string]any{"value": []any{map[string]any{"provider_id": "notes", "provider_name": "Team Notes", "tool_name": "hang", "type": "mcp"}}},
+		}}),
+	}, []any{edgeOf("start", "source", "ag")})
+	up.OnEach("wait for it", openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "hang", Arguments: "{}"}}}, openaitest.Reply{Text: "Gave up."})
+	rep, _, pool := runGraph(t, d, g, "wait for it")
+	text, _ := pool.Get([]string{"ag", "text"})
+	if rep.Status != workflow.StatusSucceeded || text != "Gave up." {
+		t.Fatalf("%+v %v", rep, text)
+	}
+	var obs string
+	for _, m := range up.Requests()[1].Messages {
+		if m.Role == "tool" {
+			obs = m.Text()
+		}
+	}
+	if !strings.Contains(obs, "did not answer within") {
+		t.Fatalf("observation %q", obs)
 	}
 }

@@ -137,7 +137,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer nodeTransports.Close()
 	chatflowRunner := chatflow.New(chatflow.Options{
 		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
-		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc,
+		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc, Tools: toolReg.Find,
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
 	})

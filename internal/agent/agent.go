@@ -563,15 +563,25 @@ func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) (string, []t
 	if t.tool == nil {
 		return fmt.Sprintf("tool invoke error: the tool %s is not available on this server: %v", c.Name, t.missing), nil
 	}
+	return Invoke(ctx, t.tool, c, w.r.o.ToolTimeout)
+}
+
+// Invoke runs one call of the model to tool and returns what the model reads, in the words Dify
+// uses (a failure, bad arguments or a timeout are results, not errors), and the files the tool
+// returned. A workflow agent node calls its tools with it too.
+func Invoke(ctx context.Context, tool tools.Tool, c providers.ToolCall, timeout time.Duration) (string, []tools.File) {
+	if timeout <= 0 {
+		timeout = DefaultToolTimeout
+	}
 	args := json.RawMessage(c.Arguments)
 	if strings.TrimSpace(c.Arguments) == "" {
 		args = json.RawMessage("{}")
 	}
-	callCtx, cancel := context.WithTimeout(ctx, w.r.o.ToolTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := t.tool.Invoke(callCtx, args)
+	res, err := tool.Invoke(callCtx, args)
 	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, w.r.o.ToolTimeout), nil
+		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, timeout), nil
 	}
 	switch {
 	case err != nil && errors.Is(err, tools.ErrBadArguments):

@@ -75,13 +75,22 @@ Always write exactly one action after each thought. Do not write the Observation
 // reactSystem is the system message of a ReAct round: the app's instructions and the tools;
 // none on the last round, which must answer.
 func (w *work) reactSystem(instructions string, last bool) string {
+	var offered []providers.Tool
+	if !last {
+		offered = definitions(w.tools)
+	}
+	return ReActSystem(instructions, offered)
+}
+
+// ReActSystem is the system message of a ReAct round: the instructions and the tools offered
+// (none on a last round, which must answer). A workflow agent node with the ReAct strategy
+// sends it too.
+func ReActSystem(instructions string, offered []providers.Tool) string {
 	var list []map[string]any
 	var names []string
-	if !last {
-		for _, d := range definitions(w.tools) {
-			list = append(list, map[string]any{"name": d.Name, "description": d.Description, "parameters": json.RawMessage(d.Parameters)})
-			names = append(names, d.Name)
-		}
+	for _, d := range offered {
+		list = append(list, map[string]any{"name": d.Name, "description": d.Description, "parameters": json.RawMessage(d.Parameters)})
+		names = append(names, d.Name)
 	}
 	tools, _ := json.Marshal(list)
 	if len(list) == 0 {
@@ -386,3 +395,34 @@ func (a *reactAction) arguments() string {
 		return string(marshal(v))
 	}
 }
+
+// ReActStep is what a ReAct model wrote in one round, as a workflow agent node reads it.
+type ReActStep struct {
+	// Thought is the text before the action, without the protocol's labels.
+	Thought string
+	// Final says the action is the final answer, which is Answer.
+	Final  bool
+	Answer string
+	// Call is the tool call the action asks for (when not Final); Raw is the action as written.
+	Call providers.ToolCall
+	Raw  string
+}
+
+// ParseReAct reads a ReAct round's text; false when it holds no action (the text is then the
+// answer).
+func ParseReAct(text string) (ReActStep, bool) {
+	thought, act := parseReAct(text)
+	if act == nil {
+		return ReActStep{Thought: thought}, false
+	}
+	st := ReActStep{Thought: thought, Raw: act.raw}
+	if strings.EqualFold(act.name, finalAnswer) {
+		st.Final, st.Answer = true, act.inputText()
+		return st, true
+	}
+	st.Call = providers.ToolCall{Name: act.name, Arguments: act.arguments()}
+	return st, true
+}
+
+// ReActStop adds the protocol's stop word to a model's stop parameter.
+func ReActStop(stop any) []string { return withStop(stop, "Observation") }

@@ -162,6 +162,9 @@ type ChatResponse struct {
 type Chunk struct {
 	// Delta is the next piece of generated text; it may be empty.
 	Delta string
+	// Reasoning is the next piece of the model's reasoning when the provider streams it apart
+	// from the text (an OpenAI-compatible reasoning_content delta); it may be empty.
+	Reasoning string
 	// ToolCalls are the complete function calls, assembled from the
 	// streamed pieces; set on the final chunk only.
 	ToolCalls []ToolCall

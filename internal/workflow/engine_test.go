@@ -378,7 +378,7 @@ func TestAssignerWritesConversationVariables(t *testing.T) {
 
 func TestUnsupportedNodesAreListed(t *testing.T) {
 	t.Parallel()
-	g := graph(t, []any{node("start", "start", nil), node("c1", "knowledge-index", nil), node("t1", "tool", nil),
+	g := graph(t, []any{node("start", "start", nil), node("c1", "knowledge-index", nil), node("t1", "datasource", nil),
 		map[string]any{"id": "note", "type": "custom-note", "data": map[string]any{"type": ""}}}, nil)
 	ps := g.Validate(nodes.Registry(nodes.Deps{}).Supports)
 	if len(ps) != 2 || ps[0].NodeID != "c1" || ps[1].NodeID != "t1" {

@@ -95,8 +95,13 @@ type Exec struct {
 	spec  Spec
 }
 
-// Emit sends an event of the node's own (an iteration's progress) to the run's stream.
-func (x *Exec) Emit(ev run.Event) { x.spec.Out.Emit(ev) }
+// Emit sends an event of the node that is not one of its lifecycle events (an iteration's
+// progress, an agent node's agent_log) to the run's stream as it is.
+func (x *Exec) Emit(ev run.Event) {
+	if x.spec.Out != nil {
+		x.spec.Out.Emit(ev)
+	}
+}
 
 // RunBody runs one round of the body of the container node x runs (an iteration or a loop), from the
 // body's start node, over pool (a child of the run's pool holding the round's item and index).

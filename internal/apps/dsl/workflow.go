@@ -1,6 +1,9 @@
 package dsl
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/workflow"
 )
@@ -71,6 +74,7 @@ func (c *converter) readWorkflow(top *section) {
 		if m, ok := n.Data["model"].(map[string]any); ok && modelNodes[n.Type] {
 			c.resolveNodeModel(nodePath(id)+".data.model", m)
 		}
+		c.checkNodeTools(nodePath(id), id, n)
 	}
 }
 
@@ -154,3 +158,68 @@ func list(v any) []any {
 
 // modelNodes are the node types whose data.model names an LLM.
 var modelNodes = map[string]bool{"llm": true, "question-classifier": true, "parameter-extractor": true}
+
+// checkNodeTools reports the tools of a tool node, or of an agent node, that this server does
+// not have, each with its node's id: a problem, or with --lenient a note (the node then fails
+// when it runs, or its agent tells the model the tool is missing). An agent node's model is
+// resolved as an LLM node's is.
+func (c *converter) checkNodeTools(path, id string, n *workflow.Node) {
+	var refs []apps.Tool
+	switch n.Type {
+	case "tool":
+		s := newSection(c.p, path+".data", n.Data)
+		refs = append(refs, apps.Tool{ProviderType: s.str("provider_type"), ProviderID: s.str("provider_id"),
+			ProviderName: s.str("provider_name"), Name: s.str("tool_name"), Enabled: true})
+	case "agent":
+		provider, _ := scalarText(n.Data["agent_strategy_provider_name"])
+		strategy, _ := scalarText(n.Data["agent_strategy_name"])
+		if (provider != "" && !strings.HasPrefix(provider, "langgenius/agent")) ||
+			(strategy != "" && strategy != "function_calling" && strategy != "ReAct") {
+			// Parley runs the strategies of Dify's own agent plugin only.
+			c.p.add(path, "node %s: agent strategy %q of %q is not supported yet (langgenius/agent's function_calling and ReAct are)", id, strategy, provider)
+			return
+		}
+		params, _ := n.Data["agent_parameters"].(map[string]any)
+		if mp, ok := params["model"].(map[string]any); ok {
+			if m, ok := mp["value"].(map[string]any); ok {
+				ref := map[string]any{"provider": m["provider"], "name": m["model"]}
+				c.resolveNodeModel(path+".data.agent_parameters.model.value", ref)
+				m["provider"], m["model"] = ref["provider"], ref["name"]
+			}
+		}
+		tp, _ := params["tools"].(map[string]any)
+		for _, t := range list(tp["value"]) {
+			tm, ok := t.(map[string]any)
+			if !ok {
+				continue
+			}
+			if on, ok := tm["enabled"].(bool); ok && !on {
+				continue
+			}
+			typ, _ := scalarText(tm["type"])
+			pid, _ := scalarText(tm["provider_id"])
+			pname, _ := scalarText(tm["provider_name"])
+			name, _ := scalarText(tm["tool_name"])
+			if pid == "" {
+				// Dify names an agent node's tool by its provider's name only.
+				pid = pname
+			}
+			refs = append(refs, apps.Tool{ProviderType: typ, ProviderID: pid, ProviderName: pname, Name: name, Enabled: true})
+		}
+	}
+	for _, t := range refs {
+		if c.env.hasTool(t) {
+			continue
+		}
+		provider := t.ProviderID
+		if provider == "" || (t.ProviderType == "api" && t.ProviderName != "") {
+			provider = t.ProviderName
+		}
+		what := fmt.Sprintf("node %s: tool %q of provider %q (%s) is not available on this server", id, t.Name, provider, t.ProviderType)
+		if !c.opts.Lenient {
+			c.p.add(path, "%s; import with --lenient to keep it anyway", what)
+			continue
+		}
+		c.p.note(NoteMissingTool, path, "%s; kept, and running the node fails", what)
+	}
+}

@@ -68,39 +68,40 @@ func (s *stream) Recv() (providers.Chunk, error) {
 		if bytes.Equal(data, doneMarker) {
 			return s.final(true), nil
 		}
-		delta, err := s.apply(data)
+		delta, reasoning, err := s.apply(data)
 		if err != nil {
 			return s.fail(err)
 		}
-		if delta != "" {
-			return providers.Chunk{Delta: delta}, nil
+		if delta != "" || reasoning != "" {
+			return providers.Chunk{Delta: delta, Reasoning: reasoning}, nil
 		}
 	}
 }
 
 // apply decodes one chunk and folds it into the stream state, returning
-// the text delta of choice 0.
-func (s *stream) apply(data []byte) (string, error) {
+// the text and reasoning deltas of choice 0.
+func (s *stream) apply(data []byte) (string, string, error) {
 	// Reuse the choices array across chunks, zeroed: encoding/json only
 	// sets the members present in the input.
 	clear(s.chunk.Choices[:cap(s.chunk.Choices)])
 	s.chunk = streamChunk{Choices: s.chunk.Choices[:0]}
 	if err := json.Unmarshal(data, &s.chunk); err != nil {
-		return "", providers.NewError(s.c.name, providers.KindInvocation, 0, "invalid stream chunk from the provider", err)
+		return "", "", providers.NewError(s.c.name, providers.KindInvocation, 0, "invalid stream chunk from the provider", err)
 	}
 	if e := s.c.bodyError(s.chunk.Error); e != nil {
-		return "", e
+		return "", "", e
 	}
 	if s.chunk.Usage != nil {
 		s.usage = s.chunk.Usage.usage()
 	}
-	var delta string
+	var delta, reasoning string
 	for i := range s.chunk.Choices {
 		ch := &s.chunk.Choices[i]
 		if ch.Index != 0 {
 			continue // n > 1 is not used; only the first choice is read
 		}
 		delta += string(ch.Delta.Content)
+		reasoning += string(ch.Delta.ReasoningContent)
 		for _, d := range ch.Delta.ToolCalls {
 			s.calls.add(d)
 		}
@@ -108,7 +109,7 @@ func (s *stream) apply(data []byte) (string, error) {
 			s.finish, s.sawFinish = *ch.FinishReason, true
 		}
 	}
-	return delta, nil
+	return delta, reasoning, nil
 }
 
 // next returns the data of the next event that has any. The slice is

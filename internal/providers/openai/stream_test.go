@@ -341,3 +341,30 @@ func BenchmarkStreamParseToolCallChunk(b *testing.B) {
 		}
 	}
 }
+
+// TestSSEReasoningContent: a reasoning_content delta (DeepSeek, vLLM and other OpenAI-compatible
+// servers of reasoning models) is a chunk's Reasoning, apart from its text.
+func TestSSEReasoningContent(t *testing.T) {
+	t.Parallel()
+	in := "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"Let me\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":null,\"reasoning_content\":\" think.\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\",\"reasoning_content\":null}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	s := streamOver(t.Context(), strings.NewReader(in))
+	defer s.Close()
+	var text, reasoning strings.Builder
+	for {
+		ch, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(ch.Delta)
+		reasoning.WriteString(ch.Reasoning)
+	}
+	if text.String() != "Hi" || reasoning.String() != "Let me think." {
+		t.Fatalf("text %q reasoning %q", text.String(), reasoning.String())
+	}
+}

@@ -165,8 +165,9 @@ func (r *optionalRaw) UnmarshalJSON(b []byte) error {
 type streamChoice struct {
 	Index int `json:"index"`
 	Delta struct {
-		Content   textContent     `json:"content"`
-		ToolCalls []toolCallDelta `json:"tool_calls"`
+		Content          textContent     `json:"content"`
+		ReasoningContent textContent     `json:"reasoning_content"`
+		ToolCalls        []toolCallDelta `json:"tool_calls"`
 	} `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
 }

@@ -253,6 +253,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, a 
 		}
 		return s.wait(r, a.ChunkDelay)
 	}
+	for _, c := range a.Reasoning {
+		if !gate() || !f.reasoning(c) {
+			return
+		}
+		sent++
+	}
 	for _, c := range a.chunks {
 		if !gate() || !f.content(c) {
 			return
@@ -387,6 +393,14 @@ func (f *frames) role(toolsOnly bool) bool {
 	} else {
 		f.buf = append(f.buf, `{"role":"assistant","content":"","refusal":null}`...)
 	}
+	return f.end("")
+}
+
+func (f *frames) reasoning(text string) bool {
+	f.begin()
+	f.buf = append(f.buf, `{"reasoning_content":`...)
+	f.buf = jsonenc.AppendString(f.buf, text)
+	f.buf = append(f.buf, '}')
 	return f.end("")
 }
 

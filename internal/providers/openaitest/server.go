@@ -255,6 +255,10 @@ type Reply struct {
 	// Chunks are the streamed content pieces, exactly; they override Text.
 	// A blocking answer is their concatenation.
 	Chunks []string
+	// Reasoning are reasoning pieces streamed before the content, each as a
+	// reasoning_content delta, as reasoning models behind OpenAI-compatible
+	// APIs send them. A blocking answer leaves them out.
+	Reasoning []string
 	// ToolCalls are function calls to make, after any text. Streamed, each
 	// call's arguments arrive in several pieces, as OpenAI sends them.
 	// Empty IDs are generated ("call_…").

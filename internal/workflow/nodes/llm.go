@@ -38,6 +38,8 @@ type llm struct {
 	jinjaVars  []output
 	context    []string
 	memory     *memory
+	// separated takes <think> blocks out of the text (reasoning_format separated).
+	separated bool
 }
 
 type promptMessage struct {
@@ -116,6 +118,7 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 			l.memory.query = "{{#sys.query#}}"
 		}
 	}
+	l.separated = str(n.Data["reasoning_format"]) == reasoningSeparated
 	if l.d.Models == nil || l.d.Providers == nil {
 		return nil, configError("no models are configured")
 	}
@@ -194,7 +197,12 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
 		}
 	}
-	call, err := callModel(ctx, model, spec, l.params, prompt, func(d string) { x.Stream("text", d) })
+	onDelta, think, sep := func(d string) { x.Stream("text", d) }, (*thinkSplitter)(nil), "\n"
+	if l.separated {
+		think, sep = newReasoningSplitter(x), ""
+		onDelta = think.write
+	}
+	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, l.params, prompt, onDelta)
 	usage, finish := call.usage, call.finish
 	text := &call.text
 	prompts := make([]any, len(prompt))
@@ -214,7 +222,12 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
 	res.Resources = resources
-	res.Outputs = map[string]any{"text": text.String(), "reasoning_content": "", "usage": value.FromGo(usage), "finish_reason": finish}
+	answer, reasoning := text.String(), ""
+	if think != nil {
+		think.finish(x)
+		answer, reasoning = think.text.String(), think.reasoning.String()
+	}
+	res.Outputs = map[string]any{"text": answer, "reasoning_content": reasoning, "usage": value.FromGo(usage), "finish_reason": finish}
 	return res, nil
 }
 

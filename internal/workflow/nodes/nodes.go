@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
+
+	"github.com/parleyhq/parley/internal/agent"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/sandbox"
@@ -23,6 +27,11 @@ type Deps struct {
 	// Models and Providers give an LLM node its model.
 	Models    chat.Models
 	Providers chat.Providers
+	// Tools finds the tool a tool or agent node names (builtin.Find, or the workspace
+	// registry's Find, as agents use it); nil offers none.
+	Tools func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+	// ToolTimeout bounds one tool call (default agent.DefaultToolTimeout).
+	ToolTimeout time.Duration
 	// Knowledge serves knowledge-retrieval nodes; without it they cannot run.
 	Knowledge Knowledge
 	// Code returns the sandbox of code nodes and Dify's limits on their outputs. It is called
@@ -49,14 +58,17 @@ type HTTP struct {
 	Transports *httpreq.Transports
 }
 
+// ToolFiles keeps the files tools return; *files.Service implements it.
+type ToolFiles = agent.ToolFiles
+
 // Env is what the runner tells nodes about the run (workflow.Exec.Env).
 type Env struct {
 	// Inputs are the request's validated inputs, by variable name.
 	Inputs map[string]any
 	// History returns up to n earlier messages of the conversation, oldest first (memory).
 	History func(ctx context.Context, n int) ([]store.Message, error)
-	// AppID, MessageID and EndUserID say whose run this is: files nodes produce are kept for
-	// the message being answered.
+	// AppID, MessageID and EndUserID name the app, the message being answered and the end
+	// user asking: a tool's files are stored as files of that message.
 	AppID, MessageID, EndUserID string
 }
 
@@ -91,6 +103,8 @@ func Registry(d Deps) workflow.Registry {
 		"code":                d.newCode,
 		"http-request":        d.newHTTPRequest,
 		"document-extractor":  d.newDocumentExtractor,
+		"tool":                d.newTool,
+		"agent":               d.newAgent,
 	}
 }
 

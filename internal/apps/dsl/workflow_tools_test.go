@@ -1,0 +1,57 @@
+package dsl
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/workflow/nodes"
+)
+
+// TestChatflowToolNodes: a public Chatflow whose agent node has a built-in tool Parley has and
+// one it lacks is refused with a problem naming the node and the missing tool only; --lenient
+// imports it with a note. An agent node of another strategy plugin is refused naming the node.
+func TestChatflowToolNodes(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	env.Tool = builtinTool
+	opts := Options{ModelFallback: "openai:gpt-4o-mini", NodeTypes: nodes.Registry(nodes.Deps{}).Supports}
+	data := read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-agent-tool-calling.yml"))
+	_, err := Import(data, env, opts)
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != 1 ||
+		!strings.Contains(e.Problems[0].String(), `node 1739781971571: tool "ddgo_search" of provider "langgenius/duckduckgo/duckduckgo" (builtin) is not available on this server`) {
+		t.Fatalf("import: %v", err)
+	}
+	opts.Lenient = true
+	res, err := Import(data, env, opts)
+	if err != nil || len(res.Notes) == 0 {
+		t.Fatalf("lenient import: %v", err)
+	}
+	var missing []string
+	for _, n := range res.Notes {
+		if n.Kind == NoteMissingTool {
+			missing = append(missing, n.String())
+		}
+	}
+	if len(missing) != 1 || !strings.Contains(missing[0], "ddgo_search") {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	// The agent node's model was resolved (to the fallback), in the key the node reads.
+	for _, n := range res.App.Workflow.Graph["nodes"].([]any) {
+		d := n.(map[string]any)["data"].(map[string]any)
+		if d["type"] != "agent" {
+			continue
+		}
+		m := d["agent_parameters"].(map[string]any)["model"].(map[string]any)["value"].(map[string]any)
+		if m["provider"] != "openai" || m["model"] != "gpt-4o-mini" {
+			t.Fatalf("agent model %v", m)
+		}
+	}
+
+	data = read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-mcp.yml"))
+	if _, err := Import(data, env, opts); err == nil || !strings.Contains(err.Error(), `node 1742957995972: agent strategy "function_calling" of "hjlarry/agent/mcp_agent" is not supported yet`) {
+		t.Fatalf("another strategy plugin: %v", err)
+	}
+}

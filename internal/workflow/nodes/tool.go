@@ -1,0 +1,249 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/workflow"
+	"github.com/parleyhq/parley/internal/workflow/template"
+	"github.com/parleyhq/parley/internal/workflow/value"
+)
+
+// tool runs one tool of the workspace (a built-in tool, an operation of a registered API, a tool
+// of a registered MCP server), found as agents find theirs, with the arguments the node sets:
+// tool_configurations (the tool's form settings) and tool_parameters, each a constant, a
+// variable (a selector) or mixed text whose {{#…#}} references are filled in. The outputs are
+// Dify's: text, files (the files the tool returned, stored as files of the message) and json.
+type tool struct {
+	d      Deps
+	ref    tools.Ref
+	params []toolParam
+}
+
+// toolParam is one argument of a tool node.
+type toolParam struct {
+	name, kind string
+	value      any
+}
+
+// Error types of a tool node, as Dify names them.
+const (
+	toolNodeErrorType      = "ToolNodeError"
+	toolParameterErrorType = "ToolParameterError"
+	toolInvokeErrorType    = "ToolInvokeError"
+)
+
+func (d Deps) newTool(n *workflow.Node) (workflow.NodeRunner, error) {
+	t := &tool{d: d, ref: tools.Ref{Type: str(n.Data["provider_type"]), ProviderID: str(n.Data["provider_id"]),
+		ProviderName: str(n.Data["provider_name"]), Name: str(n.Data["tool_name"])}}
+	if t.ref.Name == "" || t.ref.Provider() == "" {
+		return nil, configError("the node names no tool")
+	}
+	// The form settings come first; a parameter of the same name replaces one.
+	for name, v := range mapping(n.Data["tool_configurations"]) {
+		t.params = append(t.params, param(name, v))
+	}
+	for name, v := range mapping(n.Data["tool_parameters"]) {
+		t.params = append(t.params, param(name, v))
+	}
+	for _, p := range t.params {
+		switch p.kind {
+		case "constant", "mixed", "variable":
+		default:
+			return nil, configError("tool_parameters.%s: unknown type %q", p.name, p.kind)
+		}
+	}
+	return t, nil
+}
+
+// param reads one entry of tool_parameters or tool_configurations: {type, value}, or (a form
+// setting of older files) the value itself.
+func param(name string, v any) toolParam {
+	if m := mapping(v); m != nil {
+		if kind, ok := m["type"].(string); ok {
+			if val, ok := m["value"]; ok {
+				return toolParam{name: name, kind: kind, value: val}
+			}
+		}
+	}
+	return toolParam{name: name, kind: "constant", value: v}
+}
+
+func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
+	res := workflow.Result{Inputs: map[string]any{}, Metadata: map[string]any{"tool_info": map[string]any{
+		"provider_type": t.ref.Type, "provider_id": t.ref.Provider(), "tool_name": t.ref.Name}}}
+	if t.d.Tools == nil {
+		return res, workflow.Errorf(toolNodeErrorType, "tool %q of provider %q is not available: no tools are configured", t.ref.Name, t.ref.Provider())
+	}
+	found, err := t.d.Tools(ctx, t.ref)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		return res, workflow.Errorf(toolNodeErrorType, "tool %q of provider %q is not available on this server: %v", t.ref.Name, t.ref.Provider(), err)
+	}
+	args := value.NewObject()
+	types := paramTypes(found.Parameters())
+	for _, p := range t.params {
+		var v any
+		switch p.kind {
+		case "constant":
+			v = fromGo(p.value)
+		case "mixed":
+			v = template.Render(value.Text(fromGo(p.value)), x.Pool.Get, value.Text)
+		case "variable":
+			sel := workflow.Selector(p.value)
+			got, ok := x.Pool.Get(sel)
+			if !ok {
+				return res, workflow.Errorf(toolParameterErrorType, "variable %s of parameter %s does not exist", strings.Join(sel, "."), p.name)
+			}
+			v = got
+		}
+		v = coerce(v, types[p.name])
+		args.Set(p.name, v)
+		res.Inputs[p.name] = v
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return res, workflow.Errorf(toolParameterErrorType, "the arguments cannot be sent: %v", err)
+	}
+	timeout := t.d.ToolTimeout
+	if timeout <= 0 {
+		timeout = agent.DefaultToolTimeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := found.Invoke(callCtx, raw)
+	switch {
+	case ctx.Err() != nil:
+		return res, context.Cause(ctx)
+	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
+		return res, workflow.Errorf(toolInvokeErrorType, "the tool %s did not answer within %v", t.ref.Name, timeout)
+	case err != nil && errors.Is(err, tools.ErrBadArguments):
+		return res, workflow.Errorf(toolParameterErrorType, "%v", err)
+	case err != nil:
+		return res, workflow.Errorf(toolInvokeErrorType, "%v", err)
+	case out.IsError:
+		return res, workflow.Errorf(toolInvokeErrorType, "%s", out.Text)
+	}
+	fs, err := t.d.keepFiles(ctx, env(x), out.Files)
+	if err != nil {
+		return res, workflow.Errorf(toolNodeErrorType, "%v", err)
+	}
+	text, objects := toolOutput(t.ref.Type, out.Text)
+	res.Outputs = map[string]any{"text": text, "files": fs, "json": objects}
+	return res, nil
+}
+
+// toolOutput splits a tool's answer into Dify's text and json outputs. An API tool's JSON object
+// answer is both the json output and the text; an MCP tool's JSON answer (an object, or a list
+// of them) is json only, as Dify reads an MCP text content; other answers are text. json is
+// never empty: with no object it is [{"data": []}], as Dify's tool node leaves it.
+func toolOutput(providerType, text string) (string, []any) {
+	var objects []any
+	if providerType == tools.TypeAPI || providerType == tools.TypeMCP {
+		if v, err := value.Decode([]byte(text)); err == nil {
+			switch x := v.(type) {
+			case *value.Object:
+				objects = append(objects, x)
+			case []any:
+				if providerType == tools.TypeMCP {
+					for _, it := range x {
+						if o, ok := it.(*value.Object); ok {
+							objects = append(objects, o)
+						}
+					}
+				}
+			}
+		}
+		if providerType == tools.TypeMCP && len(objects) > 0 {
+			text = ""
+		}
+	}
+	if len(objects) == 0 {
+		objects = []any{value.ObjectOf("data", []any{})}
+	}
+	return text, objects
+}
+
+// keepFiles stores the files a tool returned as files of the message being answered, through
+// the same files service agents use, and returns them as file values (transfer method
+// tool_file). Without a file store, or outside a message, they are dropped.
+func (d Deps) keepFiles(ctx context.Context, e *Env, produced []tools.File) ([]any, error) {
+	out := []any{}
+	if len(produced) == 0 || d.Files == nil || e.MessageID == "" {
+		return out, nil
+	}
+	for i, f := range produced {
+		if i >= agent.MaxToolFiles {
+			break
+		}
+		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		saved, err := d.Files.SaveToolFile(saveCtx, files.ToolFile{AppID: e.AppID, MessageID: e.MessageID, CreatedBy: e.EndUserID,
+			Name: f.Name, MIMEType: f.MIMEType, Data: f.Data})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("a file the tool returned was not kept: %w", err)
+		}
+		up := saved.Upload
+		fv := &value.File{ID: up.ID, Type: saved.Message.Type, TransferMethod: saved.Message.TransferMethod, RelatedID: up.ID,
+			Filename: up.Name, MimeType: up.MimeType, Size: up.Size, URL: saved.URL}
+		if up.Extension != "" {
+			fv.Extension = "." + up.Extension
+		}
+		out = append(out, fv)
+	}
+	return out, nil
+}
+
+// paramTypes reads the JSON Schema types of a tool's parameters.
+func paramTypes(schema json.RawMessage) map[string]string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	out := make(map[string]string, len(s.Properties))
+	for name, p := range s.Properties {
+		if t, ok := p.Type.(string); ok {
+			out[name] = t
+		}
+	}
+	return out
+}
+
+// coerce turns a text into the number or boolean a tool's parameter declares, as Dify converts
+// a form's or a template's text to the parameter's type; anything else is left as it is.
+func coerce(v any, typ string) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	switch typ {
+	case "integer":
+		if n, ok := value.ParseInt(strings.TrimSpace(s)); ok {
+			return n
+		}
+	case "number":
+		if n, ok := value.ParseInt(strings.TrimSpace(s)); ok {
+			return n
+		}
+		if f, ok := value.ParseFloat(strings.TrimSpace(s)); ok {
+			return f
+		}
+	case "boolean":
+		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return b
+		}
+	}
+	return v
+}

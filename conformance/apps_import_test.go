@@ -195,7 +195,7 @@ func TestImportedApps(t *testing.T) {
 		// does not run yet is refused (a Chatflow with every node it cannot run listed).
 		agent := write("agent.yml", "version: 0.7.0\napp: {name: Agent, mode: agent}\n")
 		chatflow := write("chatflow.yml", "version: 0.7.0\napp: {name: Flow, mode: advanced-chat}\nworkflow: {graph: {nodes: ["+
-			"{id: s, data: {type: start, title: Start}}, {id: c1, data: {type: code, title: Code}}, {id: t1, data: {type: tool, title: Tool}}], edges: []}}\n")
+			"{id: s, data: {type: start, title: Start}}, {id: c1, data: {type: knowledge-index, title: Index}}, {id: t1, data: {type: datasource, title: Source}}], edges: []}}\n")
 		for _, tc := range []struct {
 			args []string
 			want string
@@ -205,7 +205,7 @@ func TestImportedApps(t *testing.T) {
 			{[]string{"apps", "delete", "chatbot"}, `cannot delete "chatbot": the app is defined by the config file`},
 			{[]string{"apps", "delete", "nope"}, `no app named "nope"`},
 			{[]string{"apps", "import", agent}, "agent: missing: an agent app names its agent package in agent.package_ref"},
-			{[]string{"apps", "import", chatflow}, "2 problems:\n  workflow.graph.nodes[1]: node c1: node type \"code\" is not supported yet\n  workflow.graph.nodes[2]: node t1: node type \"tool\" is not supported yet"},
+			{[]string{"apps", "import", chatflow}, "2 problems:\n  workflow.graph.nodes[1]: node c1: node type \"knowledge-index\" is not supported yet\n  workflow.graph.nodes[2]: node t1: node type \"datasource\" is not supported yet"},
 			{[]string{"apps", "import", "--dataset", "x", bot}, `--dataset "x": want DATASET_ID=KNOWLEDGE_BASE`},
 		} {
 			stdout, stderr, err := p.cliOut(tc.args...)

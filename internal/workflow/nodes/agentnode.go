@@ -2,9 +2,7 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 	"time"
@@ -12,11 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/internal/agent"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
-	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -256,7 +252,7 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 				calls = []providers.ToolCall{step.Call}
 			}
 		} else {
-			said, calls, usage, err = a.call(ctx, model, spec, prompt, offer, a.params, stream)
+			said, calls, usage, err = callTools(ctx, model, spec, a.params, prompt, stream, offer)
 		}
 		total = models.AddUsage(total, usage)
 		meta := func(begin time.Time, u *models.Usage) map[string]any {
@@ -401,48 +397,6 @@ func (a *agentNode) invoke(ctx context.Context, offers []offered, c providers.To
 	return agent.Invoke(ctx, o.tool, c, a.d.ToolTimeout)
 }
 
-// call streams one round of the model: its text (each piece to onDelta), the tools it called
-// and the usage (the upstream's, or counted when it reports none).
-func (a *agentNode) call(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, prompt []providers.Message,
-	offer []providers.Tool, params map[string]any, onDelta func(string)) (string, []providers.ToolCall, models.Usage, error) {
-	started := time.Now()
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Tools: offer, Parameters: chat.ModelParameters(params, spec, prompt)}
-	var (
-		text     strings.Builder
-		calls    []providers.ToolCall
-		reported *providers.Usage
-	)
-	err := func() error {
-		stream, err := model.ChatStream(ctx, req)
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for {
-			chunk, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if chunk.Usage != nil {
-				reported = chunk.Usage
-			}
-			calls = append(calls, chunk.ToolCalls...)
-			if chunk.Delta != "" {
-				text.WriteString(chunk.Delta)
-				onDelta(chunk.Delta)
-			}
-		}
-	}()
-	u := providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
-	if reported != nil {
-		u = *reported
-	}
-	return text.String(), calls, models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started)), err
-}
-
 // reactRound is one round of the ReAct strategy, with the text protocol Legacy Agents use: the
 // instruction and the offered tools become the system message, the steps so far the assistant's
 // turn, and the model (stopped at "Observation") writes a thought and an action. A final answer,
@@ -464,7 +418,7 @@ func (a *agentNode) reactRound(ctx context.Context, model providers.ChatModel, s
 		params = map[string]any{}
 	}
 	params["stop"] = agent.ReActStop(params["stop"])
-	text, _, usage, err := a.call(ctx, model, spec, prompt, nil, params, func(string) {})
+	text, _, usage, err := callTools(ctx, model, spec, params, prompt, nil, nil)
 	if err != nil {
 		return text, agent.ReActStep{}, usage, err
 	}
@@ -492,4 +446,12 @@ func logDict(l agentLog) map[string]any {
 	}
 	return map[string]any{"id": l.ID, "parent_id": parent, "error": errText, "status": l.Status, "data": l.Data,
 		"label": l.Label, "metadata": l.Metadata, "node_id": l.NodeID}
+}
+
+// callTools streams one answer of the model offered the tools: its text, its tool calls and the
+// usage (the upstream's, or counted when it reports none).
+func callTools(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
+	prompt []providers.Message, onDelta func(string), offer []providers.Tool) (string, []providers.ToolCall, models.Usage, error) {
+	c, err := callModel(ctx, model, spec, params, prompt, onDelta, offer...)
+	return c.text.String(), c.toolCalls, c.usage, err
 }

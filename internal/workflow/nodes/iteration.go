@@ -93,9 +93,15 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	case []any:
 		items = v
 	default:
-		return workflow.Result{}, workflow.Errorf("IteratorVariableNotFoundError", "the iterator variable %v is a %s, not an array", it.items, value.TypeOf(v))
+		return workflow.Result{}, workflow.Errorf("InvalidIteratorValueError",
+			"invalid iterator value: %v is a %s, please provide a list", it.items, value.TypeOf(v))
 	}
 	inputs := map[string]any{"iterator_selector": raw}
+	if len(items) == 0 {
+		// As Dify does, an empty (or absent) list ends the node at once with an empty output,
+		// without iteration events.
+		return workflow.Result{Inputs: inputs, Outputs: map[string]any{"output": []any{}}}, nil
+	}
 	ev := base
 	ev.Metadata, ev.Inputs = map[string]any{"iterator_length": len(items)}, inputs
 	x.Emit(run.Event{Kind: run.EventIterationStarted, Data: ev})
@@ -105,9 +111,12 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	var (
 		mu        sync.Mutex
 		usage     = models.EmptyUsage()
-		steps     int
 		resources []store.RetrieverResource
 	)
+	// rctx is the rounds' context: with error_handle_mode terminated, the first failed round
+	// cancels it, and so the rounds still running, with its error as the cause.
+	rctx, stopRounds := context.WithCancelCause(ctx)
+	defer stopRounds(nil)
 	round := func(i int) {
 		next := base
 		next.Index, next.CreatedAt = &i, time.Now().Unix()
@@ -115,21 +124,23 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		pool := x.Pool.Child()
 		pool.Set(n.ID, "item", items[i])
 		pool.Set(n.ID, "index", int64(i))
-		rep := x.RunBody(ctx, it.start, pool, i)
+		rep := x.RunBody(rctx, it.start, pool, i)
 		mu.Lock()
 		defer mu.Unlock()
 		usage = models.AddUsage(usage, rep.Usage)
 		resources = append(resources, rep.Resources...)
-		steps += rep.Steps
 		if rep.Err != nil {
 			failed[i] = rep.Err
+			if it.onError == iterTerminated {
+				stopRounds(fmt.Errorf("round %d: %w", i, rep.Err))
+			}
 			return
 		}
 		outputs[i], _ = pool.Get(it.output)
 	}
 	if it.parallel <= 1 {
 		for i := range items {
-			if round(i); failed[i] != nil && it.onError == iterTerminated || ctx.Err() != nil {
+			if round(i); rctx.Err() != nil {
 				break
 			}
 		}
@@ -138,6 +149,10 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		var wg sync.WaitGroup
 		for i := range items {
 			sem <- struct{}{}
+			if rctx.Err() != nil {
+				<-sem
+				break
+			}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
@@ -169,10 +184,15 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	done := time.Now()
 	ev = base
 	elapsed, tokens, at := done.Sub(started).Seconds(), usage.TotalTokens, done.Unix()
-	ev.Inputs, ev.ElapsedTime, ev.TotalTokens, ev.FinishedAt, ev.Steps = inputs, &elapsed, &tokens, &at, &steps
+	rounds := len(items)
+	ev.Inputs, ev.ElapsedTime, ev.TotalTokens, ev.FinishedAt, ev.Steps = inputs, &elapsed, &tokens, &at, &rounds
 	ev.ExecutionMetadata = map[string]any{"total_tokens": tokens}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
+	}
+	if c := context.Cause(rctx); c != nil {
+		// The round that failed first, not a round it cancelled.
+		firstErr = c
 	}
 	if firstErr != nil && it.onError == iterTerminated {
 		msg := firstErr.Error()

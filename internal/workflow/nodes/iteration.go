@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -63,23 +64,25 @@ func newIteration(n *workflow.Node) (workflow.NodeRunner, error) {
 
 // progress is the data of the iteration events.
 type progress struct {
-	ID                string         `json:"id"`
-	NodeID            string         `json:"node_id"`
-	NodeType          string         `json:"node_type"`
-	Title             string         `json:"title"`
-	Index             *int           `json:"index,omitempty"`
-	CreatedAt         int64          `json:"created_at"`
-	Extras            map[string]any `json:"extras"`
-	Metadata          map[string]any `json:"metadata,omitempty"`
-	Inputs            map[string]any `json:"inputs,omitempty"`
-	Outputs           map[string]any `json:"outputs,omitempty"`
-	Status            string         `json:"status,omitempty"`
-	Error             *string        `json:"error,omitempty"`
-	ElapsedTime       *float64       `json:"elapsed_time,omitempty"`
-	TotalTokens       *int           `json:"total_tokens,omitempty"`
-	FinishedAt        *int64         `json:"finished_at,omitempty"`
-	Steps             *int           `json:"steps,omitempty"`
-	ExecutionMetadata map[string]any `json:"execution_metadata,omitempty"`
+	ID        string         `json:"id"`
+	NodeID    string         `json:"node_id"`
+	NodeType  string         `json:"node_type"`
+	Title     string         `json:"title"`
+	Index     *int           `json:"index,omitempty"`
+	CreatedAt int64          `json:"created_at"`
+	Extras    map[string]any `json:"extras"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Inputs    map[string]any `json:"inputs,omitempty"`
+	Outputs   map[string]any `json:"outputs,omitempty"`
+	Status    string         `json:"status,omitempty"`
+	// Error is iteration_completed's error: JSON null on success (absent from the other
+	// events).
+	Error             json.RawMessage `json:"error,omitempty"`
+	ElapsedTime       *float64        `json:"elapsed_time,omitempty"`
+	TotalTokens       *int            `json:"total_tokens,omitempty"`
+	FinishedAt        *int64          `json:"finished_at,omitempty"`
+	Steps             *int            `json:"steps,omitempty"`
+	ExecutionMetadata map[string]any  `json:"execution_metadata,omitempty"`
 }
 
 func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
@@ -195,13 +198,13 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		firstErr = c
 	}
 	if firstErr != nil && it.onError == iterTerminated {
-		msg := firstErr.Error()
-		ev.Status, ev.Error = "failed", &msg
+		msg, _ := json.Marshal(firstErr.Error())
+		ev.Status, ev.Error = "failed", msg
 		x.Emit(run.Event{Kind: run.EventIterationCompleted, Data: ev})
 		return res, workflow.Errorf("IterationNodeError", "%v", firstErr)
 	}
 	res.Outputs = map[string]any{"output": out}
-	ev.Status, ev.Outputs = "succeeded", res.Outputs
+	ev.Status, ev.Outputs, ev.Error = "succeeded", res.Outputs, json.RawMessage("null")
 	x.Emit(run.Event{Kind: run.EventIterationCompleted, Data: ev})
 	return res, nil
 }

@@ -80,7 +80,8 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	started := time.Now()
 	n := x.Node
 	pool := x.Pool.Child()
-	inputs := map[string]any{}
+	// As Dify's: the configured round count and the loop variables' initial values.
+	inputs := map[string]any{"loop_count": l.count}
 	for _, v := range l.vars {
 		val := v.constant
 		if v.selector != nil {

@@ -1159,6 +1159,27 @@ func (e PingEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ProgressDataStatus.
+const (
+	ProgressDataStatusFailed    ProgressDataStatus = "failed"
+	ProgressDataStatusStopped   ProgressDataStatus = "stopped"
+	ProgressDataStatusSucceeded ProgressDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ProgressDataStatus enum.
+func (e ProgressDataStatus) Valid() bool {
+	switch e {
+	case ProgressDataStatusFailed:
+		return true
+	case ProgressDataStatusStopped:
+		return true
+	case ProgressDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReasoningChunkEventEvent.
 const (
 	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
@@ -2678,7 +2699,7 @@ type IterationCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData                 `json:"data"`
 	Event         IterationCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID           `json:"message_id"`
@@ -2696,7 +2717,7 @@ type IterationNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         IterationNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2714,7 +2735,7 @@ type IterationStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData               `json:"data"`
 	Event         IterationStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID         `json:"message_id"`
@@ -2776,7 +2797,7 @@ type LoopCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         LoopCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2794,7 +2815,7 @@ type LoopNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData       `json:"data"`
 	Event         LoopNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID `json:"message_id"`
@@ -2812,7 +2833,7 @@ type LoopStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational).
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData          `json:"data"`
 	Event         LoopStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID    `json:"message_id"`
@@ -3343,16 +3364,37 @@ type ProcessRuleRules struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProgressData Progress of an iteration or loop node (informational).
+// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 type ProgressData struct {
-	CreatedAt            *int64                 `json:"created_at,omitempty"`
-	Id                   string                 `json:"id"`
-	Index                *int                   `json:"index,omitempty"`
-	NodeId               string                 `json:"node_id"`
-	NodeType             *string                `json:"node_type,omitempty"`
+	CreatedAt *int64 `json:"created_at,omitempty"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime       *float64                `json:"elapsed_time,omitempty"`
+	Error             *string                 `json:"error,omitempty"`
+	ExecutionMetadata *map[string]interface{} `json:"execution_metadata,omitempty"`
+	Extras            *map[string]interface{} `json:"extras,omitempty"`
+	FinishedAt        *int64                  `json:"finished_at,omitempty"`
+
+	// Id The container node's execution id.
+	Id            string                  `json:"id"`
+	Index         *int                    `json:"index,omitempty"`
+	Inputs        *map[string]interface{} `json:"inputs,omitempty"`
+	Metadata      *map[string]interface{} `json:"metadata,omitempty"`
+	NodeId        string                  `json:"node_id"`
+	NodeType      *string                 `json:"node_type,omitempty"`
+	Outputs       *map[string]interface{} `json:"outputs,omitempty"`
+	PreLoopOutput *map[string]interface{} `json:"pre_loop_output,omitempty"`
+	Status        *ProgressDataStatus     `json:"status,omitempty"`
+
+	// Steps As in Dify: an iteration's number of items; a loop's configured `loop_count` (0 when its break conditions held before the first round).
+	Steps                *int                   `json:"steps,omitempty"`
 	Title                *string                `json:"title,omitempty"`
+	TotalTokens          *int                   `json:"total_tokens,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// ProgressDataStatus defines model for ProgressData.Status.
+type ProgressDataStatus string
 
 // ReasoningChunkEvent A reasoning delta of a Chatflow LLM node with `reasoning_format` `separated`; concatenate in order.
 type ReasoningChunkEvent struct {
@@ -7452,6 +7494,46 @@ func (a *ProgressData) UnmarshalJSON(b []byte) error {
 		delete(object, "created_at")
 	}
 
+	if raw, found := object["elapsed_time"]; found {
+		err = json.Unmarshal(raw, &a.ElapsedTime)
+		if err != nil {
+			return fmt.Errorf("error reading 'elapsed_time': %w", err)
+		}
+		delete(object, "elapsed_time")
+	}
+
+	if raw, found := object["error"]; found {
+		err = json.Unmarshal(raw, &a.Error)
+		if err != nil {
+			return fmt.Errorf("error reading 'error': %w", err)
+		}
+		delete(object, "error")
+	}
+
+	if raw, found := object["execution_metadata"]; found {
+		err = json.Unmarshal(raw, &a.ExecutionMetadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'execution_metadata': %w", err)
+		}
+		delete(object, "execution_metadata")
+	}
+
+	if raw, found := object["extras"]; found {
+		err = json.Unmarshal(raw, &a.Extras)
+		if err != nil {
+			return fmt.Errorf("error reading 'extras': %w", err)
+		}
+		delete(object, "extras")
+	}
+
+	if raw, found := object["finished_at"]; found {
+		err = json.Unmarshal(raw, &a.FinishedAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'finished_at': %w", err)
+		}
+		delete(object, "finished_at")
+	}
+
 	if raw, found := object["id"]; found {
 		err = json.Unmarshal(raw, &a.Id)
 		if err != nil {
@@ -7466,6 +7548,22 @@ func (a *ProgressData) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("error reading 'index': %w", err)
 		}
 		delete(object, "index")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
 	}
 
 	if raw, found := object["node_id"]; found {
@@ -7484,12 +7582,52 @@ func (a *ProgressData) UnmarshalJSON(b []byte) error {
 		delete(object, "node_type")
 	}
 
+	if raw, found := object["outputs"]; found {
+		err = json.Unmarshal(raw, &a.Outputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'outputs': %w", err)
+		}
+		delete(object, "outputs")
+	}
+
+	if raw, found := object["pre_loop_output"]; found {
+		err = json.Unmarshal(raw, &a.PreLoopOutput)
+		if err != nil {
+			return fmt.Errorf("error reading 'pre_loop_output': %w", err)
+		}
+		delete(object, "pre_loop_output")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["steps"]; found {
+		err = json.Unmarshal(raw, &a.Steps)
+		if err != nil {
+			return fmt.Errorf("error reading 'steps': %w", err)
+		}
+		delete(object, "steps")
+	}
+
 	if raw, found := object["title"]; found {
 		err = json.Unmarshal(raw, &a.Title)
 		if err != nil {
 			return fmt.Errorf("error reading 'title': %w", err)
 		}
 		delete(object, "title")
+	}
+
+	if raw, found := object["total_tokens"]; found {
+		err = json.Unmarshal(raw, &a.TotalTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_tokens': %w", err)
+		}
+		delete(object, "total_tokens")
 	}
 
 	if len(object) != 0 {
@@ -7518,6 +7656,41 @@ func (a ProgressData) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if a.ElapsedTime != nil {
+		object["elapsed_time"], err = json.Marshal(a.ElapsedTime)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'elapsed_time': %w", err)
+		}
+	}
+
+	if a.Error != nil {
+		object["error"], err = json.Marshal(a.Error)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'error': %w", err)
+		}
+	}
+
+	if a.ExecutionMetadata != nil {
+		object["execution_metadata"], err = json.Marshal(a.ExecutionMetadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'execution_metadata': %w", err)
+		}
+	}
+
+	if a.Extras != nil {
+		object["extras"], err = json.Marshal(a.Extras)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'extras': %w", err)
+		}
+	}
+
+	if a.FinishedAt != nil {
+		object["finished_at"], err = json.Marshal(a.FinishedAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'finished_at': %w", err)
+		}
+	}
+
 	object["id"], err = json.Marshal(a.Id)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'id': %w", err)
@@ -7527,6 +7700,20 @@ func (a ProgressData) MarshalJSON() ([]byte, error) {
 		object["index"], err = json.Marshal(a.Index)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'index': %w", err)
+		}
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
 		}
 	}
 
@@ -7542,10 +7729,45 @@ func (a ProgressData) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if a.Outputs != nil {
+		object["outputs"], err = json.Marshal(a.Outputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'outputs': %w", err)
+		}
+	}
+
+	if a.PreLoopOutput != nil {
+		object["pre_loop_output"], err = json.Marshal(a.PreLoopOutput)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pre_loop_output': %w", err)
+		}
+	}
+
+	if a.Status != nil {
+		object["status"], err = json.Marshal(a.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	if a.Steps != nil {
+		object["steps"], err = json.Marshal(a.Steps)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'steps': %w", err)
+		}
+	}
+
 	if a.Title != nil {
 		object["title"], err = json.Marshal(a.Title)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'title': %w", err)
+		}
+	}
+
+	if a.TotalTokens != nil {
+		object["total_tokens"], err = json.Marshal(a.TotalTokens)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
 		}
 	}
 

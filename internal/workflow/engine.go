@@ -131,6 +131,8 @@ type Spec struct {
 	loop  bool
 	round int
 	steps *atomic.Int64
+	// exceptions counts the node exceptions of the whole run, inside container bodies too.
+	exceptions *atomic.Int64
 }
 
 // Report is how a run ended.
@@ -178,9 +180,13 @@ type outcome struct {
 // Execute runs a graph to its end and reports how it ended. Events go to spec.Out as they
 // happen; workflow_started and workflow_finished are the caller's.
 func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
-	spec.scope, spec.steps = "", new(atomic.Int64)
+	spec.scope, spec.steps, spec.exceptions = "", new(atomic.Int64), new(atomic.Int64)
 	rep := e.execute(ctx, spec, spec.Graph.Root)
-	rep.Steps = int(spec.steps.Load())
+	rep.Steps, rep.Exceptions = int(spec.steps.Load()), int(spec.exceptions.Load())
+	if rep.Status == StatusSucceeded && rep.Exceptions > 0 {
+		// An exception inside a container's body counts as one in the graph does.
+		rep.Status = StatusPartialSucceeded
+	}
 	return rep
 }
 
@@ -291,6 +297,7 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		case NodeSucceeded, NodeException:
 			if o.status == NodeException {
 				rep.Exceptions++
+				spec.exceptions.Add(1)
 			}
 			spec.Pool.SetAll(o.id, o.res.Outputs)
 			if n.Type == TypeEnd {
@@ -447,7 +454,16 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 
 // attempt runs the node once, bounded by the node timeout; a panic fails the node.
 func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result, err error) {
-	actx, cancel := context.WithTimeoutCause(ctx, e.timeout, e.timedOut)
+	var (
+		actx   context.Context
+		cancel context.CancelFunc
+	)
+	if IsContainer(x.Node.Type) {
+		// A container's time is its body's, whose nodes each have the node timeout.
+		actx, cancel = context.WithCancel(ctx)
+	} else {
+		actx, cancel = context.WithTimeoutCause(ctx, e.timeout, e.timedOut)
+	}
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

@@ -19,6 +19,9 @@ const (
 	TypeStart  = "start"
 	TypeAnswer = "answer"
 	TypeEnd    = "end"
+	// TypeIteration and TypeLoop are the container nodes, which run a body of nodes.
+	TypeIteration = "iteration"
+	TypeLoop      = "loop"
 	// typeAssigner writes conversation variables.
 	typeAssigner = "assigner"
 	// typeNote is the canvas type of an editor's sticky note, which is not part of the graph.
@@ -265,3 +268,6 @@ func firstNonEmpty(ss ...string) string {
 	}
 	return ""
 }
+
+// IsContainer reports whether nodes of the type run a body of other nodes (iteration, loop).
+func IsContainer(nodeType string) bool { return nodeType == TypeIteration || nodeType == TypeLoop }

@@ -108,7 +108,7 @@ func (x *Exec) Emit(ev run.Event) {
 // The body's node events carry the container's id and the round's index.
 func (x *Exec) RunBody(ctx context.Context, start string, pool *Pool, round int) Report {
 	spec := x.spec
-	spec.Pool, spec.scope, spec.round, spec.loop = pool, x.Node.ID, round, x.Node.Type == "loop"
+	spec.Pool, spec.scope, spec.round, spec.loop = pool, x.Node.ID, round, x.Node.Type == TypeLoop
 	return x.eng.execute(ctx, spec, start)
 }
 

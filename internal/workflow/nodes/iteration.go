@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -63,23 +64,25 @@ func newIteration(n *workflow.Node) (workflow.NodeRunner, error) {
 
 // progress is the data of the iteration events.
 type progress struct {
-	ID                string         `json:"id"`
-	NodeID            string         `json:"node_id"`
-	NodeType          string         `json:"node_type"`
-	Title             string         `json:"title"`
-	Index             *int           `json:"index,omitempty"`
-	CreatedAt         int64          `json:"created_at"`
-	Extras            map[string]any `json:"extras"`
-	Metadata          map[string]any `json:"metadata,omitempty"`
-	Inputs            map[string]any `json:"inputs,omitempty"`
-	Outputs           map[string]any `json:"outputs,omitempty"`
-	Status            string         `json:"status,omitempty"`
-	Error             *string        `json:"error,omitempty"`
-	ElapsedTime       *float64       `json:"elapsed_time,omitempty"`
-	TotalTokens       *int           `json:"total_tokens,omitempty"`
-	FinishedAt        *int64         `json:"finished_at,omitempty"`
-	Steps             *int           `json:"steps,omitempty"`
-	ExecutionMetadata map[string]any `json:"execution_metadata,omitempty"`
+	ID        string         `json:"id"`
+	NodeID    string         `json:"node_id"`
+	NodeType  string         `json:"node_type"`
+	Title     string         `json:"title"`
+	Index     *int           `json:"index,omitempty"`
+	CreatedAt int64          `json:"created_at"`
+	Extras    map[string]any `json:"extras"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Inputs    map[string]any `json:"inputs,omitempty"`
+	Outputs   map[string]any `json:"outputs,omitempty"`
+	Status    string         `json:"status,omitempty"`
+	// Error is iteration_completed's error: JSON null on success (absent from the other
+	// events).
+	Error             json.RawMessage `json:"error,omitempty"`
+	ElapsedTime       *float64        `json:"elapsed_time,omitempty"`
+	TotalTokens       *int            `json:"total_tokens,omitempty"`
+	FinishedAt        *int64          `json:"finished_at,omitempty"`
+	Steps             *int            `json:"steps,omitempty"`
+	ExecutionMetadata map[string]any  `json:"execution_metadata,omitempty"`
 }
 
 func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
@@ -93,9 +96,15 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	case []any:
 		items = v
 	default:
-		return workflow.Result{}, workflow.Errorf("IteratorVariableNotFoundError", "the iterator variable %v is a %s, not an array", it.items, value.TypeOf(v))
+		return workflow.Result{}, workflow.Errorf("InvalidIteratorValueError",
+			"invalid iterator value: %v is a %s, please provide a list", it.items, value.TypeOf(v))
 	}
 	inputs := map[string]any{"iterator_selector": raw}
+	if len(items) == 0 {
+		// As Dify does, an empty (or absent) list ends the node at once with an empty output,
+		// without iteration events.
+		return workflow.Result{Inputs: inputs, Outputs: map[string]any{"output": []any{}}}, nil
+	}
 	ev := base
 	ev.Metadata, ev.Inputs = map[string]any{"iterator_length": len(items)}, inputs
 	x.Emit(run.Event{Kind: run.EventIterationStarted, Data: ev})
@@ -105,9 +114,12 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	var (
 		mu        sync.Mutex
 		usage     = models.EmptyUsage()
-		steps     int
 		resources []store.RetrieverResource
 	)
+	// rctx is the rounds' context: with error_handle_mode terminated, the first failed round
+	// cancels it, and so the rounds still running, with its error as the cause.
+	rctx, stopRounds := context.WithCancelCause(ctx)
+	defer stopRounds(nil)
 	round := func(i int) {
 		next := base
 		next.Index, next.CreatedAt = &i, time.Now().Unix()
@@ -115,21 +127,23 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		pool := x.Pool.Child()
 		pool.Set(n.ID, "item", items[i])
 		pool.Set(n.ID, "index", int64(i))
-		rep := x.RunBody(ctx, it.start, pool, i)
+		rep := x.RunBody(rctx, it.start, pool, i)
 		mu.Lock()
 		defer mu.Unlock()
 		usage = models.AddUsage(usage, rep.Usage)
 		resources = append(resources, rep.Resources...)
-		steps += rep.Steps
 		if rep.Err != nil {
 			failed[i] = rep.Err
+			if it.onError == iterTerminated {
+				stopRounds(fmt.Errorf("round %d: %w", i, rep.Err))
+			}
 			return
 		}
 		outputs[i], _ = pool.Get(it.output)
 	}
 	if it.parallel <= 1 {
 		for i := range items {
-			if round(i); failed[i] != nil && it.onError == iterTerminated || ctx.Err() != nil {
+			if round(i); rctx.Err() != nil {
 				break
 			}
 		}
@@ -138,6 +152,10 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 		var wg sync.WaitGroup
 		for i := range items {
 			sem <- struct{}{}
+			if rctx.Err() != nil {
+				<-sem
+				break
+			}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
@@ -169,19 +187,24 @@ func (it *iteration) Run(ctx context.Context, x *workflow.Exec) (workflow.Result
 	done := time.Now()
 	ev = base
 	elapsed, tokens, at := done.Sub(started).Seconds(), usage.TotalTokens, done.Unix()
-	ev.Inputs, ev.ElapsedTime, ev.TotalTokens, ev.FinishedAt, ev.Steps = inputs, &elapsed, &tokens, &at, &steps
+	rounds := len(items)
+	ev.Inputs, ev.ElapsedTime, ev.TotalTokens, ev.FinishedAt, ev.Steps = inputs, &elapsed, &tokens, &at, &rounds
 	ev.ExecutionMetadata = map[string]any{"total_tokens": tokens}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
+	if c := context.Cause(rctx); c != nil {
+		// The round that failed first, not a round it cancelled.
+		firstErr = c
+	}
 	if firstErr != nil && it.onError == iterTerminated {
-		msg := firstErr.Error()
-		ev.Status, ev.Error = "failed", &msg
+		msg, _ := json.Marshal(firstErr.Error())
+		ev.Status, ev.Error = "failed", msg
 		x.Emit(run.Event{Kind: run.EventIterationCompleted, Data: ev})
 		return res, workflow.Errorf("IterationNodeError", "%v", firstErr)
 	}
 	res.Outputs = map[string]any{"output": out}
-	ev.Status, ev.Outputs = "succeeded", res.Outputs
+	ev.Status, ev.Outputs, ev.Error = "succeeded", res.Outputs, json.RawMessage("null")
 	x.Emit(run.Event{Kind: run.EventIterationCompleted, Data: ev})
 	return res, nil
 }

@@ -34,6 +34,10 @@ type loopVar struct {
 	constant any
 }
 
+// LoopCountLimit caps a loop's loop_count, as Dify's default LOOP_COUNT_LIMIT does: a loop
+// configured for more rounds fails when it runs.
+const LoopCountLimit = 100
+
 // loopBreak is where a loop-end node tells its loop to stop: [loop, loopBreak].
 const loopBreak = "__loop_break"
 
@@ -76,7 +80,8 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	started := time.Now()
 	n := x.Node
 	pool := x.Pool.Child()
-	inputs := map[string]any{}
+	// As Dify's: the configured round count and the loop variables' initial values.
+	inputs := map[string]any{"loop_count": l.count}
 	for _, v := range l.vars {
 		val := v.constant
 		if v.selector != nil {
@@ -97,8 +102,12 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 		}
 		return m
 	}
+	if l.count > LoopCountLimit {
+		return workflow.Result{Inputs: inputs}, workflow.Errorf("LoopNodeError",
+			"loop_count %d exceeds the limit of %d rounds", l.count, LoopCountLimit)
+	}
 	x.Emit(run.Event{Kind: run.EventLoopStarted, Data: with("inputs", inputs, "metadata", map[string]any{"loop_length": l.count})})
-	usage, steps, reason := models.EmptyUsage(), 0, "loop_completed"
+	usage, reason := models.EmptyUsage(), "loop_completed"
 	var failure error
 	var resources []store.RetrieverResource
 	stop := func() (bool, error) {
@@ -114,12 +123,13 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	} else if done {
 		reason = "loop_break"
 	}
+	rounds := 0
 	for i := 0; failure == nil && !done && i < l.count; i++ {
+		rounds++
 		x.Emit(run.Event{Kind: run.EventLoopNext, Data: with("index", i, "created_at", time.Now().Unix(), "pre_loop_output", outputsOf(pool, n.ID, l.vars))})
 		rep := x.RunBody(ctx, l.start, pool, i)
 		usage = models.AddUsage(usage, rep.Usage)
 		resources = append(resources, rep.Resources...)
-		steps += rep.Steps
 		if rep.Err != nil {
 			failure = rep.Err
 			break
@@ -133,6 +143,12 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 		} else if done {
 			reason = "loop_break"
 		}
+	}
+	// steps is, as in Dify, the configured round count, or 0 when the loop broke before its
+	// first round.
+	steps := l.count
+	if rounds == 0 && reason == "loop_break" {
+		steps = 0
 	}
 	outputs := outputsOf(pool, n.ID, l.vars)
 	meta := map[string]any{"total_tokens": usage.TotalTokens, "completed_reason": reason}

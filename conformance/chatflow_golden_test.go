@@ -141,8 +141,19 @@ func TestChatflowTripGolden(t *testing.T) {
 	key := exampleApp(t, p, filepath.Join("..", "docs", "examples", "chatflow-trip.yml"), "Trip Desk", "Golden Trip")
 	usage := &providers.Usage{PromptTokens: 50, CompletionTokens: 10}
 	trip := "golden: three days in Lisbon, seeing belem, alfama and the tram"
-	upstream.OnEach(trip, openaitest.Reply{Text: `{"category_id": "trip", "category_name": "trip planning"}`, Usage: usage},
-		openaitest.Reply{Text: `{"city": "Lisbon", "days": 3, "sights": ["tram 28", "", "belem", "alfama"]}`, Usage: usage})
+	// The classifier's and the extractor's requests both end with the query: their
+	// instructions (in the system prompt) tell them apart, so each run gets the same answers.
+	upstream.OnRequest(func(r *openaitest.Request) (openaitest.Reply, bool) {
+		if !strings.Contains(r.LastUserMessage(), trip) {
+			return openaitest.Reply{}, false
+		}
+		for _, m := range r.Messages {
+			if strings.Contains(m.Text(), "Days are whole days.") {
+				return openaitest.Reply{Text: `{"city": "Lisbon", "days": 3, "sights": ["tram 28", "", "belem", "alfama"]}`, Usage: usage}, true
+			}
+		}
+		return openaitest.Reply{Text: `{"category_id": "trip", "category_name": "trip planning"}`, Usage: usage}, true
+	})
 	other := "golden: what is the capital of France"
 	upstream.On(other, openaitest.Reply{Text: `{"category_id": "other", "category_name": "anything else"}`, Usage: usage})
 	for _, tc := range []struct{ query, file string }{

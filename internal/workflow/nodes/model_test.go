@@ -31,7 +31,7 @@ func (s *sink) Emit(ev run.Event) {
 }
 
 // deps are the node dependencies with one model served by a fake upstream.
-func deps(t *testing.T) (nodes.Deps, *openaitest.Server) {
+func deps(t testing.TB) (nodes.Deps, *openaitest.Server) {
 	t.Helper()
 	up := openaitest.NewServer()
 	t.Cleanup(up.Close)

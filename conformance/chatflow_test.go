@@ -77,7 +77,7 @@ func TestChatflow(t *testing.T) {
 		stream := body
 		stream.ResponseMode = ptr(client.Streaming)
 		var names []string
-		var answer, conv, appID, runID string
+		var answer, conv, appID, runID, versionID string
 		var fin client.WorkflowFinishedEvent
 		nodeStatus := map[string]string{}
 		for _, ev := range streamEvents(t, c, stream) {
@@ -91,6 +91,7 @@ func TestChatflow(t *testing.T) {
 					t.Fatalf("workflow_started %+v", ws)
 				}
 				appID, _ = ws.Data.Inputs["sys.app_id"].(string)
+				versionID = ws.Data.WorkflowId
 			case "node_started":
 				ns, _ := ev.AsNodeStartedEvent()
 				if ns.WorkflowRunId.String() != runID {
@@ -238,6 +239,31 @@ func TestChatflow(t *testing.T) {
 		}
 		if len(after) < 2 || after[len(after)-2] != "workflow_finished" || after[len(after)-1] != "message_end" || stopped.Data.Status != "stopped" {
 			t.Fatalf("after stop: %v %+v (%v)", after, stopped.Data, events.Err())
+		}
+
+		// By default the published version may be pinned; with PARLEY_WORKFLOW_VERSION_EXECUTION
+		// set to not_allowed (Dify's hosted free plan) any workflow_id is refused with 403, and a
+		// message without one still runs the latest published version.
+		q5 := marker(t, "pinned version")
+		upstream.On(q5, openaitest.Reply{Chunks: []string{"Pinned."}})
+		pinned := body
+		pinned.Query, pinned.WorkflowId = q5, ptr(versionID)
+		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+			t.Fatalf("pinned %s: %v %d %s", versionID, err, r.StatusCode(), r.Body)
+		}
+		p.Restart(t, "PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed")
+		c = newClient(t, p, key)
+		for _, id := range []string{versionID, "not-a-uuid", appID} {
+			pinned.WorkflowId = ptr(id)
+			r, err := c.SendChatMessageWithResponse(ctx, pinned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, "refused workflow_id "+id, r.StatusCode(), r.Body, 403, "workflow_version_execution_not_allowed")
+		}
+		pinned.WorkflowId = nil
+		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+			t.Fatalf("unpinned with versions refused: %v %d %s", err, r.StatusCode(), r.Body)
 		}
 	})
 }

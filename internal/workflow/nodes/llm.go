@@ -40,6 +40,10 @@ type llm struct {
 	memory     *memory
 	// separated takes <think> blocks out of the text (reasoning_format separated).
 	separated bool
+	// structured asks for a JSON object matching schema (structured_output_enabled), output as
+	// structured_output.
+	structured bool
+	schema     map[string]any
 }
 
 type promptMessage struct {
@@ -119,6 +123,14 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 		}
 	}
 	l.separated = str(n.Data["reasoning_format"]) == reasoningSeparated
+	for _, key := range []string{"structured_output_enabled", "structured_output_switch_on"} {
+		if on, _ := n.Data[key].(bool); on {
+			l.structured = true
+		}
+	}
+	if l.structured {
+		l.schema = mapping(mapping(n.Data["structured_output"])["schema"])
+	}
 	if l.d.Models == nil || l.d.Providers == nil {
 		return nil, configError("no models are configured")
 	}
@@ -197,12 +209,21 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
 		}
 	}
+	params := l.params
+	if l.structured {
+		if l.schema == nil {
+			return workflow.Result{}, workflow.Errorf(llmErrorType, "Please provide a valid structured output schema")
+		}
+		if params, prompt, err = structuredRequest(spec, l.params, prompt, l.schema); err != nil {
+			return workflow.Result{}, workflow.Errorf(llmErrorType, "structured output schema: %v", err)
+		}
+	}
 	onDelta, think, sep := func(d string) { x.Stream("text", d) }, (*thinkSplitter)(nil), "\n"
 	if l.separated {
 		think, sep = newReasoningSplitter(x), ""
 		onDelta = think.write
 	}
-	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, l.params, prompt, onDelta)
+	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, params, prompt, onDelta)
 	usage, finish := call.usage, call.finish
 	text := &call.text
 	prompts := make([]any, len(prompt))
@@ -228,6 +249,13 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		answer, reasoning = think.text.String(), think.reasoning.String()
 	}
 	res.Outputs = map[string]any{"text": answer, "reasoning_content": reasoning, "usage": value.FromGo(usage), "finish_reason": finish}
+	if l.structured {
+		obj, err := parseStructured(answer)
+		if err != nil {
+			return res, err
+		}
+		res.Outputs["structured_output"] = obj
+	}
 	return res, nil
 }
 

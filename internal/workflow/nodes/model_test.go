@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -292,5 +294,66 @@ func TestLLMStructuredOutput(t *testing.T) {
 	if rep.Status != workflow.StatusFailed || !errors.As(rep.Err, &ne) || ne.Type != "OutputParserError" ||
 		!strings.Contains(rep.Err.Error(), "Failed to parse structured output: Ada, 36") {
 		t.Fatalf("not JSON: %+v", rep)
+	}
+}
+
+// TestLLMVision: with vision on, the images among the node's files (sys.files by default) go to
+// a vision model as data URLs with the node's detail, before the text of the last user message;
+// other files are not sent, and a model without the vision feature gets the text alone.
+func TestLLMVision(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	d, up := deps(t)
+	d.Files = f.files
+	png := []byte("\x89PNG\r\n\x1a\nfake image")
+	img := f.upload(t, "cat.png", "image/png", png)
+	doc := f.upload(t, "notes.txt", "text/plain", []byte("notes"))
+	graph := func(model string) *workflow.Graph {
+		g, err := workflow.Parse(map[string]any{"nodes": []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("llm", "llm", map[string]any{
+				"model":           map[string]any{"provider": "openai", "name": model, "mode": "chat"},
+				"prompt_template": []any{map[string]any{"role": "system", "text": "Describe."}, map[string]any{"role": "user", "text": "{{#sys.query#}}"}},
+				"vision":          map[string]any{"enabled": true, "configs": map[string]any{"detail": "low"}},
+			}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#llm.text#}}"}),
+		}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	up.On("what is this", openaitest.Reply{Text: "A cat."})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	for _, model := range []string{"gpt-4o", "gpt-4o-mini"} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, "what is this "+model)
+		pool.Set(workflow.ScopeSys, workflow.SysFiles, []any{img, doc})
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: graph(model), Pool: pool, Out: s, Env: f.env})
+		if rep.Status != workflow.StatusSucceeded || s.answer.String() != "A cat." {
+			t.Fatalf("%s: %+v, answer %q", model, rep, s.answer.String())
+		}
+	}
+	var seen int
+	for _, r := range up.Requests() {
+		last := r.Messages[len(r.Messages)-1]
+		switch r.LastUserMessage() {
+		case "what is this gpt-4o":
+			seen++
+			want := []providers.Part{{Type: providers.PartImageURL, ImageURL: files.DataURL("image/png", png), Detail: "low"},
+				{Type: providers.PartText, Text: "what is this gpt-4o"}}
+			if len(r.Messages) != 2 || !slices.Equal(last.Parts, want) {
+				t.Fatalf("vision request %+v", r.Messages)
+			}
+		case "what is this gpt-4o-mini":
+			seen++
+			if len(last.Parts) != 0 || last.Content != "what is this gpt-4o-mini" {
+				t.Fatalf("request of a model without vision %+v", r.Messages)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d requests", seen)
 	}
 }

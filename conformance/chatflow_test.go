@@ -59,6 +59,24 @@ func TestChatflow(t *testing.T) {
 		segErr(t, "unpublished", r.StatusCode(), r.Body, 400, "invalid_param", "Workflow not published")
 		p.CLI(t, "apps", "publish", name)
 
+		// The export imports back as the same Chatflow (graph, features, variables), under another
+		// name, and exports the same again.
+		exported := p.CLI(t, "apps", "export", name)
+		if !strings.Contains(exported, "mode: advanced-chat") || !strings.Contains(exported, "conversation_variables:") ||
+			!strings.Contains(exported, "opening_statement: Ask me anything.") {
+			t.Fatalf("export:\n%s", exported)
+		}
+		copyPath := filepath.Join(t.TempDir(), "exported.yml")
+		if err := os.WriteFile(copyPath, []byte(exported+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CLI(t, "apps", "import", "--name", name+" copy", copyPath); got != name+" copy" {
+			t.Fatalf("re-import printed %q", got)
+		}
+		if again := p.CLI(t, "apps", "export", name+" copy"); again != strings.Replace(exported, "name: "+name, "name: "+name+" copy", 1) {
+			t.Fatalf("the re-imported Chatflow exports differently:\n%s\n---\n%s", again, exported)
+		}
+
 		// The form of the start node is the app's form.
 		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
 		if err != nil || par.JSON200 == nil || len(par.JSON200.UserInputForm) != 1 || par.JSON200.UserInputForm[0]["text-input"].Variable != "name" ||

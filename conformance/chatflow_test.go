@@ -59,6 +59,24 @@ func TestChatflow(t *testing.T) {
 		segErr(t, "unpublished", r.StatusCode(), r.Body, 400, "invalid_param", "Workflow not published")
 		p.CLI(t, "apps", "publish", name)
 
+		// The export imports back as the same Chatflow (graph, features, variables), under another
+		// name, and exports the same again.
+		exported := p.CLI(t, "apps", "export", name)
+		if !strings.Contains(exported, "mode: advanced-chat") || !strings.Contains(exported, "conversation_variables:") ||
+			!strings.Contains(exported, "opening_statement: Ask me anything.") {
+			t.Fatalf("export:\n%s", exported)
+		}
+		copyPath := filepath.Join(t.TempDir(), "exported.yml")
+		if err := os.WriteFile(copyPath, []byte(exported+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CLI(t, "apps", "import", "--name", name+" copy", copyPath); got != name+" copy" {
+			t.Fatalf("re-import printed %q", got)
+		}
+		if again := p.CLI(t, "apps", "export", name+" copy"); again != strings.Replace(exported, "name: "+name, "name: "+name+" copy", 1) {
+			t.Fatalf("the re-imported Chatflow exports differently:\n%s\n---\n%s", again, exported)
+		}
+
 		// The form of the start node is the app's form.
 		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
 		if err != nil || par.JSON200 == nil || len(par.JSON200.UserInputForm) != 1 || par.JSON200.UserInputForm[0]["text-input"].Variable != "name" ||
@@ -77,7 +95,7 @@ func TestChatflow(t *testing.T) {
 		stream := body
 		stream.ResponseMode = ptr(client.Streaming)
 		var names []string
-		var answer, conv, appID, runID string
+		var answer, conv, appID, runID, versionID string
 		var fin client.WorkflowFinishedEvent
 		nodeStatus := map[string]string{}
 		for _, ev := range streamEvents(t, c, stream) {
@@ -91,6 +109,7 @@ func TestChatflow(t *testing.T) {
 					t.Fatalf("workflow_started %+v", ws)
 				}
 				appID, _ = ws.Data.Inputs["sys.app_id"].(string)
+				versionID = ws.Data.WorkflowId
 			case "node_started":
 				ns, _ := ev.AsNodeStartedEvent()
 				if ns.WorkflowRunId.String() != runID {
@@ -238,6 +257,31 @@ func TestChatflow(t *testing.T) {
 		}
 		if len(after) < 2 || after[len(after)-2] != "workflow_finished" || after[len(after)-1] != "message_end" || stopped.Data.Status != "stopped" {
 			t.Fatalf("after stop: %v %+v (%v)", after, stopped.Data, events.Err())
+		}
+
+		// By default the published version may be pinned; with PARLEY_WORKFLOW_VERSION_EXECUTION
+		// set to not_allowed (Dify's hosted free plan) any workflow_id is refused with 403, and a
+		// message without one still runs the latest published version.
+		q5 := marker(t, "pinned version")
+		upstream.On(q5, openaitest.Reply{Chunks: []string{"Pinned."}})
+		pinned := body
+		pinned.Query, pinned.WorkflowId = q5, ptr(versionID)
+		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+			t.Fatalf("pinned %s: %v %d %s", versionID, err, r.StatusCode(), r.Body)
+		}
+		p.Restart(t, "PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed")
+		c = newClient(t, p, key)
+		for _, id := range []string{versionID, "not-a-uuid", appID} {
+			pinned.WorkflowId = ptr(id)
+			r, err := c.SendChatMessageWithResponse(ctx, pinned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, "refused workflow_id "+id, r.StatusCode(), r.Body, 403, "workflow_version_execution_not_allowed")
+		}
+		pinned.WorkflowId = nil
+		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+			t.Fatalf("unpinned with versions refused: %v %d %s", err, r.StatusCode(), r.Body)
 		}
 	})
 }

@@ -188,6 +188,9 @@ func domainOutcome(err error) *APIError {
 		return apiError(http.StatusBadRequest, "bad_request", "Invalid workflow_id format: expected a UUID.")
 	case errors.Is(err, chatflow.ErrDraftWorkflow):
 		return apiError(http.StatusBadRequest, "bad_request", "Cannot use draft workflow version. Please use a published workflow version or leave workflow_id empty.")
+	case errors.Is(err, chatflow.ErrVersionExecutionNotAllowed):
+		return apiError(http.StatusForbidden, "workflow_version_execution_not_allowed",
+			"Workflow version execution is not allowed on this server: leave workflow_id empty to run the latest published version.")
 	case errors.Is(err, chatflow.ErrWorkflowNotFound):
 		return apiError(http.StatusNotFound, "not_found", "Workflow not found with id.")
 	case errors.Is(err, chatflow.ErrNotPublished):

@@ -174,6 +174,8 @@ func domainOutcomes() map[string]outcome {
 		"providers.KindInvocation":  {providers.NewError("openai", providers.KindInvocation, 502, "bad gateway", nil), wire{status: 400, code: "completion_request_error", msg: "[openai] bad gateway"}},
 
 		"workflow/chatflow.ErrWorkflowIDInvalid": {chatflow.ErrWorkflowIDInvalid, wire{status: 400, code: "bad_request", msg: "Invalid workflow_id format: expected a UUID."}},
+		"workflow/chatflow.ErrVersionExecutionNotAllowed": {chatflow.ErrVersionExecutionNotAllowed, wire{status: 403, code: "workflow_version_execution_not_allowed",
+			msg: "Workflow version execution is not allowed on this server: leave workflow_id empty to run the latest published version."}},
 		"workflow/chatflow.ErrDraftWorkflow": {chatflow.ErrDraftWorkflow, wire{status: 400, code: "bad_request",
 			msg: "Cannot use draft workflow version. Please use a published workflow version or leave workflow_id empty."}},
 		"workflow/chatflow.ErrWorkflowNotFound": {chatflow.ErrWorkflowNotFound, wire{status: 404, code: "not_found", msg: "Workflow not found with id."}},

@@ -116,7 +116,19 @@ type Config struct {
 	ToolsAllowedNetworks []netip.Prefix
 	// Code holds the sandbox of workflow code nodes and Dify's checks on their outputs.
 	Code CodeSettings
+	// WorkflowVersionExecution says whether a Chatflow message may pin a published version with
+	// workflow_id (PARLEY_WORKFLOW_VERSION_EXECUTION): allowed (the default; empty means it too),
+	// or not_allowed,
+	// which answers such a message 403 workflow_version_execution_not_allowed, as Dify's hosted
+	// free (Sandbox) plan does.
+	WorkflowVersionExecution string
 }
+
+// Values of WorkflowVersionExecution.
+const (
+	WorkflowVersionExecutionAllowed    = "allowed"
+	WorkflowVersionExecutionNotAllowed = "not_allowed"
+)
 
 // CodeSettings configure the sandbox that runs code nodes (PARLEY_CODE_*) and the limits Dify
 // puts on their outputs (Dify's CODE_* names).
@@ -273,6 +285,11 @@ func (c *Config) Validate() error {
 	}
 	if c.AppDefaultActiveRequests < 0 {
 		bad("APP_DEFAULT_ACTIVE_REQUESTS", "must be >= 0, got %d", c.AppDefaultActiveRequests)
+	}
+	switch c.WorkflowVersionExecution {
+	case "", WorkflowVersionExecutionAllowed, WorkflowVersionExecutionNotAllowed:
+	default:
+		bad("PARLEY_WORKFLOW_VERSION_EXECUTION", "must be allowed or not_allowed, got %q", c.WorkflowVersionExecution)
 	}
 	switch c.ResponseValidation {
 	case ValidationEnforce, ValidationLog, ValidationOff:

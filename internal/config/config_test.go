@@ -44,6 +44,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractCPULimit:                     2 * time.Minute,
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
+		WorkflowVersionExecution:            WorkflowVersionExecutionAllowed,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{
 			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",
@@ -121,6 +122,10 @@ func TestLoadValues(t *testing.T) {
 		{"stale runs", map[string]string{"PARLEY_RUN_STALE_AFTER": "2s"}, func(c *Config) bool { return c.RunStaleAfter == 2*time.Second }},
 		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
 		{"sqlite full", map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "FULL"}, func(c *Config) bool { return c.SQLiteSynchronous == "full" }},
+		{"pinned versions allowed", nil, func(c *Config) bool { return c.WorkflowVersionExecution == WorkflowVersionExecutionAllowed }},
+		{"pinned versions refused", map[string]string{"PARLEY_WORKFLOW_VERSION_EXECUTION": "Not_Allowed"}, func(c *Config) bool {
+			return c.WorkflowVersionExecution == WorkflowVersionExecutionNotAllowed
+		}},
 		{"private fetch", map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "true"}, func(c *Config) bool { return c.RemoteFilesAllowPrivate }},
 		{"tool networks", map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": " 127.0.0.1, 10.1.2.3/16,::1 "}, func(c *Config) bool {
 			return fmt.Sprint(c.ToolsAllowedNetworks) == "[127.0.0.1/32 10.1.0.0/16 ::1/128]"
@@ -186,6 +191,7 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"CODE_MAX_NUMBER": "1", "CODE_MIN_NUMBER": "2"}, "CODE_MAX_NUMBER: must not be below CODE_MIN_NUMBER"},
 		{map[string]string{"CODE_MAX_DEPTH": "-1"}, "CODE_MAX_DEPTH: must not be negative"},
 		{map[string]string{"PARLEY_SQLITE_SYNCHRONOUS": "off"}, "PARLEY_SQLITE_SYNCHRONOUS"},
+		{map[string]string{"PARLEY_WORKFLOW_VERSION_EXECUTION": "sandbox"}, "PARLEY_WORKFLOW_VERSION_EXECUTION"},
 		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
 		{map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": "localhost"}, "PARLEY_TOOLS_ALLOWED_NETWORKS"},
 	}

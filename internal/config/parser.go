@@ -25,6 +25,14 @@ func parseSynchronous(v string) (string, error) {
 	return "", fmt.Errorf("%q is not normal or full", v)
 }
 
+func parseVersionExecution(v string) (string, error) {
+	switch v = strings.ToLower(v); v {
+	case WorkflowVersionExecutionAllowed, WorkflowVersionExecutionNotAllowed:
+		return v, nil
+	}
+	return "", fmt.Errorf("%q is not allowed or not_allowed", v)
+}
+
 func parseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(v)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -60,7 +61,7 @@ func roundTrip(t *testing.T, a *apps.App, env Env, opts Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Import(first, env, Options{Modes: opts.Modes, Lenient: opts.Lenient})
+	again, err := Import(first, env, Options{Modes: opts.Modes, Lenient: opts.Lenient, NodeTypes: opts.NodeTypes})
 	if err != nil {
 		t.Fatalf("the export does not import: %v\n%s", err, first)
 	}
@@ -733,10 +734,10 @@ var publicOptions = map[string]Options{
 }
 
 // TestPublicExports imports the public Dify exports collected in testdata/public (files Parley's
-// authors did not write): every Chatbot and Completion app imports (with a model fallback, as
-// their providers are not configured here), round-trips byte for byte, and loses nothing but
-// empty values, Dify's plugin dependencies and the references it resolved; every file of
-// another kind is refused with the reason.
+// authors did not write): every Chatbot and Completion app, and every Chatflow whose nodes
+// Parley runs, imports (with a model fallback, as their providers are not configured here),
+// round-trips byte for byte, and loses nothing but empty values, Dify's plugin dependencies and
+// the references it resolved; every file of another kind is refused with the reason.
 func TestPublicExports(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "public", "*", "*.yml"))
@@ -784,6 +785,10 @@ func TestPublicExports(t *testing.T) {
 				mu.Lock()
 				imported[head.App.Mode]++
 				mu.Unlock()
+				out := roundTrip(t, res.App, env, Options{NodeTypes: opts.NodeTypes})
+				for _, lost := range lostValues(t, data, out) {
+					t.Errorf("the export lost %s", lost)
+				}
 				return
 			}
 			if head.App.Mode == apps.ModeAgentChat {
@@ -829,7 +834,7 @@ func TestPublicExports(t *testing.T) {
 			}
 		})
 	}
-	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 || imported[apps.ModeAgentChat] < 10 {
+	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 || imported[apps.ModeAgentChat] < 10 || imported[apps.ModeAdvancedChat] < 10 {
 		t.Fatalf("imported %v public files; the corpus should have Chatbot and Completion apps", imported)
 	}
 	t.Logf("public exports imported: %v; Chatflows refused for node types not run yet: %v", imported, refused)
@@ -861,16 +866,22 @@ func lostValues(t *testing.T, original, export []byte) []string {
 	for path, v := range la {
 		if v == nil || v == "" || strings.HasPrefix(path, ".dependencies") ||
 			path == ".model_config.model.provider" || path == ".model_config.model.name" ||
-			strings.HasSuffix(path, ".dataset.id") {
+			strings.HasSuffix(path, ".dataset.id") || rewrittenNodeRef(path) {
 			continue
 		}
 		if w, ok := lb[path]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
-			lost = append(lost, fmt.Sprintf("%s = %v (export: %v)", path, v, w))
+			lost = append(lost, fmt.Sprintf("%s = %q (export: %q)", path, v, w))
 		}
 	}
 	slices.Sort(lost)
 	return lost
 }
+
+// nodeRef matches the references in a workflow graph that an import rewrites to this server's
+// names: a node's model, an agent node's model and a knowledge-retrieval node's datasets.
+var nodeRef = regexp.MustCompile(`^\.workflow\.graph\.nodes\[\d+\]\.data\.(model\.(provider|name)|agent_parameters\.model\.value\.(provider|model)|dataset_ids\[\d+\])$`)
+
+func rewrittenNodeRef(path string) bool { return nodeRef.MatchString(path) }
 
 func leaves(prefix string, v any, out map[string]any) {
 	switch x := v.(type) {
@@ -1064,5 +1075,67 @@ dependencies: []
 	if e := importErr(t, strings.Replace(bare, "soul: {schema_version: 1}", "soul: {schema_version: 2}", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
 		!strings.Contains(e.Error(), "agent soul schema version 2 is not supported") {
 		t.Fatalf("a newer soul: %v", e)
+	}
+}
+
+// TestExportChatflows exports the example Chatflows (docs/examples, conformance/testdata): the
+// export imports back to the same app (graph, features, environment and conversation
+// variables), round-trips byte for byte and loses nothing of the file but the references an
+// import rewrites.
+func TestExportChatflows(t *testing.T) {
+	t.Parallel()
+	var files []string
+	for _, pattern := range []string{
+		filepath.Join("..", "..", "..", "docs", "examples", "chatflow-*.yml"),
+		filepath.Join("..", "..", "..", "conformance", "testdata", "chatflow-*.yml"),
+	} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 7 {
+		t.Fatalf("found %d example Chatflows", len(files))
+	}
+	env := testEnv()
+	env.Tool = builtinTool
+	opts := Options{NodeTypes: nodes.Registry(nodes.Deps{}).Supports, Lenient: true, ModelFallback: "openai:gpt-4o-mini"}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
+			data := read(t, path)
+			res, err := Import(data, env, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := roundTrip(t, res.App, env, opts)
+			for _, lost := range lostValues(t, data, out) {
+				t.Errorf("the export lost %s", lost)
+			}
+			back, err := Import(out, env, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := res.App, back.App
+			// An empty list of file types or methods is written as no list.
+			for _, l := range []*[]string{&a.Features.FileUpload.AllowedFileTypes, &a.Features.FileUpload.AllowedFileExtensions,
+				&a.Features.FileUpload.AllowedUploadMethods, &a.Features.FileUpload.Image.TransferMethods} {
+				if len(*l) == 0 {
+					*l = nil
+				}
+			}
+			if !reflect.DeepEqual(a.Workflow, b.Workflow) || !reflect.DeepEqual(a.Features, b.Features) ||
+				!reflect.DeepEqual(a.UserInputForm, b.UserInputForm) || a.OpeningStatement != b.OpeningStatement ||
+				!slices.Equal(a.SuggestedQuestions, b.SuggestedQuestions) || a.SuggestedQuestionsAfterAnswer != b.SuggestedQuestionsAfterAnswer {
+				t.Fatalf("the export read back as another app:\n%+v\n%+v", a, b)
+			}
+			if a.Workflow.ConversationVariables == nil && strings.Contains(string(data), "conversation_variables: [{") {
+				t.Fatal("conversation variables were not read")
+			}
+		})
+	}
+	if _, err := Export(&apps.App{Name: "flow", Mode: apps.ModeAdvancedChat}, env); err == nil {
+		t.Fatal("exported a Chatflow with no graph")
 	}
 }

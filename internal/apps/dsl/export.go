@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -19,7 +20,7 @@ import (
 //
 // Dependencies are written empty: they name Dify plugins, which Parley does not have.
 func Export(a *apps.App, env Env) ([]byte, error) {
-	if !slices.Contains(modelConfigModes, a.Mode) && a.Mode != apps.ModeAgent {
+	if !slices.Contains(modelConfigModes, a.Mode) && a.Mode != apps.ModeAgent && a.Mode != apps.ModeAdvancedChat {
 		return nil, fmt.Errorf("exporting %s apps is not supported yet", a.Mode)
 	}
 	e := exporter{a: a, env: env}
@@ -36,6 +37,12 @@ func Export(a *apps.App, env Env) ([]byte, error) {
 			return nil, err
 		}
 		maps.Copy(body, ag)
+	} else if a.Mode == apps.ModeAdvancedChat {
+		w, err := e.exportWorkflow()
+		if err != nil {
+			return nil, err
+		}
+		body["workflow"] = w
 	} else {
 		body["model_config"] = e.modelConfig()
 	}
@@ -46,13 +53,46 @@ func Export(a *apps.App, env Env) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(quoteIndentedBlocks(doc)); err != nil {
 		return nil, fmt.Errorf("export %q: %w", a.Name, err)
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("export %q: %w", a.Name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// quoteIndentedBlocks returns v with the multi-line strings whose first line starts with a
+// space, a tab or a line break (code often does) set to be written double-quoted. As a block
+// scalar such a string needs an indentation indicator, which the YAML encoder writes wrongly
+// inside nested lists, so that the file would not read back the same. v is not changed.
+func quoteIndentedBlocks(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = quoteIndentedBlocks(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = quoteIndentedBlocks(e)
+		}
+		return out
+	case string:
+		if strings.Contains(x, "\n") && strings.IndexAny(x[:1], " \t\n") == 0 {
+			return doubleQuoted(x)
+		}
+	}
+	return v
+}
+
+// doubleQuoted is a string written in double quotes.
+type doubleQuoted string
+
+func (q doubleQuoted) MarshalYAML() (any, error) {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(q), Style: yaml.DoubleQuotedStyle}, nil
 }
 
 type exporter struct {

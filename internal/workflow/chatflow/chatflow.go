@@ -31,6 +31,10 @@ var (
 	// ErrDraftWorkflow is the draft's id (the app's own id) given as workflow_id (400
 	// bad_request): only published versions run through the API.
 	ErrDraftWorkflow = errors.New("cannot use draft workflow version; publish the app and use a published version id")
+	// ErrVersionExecutionNotAllowed is a workflow_id given to a server that refuses pinned
+	// versions (Options.RefusePinnedVersions), as Dify's hosted free plan does (403
+	// workflow_version_execution_not_allowed).
+	ErrVersionExecutionNotAllowed = errors.New("running a pinned workflow version is not allowed on this server")
 	// ErrWorkflowNotFound is a workflow_id that names no version of the app (404 not_found).
 	ErrWorkflowNotFound = errors.New("workflow not found")
 	// ErrNotPublished is an app without a published version (400 invalid_param, Dify's
@@ -78,6 +82,10 @@ type Options struct {
 	// Files checks a message's files and returns the rows recording them and the upload behind
 	// each (chat.Service.MessageFiles); without it a message with files is refused.
 	Files func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)
+	// RefusePinnedVersions refuses every message that names a version with workflow_id, before
+	// the id is looked at, as Dify's hosted free (Sandbox) plan does; a message without one runs
+	// the latest published version.
+	RefusePinnedVersions bool
 }
 
 // Runner is the run.Runner of Chatflow apps.
@@ -88,6 +96,8 @@ type Runner struct {
 	log    *slog.Logger
 	// versions caches parsed versions by id: a version never changes.
 	versions sync.Map
+	// refusePinned is Options.RefusePinnedVersions.
+	refusePinned bool
 }
 
 // New returns a Runner.
@@ -95,7 +105,7 @@ func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Runner{store: o.Store, log: o.Logger, files: o.Files}
+	r := &Runner{store: o.Store, log: o.Logger, files: o.Files, refusePinned: o.RefusePinnedVersions}
 	r.engine = workflow.NewEngine(workflow.Options{Nodes: o.Nodes, MaxParallel: o.MaxParallel, NodeTimeout: o.NodeTimeout,
 		Store: executions{o.Store}, Logger: o.Logger})
 	return r
@@ -158,6 +168,9 @@ func (r *Runner) version(ctx context.Context, app *apps.App, id string) (*versio
 		}
 		id = app.PublishedVersion
 	} else {
+		if r.refusePinned {
+			return nil, ErrVersionExecutionNotAllowed
+		}
 		if _, err := uuid.Parse(id); err != nil {
 			return nil, ErrWorkflowIDInvalid
 		}

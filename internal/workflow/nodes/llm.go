@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
@@ -40,6 +42,15 @@ type llm struct {
 	memory     *memory
 	// separated takes <think> blocks out of the text (reasoning_format separated).
 	separated bool
+	// structured asks for a JSON object matching schema (structured_output_enabled), output as
+	// structured_output.
+	structured bool
+	schema     map[string]any
+	// vision sends the images of the files at visionFiles to a vision model (vision.enabled),
+	// with visionDetail (high by default).
+	vision       bool
+	visionFiles  []string
+	visionDetail string
 }
 
 type promptMessage struct {
@@ -119,6 +130,25 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 		}
 	}
 	l.separated = str(n.Data["reasoning_format"]) == reasoningSeparated
+	for _, key := range []string{"structured_output_enabled", "structured_output_switch_on"} {
+		if on, _ := n.Data[key].(bool); on {
+			l.structured = true
+		}
+	}
+	if l.structured {
+		l.schema = mapping(mapping(n.Data["structured_output"])["schema"])
+	}
+	if v := mapping(n.Data["vision"]); v != nil {
+		l.vision, _ = v["enabled"].(bool)
+		cfg := mapping(v["configs"])
+		l.visionFiles, l.visionDetail = workflow.Selector(cfg["variable_selector"]), str(cfg["detail"])
+		if len(l.visionFiles) == 0 {
+			l.visionFiles = []string{workflow.ScopeSys, workflow.SysFiles}
+		}
+		if l.visionDetail == "" {
+			l.visionDetail = providers.DetailHigh
+		}
+	}
 	if l.d.Models == nil || l.d.Providers == nil {
 		return nil, configError("no models are configured")
 	}
@@ -197,12 +227,26 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 			prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: q})
 		}
 	}
+	if l.vision && spec.HasFeature(config.FeatureVision) {
+		if prompt, err = l.withImages(ctx, x, prompt); err != nil {
+			return workflow.Result{}, err
+		}
+	}
+	params := l.params
+	if l.structured {
+		if l.schema == nil {
+			return workflow.Result{}, workflow.Errorf(llmErrorType, "Please provide a valid structured output schema")
+		}
+		if params, prompt, err = structuredRequest(spec, l.params, prompt, l.schema); err != nil {
+			return workflow.Result{}, workflow.Errorf(llmErrorType, "structured output schema: %v", err)
+		}
+	}
 	onDelta, think, sep := func(d string) { x.Stream("text", d) }, (*thinkSplitter)(nil), "\n"
 	if l.separated {
 		think, sep = newReasoningSplitter(x), ""
 		onDelta = think.write
 	}
-	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, l.params, prompt, onDelta)
+	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, params, prompt, onDelta)
 	usage, finish := call.usage, call.finish
 	text := &call.text
 	prompts := make([]any, len(prompt))
@@ -228,7 +272,47 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		answer, reasoning = think.text.String(), think.reasoning.String()
 	}
 	res.Outputs = map[string]any{"text": answer, "reasoning_content": reasoning, "usage": value.FromGo(usage), "finish_reason": finish}
+	if l.structured {
+		obj, err := parseStructured(answer)
+		if err != nil {
+			return res, err
+		}
+		res.Outputs["structured_output"] = obj
+	}
 	return res, nil
+}
+
+// withImages puts the images among the node's vision files before the text of the prompt's last
+// message when it is the user's, else in a user message of their own, as Dify's LLM node does.
+// Images go as data URLs, as a Chatbot sends them, so that local models that cannot fetch URLs
+// see them too; other kinds of files are not sent.
+func (l *llm) withImages(ctx context.Context, x *workflow.Exec, prompt []providers.Message) ([]providers.Message, error) {
+	v, _ := x.Pool.Get(l.visionFiles)
+	fs, _ := fileValues(v)
+	var parts []providers.Part
+	for _, f := range fs {
+		if f.Type != value.FileTypeImage {
+			continue
+		}
+		data, _, mimeType, err := l.d.readFile(ctx, env(x), f)
+		if err != nil {
+			return nil, workflow.Errorf(llmErrorType, "vision file %s: %v", fileName(f), err)
+		}
+		parts = append(parts, providers.Part{Type: providers.PartImageURL, ImageURL: files.DataURL(mimeType, data), Detail: l.visionDetail})
+	}
+	if len(parts) == 0 {
+		return prompt, nil
+	}
+	if n := len(prompt); n > 0 && prompt[n-1].Role == providers.RoleUser {
+		last := prompt[n-1]
+		if len(last.Parts) == 0 {
+			last.Parts = []providers.Part{{Type: providers.PartText, Text: last.Content}}
+		}
+		last.Parts = append(parts, last.Parts...)
+		prompt[n-1] = last
+		return prompt, nil
+	}
+	return append(prompt, providers.Message{Role: providers.RoleUser, Parts: parts}), nil
 }
 
 // contextText is the node's context: a string as it is, or the `content` of each retrieved

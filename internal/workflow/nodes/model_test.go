@@ -2,11 +2,15 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -46,6 +50,7 @@ providers:
     models:
       - {name: gpt-4o-mini, type: llm, context_size: 16000}
       - {name: gpt-4.1, type: llm, context_size: 16000, features: [tool-call]}
+      - {name: gpt-4o, type: llm, context_size: 16000, features: [structured-output, vision]}
 `), getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -217,5 +222,138 @@ func TestLLMCompletionTemplate(t *testing.T) {
 	msgs := up.Requests()[0].Messages
 	if len(msgs) != 1 || msgs[0].Text() != "History:\nU: second\nA: two\nQuestion: third" {
 		t.Fatalf("prompt %+v", msgs)
+	}
+}
+
+// TestLLMStructuredOutput: with structured output on, a model that has the structured-output
+// feature is asked through response_format json_schema, another through a system message with
+// the schema; the answer, code fence or not, becomes the structured_output object later nodes
+// read, and an answer that is not a JSON object fails the node with Dify's OutputParserError.
+func TestLLMStructuredOutput(t *testing.T) {
+	t.Parallel()
+	d, up := deps(t)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}, "age": map[string]any{"type": "number"}}}
+	graph := func(model string) *workflow.Graph {
+		g, err := workflow.Parse(map[string]any{"nodes": []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("llm", "llm", map[string]any{
+				"model":                     map[string]any{"provider": "openai", "name": model, "mode": "chat"},
+				"prompt_template":           []any{map[string]any{"role": "system", "text": "Be exact."}, map[string]any{"role": "user", "text": "{{#sys.query#}}"}},
+				"structured_output_enabled": true,
+				"structured_output":         map[string]any{"schema": schema},
+			}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#llm.structured_output.name#}} is {{#llm.structured_output.age#}}"}),
+		}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	up.On("who natively", openaitest.Reply{Text: `{"name": "Ada", "age": 36}`})
+	up.On("who by prompt", openaitest.Reply{Text: "```json\n{\"name\": \"Alan\", \"age\": 41}\n```"})
+	up.On("who badly", openaitest.Reply{Text: "Ada, 36"})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	exec := func(model, query string) (workflow.Report, string) {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, query)
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: graph(model), Pool: pool, Out: s, Env: &nodes.Env{}})
+		return rep, s.answer.String()
+	}
+	request := func(query string) openaitest.Request {
+		for _, r := range up.Requests() {
+			if r.LastUserMessage() == query {
+				return r
+			}
+		}
+		t.Fatalf("no request for %q", query)
+		return openaitest.Request{}
+	}
+
+	if rep, answer := exec("gpt-4o", "who natively"); rep.Status != workflow.StatusSucceeded || answer != "Ada is 36" {
+		t.Fatalf("native: %+v, answer %q", rep, answer)
+	}
+	r := request("who natively")
+	rf, _ := json.Marshal(r.Params["response_format"])
+	want, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "llm_response", "schema": schema}})
+	if string(rf) != string(want) || r.Messages[0].Text() != "Be exact." {
+		t.Fatalf("native request: response_format %s, messages %+v", rf, r.Messages)
+	}
+
+	if rep, answer := exec("gpt-4o-mini", "who by prompt"); rep.Status != workflow.StatusSucceeded || answer != "Alan is 41" {
+		t.Fatalf("prompted: %+v, answer %q", rep, answer)
+	}
+	r = request("who by prompt")
+	if _, ok := r.Params["response_format"]; ok || r.Messages[0].Role != providers.RoleSystem ||
+		!strings.Contains(r.Messages[0].Text(), `"properties":{"age":{"type":"number"}`) || r.Messages[1].Text() != "Be exact." {
+		t.Fatalf("prompted request: %v %+v", r.Params, r.Messages)
+	}
+
+	rep, _ := exec("gpt-4o", "who badly")
+	var ne *workflow.NodeError
+	if rep.Status != workflow.StatusFailed || !errors.As(rep.Err, &ne) || ne.Type != "OutputParserError" ||
+		!strings.Contains(rep.Err.Error(), "Failed to parse structured output: Ada, 36") {
+		t.Fatalf("not JSON: %+v", rep)
+	}
+}
+
+// TestLLMVision: with vision on, the images among the node's files (sys.files by default) go to
+// a vision model as data URLs with the node's detail, before the text of the last user message;
+// other files are not sent, and a model without the vision feature gets the text alone.
+func TestLLMVision(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	d, up := deps(t)
+	d.Files = f.files
+	png := []byte("\x89PNG\r\n\x1a\nfake image")
+	img := f.upload(t, "cat.png", "image/png", png)
+	doc := f.upload(t, "notes.txt", "text/plain", []byte("notes"))
+	graph := func(model string) *workflow.Graph {
+		g, err := workflow.Parse(map[string]any{"nodes": []any{
+			nodeOf("start", "start", map[string]any{}),
+			nodeOf("llm", "llm", map[string]any{
+				"model":           map[string]any{"provider": "openai", "name": model, "mode": "chat"},
+				"prompt_template": []any{map[string]any{"role": "system", "text": "Describe."}, map[string]any{"role": "user", "text": "{{#sys.query#}}"}},
+				"vision":          map[string]any{"enabled": true, "configs": map[string]any{"detail": "low"}},
+			}),
+			nodeOf("a", "answer", map[string]any{"answer": "{{#llm.text#}}"}),
+		}, "edges": []any{edgeOf("start", "source", "llm"), edgeOf("llm", "source", "a")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	up.On("what is this", openaitest.Reply{Text: "A cat."})
+	e := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(d)})
+	for _, model := range []string{"gpt-4o", "gpt-4o-mini"} {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, "what is this "+model)
+		pool.Set(workflow.ScopeSys, workflow.SysFiles, []any{img, doc})
+		s := &sink{}
+		rep := e.Execute(context.Background(), workflow.Spec{Graph: graph(model), Pool: pool, Out: s, Env: f.env})
+		if rep.Status != workflow.StatusSucceeded || s.answer.String() != "A cat." {
+			t.Fatalf("%s: %+v, answer %q", model, rep, s.answer.String())
+		}
+	}
+	var seen int
+	for _, r := range up.Requests() {
+		last := r.Messages[len(r.Messages)-1]
+		switch r.LastUserMessage() {
+		case "what is this gpt-4o":
+			seen++
+			want := []providers.Part{{Type: providers.PartImageURL, ImageURL: files.DataURL("image/png", png), Detail: "low"},
+				{Type: providers.PartText, Text: "what is this gpt-4o"}}
+			if len(r.Messages) != 2 || !slices.Equal(last.Parts, want) {
+				t.Fatalf("vision request %+v", r.Messages)
+			}
+		case "what is this gpt-4o-mini":
+			seen++
+			if len(last.Parts) != 0 || last.Content != "what is this gpt-4o-mini" {
+				t.Fatalf("request of a model without vision %+v", r.Messages)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d requests", seen)
 	}
 }

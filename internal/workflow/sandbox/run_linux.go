@@ -43,9 +43,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	r := &Runner{opts: opts, seccomp: prog, slots: make(chan struct{}, opts.MaxConcurrent)}
 	probe := func(lang, code string) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		res, err := r.run(ctx, Request{Language: lang, Code: code, Inputs: map[string]any{"x": 1}})
+		// The probe is bounded by its own limit, not the code's: a short code timeout must not
+		// refuse a sandbox that is merely slow to start on a loaded machine.
+		res, err := r.run(ctx, Request{Language: lang, Code: code, Inputs: map[string]any{"x": 1}}, probeTimeout)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,11 @@ func (r *Runner) bwrapArgs() []string {
 	return a
 }
 
-func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
+// probeTimeout bounds each start-up probe of New.
+const probeTimeout = 30 * time.Second
+
+// run runs one request in the sandbox, for at most timeout of wall-clock time.
+func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (Result, error) {
 	o := r.opts
 	start := time.Now()
 	input, err := json.Marshal(struct {
@@ -139,7 +143,7 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 			"-fsize="+strconv.FormatInt(o.MaxFileSize, 10), "-nofile="+strconv.Itoa(o.MaxOpenFiles))
 	}
 
-	runCtx, cancel := context.WithTimeoutCause(ctx, o.Timeout, errTimedOut)
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
 	// The sandbox dies with the OS thread that started bwrap (Pdeathsig, then bwrap's
 	// --die-with-parent): hold this goroutine on that thread until the child is gone.
@@ -208,7 +212,7 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, context.Cause(ctx)
 	}
 	if errors.Is(context.Cause(runCtx), errTimedOut) {
-		return Result{}, execErr(KindTimeout, "Code execution timed out: it ran longer than the %s limit.", o.Timeout)
+		return Result{}, execErr(KindTimeout, "Code execution timed out: it ran longer than the %s limit.", timeout)
 	}
 	var ee *exec.ExitError
 	exited := errors.As(waitErr, &ee)

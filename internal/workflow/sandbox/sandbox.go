@@ -207,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, context.Cause(ctx)
 	}
 	defer func() { <-r.slots }()
-	return r.run(ctx, req)
+	return r.run(ctx, req, r.opts.Timeout)
 }
 
 // childDoc is the document a child writes on fd 3: the result, or an error and its kind.

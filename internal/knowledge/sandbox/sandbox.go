@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/rlimit"
 )
 
 // maxResult caps the encoded result read back from the child: the text, its parts and its pages
@@ -207,7 +208,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := applyLimits(*cpu, *memory); err != nil {
+	if err := rlimit.Apply(rlimit.Limits{CPU: *cpu, Memory: *memory}); err != nil {
 		fmt.Fprintln(stderr, "extract: limits:", err)
 		return 1
 	}

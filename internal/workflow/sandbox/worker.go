@@ -11,8 +11,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/dop251/goja"
+
+	"github.com/parleyhq/parley/internal/rlimit"
 )
 
 // maxCallStack bounds JavaScript recursion: past it goja throws a RangeError instead of
@@ -33,7 +36,11 @@ func WorkerMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := applyLimits(*memory, *cpu, *fsize, *nofile); err != nil {
+	// The hard limits are lowered too, so the code cannot raise them again. Past the memory
+	// budget the runtime dies with "out of memory", which the parent reports as the memory
+	// limit; past the CPU time the kernel kills the worker.
+	limits := rlimit.Limits{CPU: time.Duration(*cpu) * time.Second, Memory: *memory, FileSize: *fsize, OpenFiles: *nofile, NoCore: true}
+	if err := rlimit.Apply(limits); err != nil {
 		fmt.Fprintln(stderr, "code-worker: limits:", err)
 		return 1
 	}

@@ -1,9 +1,7 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,24 +157,6 @@ func TestChatflowIterationGolden(t *testing.T) {
 	}))
 	key := p.CLI(t, "keys", "create", "--app", name)
 	body := `{"query":"go","inputs":{"rounds":2},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
-	req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
-	got = normalize(strings.TrimRight(got, "\n") + "\n")
-	got = elapsedRE.ReplaceAllString(got, `"elapsed_time":<seconds>`)
-	got = finishedRE.ReplaceAllString(got, `"finished_at":<ts>`)
-	for _, line := range strings.Split(got, "\n") {
-		if rest, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(strings.NewReplacer("<seconds>", "0", "<ts>", "0").Replace(rest))) {
-			t.Fatalf("not JSON: %s", line)
-		}
-	}
+	got := streamGolden(t, p, key, body)
 	golden(t, "chatflow_iteration_streaming.sse.golden", got)
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/headtail"
 	"github.com/parleyhq/parley/internal/rlimit"
 )
 
@@ -103,7 +104,7 @@ func (x *Extractor) Extract(ctx context.Context, filename string, r io.Reader, s
 		cmd.Env = []string{}
 	}
 	out := &limitedBuffer{max: maxResult}
-	errs := &stderrBuffer{max: stderrKept}
+	errs := &headtail.Buffer{Max: stderrKept}
 	cmd.Stdout, cmd.Stderr = out, errs
 	// The input is copied by a goroutine of ours rather than by exec, which would wait for the
 	// copy to end: a stalled reader would then hold the caller past the child's death. Ours
@@ -268,26 +269,3 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return b.Buffer.Write(p)
 }
-
-// stderrBuffer keeps the first and the last max/2 bytes written: a Go crash report starts with
-// its reason and a panic ends with it.
-type stderrBuffer struct {
-	head, tail []byte
-	max        int
-}
-
-func (b *stderrBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if room := b.max/2 - len(b.head); room > 0 {
-		k := min(room, len(p))
-		b.head = append(b.head, p[:k]...)
-		p = p[k:]
-	}
-	b.tail = append(b.tail, p...)
-	if over := len(b.tail) - b.max/2; over > 0 {
-		b.tail = append(b.tail[:0], b.tail[over:]...)
-	}
-	return n, nil
-}
-
-func (b *stderrBuffer) String() string { return string(b.head) + string(b.tail) }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/parleyhq/parley/internal/headtail"
 )
 
 // workerPath is where the worker's executable is mounted inside the sandbox.
@@ -155,7 +157,7 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	cmd.Stdin = bytes.NewReader(input)
-	stderr := &headTail{max: keptOutput}
+	stderr := &headtail.Buffer{Max: keptOutput}
 	cmd.Stderr = stderr // stdout stays nil: the null device, prints are dropped
 
 	resR, resW, err := os.Pipe()
@@ -303,27 +305,5 @@ func lastLine(s string) string {
 	}
 	return s
 }
-
-// headTail keeps the first and the last max/2 bytes written.
-type headTail struct {
-	head, tail []byte
-	max        int
-}
-
-func (b *headTail) Write(p []byte) (int, error) {
-	n := len(p)
-	if room := b.max/2 - len(b.head); room > 0 {
-		k := min(room, len(p))
-		b.head = append(b.head, p[:k]...)
-		p = p[k:]
-	}
-	b.tail = append(b.tail, p...)
-	if over := len(b.tail) - b.max/2; over > 0 {
-		b.tail = append(b.tail[:0], b.tail[over:]...)
-	}
-	return n, nil
-}
-
-func (b *headTail) String() string { return string(b.head) + string(b.tail) }
 
 var debugSandbox = os.Getenv("PARLEY_SANDBOX_DEBUG") != ""

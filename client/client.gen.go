@@ -1159,6 +1159,45 @@ func (e PingEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for PipelineDatasourceDatasourceType.
+const (
+	PipelineDatasourceDatasourceTypeLocalFile      PipelineDatasourceDatasourceType = "local_file"
+	PipelineDatasourceDatasourceTypeOnlineDocument PipelineDatasourceDatasourceType = "online_document"
+	PipelineDatasourceDatasourceTypeOnlineDrive    PipelineDatasourceDatasourceType = "online_drive"
+	PipelineDatasourceDatasourceTypeWebsiteCrawl   PipelineDatasourceDatasourceType = "website_crawl"
+)
+
+// Valid indicates whether the value is a known member of the PipelineDatasourceDatasourceType enum.
+func (e PipelineDatasourceDatasourceType) Valid() bool {
+	switch e {
+	case PipelineDatasourceDatasourceTypeLocalFile:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDocument:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDrive:
+		return true
+	case PipelineDatasourceDatasourceTypeWebsiteCrawl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PipelineRunResultDataStatus.
+const (
+	PipelineRunResultDataStatusSucceeded PipelineRunResultDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PipelineRunResultDataStatus enum.
+func (e PipelineRunResultDataStatus) Valid() bool {
+	switch e {
+	case PipelineRunResultDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProgressDataStatus.
 const (
 	ProgressDataStatusFailed    ProgressDataStatus = "failed"
@@ -2274,7 +2313,7 @@ type DocMetadata_Value struct {
 // present; with `without` everything but those two; with `all` everything. Members that
 // are null are sent as null, not left out. Timestamps are Unix epoch seconds.
 //
-// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"dataset_process_rule_id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
 type DocumentDetail struct {
 	Archived *bool `json:"archived,omitempty"`
 
@@ -2293,10 +2332,15 @@ type DocumentDetail struct {
 	// DataSourceType Example: upload_file
 	DataSourceType *string `json:"data_source_type,omitempty"`
 
-	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
-	DisabledAt         *int64             `json:"disabled_at,omitempty"`
-	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DatasetProcessRuleId The id of the document's own process rule.
+	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	DisabledAt           *int64  `json:"disabled_at,omitempty"`
+	DisabledBy           *string `json:"disabled_by,omitempty"`
 
 	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
 	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
@@ -2307,7 +2351,9 @@ type DocumentDetail struct {
 	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
 	DocType     *string        `json:"doc_type,omitempty"`
 
-	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
 	Enabled             *bool              `json:"enabled,omitempty"`
 	Error               *string            `json:"error,omitempty"`
@@ -2327,6 +2373,11 @@ type DocumentDetail struct {
 	Tokens               *int                   `json:"tokens,omitempty"`
 	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentDownload A signed link to a document's original file.
+type DocumentDownload struct {
+	Url string `json:"url"`
 }
 
 // DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
@@ -2388,9 +2439,39 @@ type DocumentWithBatch struct {
 	Document KnowledgeDocument `json:"document"`
 }
 
+// DownloadZipRequest Body of download-zip. Unknown members are ignored.
+type DownloadZipRequest struct {
+	DocumentIds          []string               `json:"document_ids"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Enabled A feature switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// EndUser An end user of the app, as Dify's `GET /end-users/{id}` shows it.
+type EndUser struct {
+	AppId     openapi_types.UUID `json:"app_id"`
+	CreatedAt time.Time          `json:"created_at"`
+
+	// ExternalUserId The `user` value the end user was created from.
+	ExternalUserId *string            `json:"external_user_id"`
+	Id             openapi_types.UUID `json:"id"`
+
+	// IsAnonymous True for the shared end user of requests that name no `user`.
+	IsAnonymous bool    `json:"is_anonymous"`
+	Name        *string `json:"name"`
+
+	// SessionId The `user` value.
+	SessionId string `json:"session_id"`
+	TenantId  string `json:"tenant_id"`
+
+	// Type Always `service-api`.
+	//
+	// Example: service-api
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Error The body of every error response, and the payload members of the `error` event.
@@ -2682,9 +2763,10 @@ type IndexingStatusList struct {
 // IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
 type IndexingTechnique string
 
-// InputFormItem One input of the app's form.
+// InputFormItem One input of the app's form; `default` is `""` when the input has none, `hide` false unless the app hides it.
 type InputFormItem struct {
-	Default   *string   `json:"default,omitempty"`
+	Default   string    `json:"default"`
+	Hide      bool      `json:"hide"`
 	Label     string    `json:"label"`
 	MaxLength *int      `json:"max_length,omitempty"`
 	Options   *[]string `json:"options,omitempty"`
@@ -2925,17 +3007,20 @@ type MessageEvent struct {
 // MessageEventEvent defines model for MessageEvent.Event.
 type MessageEventEvent string
 
-// MessageFile A file attached to a message.
+// MessageFile A file attached to a message, with all nine members Dify sends. `url` is a link a client
+// can load without the API key: a signed link for an uploaded or a tool file, the file's own
+// address for a remote one. `filename`, `mime_type` and `size` are the stored file's; for a
+// remote file the name is the last part of its address and the type and size are null.
 type MessageFile struct {
 	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
-	Filename       *string                   `json:"filename,omitempty"`
+	Filename       string                    `json:"filename"`
 	Id             string                    `json:"id"`
-	MimeType       *string                   `json:"mime_type,omitempty"`
-	Size           *int64                    `json:"size,omitempty"`
+	MimeType       *string                   `json:"mime_type"`
+	Size           *int64                    `json:"size"`
 	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
 	Type           string                    `json:"type"`
-	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
-	Url            *string                   `json:"url,omitempty"`
+	UploadFileId   *string                   `json:"upload_file_id"`
+	Url            *string                   `json:"url"`
 }
 
 // MessageFileBelongsTo defines model for MessageFile.BelongsTo.
@@ -3128,8 +3213,8 @@ type ModelListResponse struct {
 
 // ModelProvider A model provider with its models of the requested type.
 type ModelProvider struct {
-	// IconSmall Icon URLs keyed by locale; empty when the provider has none.
-	IconSmall map[string]string `json:"icon_small"`
+	// IconSmall Icon URLs keyed by locale; null when the provider has none.
+	IconSmall *map[string]string `json:"icon_small"`
 
 	// IconSmallDark Dark icon URLs keyed by locale, or null.
 	IconSmallDark *map[string]string `json:"icon_small_dark"`
@@ -3302,6 +3387,103 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PipelineDatasource A datasource node of a knowledge base's pipeline.
+type PipelineDatasource struct {
+	Credentials    []map[string]interface{}         `json:"credentials"`
+	DatasourceType PipelineDatasourceDatasourceType `json:"datasource_type"`
+
+	// NodeId Example: local_file
+	NodeId             string                   `json:"node_id"`
+	PluginId           string                   `json:"plugin_id"`
+	ProviderName       string                   `json:"provider_name"`
+	Title              string                   `json:"title"`
+	UserInputVariables []map[string]interface{} `json:"user_input_variables"`
+}
+
+// PipelineDatasourceDatasourceType defines model for PipelineDatasource.DatasourceType.
+type PipelineDatasourceDatasourceType string
+
+// PipelineDatasourceInfo One file of a `local_file` run.
+type PipelineDatasourceInfo struct {
+	// Name The document's name; the file's name when omitted.
+	Name *string `json:"name,omitempty"`
+
+	// Reference The id of a file uploaded with `POST /datasets/pipeline/file-upload`.
+	Reference            string                 `json:"reference"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineDatasourceRunRequest Body of a datasource node run. Unknown members are ignored.
+type PipelineDatasourceRunRequest struct {
+	CredentialId *string `json:"credential_id,omitempty"`
+
+	// DatasourceType Example: online_document
+	DatasourceType       string                 `json:"datasource_type"`
+	Inputs               map[string]interface{} `json:"inputs"`
+	IsPublished          *bool                  `json:"is_published,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineFileUploadRequest Multipart body of the pipeline file upload; exactly one `file` part.
+type PipelineFileUploadRequest struct {
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunOutputs What the run made, the indexing batch and its documents.
+type PipelineRunOutputs struct {
+	Batch     string              `json:"batch"`
+	Documents []KnowledgeDocument `json:"documents"`
+}
+
+// PipelineRunRequest Body of a pipeline run. Unknown members are ignored.
+type PipelineRunRequest struct {
+	DatasourceInfoList []PipelineDatasourceInfo `json:"datasource_info_list"`
+
+	// DatasourceType Only `local_file` is available.
+	DatasourceType string `json:"datasource_type"`
+
+	// Inputs The run's inputs; `process_rule` and `doc_form` are read as in a document's `data`, other members are ignored.
+	Inputs      map[string]interface{} `json:"inputs"`
+	IsPublished bool                   `json:"is_published"`
+
+	// ResponseMode Only `blocking` is available.
+	ResponseMode string `json:"response_mode"`
+
+	// StartNodeId The datasource node to start from; only `local_file`.
+	StartNodeId          string                 `json:"start_node_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunResult A finished pipeline run.
+type PipelineRunResult struct {
+	Data struct {
+		CreatedAt  int64              `json:"created_at"`
+		FinishedAt int64              `json:"finished_at"`
+		Id         openapi_types.UUID `json:"id"`
+
+		// Outputs What the run made, the indexing batch and its documents.
+		Outputs PipelineRunOutputs          `json:"outputs"`
+		Status  PipelineRunResultDataStatus `json:"status"`
+	} `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// PipelineRunResultDataStatus defines model for PipelineRunResult.Data.Status.
+type PipelineRunResultDataStatus string
+
+// PipelineUploadedFile A file stored for a pipeline run.
+type PipelineUploadedFile struct {
+	CreatedAt time.Time          `json:"created_at"`
+	CreatedBy string             `json:"created_by"`
+	Extension string             `json:"extension"`
+	Id        openapi_types.UUID `json:"id"`
+	MimeType  string             `json:"mime_type"`
+	Name      string             `json:"name"`
+	Size      int64              `json:"size"`
+}
+
 // PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
 type PreProcessingRule struct {
 	Enabled              *bool                  `json:"enabled,omitempty"`
@@ -3325,7 +3507,9 @@ type ProcessRule struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+// `delimiter` for the separator).
 type ProcessRuleDetail struct {
 	DatasetId *string `json:"dataset_id,omitempty"`
 	Id        *string `json:"id,omitempty"`
@@ -3620,8 +3804,10 @@ type RetrieverResource struct {
 	Score           float32            `json:"score"`
 	SegmentId       openapi_types.UUID `json:"segment_id"`
 	SegmentPosition *int               `json:"segment_position,omitempty"`
-	Summary         *string            `json:"summary,omitempty"`
-	WordCount       *int               `json:"word_count,omitempty"`
+
+	// Summary The chunk's summary; null, as Parley makes no chunk summaries.
+	Summary   *string `json:"summary"`
+	WordCount *int    `json:"word_count,omitempty"`
 }
 
 // Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
@@ -3753,6 +3939,31 @@ type SegmentsCreated struct {
 
 	// DocForm Example: text_model
 	DocForm string `json:"doc_form"`
+}
+
+// Site The app's web-app settings, as Dify's `GET /site` shows them.
+type Site struct {
+	ChatColorTheme         *string `json:"chat_color_theme"`
+	ChatColorThemeInverted bool    `json:"chat_color_theme_inverted"`
+	Copyright              *string `json:"copyright"`
+	CustomDisclaimer       string  `json:"custom_disclaimer"`
+
+	// DefaultLanguage Example: en-US
+	DefaultLanguage string  `json:"default_language"`
+	Description     *string `json:"description"`
+	Icon            *string `json:"icon"`
+	IconBackground  *string `json:"icon_background"`
+
+	// IconType `emoji`, `image` or `link`; null when the app has no icon.
+	IconType *string `json:"icon_type"`
+
+	// IconUrl The icon's URL for an icon of type `link`; null otherwise.
+	IconUrl             *string `json:"icon_url"`
+	InputPlaceholder    *string `json:"input_placeholder"`
+	PrivacyPolicy       *string `json:"privacy_policy"`
+	ShowWorkflowSteps   bool    `json:"show_workflow_steps"`
+	Title               string  `json:"title"`
+	UseIconAsAnswerIcon bool    `json:"use_icon_as_answer_icon"`
 }
 
 // SuggestedQuestions Follow-up questions.
@@ -3975,23 +4186,31 @@ type UploadFileDetail struct {
 	Size      int64  `json:"size"`
 }
 
-// UploadedFile A stored upload.
+// UploadedFile A stored upload, with the members current Dify sends: `source_url` is a signed link to the
+// file (see `GET /files/{file_id}/file-preview`); the others are null for an upload through
+// the Service API, as in Dify.
 type UploadedFile struct {
-	CreatedAt int64 `json:"created_at"`
+	ConversationId *string `json:"conversation_id"`
+	CreatedAt      int64   `json:"created_at"`
 
 	// CreatedBy The end user's id.
 	CreatedBy string `json:"created_by"`
 
 	// Extension Without the dot.
-	Extension  string             `json:"extension"`
-	Id         openapi_types.UUID `json:"id"`
-	MimeType   string             `json:"mime_type"`
-	Name       string             `json:"name"`
-	PreviewUrl *string            `json:"preview_url,omitempty"`
+	Extension   string             `json:"extension"`
+	FileKey     *string            `json:"file_key"`
+	Id          openapi_types.UUID `json:"id"`
+	MimeType    string             `json:"mime_type"`
+	Name        string             `json:"name"`
+	OriginalUrl *string            `json:"original_url"`
+	PreviewUrl  *string            `json:"preview_url"`
+	Reference   *string            `json:"reference"`
 
 	// Size Bytes.
 	Size      int64   `json:"size"`
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl *string `json:"source_url"`
+	TenantId  string  `json:"tenant_id"`
+	UserId    *string `json:"user_id"`
 }
 
 // Usage Token usage and price of a reply. Prices are decimal strings.
@@ -4143,6 +4362,9 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// AsAttachment defines model for AsAttachment.
+type AsAttachment = bool
 
 // Batch defines model for Batch.
 type Batch = string
@@ -4331,6 +4553,12 @@ type ListChildChunksParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// ListPipelineDatasourcesParams defines parameters for ListPipelineDatasources.
+type ListPipelineDatasourcesParams struct {
+	// IsPublished Accepted for Dify's clients; the built-in pipeline is always published.
+	IsPublished *bool `form:"is_published,omitempty" json:"is_published,omitempty"`
+}
+
 // GetToolFileParams defines parameters for GetToolFile.
 type GetToolFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -4341,6 +4569,30 @@ type GetToolFileParams struct {
 
 	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
 	Sign string `form:"sign" json:"sign"`
+}
+
+// GetSignedFileParams defines parameters for GetSignedFile.
+type GetSignedFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
+
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+}
+
+// PreviewFileParams defines parameters for PreviewFile.
+type PreviewFileParams struct {
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -4382,6 +4634,12 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// GetSiteParams defines parameters for GetSite.
+type GetSiteParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4405,6 +4663,9 @@ type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableReque
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// UploadPipelineFileMultipartRequestBody defines body for UploadPipelineFile for multipart/form-data ContentType.
+type UploadPipelineFileMultipartRequestBody = PipelineFileUploadRequest
 
 // DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
 type DeleteTagJSONRequestBody = DeleteTagRequest
@@ -4435,6 +4696,9 @@ type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileReques
 
 // CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
 type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
+type DownloadDocumentsZipJSONRequestBody = DownloadZipRequest
 
 // UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
 type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
@@ -4481,6 +4745,12 @@ type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 
 // UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
 type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
+
+// RunPipelineDatasourceNodeJSONRequestBody defines body for RunPipelineDatasourceNode for application/json ContentType.
+type RunPipelineDatasourceNodeJSONRequestBody = PipelineDatasourceRunRequest
+
+// RunPipelineJSONRequestBody defines body for RunPipeline for application/json ContentType.
+type RunPipelineJSONRequestBody = PipelineRunRequest
 
 // RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
 type RetrieveJSONRequestBody = RetrieveRequest
@@ -5696,6 +5966,14 @@ func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
 		delete(object, "dataset_process_rule")
 	}
 
+	if raw, found := object["dataset_process_rule_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRuleId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule_id': %w", err)
+		}
+		delete(object, "dataset_process_rule_id")
+	}
+
 	if raw, found := object["disabled_at"]; found {
 		err = json.Unmarshal(raw, &a.DisabledAt)
 		if err != nil {
@@ -5943,6 +6221,13 @@ func (a DocumentDetail) MarshalJSON() ([]byte, error) {
 		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRuleId != nil {
+		object["dataset_process_rule_id"], err = json.Marshal(a.DatasetProcessRuleId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule_id': %w", err)
 		}
 	}
 
@@ -6245,6 +6530,74 @@ func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
 func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DownloadZipRequest. Returns the specified
+// element and whether it was found
+func (a DownloadZipRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DownloadZipRequest
+func (a *DownloadZipRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a *DownloadZipRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a DownloadZipRequest) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -7060,6 +7413,401 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceInfo. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceInfo) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceInfo
+func (a *PipelineDatasourceInfo) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a *PipelineDatasourceInfo) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["reference"]; found {
+		err = json.Unmarshal(raw, &a.Reference)
+		if err != nil {
+			return fmt.Errorf("error reading 'reference': %w", err)
+		}
+		delete(object, "reference")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a PipelineDatasourceInfo) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	object["reference"], err = json.Marshal(a.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reference': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceRunRequest
+func (a *PipelineDatasourceRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a *PipelineDatasourceRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["credential_id"]; found {
+		err = json.Unmarshal(raw, &a.CredentialId)
+		if err != nil {
+			return fmt.Errorf("error reading 'credential_id': %w", err)
+		}
+		delete(object, "credential_id")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a PipelineDatasourceRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CredentialId != nil {
+		object["credential_id"], err = json.Marshal(a.CredentialId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'credential_id': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	if a.IsPublished != nil {
+		object["is_published"], err = json.Marshal(a.IsPublished)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineFileUploadRequest. Returns the specified
+// element and whether it was found
+func (a PipelineFileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineFileUploadRequest
+func (a *PipelineFileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a *PipelineFileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a PipelineFileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineRunRequest
+func (a *PipelineRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a *PipelineRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["datasource_info_list"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceInfoList)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_info_list': %w", err)
+		}
+		delete(object, "datasource_info_list")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if raw, found := object["response_mode"]; found {
+		err = json.Unmarshal(raw, &a.ResponseMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'response_mode': %w", err)
+		}
+		delete(object, "response_mode")
+	}
+
+	if raw, found := object["start_node_id"]; found {
+		err = json.Unmarshal(raw, &a.StartNodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'start_node_id': %w", err)
+		}
+		delete(object, "start_node_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a PipelineRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasourceInfoList != nil {
+		object["datasource_info_list"], err = json.Marshal(a.DatasourceInfoList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'datasource_info_list': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	object["is_published"], err = json.Marshal(a.IsPublished)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+	}
+
+	object["response_mode"], err = json.Marshal(a.ResponseMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'response_mode': %w", err)
+	}
+
+	object["start_node_id"], err = json.Marshal(a.StartNodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'start_node_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11557,6 +12305,19 @@ type ClientInterface interface {
 	// Corresponds with POST /datasets (the `CreateDataset` operationId).
 	CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UploadPipelineFileWithBody Upload a file for a knowledge pipeline run
+	//
+	// Stores one file for the `local_file` datasource of a pipeline run
+	// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+	// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+	// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+	// in Dify.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+	UploadPipelineFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteTagWithBody Delete a knowledge tag
 	//
 	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
@@ -11779,6 +12540,32 @@ type ClientInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
 	ListDocuments(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DownloadDocumentsZipWithBody Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZip(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateDocumentsMetadataWithBody Set documents' metadata values
 	//
 	// Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -11867,6 +12654,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 	UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocumentDownload Get a link to a document's original file
+	//
+	// A signed link to the file the document was made from (for a text document, the `.txt`
+	// file its text was stored as). The link needs no API key, downloads as an attachment, and
+	// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+	GetDocumentDownload(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSegments List a document's chunks
 	//
@@ -12136,6 +12933,82 @@ type ClientInterface interface {
 	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
 	UpdateMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	//
+	// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+	// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+	// knowledge base's documents are split, then its indexing. This lists that one datasource.
+	// Datasource plugins (online documents, online drives, website crawls) are not available.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+	ListPipelineDatasources(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineDatasourceNodeWithBody Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithBody(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNode(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineWithBody Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, or the automatic rule). The run ends once the documents are
+	// created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipeline Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, or the automatic rule). The run ends once the documents are
+	// created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipeline(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RetrieveWithBody Retrieve chunks
 	//
 	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -12171,6 +13044,15 @@ type ClientInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetEndUser Get an end user
+	//
+	// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+	// end user of another app, an unknown id and a value that is not an id all answer 404
+	// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+	//
+	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+	GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetToolFile Get a file a tool returned
 	//
 	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -12195,6 +13077,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSignedFile Get a file through a signed link
+	//
+	// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+	// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+	// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+	// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+	// body is served as `GET /files/{file_id}/preview` serves it.
+	//
+	// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+	GetSignedFile(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewFile Preview or download a file
+	//
+	// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+	// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+	// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+	// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+	// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+	// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+	// rendered inline.
+	//
+	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+	PreviewFile(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAppInfo Get application basic information
 	//
@@ -12252,6 +13158,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSite Get the app's web-app settings
+	//
+	// How Dify's web app would show the app: its title, icon, description and the web app's
+	// settings. Parley has no web app; the title, description and icon are the app's, the rest
+	// Dify's defaults for a new site.
+	//
+	// Corresponds with GET /site (the `GetSite` operationId).
+	GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableModels Get available models
 	//
@@ -12690,6 +13605,29 @@ func (c *Client) CreateDatasetWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /datasets (the `CreateDataset` operationId).
 func (c *Client) CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateDatasetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadPipelineFileWithBody Upload a file for a knowledge pipeline run
+//
+// Stores one file for the `local_file` datasource of a pipeline run
+// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+// in Dify.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+func (c *Client) UploadPipelineFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadPipelineFileRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13142,6 +14080,52 @@ func (c *Client) ListDocuments(ctx context.Context, datasetId DatasetId, params 
 	return c.Client.Do(req)
 }
 
+// DownloadDocumentsZipWithBody Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *Client) DownloadDocumentsZipWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadDocumentsZipRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadDocumentsZip Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *Client) DownloadDocumentsZip(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadDocumentsZipRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateDocumentsMetadataWithBody Set documents' metadata values
 //
 // Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -13301,6 +14285,26 @@ func (c *Client) GetDocument(ctx context.Context, datasetId DatasetId, documentI
 // Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 func (c *Client) UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateDocumentRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocumentDownload Get a link to a document's original file
+//
+// A signed link to the file the document was made from (for a text document, the `.txt`
+// file its text was stored as). The link needs no API key, downloads as an attachment, and
+// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+func (c *Client) GetDocumentDownload(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocumentDownloadRequest(c.Server, datasetId, documentId)
 	if err != nil {
 		return nil, err
 	}
@@ -13867,6 +14871,132 @@ func (c *Client) UpdateMetadataField(ctx context.Context, datasetId DatasetId, m
 	return c.Client.Do(req)
 }
 
+// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+//
+// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+// knowledge base's documents are split, then its indexing. This lists that one datasource.
+// Datasource plugins (online documents, online drives, website crawls) are not available.
+//
+// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+func (c *Client) ListPipelineDatasources(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPipelineDatasourcesRequest(c.Server, datasetId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineDatasourceNodeWithBody Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *Client) RunPipelineDatasourceNodeWithBody(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineDatasourceNodeRequestWithBody(c.Server, datasetId, nodeId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineDatasourceNode Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *Client) RunPipelineDatasourceNode(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineDatasourceNodeRequest(c.Server, datasetId, nodeId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineWithBody Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, or the automatic rule). The run ends once the documents are
+// created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *Client) RunPipelineWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipeline Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, or the automatic rule). The run ends once the documents are
+// created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *Client) RunPipeline(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RetrieveWithBody Retrieve chunks
 //
 // Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -13932,6 +15062,25 @@ func (c *Client) ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEd
 	return c.Client.Do(req)
 }
 
+// GetEndUser Get an end user
+//
+// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+// end user of another app, an unknown id and a value that is not an id all answer 404
+// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+//
+// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+func (c *Client) GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEndUserRequest(c.Server, endUserId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetToolFile Get a file a tool returned
 //
 // Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -13967,6 +15116,50 @@ func (c *Client) GetToolFile(ctx context.Context, file string, params *GetToolFi
 // Corresponds with POST /files/upload (the `UploadFile` operationId).
 func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSignedFile Get a file through a signed link
+//
+// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+// body is served as `GET /files/{file_id}/preview` serves it.
+//
+// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+func (c *Client) GetSignedFile(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSignedFileRequest(c.Server, fileId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewFile Preview or download a file
+//
+// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+// rendered inline.
+//
+// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+func (c *Client) PreviewFile(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewFileRequest(c.Server, fileId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14094,6 +15287,25 @@ func (c *Client) GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEd
 // Corresponds with GET /parameters (the `GetAppParameters` operationId).
 func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAppParametersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSite Get the app's web-app settings
+//
+// How Dify's web app would show the app: its title, icon, description and the web app's
+// settings. Parley has no web app; the title, description and icon are the app's, the rest
+// Dify's defaults for a new site.
+//
+// Corresponds with GET /site (the `GetSite` operationId).
+func (c *Client) GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSiteRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14840,6 +16052,35 @@ func NewCreateDatasetRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewUploadPipelineFileRequestWithBody constructs an http.Request for the UploadPipelineFile method, with any body, and a specified content type
+func NewUploadPipelineFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/pipeline/file-upload")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteTagRequest calls the generic DeleteTag builder with application/json body
 func NewDeleteTagRequest(server string, body DeleteTagJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -15445,6 +16686,53 @@ func NewListDocumentsRequest(server string, datasetId DatasetId, params *ListDoc
 	return req, nil
 }
 
+// NewDownloadDocumentsZipRequest calls the generic DownloadDocumentsZip builder with application/json body
+func NewDownloadDocumentsZipRequest(server string, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDownloadDocumentsZipRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewDownloadDocumentsZipRequestWithBody constructs an http.Request for the DownloadDocumentsZip method, with any body, and a specified content type
+func NewDownloadDocumentsZipRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/download-zip", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateDocumentsMetadataRequest calls the generic UpdateDocumentsMetadata builder with application/json body
 func NewUpdateDocumentsMetadataRequest(server string, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -15735,6 +17023,47 @@ func NewUpdateDocumentRequestWithBody(server string, datasetId DatasetId, docume
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetDocumentDownloadRequest constructs an http.Request for the GetDocumentDownload method
+func NewGetDocumentDownloadRequest(server string, datasetId DatasetId, documentId DocumentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/download", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -16829,6 +18158,168 @@ func NewUpdateMetadataFieldRequestWithBody(server string, datasetId DatasetId, m
 	return req, nil
 }
 
+// NewListPipelineDatasourcesRequest constructs an http.Request for the ListPipelineDatasources method
+func NewListPipelineDatasourcesRequest(server string, datasetId DatasetId, params *ListPipelineDatasourcesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/datasource-plugins", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.IsPublished != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "is_published", *params.IsPublished, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRunPipelineDatasourceNodeRequest calls the generic RunPipelineDatasourceNode builder with application/json body
+func NewRunPipelineDatasourceNodeRequest(server string, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunPipelineDatasourceNodeRequestWithBody(server, datasetId, nodeId, "application/json", bodyReader)
+}
+
+// NewRunPipelineDatasourceNodeRequestWithBody constructs an http.Request for the RunPipelineDatasourceNode method, with any body, and a specified content type
+func NewRunPipelineDatasourceNodeRequestWithBody(server string, datasetId DatasetId, nodeId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "node_id", nodeId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/datasource/nodes/%s/run", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRunPipelineRequest calls the generic RunPipeline builder with application/json body
+func NewRunPipelineRequest(server string, datasetId DatasetId, body RunPipelineJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunPipelineRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewRunPipelineRequestWithBody constructs an http.Request for the RunPipeline method, with any body, and a specified content type
+func NewRunPipelineRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/run", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRetrieveRequest calls the generic Retrieve builder with application/json body
 func NewRetrieveRequest(server string, datasetId DatasetId, body RetrieveJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16893,6 +18384,40 @@ func NewListDatasetTagsRequest(server string, datasetId DatasetId) (*http.Reques
 	}
 
 	operationPath := fmt.Sprintf("/datasets/%s/tags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEndUserRequest constructs an http.Request for the GetEndUser method
+func NewGetEndUserRequest(server string, endUserId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "end_user_id", endUserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/end-users/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -17008,6 +18533,164 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSignedFileRequest constructs an http.Request for the GetSignedFile method
+func NewGetSignedFileRequest(server string, fileId string, params *GetSignedFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/%s/file-preview", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "nonce", params.Nonce, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sign", params.Sign, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.AsAttachment != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_attachment", *params.AsAttachment, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewFileRequest constructs an http.Request for the PreviewFile method
+func NewPreviewFileRequest(server string, fileId string, params *PreviewFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/%s/preview", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AsAttachment != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_attachment", *params.AsAttachment, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -17320,6 +19003,60 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 	}
 
 	operationPath := fmt.Sprintf("/parameters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSiteRequest constructs an http.Request for the GetSite method
+func NewGetSiteRequest(server string, params *GetSiteParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/site")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -17687,6 +19424,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /datasets (the `CreateDataset` operationId).
 	CreateDatasetWithResponse(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error)
 
+	// UploadPipelineFileWithBodyWithResponse Upload a file for a knowledge pipeline run
+	//
+	// Stores one file for the `local_file` datasource of a pipeline run
+	// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+	// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+	// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+	// in Dify.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+	UploadPipelineFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadPipelineFileResponse, error)
+
 	// DeleteTagWithBodyWithResponse Delete a knowledge tag
 	//
 	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
@@ -17917,6 +19667,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
 	ListDocumentsWithResponse(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*ListDocumentsResponse, error)
 
+	// DownloadDocumentsZipWithBodyWithResponse Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error)
+
+	// DownloadDocumentsZipWithResponse Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithResponse(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error)
+
 	// UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
 	//
 	// Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -18011,6 +19787,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 	UpdateDocumentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentResponse, error)
+
+	// GetDocumentDownloadWithResponse Get a link to a document's original file
+	//
+	// A signed link to the file the document was made from (for a text document, the `.txt`
+	// file its text was stored as). The link needs no API key, downloads as an attachment, and
+	// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+	GetDocumentDownloadWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentDownloadResponse, error)
 
 	// ListSegmentsWithResponse List a document's chunks
 	//
@@ -18298,6 +20086,84 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
 	UpdateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error)
 
+	// ListPipelineDatasourcesWithResponse List the datasources of a knowledge base's pipeline
+	//
+	// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+	// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+	// knowledge base's documents are split, then its indexing. This lists that one datasource.
+	// Datasource plugins (online documents, online drives, website crawls) are not available.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+	ListPipelineDatasourcesWithResponse(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*ListPipelineDatasourcesResponse, error)
+
+	// RunPipelineDatasourceNodeWithBodyWithResponse Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithBodyWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error)
+
+	// RunPipelineDatasourceNodeWithResponse Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error)
+
+	// RunPipelineWithBodyWithResponse Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, or the automatic rule). The run ends once the documents are
+	// created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error)
+
+	// RunPipelineWithResponse Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, or the automatic rule). The run ends once the documents are
+	// created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithResponse(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error)
+
 	// RetrieveWithBodyWithResponse Retrieve chunks
 	//
 	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -18335,6 +20201,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTagsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListDatasetTagsResponse, error)
 
+	// GetEndUserWithResponse Get an end user
+	//
+	// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+	// end user of another app, an unknown id and a value that is not an id all answer 404
+	// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+	GetEndUserWithResponse(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*GetEndUserResponse, error)
+
 	// GetToolFileWithResponse Get a file a tool returned
 	//
 	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -18361,6 +20238,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+
+	// GetSignedFileWithResponse Get a file through a signed link
+	//
+	// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+	// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+	// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+	// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+	// body is served as `GET /files/{file_id}/preview` serves it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+	GetSignedFileWithResponse(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*GetSignedFileResponse, error)
+
+	// PreviewFileWithResponse Preview or download a file
+	//
+	// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+	// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+	// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+	// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+	// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+	// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+	// rendered inline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+	PreviewFileWithResponse(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*PreviewFileResponse, error)
 
 	// GetAppInfoWithResponse Get application basic information
 	//
@@ -18428,6 +20333,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
+
+	// GetSiteWithResponse Get the app's web-app settings
+	//
+	// How Dify's web app would show the app: its title, icon, description and the web app's
+	// settings. Parley has no web app; the title, description and icon are the app's, the rest
+	// Dify's defaults for a new site.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /site (the `GetSite` operationId).
+	GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error)
 
 	// ListAvailableModelsWithResponse Get available models
 	//
@@ -19501,6 +21417,96 @@ func (r CreateDatasetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UploadPipelineFileResponse401Headers the declared response headers of an HTTP 401 response for UploadPipelineFile
+type UploadPipelineFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UploadPipelineFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PipelineUploadedFile
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadPipelineFileResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON201() *PipelineUploadedFile {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadPipelineFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadPipelineFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadPipelineFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadPipelineFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20816,6 +22822,110 @@ func (r ListDocumentsResponse) ContentType() string {
 	return ""
 }
 
+// DownloadDocumentsZipResponse200Headers the declared response headers of an HTTP 200 response for DownloadDocumentsZip
+type DownloadDocumentsZipResponse200Headers struct {
+	ContentDisposition *string
+}
+
+// DownloadDocumentsZipResponse401Headers the declared response headers of an HTTP 401 response for DownloadDocumentsZip
+type DownloadDocumentsZipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DownloadDocumentsZipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadDocumentsZipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DownloadDocumentsZipResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadDocumentsZipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadDocumentsZipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadDocumentsZipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadDocumentsZipResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateDocumentsMetadataResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentsMetadata
 type UpdateDocumentsMetadataResponse401Headers struct {
 	WWWAuthenticate *string
@@ -21357,6 +23467,82 @@ func (r UpdateDocumentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocumentDownloadResponse401Headers the declared response headers of an HTTP 401 response for GetDocumentDownload
+type GetDocumentDownloadResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocumentDownloadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentDownload
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocumentDownloadResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON200() *DocumentDownload {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocumentDownloadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocumentDownloadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocumentDownloadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocumentDownloadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23198,6 +25384,290 @@ func (r UpdateMetadataFieldResponse) ContentType() string {
 	return ""
 }
 
+// ListPipelineDatasourcesResponse401Headers the declared response headers of an HTTP 401 response for ListPipelineDatasources
+type ListPipelineDatasourcesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListPipelineDatasourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]PipelineDatasource
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPipelineDatasourcesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON200() *[]PipelineDatasource {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPipelineDatasourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPipelineDatasourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPipelineDatasourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPipelineDatasourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunPipelineDatasourceNodeResponse401Headers the declared response headers of an HTTP 401 response for RunPipelineDatasourceNode
+type RunPipelineDatasourceNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunPipelineDatasourceNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunPipelineDatasourceNodeResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunPipelineDatasourceNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunPipelineDatasourceNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunPipelineDatasourceNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunPipelineDatasourceNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunPipelineResponse401Headers the declared response headers of an HTTP 401 response for RunPipeline
+type RunPipelineResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunPipelineResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PipelineRunResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunPipelineResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunPipelineResponse) GetJSON200() *PipelineRunResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunPipelineResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunPipelineResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunPipelineResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunPipelineResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunPipelineResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunPipelineResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunPipelineResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunPipelineResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunPipelineResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunPipelineResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunPipelineResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunPipelineResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RetrieveResponse401Headers the declared response headers of an HTTP 401 response for Retrieve
 type RetrieveResponse401Headers struct {
 	WWWAuthenticate *string
@@ -23378,6 +25848,82 @@ func (r ListDatasetTagsResponse) ContentType() string {
 	return ""
 }
 
+// GetEndUserResponse401Headers the declared response headers of an HTTP 401 response for GetEndUser
+type GetEndUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetEndUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndUser
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEndUserResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEndUserResponse) GetJSON200() *EndUser {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEndUserResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEndUserResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEndUserResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEndUserResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEndUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEndUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEndUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEndUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetToolFileResponse200Headers the declared response headers of an HTTP 200 response for GetToolFile
 type GetToolFileResponse200Headers struct {
 	ContentDisposition  *string
@@ -23532,6 +26078,153 @@ func (r UploadFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UploadFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSignedFileResponse200Headers the declared response headers of an HTTP 200 response for GetSignedFile
+type GetSignedFileResponse200Headers struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+type GetSignedFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ToolFileForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSignedFileResponse200Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSignedFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSignedFileResponse) GetJSON403() *ToolFileForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSignedFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSignedFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSignedFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSignedFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSignedFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSignedFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreviewFileResponse200Headers the declared response headers of an HTTP 200 response for PreviewFile
+type PreviewFileResponse200Headers struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+// PreviewFileResponse401Headers the declared response headers of an HTTP 401 response for PreviewFile
+type PreviewFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PreviewFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PreviewFileResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PreviewFileResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PreviewFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PreviewFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreviewFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PreviewFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23994,6 +26687,75 @@ func (r GetAppParametersResponse) ContentType() string {
 	return ""
 }
 
+// GetSiteResponse401Headers the declared response headers of an HTTP 401 response for GetSite
+type GetSiteResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSiteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Site
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSiteResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSiteResponse) GetJSON200() *Site {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSiteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSiteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSiteResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSiteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSiteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSiteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSiteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListAvailableModelsResponse401Headers the declared response headers of an HTTP 401 response for ListAvailableModels
 type ListAvailableModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -24428,6 +27190,25 @@ func (c *ClientWithResponses) CreateDatasetWithResponse(ctx context.Context, bod
 	return ParseCreateDatasetResponse(rsp)
 }
 
+// UploadPipelineFileWithBodyWithResponse Upload a file for a knowledge pipeline run
+//
+// Stores one file for the `local_file` datasource of a pipeline run
+// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+// in Dify.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+func (c *ClientWithResponses) UploadPipelineFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadPipelineFileResponse, error) {
+	rsp, err := c.UploadPipelineFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadPipelineFileResponse(rsp)
+}
+
 // DeleteTagWithBodyWithResponse Delete a knowledge tag
 //
 // Deletes the tag named by `tag_id` in the JSON body, and its bindings.
@@ -24790,6 +27571,44 @@ func (c *ClientWithResponses) ListDocumentsWithResponse(ctx context.Context, dat
 	return ParseListDocumentsResponse(rsp)
 }
 
+// DownloadDocumentsZipWithBodyWithResponse Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *ClientWithResponses) DownloadDocumentsZipWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error) {
+	rsp, err := c.DownloadDocumentsZipWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadDocumentsZipResponse(rsp)
+}
+
+// DownloadDocumentsZipWithResponse Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *ClientWithResponses) DownloadDocumentsZipWithResponse(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error) {
+	rsp, err := c.DownloadDocumentsZip(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadDocumentsZipResponse(rsp)
+}
+
 // UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
 //
 // Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -24931,6 +27750,24 @@ func (c *ClientWithResponses) UpdateDocumentWithBodyWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseUpdateDocumentResponse(rsp)
+}
+
+// GetDocumentDownloadWithResponse Get a link to a document's original file
+//
+// A signed link to the file the document was made from (for a text document, the `.txt`
+// file its text was stored as). The link needs no API key, downloads as an attachment, and
+// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+func (c *ClientWithResponses) GetDocumentDownloadWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentDownloadResponse, error) {
+	rsp, err := c.GetDocumentDownload(ctx, datasetId, documentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocumentDownloadResponse(rsp)
 }
 
 // ListSegmentsWithResponse List a document's chunks
@@ -25393,6 +28230,114 @@ func (c *ClientWithResponses) UpdateMetadataFieldWithResponse(ctx context.Contex
 	return ParseUpdateMetadataFieldResponse(rsp)
 }
 
+// ListPipelineDatasourcesWithResponse List the datasources of a knowledge base's pipeline
+//
+// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+// knowledge base's documents are split, then its indexing. This lists that one datasource.
+// Datasource plugins (online documents, online drives, website crawls) are not available.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+func (c *ClientWithResponses) ListPipelineDatasourcesWithResponse(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*ListPipelineDatasourcesResponse, error) {
+	rsp, err := c.ListPipelineDatasources(ctx, datasetId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPipelineDatasourcesResponse(rsp)
+}
+
+// RunPipelineDatasourceNodeWithBodyWithResponse Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *ClientWithResponses) RunPipelineDatasourceNodeWithBodyWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error) {
+	rsp, err := c.RunPipelineDatasourceNodeWithBody(ctx, datasetId, nodeId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineDatasourceNodeResponse(rsp)
+}
+
+// RunPipelineDatasourceNodeWithResponse Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *ClientWithResponses) RunPipelineDatasourceNodeWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error) {
+	rsp, err := c.RunPipelineDatasourceNode(ctx, datasetId, nodeId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineDatasourceNodeResponse(rsp)
+}
+
+// RunPipelineWithBodyWithResponse Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, or the automatic rule). The run ends once the documents are
+// created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *ClientWithResponses) RunPipelineWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error) {
+	rsp, err := c.RunPipelineWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineResponse(rsp)
+}
+
+// RunPipelineWithResponse Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, or the automatic rule). The run ends once the documents are
+// created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *ClientWithResponses) RunPipelineWithResponse(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error) {
+	rsp, err := c.RunPipeline(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineResponse(rsp)
+}
+
 // RetrieveWithBodyWithResponse Retrieve chunks
 //
 // Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -25448,6 +28393,23 @@ func (c *ClientWithResponses) ListDatasetTagsWithResponse(ctx context.Context, d
 	return ParseListDatasetTagsResponse(rsp)
 }
 
+// GetEndUserWithResponse Get an end user
+//
+// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+// end user of another app, an unknown id and a value that is not an id all answer 404
+// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+func (c *ClientWithResponses) GetEndUserWithResponse(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*GetEndUserResponse, error) {
+	rsp, err := c.GetEndUser(ctx, endUserId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEndUserResponse(rsp)
+}
+
 // GetToolFileWithResponse Get a file a tool returned
 //
 // Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -25485,6 +28447,46 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseUploadFileResponse(rsp)
+}
+
+// GetSignedFileWithResponse Get a file through a signed link
+//
+// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+// body is served as `GET /files/{file_id}/preview` serves it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+func (c *ClientWithResponses) GetSignedFileWithResponse(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*GetSignedFileResponse, error) {
+	rsp, err := c.GetSignedFile(ctx, fileId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSignedFileResponse(rsp)
+}
+
+// PreviewFileWithResponse Preview or download a file
+//
+// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+// rendered inline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+func (c *ClientWithResponses) PreviewFileWithResponse(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*PreviewFileResponse, error) {
+	rsp, err := c.PreviewFile(ctx, fileId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewFileResponse(rsp)
 }
 
 // GetAppInfoWithResponse Get application basic information
@@ -25594,6 +28596,23 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetAppParametersResponse(rsp)
+}
+
+// GetSiteWithResponse Get the app's web-app settings
+//
+// How Dify's web app would show the app: its title, icon, description and the web app's
+// settings. Parley has no web app; the title, description and icon are the app's, the rest
+// Dify's defaults for a new site.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /site (the `GetSite` operationId).
+func (c *ClientWithResponses) GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error) {
+	rsp, err := c.GetSite(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSiteResponse(rsp)
 }
 
 // ListAvailableModelsWithResponse Get available models
@@ -26567,6 +29586,87 @@ func ParseCreateDatasetResponse(rsp *http.Response) (*CreateDatasetResponse, err
 	switch {
 	case rsp.StatusCode == 401:
 		var headers CreateDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadPipelineFileResponse parses an HTTP response from a UploadPipelineFileWithResponse call
+func ParseUploadPipelineFileResponse(rsp *http.Response) (*UploadPipelineFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadPipelineFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PipelineUploadedFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UploadPipelineFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27775,6 +30875,104 @@ func ParseListDocumentsResponse(rsp *http.Response) (*ListDocumentsResponse, err
 	return response, nil
 }
 
+// ParseDownloadDocumentsZipResponse parses an HTTP response from a DownloadDocumentsZipWithResponse call
+func ParseDownloadDocumentsZipResponse(rsp *http.Response) (*DownloadDocumentsZipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadDocumentsZipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadDocumentsZipResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers DownloadDocumentsZipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUpdateDocumentsMetadataResponse parses an HTTP response from a UpdateDocumentsMetadataWithResponse call
 func ParseUpdateDocumentsMetadataResponse(rsp *http.Response) (*UpdateDocumentsMetadataResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -28258,6 +31456,73 @@ func ParseUpdateDocumentResponse(rsp *http.Response) (*UpdateDocumentResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdateDocumentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocumentDownloadResponse parses an HTTP response from a GetDocumentDownloadWithResponse call
+func ParseGetDocumentDownloadResponse(rsp *http.Response) (*GetDocumentDownloadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocumentDownloadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentDownload
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDocumentDownloadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -29935,6 +33200,263 @@ func ParseUpdateMetadataFieldResponse(rsp *http.Response) (*UpdateMetadataFieldR
 	return response, nil
 }
 
+// ParseListPipelineDatasourcesResponse parses an HTTP response from a ListPipelineDatasourcesWithResponse call
+func ParseListPipelineDatasourcesResponse(rsp *http.Response) (*ListPipelineDatasourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPipelineDatasourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []PipelineDatasource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPipelineDatasourcesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunPipelineDatasourceNodeResponse parses an HTTP response from a RunPipelineDatasourceNodeWithResponse call
+func ParseRunPipelineDatasourceNodeResponse(rsp *http.Response) (*RunPipelineDatasourceNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunPipelineDatasourceNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunPipelineDatasourceNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunPipelineResponse parses an HTTP response from a RunPipelineWithResponse call
+func ParseRunPipelineResponse(rsp *http.Response) (*RunPipelineResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunPipelineResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PipelineRunResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunPipelineResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRetrieveResponse parses an HTTP response from a RetrieveWithResponse call
 func ParseRetrieveResponse(rsp *http.Response) (*RetrieveResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30097,6 +33619,73 @@ func ParseListDatasetTagsResponse(rsp *http.Response) (*ListDatasetTagsResponse,
 	return response, nil
 }
 
+// ParseGetEndUserResponse parses an HTTP response from a GetEndUserWithResponse call
+func ParseGetEndUserResponse(rsp *http.Response) (*GetEndUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEndUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEndUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetToolFileResponse parses an HTTP response from a GetToolFileWithResponse call
 func ParseGetToolFileResponse(rsp *http.Response) (*GetToolFileResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30232,6 +33821,150 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UploadFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSignedFileResponse parses an HTTP response from a GetSignedFileWithResponse call
+func ParseGetSignedFileResponse(rsp *http.Response) (*GetSignedFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSignedFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ToolFileForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSignedFileResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreviewFileResponse parses an HTTP response from a PreviewFileWithResponse call
+func ParsePreviewFileResponse(rsp *http.Response) (*PreviewFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PreviewFileResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PreviewFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -30634,6 +34367,66 @@ func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetAppParametersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSiteResponse parses an HTTP response from a GetSiteWithResponse call
+func ParseGetSiteResponse(rsp *http.Response) (*GetSiteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSiteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Site
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSiteResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -1159,6 +1159,45 @@ func (e PingEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for PipelineDatasourceDatasourceType.
+const (
+	PipelineDatasourceDatasourceTypeLocalFile      PipelineDatasourceDatasourceType = "local_file"
+	PipelineDatasourceDatasourceTypeOnlineDocument PipelineDatasourceDatasourceType = "online_document"
+	PipelineDatasourceDatasourceTypeOnlineDrive    PipelineDatasourceDatasourceType = "online_drive"
+	PipelineDatasourceDatasourceTypeWebsiteCrawl   PipelineDatasourceDatasourceType = "website_crawl"
+)
+
+// Valid indicates whether the value is a known member of the PipelineDatasourceDatasourceType enum.
+func (e PipelineDatasourceDatasourceType) Valid() bool {
+	switch e {
+	case PipelineDatasourceDatasourceTypeLocalFile:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDocument:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDrive:
+		return true
+	case PipelineDatasourceDatasourceTypeWebsiteCrawl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PipelineRunResultDataStatus.
+const (
+	PipelineRunResultDataStatusSucceeded PipelineRunResultDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PipelineRunResultDataStatus enum.
+func (e PipelineRunResultDataStatus) Valid() bool {
+	switch e {
+	case PipelineRunResultDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProgressDataStatus.
 const (
 	ProgressDataStatusFailed    ProgressDataStatus = "failed"
@@ -2274,7 +2313,7 @@ type DocMetadata_Value struct {
 // present; with `without` everything but those two; with `all` everything. Members that
 // are null are sent as null, not left out. Timestamps are Unix epoch seconds.
 //
-// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"dataset_process_rule_id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
 type DocumentDetail struct {
 	Archived *bool `json:"archived,omitempty"`
 
@@ -2293,10 +2332,15 @@ type DocumentDetail struct {
 	// DataSourceType Example: upload_file
 	DataSourceType *string `json:"data_source_type,omitempty"`
 
-	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
-	DisabledAt         *int64             `json:"disabled_at,omitempty"`
-	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DatasetProcessRuleId The id of the document's own process rule.
+	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	DisabledAt           *int64  `json:"disabled_at,omitempty"`
+	DisabledBy           *string `json:"disabled_by,omitempty"`
 
 	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
 	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
@@ -2307,7 +2351,9 @@ type DocumentDetail struct {
 	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
 	DocType     *string        `json:"doc_type,omitempty"`
 
-	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
 	Enabled             *bool              `json:"enabled,omitempty"`
 	Error               *string            `json:"error,omitempty"`
@@ -2327,6 +2373,11 @@ type DocumentDetail struct {
 	Tokens               *int                   `json:"tokens,omitempty"`
 	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentDownload A signed link to a document's original file.
+type DocumentDownload struct {
+	Url string `json:"url"`
 }
 
 // DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
@@ -2388,9 +2439,39 @@ type DocumentWithBatch struct {
 	Document KnowledgeDocument `json:"document"`
 }
 
+// DownloadZipRequest Body of download-zip. Unknown members are ignored.
+type DownloadZipRequest struct {
+	DocumentIds          []string               `json:"document_ids"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Enabled A feature switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// EndUser An end user of the app, as Dify's `GET /end-users/{id}` shows it.
+type EndUser struct {
+	AppId     openapi_types.UUID `json:"app_id"`
+	CreatedAt time.Time          `json:"created_at"`
+
+	// ExternalUserId The `user` value the end user was created from.
+	ExternalUserId *string            `json:"external_user_id"`
+	Id             openapi_types.UUID `json:"id"`
+
+	// IsAnonymous True for the shared end user of requests that name no `user`.
+	IsAnonymous bool    `json:"is_anonymous"`
+	Name        *string `json:"name"`
+
+	// SessionId The `user` value.
+	SessionId string `json:"session_id"`
+	TenantId  string `json:"tenant_id"`
+
+	// Type Always `service-api`.
+	//
+	// Example: service-api
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Error The body of every error response, and the payload members of the `error` event.
@@ -2682,9 +2763,10 @@ type IndexingStatusList struct {
 // IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
 type IndexingTechnique string
 
-// InputFormItem One input of the app's form.
+// InputFormItem One input of the app's form; `default` is `""` when the input has none, `hide` false unless the app hides it.
 type InputFormItem struct {
-	Default   *string   `json:"default,omitempty"`
+	Default   string    `json:"default"`
+	Hide      bool      `json:"hide"`
 	Label     string    `json:"label"`
 	MaxLength *int      `json:"max_length,omitempty"`
 	Options   *[]string `json:"options,omitempty"`
@@ -2925,17 +3007,20 @@ type MessageEvent struct {
 // MessageEventEvent defines model for MessageEvent.Event.
 type MessageEventEvent string
 
-// MessageFile A file attached to a message.
+// MessageFile A file attached to a message, with all nine members Dify sends. `url` is a link a client
+// can load without the API key: a signed link for an uploaded or a tool file, the file's own
+// address for a remote one. `filename`, `mime_type` and `size` are the stored file's; for a
+// remote file the name is the last part of its address and the type and size are null.
 type MessageFile struct {
 	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
-	Filename       *string                   `json:"filename,omitempty"`
+	Filename       string                    `json:"filename"`
 	Id             string                    `json:"id"`
-	MimeType       *string                   `json:"mime_type,omitempty"`
-	Size           *int64                    `json:"size,omitempty"`
+	MimeType       *string                   `json:"mime_type"`
+	Size           *int64                    `json:"size"`
 	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
 	Type           string                    `json:"type"`
-	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
-	Url            *string                   `json:"url,omitempty"`
+	UploadFileId   *string                   `json:"upload_file_id"`
+	Url            *string                   `json:"url"`
 }
 
 // MessageFileBelongsTo defines model for MessageFile.BelongsTo.
@@ -3128,8 +3213,8 @@ type ModelListResponse struct {
 
 // ModelProvider A model provider with its models of the requested type.
 type ModelProvider struct {
-	// IconSmall Icon URLs keyed by locale; empty when the provider has none.
-	IconSmall map[string]string `json:"icon_small"`
+	// IconSmall Icon URLs keyed by locale; null when the provider has none.
+	IconSmall *map[string]string `json:"icon_small"`
 
 	// IconSmallDark Dark icon URLs keyed by locale, or null.
 	IconSmallDark *map[string]string `json:"icon_small_dark"`
@@ -3302,6 +3387,103 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PipelineDatasource A datasource node of a knowledge base's pipeline.
+type PipelineDatasource struct {
+	Credentials    []map[string]interface{}         `json:"credentials"`
+	DatasourceType PipelineDatasourceDatasourceType `json:"datasource_type"`
+
+	// NodeId Example: local_file
+	NodeId             string                   `json:"node_id"`
+	PluginId           string                   `json:"plugin_id"`
+	ProviderName       string                   `json:"provider_name"`
+	Title              string                   `json:"title"`
+	UserInputVariables []map[string]interface{} `json:"user_input_variables"`
+}
+
+// PipelineDatasourceDatasourceType defines model for PipelineDatasource.DatasourceType.
+type PipelineDatasourceDatasourceType string
+
+// PipelineDatasourceInfo One file of a `local_file` run.
+type PipelineDatasourceInfo struct {
+	// Name The document's name; the file's name when omitted.
+	Name *string `json:"name,omitempty"`
+
+	// Reference The id of a file uploaded with `POST /datasets/pipeline/file-upload`.
+	Reference            string                 `json:"reference"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineDatasourceRunRequest Body of a datasource node run. Unknown members are ignored.
+type PipelineDatasourceRunRequest struct {
+	CredentialId *string `json:"credential_id,omitempty"`
+
+	// DatasourceType Example: online_document
+	DatasourceType       string                 `json:"datasource_type"`
+	Inputs               map[string]interface{} `json:"inputs"`
+	IsPublished          *bool                  `json:"is_published,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineFileUploadRequest Multipart body of the pipeline file upload; exactly one `file` part.
+type PipelineFileUploadRequest struct {
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunOutputs What the run made, the indexing batch and its documents.
+type PipelineRunOutputs struct {
+	Batch     string              `json:"batch"`
+	Documents []KnowledgeDocument `json:"documents"`
+}
+
+// PipelineRunRequest Body of a pipeline run. Unknown members are ignored.
+type PipelineRunRequest struct {
+	DatasourceInfoList []PipelineDatasourceInfo `json:"datasource_info_list"`
+
+	// DatasourceType Only `local_file` is available.
+	DatasourceType string `json:"datasource_type"`
+
+	// Inputs The run's inputs; `process_rule` and `doc_form` are read as in a document's `data`, other members are ignored.
+	Inputs      map[string]interface{} `json:"inputs"`
+	IsPublished bool                   `json:"is_published"`
+
+	// ResponseMode Only `blocking` is available.
+	ResponseMode string `json:"response_mode"`
+
+	// StartNodeId The datasource node to start from; only `local_file`.
+	StartNodeId          string                 `json:"start_node_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunResult A finished pipeline run.
+type PipelineRunResult struct {
+	Data struct {
+		CreatedAt  int64              `json:"created_at"`
+		FinishedAt int64              `json:"finished_at"`
+		Id         openapi_types.UUID `json:"id"`
+
+		// Outputs What the run made, the indexing batch and its documents.
+		Outputs PipelineRunOutputs          `json:"outputs"`
+		Status  PipelineRunResultDataStatus `json:"status"`
+	} `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// PipelineRunResultDataStatus defines model for PipelineRunResult.Data.Status.
+type PipelineRunResultDataStatus string
+
+// PipelineUploadedFile A file stored for a pipeline run.
+type PipelineUploadedFile struct {
+	CreatedAt time.Time          `json:"created_at"`
+	CreatedBy string             `json:"created_by"`
+	Extension string             `json:"extension"`
+	Id        openapi_types.UUID `json:"id"`
+	MimeType  string             `json:"mime_type"`
+	Name      string             `json:"name"`
+	Size      int64              `json:"size"`
+}
+
 // PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
 type PreProcessingRule struct {
 	Enabled              *bool                  `json:"enabled,omitempty"`
@@ -3325,7 +3507,9 @@ type ProcessRule struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+// `delimiter` for the separator).
 type ProcessRuleDetail struct {
 	DatasetId *string `json:"dataset_id,omitempty"`
 	Id        *string `json:"id,omitempty"`
@@ -3620,8 +3804,10 @@ type RetrieverResource struct {
 	Score           float32            `json:"score"`
 	SegmentId       openapi_types.UUID `json:"segment_id"`
 	SegmentPosition *int               `json:"segment_position,omitempty"`
-	Summary         *string            `json:"summary,omitempty"`
-	WordCount       *int               `json:"word_count,omitempty"`
+
+	// Summary The chunk's summary; null, as Parley makes no chunk summaries.
+	Summary   *string `json:"summary"`
+	WordCount *int    `json:"word_count,omitempty"`
 }
 
 // Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
@@ -3753,6 +3939,31 @@ type SegmentsCreated struct {
 
 	// DocForm Example: text_model
 	DocForm string `json:"doc_form"`
+}
+
+// Site The app's web-app settings, as Dify's `GET /site` shows them.
+type Site struct {
+	ChatColorTheme         *string `json:"chat_color_theme"`
+	ChatColorThemeInverted bool    `json:"chat_color_theme_inverted"`
+	Copyright              *string `json:"copyright"`
+	CustomDisclaimer       string  `json:"custom_disclaimer"`
+
+	// DefaultLanguage Example: en-US
+	DefaultLanguage string  `json:"default_language"`
+	Description     *string `json:"description"`
+	Icon            *string `json:"icon"`
+	IconBackground  *string `json:"icon_background"`
+
+	// IconType `emoji`, `image` or `link`; null when the app has no icon.
+	IconType *string `json:"icon_type"`
+
+	// IconUrl The icon's URL for an icon of type `link`; null otherwise.
+	IconUrl             *string `json:"icon_url"`
+	InputPlaceholder    *string `json:"input_placeholder"`
+	PrivacyPolicy       *string `json:"privacy_policy"`
+	ShowWorkflowSteps   bool    `json:"show_workflow_steps"`
+	Title               string  `json:"title"`
+	UseIconAsAnswerIcon bool    `json:"use_icon_as_answer_icon"`
 }
 
 // SuggestedQuestions Follow-up questions.
@@ -3975,23 +4186,31 @@ type UploadFileDetail struct {
 	Size      int64  `json:"size"`
 }
 
-// UploadedFile A stored upload.
+// UploadedFile A stored upload, with the members current Dify sends: `source_url` is a signed link to the
+// file (see `GET /files/{file_id}/file-preview`); the others are null for an upload through
+// the Service API, as in Dify.
 type UploadedFile struct {
-	CreatedAt int64 `json:"created_at"`
+	ConversationId *string `json:"conversation_id"`
+	CreatedAt      int64   `json:"created_at"`
 
 	// CreatedBy The end user's id.
 	CreatedBy string `json:"created_by"`
 
 	// Extension Without the dot.
-	Extension  string             `json:"extension"`
-	Id         openapi_types.UUID `json:"id"`
-	MimeType   string             `json:"mime_type"`
-	Name       string             `json:"name"`
-	PreviewUrl *string            `json:"preview_url,omitempty"`
+	Extension   string             `json:"extension"`
+	FileKey     *string            `json:"file_key"`
+	Id          openapi_types.UUID `json:"id"`
+	MimeType    string             `json:"mime_type"`
+	Name        string             `json:"name"`
+	OriginalUrl *string            `json:"original_url"`
+	PreviewUrl  *string            `json:"preview_url"`
+	Reference   *string            `json:"reference"`
 
 	// Size Bytes.
 	Size      int64   `json:"size"`
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl *string `json:"source_url"`
+	TenantId  string  `json:"tenant_id"`
+	UserId    *string `json:"user_id"`
 }
 
 // Usage Token usage and price of a reply. Prices are decimal strings.
@@ -4143,6 +4362,9 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// AsAttachment defines model for AsAttachment.
+type AsAttachment = bool
 
 // Batch defines model for Batch.
 type Batch = string
@@ -4331,6 +4553,12 @@ type ListChildChunksParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// ListPipelineDatasourcesParams defines parameters for ListPipelineDatasources.
+type ListPipelineDatasourcesParams struct {
+	// IsPublished Accepted for Dify's clients; the built-in pipeline is always published.
+	IsPublished *bool `form:"is_published,omitempty" json:"is_published,omitempty"`
+}
+
 // GetToolFileParams defines parameters for GetToolFile.
 type GetToolFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -4341,6 +4569,30 @@ type GetToolFileParams struct {
 
 	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
 	Sign string `form:"sign" json:"sign"`
+}
+
+// GetSignedFileParams defines parameters for GetSignedFile.
+type GetSignedFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
+
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+}
+
+// PreviewFileParams defines parameters for PreviewFile.
+type PreviewFileParams struct {
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -4382,6 +4634,12 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// GetSiteParams defines parameters for GetSite.
+type GetSiteParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4405,6 +4663,9 @@ type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableReque
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// UploadPipelineFileMultipartRequestBody defines body for UploadPipelineFile for multipart/form-data ContentType.
+type UploadPipelineFileMultipartRequestBody = PipelineFileUploadRequest
 
 // DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
 type DeleteTagJSONRequestBody = DeleteTagRequest
@@ -4435,6 +4696,9 @@ type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileReques
 
 // CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
 type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
+type DownloadDocumentsZipJSONRequestBody = DownloadZipRequest
 
 // UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
 type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
@@ -4481,6 +4745,12 @@ type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 
 // UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
 type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
+
+// RunPipelineDatasourceNodeJSONRequestBody defines body for RunPipelineDatasourceNode for application/json ContentType.
+type RunPipelineDatasourceNodeJSONRequestBody = PipelineDatasourceRunRequest
+
+// RunPipelineJSONRequestBody defines body for RunPipeline for application/json ContentType.
+type RunPipelineJSONRequestBody = PipelineRunRequest
 
 // RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
 type RetrieveJSONRequestBody = RetrieveRequest
@@ -5696,6 +5966,14 @@ func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
 		delete(object, "dataset_process_rule")
 	}
 
+	if raw, found := object["dataset_process_rule_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRuleId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule_id': %w", err)
+		}
+		delete(object, "dataset_process_rule_id")
+	}
+
 	if raw, found := object["disabled_at"]; found {
 		err = json.Unmarshal(raw, &a.DisabledAt)
 		if err != nil {
@@ -5943,6 +6221,13 @@ func (a DocumentDetail) MarshalJSON() ([]byte, error) {
 		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRuleId != nil {
+		object["dataset_process_rule_id"], err = json.Marshal(a.DatasetProcessRuleId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule_id': %w", err)
 		}
 	}
 
@@ -6245,6 +6530,74 @@ func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
 func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DownloadZipRequest. Returns the specified
+// element and whether it was found
+func (a DownloadZipRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DownloadZipRequest
+func (a *DownloadZipRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a *DownloadZipRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a DownloadZipRequest) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -7060,6 +7413,401 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceInfo. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceInfo) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceInfo
+func (a *PipelineDatasourceInfo) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a *PipelineDatasourceInfo) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["reference"]; found {
+		err = json.Unmarshal(raw, &a.Reference)
+		if err != nil {
+			return fmt.Errorf("error reading 'reference': %w", err)
+		}
+		delete(object, "reference")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a PipelineDatasourceInfo) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	object["reference"], err = json.Marshal(a.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reference': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceRunRequest
+func (a *PipelineDatasourceRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a *PipelineDatasourceRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["credential_id"]; found {
+		err = json.Unmarshal(raw, &a.CredentialId)
+		if err != nil {
+			return fmt.Errorf("error reading 'credential_id': %w", err)
+		}
+		delete(object, "credential_id")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a PipelineDatasourceRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CredentialId != nil {
+		object["credential_id"], err = json.Marshal(a.CredentialId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'credential_id': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	if a.IsPublished != nil {
+		object["is_published"], err = json.Marshal(a.IsPublished)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineFileUploadRequest. Returns the specified
+// element and whether it was found
+func (a PipelineFileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineFileUploadRequest
+func (a *PipelineFileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a *PipelineFileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a PipelineFileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineRunRequest
+func (a *PipelineRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a *PipelineRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["datasource_info_list"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceInfoList)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_info_list': %w", err)
+		}
+		delete(object, "datasource_info_list")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if raw, found := object["response_mode"]; found {
+		err = json.Unmarshal(raw, &a.ResponseMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'response_mode': %w", err)
+		}
+		delete(object, "response_mode")
+	}
+
+	if raw, found := object["start_node_id"]; found {
+		err = json.Unmarshal(raw, &a.StartNodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'start_node_id': %w", err)
+		}
+		delete(object, "start_node_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a PipelineRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasourceInfoList != nil {
+		object["datasource_info_list"], err = json.Marshal(a.DatasourceInfoList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'datasource_info_list': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	object["is_published"], err = json.Marshal(a.IsPublished)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+	}
+
+	object["response_mode"], err = json.Marshal(a.ResponseMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'response_mode': %w", err)
+	}
+
+	object["start_node_id"], err = json.Marshal(a.StartNodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'start_node_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11284,6 +12032,9 @@ type ServerInterface interface {
 	// CreateDataset Create an empty knowledge base
 	// (POST /datasets)
 	CreateDataset(ctx echo.Context) error
+	// UploadPipelineFile Upload a file for a knowledge pipeline run
+	// (POST /datasets/pipeline/file-upload)
+	UploadPipelineFile(ctx echo.Context) error
 	// DeleteTag Delete a knowledge tag
 	// (DELETE /datasets/tags)
 	DeleteTag(ctx echo.Context) error
@@ -11326,6 +12077,9 @@ type ServerInterface interface {
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	// (POST /datasets/{dataset_id}/documents/download-zip)
+	DownloadDocumentsZip(ctx echo.Context, datasetId DatasetId) error
 	// UpdateDocumentsMetadata Set documents' metadata values
 	// (POST /datasets/{dataset_id}/documents/metadata)
 	UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error
@@ -11344,6 +12098,9 @@ type ServerInterface interface {
 	// UpdateDocument Update a document
 	// (PATCH /datasets/{dataset_id}/documents/{document_id})
 	UpdateDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// GetDocumentDownload Get a link to a document's original file
+	// (GET /datasets/{dataset_id}/documents/{document_id}/download)
+	GetDocumentDownload(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
 	// ListSegments List a document's chunks
 	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
 	ListSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params ListSegmentsParams) error
@@ -11408,18 +12165,36 @@ type ServerInterface interface {
 	// UpdateMetadataField Rename a metadata field
 	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
 	UpdateMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	// (GET /datasets/{dataset_id}/pipeline/datasource-plugins)
+	ListPipelineDatasources(ctx echo.Context, datasetId DatasetId, params ListPipelineDatasourcesParams) error
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	// (POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run)
+	RunPipelineDatasourceNode(ctx echo.Context, datasetId DatasetId, nodeId string) error
+	// RunPipeline Run the knowledge base's pipeline
+	// (POST /datasets/{dataset_id}/pipeline/run)
+	RunPipeline(ctx echo.Context, datasetId DatasetId) error
 	// Retrieve Retrieve chunks
 	// (POST /datasets/{dataset_id}/retrieve)
 	Retrieve(ctx echo.Context, datasetId DatasetId) error
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx echo.Context, datasetId DatasetId) error
+	// GetEndUser Get an end user
+	// (GET /end-users/{end_user_id})
+	GetEndUser(ctx echo.Context, endUserId string) error
 	// GetToolFile Get a file a tool returned
 	// (GET /files/tools/{file})
 	GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx echo.Context) error
+	// GetSignedFile Get a file through a signed link
+	// (GET /files/{file_id}/file-preview)
+	GetSignedFile(ctx echo.Context, fileId string, params GetSignedFileParams) error
+	// PreviewFile Preview or download a file
+	// (GET /files/{file_id}/preview)
+	PreviewFile(ctx echo.Context, fileId string, params PreviewFileParams) error
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
@@ -11438,6 +12213,9 @@ type ServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
+	// GetSite Get the app's web-app settings
+	// (GET /site)
+	GetSite(ctx echo.Context, params GetSiteParams) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -11719,6 +12497,15 @@ func (w *ServerInterfaceWrapper) CreateDataset(ctx echo.Context) error {
 	return err
 }
 
+// UploadPipelineFile converts echo context to params.
+func (w *ServerInterfaceWrapper) UploadPipelineFile(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UploadPipelineFile(ctx)
+	return err
+}
+
 // DeleteTag converts echo context to params.
 func (w *ServerInterfaceWrapper) DeleteTag(ctx echo.Context) error {
 	var err error
@@ -11931,6 +12718,22 @@ func (w *ServerInterfaceWrapper) ListDocuments(ctx echo.Context) error {
 	return err
 }
 
+// DownloadDocumentsZip converts echo context to params.
+func (w *ServerInterfaceWrapper) DownloadDocumentsZip(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DownloadDocumentsZip(ctx, datasetId)
+	return err
+}
+
 // UpdateDocumentsMetadata converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateDocumentsMetadata(ctx echo.Context) error {
 	var err error
@@ -12073,6 +12876,30 @@ func (w *ServerInterfaceWrapper) UpdateDocument(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateDocument(ctx, datasetId, documentId)
+	return err
+}
+
+// GetDocumentDownload converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocumentDownload(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocumentDownload(ctx, datasetId, documentId)
 	return err
 }
 
@@ -12649,6 +13476,71 @@ func (w *ServerInterfaceWrapper) UpdateMetadataField(ctx echo.Context) error {
 	return err
 }
 
+// ListPipelineDatasources converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPipelineDatasources(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPipelineDatasourcesParams
+	// ------------- Optional query parameter "is_published" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "is_published", ctx.QueryParams(), &params.IsPublished, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter is_published: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPipelineDatasources(ctx, datasetId, params)
+	return err
+}
+
+// RunPipelineDatasourceNode converts echo context to params.
+func (w *ServerInterfaceWrapper) RunPipelineDatasourceNode(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "node_id" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "node_id", ctx.Param("node_id"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter node_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunPipelineDatasourceNode(ctx, datasetId, nodeId)
+	return err
+}
+
+// RunPipeline converts echo context to params.
+func (w *ServerInterfaceWrapper) RunPipeline(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunPipeline(ctx, datasetId)
+	return err
+}
+
 // Retrieve converts echo context to params.
 func (w *ServerInterfaceWrapper) Retrieve(ctx echo.Context) error {
 	var err error
@@ -12678,6 +13570,22 @@ func (w *ServerInterfaceWrapper) ListDatasetTags(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDatasetTags(ctx, datasetId)
+	return err
+}
+
+// GetEndUser converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEndUser(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "end_user_id" -------------
+	var endUserId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "end_user_id", ctx.Param("end_user_id"), &endUserId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter end_user_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEndUser(ctx, endUserId)
 	return err
 }
 
@@ -12726,6 +13634,84 @@ func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UploadFile(ctx)
+	return err
+}
+
+// GetSignedFile converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSignedFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file_id" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file_id", ctx.Param("file_id"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSignedFileParams
+	// ------------- Required query parameter "timestamp" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "timestamp", ctx.QueryParams(), &params.Timestamp, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter timestamp: %s", err))
+	}
+
+	// ------------- Required query parameter "nonce" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "nonce", ctx.QueryParams(), &params.Nonce, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter nonce: %s", err))
+	}
+
+	// ------------- Required query parameter "sign" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "sign", ctx.QueryParams(), &params.Sign, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sign: %s", err))
+	}
+
+	// ------------- Optional query parameter "as_attachment" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_attachment", ctx.QueryParams(), &params.AsAttachment, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_attachment: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSignedFile(ctx, fileId, params)
+	return err
+}
+
+// PreviewFile converts echo context to params.
+func (w *ServerInterfaceWrapper) PreviewFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file_id" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file_id", ctx.Param("file_id"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PreviewFileParams
+	// ------------- Optional query parameter "as_attachment" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_attachment", ctx.QueryParams(), &params.AsAttachment, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_attachment: %s", err))
+	}
+
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PreviewFile(ctx, fileId, params)
 	return err
 }
 
@@ -12863,6 +13849,24 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	return err
 }
 
+// GetSite converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSite(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSiteParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSite(ctx, params)
+	return err
+}
+
 // ListAvailableModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListAvailableModels(ctx echo.Context) error {
 	var err error
@@ -12988,6 +13992,16 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/datasets/tags/binding", wrapper.BindTags, options.OperationMiddlewares["bindTags"]...)
 	router.POST(options.BaseURL+"/datasets/tags/unbinding", wrapper.UnbindTags, options.OperationMiddlewares["unbindTags"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/tags", wrapper.ListDatasetTags, options.OperationMiddlewares["listDatasetTags"]...)
+	router.GET(options.BaseURL+"/end-users/:end_user_id", wrapper.GetEndUser, options.OperationMiddlewares["getEndUser"]...)
+	router.GET(options.BaseURL+"/site", wrapper.GetSite, options.OperationMiddlewares["getSite"]...)
+	router.GET(options.BaseURL+"/files/:file_id/preview", wrapper.PreviewFile, options.OperationMiddlewares["previewFile"]...)
+	router.GET(options.BaseURL+"/files/:file_id/file-preview", wrapper.GetSignedFile, options.OperationMiddlewares["getSignedFile"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/download", wrapper.GetDocumentDownload, options.OperationMiddlewares["getDocumentDownload"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/download-zip", wrapper.DownloadDocumentsZip, options.OperationMiddlewares["downloadDocumentsZip"]...)
+	router.POST(options.BaseURL+"/datasets/pipeline/file-upload", wrapper.UploadPipelineFile, options.OperationMiddlewares["uploadPipelineFile"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource-plugins", wrapper.ListPipelineDatasources, options.OperationMiddlewares["listPipelineDatasources"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource/nodes/:node_id/run", wrapper.RunPipelineDatasourceNode, options.OperationMiddlewares["runPipelineDatasourceNode"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/run", wrapper.RunPipeline, options.OperationMiddlewares["runPipeline"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
 
 }
@@ -12995,6 +14009,18 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 type BadRequestJSONResponse Error
 
 type ConflictJSONResponse Error
+
+type FileContentResponseHeaders struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+type FileContentAsteriskResponse struct {
+	Body io.Reader
+
+	Headers       FileContentResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
 
 type ForbiddenJSONResponse Error
 
@@ -14433,6 +15459,119 @@ type CreateDataset500JSONResponse struct {
 }
 
 func (response CreateDataset500JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFileRequestObject struct {
+	Body *multipart.Reader
+}
+
+type UploadPipelineFileResponseObject interface {
+	VisitUploadPipelineFileResponse(w http.ResponseWriter) error
+}
+
+type UploadPipelineFile201JSONResponse PipelineUploadedFile
+
+func (response UploadPipelineFile201JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UploadPipelineFile400JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UploadPipelineFile401JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UploadPipelineFile408JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UploadPipelineFile413JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UploadPipelineFile415JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UploadPipelineFile500JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -16153,6 +17292,162 @@ func (response ListDocuments500JSONResponse) VisitListDocumentsResponse(w http.R
 	return err
 }
 
+type DownloadDocumentsZipRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *DownloadDocumentsZipJSONRequestBody
+}
+
+type DownloadDocumentsZipResponseObject interface {
+	VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error
+}
+
+type DownloadDocumentsZip200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadDocumentsZip200ApplicationzipResponse struct {
+	Body          io.Reader
+	Headers       DownloadDocumentsZip200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadDocumentsZip200ApplicationzipResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadDocumentsZip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadDocumentsZip400JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadDocumentsZip401JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadDocumentsZip403JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadDocumentsZip404JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response DownloadDocumentsZip408JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DownloadDocumentsZip413JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DownloadDocumentsZip415JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DownloadDocumentsZip500JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentsMetadataRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *UpdateDocumentsMetadataJSONRequestBody
@@ -16845,6 +18140,90 @@ type UpdateDocument500JSONResponse struct {
 }
 
 func (response UpdateDocument500JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownloadRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+}
+
+type GetDocumentDownloadResponseObject interface {
+	VisitGetDocumentDownloadResponse(w http.ResponseWriter) error
+}
+
+type GetDocumentDownload200JSONResponse DocumentDownload
+
+func (response GetDocumentDownload200JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocumentDownload401JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDocumentDownload403JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDocumentDownload404JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDocumentDownload500JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -19230,6 +20609,375 @@ func (response UpdateMetadataField500JSONResponse) VisitUpdateMetadataFieldRespo
 	return err
 }
 
+type ListPipelineDatasourcesRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    ListPipelineDatasourcesParams
+}
+
+type ListPipelineDatasourcesResponseObject interface {
+	VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error
+}
+
+type ListPipelineDatasources200JSONResponse []PipelineDatasource
+
+func (response ListPipelineDatasources200JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPipelineDatasources400JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPipelineDatasources401JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListPipelineDatasources403JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListPipelineDatasources404JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListPipelineDatasources500JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNodeRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	NodeId    string    `json:"node_id"`
+	Body      *RunPipelineDatasourceNodeJSONRequestBody
+}
+
+type RunPipelineDatasourceNodeResponseObject interface {
+	VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error
+}
+
+type RunPipelineDatasourceNode400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunPipelineDatasourceNode400JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunPipelineDatasourceNode401JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunPipelineDatasourceNode403JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunPipelineDatasourceNode404JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunPipelineDatasourceNode408JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunPipelineDatasourceNode413JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunPipelineDatasourceNode415JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunPipelineDatasourceNode500JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *RunPipelineJSONRequestBody
+}
+
+type RunPipelineResponseObject interface {
+	VisitRunPipelineResponse(w http.ResponseWriter) error
+}
+
+type RunPipeline200JSONResponse PipelineRunResult
+
+func (response RunPipeline200JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunPipeline400JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunPipeline401JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunPipeline403JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunPipeline404JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunPipeline408JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunPipeline413JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunPipeline415JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunPipeline500JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RetrieveRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *RetrieveJSONRequestBody
@@ -19455,6 +21203,89 @@ func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w ht
 	return err
 }
 
+type GetEndUserRequestObject struct {
+	EndUserId string `json:"end_user_id"`
+}
+
+type GetEndUserResponseObject interface {
+	VisitGetEndUserResponse(w http.ResponseWriter) error
+}
+
+type GetEndUser200JSONResponse EndUser
+
+func (response GetEndUser200JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEndUser400JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEndUser401JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEndUser404JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetEndUser500JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolFileRequestObject struct {
 	File   string `json:"file"`
 	Params GetToolFileParams
@@ -19464,17 +21295,7 @@ type GetToolFileResponseObject interface {
 	VisitGetToolFileResponse(w http.ResponseWriter) error
 }
 
-type GetToolFile200ResponseHeaders struct {
-	ContentDisposition  *string
-	XContentTypeOptions *string
-}
-
-type GetToolFile200AsteriskResponse struct {
-	Body          io.Reader
-	Headers       GetToolFile200ResponseHeaders
-	ContentType   string
-	ContentLength int64
-}
+type GetToolFile200AsteriskResponse struct{ FileContentAsteriskResponse }
 
 func (response GetToolFile200AsteriskResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
 
@@ -19657,6 +21478,189 @@ type UploadFile500JSONResponse struct {
 }
 
 func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFileRequestObject struct {
+	FileId string `json:"file_id"`
+	Params GetSignedFileParams
+}
+
+type GetSignedFileResponseObject interface {
+	VisitGetSignedFileResponse(w http.ResponseWriter) error
+}
+
+type GetSignedFile200AsteriskResponse struct{ FileContentAsteriskResponse }
+
+func (response GetSignedFile200AsteriskResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetSignedFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSignedFile400JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile403JSONResponse struct{ ToolFileForbiddenJSONResponse }
+
+func (response GetSignedFile403JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSignedFile404JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSignedFile500JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFileRequestObject struct {
+	FileId string `json:"file_id"`
+	Params PreviewFileParams
+}
+
+type PreviewFileResponseObject interface {
+	VisitPreviewFileResponse(w http.ResponseWriter) error
+}
+
+type PreviewFile200AsteriskResponse struct{ FileContentAsteriskResponse }
+
+func (response PreviewFile200AsteriskResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PreviewFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewFile400JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewFile401JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewFile404JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response PreviewFile500JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -20170,6 +22174,75 @@ func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type GetSiteRequestObject struct {
+	Params GetSiteParams
+}
+
+type GetSiteResponseObject interface {
+	VisitGetSiteResponse(w http.ResponseWriter) error
+}
+
+type GetSite200JSONResponse Site
+
+func (response GetSite200JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSite400JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSite401JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -20277,6 +22350,9 @@ type StrictServerInterface interface {
 	// CreateDataset Create an empty knowledge base
 	// (POST /datasets)
 	CreateDataset(ctx context.Context, request CreateDatasetRequestObject) (CreateDatasetResponseObject, error)
+	// UploadPipelineFile Upload a file for a knowledge pipeline run
+	// (POST /datasets/pipeline/file-upload)
+	UploadPipelineFile(ctx context.Context, request UploadPipelineFileRequestObject) (UploadPipelineFileResponseObject, error)
 	// DeleteTag Delete a knowledge tag
 	// (DELETE /datasets/tags)
 	DeleteTag(ctx context.Context, request DeleteTagRequestObject) (DeleteTagResponseObject, error)
@@ -20319,6 +22395,9 @@ type StrictServerInterface interface {
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx context.Context, request ListDocumentsRequestObject) (ListDocumentsResponseObject, error)
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	// (POST /datasets/{dataset_id}/documents/download-zip)
+	DownloadDocumentsZip(ctx context.Context, request DownloadDocumentsZipRequestObject) (DownloadDocumentsZipResponseObject, error)
 	// UpdateDocumentsMetadata Set documents' metadata values
 	// (POST /datasets/{dataset_id}/documents/metadata)
 	UpdateDocumentsMetadata(ctx context.Context, request UpdateDocumentsMetadataRequestObject) (UpdateDocumentsMetadataResponseObject, error)
@@ -20337,6 +22416,9 @@ type StrictServerInterface interface {
 	// UpdateDocument Update a document
 	// (PATCH /datasets/{dataset_id}/documents/{document_id})
 	UpdateDocument(ctx context.Context, request UpdateDocumentRequestObject) (UpdateDocumentResponseObject, error)
+	// GetDocumentDownload Get a link to a document's original file
+	// (GET /datasets/{dataset_id}/documents/{document_id}/download)
+	GetDocumentDownload(ctx context.Context, request GetDocumentDownloadRequestObject) (GetDocumentDownloadResponseObject, error)
 	// ListSegments List a document's chunks
 	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
 	ListSegments(ctx context.Context, request ListSegmentsRequestObject) (ListSegmentsResponseObject, error)
@@ -20401,18 +22483,36 @@ type StrictServerInterface interface {
 	// UpdateMetadataField Rename a metadata field
 	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
 	UpdateMetadataField(ctx context.Context, request UpdateMetadataFieldRequestObject) (UpdateMetadataFieldResponseObject, error)
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	// (GET /datasets/{dataset_id}/pipeline/datasource-plugins)
+	ListPipelineDatasources(ctx context.Context, request ListPipelineDatasourcesRequestObject) (ListPipelineDatasourcesResponseObject, error)
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	// (POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run)
+	RunPipelineDatasourceNode(ctx context.Context, request RunPipelineDatasourceNodeRequestObject) (RunPipelineDatasourceNodeResponseObject, error)
+	// RunPipeline Run the knowledge base's pipeline
+	// (POST /datasets/{dataset_id}/pipeline/run)
+	RunPipeline(ctx context.Context, request RunPipelineRequestObject) (RunPipelineResponseObject, error)
 	// Retrieve Retrieve chunks
 	// (POST /datasets/{dataset_id}/retrieve)
 	Retrieve(ctx context.Context, request RetrieveRequestObject) (RetrieveResponseObject, error)
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx context.Context, request ListDatasetTagsRequestObject) (ListDatasetTagsResponseObject, error)
+	// GetEndUser Get an end user
+	// (GET /end-users/{end_user_id})
+	GetEndUser(ctx context.Context, request GetEndUserRequestObject) (GetEndUserResponseObject, error)
 	// GetToolFile Get a file a tool returned
 	// (GET /files/tools/{file})
 	GetToolFile(ctx context.Context, request GetToolFileRequestObject) (GetToolFileResponseObject, error)
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
+	// GetSignedFile Get a file through a signed link
+	// (GET /files/{file_id}/file-preview)
+	GetSignedFile(ctx context.Context, request GetSignedFileRequestObject) (GetSignedFileResponseObject, error)
+	// PreviewFile Preview or download a file
+	// (GET /files/{file_id}/preview)
+	PreviewFile(ctx context.Context, request PreviewFileRequestObject) (PreviewFileResponseObject, error)
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
@@ -20431,6 +22531,9 @@ type StrictServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
+	// GetSite Get the app's web-app settings
+	// (GET /site)
+	GetSite(ctx context.Context, request GetSiteRequestObject) (GetSiteResponseObject, error)
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx context.Context, request ListAvailableModelsRequestObject) (ListAvailableModelsResponseObject, error)
@@ -20922,6 +23025,35 @@ func (sh *strictHandler) CreateDataset(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(CreateDatasetResponseObject); ok {
 		return validResponse.VisitCreateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UploadPipelineFile operation middleware
+func (sh *strictHandler) UploadPipelineFile(ctx echo.Context) error {
+	var request UploadPipelineFileRequestObject
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UploadPipelineFile(ctx.Request().Context(), request.(UploadPipelineFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UploadPipelineFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UploadPipelineFileResponseObject); ok {
+		return validResponse.VisitUploadPipelineFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -21463,6 +23595,54 @@ func (sh *strictHandler) ListDocuments(ctx echo.Context, datasetId DatasetId, pa
 	return nil
 }
 
+// DownloadDocumentsZip operation middleware
+func (sh *strictHandler) DownloadDocumentsZip(ctx echo.Context, datasetId DatasetId) error {
+	var request DownloadDocumentsZipRequestObject
+
+	request.DatasetId = datasetId
+
+	var body DownloadDocumentsZipJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadDocumentsZip(ctx.Request().Context(), request.(DownloadDocumentsZipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadDocumentsZip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DownloadDocumentsZipResponseObject); ok {
+		return validResponse.VisitDownloadDocumentsZipResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // UpdateDocumentsMetadata operation middleware
 func (sh *strictHandler) UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error {
 	var request UpdateDocumentsMetadataRequestObject
@@ -21665,6 +23845,32 @@ func (sh *strictHandler) UpdateDocument(ctx echo.Context, datasetId DatasetId, d
 		return err
 	} else if validResponse, ok := response.(UpdateDocumentResponseObject); ok {
 		return validResponse.VisitUpdateDocumentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocumentDownload operation middleware
+func (sh *strictHandler) GetDocumentDownload(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request GetDocumentDownloadRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocumentDownload(ctx.Request().Context(), request.(GetDocumentDownloadRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocumentDownload")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocumentDownloadResponseObject); ok {
+		return validResponse.VisitGetDocumentDownloadResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22417,6 +24623,129 @@ func (sh *strictHandler) UpdateMetadataField(ctx echo.Context, datasetId Dataset
 	return nil
 }
 
+// ListPipelineDatasources operation middleware
+func (sh *strictHandler) ListPipelineDatasources(ctx echo.Context, datasetId DatasetId, params ListPipelineDatasourcesParams) error {
+	var request ListPipelineDatasourcesRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPipelineDatasources(ctx.Request().Context(), request.(ListPipelineDatasourcesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPipelineDatasources")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPipelineDatasourcesResponseObject); ok {
+		return validResponse.VisitListPipelineDatasourcesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunPipelineDatasourceNode operation middleware
+func (sh *strictHandler) RunPipelineDatasourceNode(ctx echo.Context, datasetId DatasetId, nodeId string) error {
+	var request RunPipelineDatasourceNodeRequestObject
+
+	request.DatasetId = datasetId
+	request.NodeId = nodeId
+
+	var body RunPipelineDatasourceNodeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunPipelineDatasourceNode(ctx.Request().Context(), request.(RunPipelineDatasourceNodeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunPipelineDatasourceNode")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunPipelineDatasourceNodeResponseObject); ok {
+		return validResponse.VisitRunPipelineDatasourceNodeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunPipeline operation middleware
+func (sh *strictHandler) RunPipeline(ctx echo.Context, datasetId DatasetId) error {
+	var request RunPipelineRequestObject
+
+	request.DatasetId = datasetId
+
+	var body RunPipelineJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunPipeline(ctx.Request().Context(), request.(RunPipelineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunPipeline")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunPipelineResponseObject); ok {
+		return validResponse.VisitRunPipelineResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Retrieve operation middleware
 func (sh *strictHandler) Retrieve(ctx echo.Context, datasetId DatasetId) error {
 	var request RetrieveRequestObject
@@ -22490,6 +24819,31 @@ func (sh *strictHandler) ListDatasetTags(ctx echo.Context, datasetId DatasetId) 
 	return nil
 }
 
+// GetEndUser operation middleware
+func (sh *strictHandler) GetEndUser(ctx echo.Context, endUserId string) error {
+	var request GetEndUserRequestObject
+
+	request.EndUserId = endUserId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEndUser(ctx.Request().Context(), request.(GetEndUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEndUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEndUserResponseObject); ok {
+		return validResponse.VisitGetEndUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetToolFile operation middleware
 func (sh *strictHandler) GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error {
 	var request GetToolFileRequestObject
@@ -22539,6 +24893,58 @@ func (sh *strictHandler) UploadFile(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(UploadFileResponseObject); ok {
 		return validResponse.VisitUploadFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSignedFile operation middleware
+func (sh *strictHandler) GetSignedFile(ctx echo.Context, fileId string, params GetSignedFileParams) error {
+	var request GetSignedFileRequestObject
+
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSignedFile(ctx.Request().Context(), request.(GetSignedFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSignedFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSignedFileResponseObject); ok {
+		return validResponse.VisitGetSignedFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PreviewFile operation middleware
+func (sh *strictHandler) PreviewFile(ctx echo.Context, fileId string, params PreviewFileParams) error {
+	var request PreviewFileRequestObject
+
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewFile(ctx.Request().Context(), request.(PreviewFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PreviewFileResponseObject); ok {
+		return validResponse.VisitPreviewFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22713,6 +25119,31 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 		return err
 	} else if validResponse, ok := response.(GetAppParametersResponseObject); ok {
 		return validResponse.VisitGetAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSite operation middleware
+func (sh *strictHandler) GetSite(ctx echo.Context, params GetSiteParams) error {
+	var request GetSiteRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSite(ctx.Request().Context(), request.(GetSiteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSite")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSiteResponseObject); ok {
+		return validResponse.VisitGetSiteResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

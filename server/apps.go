@@ -83,10 +83,8 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 	out.SystemParameters.VideoFileSizeLimit = p.Limits.Video
 	out.SystemParameters.WorkflowFileUploadLimit = p.Limits.WorkflowFiles
 	for _, f := range p.UserInputForm {
-		item := gen.InputFormItem{Label: f.Label, Variable: f.Variable, Required: f.Required}
-		if f.Default != "" {
-			item.Default = &f.Default
-		}
+		// Dify always sends `default` ("" when the input has none) and newer Dify `hide`.
+		item := gen.InputFormItem{Label: f.Label, Variable: f.Variable, Required: f.Required, Default: f.Default, Hide: f.Hide}
 		if f.MaxLength > 0 && (f.Type == config.InputText || f.Type == config.InputParagraph) {
 			item.MaxLength = &f.MaxLength
 		}

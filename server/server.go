@@ -264,13 +264,14 @@ func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
 	mp := gen.ModelProvider{
 		Provider:  p.Provider,
 		Label:     gen.I18nObject(p.Label),
-		IconSmall: p.IconSmall,
 		Status:    p.Status,
 		TenantId:  s.tenantID,
 		Models:    make([]gen.Model, 0, len(p.Models)),
 	}
-	if mp.IconSmall == nil {
-		mp.IconSmall = map[string]string{}
+	// A provider without icons has null, as in Dify, not an empty map.
+	if len(p.IconSmall) > 0 {
+		icon := maps.Clone(p.IconSmall)
+		mp.IconSmall = &icon
 	}
 	if p.IconSmallDark != nil {
 		dark := maps.Clone(p.IconSmallDark)

@@ -365,6 +365,8 @@ type FormItem struct {
 	Default   string
 	MaxLength int
 	Options   []string
+	// Hide hides the input from a web app's form (newer Dify's `hide`, kept in the field's Extra).
+	Hide bool
 }
 
 // Parameters returns the app's parameters.
@@ -382,9 +384,10 @@ func (a *App) Parameters(l Limits) Parameters {
 		if label == "" {
 			label = f.Variable
 		}
+		hide, _ := f.Extra["hide"].(bool)
 		p.UserInputForm = append(p.UserInputForm, FormItem{
 			Type: f.Type, Label: label, Variable: f.Variable, Required: f.Required,
-			Default: f.Default, MaxLength: f.MaxLength, Options: append([]string(nil), f.Options...),
+			Default: f.Default, MaxLength: f.MaxLength, Options: append([]string(nil), f.Options...), Hide: hide,
 		})
 	}
 	return p

@@ -30,6 +30,7 @@ const DefaultConversationName = "New conversation"
 // Store is what the engine needs from storage; *store.Store implements it.
 type Store interface {
 	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
+	EndUserByID(ctx context.Context, appID, id string) (store.EndUser, error)
 	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
 	StartConversation(ctx context.Context, c store.Conversation, m store.Message, files ...store.MessageFile) (store.Conversation, store.Message, error)
 	CreateMessage(ctx context.Context, m store.Message, files ...store.MessageFile) (store.Message, error)

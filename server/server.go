@@ -262,11 +262,11 @@ func (s *Server) ListAvailableModels(ctx context.Context, req gen.ListAvailableM
 
 func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
 	mp := gen.ModelProvider{
-		Provider:  p.Provider,
-		Label:     gen.I18nObject(p.Label),
-		Status:    p.Status,
-		TenantId:  s.tenantID,
-		Models:    make([]gen.Model, 0, len(p.Models)),
+		Provider: p.Provider,
+		Label:    gen.I18nObject(p.Label),
+		Status:   p.Status,
+		TenantId: s.tenantID,
+		Models:   make([]gen.Model, 0, len(p.Models)),
 	}
 	// A provider without icons has null, as in Dify, not an empty map.
 	if len(p.IconSmall) > 0 {

@@ -180,12 +180,12 @@ func (s *Service) DocumentFile(ctx context.Context, datasetID, documentID string
 	return up, err
 }
 
-// MaxZipBytes bounds the files one ZIP download may hold together.
-const MaxZipBytes = 1 << 30
+// DefaultMaxZipBytes bounds the files one ZIP download may hold together.
+const DefaultMaxZipBytes = 1 << 30
 
 // DocumentFiles returns the files of the given documents for one ZIP download, in the order
 // asked, a repeated id once. An unknown document refuses the whole download, and so do files
-// that add up to more than MaxZipBytes.
+// that add up to more than Options.MaxZipBytes.
 func (s *Service) DocumentFiles(ctx context.Context, datasetID string, ids []string) ([]store.UploadFile, error) {
 	seen := make(map[string]bool, len(ids))
 	var (
@@ -203,8 +203,8 @@ func (s *Service) DocumentFiles(ctx context.Context, datasetID string, ids []str
 			return nil, err
 		}
 		total += up.Size
-		if total > MaxZipBytes {
-			return nil, invalidParam(fmt.Sprintf("The documents' files add up to more than %d MB; download fewer at a time.", MaxZipBytes>>20))
+		if total > s.maxZip {
+			return nil, invalidParam(fmt.Sprintf("The documents' files add up to more than %s; download fewer at a time.", byteSize(s.maxZip)))
 		}
 		out = append(out, up)
 	}
@@ -214,4 +214,15 @@ func (s *Service) DocumentFiles(ctx context.Context, datasetID string, ids []str
 // OpenFile opens a document's file; the caller closes it.
 func (s *Service) OpenFile(ctx context.Context, f store.UploadFile) (io.ReadCloser, error) {
 	return s.files.Open(ctx, f)
+}
+
+// byteSize is n bytes in the largest whole unit that fits.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+func TestZipEntryName(t *testing.T) {
+	seen := map[string]int{}
+	for _, tc := range []struct{ in, want string }{
+		{"notes.txt", "notes.txt"},
+		{"Notes.TXT", "Notes (2).TXT"},
+		{"notes.txt", "notes (3).txt"},
+		{"notes (4).txt", "notes (4).txt"},
+		{"notes.txt", "notes (5).txt"},
+		{"../../etc/passwd", "passwd"},
+		{`dir\evil.md`, "dir_evil.md"},
+		{"", "file"},
+		{"/", "file (2)"},
+		{"README", "README"},
+		{"README", "README (2)"},
+	} {
+		if got := zipEntryName(tc.in, seen); got != tc.want {
+			t.Errorf("zipEntryName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestEpochFloat(t *testing.T) {
+	for in, want := range map[time.Time]string{
+		time.Unix(1741267200, 0):           "1741267200.0",
+		time.Unix(1741267200, 500_000_000): "1741267200.5",
+		time.Unix(0, 0):                    "0.0",
+	} {
+		if got := string(epochFloat(in)); got != want {
+			t.Errorf("epochFloat(%v) = %s, want %s", in, got, want)
+		}
+		var f float64
+		if err := json.Unmarshal(epochFloat(in), &f); err != nil {
+			t.Errorf("not a JSON number: %v", err)
+		}
+	}
+}
+
+func TestRemoteFilename(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://x.test/pics/cat.png":        "cat.png",
+		"https://x.test/pics/cat.png?size=2": "cat.png",
+		"https://x.test/pics/":               "pics",
+		"https://x.test":                     "",
+		"https://x.test/a%20b.png":           "a b.png",
+		"::not a url":                        "",
+	} {
+		if got := remoteFilename(in); got != want {
+			t.Errorf("remoteFilename(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDifyAutomaticRules(t *testing.T) {
+	got, _ := json.Marshal(difyAutomaticRules())
+	want := `{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}`
+	if string(got) != want {
+		t.Errorf("automatic rules = %s\nwant %s", got, want)
+	}
+}
+
+// TestBinaryResponsesPassThrough: the response validator sends a file's bytes as the handler
+// writes them, instead of holding the whole body: the client reads the first part while the
+// handler still waits to write the rest.
+func TestBinaryResponsesPassThrough(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	release := make(chan struct{})
+	f.e.GET("/v1/files/tools/:file", func(c echo.Context) error {
+		c.Response().Header().Set("Content-Type", "image/png")
+		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+		c.Response().WriteHeader(http.StatusOK)
+		_, _ = c.Response().Write([]byte("first\n"))
+		c.Response().Flush()
+		select {
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+		_, _ = c.Response().Write([]byte("second\n"))
+		return nil
+	})
+	srv := httptest.NewServer(f.e)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/v1/files/tools/x.png?timestamp=1&nonce=n&sign=s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := r.ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if line != "first\n" {
+			t.Fatalf("first part = %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the first part was held back until the handler finished")
+	}
+	close(release)
+	rest, _ := io.ReadAll(r)
+	if string(rest) != "second\n" || f.srv.Violations() != 0 {
+		t.Fatalf("rest = %q, %d violations", rest, f.srv.Violations())
+	}
+}

@@ -423,7 +423,7 @@ func TestKnowledgePipeline(t *testing.T) {
 		run := func(mut func(map[string]any)) (*http.Response, []byte) {
 			body := map[string]any{"inputs": map[string]any{"process_rule": map[string]any{"mode": "automatic"}}, "datasource_type": "local_file",
 				"datasource_info_list": []any{map[string]any{"reference": up.Id.String(), "name": "Leave handbook.md"}},
-				"start_node_id": "local_file", "is_published": true, "response_mode": "blocking"}
+				"start_node_id":        "local_file", "is_published": true, "response_mode": "blocking"}
 			if mut != nil {
 				mut(body)
 			}
@@ -431,13 +431,17 @@ func TestKnowledgePipeline(t *testing.T) {
 			return post("/datasets/"+ds+"/pipeline/run", string(b))
 		}
 		for what, mut := range map[string]func(map[string]any){
-			"streaming":           func(b map[string]any) { b["response_mode"] = "streaming" },
-			"website crawl":       func(b map[string]any) { b["datasource_type"] = "website_crawl" },
-			"another start node":  func(b map[string]any) { b["start_node_id"] = "1750000000000" },
-			"unknown reference":   func(b map[string]any) { b["datasource_info_list"] = []any{map[string]any{"reference": uuid.NewString()}} },
+			"streaming":          func(b map[string]any) { b["response_mode"] = "streaming" },
+			"website crawl":      func(b map[string]any) { b["datasource_type"] = "website_crawl" },
+			"another start node": func(b map[string]any) { b["start_node_id"] = "1750000000000" },
+			"unknown reference": func(b map[string]any) {
+				b["datasource_info_list"] = []any{map[string]any{"reference": uuid.NewString()}}
+			},
 			"malformed reference": func(b map[string]any) { b["datasource_info_list"] = []any{map[string]any{"reference": "../x"}} },
 			"no files":            func(b map[string]any) { b["datasource_info_list"] = []any{} },
-			"bad process rule":    func(b map[string]any) { b["inputs"] = map[string]any{"process_rule": map[string]any{"mode": "sideways"}} },
+			"bad process rule": func(b map[string]any) {
+				b["inputs"] = map[string]any{"process_rule": map[string]any{"mode": "sideways"}}
+			},
 		} {
 			resp, raw := run(mut)
 			wantErr(t, "pipeline run, "+what, resp, raw, 400, "invalid_param")

@@ -40,11 +40,13 @@ func TestPipelineRun(t *testing.T) {
 			Files: []knowledge.PipelineFile{{Reference: a.ID, Name: "Alpha.md"}, {Reference: b.ID}}}
 
 		refused := map[string]func(r *knowledge.PipelineRun){
-			"online document":  func(r *knowledge.PipelineRun) { r.DatasourceType = "online_document" },
-			"another node":     func(r *knowledge.PipelineRun) { r.StartNodeID = "crawler" },
-			"streaming":        func(r *knowledge.PipelineRun) { r.ResponseMode = "streaming" },
-			"no files":         func(r *knowledge.PipelineRun) { r.Files = nil },
-			"unknown file":     func(r *knowledge.PipelineRun) { r.Files = append(r.Files, knowledge.PipelineFile{Reference: store.NewID()}) },
+			"online document": func(r *knowledge.PipelineRun) { r.DatasourceType = "online_document" },
+			"another node":    func(r *knowledge.PipelineRun) { r.StartNodeID = "crawler" },
+			"streaming":       func(r *knowledge.PipelineRun) { r.ResponseMode = "streaming" },
+			"no files":        func(r *knowledge.PipelineRun) { r.Files = nil },
+			"unknown file": func(r *knowledge.PipelineRun) {
+				r.Files = append(r.Files, knowledge.PipelineFile{Reference: store.NewID()})
+			},
 			"not an id":        func(r *knowledge.PipelineRun) { r.Files = []knowledge.PipelineFile{{Reference: "../a"}} },
 			"unreadable name":  func(r *knowledge.PipelineRun) { r.Files = []knowledge.PipelineFile{{Reference: a.ID, Name: "a.exe"}} },
 			"inputs not rules": func(r *knowledge.PipelineRun) { r.Inputs = []byte(`{"process_rule":"x"}`) },

@@ -12977,8 +12977,8 @@ type ClientInterface interface {
 	// each becomes a document of the knowledge base, split by the general or the parent-child
 	// chunker and indexed as a document created by file is (`inputs.process_rule` and
 	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-	// latest rule and form, or the automatic rule). The run ends once the documents are
-	// created; their indexing goes on in the background, followed with
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
 	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -12996,8 +12996,8 @@ type ClientInterface interface {
 	// each becomes a document of the knowledge base, split by the general or the parent-child
 	// chunker and indexed as a document created by file is (`inputs.process_rule` and
 	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-	// latest rule and form, or the automatic rule). The run ends once the documents are
-	// created; their indexing goes on in the background, followed with
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
 	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -14945,8 +14945,8 @@ func (c *Client) RunPipelineDatasourceNode(ctx context.Context, datasetId Datase
 // each becomes a document of the knowledge base, split by the general or the parent-child
 // chunker and indexed as a document created by file is (`inputs.process_rule` and
 // `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-// latest rule and form, or the automatic rule). The run ends once the documents are
-// created; their indexing goes on in the background, followed with
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
 // `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 // `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 // datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -14974,8 +14974,8 @@ func (c *Client) RunPipelineWithBody(ctx context.Context, datasetId DatasetId, c
 // each becomes a document of the knowledge base, split by the general or the parent-child
 // chunker and indexed as a document created by file is (`inputs.process_rule` and
 // `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-// latest rule and form, or the automatic rule). The run ends once the documents are
-// created; their indexing goes on in the background, followed with
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
 // `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 // `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 // datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -20132,8 +20132,8 @@ type ClientWithResponsesInterface interface {
 	// each becomes a document of the knowledge base, split by the general or the parent-child
 	// chunker and indexed as a document created by file is (`inputs.process_rule` and
 	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-	// latest rule and form, or the automatic rule). The run ends once the documents are
-	// created; their indexing goes on in the background, followed with
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
 	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -20151,8 +20151,8 @@ type ClientWithResponsesInterface interface {
 	// each becomes a document of the knowledge base, split by the general or the parent-child
 	// chunker and indexed as a document created by file is (`inputs.process_rule` and
 	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-	// latest rule and form, or the automatic rule). The run ends once the documents are
-	// created; their indexing goes on in the background, followed with
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
 	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -28294,8 +28294,8 @@ func (c *ClientWithResponses) RunPipelineDatasourceNodeWithResponse(ctx context.
 // each becomes a document of the knowledge base, split by the general or the parent-child
 // chunker and indexed as a document created by file is (`inputs.process_rule` and
 // `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-// latest rule and form, or the automatic rule). The run ends once the documents are
-// created; their indexing goes on in the background, followed with
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
 // `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 // `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 // datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
@@ -28319,8 +28319,8 @@ func (c *ClientWithResponses) RunPipelineWithBodyWithResponse(ctx context.Contex
 // each becomes a document of the knowledge base, split by the general or the parent-child
 // chunker and indexed as a document created by file is (`inputs.process_rule` and
 // `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
-// latest rule and form, or the automatic rule). The run ends once the documents are
-// created; their indexing goes on in the background, followed with
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
 // `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
 // `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
 // datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400

@@ -39,7 +39,7 @@ func (s *Server) DownloadDocumentsZip(ctx context.Context, req gen.DownloadDocum
 	if err != nil {
 		return nil, err
 	}
-	return zipResponse{ctx: ctx, files: ups, open: s.knowledge.OpenFile, log: s.log}, nil
+	return zipResponse{ctx: ctx, files: ups, open: s.knowledge.OpenFile, log: s.log, stall: s.streamStall}, nil
 }
 
 // zipResponse streams the files as a ZIP archive. The files are stored, not compressed: most
@@ -52,6 +52,7 @@ type zipResponse struct {
 	log   interface {
 		Warn(msg string, args ...any)
 	}
+	stall time.Duration
 }
 
 func (r zipResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
@@ -59,6 +60,8 @@ func (r zipResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) er
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": "documents.zip"}))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
+	w, done := stallGuard(w, r.stall)
+	defer done()
 	zw := zip.NewWriter(w)
 	names := map[string]int{}
 	for _, f := range r.files {

@@ -2,14 +2,19 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func TestZipEntryName(t *testing.T) {
@@ -118,4 +123,46 @@ func TestBinaryResponsesPassThrough(t *testing.T) {
 	if string(rest) != "second\n" || f.srv.Violations() != 0 {
 		t.Fatalf("rest = %q, %d violations", rest, f.srv.Violations())
 	}
+}
+
+// TestZipStallEnds: a client that stops reading a large archive does not hold the handler for
+// ever: once the socket buffers are full, a write waits at most the stall timeout, and the
+// response ends with an error.
+func TestZipStallEnds(t *testing.T) {
+	const size = 256 << 20 // far beyond what loopback socket buffers hold
+	ended := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp := zipResponse{ctx: r.Context(), stall: 200 * time.Millisecond, log: slog.New(slog.DiscardHandler),
+			files: []store.UploadFile{{ID: "a", Name: "big.bin", Size: size}},
+			open: func(context.Context, store.UploadFile) (io.ReadCloser, error) {
+				return io.NopCloser(io.LimitReader(zeros{}, size)), nil
+			}}
+		ended <- resp.VisitDownloadDocumentsZipResponse(w)
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Read nothing.
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the whole archive was written to a client that read nothing")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler is still writing to a client that stopped reading")
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"time"
 
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/files"
@@ -25,16 +26,20 @@ func (s *Server) GetToolFile(ctx context.Context, req gen.GetToolFileRequestObje
 	case err != nil:
 		return nil, err
 	}
-	return toolFileResponse{gen.GetToolFile200AsteriskResponse{FileContentAsteriskResponse: fileContent(f, body, false)}}, nil
+	return toolFileResponse{gen.GetToolFile200AsteriskResponse{FileContentAsteriskResponse: fileContent(f, body, false)}, s.streamStall}, nil
 }
 
-// toolFileResponse is the generated response with the headers of safeFileHeaders.
+// toolFileResponse is the generated response with the headers of safeFileHeaders, its writes
+// bounded by stallGuard.
 type toolFileResponse struct {
 	gen.GetToolFile200AsteriskResponse
+	stall time.Duration
 }
 
 func (r toolFileResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
 	safeFileHeaders(w)
+	w, done := stallGuard(w, r.stall)
+	defer done()
 	return r.GetToolFile200AsteriskResponse.VisitGetToolFileResponse(w)
 }
 

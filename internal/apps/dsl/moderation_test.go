@@ -16,7 +16,7 @@ func TestModerationProblems(t *testing.T) {
 	for name, tc := range map[string]struct{ swa, want string }{
 		"api": {"{enabled: true, type: api, config: {api_based_extension_id: x, inputs_config: {enabled: true}}}",
 			"model_config.sensitive_word_avoidance: invalid moderation: type api calls a Dify API-based extension, which Parley does not have"},
-		"no type": {"{enabled: true, config: {}}", "sensitive_word_avoidance.type is required"},
+		"no type":      {"{enabled: true, config: {}}", "sensitive_word_avoidance.type is required"},
 		"unknown type": {"{enabled: true, type: regex, config: {}}", `type "regex" is not keywords, openai_moderation or api`},
 		"nothing enabled": {"{enabled: true, type: keywords, config: {keywords: a, inputs_config: {enabled: false}}}",
 			"at least one of inputs_config or outputs_config must be enabled"},

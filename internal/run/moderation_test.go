@@ -1,0 +1,146 @@
+package run
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/moderation"
+	"github.com/parleyhq/parley/internal/providers/registry"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/storetest"
+)
+
+// moderated is the app a with a rule: a keywords rule, or an openai_moderation one that cannot
+// reach a model (no moderation model configured), to see how failures are handled.
+func moderatedApp(a *apps.App, typ string, in, out bool) *apps.App {
+	c := *a
+	c.Features.SensitiveWordAvoidance = apps.SensitiveWordAvoidance{Enabled: true, Type: typ, Config: map[string]any{
+		"keywords":       "bad\nworse",
+		"inputs_config":  map[string]any{"enabled": in, "preset_response": "No, ça."},
+		"outputs_config": map[string]any{"enabled": out, "preset_response": "Replaced."},
+	}}
+	return &c
+}
+
+func withModeration(o *Options) {
+	cat := models.NewCatalog(nil, nil)
+	o.Moderation = moderation.New(cat, registry.New(cat.APIKey))
+}
+
+func kindsOf(evs []Event) string {
+	var b []string
+	for _, ev := range evs {
+		s := ev.Kind.String()
+		if ev.Kind == EventMessage || ev.Kind == EventMessageReplace {
+			s += "(" + ev.Answer + ")"
+		}
+		b = append(b, s)
+	}
+	return strings.Join(b, " ")
+}
+
+// TestInputModeration: a flagged query or input is answered with the preset response, one
+// character per message event as Dify streams its direct output, without running the job (no
+// model call); the stored answer is the preset. A check that cannot run fails the run.
+func TestInputModeration(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEngineEnv(t, e, withModeration)
+		app := moderatedApp(env.chat, moderation.TypeKeywords, true, false)
+		for _, req := range []Request{
+			{App: app, Query: "a BAD question", Streaming: true},
+			{App: app, Query: "fine", Inputs: map[string]any{"topic": "worse tides"}},
+		} {
+			r := env.start(t, req)
+			evs := collectEvents(t, r)
+			if got := kindsOf(evs); got != "message(N) message(o) message(,) message( ) message(ç) message(a) message(.) message_end" {
+				t.Fatalf("events %s", got)
+			}
+			if u := evs[len(evs)-1].End.Usage; u.TotalTokens != 0 || u.TotalPrice != "0.0" {
+				t.Fatalf("usage %+v", u)
+			}
+			waitDone(t, r)
+			if m := env.stored(t, app, r, "u1"); m.Answer != "No, ça." || m.Status != store.MessageStatusNormal || m.Query != req.Query {
+				t.Fatalf("stored %+v", m)
+			}
+		}
+		if n := env.runner.prepared.Load(); n != 2 {
+			t.Fatalf("prepared %d", n)
+		}
+
+		// Clean input: the job runs.
+		r := env.start(t, Request{App: app, Query: "good", Streaming: true})
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "bad answer"}), step{end: true})
+		if got := kindsOf(collectEvents(t, r)); got != "message(bad answer) message_end" {
+			t.Fatalf("outputs not moderated, got %s", got)
+		}
+		waitDone(t, r)
+
+		failing := moderatedApp(env.chat, moderation.TypeOpenAI, true, false)
+		r = env.start(t, Request{App: failing, Query: "good", Streaming: true})
+		evs := collectEvents(t, r)
+		if len(evs) != 1 || evs[0].Kind != EventError || !strings.Contains(evs[0].Err.Error(), "no moderation model") {
+			t.Fatalf("events %+v", evs)
+		}
+		waitDone(t, r)
+		if m := env.stored(t, failing, r, "u1"); m.Status != store.MessageStatusError {
+			t.Fatalf("stored %+v", m)
+		}
+	})
+}
+
+// TestOutputModeration: an answer flagged once complete is replaced (message_replace before
+// message_end, the stored answer the preset); one flagged while it streams stops the job, and
+// chunks after the verdict never reach the client; a check that cannot run lets the answer
+// through.
+func TestOutputModeration(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEngineEnv(t, e, withModeration)
+		app := moderatedApp(env.chat, moderation.TypeKeywords, false, true)
+
+		r := env.start(t, Request{App: app, Query: "a bad question", Streaming: true})
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "That is W"}), emit(Event{Kind: EventMessage, Answer: "ORSE."}), step{end: true})
+		evs := collectEvents(t, r)
+		if got := kindsOf(evs); got != "message(That is W) message(ORSE.) message_replace(Replaced.) message_end" {
+			t.Fatalf("events %s", got)
+		}
+		if evs[2].Data != nil {
+			t.Fatalf("a Chatbot's message_replace has no reason: %+v", evs[2])
+		}
+		waitDone(t, r)
+		if m := env.stored(t, app, r, "u1"); m.Answer != "Replaced." || m.Status != store.MessageStatusNormal {
+			t.Fatalf("stored %+v", m)
+		}
+
+		// Past ModerationBuffer characters the answer is checked while it streams: the job,
+		// still generating, is stopped.
+		r = env.start(t, Request{App: app, Query: "q", Streaming: true})
+		long := "bad " + strings.Repeat("x", ModerationBuffer)
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: long}))
+		evs = collectEvents(t, r)
+		if got := kindsOf(evs); got != "message("+long+") message_replace(Replaced.) message_end" {
+			t.Fatalf("events %s", got)
+		}
+		waitDone(t, r)
+		if m := env.stored(t, app, r, "u1"); m.Answer != "Replaced." || m.Status != store.MessageStatusNormal {
+			t.Fatalf("stored %+v", m)
+		}
+
+		// A clean answer is left alone.
+		r = env.start(t, Request{App: app, Query: "q", Streaming: true})
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: strings.Repeat("fine ", 100)}), step{end: true})
+		if got := kindsOf(collectEvents(t, r)); strings.Contains(got, "message_replace") {
+			t.Fatalf("events %s", got)
+		}
+		waitDone(t, r)
+
+		failing := moderatedApp(env.chat, moderation.TypeOpenAI, false, true)
+		r = env.start(t, Request{App: failing, Query: "q", Streaming: true})
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "bad " + strings.Repeat("y", ModerationBuffer)}), step{end: true})
+		if got := kindsOf(collectEvents(t, r)); strings.Contains(got, "message_replace") || !strings.HasSuffix(got, "message_end") {
+			t.Fatalf("events %s", got)
+		}
+		waitDone(t, r)
+	})
+}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"unicode/utf8"
@@ -36,8 +37,10 @@ type Moderation interface {
 }
 
 // ErrOutputModerated is the cause of the context of a run whose answer output moderation
-// replaced while the model was still generating: the run stops and ends as answered.
-var ErrOutputModerated = errors.New("stopped by output moderation")
+// replaced while the model was still generating: the work stops as on a stop request (it wraps
+// ErrStopped; a Chatflow's run ends stopped), and the answer ends as answered, with the
+// replacement.
+var ErrOutputModerated = fmt.Errorf("stopped by output moderation: %w", ErrStopped)
 
 // checker is the app's moderation checker, nil when it has none or the engine has no
 // moderation.

@@ -356,3 +356,71 @@ func TestModerationChatflow(t *testing.T) {
 		}
 	})
 }
+
+// TestModerationCompletion: a Completion app answers a flagged input with the preset, one
+// character per message event, and replaces a flagged text with message_replace (its own
+// contract event, without conversation_id) before message_end; blocking returns the preset.
+func TestModerationCompletion(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		c := importApp(t, p, `app: {name: Guarded Writer, mode: completion}
+kind: app
+version: 0.6.0
+model_config:
+  model: {provider: langgenius/openai/openai, name: gpt-4o-mini, mode: chat, completion_params: {}}
+  pre_prompt: Write about {{topic}}.
+  user_input_form:
+  - text-input: {label: Topic, variable: topic, required: true}
+  sensitive_word_avoidance: `+moderationRule("keywords")+"\n")
+		body := func(topic string, streaming bool) client.SendCompletionMessageJSONRequestBody {
+			mode := client.CompletionBlocking
+			if streaming {
+				mode = client.CompletionStreaming
+			}
+			return client.SendCompletionMessageJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "u1", ResponseMode: &mode}
+		}
+		line := func(evs []client.CompletionStreamEvent) string {
+			var parts []string
+			text, n := "", 0
+			for _, ev := range evs {
+				switch completionEventName(t, ev) {
+				case "message":
+					m, _ := ev.AsCompletionMessageEvent()
+					text, n = text+m.Answer, n+1
+				case "message_replace":
+					m, _ := ev.AsCompletionMessageReplaceEvent()
+					parts = append(parts, fmt.Sprintf("message×%d[%s]", n, text), "message_replace["+m.Answer+"]")
+					text, n = "", 0
+				default:
+					if n > 0 {
+						parts = append(parts, fmt.Sprintf("message×%d[%s]", n, text))
+					}
+					text, n = "", 0
+					parts = append(parts, completionEventName(t, ev))
+				}
+			}
+			return strings.Join(parts, " ")
+		}
+
+		topic := marker(t, "heresy")
+		if got, want := line(completionEvents(t, c, body(topic, true))), fmt.Sprintf("message×%d[%s] message_end", len(inputPreset), inputPreset); got != want {
+			t.Fatalf("flagged input:\n got %s\nwant %s", got, want)
+		}
+		if n := chatCalls(topic); n != 0 {
+			t.Fatalf("the model was called %d times", n)
+		}
+		r, err := c.SendCompletionMessageWithResponse(context.Background(), body(topic, false))
+		if err != nil || r.JSON200 == nil || r.JSON200.Answer != inputPreset {
+			t.Fatalf("blocking flagged input: %v %s", err, r.Body)
+		}
+
+		topic = marker(t, "old sermons")
+		upstream.On(topic, openaitest.Reply{Chunks: []string{"Full of ", "blasphemy."}})
+		if got, want := line(completionEvents(t, c, body(topic, true))), "message×2[Full of blasphemy.] message_replace["+outputPreset+"] message_end"; got != want {
+			t.Fatalf("flagged text:\n got %s\nwant %s", got, want)
+		}
+		r, err = c.SendCompletionMessageWithResponse(context.Background(), body(topic, false))
+		if err != nil || r.JSON200 == nil || r.JSON200.Answer != outputPreset {
+			t.Fatalf("blocking flagged text: %v %s", err, r.Body)
+		}
+	})
+}

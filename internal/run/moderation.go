@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -27,6 +28,9 @@ import (
 // ModerationBuffer is how many characters an answer grows by between two checks while it
 // streams: Dify's MODERATION_BUFFER_SIZE default.
 const ModerationBuffer = 300
+
+// finalCheckTimeout bounds the check of a complete answer, which also runs after a stop.
+const finalCheckTimeout = 30 * time.Second
 
 // ReasonOutputModeration is the reason a Chatflow's message_replace gives.
 const ReasonOutputModeration = "output_moderation"
@@ -96,8 +100,12 @@ func (e *Engine) moderated(c moderation.Checker, t Turn, r *Run, work Work) Work
 			g.flush(out)
 			return o, nil
 		}
-		if err == nil {
-			g.final(ctx, out)
+		// The whole answer is checked when it is complete, and also when the user stopped it:
+		// what is stored is never left unchecked because a client stopped in time.
+		if stopped := errors.Is(context.Cause(ctx), ErrStopped); err == nil || stopped {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalCheckTimeout)
+			g.final(fctx, out)
+			cancel()
 		}
 		return o, err
 	})
@@ -124,12 +132,14 @@ type guard struct {
 	reason bool
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	ctx     context.Context
-	stop    context.CancelCauseFunc
-	wg      sync.WaitGroup
-	closed  bool
-	running bool
+	mu   sync.Mutex
+	ctx  context.Context
+	stop context.CancelCauseFunc
+	// cancelChecks ends a check still running when the work is over.
+	cancelChecks context.CancelFunc
+	wg           sync.WaitGroup
+	closed       bool
+	running      bool
 	// grown counts the characters of the answer since the last check started.
 	grown int
 	// verdict is the replacement once a check flagged the answer; replaced once it was sent.
@@ -139,7 +149,8 @@ type guard struct {
 
 func (g *guard) start(ctx context.Context, stop context.CancelCauseFunc) {
 	g.mu.Lock()
-	g.ctx, g.stop = ctx, stop
+	g.ctx, g.cancelChecks = context.WithCancel(ctx)
+	g.stop = stop
 	g.mu.Unlock()
 }
 
@@ -200,6 +211,9 @@ func (g *guard) intercept(out *Output, ev Event) bool {
 func (g *guard) close() {
 	g.mu.Lock()
 	g.closed = true
+	if g.cancelChecks != nil {
+		g.cancelChecks()
+	}
 	g.mu.Unlock()
 	g.wg.Wait()
 }

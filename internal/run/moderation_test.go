@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -124,6 +125,23 @@ func TestOutputModeration(t *testing.T) {
 		}
 		waitDone(t, r)
 		if m := env.stored(t, app, r, "u1"); m.Answer != "Replaced." || m.Status != store.MessageStatusNormal {
+			t.Fatalf("stored %+v", m)
+		}
+
+		// An answer the user stopped is checked too: a stop in time does not keep flagged text.
+		r = env.start(t, Request{App: app, Query: "q", User: "owner", Streaming: true})
+		env.feed(t, emit(Event{Kind: EventMessage, Answer: "a bad start"}))
+		if ev := <-r.Events(); ev.Answer != "a bad start" {
+			t.Fatalf("event %+v", ev)
+		}
+		if err := env.engine.Stop(context.Background(), r.TaskID, app.ID, "owner"); err != nil {
+			t.Fatal(err)
+		}
+		if got := kindsOf(collectEvents(t, r)); got != "message_replace(Replaced.) message_end" {
+			t.Fatalf("events after the stop %s", got)
+		}
+		waitDone(t, r)
+		if m := env.stored(t, app, r, "owner"); m.Answer != "Replaced." || m.Status != store.MessageStatusStopped {
 			t.Fatalf("stored %+v", m)
 		}
 

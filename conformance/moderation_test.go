@@ -424,3 +424,37 @@ model_config:
 		}
 	})
 }
+
+// TestModerationAgentApp: an Agent app moderates with its published Agent's features: a flagged
+// query gets the preset in one message event, as Dify's Agent app sends it, and a flagged answer
+// is replaced after its closing message.
+func TestModerationAgentApp(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		doc := strings.Replace(agentAppDSL("Be careful with {{who}}.", "Hello."),
+			"        retriever_resource: {enabled: true}\n",
+			"        retriever_resource: {enabled: true}\n        sensitive_word_avoidance: "+moderationRule("keywords")+"\n", 1)
+		c := importApp(t, p, doc, "--lenient")
+		p.CLI(t, "apps", "publish", "Desk Agent")
+		inputs := map[string]any{"who": "Ada"}
+
+		q := marker(t, "agent, explain heresy")
+		got, _ := trace(t, streamEvents(t, c, moderationBody(q, true, inputs)))
+		if want := "message×1[" + inputPreset + "] message_end"; got != want {
+			t.Fatalf("flagged query:\n got %s\nwant %s", got, want)
+		}
+		if n := chatCalls(q); n != 0 {
+			t.Fatalf("the model was called %d times", n)
+		}
+
+		q = marker(t, "agent, what is forbidden")
+		upstream.On(q, openaitest.Reply{Chunks: []string{"It is ", "blasphemy."}})
+		evs := streamEvents(t, c, moderationBody(q, true, inputs))
+		got, _ = trace(t, evs)
+		if !strings.HasSuffix(got, "message×1[It is blasphemy.] message_replace["+outputPreset+"] message_end") {
+			t.Fatalf("flagged answer: %s", got)
+		}
+		if a := storedAnswer(t, c, conversationOf(t, evs)); a != outputPreset {
+			t.Fatalf("stored %q", a)
+		}
+	})
+}

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/moderation"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -161,4 +163,38 @@ func TestOutputModeration(t *testing.T) {
 		}
 		waitDone(t, r)
 	})
+}
+
+// TestOutputModerationIsBounded: a long answer streamed word by word costs the moderation model
+// one call per ModerationBuffer characters at most, plus the final one — never one per chunk.
+func TestOutputModerationIsBounded(t *testing.T) {
+	srv := openaitest.NewServer()
+	t.Cleanup(srv.Close)
+	env := map[string]string{"KEY": srv.APIKey()}
+	cat := models.NewCatalog([]config.Provider{{Name: "openai", BaseURL: srv.URL(), APIKeyEnv: "KEY", RequiresAPIKey: true,
+		Models: []config.Model{{Name: openaitest.DefaultModerationModel, Type: config.ModelTypeModeration, Enabled: true}}}},
+		func(k string) string { return env[k] })
+	e := newEngineEnv(t, storetest.NewEngine(t, storetest.SQLite), func(o *Options) { o.Moderation = moderation.New(cat, registry.New(cat.APIKey)) })
+	app := moderatedApp(e.chat, moderation.TypeOpenAI, false, true)
+	r := e.start(t, Request{App: app, Query: "q", Streaming: true})
+	const words = 600 // 3000 characters
+	steps := make([]step, 0, words+1)
+	for range words {
+		steps = append(steps, emit(Event{Kind: EventMessage, Answer: "word "}))
+	}
+	e.feedLater(t, append(steps, step{end: true})...)
+	if got := kindsOf(collectEvents(t, r)); strings.Contains(got, "message_replace") || !strings.HasSuffix(got, "message_end") {
+		t.Fatalf("events %s", got)
+	}
+	waitDone(t, r)
+	calls := 0
+	for _, req := range srv.Requests() {
+		if strings.HasSuffix(req.Path, "/moderations") {
+			calls++
+		}
+	}
+	if max := words*5/ModerationBuffer + 1; calls < 2 || calls > max {
+		t.Fatalf("%d moderation calls for %d chunks, want 2..%d", calls, words, max)
+	}
+	t.Logf("%d moderation calls for %d chunks (%d characters)", calls, words, words*5)
 }

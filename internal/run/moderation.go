@@ -19,15 +19,16 @@ import (
 //   - inputs: the query and the input values are checked before the work starts; a flagged
 //     request is answered with the preset response and the model is never called. A failing
 //     check fails the run (Dify does not answer a request it could not check).
-//   - outputs: the answer is checked as it streams, once per ModerationBuffer characters it
+//   - outputs: the answer is checked as it streams, once per Options.ModerationBuffer characters it
 //     grew by (one check at a time, off the answer's path), and whole at the end. A flagged
 //     answer is replaced: message_replace with the preset response, the stored answer is the
 //     preset, and a model still generating is stopped. A failing check lets the answer through
 //     (Dify logs it and carries on).
 
-// ModerationBuffer is how many characters an answer grows by between two checks while it
-// streams: Dify's MODERATION_BUFFER_SIZE default.
-const ModerationBuffer = 300
+// DefaultModerationBuffer is how many characters an answer grows by between two checks while
+// it streams, unless Options.ModerationBuffer says otherwise: Dify's MODERATION_BUFFER_SIZE
+// default.
+const DefaultModerationBuffer = 300
 
 // finalCheckTimeout bounds the check of a complete answer, which also runs after a stop.
 const finalCheckTimeout = 30 * time.Second
@@ -73,7 +74,7 @@ func (e *Engine) moderated(c moderation.Checker, t Turn, r *Run, work Work) Work
 	}
 	rule := c.Rule()
 	if rule.Outputs.Enabled {
-		r.guard = &guard{c: c, reason: r.Mode == apps.ModeAdvancedChat, log: e.log}
+		r.guard = &guard{c: c, reason: r.Mode == apps.ModeAdvancedChat, log: e.log, buffer: e.modBuffer}
 	}
 	return WorkFunc(func(ctx context.Context, out *Output) (Outcome, error) {
 		if rule.Inputs.Enabled {
@@ -131,6 +132,8 @@ type guard struct {
 	c      moderation.Checker
 	reason bool
 	log    *slog.Logger
+	// buffer is the growth, in characters, that starts a check.
+	buffer int
 
 	mu   sync.Mutex
 	ctx  context.Context
@@ -178,7 +181,7 @@ func (g *guard) intercept(out *Output, ev Event) bool {
 		return false
 	}
 	g.grown += utf8.RuneCountInString(ev.Answer)
-	if g.running || g.grown < ModerationBuffer {
+	if g.running || g.grown < g.buffer {
 		g.mu.Unlock()
 		return false
 	}

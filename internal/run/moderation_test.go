@@ -116,10 +116,10 @@ func TestOutputModeration(t *testing.T) {
 			t.Fatalf("stored %+v", m)
 		}
 
-		// Past ModerationBuffer characters the answer is checked while it streams: the job,
+		// Past DefaultModerationBuffer characters the answer is checked while it streams: the job,
 		// still generating, is stopped.
 		r = env.start(t, Request{App: app, Query: "q", Streaming: true})
-		long := "bad " + strings.Repeat("x", ModerationBuffer)
+		long := "bad " + strings.Repeat("x", DefaultModerationBuffer)
 		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: long}))
 		evs = collectEvents(t, r)
 		if got := kindsOf(evs); got != "message("+long+") message_replace(Replaced.) message_end" {
@@ -157,7 +157,7 @@ func TestOutputModeration(t *testing.T) {
 
 		failing := moderatedApp(env.chat, moderation.TypeOpenAI, false, true)
 		r = env.start(t, Request{App: failing, Query: "q", Streaming: true})
-		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "bad " + strings.Repeat("y", ModerationBuffer)}), step{end: true})
+		env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "bad " + strings.Repeat("y", DefaultModerationBuffer)}), step{end: true})
 		if got := kindsOf(collectEvents(t, r)); strings.Contains(got, "message_replace") || !strings.HasSuffix(got, "message_end") {
 			t.Fatalf("events %s", got)
 		}
@@ -166,7 +166,7 @@ func TestOutputModeration(t *testing.T) {
 }
 
 // TestOutputModerationIsBounded: a long answer streamed word by word costs the moderation model
-// one call per ModerationBuffer characters at most, plus the final one — never one per chunk.
+// one call per DefaultModerationBuffer characters at most, plus the final one — never one per chunk.
 func TestOutputModerationIsBounded(t *testing.T) {
 	srv := openaitest.NewServer()
 	t.Cleanup(srv.Close)
@@ -193,7 +193,7 @@ func TestOutputModerationIsBounded(t *testing.T) {
 			calls++
 		}
 	}
-	if max := words*5/ModerationBuffer + 1; calls < 2 || calls > max {
+	if max := words*5/DefaultModerationBuffer + 1; calls < 2 || calls > max {
 		t.Fatalf("%d moderation calls for %d chunks, want 2..%d", calls, words, max)
 	}
 	t.Logf("%d moderation calls for %d chunks (%d characters)", calls, words, words*5)

@@ -64,6 +64,9 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Moderation checks the apps' content moderation (nil: no app is moderated).
 	Moderation Moderation
+	// ModerationBuffer is how many characters an answer grows by between two output
+	// moderation checks while it streams (default DefaultModerationBuffer).
+	ModerationBuffer int
 	// StaleAfter is how old the heartbeat of a running message may grow before the message is
 	// taken as interrupted by a dead process (default DefaultStaleAfter). This process
 	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
@@ -92,8 +95,10 @@ type Engine struct {
 	kinds   map[string]Kind
 	log     *slog.Logger
 	buffer  int
-	// moderation checks apps' content moderation; nil when none is.
+	// moderation checks apps' content moderation, nil when none is; modBuffer is
+	// Options.ModerationBuffer.
 	moderation Moderation
+	modBuffer  int
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -122,10 +127,13 @@ func New(o Options) *Engine {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
 	}
+	if o.ModerationBuffer <= 0 {
+		o.ModerationBuffer = DefaultModerationBuffer
+	}
 	life, stop := context.WithCancelCause(context.Background())
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
-		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation,
+		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)

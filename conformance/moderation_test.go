@@ -173,6 +173,10 @@ func TestModerationChatbot(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
 		c := importApp(t, p, guardedChat("Guarded Bot", "chat", "keywords"))
 		ctx := context.Background()
+		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
+		if err != nil || par.JSON200 == nil || !par.JSON200.SensitiveWordAvoidance.Enabled {
+			t.Fatalf("parameters: %v %s", err, par.Body)
+		}
 
 		q := marker(t, "tell me about BLASPHEMY")
 		evs := streamEvents(t, c, moderationBody(q, true, nil))

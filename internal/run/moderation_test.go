@@ -193,8 +193,10 @@ func TestOutputModerationIsBounded(t *testing.T) {
 			calls++
 		}
 	}
-	if max := words*5/DefaultModerationBuffer + 1; calls < 2 || calls > max {
-		t.Fatalf("%d moderation calls for %d chunks, want 2..%d", calls, words, max)
+	// At least the final check; a check still running when the answer ends is cancelled,
+	// possibly before its request left.
+	if max := words*5/DefaultModerationBuffer + 1; calls < 1 || calls > max {
+		t.Fatalf("%d moderation calls for %d chunks, want 1..%d", calls, words, max)
 	}
 	t.Logf("%d moderation calls for %d chunks (%d characters)", calls, words, words*5)
 }

@@ -268,6 +268,21 @@ func (e CompletionMessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for CompletionMessageReplaceEventEvent.
+const (
+	CompletionMessageReplace CompletionMessageReplaceEventEvent = "message_replace"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageReplaceEventEvent enum.
+func (e CompletionMessageReplaceEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageReplace:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CompletionRequestResponseMode.
 const (
 	CompletionBlocking  CompletionRequestResponseMode = "blocking"
@@ -1922,6 +1937,23 @@ type CompletionMessageEvent struct {
 // CompletionMessageEventEvent defines model for CompletionMessageEvent.Event.
 type CompletionMessageEventEvent string
 
+// CompletionMessageReplaceEvent Output moderation flagged the Completion: `answer` (the app's preset response) replaces
+// all the text streamed so far, and is the stored answer.
+type CompletionMessageReplaceEvent struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                              `json:"created_at"`
+	Event     CompletionMessageReplaceEventEvent `json:"event"`
+	MessageId openapi_types.UUID                 `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageReplaceEventEvent defines model for CompletionMessageReplaceEvent.Event.
+type CompletionMessageReplaceEventEvent string
+
 // CompletionRequest Body of the send-completion-message operation. Unknown members are ignored.
 type CompletionRequest struct {
 	// Files Files for the message; `null` is accepted as "none". Images reach models with vision.
@@ -1979,9 +2011,10 @@ type CompletionResponseEvent string
 // CompletionResponseMode Always `completion`.
 type CompletionResponseMode string
 
-// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks, then
-// `message_end`, or `error`. Events carry no `conversation_id`. `ping` is a keep-alive sent as
-// the bare frame `event: ping`; clients skip it.
+// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks (and a
+// `message_replace` when output moderation replaces the text), then `message_end`, or `error`.
+// Events carry no `conversation_id`. `ping` is a keep-alive sent as the bare frame
+// `event: ping`; clients skip it.
 type CompletionStreamEvent struct {
 	union json.RawMessage
 }
@@ -3063,7 +3096,9 @@ type MessageList struct {
 	Limit   int              `json:"limit"`
 }
 
-// MessageReplaceEvent Output moderation replaced the answer so far with `answer`.
+// MessageReplaceEvent Output moderation flagged the answer: `answer` (the app's preset response) replaces all the
+// text streamed so far, and is the stored answer. Chatflow apps add `reason`
+// (`output_moderation`); Chatbot, Legacy Agent and Agent apps send none.
 type MessageReplaceEvent struct {
 	Answer         string             `json:"answer"`
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -3072,7 +3107,9 @@ type MessageReplaceEvent struct {
 	CreatedAt int64                    `json:"created_at"`
 	Event     MessageReplaceEventEvent `json:"event"`
 	MessageId openapi_types.UUID       `json:"message_id"`
-	Reason    *string                  `json:"reason,omitempty"`
+
+	// Reason Why the answer was replaced (Chatflow apps); `output_moderation`.
+	Reason *string `json:"reason,omitempty"`
 
 	// TaskId Task id for the stop-response operation.
 	TaskId openapi_types.UUID `json:"task_id"`
@@ -11643,6 +11680,40 @@ func (t *CompletionStreamEvent) MergeCompletionMessageEvent(v CompletionMessageE
 	return err
 }
 
+// AsCompletionMessageReplaceEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageReplaceEvent
+func (t CompletionStreamEvent) AsCompletionMessageReplaceEvent() (CompletionMessageReplaceEvent, error) {
+	var body CompletionMessageReplaceEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageReplaceEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) FromCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageReplaceEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsCompletionMessageEndEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEndEvent
 func (t CompletionStreamEvent) AsCompletionMessageEndEvent() (CompletionMessageEndEvent, error) {
 	var body CompletionMessageEndEvent
@@ -11765,6 +11836,8 @@ func (t CompletionStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCompletionMessageEvent()
 	case "message_end":
 		return t.AsCompletionMessageEndEvent()
+	case "message_replace":
+		return t.AsCompletionMessageReplaceEvent()
 	case "ping":
 		return t.AsPingEvent()
 	default:

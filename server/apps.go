@@ -70,6 +70,7 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 		SuggestedQuestions:            p.SuggestedQuestions,
 		SuggestedQuestionsAfterAnswer: gen.Enabled{Enabled: p.SuggestedQuestionsAfterAnswer},
 		RetrieverResource:             gen.Enabled{Enabled: p.RetrieverResource},
+		SensitiveWordAvoidance:        gen.Enabled{Enabled: a.Features.SensitiveWordAvoidance.Enabled},
 		UserInputForm:                 make([]map[string]gen.InputFormItem, 0, len(p.UserInputForm)),
 		// Features Parley does not offer yet are reported off, as Dify reports them for an app
 		// that has not enabled them; file_upload has no enabled kinds.

@@ -31,6 +31,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
@@ -221,6 +222,8 @@ func internalFailures() map[string]struct {
 		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
 		"run.ErrShuttingDown":                      {run.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
 		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"run.ErrOutputModerated":                   {run.ErrOutputModerated, "an answer output moderation replaced ends with message_end, never as an error"},
+		"moderation.ErrInvalid":                    {moderation.ErrInvalid, "an import refuses a rule that cannot run (a dsl.Error); only an app stored by other means could carry one"},
 		"config.FieldError":                        {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},
 		"jobs.ErrQueueFull":                        {jobs.ErrQueueFull, "the knowledge service logs it and leaves the document waiting"},
 		"jobs.ErrUnknownKind":                      {jobs.ErrUnknownKind, "wiring bug"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
@@ -144,7 +145,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
-		StaleAfter: cfg.RunStaleAfter,
+		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},

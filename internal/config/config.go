@@ -73,6 +73,9 @@ type Config struct {
 	// RunStaleAfter is how long a message may stay running without its process writing it
 	// (its heartbeat) before it is taken as interrupted by a dead process (PARLEY_RUN_STALE_AFTER).
 	RunStaleAfter time.Duration
+	// ModerationBufferSize is how many characters an answer grows by between two output
+	// moderation checks while it streams (MODERATION_BUFFER_SIZE, as in Dify).
+	ModerationBufferSize int
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// BodyTimeout is how long a request body may take to arrive (PARLEY_BODY_TIMEOUT), extended
@@ -325,6 +328,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IndexingMaxSegmentationTokensLength < 50 {
 		bad("INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH", "must be at least 50, got %d", c.IndexingMaxSegmentationTokensLength)
+	}
+	if c.ModerationBufferSize <= 0 {
+		bad("MODERATION_BUFFER_SIZE", "must be positive, got %d", c.ModerationBufferSize)
 	}
 	if c.IndexingWorkers <= 0 {
 		bad("PARLEY_INDEXING_WORKERS", "must be positive, got %d", c.IndexingWorkers)

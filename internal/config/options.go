@@ -79,6 +79,8 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ModelCallTimeout })},
 		{name: "PARLEY_RUN_STALE_AFTER", def: "60s",
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.RunStaleAfter })},
+		{name: "MODERATION_BUFFER_SIZE", def: "300",
+			parse: set(parseInt, func(c *Config) *int { return &c.ModerationBufferSize })},
 		{name: "PARLEY_SQLITE_SYNCHRONOUS", def: "normal",
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",

@@ -7,6 +7,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,11 @@ type Options struct {
 	// ProgressInterval is how often, at most, a run's answer so far is written while it
 	// streams (default DefaultProgressInterval).
 	ProgressInterval time.Duration
+	// Moderation checks the apps' content moderation (nil: no app is moderated).
+	Moderation Moderation
+	// ModerationBuffer is how many characters an answer grows by between two output
+	// moderation checks while it streams (default DefaultModerationBuffer).
+	ModerationBuffer int
 	// StaleAfter is how old the heartbeat of a running message may grow before the message is
 	// taken as interrupted by a dead process (default DefaultStaleAfter). This process
 	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
@@ -90,6 +96,10 @@ type Engine struct {
 	kinds   map[string]Kind
 	log     *slog.Logger
 	buffer  int
+	// moderation checks apps' content moderation, nil when none is; modBuffer is
+	// Options.ModerationBuffer.
+	moderation Moderation
+	modBuffer  int
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -118,10 +128,13 @@ func New(o Options) *Engine {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
 	}
+	if o.ModerationBuffer <= 0 {
+		o.ModerationBuffer = DefaultModerationBuffer
+	}
 	life, stop := context.WithCancelCause(context.Background())
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
-		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{},
+		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -177,6 +190,9 @@ type Run struct {
 	// last write of the message, its heartbeat) belong to keepRuns.
 	savedVersion     uint64
 	answerAt, beatAt time.Time
+
+	// guard is the output moderation of the answer, nil when it has none.
+	guard *guard
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -237,6 +253,10 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	mod, err := e.checker(cmp.Or(job.App, app))
+	if err != nil {
+		return nil, err
+	}
 
 	conv := turn.Conversation
 	msg := store.Message{
@@ -262,6 +282,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
+	job.Work = e.moderated(mod, turn, run, job.Work)
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)

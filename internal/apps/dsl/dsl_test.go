@@ -167,7 +167,6 @@ func TestOwnFiles(t *testing.T) {
 				}
 			},
 			notes: []string{
-				"not run: model_config.sensitive_word_avoidance: moderation is enabled, but Parley does not offer it yet; the setting is kept",
 				"not run: model_config.text_to_speech: text to speech is enabled, but Parley does not offer it yet; the setting is kept",
 			},
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/moderation"
 )
 
 // Options change how a file is imported.
@@ -296,6 +297,9 @@ func (c *converter) readFeatures(mc *section) {
 	c.keep(tts.path, tts.rest())
 	swa := mc.sub("sensitive_word_avoidance")
 	f.SensitiveWordAvoidance = apps.SensitiveWordAvoidance{Enabled: swa.boolean("enabled"), Type: swa.str("type"), Config: swa.mapping("config")}
+	if _, err := moderation.Parse(f.SensitiveWordAvoidance); err != nil {
+		c.p.add(swa.path, "%v", err)
+	}
 	c.keep(swa.path, swa.rest())
 	c.readAnnotationReply(mc)
 	c.readFileUpload(mc)
@@ -634,18 +638,17 @@ func (c *converter) checkDatasetQuery(mc *section) {
 // notRun lists the features Parley does not run yet, with the key that enables them. An app
 // that enables one still imports; the setting is kept for the day it runs.
 var notRun = map[string]string{
-	"speech_to_text":           "speech to text",
-	"text_to_speech":           "text to speech",
-	"more_like_this":           "more like this",
-	"sensitive_word_avoidance": "moderation",
-	"annotation_reply":         "annotation replies",
+	"speech_to_text":   "speech to text",
+	"text_to_speech":   "text to speech",
+	"more_like_this":   "more like this",
+	"annotation_reply": "annotation replies",
 }
 
 func (c *converter) noteFeaturesNotRun(mc *section) {
 	f := c.a.Features
 	on := map[string]bool{
 		"speech_to_text": f.SpeechToText.Enabled, "text_to_speech": f.TextToSpeech.Enabled, "more_like_this": f.MoreLikeThis.Enabled,
-		"sensitive_word_avoidance": f.SensitiveWordAvoidance.Enabled, "annotation_reply": f.AnnotationReply.Enabled,
+		"annotation_reply": f.AnnotationReply.Enabled,
 	}
 	for _, key := range slices.Sorted(maps.Keys(notRun)) {
 		if on[key] {

@@ -156,7 +156,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			w.files = append(w.files, fileValue(f, uploads[i]))
 		}
 	}
-	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w, Files: rows}, nil
+	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w, Files: rows, App: v.app}, nil
 }
 
 // version resolves the version a message runs: the one named, or the latest published.
@@ -328,6 +328,9 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		s := rep.Err.Error()
 		if rep.Status == workflow.StatusStopped {
 			s = "Workflow execution stopped by user."
+			if errors.Is(context.Cause(ctx), run.ErrOutputModerated) {
+				s = "Stopped by output moderation."
+			}
 		}
 		rec.Error, errText = s, &s
 	}

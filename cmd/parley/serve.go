@@ -151,6 +151,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeAgentChat:  {Runner: agentRunner},
 			apps.ModeAgent:           {Runner: agentRunner.AgentApp()},
 			apps.ModeAdvancedChat:    {Runner: chatflowRunner},
+			apps.ModeWorkflow:        {Runner: chatflowRunner, Workflow: true},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of

@@ -45,6 +45,11 @@ type Kind struct {
 	// conversation, and each message is stored under a conversation of its own that the API
 	// never shows.
 	OneShot bool
+	// Workflow apps answer no message: each request is one run of a graph, stored as a workflow
+	// run, whose stream ends with the job's own workflow_finished instead of message_end. The
+	// engine still keeps a one-shot message for each run, never shown by the API, so that
+	// admission, stop, progress heartbeats and crash reconciliation work as for every kind.
+	Workflow bool
 }
 
 // Options configure an Engine.
@@ -160,7 +165,11 @@ type Run struct {
 	WorkflowRunID string
 	CreatedAt     time.Time
 	Mode          string
+	// EndUserID is the end user the run belongs to.
+	EndUserID string
 
+	// workflow is Kind.Workflow: the job ends the stream itself.
+	workflow bool
 	events   chan Event
 	out      Output
 	detached chan struct{}
@@ -255,9 +264,10 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	}
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, WorkflowRunID: job.WorkflowRunID, CreatedAt: msg.CreatedAt,
-		Mode: app.Mode, events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		Mode: app.Mode, EndUserID: user.ID, workflow: kind.Workflow,
+		events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
 	}
-	if !kind.OneShot {
+	if !kind.OneShot && !kind.Workflow {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
@@ -290,7 +300,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 // (stored later, with the first message) whose inputs are validated against the app's form.
 func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *Turn) error {
 	id := strings.TrimSpace(t.ConversationID)
-	if kind.OneShot || id == "" {
+	if kind.OneShot || kind.Workflow || id == "" {
 		inputs, err := app.ValidateInputs(t.Request.Inputs)
 		if err != nil {
 			return err
@@ -303,7 +313,7 @@ func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *
 			ID: store.NewID(), AppID: app.ID, EndUserID: t.EndUser.ID, Name: DefaultConversationName,
 			Inputs: raw, Status: store.ConversationStatusNormal,
 		}
-		if !kind.OneShot {
+		if !kind.OneShot && !kind.Workflow {
 			c.Introduction = app.OpeningStatement
 		}
 		t.Conversation, t.NewConversation, t.Inputs = c, true, inputs
@@ -367,9 +377,16 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 			err = perr
 		}
 	}
+	var reported *ReportedError
 	if err != nil {
 		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
-		run.emit(Event{Kind: EventError, Err: err})
+		if !errors.As(err, &reported) {
+			run.emit(Event{Kind: EventError, Err: err})
+		}
+		return
+	}
+	if run.workflow {
+		// A Workflow app's job sent its own closing workflow_finished.
 		return
 	}
 	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})

@@ -399,8 +399,9 @@ func TestReplacedAnswerIsSaved(t *testing.T) {
 
 func TestEventKindNames(t *testing.T) {
 	kinds := EventKinds()
-	if len(kinds) != 27 {
-		t.Fatalf("%d event kinds, the seed names 27", len(kinds))
+	// The seed names 27; Workflow apps add text_chunk.
+	if len(kinds) != 28 {
+		t.Fatalf("%d event kinds, want 28", len(kinds))
 	}
 	seen := map[string]bool{}
 	for _, k := range kinds {
@@ -410,7 +411,7 @@ func TestEventKindNames(t *testing.T) {
 		seen[k.String()] = true
 	}
 	for k, nested := range map[EventKind]bool{EventMessage: false, EventAgentThought: false, EventReasoningChunk: true,
-		EventWorkflowStarted: true, EventAgentLog: true, EventHumanInputFormTimeout: true, EventError: false} {
+		EventWorkflowStarted: true, EventAgentLog: true, EventHumanInputFormTimeout: true, EventError: false, EventTextChunk: true} {
 		if k.Nested() != nested {
 			t.Errorf("%s nested = %v", k, k.Nested())
 		}

@@ -168,6 +168,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Conversations: conversations.New(e.store, chatSvc, engine),
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
+		WorkflowRuns:  e.store,
 		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,

@@ -216,6 +216,14 @@ func TestWorkflowApp(t *testing.T) {
 			wantError(t, "workflow_id "+tc.id, r.StatusCode(), r.Body, tc.status, tc.code)
 		}
 
+		// The one path both /workflows/run/{id} and /workflows/{id}/run match: a POST is a run of
+		// the version "run" (malformed); the contract's router takes a GET for the same path, so
+		// it is refused 405 rather than Dify's 404 — a 4xx with the error body either way.
+		status, rawBody = rawCall(t, p, "POST", "/workflows/run/run", `{"inputs":{"topic":"x"},"user":"u"}`, key)
+		wantError(t, "POST /workflows/run/run", status, rawBody, 400, "bad_request")
+		status, rawBody = rawCall(t, p, "GET", "/workflows/run/run", "", key)
+		wantError(t, "GET /workflows/run/run", status, rawBody, 405, "method_not_allowed")
+
 		// A failing model: the run fails, reported in the reply (blocking) or in workflow_finished
 		// (streaming) and never as an error event.
 		broken := marker(t, "broken")

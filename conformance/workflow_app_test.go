@@ -446,3 +446,42 @@ func TestWorkflowAppGolden(t *testing.T) {
 		golden(t, "workflow_stopped.sse.golden", got)
 	})
 }
+
+// TestWorkflowRunsOfChatflow: a Chatflow's runs are read through GET /workflows/run/{id}, as
+// Dify serves it for both kinds; its logs are empty (its runs are logged as messages), and the
+// operations that run or stop a Workflow app refuse it with not_workflow_app.
+func TestWorkflowRunsOfChatflow(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	p := startParley(t, "sqlite")
+	ctx := context.Background()
+	key := exampleApp(t, p, filepath.Join("..", "docs", "examples", "chatflow-basic.yml"), "Turn Counter", "Runs Turn Counter")
+	c := newClient(t, p, key)
+	q := marker(t, "runs of a chatflow")
+	upstream.On(q, openaitest.Reply{Chunks: []string{"Read", " back."}})
+	var runID, taskID string
+	for _, ev := range streamEvents(t, c, client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"name": "Ada"},
+		ResponseMode: ptr(client.Streaming)}) {
+		if eventName(t, ev) == "workflow_started" {
+			ws, _ := ev.AsWorkflowStartedEvent()
+			runID, taskID = ws.WorkflowRunId.String(), ws.TaskId.String()
+		}
+	}
+	got, err := c.GetWorkflowRunWithResponse(ctx, runID)
+	if err != nil || got.JSON200 == nil || got.JSON200.Status != "succeeded" || got.JSON200.TotalSteps != 4 ||
+		!strings.Contains(got.JSON200.Inputs, q) {
+		t.Fatalf("a Chatflow's run: %v %s", err, got.Body)
+	}
+	logs, err := c.ListWorkflowLogsWithResponse(ctx, &client.ListWorkflowLogsParams{})
+	if err != nil || logs.JSON200 == nil || logs.JSON200.Total != 0 || len(logs.JSON200.Data) != 0 {
+		t.Fatalf("a Chatflow's logs: %v %s", err, logs.Body)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/workflows/run", `{"inputs":{"name":"Ada"},"user":"u1"}`},
+		{"POST", "/workflows/tasks/" + taskID + "/stop", `{"user":"u1"}`},
+	} {
+		status, raw := rawCall(t, p, tc.method, tc.path, tc.body, key)
+		wantError(t, tc.path+" on a Chatflow", status, raw, 400, "not_workflow_app")
+	}
+}

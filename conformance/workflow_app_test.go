@@ -485,3 +485,57 @@ func TestWorkflowRunsOfChatflow(t *testing.T) {
 		wantError(t, tc.path+" on a Chatflow", status, raw, 400, "not_workflow_app")
 	}
 }
+
+// TestWorkflowRunKilledMidStream kills the server (SIGKILL) while a Workflow app's LLM streams.
+// After a restart the run, left running by the dead process, ends failed with the interruption's
+// error, through the same sweep as a chat message's, and the logs show it so.
+func TestWorkflowRunKilledMidStream(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		ctx := context.Background()
+		key := exampleApp(t, p, workflowExample, "Topic Writer", "Killed Topic Writer "+p.engine.Name)
+		c := newClient(t, p, key)
+		topic := marker(t, "an endless topic")
+		upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
+		resp, err := c.RunWorkflow(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "kim",
+			ResponseMode: ptr(client.WorkflowStreaming)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, err := client.NewWorkflowEventStream(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stream.Close()
+		var runID string
+		for runID == "" {
+			if !stream.Next() {
+				t.Fatalf("stream ended: %v", stream.Err())
+			}
+			if workflowEventName(t, stream.Event()) == "text_chunk" {
+				tc, _ := stream.Event().AsTextChunkEvent()
+				runID = tc.WorkflowRunId.String()
+			}
+		}
+		if got, err := c.GetWorkflowRunWithResponse(ctx, runID); err != nil || got.JSON200 == nil || got.JSON200.Status != "running" ||
+			got.JSON200.FinishedAt != nil {
+			t.Fatalf("a running run: %v %s", err, got.Body)
+		}
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		p.Start(t, "PARLEY_RUN_STALE_AFTER=2s")
+		c = newClient(t, p, key)
+		eventually(t, "the interrupted run to end", func() (bool, any) {
+			got, err := c.GetWorkflowRunWithResponse(ctx, runID)
+			return err == nil && got.JSON200 != nil && got.JSON200.Status == "failed", string(got.Body)
+		})
+		got, _ := c.GetWorkflowRunWithResponse(ctx, runID)
+		if got.JSON200.Error == nil || *got.JSON200.Error != interruptedError || got.JSON200.FinishedAt == nil {
+			t.Fatalf("after restart: %s", got.Body)
+		}
+		logs, err := c.ListWorkflowLogsWithResponse(ctx, &client.ListWorkflowLogsParams{Status: ptr(client.ListWorkflowLogsParamsStatusFailed)})
+		if err != nil || logs.JSON200 == nil || logs.JSON200.Total != 1 || logs.JSON200.Data[0].WorkflowRun.Id.String() != runID {
+			t.Fatalf("logs: %v %s", err, logs.Body)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ import (
 
 // workflowExample is the example Workflow app of docs/examples.
 var workflowExample = filepath.Join("..", "docs", "examples", "workflow-basic.yml")
+
+// timestampRE matches a Workflow app's sys.timestamp, which goldens normalise.
+var timestampRE = regexp.MustCompile(`"sys\.timestamp":\d+`)
 
 // workflowStream runs body on the app of c in streaming mode and reads the whole stream.
 func workflowStream(t *testing.T, c *client.ClientWithResponses, body client.RunWorkflowJSONRequestBody) []client.WorkflowStreamEvent {
@@ -146,7 +150,8 @@ func TestWorkflowApp(t *testing.T) {
 				ws, _ := ev.AsWorkflowAppStartedEvent()
 				runID, versionID = ws.WorkflowRunId.String(), ws.Data.WorkflowId
 				appID, _ = ws.Data.Inputs["sys.app_id"].(string)
-				if _, has := ws.Data.Inputs["sys.conversation_id"]; has || ws.Data.Inputs["topic"] != topic {
+				ts, _ := ws.Data.Inputs["sys.timestamp"].(float64)
+				if _, has := ws.Data.Inputs["sys.conversation_id"]; has || ws.Data.Inputs["topic"] != topic || ts < float64(time.Now().Add(-time.Hour).Unix()) {
 					t.Fatalf("workflow_started inputs %v", ws.Data.Inputs)
 				}
 			case "node_started", "node_finished":
@@ -405,8 +410,8 @@ func TestWorkflowAppGolden(t *testing.T) {
 		golden(t, "workflow_blocking.json.golden", got)
 	})
 	t.Run("streaming", func(t *testing.T) {
-		golden(t, "workflow_streaming.sse.golden",
-			streamGoldenAt(t, p, "/workflows/run", key, `{"inputs":{"topic":"golden tides"},"user":"golden","response_mode":"streaming"}`))
+		got := streamGoldenAt(t, p, "/workflows/run", key, `{"inputs":{"topic":"golden tides"},"user":"golden","response_mode":"streaming"}`)
+		golden(t, "workflow_streaming.sse.golden", timestampRE.ReplaceAllString(got, `"sys.timestamp":<ts>`))
 	})
 	t.Run("stopped", func(t *testing.T) {
 		req, _ := newRequest("POST", p.URL+"/workflows/run", `{"inputs":{"topic":"golden endless"},"user":"golden","response_mode":"streaming"}`, key)
@@ -443,7 +448,7 @@ func TestWorkflowAppGolden(t *testing.T) {
 		}
 		got := normalize(strings.TrimRight(b.String(), "\n") + "\n")
 		got = finishedRE.ReplaceAllString(toolTimeRE.ReplaceAllString(got, `"$1":<seconds>`), `"finished_at":<ts>`)
-		golden(t, "workflow_stopped.sse.golden", got)
+		golden(t, "workflow_stopped.sse.golden", timestampRE.ReplaceAllString(got, `"sys.timestamp":<ts>`))
 	})
 }
 

@@ -291,7 +291,9 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		workflow.SysWorkflowID:    w.v.id,
 		workflow.SysWorkflowRunID: w.runID,
 	}
-	if !isApp {
+	if isApp {
+		sys[workflow.SysTimestamp] = created.Unix()
+	} else {
 		sys[workflow.SysQuery] = t.Query
 		sys[workflow.SysConversationID] = t.Conversation.ID
 		sys[workflow.SysDialogueCount] = int64(len(w.history) + 1)

@@ -1,7 +1,9 @@
-// Package chatflow runs Chatflow apps (mode advanced-chat) in the run engine: it picks the
-// published version to run, builds the variable pool of the turn (system, environment and
-// conversation variables, the request's inputs), runs the graph with the workflow engine, and
-// streams and persists the workflow run. docs/workflow.md describes it.
+// Package chatflow runs Chatflow apps (mode advanced-chat) and Workflow apps (mode workflow) in
+// the run engine: it picks the published version to run, builds the variable pool of the turn
+// (system, environment and conversation variables, the request's inputs), runs the graph with
+// the workflow engine, and streams and persists the workflow run. A Workflow app's run has no
+// conversation and ends its stream with workflow_finished whatever its status.
+// docs/workflow.md and docs/workflow-apps.md describe it.
 package chatflow
 
 import (
@@ -88,7 +90,7 @@ type Options struct {
 	RefusePinnedVersions bool
 }
 
-// Runner is the run.Runner of Chatflow apps.
+// Runner is the run.Runner of Chatflow and Workflow apps.
 type Runner struct {
 	store  Store
 	files  func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)

@@ -21,13 +21,13 @@ import (
 
 // Defines values for AgentLogEventEvent.
 const (
-	AgentLog AgentLogEventEvent = "agent_log"
+	AgentLogEventEventAgentLog AgentLogEventEvent = "agent_log"
 )
 
 // Valid indicates whether the value is a known member of the AgentLogEventEvent enum.
 func (e AgentLogEventEvent) Valid() bool {
 	switch e {
-	case AgentLog:
+	case AgentLogEventEventAgentLog:
 		return true
 	default:
 		return false
@@ -660,13 +660,13 @@ func (e IndexingTechnique) Valid() bool {
 
 // Defines values for IterationCompletedEventEvent.
 const (
-	IterationCompleted IterationCompletedEventEvent = "iteration_completed"
+	IterationCompletedEventEventIterationCompleted IterationCompletedEventEvent = "iteration_completed"
 )
 
 // Valid indicates whether the value is a known member of the IterationCompletedEventEvent enum.
 func (e IterationCompletedEventEvent) Valid() bool {
 	switch e {
-	case IterationCompleted:
+	case IterationCompletedEventEventIterationCompleted:
 		return true
 	default:
 		return false
@@ -675,13 +675,13 @@ func (e IterationCompletedEventEvent) Valid() bool {
 
 // Defines values for IterationNextEventEvent.
 const (
-	IterationNext IterationNextEventEvent = "iteration_next"
+	IterationNextEventEventIterationNext IterationNextEventEvent = "iteration_next"
 )
 
 // Valid indicates whether the value is a known member of the IterationNextEventEvent enum.
 func (e IterationNextEventEvent) Valid() bool {
 	switch e {
-	case IterationNext:
+	case IterationNextEventEventIterationNext:
 		return true
 	default:
 		return false
@@ -690,13 +690,13 @@ func (e IterationNextEventEvent) Valid() bool {
 
 // Defines values for IterationStartedEventEvent.
 const (
-	IterationStarted IterationStartedEventEvent = "iteration_started"
+	IterationStartedEventEventIterationStarted IterationStartedEventEvent = "iteration_started"
 )
 
 // Valid indicates whether the value is a known member of the IterationStartedEventEvent enum.
 func (e IterationStartedEventEvent) Valid() bool {
 	switch e {
-	case IterationStarted:
+	case IterationStartedEventEventIterationStarted:
 		return true
 	default:
 		return false
@@ -705,13 +705,13 @@ func (e IterationStartedEventEvent) Valid() bool {
 
 // Defines values for LoopCompletedEventEvent.
 const (
-	LoopCompleted LoopCompletedEventEvent = "loop_completed"
+	LoopCompletedEventEventLoopCompleted LoopCompletedEventEvent = "loop_completed"
 )
 
 // Valid indicates whether the value is a known member of the LoopCompletedEventEvent enum.
 func (e LoopCompletedEventEvent) Valid() bool {
 	switch e {
-	case LoopCompleted:
+	case LoopCompletedEventEventLoopCompleted:
 		return true
 	default:
 		return false
@@ -720,13 +720,13 @@ func (e LoopCompletedEventEvent) Valid() bool {
 
 // Defines values for LoopNextEventEvent.
 const (
-	LoopNext LoopNextEventEvent = "loop_next"
+	LoopNextEventEventLoopNext LoopNextEventEvent = "loop_next"
 )
 
 // Valid indicates whether the value is a known member of the LoopNextEventEvent enum.
 func (e LoopNextEventEvent) Valid() bool {
 	switch e {
-	case LoopNext:
+	case LoopNextEventEventLoopNext:
 		return true
 	default:
 		return false
@@ -735,13 +735,13 @@ func (e LoopNextEventEvent) Valid() bool {
 
 // Defines values for LoopStartedEventEvent.
 const (
-	LoopStarted LoopStartedEventEvent = "loop_started"
+	LoopStartedEventEventLoopStarted LoopStartedEventEvent = "loop_started"
 )
 
 // Valid indicates whether the value is a known member of the LoopStartedEventEvent enum.
 func (e LoopStartedEventEvent) Valid() bool {
 	switch e {
-	case LoopStarted:
+	case LoopStartedEventEventLoopStarted:
 		return true
 	default:
 		return false
@@ -1071,13 +1071,13 @@ func (e NodeFinishedDataStatus) Valid() bool {
 
 // Defines values for NodeFinishedEventEvent.
 const (
-	NodeFinished NodeFinishedEventEvent = "node_finished"
+	NodeFinishedEventEventNodeFinished NodeFinishedEventEvent = "node_finished"
 )
 
 // Valid indicates whether the value is a known member of the NodeFinishedEventEvent enum.
 func (e NodeFinishedEventEvent) Valid() bool {
 	switch e {
-	case NodeFinished:
+	case NodeFinishedEventEventNodeFinished:
 		return true
 	default:
 		return false
@@ -1116,13 +1116,13 @@ func (e NodeRetryEventDataStatus) Valid() bool {
 
 // Defines values for NodeRetryEventEvent.
 const (
-	NodeRetry NodeRetryEventEvent = "node_retry"
+	NodeRetryEventEventNodeRetry NodeRetryEventEvent = "node_retry"
 )
 
 // Valid indicates whether the value is a known member of the NodeRetryEventEvent enum.
 func (e NodeRetryEventEvent) Valid() bool {
 	switch e {
-	case NodeRetry:
+	case NodeRetryEventEventNodeRetry:
 		return true
 	default:
 		return false
@@ -1131,13 +1131,13 @@ func (e NodeRetryEventEvent) Valid() bool {
 
 // Defines values for NodeStartedEventEvent.
 const (
-	NodeStarted NodeStartedEventEvent = "node_started"
+	NodeStartedEventEventNodeStarted NodeStartedEventEvent = "node_started"
 )
 
 // Valid indicates whether the value is a known member of the NodeStartedEventEvent enum.
 func (e NodeStartedEventEvent) Valid() bool {
 	switch e {
-	case NodeStarted:
+	case NodeStartedEventEventNodeStarted:
 		return true
 	default:
 		return false
@@ -1236,13 +1236,13 @@ func (e ProgressDataStatus) Valid() bool {
 
 // Defines values for ReasoningChunkEventEvent.
 const (
-	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
+	ReasoningChunkEventEventReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
 )
 
 // Valid indicates whether the value is a known member of the ReasoningChunkEventEvent enum.
 func (e ReasoningChunkEventEvent) Valid() bool {
 	switch e {
-	case ReasoningChunk:
+	case ReasoningChunkEventEventReasoningChunk:
 		return true
 	default:
 		return false
@@ -1399,6 +1399,21 @@ func (e TagRefType) Valid() bool {
 	}
 }
 
+// Defines values for TextChunkEventEvent.
+const (
+	TextChunk TextChunkEventEvent = "text_chunk"
+)
+
+// Valid indicates whether the value is a known member of the TextChunkEventEvent enum.
+func (e TextChunkEventEvent) Valid() bool {
+	switch e {
+	case TextChunk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TtsMessageEndEventEvent.
 const (
 	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
@@ -1429,15 +1444,213 @@ func (e TtsMessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppErrorEventEvent.
+const (
+	WorkflowAppErrorEventEventError WorkflowAppErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppErrorEventEvent enum.
+func (e WorkflowAppErrorEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppFinishedEventEvent.
+const (
+	WorkflowAppFinishedEventEventWorkflowFinished WorkflowAppFinishedEventEvent = "workflow_finished"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppFinishedEventEvent enum.
+func (e WorkflowAppFinishedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppNodeEventEvent.
+const (
+	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
+	WorkflowAppNodeEventEventIterationCompleted WorkflowAppNodeEventEvent = "iteration_completed"
+	WorkflowAppNodeEventEventIterationNext      WorkflowAppNodeEventEvent = "iteration_next"
+	WorkflowAppNodeEventEventIterationStarted   WorkflowAppNodeEventEvent = "iteration_started"
+	WorkflowAppNodeEventEventLoopCompleted      WorkflowAppNodeEventEvent = "loop_completed"
+	WorkflowAppNodeEventEventLoopNext           WorkflowAppNodeEventEvent = "loop_next"
+	WorkflowAppNodeEventEventLoopStarted        WorkflowAppNodeEventEvent = "loop_started"
+	WorkflowAppNodeEventEventNodeFinished       WorkflowAppNodeEventEvent = "node_finished"
+	WorkflowAppNodeEventEventNodeRetry          WorkflowAppNodeEventEvent = "node_retry"
+	WorkflowAppNodeEventEventNodeStarted        WorkflowAppNodeEventEvent = "node_started"
+	WorkflowAppNodeEventEventReasoningChunk     WorkflowAppNodeEventEvent = "reasoning_chunk"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppNodeEventEvent enum.
+func (e WorkflowAppNodeEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppNodeEventEventAgentLog:
+		return true
+	case WorkflowAppNodeEventEventIterationCompleted:
+		return true
+	case WorkflowAppNodeEventEventIterationNext:
+		return true
+	case WorkflowAppNodeEventEventIterationStarted:
+		return true
+	case WorkflowAppNodeEventEventLoopCompleted:
+		return true
+	case WorkflowAppNodeEventEventLoopNext:
+		return true
+	case WorkflowAppNodeEventEventLoopStarted:
+		return true
+	case WorkflowAppNodeEventEventNodeFinished:
+		return true
+	case WorkflowAppNodeEventEventNodeRetry:
+		return true
+	case WorkflowAppNodeEventEventNodeStarted:
+		return true
+	case WorkflowAppNodeEventEventReasoningChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventDataReason.
+const (
+	WorkflowAppStartedEventDataReasonInitial    WorkflowAppStartedEventDataReason = "initial"
+	WorkflowAppStartedEventDataReasonResumption WorkflowAppStartedEventDataReason = "resumption"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventDataReason enum.
+func (e WorkflowAppStartedEventDataReason) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventDataReasonInitial:
+		return true
+	case WorkflowAppStartedEventDataReasonResumption:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventEvent.
+const (
+	WorkflowAppStartedEventEventWorkflowStarted WorkflowAppStartedEventEvent = "workflow_started"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventEvent enum.
+func (e WorkflowAppStartedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowFinishedEventEvent.
 const (
-	WorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
+	WorkflowFinishedEventEventWorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowFinishedEventEvent enum.
 func (e WorkflowFinishedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowFinished:
+	case WorkflowFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByEndUserType.
+const (
+	WorkflowLogCreatedByEndUserTypeServiceApi WorkflowLogCreatedByEndUserType = "service_api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByEndUserType enum.
+func (e WorkflowLogCreatedByEndUserType) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByEndUserTypeServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByRole.
+const (
+	WorkflowLogCreatedByRoleEndUser WorkflowLogCreatedByRole = "end_user"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByRole enum.
+func (e WorkflowLogCreatedByRole) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByRoleEndUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedFrom.
+const (
+	WorkflowLogCreatedFromServiceApi WorkflowLogCreatedFrom = "service-api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedFrom enum.
+func (e WorkflowLogCreatedFrom) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedFromServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunStatus.
+const (
+	WorkflowLogWorkflowRunStatusFailed           WorkflowLogWorkflowRunStatus = "failed"
+	WorkflowLogWorkflowRunStatusPartialSucceeded WorkflowLogWorkflowRunStatus = "partial-succeeded"
+	WorkflowLogWorkflowRunStatusPaused           WorkflowLogWorkflowRunStatus = "paused"
+	WorkflowLogWorkflowRunStatusRunning          WorkflowLogWorkflowRunStatus = "running"
+	WorkflowLogWorkflowRunStatusStopped          WorkflowLogWorkflowRunStatus = "stopped"
+	WorkflowLogWorkflowRunStatusSucceeded        WorkflowLogWorkflowRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunStatus enum.
+func (e WorkflowLogWorkflowRunStatus) Valid() bool {
+	switch e {
+	case WorkflowLogWorkflowRunStatusFailed:
+		return true
+	case WorkflowLogWorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowLogWorkflowRunStatusPaused:
+		return true
+	case WorkflowLogWorkflowRunStatusRunning:
+		return true
+	case WorkflowLogWorkflowRunStatusStopped:
+		return true
+	case WorkflowLogWorkflowRunStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunTriggeredFrom.
+const (
+	AppRun WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunTriggeredFrom enum.
+func (e WorkflowLogWorkflowRunTriggeredFrom) Valid() bool {
+	switch e {
+	case AppRun:
 		return true
 	default:
 		return false
@@ -1474,6 +1687,54 @@ func (e WorkflowPausedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowRunDetailStatus.
+const (
+	WorkflowRunDetailStatusFailed           WorkflowRunDetailStatus = "failed"
+	WorkflowRunDetailStatusPartialSucceeded WorkflowRunDetailStatus = "partial-succeeded"
+	WorkflowRunDetailStatusPaused           WorkflowRunDetailStatus = "paused"
+	WorkflowRunDetailStatusRunning          WorkflowRunDetailStatus = "running"
+	WorkflowRunDetailStatusStopped          WorkflowRunDetailStatus = "stopped"
+	WorkflowRunDetailStatusSucceeded        WorkflowRunDetailStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunDetailStatus enum.
+func (e WorkflowRunDetailStatus) Valid() bool {
+	switch e {
+	case WorkflowRunDetailStatusFailed:
+		return true
+	case WorkflowRunDetailStatusPartialSucceeded:
+		return true
+	case WorkflowRunDetailStatusPaused:
+		return true
+	case WorkflowRunDetailStatusRunning:
+		return true
+	case WorkflowRunDetailStatusStopped:
+		return true
+	case WorkflowRunDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunRequestResponseMode.
+const (
+	WorkflowBlocking  WorkflowRunRequestResponseMode = "blocking"
+	WorkflowStreaming WorkflowRunRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunRequestResponseMode enum.
+func (e WorkflowRunRequestResponseMode) Valid() bool {
+	switch e {
+	case WorkflowBlocking:
+		return true
+	case WorkflowStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowRunStatus.
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
@@ -1500,16 +1761,16 @@ func (e WorkflowRunStatus) Valid() bool {
 
 // Defines values for WorkflowStartedEventDataReason.
 const (
-	Initial    WorkflowStartedEventDataReason = "initial"
-	Resumption WorkflowStartedEventDataReason = "resumption"
+	WorkflowStartedEventDataReasonInitial    WorkflowStartedEventDataReason = "initial"
+	WorkflowStartedEventDataReasonResumption WorkflowStartedEventDataReason = "resumption"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventDataReason enum.
 func (e WorkflowStartedEventDataReason) Valid() bool {
 	switch e {
-	case Initial:
+	case WorkflowStartedEventDataReasonInitial:
 		return true
-	case Resumption:
+	case WorkflowStartedEventDataReasonResumption:
 		return true
 	default:
 		return false
@@ -1518,13 +1779,13 @@ func (e WorkflowStartedEventDataReason) Valid() bool {
 
 // Defines values for WorkflowStartedEventEvent.
 const (
-	WorkflowStarted WorkflowStartedEventEvent = "workflow_started"
+	WorkflowStartedEventEventWorkflowStarted WorkflowStartedEventEvent = "workflow_started"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventEvent enum.
 func (e WorkflowStartedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowStarted:
+	case WorkflowStartedEventEventWorkflowStarted:
 		return true
 	default:
 		return false
@@ -1549,6 +1810,27 @@ func (e ListConversationsParamsSortBy) Valid() bool {
 	case MinusUpdatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowLogsParamsStatus.
+const (
+	ListWorkflowLogsParamsStatusFailed    ListWorkflowLogsParamsStatus = "failed"
+	ListWorkflowLogsParamsStatusStopped   ListWorkflowLogsParamsStatus = "stopped"
+	ListWorkflowLogsParamsStatusSucceeded ListWorkflowLogsParamsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowLogsParamsStatus enum.
+func (e ListWorkflowLogsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowLogsParamsStatusFailed:
+		return true
+	case ListWorkflowLogsParamsStatusStopped:
+		return true
+	case ListWorkflowLogsParamsStatusSucceeded:
 		return true
 	default:
 		return false
@@ -4054,6 +4336,20 @@ type TaskEnvelope struct {
 	TaskId openapi_types.UUID `json:"task_id"`
 }
 
+// TextChunkEvent Streamed text of the run: the values of the end nodes' outputs in order, one line each, an LLM's text as it is generated. Concatenate in order.
+type TextChunkEvent struct {
+	Data struct {
+		FromVariableSelector *[]string `json:"from_variable_selector"`
+		Text                 string    `json:"text"`
+	} `json:"data"`
+	Event         TextChunkEventEvent `json:"event"`
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
+}
+
+// TextChunkEventEvent defines model for TextChunkEvent.Event.
+type TextChunkEventEvent string
+
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
 type TtsMessageEndEvent struct {
 	Audio          string             `json:"audio"`
@@ -4303,6 +4599,84 @@ type UserRequest struct {
 	User string `json:"user"`
 }
 
+// WorkflowAppErrorEvent The run could not go on (the server shut down); the HTTP status stays 200.
+type WorkflowAppErrorEvent struct {
+	Code          string                     `json:"code"`
+	Event         WorkflowAppErrorEventEvent `json:"event"`
+	Message       string                     `json:"message"`
+	Status        int                        `json:"status"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// WorkflowAppErrorEventEvent defines model for WorkflowAppErrorEvent.Event.
+type WorkflowAppErrorEventEvent string
+
+// WorkflowAppFinishedEvent The run ended, with any status; it is the stream's last event but for a shutdown's `error`.
+type WorkflowAppFinishedEvent struct {
+	Data struct {
+		CreatedAt int64                   `json:"created_at"`
+		CreatedBy *map[string]interface{} `json:"created_by,omitempty"`
+
+		// ElapsedTime Seconds.
+		ElapsedTime     float64                   `json:"elapsed_time"`
+		Error           *string                   `json:"error"`
+		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
+		Files           *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt      int64                     `json:"finished_at"`
+
+		// Id Workflow run id.
+		Id openapi_types.UUID `json:"id"`
+
+		// Outputs The end node's outputs.
+		Outputs *map[string]interface{} `json:"outputs"`
+
+		// Status The final status of a workflow run.
+		Status      WorkflowRunStatus `json:"status"`
+		TotalSteps  int               `json:"total_steps"`
+		TotalTokens int               `json:"total_tokens"`
+
+		// WorkflowId The published version that ran.
+		WorkflowId string `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppFinishedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID            `json:"task_id"`
+	WorkflowRunId openapi_types.UUID            `json:"workflow_run_id"`
+}
+
+// WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
+type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
+type WorkflowAppNodeEvent struct {
+	Data          map[string]interface{}    `json:"data"`
+	Event         WorkflowAppNodeEventEvent `json:"event"`
+	TaskId        openapi_types.UUID        `json:"task_id"`
+	WorkflowRunId openapi_types.UUID        `json:"workflow_run_id"`
+}
+
+// WorkflowAppNodeEventEvent defines model for WorkflowAppNodeEvent.Event.
+type WorkflowAppNodeEventEvent string
+
+// WorkflowAppStartedEvent The run began.
+type WorkflowAppStartedEvent struct {
+	Data struct {
+		CreatedAt  int64                              `json:"created_at"`
+		Id         openapi_types.UUID                 `json:"id"`
+		Inputs     map[string]interface{}             `json:"inputs"`
+		Reason     *WorkflowAppStartedEventDataReason `json:"reason,omitempty"`
+		WorkflowId string                             `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppStartedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// WorkflowAppStartedEventDataReason defines model for WorkflowAppStartedEvent.Data.Reason.
+type WorkflowAppStartedEventDataReason string
+
+// WorkflowAppStartedEventEvent defines model for WorkflowAppStartedEvent.Event.
+type WorkflowAppStartedEventEvent string
+
 // WorkflowEnvelope defines model for WorkflowEnvelope.
 type WorkflowEnvelope struct {
 	TaskId        openapi_types.UUID `json:"task_id"`
@@ -4341,6 +4715,61 @@ type WorkflowFinishedEvent struct {
 // WorkflowFinishedEventEvent defines model for WorkflowFinishedEvent.Event.
 type WorkflowFinishedEventEvent string
 
+// WorkflowLog defines model for WorkflowLog.
+type WorkflowLog struct {
+	CreatedAt        int64                   `json:"created_at"`
+	CreatedByAccount *map[string]interface{} `json:"created_by_account"`
+	CreatedByEndUser struct {
+		Id          openapi_types.UUID              `json:"id"`
+		IsAnonymous bool                            `json:"is_anonymous"`
+		SessionId   string                          `json:"session_id"`
+		Type        WorkflowLogCreatedByEndUserType `json:"type"`
+	} `json:"created_by_end_user"`
+	CreatedByRole WorkflowLogCreatedByRole `json:"created_by_role"`
+	CreatedFrom   WorkflowLogCreatedFrom   `json:"created_from"`
+	Details       *map[string]interface{}  `json:"details"`
+	Id            openapi_types.UUID       `json:"id"`
+	WorkflowRun   struct {
+		CreatedAt       int64                               `json:"created_at"`
+		ElapsedTime     float64                             `json:"elapsed_time"`
+		Error           *string                             `json:"error"`
+		ExceptionsCount int                                 `json:"exceptions_count"`
+		FinishedAt      *int64                              `json:"finished_at"`
+		Id              openapi_types.UUID                  `json:"id"`
+		Status          WorkflowLogWorkflowRunStatus        `json:"status"`
+		TotalSteps      int                                 `json:"total_steps"`
+		TotalTokens     int                                 `json:"total_tokens"`
+		TriggeredFrom   WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
+
+		// Version The published version that ran (its number).
+		Version string `json:"version"`
+	} `json:"workflow_run"`
+}
+
+// WorkflowLogCreatedByEndUserType defines model for WorkflowLog.CreatedByEndUser.Type.
+type WorkflowLogCreatedByEndUserType string
+
+// WorkflowLogCreatedByRole defines model for WorkflowLog.CreatedByRole.
+type WorkflowLogCreatedByRole string
+
+// WorkflowLogCreatedFrom defines model for WorkflowLog.CreatedFrom.
+type WorkflowLogCreatedFrom string
+
+// WorkflowLogWorkflowRunStatus defines model for WorkflowLog.WorkflowRun.Status.
+type WorkflowLogWorkflowRunStatus string
+
+// WorkflowLogWorkflowRunTriggeredFrom defines model for WorkflowLog.WorkflowRun.TriggeredFrom.
+type WorkflowLogWorkflowRunTriggeredFrom string
+
+// WorkflowLogList defines model for WorkflowLogList.
+type WorkflowLogList struct {
+	Data    []WorkflowLog `json:"data"`
+	HasMore bool          `json:"has_more"`
+	Limit   int           `json:"limit"`
+	Page    int           `json:"page"`
+	Total   int           `json:"total"`
+}
+
 // WorkflowPausedEvent A Chatflow run paused at a human-input node; the stream ends.
 type WorkflowPausedEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -4369,6 +4798,76 @@ type WorkflowPausedEventDataStatus string
 
 // WorkflowPausedEventEvent defines model for WorkflowPausedEvent.Event.
 type WorkflowPausedEventEvent string
+
+// WorkflowRunDetail defines model for WorkflowRunDetail.
+type WorkflowRunDetail struct {
+	CreatedAt   int64              `json:"created_at"`
+	ElapsedTime float64            `json:"elapsed_time"`
+	Error       *string            `json:"error"`
+	FinishedAt  *int64             `json:"finished_at"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Inputs The run's inputs (system variables included) as a JSON text, as Dify returns them.
+	Inputs      string                  `json:"inputs"`
+	Outputs     map[string]interface{}  `json:"outputs"`
+	Status      WorkflowRunDetailStatus `json:"status"`
+	TotalSteps  int                     `json:"total_steps"`
+	TotalTokens int                     `json:"total_tokens"`
+	WorkflowId  string                  `json:"workflow_id"`
+}
+
+// WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
+type WorkflowRunDetailStatus string
+
+// WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
+type WorkflowRunRequest struct {
+	// Files Files for the run (`sys.files`); `null` is accepted as "none".
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the start node's input variables keyed by variable name.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *WorkflowRunRequestResponseMode `json:"response_mode,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app.
+	User string `json:"user"`
+}
+
+// WorkflowRunRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type WorkflowRunRequestResponseMode string
+
+// WorkflowRunResponse The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRunResponse struct {
+	// Data A finished run, as the blocking reply and `workflow_finished` report it.
+	Data          WorkflowRunResult  `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// WorkflowRunResult A finished run, as the blocking reply and `workflow_finished` report it.
+type WorkflowRunResult struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime float64 `json:"elapsed_time"`
+	Error       *string `json:"error"`
+	FinishedAt  int64   `json:"finished_at"`
+
+	// Id Workflow run id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Outputs The end node's outputs.
+	Outputs *map[string]interface{} `json:"outputs"`
+
+	// Status The final status of a workflow run.
+	Status      WorkflowRunStatus `json:"status"`
+	TotalSteps  int               `json:"total_steps"`
+	TotalTokens int               `json:"total_tokens"`
+
+	// WorkflowId The published version that ran.
+	WorkflowId string `json:"workflow_id"`
+}
 
 // WorkflowRunStatus The final status of a workflow run.
 type WorkflowRunStatus string
@@ -4399,6 +4898,14 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// WorkflowStreamEvent One event of a streamed Workflow app run, dispatched on `event`. Every event but ping
+// carries the run's `workflow_run_id` first, then `task_id` (except `error`) and `data`;
+// there is no conversation or message. `ping` is a keep-alive sent as the bare frame
+// `event: ping`.
+type WorkflowStreamEvent struct {
+	union json.RawMessage
+}
 
 // AsAttachment defines model for AsAttachment.
 type AsAttachment = bool
@@ -4480,6 +4987,9 @@ type Unauthorized = Error
 
 // UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
 type UnsupportedMediaType = Error
+
+// WorkflowRun The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRun = WorkflowRunResponse
 
 // ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
 type ListAppFeedbacksParams struct {
@@ -4677,6 +5187,33 @@ type GetSiteParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParams struct {
+	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
+	Status  *ListWorkflowLogsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAtBefore Only runs created before this time (ISO 8601).
+	CreatedAtBefore *time.Time `form:"created_at__before,omitempty" json:"created_at__before,omitempty"`
+
+	// CreatedAtAfter Only runs created after this time (ISO 8601).
+	CreatedAtAfter *time.Time `form:"created_at__after,omitempty" json:"created_at__after,omitempty"`
+
+	// CreatedByEndUserSessionId Only runs of the end user with this `user` value.
+	CreatedByEndUserSessionId *string `form:"created_by_end_user_session_id,omitempty" json:"created_by_end_user_session_id,omitempty"`
+
+	// CreatedByAccount Only runs started by the console account with this email; runs through the API have none, so any value matches nothing.
+	CreatedByAccount *string `form:"created_by_account,omitempty" json:"created_by_account,omitempty"`
+
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParamsStatus string
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4797,6 +5334,15 @@ type UploadFileMultipartRequestBody = FileUploadRequest
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
+type RunWorkflowJSONRequestBody = WorkflowRunRequest
+
+// StopWorkflowTaskJSONRequestBody defines body for StopWorkflowTask for application/json ContentType.
+type StopWorkflowTaskJSONRequestBody = UserRequest
+
+// RunWorkflowVersionJSONRequestBody defines body for RunWorkflowVersion for application/json ContentType.
+type RunWorkflowVersionJSONRequestBody = WorkflowRunRequest
 
 // Getter for additional properties for AgentLogEvent_Data. Returns the specified
 // element and whether it was found
@@ -12067,6 +12613,223 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
+	var body WorkflowAppStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppStartedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppStartedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppNodeEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppNodeEvent
+func (t WorkflowStreamEvent) AsWorkflowAppNodeEvent() (WorkflowAppNodeEvent, error) {
+	var body WorkflowAppNodeEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppNodeEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppNodeEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextChunkEvent returns the union data inside the WorkflowStreamEvent as a TextChunkEvent
+func (t WorkflowStreamEvent) AsTextChunkEvent() (TextChunkEvent, error) {
+	var body TextChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextChunkEvent overwrites any union data inside the WorkflowStreamEvent as the provided TextChunkEvent
+func (t *WorkflowStreamEvent) FromTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextChunkEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided TextChunkEvent
+func (t *WorkflowStreamEvent) MergeTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppFinishedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppFinishedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppFinishedEvent() (WorkflowAppFinishedEvent, error) {
+	var body WorkflowAppFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppFinishedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppFinishedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppErrorEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppErrorEvent
+func (t WorkflowStreamEvent) AsWorkflowAppErrorEvent() (WorkflowAppErrorEvent, error) {
+	var body WorkflowAppErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppErrorEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppErrorEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
+func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the WorkflowStreamEvent as the provided PingEvent
+func (t *WorkflowStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided PingEvent
+func (t *WorkflowStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsWorkflowAppNodeEvent()
+	case "error":
+		return t.AsWorkflowAppErrorEvent()
+	case "iteration_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_finished":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_retry":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "ping":
+		return t.AsPingEvent()
+	case "reasoning_chunk":
+		return t.AsWorkflowAppNodeEvent()
+	case "text_chunk":
+		return t.AsTextChunkEvent()
+	case "workflow_finished":
+		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_started":
+		return t.AsWorkflowAppStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -13240,6 +14003,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /site (the `GetSite` operationId).
 	GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkflowLogs List workflow logs
+	//
+	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+	// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+	// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+	// the end user's session id, case-insensitively.
+	//
+	// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+	ListWorkflowLogs(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowWithBody Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflow Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowRun Get a workflow run
+	//
+	// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+	// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+	// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+	// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+	//
+	// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+	GetWorkflowRun(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopWorkflowTaskWithBody Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopWorkflowTask Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTask(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowVersionWithBody Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowVersion Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableModels Get available models
 	//
@@ -15379,6 +16246,190 @@ func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersP
 // Corresponds with GET /site (the `GetSite` operationId).
 func (c *Client) GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSiteRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkflowLogs List workflow logs
+//
+// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+// the end user's session id, case-insensitively.
+//
+// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+func (c *Client) ListWorkflowLogs(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkflowLogsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowWithBody Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *Client) RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflow Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *Client) RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowRun Get a workflow run
+//
+// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+//
+// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+func (c *Client) GetWorkflowRun(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRunRequest(c.Server, workflowRunId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopWorkflowTaskWithBody Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *Client) StopWorkflowTaskWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopWorkflowTaskRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopWorkflowTask Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *Client) StopWorkflowTask(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopWorkflowTaskRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowVersionWithBody Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *Client) RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequestWithBody(c.Server, workflowId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowVersion Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *Client) RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequest(c.Server, workflowId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19174,6 +20225,312 @@ func NewGetSiteRequest(server string, params *GetSiteParams) (*http.Request, err
 	return req, nil
 }
 
+// NewListWorkflowLogsRequest constructs an http.Request for the ListWorkflowLogs method
+func NewListWorkflowLogsRequest(server string, params *ListWorkflowLogsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/logs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAtBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_at__before", *params.CreatedAtBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAtAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_at__after", *params.CreatedAtAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedByEndUserSessionId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_by_end_user_session_id", *params.CreatedByEndUserSessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedByAccount != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_by_account", *params.CreatedByAccount, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRunWorkflowRequest calls the generic RunWorkflow builder with application/json body
+func NewRunWorkflowRequest(server string, body RunWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRunWorkflowRequestWithBody constructs an http.Request for the RunWorkflow method, with any body, and a specified content type
+func NewRunWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/run")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetWorkflowRunRequest constructs an http.Request for the GetWorkflowRun method
+func NewGetWorkflowRunRequest(server string, workflowRunId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_run_id", workflowRunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/run/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStopWorkflowTaskRequest calls the generic StopWorkflowTask builder with application/json body
+func NewStopWorkflowTaskRequest(server string, taskId TaskId, body StopWorkflowTaskJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStopWorkflowTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewStopWorkflowTaskRequestWithBody constructs an http.Request for the StopWorkflowTask method, with any body, and a specified content type
+func NewStopWorkflowTaskRequestWithBody(server string, taskId TaskId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/tasks/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRunWorkflowVersionRequest calls the generic RunWorkflowVersion builder with application/json body
+func NewRunWorkflowVersionRequest(server string, workflowId string, body RunWorkflowVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunWorkflowVersionRequestWithBody(server, workflowId, "application/json", bodyReader)
+}
+
+// NewRunWorkflowVersionRequestWithBody constructs an http.Request for the RunWorkflowVersion method, with any body, and a specified content type
+func NewRunWorkflowVersionRequestWithBody(server string, workflowId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_id", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/%s/run", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListAvailableModelsRequest constructs an http.Request for the ListAvailableModels method
 func NewListAvailableModelsRequest(server string, modelType ModelType) (*http.Request, error) {
 	var err error
@@ -20417,6 +21774,114 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /site (the `GetSite` operationId).
 	GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error)
+
+	// ListWorkflowLogsWithResponse List workflow logs
+	//
+	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+	// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+	// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+	// the end user's session id, case-insensitively.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+	ListWorkflowLogsWithResponse(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*ListWorkflowLogsResponse, error)
+
+	// RunWorkflowWithBodyWithResponse Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+
+	// RunWorkflowWithResponse Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+
+	// GetWorkflowRunWithResponse Get a workflow run
+	//
+	// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+	// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+	// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+	// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+	GetWorkflowRunWithResponse(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*GetWorkflowRunResponse, error)
+
+	// StopWorkflowTaskWithBodyWithResponse Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error)
+
+	// StopWorkflowTaskWithResponse Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithResponse(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error)
+
+	// RunWorkflowVersionWithBodyWithResponse Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
+
+	// RunWorkflowVersionWithResponse Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
 
 	// ListAvailableModelsWithResponse Get available models
 	//
@@ -26829,6 +28294,463 @@ func (r GetSiteResponse) ContentType() string {
 	return ""
 }
 
+// ListWorkflowLogsResponse401Headers the declared response headers of an HTTP 401 response for ListWorkflowLogs
+type ListWorkflowLogsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListWorkflowLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowLogList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkflowLogsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON200() *WorkflowLogList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkflowLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkflowLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkflowLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkflowLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunWorkflowResponse401Headers the declared response headers of an HTTP 401 response for RunWorkflow
+type RunWorkflowResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRun
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunWorkflowResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunWorkflowResponse) GetJSON200() *WorkflowRun {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunWorkflowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunWorkflowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunWorkflowResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunWorkflowResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunWorkflowResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunWorkflowResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunWorkflowResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunWorkflowResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWorkflowRunResponse401Headers the declared response headers of an HTTP 401 response for GetWorkflowRun
+type GetWorkflowRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetWorkflowRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRunDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowRunResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON200() *WorkflowRunDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StopWorkflowTaskResponse401Headers the declared response headers of an HTTP 401 response for StopWorkflowTask
+type StopWorkflowTaskResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StopWorkflowTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StopWorkflowTaskResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StopWorkflowTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopWorkflowTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopWorkflowTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopWorkflowTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunWorkflowVersionResponse401Headers the declared response headers of an HTTP 401 response for RunWorkflowVersion
+type RunWorkflowVersionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunWorkflowVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRun
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunWorkflowVersionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON200() *WorkflowRun {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunWorkflowVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunWorkflowVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunWorkflowVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunWorkflowVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListAvailableModelsResponse401Headers the declared response headers of an HTTP 401 response for ListAvailableModels
 type ListAvailableModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -28686,6 +30608,162 @@ func (c *ClientWithResponses) GetSiteWithResponse(ctx context.Context, params *G
 		return nil, err
 	}
 	return ParseGetSiteResponse(rsp)
+}
+
+// ListWorkflowLogsWithResponse List workflow logs
+//
+// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+// the end user's session id, case-insensitively.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+func (c *ClientWithResponses) ListWorkflowLogsWithResponse(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*ListWorkflowLogsResponse, error) {
+	rsp, err := c.ListWorkflowLogs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkflowLogsResponse(rsp)
+}
+
+// RunWorkflowWithBodyWithResponse Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *ClientWithResponses) RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowResponse(rsp)
+}
+
+// RunWorkflowWithResponse Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *ClientWithResponses) RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowResponse(rsp)
+}
+
+// GetWorkflowRunWithResponse Get a workflow run
+//
+// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+func (c *ClientWithResponses) GetWorkflowRunWithResponse(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*GetWorkflowRunResponse, error) {
+	rsp, err := c.GetWorkflowRun(ctx, workflowRunId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowRunResponse(rsp)
+}
+
+// StopWorkflowTaskWithBodyWithResponse Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *ClientWithResponses) StopWorkflowTaskWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error) {
+	rsp, err := c.StopWorkflowTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopWorkflowTaskResponse(rsp)
+}
+
+// StopWorkflowTaskWithResponse Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *ClientWithResponses) StopWorkflowTaskWithResponse(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error) {
+	rsp, err := c.StopWorkflowTask(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopWorkflowTaskResponse(rsp)
+}
+
+// RunWorkflowVersionWithBodyWithResponse Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *ClientWithResponses) RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersionWithBody(ctx, workflowId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowVersionResponse(rsp)
+}
+
+// RunWorkflowVersionWithResponse Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *ClientWithResponses) RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersion(ctx, workflowId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowVersionResponse(rsp)
 }
 
 // ListAvailableModelsWithResponse Get available models
@@ -34500,6 +36578,424 @@ func ParseGetSiteResponse(rsp *http.Response) (*GetSiteResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetSiteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkflowLogsResponse parses an HTTP response from a ListWorkflowLogsWithResponse call
+func ParseListWorkflowLogsResponse(rsp *http.Response) (*ListWorkflowLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkflowLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowLogList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWorkflowLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunWorkflowResponse parses an HTTP response from a RunWorkflowWithResponse call
+func ParseRunWorkflowResponse(rsp *http.Response) (*RunWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunWorkflowResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowRunResponse parses an HTTP response from a GetWorkflowRunWithResponse call
+func ParseGetWorkflowRunResponse(rsp *http.Response) (*GetWorkflowRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRunDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStopWorkflowTaskResponse parses an HTTP response from a StopWorkflowTaskWithResponse call
+func ParseStopWorkflowTaskResponse(rsp *http.Response) (*StopWorkflowTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopWorkflowTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StopWorkflowTaskResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunWorkflowVersionResponse parses an HTTP response from a RunWorkflowVersionWithResponse call
+func ParseRunWorkflowVersionResponse(rsp *http.Response) (*RunWorkflowVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunWorkflowVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunWorkflowVersionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -21,13 +21,13 @@ import (
 
 // Defines values for AgentLogEventEvent.
 const (
-	AgentLog AgentLogEventEvent = "agent_log"
+	AgentLogEventEventAgentLog AgentLogEventEvent = "agent_log"
 )
 
 // Valid indicates whether the value is a known member of the AgentLogEventEvent enum.
 func (e AgentLogEventEvent) Valid() bool {
 	switch e {
-	case AgentLog:
+	case AgentLogEventEventAgentLog:
 		return true
 	default:
 		return false
@@ -660,13 +660,13 @@ func (e IndexingTechnique) Valid() bool {
 
 // Defines values for IterationCompletedEventEvent.
 const (
-	IterationCompleted IterationCompletedEventEvent = "iteration_completed"
+	IterationCompletedEventEventIterationCompleted IterationCompletedEventEvent = "iteration_completed"
 )
 
 // Valid indicates whether the value is a known member of the IterationCompletedEventEvent enum.
 func (e IterationCompletedEventEvent) Valid() bool {
 	switch e {
-	case IterationCompleted:
+	case IterationCompletedEventEventIterationCompleted:
 		return true
 	default:
 		return false
@@ -675,13 +675,13 @@ func (e IterationCompletedEventEvent) Valid() bool {
 
 // Defines values for IterationNextEventEvent.
 const (
-	IterationNext IterationNextEventEvent = "iteration_next"
+	IterationNextEventEventIterationNext IterationNextEventEvent = "iteration_next"
 )
 
 // Valid indicates whether the value is a known member of the IterationNextEventEvent enum.
 func (e IterationNextEventEvent) Valid() bool {
 	switch e {
-	case IterationNext:
+	case IterationNextEventEventIterationNext:
 		return true
 	default:
 		return false
@@ -690,13 +690,13 @@ func (e IterationNextEventEvent) Valid() bool {
 
 // Defines values for IterationStartedEventEvent.
 const (
-	IterationStarted IterationStartedEventEvent = "iteration_started"
+	IterationStartedEventEventIterationStarted IterationStartedEventEvent = "iteration_started"
 )
 
 // Valid indicates whether the value is a known member of the IterationStartedEventEvent enum.
 func (e IterationStartedEventEvent) Valid() bool {
 	switch e {
-	case IterationStarted:
+	case IterationStartedEventEventIterationStarted:
 		return true
 	default:
 		return false
@@ -705,13 +705,13 @@ func (e IterationStartedEventEvent) Valid() bool {
 
 // Defines values for LoopCompletedEventEvent.
 const (
-	LoopCompleted LoopCompletedEventEvent = "loop_completed"
+	LoopCompletedEventEventLoopCompleted LoopCompletedEventEvent = "loop_completed"
 )
 
 // Valid indicates whether the value is a known member of the LoopCompletedEventEvent enum.
 func (e LoopCompletedEventEvent) Valid() bool {
 	switch e {
-	case LoopCompleted:
+	case LoopCompletedEventEventLoopCompleted:
 		return true
 	default:
 		return false
@@ -720,13 +720,13 @@ func (e LoopCompletedEventEvent) Valid() bool {
 
 // Defines values for LoopNextEventEvent.
 const (
-	LoopNext LoopNextEventEvent = "loop_next"
+	LoopNextEventEventLoopNext LoopNextEventEvent = "loop_next"
 )
 
 // Valid indicates whether the value is a known member of the LoopNextEventEvent enum.
 func (e LoopNextEventEvent) Valid() bool {
 	switch e {
-	case LoopNext:
+	case LoopNextEventEventLoopNext:
 		return true
 	default:
 		return false
@@ -735,13 +735,13 @@ func (e LoopNextEventEvent) Valid() bool {
 
 // Defines values for LoopStartedEventEvent.
 const (
-	LoopStarted LoopStartedEventEvent = "loop_started"
+	LoopStartedEventEventLoopStarted LoopStartedEventEvent = "loop_started"
 )
 
 // Valid indicates whether the value is a known member of the LoopStartedEventEvent enum.
 func (e LoopStartedEventEvent) Valid() bool {
 	switch e {
-	case LoopStarted:
+	case LoopStartedEventEventLoopStarted:
 		return true
 	default:
 		return false
@@ -1071,13 +1071,13 @@ func (e NodeFinishedDataStatus) Valid() bool {
 
 // Defines values for NodeFinishedEventEvent.
 const (
-	NodeFinished NodeFinishedEventEvent = "node_finished"
+	NodeFinishedEventEventNodeFinished NodeFinishedEventEvent = "node_finished"
 )
 
 // Valid indicates whether the value is a known member of the NodeFinishedEventEvent enum.
 func (e NodeFinishedEventEvent) Valid() bool {
 	switch e {
-	case NodeFinished:
+	case NodeFinishedEventEventNodeFinished:
 		return true
 	default:
 		return false
@@ -1116,13 +1116,13 @@ func (e NodeRetryEventDataStatus) Valid() bool {
 
 // Defines values for NodeRetryEventEvent.
 const (
-	NodeRetry NodeRetryEventEvent = "node_retry"
+	NodeRetryEventEventNodeRetry NodeRetryEventEvent = "node_retry"
 )
 
 // Valid indicates whether the value is a known member of the NodeRetryEventEvent enum.
 func (e NodeRetryEventEvent) Valid() bool {
 	switch e {
-	case NodeRetry:
+	case NodeRetryEventEventNodeRetry:
 		return true
 	default:
 		return false
@@ -1131,13 +1131,13 @@ func (e NodeRetryEventEvent) Valid() bool {
 
 // Defines values for NodeStartedEventEvent.
 const (
-	NodeStarted NodeStartedEventEvent = "node_started"
+	NodeStartedEventEventNodeStarted NodeStartedEventEvent = "node_started"
 )
 
 // Valid indicates whether the value is a known member of the NodeStartedEventEvent enum.
 func (e NodeStartedEventEvent) Valid() bool {
 	switch e {
-	case NodeStarted:
+	case NodeStartedEventEventNodeStarted:
 		return true
 	default:
 		return false
@@ -1236,13 +1236,13 @@ func (e ProgressDataStatus) Valid() bool {
 
 // Defines values for ReasoningChunkEventEvent.
 const (
-	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
+	ReasoningChunkEventEventReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
 )
 
 // Valid indicates whether the value is a known member of the ReasoningChunkEventEvent enum.
 func (e ReasoningChunkEventEvent) Valid() bool {
 	switch e {
-	case ReasoningChunk:
+	case ReasoningChunkEventEventReasoningChunk:
 		return true
 	default:
 		return false
@@ -1399,6 +1399,21 @@ func (e TagRefType) Valid() bool {
 	}
 }
 
+// Defines values for TextChunkEventEvent.
+const (
+	TextChunk TextChunkEventEvent = "text_chunk"
+)
+
+// Valid indicates whether the value is a known member of the TextChunkEventEvent enum.
+func (e TextChunkEventEvent) Valid() bool {
+	switch e {
+	case TextChunk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TtsMessageEndEventEvent.
 const (
 	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
@@ -1429,15 +1444,213 @@ func (e TtsMessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppErrorEventEvent.
+const (
+	WorkflowAppErrorEventEventError WorkflowAppErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppErrorEventEvent enum.
+func (e WorkflowAppErrorEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppFinishedEventEvent.
+const (
+	WorkflowAppFinishedEventEventWorkflowFinished WorkflowAppFinishedEventEvent = "workflow_finished"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppFinishedEventEvent enum.
+func (e WorkflowAppFinishedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppNodeEventEvent.
+const (
+	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
+	WorkflowAppNodeEventEventIterationCompleted WorkflowAppNodeEventEvent = "iteration_completed"
+	WorkflowAppNodeEventEventIterationNext      WorkflowAppNodeEventEvent = "iteration_next"
+	WorkflowAppNodeEventEventIterationStarted   WorkflowAppNodeEventEvent = "iteration_started"
+	WorkflowAppNodeEventEventLoopCompleted      WorkflowAppNodeEventEvent = "loop_completed"
+	WorkflowAppNodeEventEventLoopNext           WorkflowAppNodeEventEvent = "loop_next"
+	WorkflowAppNodeEventEventLoopStarted        WorkflowAppNodeEventEvent = "loop_started"
+	WorkflowAppNodeEventEventNodeFinished       WorkflowAppNodeEventEvent = "node_finished"
+	WorkflowAppNodeEventEventNodeRetry          WorkflowAppNodeEventEvent = "node_retry"
+	WorkflowAppNodeEventEventNodeStarted        WorkflowAppNodeEventEvent = "node_started"
+	WorkflowAppNodeEventEventReasoningChunk     WorkflowAppNodeEventEvent = "reasoning_chunk"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppNodeEventEvent enum.
+func (e WorkflowAppNodeEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppNodeEventEventAgentLog:
+		return true
+	case WorkflowAppNodeEventEventIterationCompleted:
+		return true
+	case WorkflowAppNodeEventEventIterationNext:
+		return true
+	case WorkflowAppNodeEventEventIterationStarted:
+		return true
+	case WorkflowAppNodeEventEventLoopCompleted:
+		return true
+	case WorkflowAppNodeEventEventLoopNext:
+		return true
+	case WorkflowAppNodeEventEventLoopStarted:
+		return true
+	case WorkflowAppNodeEventEventNodeFinished:
+		return true
+	case WorkflowAppNodeEventEventNodeRetry:
+		return true
+	case WorkflowAppNodeEventEventNodeStarted:
+		return true
+	case WorkflowAppNodeEventEventReasoningChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventDataReason.
+const (
+	WorkflowAppStartedEventDataReasonInitial    WorkflowAppStartedEventDataReason = "initial"
+	WorkflowAppStartedEventDataReasonResumption WorkflowAppStartedEventDataReason = "resumption"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventDataReason enum.
+func (e WorkflowAppStartedEventDataReason) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventDataReasonInitial:
+		return true
+	case WorkflowAppStartedEventDataReasonResumption:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventEvent.
+const (
+	WorkflowAppStartedEventEventWorkflowStarted WorkflowAppStartedEventEvent = "workflow_started"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventEvent enum.
+func (e WorkflowAppStartedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowFinishedEventEvent.
 const (
-	WorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
+	WorkflowFinishedEventEventWorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowFinishedEventEvent enum.
 func (e WorkflowFinishedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowFinished:
+	case WorkflowFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByEndUserType.
+const (
+	WorkflowLogCreatedByEndUserTypeServiceApi WorkflowLogCreatedByEndUserType = "service_api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByEndUserType enum.
+func (e WorkflowLogCreatedByEndUserType) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByEndUserTypeServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByRole.
+const (
+	WorkflowLogCreatedByRoleEndUser WorkflowLogCreatedByRole = "end_user"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByRole enum.
+func (e WorkflowLogCreatedByRole) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByRoleEndUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedFrom.
+const (
+	WorkflowLogCreatedFromServiceApi WorkflowLogCreatedFrom = "service-api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedFrom enum.
+func (e WorkflowLogCreatedFrom) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedFromServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunStatus.
+const (
+	WorkflowLogWorkflowRunStatusFailed           WorkflowLogWorkflowRunStatus = "failed"
+	WorkflowLogWorkflowRunStatusPartialSucceeded WorkflowLogWorkflowRunStatus = "partial-succeeded"
+	WorkflowLogWorkflowRunStatusPaused           WorkflowLogWorkflowRunStatus = "paused"
+	WorkflowLogWorkflowRunStatusRunning          WorkflowLogWorkflowRunStatus = "running"
+	WorkflowLogWorkflowRunStatusStopped          WorkflowLogWorkflowRunStatus = "stopped"
+	WorkflowLogWorkflowRunStatusSucceeded        WorkflowLogWorkflowRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunStatus enum.
+func (e WorkflowLogWorkflowRunStatus) Valid() bool {
+	switch e {
+	case WorkflowLogWorkflowRunStatusFailed:
+		return true
+	case WorkflowLogWorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowLogWorkflowRunStatusPaused:
+		return true
+	case WorkflowLogWorkflowRunStatusRunning:
+		return true
+	case WorkflowLogWorkflowRunStatusStopped:
+		return true
+	case WorkflowLogWorkflowRunStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunTriggeredFrom.
+const (
+	AppRun WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunTriggeredFrom enum.
+func (e WorkflowLogWorkflowRunTriggeredFrom) Valid() bool {
+	switch e {
+	case AppRun:
 		return true
 	default:
 		return false
@@ -1474,6 +1687,54 @@ func (e WorkflowPausedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowRunDetailStatus.
+const (
+	WorkflowRunDetailStatusFailed           WorkflowRunDetailStatus = "failed"
+	WorkflowRunDetailStatusPartialSucceeded WorkflowRunDetailStatus = "partial-succeeded"
+	WorkflowRunDetailStatusPaused           WorkflowRunDetailStatus = "paused"
+	WorkflowRunDetailStatusRunning          WorkflowRunDetailStatus = "running"
+	WorkflowRunDetailStatusStopped          WorkflowRunDetailStatus = "stopped"
+	WorkflowRunDetailStatusSucceeded        WorkflowRunDetailStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunDetailStatus enum.
+func (e WorkflowRunDetailStatus) Valid() bool {
+	switch e {
+	case WorkflowRunDetailStatusFailed:
+		return true
+	case WorkflowRunDetailStatusPartialSucceeded:
+		return true
+	case WorkflowRunDetailStatusPaused:
+		return true
+	case WorkflowRunDetailStatusRunning:
+		return true
+	case WorkflowRunDetailStatusStopped:
+		return true
+	case WorkflowRunDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunRequestResponseMode.
+const (
+	WorkflowBlocking  WorkflowRunRequestResponseMode = "blocking"
+	WorkflowStreaming WorkflowRunRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunRequestResponseMode enum.
+func (e WorkflowRunRequestResponseMode) Valid() bool {
+	switch e {
+	case WorkflowBlocking:
+		return true
+	case WorkflowStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowRunStatus.
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
@@ -1500,16 +1761,16 @@ func (e WorkflowRunStatus) Valid() bool {
 
 // Defines values for WorkflowStartedEventDataReason.
 const (
-	Initial    WorkflowStartedEventDataReason = "initial"
-	Resumption WorkflowStartedEventDataReason = "resumption"
+	WorkflowStartedEventDataReasonInitial    WorkflowStartedEventDataReason = "initial"
+	WorkflowStartedEventDataReasonResumption WorkflowStartedEventDataReason = "resumption"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventDataReason enum.
 func (e WorkflowStartedEventDataReason) Valid() bool {
 	switch e {
-	case Initial:
+	case WorkflowStartedEventDataReasonInitial:
 		return true
-	case Resumption:
+	case WorkflowStartedEventDataReasonResumption:
 		return true
 	default:
 		return false
@@ -1518,13 +1779,13 @@ func (e WorkflowStartedEventDataReason) Valid() bool {
 
 // Defines values for WorkflowStartedEventEvent.
 const (
-	WorkflowStarted WorkflowStartedEventEvent = "workflow_started"
+	WorkflowStartedEventEventWorkflowStarted WorkflowStartedEventEvent = "workflow_started"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventEvent enum.
 func (e WorkflowStartedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowStarted:
+	case WorkflowStartedEventEventWorkflowStarted:
 		return true
 	default:
 		return false
@@ -1549,6 +1810,27 @@ func (e ListConversationsParamsSortBy) Valid() bool {
 	case MinusUpdatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowLogsParamsStatus.
+const (
+	ListWorkflowLogsParamsStatusFailed    ListWorkflowLogsParamsStatus = "failed"
+	ListWorkflowLogsParamsStatusStopped   ListWorkflowLogsParamsStatus = "stopped"
+	ListWorkflowLogsParamsStatusSucceeded ListWorkflowLogsParamsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowLogsParamsStatus enum.
+func (e ListWorkflowLogsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowLogsParamsStatusFailed:
+		return true
+	case ListWorkflowLogsParamsStatusStopped:
+		return true
+	case ListWorkflowLogsParamsStatusSucceeded:
 		return true
 	default:
 		return false
@@ -4054,6 +4336,20 @@ type TaskEnvelope struct {
 	TaskId openapi_types.UUID `json:"task_id"`
 }
 
+// TextChunkEvent Streamed text of the run: the values of the end nodes' outputs in order, one line each, an LLM's text as it is generated. Concatenate in order.
+type TextChunkEvent struct {
+	Data struct {
+		FromVariableSelector *[]string `json:"from_variable_selector"`
+		Text                 string    `json:"text"`
+	} `json:"data"`
+	Event         TextChunkEventEvent `json:"event"`
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
+}
+
+// TextChunkEventEvent defines model for TextChunkEvent.Event.
+type TextChunkEventEvent string
+
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
 type TtsMessageEndEvent struct {
 	Audio          string             `json:"audio"`
@@ -4303,6 +4599,84 @@ type UserRequest struct {
 	User string `json:"user"`
 }
 
+// WorkflowAppErrorEvent The run could not go on (the server shut down); the HTTP status stays 200.
+type WorkflowAppErrorEvent struct {
+	Code          string                     `json:"code"`
+	Event         WorkflowAppErrorEventEvent `json:"event"`
+	Message       string                     `json:"message"`
+	Status        int                        `json:"status"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// WorkflowAppErrorEventEvent defines model for WorkflowAppErrorEvent.Event.
+type WorkflowAppErrorEventEvent string
+
+// WorkflowAppFinishedEvent The run ended, with any status; it is the stream's last event but for a shutdown's `error`.
+type WorkflowAppFinishedEvent struct {
+	Data struct {
+		CreatedAt int64                   `json:"created_at"`
+		CreatedBy *map[string]interface{} `json:"created_by,omitempty"`
+
+		// ElapsedTime Seconds.
+		ElapsedTime     float64                   `json:"elapsed_time"`
+		Error           *string                   `json:"error"`
+		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
+		Files           *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt      int64                     `json:"finished_at"`
+
+		// Id Workflow run id.
+		Id openapi_types.UUID `json:"id"`
+
+		// Outputs The end node's outputs.
+		Outputs *map[string]interface{} `json:"outputs"`
+
+		// Status The final status of a workflow run.
+		Status      WorkflowRunStatus `json:"status"`
+		TotalSteps  int               `json:"total_steps"`
+		TotalTokens int               `json:"total_tokens"`
+
+		// WorkflowId The published version that ran.
+		WorkflowId string `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppFinishedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID            `json:"task_id"`
+	WorkflowRunId openapi_types.UUID            `json:"workflow_run_id"`
+}
+
+// WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
+type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
+type WorkflowAppNodeEvent struct {
+	Data          map[string]interface{}    `json:"data"`
+	Event         WorkflowAppNodeEventEvent `json:"event"`
+	TaskId        openapi_types.UUID        `json:"task_id"`
+	WorkflowRunId openapi_types.UUID        `json:"workflow_run_id"`
+}
+
+// WorkflowAppNodeEventEvent defines model for WorkflowAppNodeEvent.Event.
+type WorkflowAppNodeEventEvent string
+
+// WorkflowAppStartedEvent The run began.
+type WorkflowAppStartedEvent struct {
+	Data struct {
+		CreatedAt  int64                              `json:"created_at"`
+		Id         openapi_types.UUID                 `json:"id"`
+		Inputs     map[string]interface{}             `json:"inputs"`
+		Reason     *WorkflowAppStartedEventDataReason `json:"reason,omitempty"`
+		WorkflowId string                             `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppStartedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// WorkflowAppStartedEventDataReason defines model for WorkflowAppStartedEvent.Data.Reason.
+type WorkflowAppStartedEventDataReason string
+
+// WorkflowAppStartedEventEvent defines model for WorkflowAppStartedEvent.Event.
+type WorkflowAppStartedEventEvent string
+
 // WorkflowEnvelope defines model for WorkflowEnvelope.
 type WorkflowEnvelope struct {
 	TaskId        openapi_types.UUID `json:"task_id"`
@@ -4341,6 +4715,61 @@ type WorkflowFinishedEvent struct {
 // WorkflowFinishedEventEvent defines model for WorkflowFinishedEvent.Event.
 type WorkflowFinishedEventEvent string
 
+// WorkflowLog defines model for WorkflowLog.
+type WorkflowLog struct {
+	CreatedAt        int64                   `json:"created_at"`
+	CreatedByAccount *map[string]interface{} `json:"created_by_account"`
+	CreatedByEndUser struct {
+		Id          openapi_types.UUID              `json:"id"`
+		IsAnonymous bool                            `json:"is_anonymous"`
+		SessionId   string                          `json:"session_id"`
+		Type        WorkflowLogCreatedByEndUserType `json:"type"`
+	} `json:"created_by_end_user"`
+	CreatedByRole WorkflowLogCreatedByRole `json:"created_by_role"`
+	CreatedFrom   WorkflowLogCreatedFrom   `json:"created_from"`
+	Details       *map[string]interface{}  `json:"details"`
+	Id            openapi_types.UUID       `json:"id"`
+	WorkflowRun   struct {
+		CreatedAt       int64                               `json:"created_at"`
+		ElapsedTime     float64                             `json:"elapsed_time"`
+		Error           *string                             `json:"error"`
+		ExceptionsCount int                                 `json:"exceptions_count"`
+		FinishedAt      *int64                              `json:"finished_at"`
+		Id              openapi_types.UUID                  `json:"id"`
+		Status          WorkflowLogWorkflowRunStatus        `json:"status"`
+		TotalSteps      int                                 `json:"total_steps"`
+		TotalTokens     int                                 `json:"total_tokens"`
+		TriggeredFrom   WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
+
+		// Version The published version that ran (its number).
+		Version string `json:"version"`
+	} `json:"workflow_run"`
+}
+
+// WorkflowLogCreatedByEndUserType defines model for WorkflowLog.CreatedByEndUser.Type.
+type WorkflowLogCreatedByEndUserType string
+
+// WorkflowLogCreatedByRole defines model for WorkflowLog.CreatedByRole.
+type WorkflowLogCreatedByRole string
+
+// WorkflowLogCreatedFrom defines model for WorkflowLog.CreatedFrom.
+type WorkflowLogCreatedFrom string
+
+// WorkflowLogWorkflowRunStatus defines model for WorkflowLog.WorkflowRun.Status.
+type WorkflowLogWorkflowRunStatus string
+
+// WorkflowLogWorkflowRunTriggeredFrom defines model for WorkflowLog.WorkflowRun.TriggeredFrom.
+type WorkflowLogWorkflowRunTriggeredFrom string
+
+// WorkflowLogList defines model for WorkflowLogList.
+type WorkflowLogList struct {
+	Data    []WorkflowLog `json:"data"`
+	HasMore bool          `json:"has_more"`
+	Limit   int           `json:"limit"`
+	Page    int           `json:"page"`
+	Total   int           `json:"total"`
+}
+
 // WorkflowPausedEvent A Chatflow run paused at a human-input node; the stream ends.
 type WorkflowPausedEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -4369,6 +4798,76 @@ type WorkflowPausedEventDataStatus string
 
 // WorkflowPausedEventEvent defines model for WorkflowPausedEvent.Event.
 type WorkflowPausedEventEvent string
+
+// WorkflowRunDetail defines model for WorkflowRunDetail.
+type WorkflowRunDetail struct {
+	CreatedAt   int64              `json:"created_at"`
+	ElapsedTime float64            `json:"elapsed_time"`
+	Error       *string            `json:"error"`
+	FinishedAt  *int64             `json:"finished_at"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Inputs The run's inputs (system variables included) as a JSON text, as Dify returns them.
+	Inputs      string                  `json:"inputs"`
+	Outputs     map[string]interface{}  `json:"outputs"`
+	Status      WorkflowRunDetailStatus `json:"status"`
+	TotalSteps  int                     `json:"total_steps"`
+	TotalTokens int                     `json:"total_tokens"`
+	WorkflowId  string                  `json:"workflow_id"`
+}
+
+// WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
+type WorkflowRunDetailStatus string
+
+// WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
+type WorkflowRunRequest struct {
+	// Files Files for the run (`sys.files`); `null` is accepted as "none".
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the start node's input variables keyed by variable name.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *WorkflowRunRequestResponseMode `json:"response_mode,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app.
+	User string `json:"user"`
+}
+
+// WorkflowRunRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type WorkflowRunRequestResponseMode string
+
+// WorkflowRunResponse The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRunResponse struct {
+	// Data A finished run, as the blocking reply and `workflow_finished` report it.
+	Data          WorkflowRunResult  `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// WorkflowRunResult A finished run, as the blocking reply and `workflow_finished` report it.
+type WorkflowRunResult struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime float64 `json:"elapsed_time"`
+	Error       *string `json:"error"`
+	FinishedAt  int64   `json:"finished_at"`
+
+	// Id Workflow run id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Outputs The end node's outputs.
+	Outputs *map[string]interface{} `json:"outputs"`
+
+	// Status The final status of a workflow run.
+	Status      WorkflowRunStatus `json:"status"`
+	TotalSteps  int               `json:"total_steps"`
+	TotalTokens int               `json:"total_tokens"`
+
+	// WorkflowId The published version that ran.
+	WorkflowId string `json:"workflow_id"`
+}
 
 // WorkflowRunStatus The final status of a workflow run.
 type WorkflowRunStatus string
@@ -4399,6 +4898,14 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// WorkflowStreamEvent One event of a streamed Workflow app run, dispatched on `event`. Every event but ping
+// carries the run's `workflow_run_id` first, then `task_id` (except `error`) and `data`;
+// there is no conversation or message. `ping` is a keep-alive sent as the bare frame
+// `event: ping`.
+type WorkflowStreamEvent struct {
+	union json.RawMessage
+}
 
 // AsAttachment defines model for AsAttachment.
 type AsAttachment = bool
@@ -4480,6 +4987,9 @@ type Unauthorized = Error
 
 // UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
 type UnsupportedMediaType = Error
+
+// WorkflowRun The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRun = WorkflowRunResponse
 
 // ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
 type ListAppFeedbacksParams struct {
@@ -4677,6 +5187,33 @@ type GetSiteParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParams struct {
+	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
+	Status  *ListWorkflowLogsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAtBefore Only runs created before this time (ISO 8601).
+	CreatedAtBefore *time.Time `form:"created_at__before,omitempty" json:"created_at__before,omitempty"`
+
+	// CreatedAtAfter Only runs created after this time (ISO 8601).
+	CreatedAtAfter *time.Time `form:"created_at__after,omitempty" json:"created_at__after,omitempty"`
+
+	// CreatedByEndUserSessionId Only runs of the end user with this `user` value.
+	CreatedByEndUserSessionId *string `form:"created_by_end_user_session_id,omitempty" json:"created_by_end_user_session_id,omitempty"`
+
+	// CreatedByAccount Only runs started by the console account with this email; runs through the API have none, so any value matches nothing.
+	CreatedByAccount *string `form:"created_by_account,omitempty" json:"created_by_account,omitempty"`
+
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParamsStatus string
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4797,6 +5334,15 @@ type UploadFileMultipartRequestBody = FileUploadRequest
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
+type RunWorkflowJSONRequestBody = WorkflowRunRequest
+
+// StopWorkflowTaskJSONRequestBody defines body for StopWorkflowTask for application/json ContentType.
+type StopWorkflowTaskJSONRequestBody = UserRequest
+
+// RunWorkflowVersionJSONRequestBody defines body for RunWorkflowVersion for application/json ContentType.
+type RunWorkflowVersionJSONRequestBody = WorkflowRunRequest
 
 // Getter for additional properties for AgentLogEvent_Data. Returns the specified
 // element and whether it was found
@@ -12067,6 +12613,223 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
+	var body WorkflowAppStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppStartedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppStartedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppNodeEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppNodeEvent
+func (t WorkflowStreamEvent) AsWorkflowAppNodeEvent() (WorkflowAppNodeEvent, error) {
+	var body WorkflowAppNodeEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppNodeEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppNodeEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextChunkEvent returns the union data inside the WorkflowStreamEvent as a TextChunkEvent
+func (t WorkflowStreamEvent) AsTextChunkEvent() (TextChunkEvent, error) {
+	var body TextChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextChunkEvent overwrites any union data inside the WorkflowStreamEvent as the provided TextChunkEvent
+func (t *WorkflowStreamEvent) FromTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextChunkEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided TextChunkEvent
+func (t *WorkflowStreamEvent) MergeTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppFinishedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppFinishedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppFinishedEvent() (WorkflowAppFinishedEvent, error) {
+	var body WorkflowAppFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppFinishedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppFinishedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppErrorEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppErrorEvent
+func (t WorkflowStreamEvent) AsWorkflowAppErrorEvent() (WorkflowAppErrorEvent, error) {
+	var body WorkflowAppErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppErrorEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppErrorEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
+func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the WorkflowStreamEvent as the provided PingEvent
+func (t *WorkflowStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided PingEvent
+func (t *WorkflowStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsWorkflowAppNodeEvent()
+	case "error":
+		return t.AsWorkflowAppErrorEvent()
+	case "iteration_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_finished":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_retry":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "ping":
+		return t.AsPingEvent()
+	case "reasoning_chunk":
+		return t.AsWorkflowAppNodeEvent()
+	case "text_chunk":
+		return t.AsTextChunkEvent()
+	case "workflow_finished":
+		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_started":
+		return t.AsWorkflowAppStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
@@ -12289,6 +13052,21 @@ type ServerInterface interface {
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx echo.Context, params GetSiteParams) error
+	// ListWorkflowLogs List workflow logs
+	// (GET /workflows/logs)
+	ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error
+	// RunWorkflow Run a workflow
+	// (POST /workflows/run)
+	RunWorkflow(ctx echo.Context) error
+	// GetWorkflowRun Get a workflow run
+	// (GET /workflows/run/{workflow_run_id})
+	GetWorkflowRun(ctx echo.Context, workflowRunId string) error
+	// StopWorkflowTask Stop a workflow run
+	// (POST /workflows/tasks/{task_id}/stop)
+	StopWorkflowTask(ctx echo.Context, taskId TaskId) error
+	// RunWorkflowVersion Run a published workflow version
+	// (POST /workflows/{workflow_id}/run)
+	RunWorkflowVersion(ctx echo.Context, workflowId string) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -13940,6 +14718,130 @@ func (w *ServerInterfaceWrapper) GetSite(ctx echo.Context) error {
 	return err
 }
 
+// ListWorkflowLogs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWorkflowLogs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkflowLogsParams
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_at__before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_at__before", ctx.QueryParams(), &params.CreatedAtBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_at__before: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_at__after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_at__after", ctx.QueryParams(), &params.CreatedAtAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_at__after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_by_end_user_session_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_by_end_user_session_id", ctx.QueryParams(), &params.CreatedByEndUserSessionId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_by_end_user_session_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_by_account" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_by_account", ctx.QueryParams(), &params.CreatedByAccount, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_by_account: %s", err))
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWorkflowLogs(ctx, params)
+	return err
+}
+
+// RunWorkflow converts echo context to params.
+func (w *ServerInterfaceWrapper) RunWorkflow(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunWorkflow(ctx)
+	return err
+}
+
+// GetWorkflowRun converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWorkflowRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_run_id" -------------
+	var workflowRunId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_run_id", ctx.Param("workflow_run_id"), &workflowRunId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWorkflowRun(ctx, workflowRunId)
+	return err
+}
+
+// StopWorkflowTask converts echo context to params.
+func (w *ServerInterfaceWrapper) StopWorkflowTask(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "task_id" -------------
+	var taskId TaskId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StopWorkflowTask(ctx, taskId)
+	return err
+}
+
+// RunWorkflowVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) RunWorkflowVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_id" -------------
+	var workflowId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_id", ctx.Param("workflow_id"), &workflowId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunWorkflowVersion(ctx, workflowId)
+	return err
+}
+
 // ListAvailableModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListAvailableModels(ctx echo.Context) error {
 	var err error
@@ -14007,6 +14909,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessage, options.OperationMiddlewares["stopChatMessage"]...)
 	router.POST(options.BaseURL+"/completion-messages", wrapper.SendCompletionMessage, options.OperationMiddlewares["sendCompletionMessage"]...)
 	router.POST(options.BaseURL+"/completion-messages/:task_id/stop", wrapper.StopCompletionMessage, options.OperationMiddlewares["stopCompletionMessage"]...)
+	router.POST(options.BaseURL+"/workflows/run", wrapper.RunWorkflow, options.OperationMiddlewares["runWorkflow"]...)
+	router.POST(options.BaseURL+"/workflows/:workflow_id/run", wrapper.RunWorkflowVersion, options.OperationMiddlewares["runWorkflowVersion"]...)
+	router.GET(options.BaseURL+"/workflows/run/:workflow_run_id", wrapper.GetWorkflowRun, options.OperationMiddlewares["getWorkflowRun"]...)
+	router.POST(options.BaseURL+"/workflows/tasks/:task_id/stop", wrapper.StopWorkflowTask, options.OperationMiddlewares["stopWorkflowTask"]...)
+	router.GET(options.BaseURL+"/workflows/logs", wrapper.ListWorkflowLogs, options.OperationMiddlewares["listWorkflowLogs"]...)
 	router.POST(options.BaseURL+"/files/upload", wrapper.UploadFile, options.OperationMiddlewares["uploadFile"]...)
 	router.GET(options.BaseURL+"/files/tools/:file", wrapper.GetToolFile, options.OperationMiddlewares["getToolFile"]...)
 	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
@@ -14121,6 +15028,13 @@ type UnauthorizedJSONResponse struct {
 }
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type WorkflowRunJSONResponse WorkflowRunResponse
+type WorkflowRunTexteventStreamResponse struct {
+	Body io.Reader
+
+	ContentLength int64
+}
 
 type ListAppFeedbacksRequestObject struct {
 	Params ListAppFeedbacksParams
@@ -22316,6 +23230,667 @@ func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWrite
 	return err
 }
 
+type ListWorkflowLogsRequestObject struct {
+	Params ListWorkflowLogsParams
+}
+
+type ListWorkflowLogsResponseObject interface {
+	VisitListWorkflowLogsResponse(w http.ResponseWriter) error
+}
+
+type ListWorkflowLogs200JSONResponse WorkflowLogList
+
+func (response ListWorkflowLogs200JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWorkflowLogs400JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWorkflowLogs401JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListWorkflowLogs500JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowRequestObject struct {
+	Body *RunWorkflowJSONRequestBody
+}
+
+type RunWorkflowResponseObject interface {
+	VisitRunWorkflowResponse(w http.ResponseWriter) error
+}
+
+type RunWorkflow200JSONResponse struct{ WorkflowRunJSONResponse }
+
+func (response RunWorkflow200JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow200TexteventStreamResponse struct {
+	WorkflowRunTexteventStreamResponse
+}
+
+func (response RunWorkflow200TexteventStreamResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type RunWorkflow400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunWorkflow400JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunWorkflow401JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunWorkflow403JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunWorkflow404JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunWorkflow408JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunWorkflow413JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunWorkflow415JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunWorkflow429JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunWorkflow500JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRunRequestObject struct {
+	WorkflowRunId string `json:"workflow_run_id"`
+}
+
+type GetWorkflowRunResponseObject interface {
+	VisitGetWorkflowRunResponse(w http.ResponseWriter) error
+}
+
+type GetWorkflowRun200JSONResponse WorkflowRunDetail
+
+func (response GetWorkflowRun200JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWorkflowRun400JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWorkflowRun401JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetWorkflowRun404JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetWorkflowRun500JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTaskRequestObject struct {
+	TaskId TaskId `json:"task_id"`
+	Body   *StopWorkflowTaskJSONRequestBody
+}
+
+type StopWorkflowTaskResponseObject interface {
+	VisitStopWorkflowTaskResponse(w http.ResponseWriter) error
+}
+
+type StopWorkflowTask200JSONResponse struct{ SuccessJSONResponse }
+
+func (response StopWorkflowTask200JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopWorkflowTask400JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopWorkflowTask401JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StopWorkflowTask408JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopWorkflowTask413JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopWorkflowTask415JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StopWorkflowTask500JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersionRequestObject struct {
+	WorkflowId string `json:"workflow_id"`
+	Body       *RunWorkflowVersionJSONRequestBody
+}
+
+type RunWorkflowVersionResponseObject interface {
+	VisitRunWorkflowVersionResponse(w http.ResponseWriter) error
+}
+
+type RunWorkflowVersion200JSONResponse struct{ WorkflowRunJSONResponse }
+
+func (response RunWorkflowVersion200JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion200TexteventStreamResponse struct {
+	WorkflowRunTexteventStreamResponse
+}
+
+func (response RunWorkflowVersion200TexteventStreamResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type RunWorkflowVersion400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunWorkflowVersion400JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunWorkflowVersion401JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunWorkflowVersion403JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunWorkflowVersion404JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunWorkflowVersion408JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunWorkflowVersion413JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunWorkflowVersion415JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunWorkflowVersion429JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunWorkflowVersion500JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -22607,6 +24182,21 @@ type StrictServerInterface interface {
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx context.Context, request GetSiteRequestObject) (GetSiteResponseObject, error)
+	// ListWorkflowLogs List workflow logs
+	// (GET /workflows/logs)
+	ListWorkflowLogs(ctx context.Context, request ListWorkflowLogsRequestObject) (ListWorkflowLogsResponseObject, error)
+	// RunWorkflow Run a workflow
+	// (POST /workflows/run)
+	RunWorkflow(ctx context.Context, request RunWorkflowRequestObject) (RunWorkflowResponseObject, error)
+	// GetWorkflowRun Get a workflow run
+	// (GET /workflows/run/{workflow_run_id})
+	GetWorkflowRun(ctx context.Context, request GetWorkflowRunRequestObject) (GetWorkflowRunResponseObject, error)
+	// StopWorkflowTask Stop a workflow run
+	// (POST /workflows/tasks/{task_id}/stop)
+	StopWorkflowTask(ctx context.Context, request StopWorkflowTaskRequestObject) (StopWorkflowTaskResponseObject, error)
+	// RunWorkflowVersion Run a published workflow version
+	// (POST /workflows/{workflow_id}/run)
+	RunWorkflowVersion(ctx context.Context, request RunWorkflowVersionRequestObject) (RunWorkflowVersionResponseObject, error)
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx context.Context, request ListAvailableModelsRequestObject) (ListAvailableModelsResponseObject, error)
@@ -25217,6 +26807,198 @@ func (sh *strictHandler) GetSite(ctx echo.Context, params GetSiteParams) error {
 		return err
 	} else if validResponse, ok := response.(GetSiteResponseObject); ok {
 		return validResponse.VisitGetSiteResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWorkflowLogs operation middleware
+func (sh *strictHandler) ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error {
+	var request ListWorkflowLogsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWorkflowLogs(ctx.Request().Context(), request.(ListWorkflowLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWorkflowLogs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWorkflowLogsResponseObject); ok {
+		return validResponse.VisitListWorkflowLogsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunWorkflow operation middleware
+func (sh *strictHandler) RunWorkflow(ctx echo.Context) error {
+	var request RunWorkflowRequestObject
+
+	var body RunWorkflowJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunWorkflow(ctx.Request().Context(), request.(RunWorkflowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunWorkflow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunWorkflowResponseObject); ok {
+		return validResponse.VisitRunWorkflowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWorkflowRun operation middleware
+func (sh *strictHandler) GetWorkflowRun(ctx echo.Context, workflowRunId string) error {
+	var request GetWorkflowRunRequestObject
+
+	request.WorkflowRunId = workflowRunId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWorkflowRun(ctx.Request().Context(), request.(GetWorkflowRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWorkflowRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWorkflowRunResponseObject); ok {
+		return validResponse.VisitGetWorkflowRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StopWorkflowTask operation middleware
+func (sh *strictHandler) StopWorkflowTask(ctx echo.Context, taskId TaskId) error {
+	var request StopWorkflowTaskRequestObject
+
+	request.TaskId = taskId
+
+	var body StopWorkflowTaskJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopWorkflowTask(ctx.Request().Context(), request.(StopWorkflowTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopWorkflowTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StopWorkflowTaskResponseObject); ok {
+		return validResponse.VisitStopWorkflowTaskResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunWorkflowVersion operation middleware
+func (sh *strictHandler) RunWorkflowVersion(ctx echo.Context, workflowId string) error {
+	var request RunWorkflowVersionRequestObject
+
+	request.WorkflowId = workflowId
+
+	var body RunWorkflowVersionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunWorkflowVersion(ctx.Request().Context(), request.(RunWorkflowVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunWorkflowVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunWorkflowVersionResponseObject); ok {
+		return validResponse.VisitRunWorkflowVersionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

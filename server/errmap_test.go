@@ -98,11 +98,14 @@ func domainOutcomes() map[string]outcome {
 		"run.ErrConversationNotFound":  {run.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"run.ErrConversationEnded":     {run.ErrConversationEnded, wire{status: 400, code: "conversation_completed", msg: "The conversation has ended. Please start a new conversation."}},
 		"run.ErrInvalidConversationID": {run.ErrInvalidConversationID, invalid("conversation_id must be a valid UUID")},
-		"run.ErrStreamingOnly":         {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
-		"run.ErrModeNotSupported":      {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
-		"chat.ErrFileReference":        {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
-		"chat.ErrNoPrompt":             {noPrompt, wire{status: 400, code: "completion_request_error", msg: noPrompt.Error()}},
-		"run.LimitError":               {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
+		// A Workflow app's failed run: the client was told by workflow_finished; the error maps
+		// as the failure it wraps.
+		"run.ReportedError":       {&run.ReportedError{Err: &chatflow.RunFailedError{Msg: "node llm (LLM): boom"}}, invalid("Run failed: node llm (LLM): boom")},
+		"run.ErrStreamingOnly":    {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
+		"run.ErrModeNotSupported": {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
+		"chat.ErrFileReference":   {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
+		"chat.ErrNoPrompt":        {noPrompt, wire{status: 400, code: "completion_request_error", msg: noPrompt.Error()}},
+		"run.LimitError":          {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
 
 		"conversations.ErrConversationNotFound": {conversations.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"conversations.ErrLastNotFound":         {conversations.ErrLastNotFound, wire{status: 404, code: "not_found", msg: "Last Conversation Not Exists."}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/run"
@@ -157,6 +158,13 @@ type eventEncoder struct {
 func newEventEncoder(r *run.Run) *eventEncoder {
 	enc := &eventEncoder{buf: make([]byte, 0, 512)}
 	var h []byte
+	if r.Mode == apps.ModeWorkflow {
+		// A Workflow app's events have no conversation or message: the run's id leads every
+		// one of them, agent_log and error included, as Dify's workflow stream has it.
+		enc.head = jsonenc.AppendString([]byte(`,"workflow_run_id":`), r.WorkflowRunID)
+		enc.task = jsonenc.AppendString([]byte(`,"task_id":`), r.TaskID)
+		return enc
+	}
 	if r.Mode != config.AppModeCompletion {
 		h = jsonenc.AppendString(append(h, `,"conversation_id":`...), r.ConversationID)
 	}

@@ -62,6 +62,8 @@ type Options struct {
 	Files         *files.Service
 	// Knowledge serves the knowledge-base operations.
 	Knowledge *knowledge.Service
+	// WorkflowRuns reads workflow runs and Workflow app logs.
+	WorkflowRuns WorkflowRunStore
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -90,6 +92,7 @@ type Server struct {
 	conversations *conversations.Service
 	files         *files.Service
 	knowledge     *knowledge.Service
+	workflowRuns  WorkflowRunStore
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
@@ -120,6 +123,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, runs: opts.Runs,
 		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge,
+		workflowRuns:   opts.WorkflowRuns,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
 	if s.pingInterval <= 0 {

@@ -152,6 +152,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			config.AppModeAgentChat:  {Runner: agentRunner},
 			apps.ModeAgent:           {Runner: agentRunner.AgentApp()},
 			apps.ModeAdvancedChat:    {Runner: chatflowRunner},
+			apps.ModeWorkflow:        {Runner: chatflowRunner, Workflow: true},
 		},
 	})
 	// Answers a stopped server left running end before any client can read them; those of
@@ -168,6 +169,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Conversations: conversations.New(e.store, chatSvc, engine),
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
+		WorkflowRuns:  e.store,
 		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,

@@ -47,6 +47,11 @@ type Kind struct {
 	// conversation, and each message is stored under a conversation of its own that the API
 	// never shows.
 	OneShot bool
+	// Workflow apps answer no message: each request is one run of a graph, stored as a workflow
+	// run, whose stream ends with the job's own workflow_finished instead of message_end. The
+	// engine still keeps a one-shot message for each run, never shown by the API, so that
+	// admission, stop, progress heartbeats and crash reconciliation work as for every kind.
+	Workflow bool
 }
 
 // Options configure an Engine.
@@ -163,6 +168,13 @@ func (e *Engine) Stop(ctx context.Context, taskID, appID, user string) error {
 	return e.tasks.Stop(ctx, taskID, appID, user)
 }
 
+// StopWorkflow stops the run of a Workflow app's task taskID if it belongs to appID. Dify's
+// stop operation of Workflow apps takes a `user` but does not check it, so neither does this;
+// an unknown or finished task is no error either.
+func (e *Engine) StopWorkflow(ctx context.Context, taskID, appID string) error {
+	return e.tasks.Stop(ctx, taskID, appID, "")
+}
+
 // Run is an accepted message being answered.
 type Run struct {
 	TaskID    string
@@ -174,7 +186,11 @@ type Run struct {
 	WorkflowRunID string
 	CreatedAt     time.Time
 	Mode          string
+	// EndUserID is the end user the run belongs to.
+	EndUserID string
 
+	// workflow is Kind.Workflow: the job ends the stream itself.
+	workflow bool
 	events   chan Event
 	out      Output
 	detached chan struct{}
@@ -276,9 +292,10 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	}
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, WorkflowRunID: job.WorkflowRunID, CreatedAt: msg.CreatedAt,
-		Mode: app.Mode, events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		Mode: app.Mode, EndUserID: user.ID, workflow: kind.Workflow,
+		events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
 	}
-	if !kind.OneShot {
+	if !kind.OneShot && !kind.Workflow {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
@@ -286,7 +303,12 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
-	runCtx, done := e.tasks.Register(e.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
+	task := tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User}
+	if kind.Workflow {
+		// A Workflow app's run is stopped by whoever names its task (StopWorkflow).
+		task.User = ""
+	}
+	runCtx, done := e.tasks.Register(e.life, task)
 	accepted = true
 	e.wg.Add(1)
 	go func() {
@@ -312,7 +334,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 // (stored later, with the first message) whose inputs are validated against the app's form.
 func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *Turn) error {
 	id := strings.TrimSpace(t.ConversationID)
-	if kind.OneShot || id == "" {
+	if kind.OneShot || kind.Workflow || id == "" {
 		inputs, err := app.ValidateInputs(t.Request.Inputs)
 		if err != nil {
 			return err
@@ -325,7 +347,7 @@ func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *
 			ID: store.NewID(), AppID: app.ID, EndUserID: t.EndUser.ID, Name: DefaultConversationName,
 			Inputs: raw, Status: store.ConversationStatusNormal,
 		}
-		if !kind.OneShot {
+		if !kind.OneShot && !kind.Workflow {
 			c.Introduction = app.OpeningStatement
 		}
 		t.Conversation, t.NewConversation, t.Inputs = c, true, inputs
@@ -389,9 +411,16 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 			err = perr
 		}
 	}
+	var reported *ReportedError
 	if err != nil {
 		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
-		run.emit(Event{Kind: EventError, Err: err})
+		if !errors.As(err, &reported) {
+			run.emit(Event{Kind: EventError, Err: err})
+		}
+		return
+	}
+	if run.workflow {
+		// A Workflow app's job sent its own closing workflow_finished.
 		return
 	}
 	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})

@@ -123,6 +123,9 @@ type Spec struct {
 	Out   Sink
 	// Env is handed to every node (Exec.Env).
 	Env any
+	// TextChunks streams the text of answer and end nodes as text_chunk events (Workflow apps)
+	// instead of message events (Chatflows).
+	TextChunks bool
 
 	// The scope being run: the container whose body it is ("" for the graph), and for an
 	// iteration round its index; steps numbers the node executions of the whole run.
@@ -133,6 +136,12 @@ type Spec struct {
 	steps *atomic.Int64
 	// exceptions counts the node exceptions of the whole run, inside container bodies too.
 	exceptions *atomic.Int64
+}
+
+// TextChunk is the data of a text_chunk event.
+type TextChunk struct {
+	Text                 string   `json:"text"`
+	FromVariableSelector []string `json:"from_variable_selector"`
 }
 
 // Report is how a run ended.
@@ -198,9 +207,15 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 	defer cancel(nil)
 	var coord *coordinator
 	if spec.scope == "" {
-		coord = newCoordinator(g, spec.Pool, func(t string, sel []string) {
+		emit := func(t string, sel []string) {
 			spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t, Data: sel})
-		}, e.render)
+		}
+		if spec.TextChunks {
+			emit = func(t string, sel []string) {
+				spec.Out.Emit(run.Event{Kind: run.EventTextChunk, Data: TextChunk{Text: t, FromVariableSelector: sel}})
+			}
+		}
+		coord = newCoordinator(g, spec.Pool, emit, e.render)
 	}
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))

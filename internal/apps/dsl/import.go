@@ -38,17 +38,19 @@ type Options struct {
 
 // ImportModes are the modes Parley imports and runs.
 func ImportModes() []string {
-	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent, apps.ModeAdvancedChat}
+	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent, apps.ModeAdvancedChat, apps.ModeWorkflow}
 }
 
 // notYet says why a mode Parley knows is not imported yet.
-var notYet = map[string]string{
-	apps.ModeWorkflow: "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
-}
+var notYet = map[string]string{}
 
 // modelConfigModes are the modes defined by a model_config section; the others are defined by
 // a workflow graph (advanced-chat, workflow) or an agent package (agent).
 var modelConfigModes = []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat}
+
+// isGraphMode reports whether apps of mode are defined by a workflow graph (Chatflow and
+// Workflow apps).
+func isGraphMode(mode string) bool { return mode == apps.ModeAdvancedChat || mode == apps.ModeWorkflow }
 
 // Result is an imported app and what the import did that the user should know.
 type Result struct {
@@ -115,7 +117,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 		p.add("app.mode", "missing: the file does not say what kind of app it is")
 	case !slices.Contains(apps.Modes(), mode):
 		p.add("app.mode", "unknown app mode %q", mode)
-	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent && mode != apps.ModeAdvancedChat:
+	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent && !isGraphMode(mode):
 		if why, ok := notYet[mode]; ok {
 			p.add("app.mode", "%s", why)
 		} else {
@@ -140,7 +142,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 	c.readApp(appSec)
 	if mode == apps.ModeAgent {
 		c.readAgentApp(top)
-	} else if mode == apps.ModeAdvancedChat {
+	} else if isGraphMode(mode) {
 		c.readWorkflow(top)
 	} else if !top.has("model_config") {
 		p.add("model_config", "missing: a %s app is defined by its model_config section", mode)

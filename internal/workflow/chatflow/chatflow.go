@@ -1,7 +1,9 @@
-// Package chatflow runs Chatflow apps (mode advanced-chat) in the run engine: it picks the
-// published version to run, builds the variable pool of the turn (system, environment and
-// conversation variables, the request's inputs), runs the graph with the workflow engine, and
-// streams and persists the workflow run. docs/workflow.md describes it.
+// Package chatflow runs Chatflow apps (mode advanced-chat) and Workflow apps (mode workflow) in
+// the run engine: it picks the published version to run, builds the variable pool of the turn
+// (system, environment and conversation variables, the request's inputs), runs the graph with
+// the workflow engine, and streams and persists the workflow run. A Workflow app's run has no
+// conversation and ends its stream with workflow_finished whatever its status.
+// docs/workflow.md and docs/workflow-apps.md describe it.
 package chatflow
 
 import (
@@ -88,7 +90,7 @@ type Options struct {
 	RefusePinnedVersions bool
 }
 
-// Runner is the run.Runner of Chatflow apps.
+// Runner is the run.Runner of Chatflow and Workflow apps.
 type Runner struct {
 	store  Store
 	files  func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)
@@ -138,9 +140,11 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			return run.Job{}, err
 		}
 	}
-	convVars, err := r.conversationVariables(ctx, v.app, t)
-	if err != nil {
-		return run.Job{}, err
+	var convVars []convVar
+	if t.App.Mode != apps.ModeWorkflow {
+		if convVars, err = r.conversationVariables(ctx, v.app, t); err != nil {
+			return run.Job{}, err
+		}
 	}
 	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString(), files: []any{}}
 	var rows []store.MessageFile
@@ -277,17 +281,24 @@ type work struct {
 // outcome's trailer), before the engine's error or message_end otherwise.
 func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	t, a := w.t, w.v.app
+	// A Workflow app's run answers no conversation: it has neither query nor conversation
+	// variables, and its stream ends with workflow_finished, not message_end.
+	isApp := t.App.Mode == apps.ModeWorkflow
 	created := time.Now()
 	pool := workflow.NewPool()
 	sys := map[string]any{
-		workflow.SysQuery:          t.Query,
-		workflow.SysFiles:          w.files,
-		workflow.SysConversationID: t.Conversation.ID,
-		workflow.SysUserID:         t.User,
-		workflow.SysDialogueCount:  int64(len(w.history) + 1),
-		workflow.SysAppID:          a.ID,
-		workflow.SysWorkflowID:     w.v.id,
-		workflow.SysWorkflowRunID:  w.runID,
+		workflow.SysFiles:         w.files,
+		workflow.SysUserID:        t.User,
+		workflow.SysAppID:         a.ID,
+		workflow.SysWorkflowID:    w.v.id,
+		workflow.SysWorkflowRunID: w.runID,
+	}
+	if isApp {
+		sys[workflow.SysTimestamp] = created.Unix()
+	} else {
+		sys[workflow.SysQuery] = t.Query
+		sys[workflow.SysConversationID] = t.Conversation.ID
+		sys[workflow.SysDialogueCount] = int64(len(w.history) + 1)
 	}
 	pool.SetAll(workflow.ScopeSys, sys)
 	for _, ev := range a.Workflow.EnvironmentVariables {
@@ -309,6 +320,11 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	persist := context.WithoutCancel(ctx)
 	rec := store.WorkflowRun{ID: w.runID, AppID: a.ID, WorkflowID: w.v.id, ConversationID: t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: rawInputs, CreatedAt: created}
+	if isApp {
+		// The run's message is the engine's bookkeeping (stop, heartbeat, the end user); the
+		// API shows no conversation for it.
+		rec.ConversationID = ""
+	}
 	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
 		return run.Outcome{}, err
 	}
@@ -316,7 +332,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		Inputs: inputs, CreatedAt: created.Unix(), Reason: "initial"}})
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
-	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env})
+	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: isApp})
 
 	w.saveConversationVariables(persist, pool)
 	finished := time.Now()
@@ -351,6 +367,9 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 			outcome.Resources[i].Position = i + 1
 		}
 	}
+	if isApp {
+		return w.finishApp(ctx, out, fin, rep, outcome)
+	}
 	switch rep.Status {
 	case workflow.StatusSucceeded, workflow.StatusPartialSucceeded:
 		outcome.Trailer = []run.Event{fin}
@@ -365,6 +384,23 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		}
 		return outcome, &RunFailedError{Msg: rep.Err.Error()}
 	}
+}
+
+// finishApp ends the run of a Workflow app: workflow_finished whatever the status, as Dify
+// ends a Workflow app's stream; the engine adds an error event only when the run was cut by
+// shutdown. A failed run is reported to the engine as already told to the client.
+func (w *work) finishApp(ctx context.Context, out *run.Output, fin run.Event, rep workflow.Report, outcome run.Outcome) (run.Outcome, error) {
+	out.Emit(fin)
+	switch rep.Status {
+	case workflow.StatusSucceeded, workflow.StatusPartialSucceeded:
+		return outcome, nil
+	case workflow.StatusStopped:
+		return outcome, context.Cause(ctx)
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return outcome, cause
+	}
+	return outcome, &run.ReportedError{Err: &RunFailedError{Msg: rep.Err.Error()}}
 }
 
 // historyFunc gives memory the conversation's last n exchanges.

@@ -62,8 +62,8 @@ sdkTest("getApplicationParameters (DifyClient and ChatClient)", async () => {
     assert.equal(p.opening_statement, "Hello from the conformance bot.");
     assert.deepEqual(p.suggested_questions_after_answer, { enabled: true });
     assert.deepEqual(p.user_input_form, [
-      { "text-input": { label: "Your name", variable: "name", required: false, max_length: 20 } },
-      { select: { label: "tone", variable: "tone", required: true, options: ["warm", "dry"] } },
+      { "text-input": { label: "Your name", variable: "name", required: false, max_length: 20, default: "", hide: false } },
+      { select: { label: "tone", variable: "tone", required: true, options: ["warm", "dry"], default: "", hide: false } },
     ]);
     for (const k of ["speech_to_text", "text_to_speech", "retriever_resource", "annotation_reply",
       "more_like_this", "sensitive_word_avoidance"]) {

@@ -278,9 +278,13 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 			rep.Steps++
 			running++
 			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord, eng: e, spec: spec}
+			index := 0
+			if !silent(n.Type) {
+				index = int(spec.steps.Add(1))
+			}
 			go func(index int, predecessor string) {
 				results <- e.runNode(ctx, spec, x, r, index, predecessor)
-			}(int(spec.steps.Add(1)), pred[id])
+			}(index, pred[id])
 		}
 		if running == 0 {
 			break
@@ -373,10 +377,26 @@ func (s Spec) loopID() *string {
 
 var errAborted = errors.New("workflow: run aborted by a failed node")
 
+// silent reports whether nodes of the type run without node events of their own: the entry
+// nodes of an iteration's or a loop's body, which Dify's engine leaves out of the stream (and
+// out of the run's node executions and step count).
+func silent(nodeType string) bool { return nodeType == typeIterationStart || nodeType == typeLoopStart }
+
 // runNode runs one node with its retries and error strategy, emitting its events.
 func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, index int, predecessor string) outcome {
 	n := x.Node
 	created := time.Now()
+	if silent(n.Type) {
+		res, err := e.attempt(ctx, x, r)
+		o := outcome{id: n.ID, res: res, status: NodeSucceeded}
+		if err != nil {
+			o.status, o.err = NodeFailed, err
+			if ctx.Err() != nil {
+				o.status, o.err = NodeStopped, context.Cause(ctx)
+			}
+		}
+		return o
+	}
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
 	e.save(ctx, rec)

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -632,4 +633,38 @@ func TestContainerIsNotBoundedByTheNodeTimeout(t *testing.T) {
 	if got, _ := p.Get([]string{"it", "output"}); !reflect.DeepEqual(got, []any{"a", "b"}) {
 		t.Fatalf("output = %#v", got)
 	}
+}
+
+// TestListOperatorOutputsInDifyOrder pins the order of a list-operator's outputs in
+// node_finished: result, first_record, last_record, as Dify sends them, not sorted.
+func TestListOperatorOutputsInDifyOrder(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("lo", "list-operator", map[string]any{"variable": []any{"start", "list"}}),
+		node("a", "answer", map[string]any{"answer": "{{#lo.first_record#}}"}),
+	}, []any{edge("start", "source", "lo"), edge("lo", "source", "a")})
+	rep, s := runWith(t, context.Background(), g, nodes.Registry(nodes.Deps{}), listPool("x", "y"))
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "x" {
+		t.Fatalf("report = %+v, answer %q", rep, s.answer())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range s.events {
+		if ev.Kind != run.EventNodeFinished {
+			continue
+		}
+		raw, err := json.Marshal(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(raw, []byte(`"node_id":"lo"`)) {
+			continue
+		}
+		if want := `"outputs":{"result":["x","y"],"first_record":"x","last_record":"y"}`; !bytes.Contains(raw, []byte(want)) {
+			t.Fatalf("node_finished %s\nwant %s", raw, want)
+		}
+		return
+	}
+	t.Fatal("no node_finished of the list operator")
 }

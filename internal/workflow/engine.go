@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -524,7 +525,7 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 	d := nodeFinished{
 		ID: x.ExecutionID, NodeID: x.Node.ID, NodeType: x.Node.Type, Title: x.Node.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), Inputs: res.Inputs, ProcessData: res.ProcessData,
-		Outputs: res.Outputs, Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
+		Outputs: orderedOutputs(res), Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
 		CreatedAt: created.Unix(), FinishedAt: at.Unix(), Extras: map[string]any{}, Files: []any{},
 		IterationID: x.spec.iterationID(), LoopID: x.spec.loopID(),
 	}
@@ -563,7 +564,7 @@ type nodeFinished struct {
 	PredecessorNodeID *string        `json:"predecessor_node_id"`
 	Inputs            map[string]any `json:"inputs"`
 	ProcessData       map[string]any `json:"process_data"`
-	Outputs           map[string]any `json:"outputs"`
+	Outputs           any            `json:"outputs"`
 	Status            string         `json:"status"`
 	Error             *string        `json:"error"`
 	ElapsedTime       float64        `json:"elapsed_time"`
@@ -575,6 +576,31 @@ type nodeFinished struct {
 	IterationID       *string        `json:"iteration_id"`
 	LoopID            *string        `json:"loop_id"`
 	RetryIndex        *int           `json:"retry_index,omitempty"`
+}
+
+// orderedOutputs are a result's outputs as node_finished sends them: in OutputOrder when the node
+// set one (an ordered object), else as they are (sorted keys).
+func orderedOutputs(res Result) any {
+	if len(res.OutputOrder) == 0 || res.Outputs == nil {
+		return res.Outputs
+	}
+	o := value.NewObject()
+	for _, k := range res.OutputOrder {
+		if v, ok := res.Outputs[k]; ok {
+			o.Set(k, v)
+		}
+	}
+	rest := make([]string, 0, len(res.Outputs))
+	for k := range res.Outputs {
+		if _, ok := o.Get(k); !ok {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		o.Set(k, res.Outputs[k])
+	}
+	return o
 }
 
 func nullable(s string) *string {

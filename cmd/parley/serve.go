@@ -141,6 +141,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
+		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,

@@ -76,6 +76,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
+	warnUnusableProviders(e.log, catalog)
 	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
@@ -264,7 +265,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
-	runCtx, done := e.tasks.Register(e.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
+	// The run outlives its request, so it lives in the engine's context, but its log lines
+	// keep the id of the request that started it.
+	life := e.life
+	if id := logctx.RequestID(ctx); id != "" {
+		life = logctx.WithRequestID(life, id)
+	}
+	runCtx, done := e.tasks.Register(life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
 	accepted = true
 	e.wg.Add(1)
 	go func() {
@@ -280,7 +287,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 			completed = runCtx.Err() == nil
 		}()
 		if completed && job.After != nil {
-			job.After(e.life)
+			job.After(life)
 		}
 	}()
 	return run, nil
@@ -362,13 +369,13 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if perr := e.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
-		e.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
+		e.log.ErrorContext(ctx, "persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
 		if err == nil {
 			err = perr
 		}
 	}
 	if err != nil {
-		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		e.log.WarnContext(ctx, "run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}

@@ -488,7 +488,7 @@ func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			e.log.Error("workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
+			e.log.ErrorContext(ctx, "workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
 			err = fmt.Errorf("the node failed unexpectedly")
 		}
 	}()
@@ -504,7 +504,7 @@ func (e *Engine) save(ctx context.Context, rec NodeExecution) {
 		return
 	}
 	if err := e.store.SaveNodeExecution(context.WithoutCancel(ctx), rec); err != nil {
-		e.log.Error("persist node execution", "node_execution_id", rec.ID, "error", err)
+		e.log.ErrorContext(ctx, "persist node execution", "node_execution_id", rec.ID, "error", err)
 	}
 }
 

@@ -332,7 +332,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		rec.Error, errText = s, &s
 	}
 	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
-		w.r.log.Error("persist workflow run", "workflow_run_id", w.runID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{
 		ID: w.runID, WorkflowID: w.v.id, Status: rep.Status, Outputs: rep.Outputs, Error: errText,
@@ -385,14 +385,14 @@ func (w *work) saveConversationVariables(ctx context.Context, pool *workflow.Poo
 	for _, cv := range w.convVars {
 		raw, err := json.Marshal(vals[cv.name])
 		if err != nil {
-			w.r.log.Error("encode conversation variable", "name", cv.name, "error", err)
+			w.r.log.ErrorContext(ctx, "encode conversation variable", "name", cv.name, "error", err)
 			continue
 		}
 		vs = append(vs, store.ConversationVariable{ID: cv.id, ConversationID: w.t.Conversation.ID, Name: cv.name,
 			ValueType: cv.valueType, Value: raw})
 	}
 	if err := w.r.store.SaveConversationVariables(ctx, vs); err != nil {
-		w.r.log.Error("persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
 	}
 }
 

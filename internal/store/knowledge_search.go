@@ -45,20 +45,35 @@ func oneChunk(what string, list []string) ([]string, error) {
 }
 
 // SearchKeywords returns up to topK searchable nodes of the datasets mapped to any of the
-// keywords, those matching the most keywords first. Ties go by node id on PostgreSQL and by
-// index order on SQLite (see rankSQLite). Score is the share of the distinct keywords the node
+// keywords, those matching the most keywords first. Keywords match whatever their case (both
+// sides are case folded, see foldKeyword). Ties go by node id on PostgreSQL and by index order
+// on SQLite (see rankSQLite). Score is the share of the distinct (folded) keywords the node
 // matches, in (0, 1]. No datasets, no keywords or a topK below 1 give no hits.
+//
+// Nodes indexed before keywords were folded hold their keywords as extracted; a keyword with
+// upper-case letters is looked up that way too, so such nodes match as they always did, case
+// sensitively, until their document is indexed again.
 func (s *Store) SearchKeywords(ctx context.Context, datasetIDs, keywords []string, topK int) ([]NodeHit, error) {
 	datasets, err := oneChunk("datasets", datasetIDs)
 	if err != nil {
 		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
-	kws, err := oneChunk("keywords", keywords)
+	folded := make([]string, len(keywords))
+	var legacy [][2]string // [folded keyword, keyword as given] where they differ
+	for i, kw := range keywords {
+		if folded[i] = foldKeyword(kw); folded[i] != kw {
+			legacy = append(legacy, [2]string{folded[i], kw})
+		}
+	}
+	kws, err := oneChunk("keywords", folded)
 	if err != nil {
 		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
 	if len(datasets) == 0 || len(kws) == 0 || topK < 1 {
 		return nil, nil
+	}
+	if len(legacy) > 0 {
+		return s.searchKeywordGroups(ctx, datasets, kws, legacy, topK)
 	}
 	var hits []NodeHit
 	if s.dialect == DialectSQLite {
@@ -93,6 +108,72 @@ GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, string(text), dat
 		hits, err = s.rankPostgres(ctx, `SELECT node_id, COUNT(*) AS matched FROM index_keywords
 WHERE dataset_id IN (`+dph+`) AND keyword IN (`+kph+`)
 GROUP BY node_id ORDER BY matched DESC, node_id LIMIT ?`, append(dargs, kargs...), datasets, topK)
+		if err != nil {
+			return nil, fmt.Errorf("store: search keywords: %w", err)
+		}
+	}
+	for i := range hits {
+		hits[i].Score /= float64(len(kws))
+	}
+	return hits, nil
+}
+
+// searchKeywordGroups is SearchKeywords when some keywords are also looked up as given (legacy):
+// a node counts once per folded keyword it matches, under either form.
+func (s *Store) searchKeywordGroups(ctx context.Context, datasets, kws []string, legacy [][2]string, topK int) ([]NodeHit, error) {
+	group := make(map[string]int, len(kws))
+	type lookup struct {
+		group int
+		kw    string
+	}
+	lookups := make([]lookup, 0, len(kws)+len(legacy))
+	for i, kw := range kws {
+		group[kw] = i
+		lookups = append(lookups, lookup{i, kw})
+	}
+	seen := map[string]bool{}
+	for _, l := range legacy {
+		if g, ok := group[l[0]]; ok && !seen[l[1]] {
+			seen[l[1]] = true
+			lookups = append(lookups, lookup{g, l[1]})
+		}
+	}
+	var hits []NodeHit
+	if s.dialect == DialectSQLite {
+		in, err := s.fts5Scope(ctx, datasets)
+		if err != nil {
+			return nil, fmt.Errorf("store: search keywords: %w", err)
+		}
+		matches := make([][2]any, len(lookups))
+		for i, l := range lookups {
+			matches[i] = [2]any{l.group, in + `keywords : "` + keywordToken(l.kw) + `"`}
+		}
+		text, err := json.Marshal(matches)
+		if err != nil {
+			return nil, fmt.Errorf("store: search keywords: %w", err)
+		}
+		hits, err = s.rankSQLite(ctx, `SELECT index_fts.rowid, -COUNT(DISTINCT q.value ->> 0) AS k FROM json_each(?) q
+CROSS JOIN index_fts ON index_fts MATCH (q.value ->> 1)
+GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, string(text), datasets, topK)
+		if err != nil {
+			return nil, fmt.Errorf("store: search keywords: %w", err)
+		}
+		for i := range hits {
+			hits[i].Score = -hits[i].Score
+		}
+	} else {
+		dph, dargs := inList(datasets)
+		values := make([]string, len(lookups))
+		args := make([]any, 0, 2*len(lookups)+len(dargs))
+		for i, l := range lookups {
+			values[i] = "(?, ?)"
+			args = append(args, strconv.Itoa(l.group), l.kw)
+		}
+		var err error
+		hits, err = s.rankPostgres(ctx, `SELECT k.node_id, COUNT(DISTINCT q.g) AS matched FROM index_keywords k
+JOIN (VALUES `+strings.Join(values, ", ")+`) AS q(g, kw) ON k.keyword = q.kw
+WHERE k.dataset_id IN (`+dph+`)
+GROUP BY k.node_id ORDER BY matched DESC, k.node_id LIMIT ?`, append(args, dargs...), datasets, topK)
 		if err != nil {
 			return nil, fmt.Errorf("store: search keywords: %w", err)
 		}

@@ -85,3 +85,15 @@ func TestSearchKeywordsIgnoresCase(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkFoldKeyword folds a mix of keywords as an English and a Greek text give them: most
+// lower case already, some capitalized, one non-ASCII.
+func BenchmarkFoldKeyword(b *testing.B) {
+	kws := []string{"penguins", "swim", "Antarctica", "colony", "emperor", "ice", "Krill", "breeding", "winter", "Πιγκουίνοι"}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, kw := range kws {
+			_ = foldKeyword(kw)
+		}
+	}
+}

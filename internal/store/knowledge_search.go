@@ -72,8 +72,19 @@ func (s *Store) SearchKeywords(ctx context.Context, datasetIDs, keywords []strin
 	if len(datasets) == 0 || len(kws) == 0 || topK < 1 {
 		return nil, nil
 	}
-	if len(legacy) > 0 {
-		return s.searchKeywordGroups(ctx, datasets, kws, legacy, topK)
+	groups := len(kws)
+	// The lookups: the folded keywords, then the legacy forms. A token no node holds costs one
+	// probe of the index, so on an index written after folding the legacy forms cost next to
+	// nothing. A node counts once per lookup it matches; only a node indexed before folding that
+	// holds one keyword in two cases can match two lookups of one keyword, and its score is
+	// capped at 1.
+	for _, l := range legacy {
+		if l[0] != "" && !slices.Contains(kws, l[1]) {
+			kws = append(kws, l[1])
+		}
+	}
+	if kws, err = oneChunk("keywords", kws); err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
 	var hits []NodeHit
 	if s.dialect == DialectSQLite {
@@ -113,73 +124,7 @@ GROUP BY node_id ORDER BY matched DESC, node_id LIMIT ?`, append(dargs, kargs...
 		}
 	}
 	for i := range hits {
-		hits[i].Score /= float64(len(kws))
-	}
-	return hits, nil
-}
-
-// searchKeywordGroups is SearchKeywords when some keywords are also looked up as given (legacy):
-// a node counts once per folded keyword it matches, under either form.
-func (s *Store) searchKeywordGroups(ctx context.Context, datasets, kws []string, legacy [][2]string, topK int) ([]NodeHit, error) {
-	group := make(map[string]int, len(kws))
-	type lookup struct {
-		group int
-		kw    string
-	}
-	lookups := make([]lookup, 0, len(kws)+len(legacy))
-	for i, kw := range kws {
-		group[kw] = i
-		lookups = append(lookups, lookup{i, kw})
-	}
-	seen := map[string]bool{}
-	for _, l := range legacy {
-		if g, ok := group[l[0]]; ok && !seen[l[1]] {
-			seen[l[1]] = true
-			lookups = append(lookups, lookup{g, l[1]})
-		}
-	}
-	var hits []NodeHit
-	if s.dialect == DialectSQLite {
-		in, err := s.fts5Scope(ctx, datasets)
-		if err != nil {
-			return nil, fmt.Errorf("store: search keywords: %w", err)
-		}
-		matches := make([][2]any, len(lookups))
-		for i, l := range lookups {
-			matches[i] = [2]any{l.group, in + `keywords : "` + keywordToken(l.kw) + `"`}
-		}
-		text, err := json.Marshal(matches)
-		if err != nil {
-			return nil, fmt.Errorf("store: search keywords: %w", err)
-		}
-		hits, err = s.rankSQLite(ctx, `SELECT index_fts.rowid, -COUNT(DISTINCT q.value ->> 0) AS k FROM json_each(?) q
-CROSS JOIN index_fts ON index_fts MATCH (q.value ->> 1)
-GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, string(text), datasets, topK)
-		if err != nil {
-			return nil, fmt.Errorf("store: search keywords: %w", err)
-		}
-		for i := range hits {
-			hits[i].Score = -hits[i].Score
-		}
-	} else {
-		dph, dargs := inList(datasets)
-		values := make([]string, len(lookups))
-		args := make([]any, 0, 2*len(lookups)+len(dargs))
-		for i, l := range lookups {
-			values[i] = "(?, ?)"
-			args = append(args, strconv.Itoa(l.group), l.kw)
-		}
-		var err error
-		hits, err = s.rankPostgres(ctx, `SELECT k.node_id, COUNT(DISTINCT q.g) AS matched FROM index_keywords k
-JOIN (VALUES `+strings.Join(values, ", ")+`) AS q(g, kw) ON k.keyword = q.kw
-WHERE k.dataset_id IN (`+dph+`)
-GROUP BY k.node_id ORDER BY matched DESC, k.node_id LIMIT ?`, append(args, dargs...), datasets, topK)
-		if err != nil {
-			return nil, fmt.Errorf("store: search keywords: %w", err)
-		}
-	}
-	for i := range hits {
-		hits[i].Score /= float64(len(kws))
+		hits[i].Score = min(hits[i].Score, float64(groups)) / float64(groups)
 	}
 	return hits, nil
 }

@@ -3096,7 +3096,7 @@ type IterationCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData                 `json:"data"`
 	Event         IterationCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID           `json:"message_id"`
@@ -3114,7 +3114,7 @@ type IterationNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         IterationNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -3132,7 +3132,7 @@ type IterationStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData               `json:"data"`
 	Event         IterationStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID         `json:"message_id"`
@@ -3194,7 +3194,7 @@ type LoopCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         LoopCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -3212,7 +3212,7 @@ type LoopNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData       `json:"data"`
 	Event         LoopNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID `json:"message_id"`
@@ -3230,7 +3230,7 @@ type LoopStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData          `json:"data"`
 	Event         LoopStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID    `json:"message_id"`
@@ -3867,7 +3867,7 @@ type ProcessRuleRules struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 type ProgressData struct {
 	CreatedAt *int64 `json:"created_at,omitempty"`
 

@@ -31,9 +31,11 @@ import (
 const (
 	msgConversationNotExists = "Conversation Not Exists."
 	msgConversationEnded     = "The conversation has ended. Please start a new conversation."
-	msgProviderNotInit       = "No valid model provider credentials found. Please go to Settings -> Model Provider to complete your provider credentials."
-	msgModelNotSupported     = "The app's model is currently not supported."
-	msgFileTypeNotAllowed    = "File type not allowed."
+	// msgProviderNotInit replaces Dify's, which points at a settings page Parley does not have.
+	msgProviderNotInit = "No valid model provider credentials found: set the API key variable of the app's model provider " +
+		"(its api_key_env in the config file) and restart Parley."
+	msgModelNotSupported  = "The app's model is currently not supported."
+	msgFileTypeNotAllowed = "File type not allowed."
 )
 
 // mapError gives the contract error — status, code and client-safe message — for an error of
@@ -90,6 +92,7 @@ func domainOutcome(err error) *APIError {
 		// internal/workflow/chatflow
 		runFailed *chatflow.RunFailedError
 		badGraph  *chatflow.InvalidGraphError
+		unusable  *models.UnusableError
 		// internal/conversations
 		varName *conversations.VariableNameError
 		varType *conversations.VariableTypeError
@@ -201,6 +204,10 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam(badGraph.Error())
 
 	// internal/models
+	case errors.As(err, &unusable):
+		// Dify sends its users to a settings page Parley does not have; say what to set instead.
+		return apiError(http.StatusBadRequest, "provider_not_initialize",
+			fmt.Sprintf("Model provider %q is not usable: %s, then restart Parley.", unusable.Provider, unusable.Reason))
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):
 		return apiError(http.StatusBadRequest, "provider_not_initialize", msgProviderNotInit)
 	case errors.Is(err, models.ErrModelNotFound):

@@ -167,7 +167,15 @@ func domainOutcomes() map[string]outcome {
 		"models.ErrUnknownType":           {fmt.Errorf("%w %q", models.ErrUnknownType, "chat"), invalid(`unknown model type "chat"`)},
 		"models.ErrProviderNotFound":      {models.ErrProviderNotFound, wire{status: 400, code: "provider_not_initialize", msg: msgProviderNotInit}},
 		"models.ErrProviderNotConfigured": {models.ErrProviderNotConfigured, wire{status: 400, code: "provider_not_initialize", msg: msgProviderNotInit}},
-		"models.ErrModelNotFound":         {models.ErrModelNotFound, wire{status: 400, code: "model_currently_not_support", msg: msgModelNotSupported}},
+		"models.UnusableError": {
+			func() error {
+				_, err := models.NewCatalog([]config.Provider{{Name: "openai", APIKeyEnv: "OPENAI_API_KEY", RequiresAPIKey: true}}, nil).
+					Lookup(models.TypeLLM, "openai", "gpt-4o-mini")
+				return err
+			}(),
+			wire{status: 400, code: "provider_not_initialize", msg: `Model provider "openai" is not usable: its API key variable OPENAI_API_KEY is not set: ` +
+				"set the environment variable OPENAI_API_KEY to the provider's API key (or requires_api_key: false in the config file for a server that needs none), then restart Parley."}},
+		"models.ErrModelNotFound": {models.ErrModelNotFound, wire{status: 400, code: "model_currently_not_support", msg: msgModelNotSupported}},
 
 		"providers.Error":           {providers.NewError("openai", providers.KindInvocation, 500, "upstream error", nil), wire{status: 400, code: "completion_request_error", msg: "[openai] upstream error"}},
 		"providers.ErrTruncated":    {providers.NewError("openai", providers.KindInvocation, 0, "stream ended early", providers.ErrTruncated), wire{status: 400, code: "completion_request_error", msg: "[openai] stream ended early"}},

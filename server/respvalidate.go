@@ -212,7 +212,7 @@ func (v *ResponseValidator) Middleware() echo.MiddlewareFunc {
 
 func (v *ResponseValidator) violation(req *http.Request, what string, err error) {
 	v.violations.Add(1)
-	v.log.Error("response violates the contract",
+	v.log.ErrorContext(req.Context(), "response violates the contract",
 		slog.Group("request", "method", req.Method, "path", req.URL.Path),
 		"what", what, "error", err)
 }

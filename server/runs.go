@@ -84,7 +84,7 @@ func (rs *runStream) write(w http.ResponseWriter) error {
 				if ev.Kind == run.EventPing {
 					err = out.Ping()
 				} else if data, eerr := enc.encode(ev); eerr != nil {
-					rs.srv.log.Error("encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
+					rs.srv.log.ErrorContext(rs.ctx, "encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
 				} else {
 					err = out.Queue(data)
 				}

@@ -28,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
@@ -114,6 +115,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// Every line logged with a request's context carries its id (see requestID).
+	opts.Logger = slog.New(logctx.NewHandler(opts.Logger.Handler()))
 	if opts.Validation == "" {
 		opts.Validation = ValidationLog
 	}
@@ -156,8 +159,10 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Pre(dropEmptyQueryValues)
+	e.Use(requestID()...)
+	e.Use(s.accessLog)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-		s.log.Error("panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
+		s.log.ErrorContext(c.Request().Context(), "panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
 		return err
 	}}))
 	e.Use(guardBody(opts.MaxBodyBytes, opts.MaxUploadBytes, opts.BodyRate))

@@ -77,6 +77,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
+	warnUnusableProviders(e.log, catalog)
 	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
 	if err != nil {
 		return err
@@ -142,6 +143,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
+		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,

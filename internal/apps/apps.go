@@ -60,6 +60,10 @@ const (
 	InputSelect    = "select"
 	InputNumber    = "number"
 	InputCheckbox  = "checkbox"
+
+	// inputFile and inputFileList are Dify's file inputs (Chatflow and Workflow start nodes).
+	inputFile     = "file"
+	inputFileList = "file-list"
 )
 
 // App is one app as the runtime sees it. Its JSON form is how an imported app is stored; the

@@ -125,6 +125,9 @@ type Config struct {
 	// which answers such a message 403 workflow_version_execution_not_allowed, as Dify's hosted
 	// free (Sandbox) plan does.
 	WorkflowVersionExecution string
+	// WorkflowNodeTimeout bounds one attempt of one workflow node (PARLEY_WORKFLOW_NODE_TIMEOUT);
+	// an iteration's or a loop's body nodes are bounded each, not the container.
+	WorkflowNodeTimeout time.Duration
 }
 
 // Values of WorkflowVersionExecution.
@@ -334,6 +337,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IndexingWorkers <= 0 {
 		bad("PARLEY_INDEXING_WORKERS", "must be positive, got %d", c.IndexingWorkers)
+	}
+	if c.WorkflowNodeTimeout <= 0 {
+		bad("PARLEY_WORKFLOW_NODE_TIMEOUT", "must be positive, got %v", c.WorkflowNodeTimeout)
 	}
 	if c.IndexingTimeout <= 0 {
 		bad("PARLEY_INDEXING_TIMEOUT", "must be positive, got %v", c.IndexingTimeout)

@@ -46,6 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
 		WorkflowVersionExecution:            WorkflowVersionExecutionAllowed,
+		WorkflowNodeTimeout:                 10 * time.Minute,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{
 			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",
@@ -120,6 +121,7 @@ func TestLoadValues(t *testing.T) {
 		{"grace", map[string]string{"PARLEY_SHUTDOWN_GRACE": "1m30s"}, func(c *Config) bool { return c.ShutdownGrace == 90*time.Second }},
 		{"grace zero", map[string]string{"PARLEY_SHUTDOWN_GRACE": "0s"}, func(c *Config) bool { return c.ShutdownGrace == 0 }},
 		{"model call cap", map[string]string{"PARLEY_MODEL_CALL_TIMEOUT": "90s"}, func(c *Config) bool { return c.ModelCallTimeout == 90*time.Second }},
+		{"node timeout", map[string]string{"PARLEY_WORKFLOW_NODE_TIMEOUT": "45s"}, func(c *Config) bool { return c.WorkflowNodeTimeout == 45*time.Second }},
 		{"stale runs", map[string]string{"PARLEY_RUN_STALE_AFTER": "2s"}, func(c *Config) bool { return c.RunStaleAfter == 2*time.Second }},
 		{"moderation buffer", map[string]string{"MODERATION_BUFFER_SIZE": "50"}, func(c *Config) bool { return c.ModerationBufferSize == 50 }},
 		{"body", map[string]string{"PARLEY_MAX_BODY_BYTES": "2048"}, func(c *Config) bool { return c.MaxBodyBytes == 2048 }},
@@ -180,6 +182,7 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_SHUTDOWN_GRACE": "-1s"}, "PARLEY_SHUTDOWN_GRACE: must not be negative"},
 		{map[string]string{"PARLEY_MODEL_CALL_TIMEOUT": "0s"}, "PARLEY_MODEL_CALL_TIMEOUT: must be positive"},
 		{map[string]string{"PARLEY_MODEL_CALL_TIMEOUT": "ten"}, "PARLEY_MODEL_CALL_TIMEOUT"},
+		{map[string]string{"PARLEY_WORKFLOW_NODE_TIMEOUT": "0s"}, "PARLEY_WORKFLOW_NODE_TIMEOUT: must be positive"},
 		{map[string]string{"PARLEY_RUN_STALE_AFTER": "1s"}, "PARLEY_RUN_STALE_AFTER: must be at least 2s"},
 		{map[string]string{"MODERATION_BUFFER_SIZE": "0"}, "MODERATION_BUFFER_SIZE: must be positive"},
 		{map[string]string{"PARLEY_MAX_BODY_BYTES": "0"}, "PARLEY_MAX_BODY_BYTES: must be a positive"},

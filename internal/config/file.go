@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -142,6 +143,21 @@ func (p Provider) APIKey(getenv func(string) string) string {
 // configured providers are listed and usable.
 func (p Provider) Configured(getenv func(string) string) bool {
 	return !p.RequiresAPIKey || p.APIKey(getenv) != ""
+}
+
+// Problem says why the provider is not usable and what to set, or "" when it is configured
+// (see Configured).
+func (p Provider) Problem(getenv func(string) string) string {
+	switch {
+	case p.Configured(getenv):
+		return ""
+	case p.APIKeyEnv == "":
+		return "it requires an API key but its api_key_env names no variable: set api_key_env in the config file " +
+			"to the environment variable that holds the key, or requires_api_key: false for a server that needs none"
+	default:
+		return fmt.Sprintf("its API key variable %s is not set: set the environment variable %s to the provider's API key "+
+			"(or requires_api_key: false in the config file for a server that needs none)", p.APIKeyEnv, p.APIKeyEnv)
+	}
 }
 
 // Model returns the model of the given type and name.

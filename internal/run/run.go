@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
@@ -308,7 +309,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		// A Workflow app's run is stopped by whoever names its task (StopWorkflow).
 		task.User = ""
 	}
-	runCtx, done := e.tasks.Register(e.life, task)
+	// The run outlives its request, so it lives in the engine's context, but its log lines
+	// keep the id of the request that started it.
+	life := e.life
+	if id := logctx.RequestID(ctx); id != "" {
+		life = logctx.WithRequestID(life, id)
+	}
+	runCtx, done := e.tasks.Register(life, task)
 	accepted = true
 	e.wg.Add(1)
 	go func() {
@@ -324,7 +331,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 			completed = runCtx.Err() == nil
 		}()
 		if completed && job.After != nil {
-			job.After(e.life)
+			job.After(life)
 		}
 	}()
 	return run, nil
@@ -406,14 +413,14 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if perr := e.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
-		e.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
+		e.log.ErrorContext(ctx, "persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
 		if err == nil {
 			err = perr
 		}
 	}
 	var reported *ReportedError
 	if err != nil {
-		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		e.log.WarnContext(ctx, "run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
 		if !errors.As(err, &reported) {
 			run.emit(Event{Kind: EventError, Err: err})
 		}

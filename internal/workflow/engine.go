@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -293,9 +294,13 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 			rep.Steps++
 			running++
 			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord, eng: e, spec: spec}
+			index := 0
+			if !silent(n.Type) {
+				index = int(spec.steps.Add(1))
+			}
 			go func(index int, predecessor string) {
 				results <- e.runNode(ctx, spec, x, r, index, predecessor)
-			}(int(spec.steps.Add(1)), pred[id])
+			}(index, pred[id])
 		}
 		if running == 0 {
 			break
@@ -388,10 +393,26 @@ func (s Spec) loopID() *string {
 
 var errAborted = errors.New("workflow: run aborted by a failed node")
 
+// silent reports whether nodes of the type run without node events of their own: the entry
+// nodes of an iteration's or a loop's body, which Dify's engine leaves out of the stream (and
+// out of the run's node executions and step count).
+func silent(nodeType string) bool { return nodeType == typeIterationStart || nodeType == typeLoopStart }
+
 // runNode runs one node with its retries and error strategy, emitting its events.
 func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, index int, predecessor string) outcome {
 	n := x.Node
 	created := time.Now()
+	if silent(n.Type) {
+		res, err := e.attempt(ctx, x, r)
+		o := outcome{id: n.ID, res: res, status: NodeSucceeded}
+		if err != nil {
+			o.status, o.err = NodeFailed, err
+			if ctx.Err() != nil {
+				o.status, o.err = NodeStopped, context.Cause(ctx)
+			}
+		}
+		return o
+	}
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
 	e.save(ctx, rec)
@@ -482,7 +503,7 @@ func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			e.log.Error("workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
+			e.log.ErrorContext(ctx, "workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
 			err = fmt.Errorf("the node failed unexpectedly")
 		}
 	}()
@@ -498,7 +519,7 @@ func (e *Engine) save(ctx context.Context, rec NodeExecution) {
 		return
 	}
 	if err := e.store.SaveNodeExecution(context.WithoutCancel(ctx), rec); err != nil {
-		e.log.Error("persist node execution", "node_execution_id", rec.ID, "error", err)
+		e.log.ErrorContext(ctx, "persist node execution", "node_execution_id", rec.ID, "error", err)
 	}
 }
 
@@ -519,7 +540,7 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 	d := nodeFinished{
 		ID: x.ExecutionID, NodeID: x.Node.ID, NodeType: x.Node.Type, Title: x.Node.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), Inputs: res.Inputs, ProcessData: res.ProcessData,
-		Outputs: res.Outputs, Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
+		Outputs: orderedOutputs(res), Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
 		CreatedAt: created.Unix(), FinishedAt: at.Unix(), Extras: map[string]any{}, Files: []any{},
 		IterationID: x.spec.iterationID(), LoopID: x.spec.loopID(),
 	}
@@ -558,7 +579,7 @@ type nodeFinished struct {
 	PredecessorNodeID *string        `json:"predecessor_node_id"`
 	Inputs            map[string]any `json:"inputs"`
 	ProcessData       map[string]any `json:"process_data"`
-	Outputs           map[string]any `json:"outputs"`
+	Outputs           any            `json:"outputs"`
 	Status            string         `json:"status"`
 	Error             *string        `json:"error"`
 	ElapsedTime       float64        `json:"elapsed_time"`
@@ -570,6 +591,31 @@ type nodeFinished struct {
 	IterationID       *string        `json:"iteration_id"`
 	LoopID            *string        `json:"loop_id"`
 	RetryIndex        *int           `json:"retry_index,omitempty"`
+}
+
+// orderedOutputs are a result's outputs as node_finished sends them: in OutputOrder when the node
+// set one (an ordered object), else as they are (sorted keys).
+func orderedOutputs(res Result) any {
+	if len(res.OutputOrder) == 0 || res.Outputs == nil {
+		return res.Outputs
+	}
+	o := value.NewObject()
+	for _, k := range res.OutputOrder {
+		if v, ok := res.Outputs[k]; ok {
+			o.Set(k, v)
+		}
+	}
+	rest := make([]string, 0, len(res.Outputs))
+	for k := range res.Outputs {
+		if _, ok := o.Get(k); !ok {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		o.Set(k, res.Outputs[k])
+	}
+	return o
 }
 
 func nullable(s string) *string {

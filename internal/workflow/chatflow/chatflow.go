@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,9 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		}
 	}
 	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString(), files: []any{}}
+	if w.t.Inputs, err = r.fileInputs(ctx, v.app, t); err != nil {
+		return run.Job{}, err
+	}
 	var rows []store.MessageFile
 	if len(t.Files) > 0 {
 		if r.files == nil {
@@ -351,7 +355,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		rec.Error, errText = s, &s
 	}
 	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
-		w.r.log.Error("persist workflow run", "workflow_run_id", w.runID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{
 		ID: w.runID, WorkflowID: w.v.id, Status: rep.Status, Outputs: rep.Outputs, Error: errText,
@@ -424,14 +428,14 @@ func (w *work) saveConversationVariables(ctx context.Context, pool *workflow.Poo
 	for _, cv := range w.convVars {
 		raw, err := json.Marshal(vals[cv.name])
 		if err != nil {
-			w.r.log.Error("encode conversation variable", "name", cv.name, "error", err)
+			w.r.log.ErrorContext(ctx, "encode conversation variable", "name", cv.name, "error", err)
 			continue
 		}
 		vs = append(vs, store.ConversationVariable{ID: cv.id, ConversationID: w.t.Conversation.ID, Name: cv.name,
 			ValueType: cv.valueType, Value: raw})
 	}
 	if err := w.r.store.SaveConversationVariables(ctx, vs); err != nil {
-		w.r.log.Error("persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
 	}
 }
 
@@ -462,6 +466,56 @@ type workflowFinished struct {
 }
 
 // fileValue is a message's file as the variable pool holds it.
+// fileInputs are the turn's inputs with the value of each file input of the start node (a file
+// object, or a list of them for a file list) checked as a message's files are, and turned into
+// the file it names, as Dify's start node hands its file inputs on as files.
+func (r *Runner) fileInputs(ctx context.Context, a *apps.App, t run.Turn) (map[string]any, error) {
+	var out map[string]any
+	for _, f := range a.UserInputForm {
+		if f.Type != "file" && f.Type != "file-list" {
+			continue
+		}
+		var objs []any
+		switch v := t.Inputs[f.Variable].(type) {
+		case map[string]any:
+			objs = []any{v}
+		case []any:
+			objs = v
+		default:
+			continue
+		}
+		refs := make([]run.File, 0, len(objs))
+		for _, o := range objs {
+			m, _ := o.(map[string]any)
+			s := func(k string) string { v, _ := m[k].(string); return v }
+			refs = append(refs, run.File{Type: s("type"), TransferMethod: s("transfer_method"), URL: s("url"), UploadFileID: s("upload_file_id")})
+		}
+		if r.files == nil {
+			return nil, ErrFilesNotAccepted
+		}
+		_, uploads, err := r.files(ctx, t.App.ID, t.EndUser.ID, refs)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = maps.Clone(t.Inputs)
+		}
+		files := make([]any, len(refs))
+		for i, ref := range refs {
+			files[i] = fileValue(ref, uploads[i])
+		}
+		if f.Type == "file" {
+			out[f.Variable] = files[0]
+		} else {
+			out[f.Variable] = files
+		}
+	}
+	if out == nil {
+		return t.Inputs, nil
+	}
+	return out, nil
+}
+
 func fileValue(ref run.File, up store.UploadFile) *value.File {
 	f := &value.File{Type: ref.Type, TransferMethod: ref.TransferMethod, RemoteURL: ref.URL}
 	if up.ID != "" {

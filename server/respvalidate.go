@@ -201,7 +201,7 @@ func (v *ResponseValidator) Middleware() echo.MiddlewareFunc {
 			if err := next(c); err != nil {
 				c.Error(err)
 			}
-			if cw.stream != nil {
+			if cw.stream != nil || cw.audio {
 				return nil
 			}
 			cw.finish()
@@ -230,6 +230,9 @@ type captureWriter struct {
 	wroteHeader bool
 	buf         bytes.Buffer
 	stream      *sseChecker
+	// audio is set for a streamed audio body: its status and headers are checked, its bytes
+	// pass through (see startAudio).
+	audio bool
 }
 
 func (w *captureWriter) WriteHeader(status int) {
@@ -238,9 +241,28 @@ func (w *captureWriter) WriteHeader(status int) {
 	}
 	w.wroteHeader = true
 	w.status = status
-	if isEventStream(w.Header().Get(echo.HeaderContentType)) {
+	ct := w.Header().Get(echo.HeaderContentType)
+	switch {
+	case isEventStream(ct):
 		w.startStream()
+	case status == http.StatusOK && strings.HasPrefix(strings.TrimSpace(ct), "audio/"):
+		w.startAudio()
 	}
+}
+
+// startAudio checks the status and headers of a streamed audio body and lets the body through
+// unbuffered: audio is bytes the contract declares as binary, and buffering it would hold the
+// sound back until the model finished.
+func (w *captureWriter) startAudio() {
+	if w.route != nil {
+		in := w.responseInput(nil)
+		in.Options.ExcludeResponseBody = true
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			w.v.violation(w.req, "audio status/headers", err)
+		}
+	}
+	w.audio = true
+	w.ResponseWriter.WriteHeader(w.status)
 }
 
 func (w *captureWriter) Write(p []byte) (int, error) {
@@ -250,12 +272,15 @@ func (w *captureWriter) Write(p []byte) (int, error) {
 	if w.stream != nil {
 		return w.stream.write(p)
 	}
+	if w.audio {
+		return w.ResponseWriter.Write(p)
+	}
 	return w.buf.Write(p)
 }
 
 // Flush forwards to the real writer while streaming; a buffered response is flushed at the end.
 func (w *captureWriter) Flush() {
-	if w.stream != nil {
+	if w.stream != nil || w.audio {
 		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
 }

@@ -23,7 +23,9 @@ import (
 
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
@@ -62,6 +64,9 @@ type Options struct {
 	Files         *files.Service
 	// Knowledge serves the knowledge-base operations.
 	Knowledge *knowledge.Service
+	// Annotations serves the annotation operations; Audio speech to text and text to speech.
+	Annotations *annotations.Service
+	Audio       *audio.Service
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -90,6 +95,8 @@ type Server struct {
 	conversations *conversations.Service
 	files         *files.Service
 	knowledge     *knowledge.Service
+	annotations   *annotations.Service
+	audio         *audio.Service
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
@@ -120,6 +127,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, runs: opts.Runs,
 		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge,
+		annotations: opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
 	if s.pingInterval <= 0 {

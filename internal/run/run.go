@@ -66,6 +66,10 @@ type Options struct {
 	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
 	// StaleAfter/2.
 	StaleAfter time.Duration
+	// Annotations, if set, answers the chat kinds' questions that match an annotation.
+	Annotations Annotations
+	// Speech, if set, reads streamed answers aloud for apps with text-to-speech auto-play.
+	Speech Speech
 }
 
 // Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
@@ -89,6 +93,9 @@ type Engine struct {
 	kinds   map[string]Kind
 	log     *slog.Logger
 	buffer  int
+
+	annotations Annotations
+	speech      Speech
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -121,6 +128,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
 		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{},
+		annotations: o.Annotations, speech: o.Speech,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -161,8 +169,10 @@ type Run struct {
 	CreatedAt     time.Time
 	Mode          string
 
-	events   chan Event
-	out      Output
+	events chan Event
+	out    Output
+	// tts reads the answer aloud as it streams (text-to-speech auto-play); nil when off.
+	tts      *speaker
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
@@ -232,9 +242,11 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err := e.conversation(ctx, app, kind, &turn); err != nil {
 		return nil, err
 	}
-	job, err := kind.Runner.Prepare(ctx, turn)
-	if err != nil {
-		return nil, err
+	job, annotated := e.annotationJob(ctx, kind, turn)
+	if !annotated {
+		if job, err = kind.Runner.Prepare(ctx, turn); err != nil {
+			return nil, err
+		}
 	}
 
 	conv := turn.Conversation
@@ -261,6 +273,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
+	run.tts = e.speaker(app, req.Streaming, run)
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
@@ -369,13 +382,16 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	}
 	if err != nil {
 		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		run.tts.abort()
 		run.emit(Event{Kind: EventError, Err: err})
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files,
+		Uncited: outcome.Uncited, Annotation: outcome.Annotation}})
 	for _, ev := range outcome.Trailer {
 		run.emit(ev)
 	}
+	run.tts.finish(run)
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -337,6 +339,184 @@ func TestAudio(t *testing.T) {
 		_ = json.Unmarshal(raw, &params)
 		if tts, _ := params["text_to_speech"].(map[string]any); tts["autoPlay"] != "enabled" || tts["voice"] != "nova" {
 			t.Fatalf("parameters text_to_speech = %v", params["text_to_speech"])
+		}
+	})
+}
+
+// enableReply switches annotation reply on for the app of c and waits for the job.
+func enableReply(t *testing.T, c *client.ClientWithResponses) {
+	t.Helper()
+	r, err := c.SetAnnotationReplyWithResponse(context.Background(), client.SetAnnotationReplyParamsActionEnable, client.AnnotationReplyRequest{
+		EmbeddingProviderName: "openai", EmbeddingModelName: "text-embedding-3-small", ScoreThreshold: 0.9})
+	if err != nil || r.JSON200 == nil {
+		t.Fatalf("enable: %v %s", err, r.Body)
+	}
+	if st := waitJob(t, c, client.GetAnnotationReplyStatusParamsActionEnable, r.JSON200.JobId); st.JobStatus != client.AnnotationReplyJobStatusJobStatusCompleted {
+		t.Fatalf("enable = %+v", st)
+	}
+}
+
+// annotated creates an annotation for the app of c and returns it.
+func annotated(t *testing.T, c *client.ClientWithResponses, question, answer string) client.Annotation {
+	t.Helper()
+	r, err := c.CreateAnnotationWithResponse(context.Background(), client.AnnotationRequest{Question: question, Answer: answer})
+	if err != nil || r.JSON201 == nil {
+		t.Fatalf("create annotation: %v %s", err, r.Body)
+	}
+	return *r.JSON201
+}
+
+// rawStream posts a streaming chat message and returns its events as JSON objects, in order.
+func rawStream(t *testing.T, p *Parley, key, body string) []map[string]any {
+	t.Helper()
+	req, err := newRequest(http.MethodPost, p.URL+"/chat-messages", body, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat = %d %s", resp.StatusCode, raw)
+	}
+	var out []map[string]any
+	for _, frame := range strings.Split(string(raw), "\n\n") {
+		data, ok := strings.CutPrefix(strings.TrimSpace(frame), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("frame %q: %v", frame, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func eventNames(evs []map[string]any) string {
+	names := make([]string, len(evs))
+	for i, ev := range evs {
+		names[i], _ = ev["event"].(string)
+	}
+	return strings.Join(names, " ")
+}
+
+// annotationOf is the annotation_reply id of a stream's message_end, or "".
+func annotationOf(evs []map[string]any) string {
+	for _, ev := range evs {
+		if ev["event"] == "message_end" {
+			md, _ := ev["metadata"].(map[string]any)
+			ar, _ := md["annotation_reply"].(map[string]any)
+			id, _ := ar["id"].(string)
+			return id
+		}
+	}
+	return ""
+}
+
+// TestAnnotationReplyEveryKind answers from an annotation in every app kind Dify does — a Legacy
+// Agent, a Chatflow and an Agent app (the Chatbot is TestAnnotations') — with the annotation's
+// text as one message event and annotation_reply in message_end, and no model call; and reads the
+// answers of a Legacy Agent and a Chatflow aloud with auto-play on (tts_message, then
+// tts_message_end after the closing event).
+func TestAnnotationReplyEveryKind(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		tag := strings.ReplaceAll(t.Name(), "/", "-")
+
+		// Legacy Agent.
+		agentKey := p.CLI(t, "keys", "create", "--app", "agent")
+		ac := newClient(t, p, agentKey)
+		enableReply(t, ac)
+		q := "Which tool computes sums " + marker(t, "agent") + "?"
+		a := annotated(t, ac, q, "The calculator does.")
+		evs := rawStream(t, p, agentKey, fmt.Sprintf(`{"query":%q,"inputs":{},"user":"u","response_mode":"streaming"}`, q))
+		if got := eventNames(evs); got != "message message_end" || evs[0]["answer"] != a.Answer || annotationOf(evs) != a.Id {
+			t.Fatalf("legacy agent: %s %v", got, evs)
+		}
+		if _, ok := evs[1]["metadata"].(map[string]any)["retriever_resources"]; !ok {
+			t.Errorf("legacy agent message_end without retriever_resources: %v", evs[1])
+		}
+
+		// Chatflow, with auto-play on: an annotation answers without running the graph.
+		raw, err := os.ReadFile(chatflowDSL(t, "Annotated Flow "+tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := strings.Replace(string(raw), "    file_upload: {enabled: false}\n",
+			"    file_upload: {enabled: false}\n    text_to_speech: {enabled: true, voice: fable, autoPlay: enabled}\n", 1)
+		path := filepath.Join(t.TempDir(), "flow.yml")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.CLI(t, "apps", "import", "--publish", path)
+		flowKey := p.CLI(t, "keys", "create", "--app", "Annotated Flow "+tag)
+		fc := newClient(t, p, flowKey)
+		enableReply(t, fc)
+		q = "When does the shop open " + marker(t, "flow") + "?"
+		a = annotated(t, fc, q, "At nine.")
+		evs = rawStream(t, p, flowKey, fmt.Sprintf(`{"query":%q,"inputs":{"name":"Ann"},"user":"u","response_mode":"streaming"}`, q))
+		// The answer is shorter than a sentence worth a call of its own: it is read once it is
+		// complete, after message_end (in as many tts_message events as the audio arrives in).
+		names := eventNames(evs)
+		if strings.ReplaceAll(names, "tts_message ", "") != "message message_end tts_message_end" || !strings.Contains(names, "tts_message ") ||
+			evs[0]["answer"] != a.Answer || annotationOf(evs) != a.Id {
+			t.Fatalf("chatflow: %s %v", names, evs)
+		}
+		// Not annotated: the graph runs and its answer is read aloud after workflow_finished.
+		q = marker(t, "flow question")
+		upstream.On(q, openaitest.Reply{Text: "The graph answers in full. Then it adds a second sentence."})
+		evs = rawStream(t, p, flowKey, fmt.Sprintf(`{"query":%q,"inputs":{"name":"Ann"},"user":"u","response_mode":"streaming"}`, q))
+		names = eventNames(evs)
+		// Where the audio lands among the other events depends on how fast the speech model
+		// answers; its end follows the closing workflow_finished.
+		if !strings.Contains(names, "tts_message ") || !strings.HasSuffix(names, "tts_message_end") ||
+			!strings.Contains(strings.ReplaceAll(names, "tts_message ", ""), "message_end workflow_finished tts_message_end") {
+			t.Fatalf("chatflow with auto-play: %s", names)
+		}
+		var audio []byte
+		for _, ev := range evs {
+			if ev["event"] == "tts_message" {
+				b, _ := base64.StdEncoding.DecodeString(ev["audio"].(string))
+				audio = append(audio, b...)
+			}
+		}
+		if want := openaitest.SpeechHeader + "fable:Hi Ann: The graph answers in full." + openaitest.SpeechHeader + "fable: Then it adds a second sentence."; string(audio) != want {
+			t.Fatalf("chatflow audio %q, want %q", audio, want)
+		}
+
+		// Legacy Agent with auto-play: its agent_message text is read aloud.
+		speakerKey := p.CLI(t, "keys", "create", "--app", "agent-speaker")
+		q = marker(t, "agent speaks")
+		upstream.On(q, openaitest.Reply{Text: "Agents can talk."})
+		evs = rawStream(t, p, speakerKey, fmt.Sprintf(`{"query":%q,"inputs":{},"user":"u","response_mode":"streaming"}`, q))
+		names = eventNames(evs)
+		if !strings.Contains(names, "agent_message") || !strings.Contains(names, "tts_message ") ||
+			!strings.HasSuffix(strings.ReplaceAll(names, "tts_message ", ""), "message_end tts_message_end") {
+			t.Fatalf("legacy agent with auto-play: %s", names)
+		}
+
+		// Agent app: the annotation closes the answer as one message; no retriever_resources.
+		dslPath := filepath.Join(t.TempDir(), "agent.yml")
+		if err := os.WriteFile(dslPath, []byte(agentAppDSL("Instructions for {{who}} "+tag+".", "Hi.")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.CLI(t, "apps", "import", "--lenient", dslPath)
+		p.CLI(t, "apps", "publish", "Desk Agent")
+		appKey := p.CLI(t, "keys", "create", "--app", "Desk Agent")
+		dc := newClient(t, p, appKey)
+		enableReply(t, dc)
+		q = "Who answers the desk " + marker(t, "agent app") + "?"
+		a = annotated(t, dc, q, "The clerk.")
+		evs = rawStream(t, p, appKey, fmt.Sprintf(`{"query":%q,"inputs":{"who":"Bo"},"user":"u"}`, q))
+		if got := eventNames(evs); got != "message message_end" || evs[0]["answer"] != a.Answer || annotationOf(evs) != a.Id {
+			t.Fatalf("agent app: %s %v", got, evs)
+		}
+		if _, ok := evs[1]["metadata"].(map[string]any)["retriever_resources"]; ok {
+			t.Errorf("agent app message_end with retriever_resources: %v", evs[1])
 		}
 	})
 }

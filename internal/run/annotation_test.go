@@ -145,8 +145,10 @@ func TestAutoPlay(t *testing.T) {
 			t.Fatalf("events %v", kinds)
 		}
 
-		// Blocking requests, and apps without auto-play, get no audio.
-		for _, req := range []Request{{App: &speaking, Query: "q"}, {App: env.chat, Query: "q", Streaming: true}} {
+		// Blocking requests, apps without auto-play and Completion apps get no audio.
+		writer := *env.oneOff
+		writer.Features.TextToSpeech = speaking.Features.TextToSpeech
+		for _, req := range []Request{{App: &speaking, Query: "q"}, {App: env.chat, Query: "q", Streaming: true}, {App: &writer, Query: "q", Streaming: true}} {
 			r := env.start(t, req)
 			env.feedLater(t, emit(Event{Kind: EventMessage, Answer: "A sentence long enough to be read."}), step{end: true})
 			if audio, kinds := spoken(collectEvents(t, r)); audio != "" || strings.Contains(strings.Join(kinds, " "), "tts") {

@@ -17,9 +17,14 @@ type Speech interface {
 	Speak(ctx context.Context, app *apps.App, text string, chunk func(audio []byte) error) error
 }
 
-// AutoPlays reports whether a streamed answer of app is read aloud as it streams: its
-// text-to-speech feature is on with auto-play.
+// AutoPlays reports whether a streamed answer of app is read aloud as it streams: a Chatbot,
+// Legacy Agent or Chatflow app whose text-to-speech feature is on with auto-play.
 func AutoPlays(app *apps.App) bool {
+	switch app.Mode {
+	case apps.ModeChat, apps.ModeAgentChat, apps.ModeAdvancedChat:
+	default:
+		return false
+	}
 	tts := app.Features.TextToSpeech
 	return tts.Enabled && tts.AutoPlay == "enabled"
 }

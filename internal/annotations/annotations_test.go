@@ -51,7 +51,7 @@ func (q *inlineQueue) Enqueue(ctx context.Context, j jobs.Job) error {
 
 // newEnv is the service over a real store, the fake upstream's embeddings and a queue that runs
 // jobs at once.
-func newEnv(t *testing.T, e storetest.Engine) *env {
+func newEnv(t testing.TB, e storetest.Engine) *env {
 	t.Helper()
 	up := openaitest.NewServer()
 	t.Cleanup(up.Close)

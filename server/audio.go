@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/files"
 )
@@ -47,7 +48,7 @@ func (s *Server) AudioToText(ctx context.Context, req gen.AudioToTextRequestObje
 	if err != nil {
 		return nil, err
 	}
-	text, err := s.audio.Transcribe(ctx, app, form.file.filename, form.file.contentType, data)
+	text, err := s.audio.Transcribe(ctx, featured(app), form.file.filename, form.file.contentType, data)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +82,20 @@ func (s *Server) TextToAudio(ctx context.Context, req gen.TextToAudioRequestObje
 			return nil, err
 		}
 	}
-	body, contentType, err := s.audio.Synthesize(ctx, app, text, voice)
+	body, contentType, err := s.audio.Synthesize(ctx, featured(app), text, voice)
 	if err != nil {
 		return nil, err
 	}
 	return audioResponse{body: body, contentType: contentType}, nil
+}
+
+// featured is the app whose features the audio operations follow: an Agent app's are its
+// published Agent's (an app without one has its own, all off).
+func featured(app *apps.App) *apps.App {
+	if a, err := answering(app); err == nil {
+		return a
+	}
+	return app
 }
 
 // audioResponse streams synthesized speech, flushing each piece as it arrives from the model.

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/models"
@@ -148,8 +149,74 @@ func (s *Service) Synthesize(ctx context.Context, app *apps.App, text, voice str
 	if voice == "" {
 		voice = DefaultVoice
 	}
-	return c.Synthesize(ctx, spec.Name, text, voice)
+	pieces := splitSpeech(text, maxSpeechInput)
+	body, ct, err := c.Synthesize(ctx, spec.Name, pieces[0], voice)
+	if err != nil || len(pieces) == 1 {
+		return body, ct, err
+	}
+	next := func(text string) (io.ReadCloser, error) {
+		b, _, err := c.Synthesize(ctx, spec.Name, text, voice)
+		return b, err
+	}
+	return &chained{cur: body, rest: pieces[1:], next: next}, ct, nil
 }
+
+// maxSpeechInput is the most text one speech call reads, in characters: OpenAI's speech API takes
+// at most 4096. A longer text is read in pieces, one call after the other, as one audio stream.
+const maxSpeechInput = 4000
+
+// splitSpeech cuts text into pieces of at most max characters, at the last sentence end of each
+// piece when there is one, else at its last space, else anywhere.
+func splitSpeech(text string, max int) []string {
+	var out []string
+	for utf8.RuneCountInString(text) > max {
+		// The byte offset just past the first max characters.
+		limit := 0
+		for range max {
+			_, size := utf8.DecodeRuneInString(text[limit:])
+			limit += size
+		}
+		cut := strings.LastIndexAny(text[:limit], ".!?\n。！？")
+		if cut >= 0 {
+			_, size := utf8.DecodeRuneInString(text[cut:])
+			cut += size
+		} else if cut = strings.LastIndexByte(text[:limit], ' ') + 1; cut <= 0 {
+			cut = limit
+		}
+		out = append(out, text[:cut])
+		text = text[cut:]
+	}
+	return append(out, text)
+}
+
+// chained reads the audio of several speech calls as one stream, making each call when the one
+// before it is read.
+type chained struct {
+	cur  io.ReadCloser
+	rest []string
+	next func(text string) (io.ReadCloser, error)
+}
+
+func (c *chained) Read(p []byte) (int, error) {
+	for {
+		n, err := c.cur.Read(p)
+		if !errors.Is(err, io.EOF) || len(c.rest) == 0 {
+			return n, err
+		}
+		_ = c.cur.Close()
+		text := c.rest[0]
+		c.rest = c.rest[1:]
+		if c.cur, err = c.next(text); err != nil {
+			c.cur, c.rest = io.NopCloser(strings.NewReader("")), nil
+			return n, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (c *chained) Close() error { return c.cur.Close() }
 
 // speakChunk is the most audio one tts_message carries.
 const speakChunk = 16 << 10

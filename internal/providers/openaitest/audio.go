@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -58,7 +59,7 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	}
 	text := string(data)
 	if !utf8.Valid(data) || strings.ContainsRune(text, 0) {
-		text = itoa(len(data)) + " bytes of audio"
+		text = strconv.Itoa(len(data)) + " bytes of audio"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"text": text})
@@ -89,9 +90,4 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, req *Request) {
 
 func (s *Server) knows(model string) bool {
 	return s.models == nil || slices.Contains(s.models, model)
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

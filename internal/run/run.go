@@ -169,13 +169,12 @@ type Run struct {
 	CreatedAt     time.Time
 	Mode          string
 
-	events chan Event
-	out    Output
-	// tts reads the answer aloud as it streams (text-to-speech auto-play); nil when off.
-	tts      *speaker
+	events   chan Event
+	out      Output
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
+	tts      *speaker // reads the answer aloud as it streams (auto-play); nil when off
 
 	// answer is written by the job's goroutine (Output) under mu; keepRuns reads it under mu.
 	// version counts the changes of answer.

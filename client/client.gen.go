@@ -64,6 +64,54 @@ func (e AgentThoughtEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for AnnotationReplyJobJobStatus.
+const (
+	AnnotationReplyJobJobStatusCompleted  AnnotationReplyJobJobStatus = "completed"
+	AnnotationReplyJobJobStatusError      AnnotationReplyJobJobStatus = "error"
+	AnnotationReplyJobJobStatusProcessing AnnotationReplyJobJobStatus = "processing"
+	AnnotationReplyJobJobStatusWaiting    AnnotationReplyJobJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobJobStatus enum.
+func (e AnnotationReplyJobJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobJobStatusCompleted:
+		return true
+	case AnnotationReplyJobJobStatusError:
+		return true
+	case AnnotationReplyJobJobStatusProcessing:
+		return true
+	case AnnotationReplyJobJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobStatusJobStatus.
+const (
+	AnnotationReplyJobStatusJobStatusCompleted  AnnotationReplyJobStatusJobStatus = "completed"
+	AnnotationReplyJobStatusJobStatusError      AnnotationReplyJobStatusJobStatus = "error"
+	AnnotationReplyJobStatusJobStatusProcessing AnnotationReplyJobStatusJobStatus = "processing"
+	AnnotationReplyJobStatusJobStatusWaiting    AnnotationReplyJobStatusJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobStatusJobStatus enum.
+func (e AnnotationReplyJobStatusJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobStatusJobStatusCompleted:
+		return true
+	case AnnotationReplyJobStatusJobStatusError:
+		return true
+	case AnnotationReplyJobStatusJobStatusProcessing:
+		return true
+	case AnnotationReplyJobStatusJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AppFeedbackFromSource.
 const (
 	AppFeedbackFromSourceAdmin AppFeedbackFromSource = "admin"
@@ -1792,6 +1840,42 @@ func (e WorkflowStartedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for SetAnnotationReplyParamsAction.
+const (
+	SetAnnotationReplyParamsActionDisable SetAnnotationReplyParamsAction = "disable"
+	SetAnnotationReplyParamsActionEnable  SetAnnotationReplyParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the SetAnnotationReplyParamsAction enum.
+func (e SetAnnotationReplyParamsAction) Valid() bool {
+	switch e {
+	case SetAnnotationReplyParamsActionDisable:
+		return true
+	case SetAnnotationReplyParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAnnotationReplyStatusParamsAction.
+const (
+	GetAnnotationReplyStatusParamsActionDisable GetAnnotationReplyStatusParamsAction = "disable"
+	GetAnnotationReplyStatusParamsActionEnable  GetAnnotationReplyStatusParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the GetAnnotationReplyStatusParamsAction enum.
+func (e GetAnnotationReplyStatusParamsAction) Valid() bool {
+	switch e {
+	case GetAnnotationReplyStatusParamsActionDisable:
+		return true
+	case GetAnnotationReplyStatusParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListConversationsParamsSortBy.
 const (
 	CreatedAt      ListConversationsParamsSortBy = "created_at"
@@ -1918,6 +2002,28 @@ type AgentThoughtEvent struct {
 // AgentThoughtEventEvent defines model for AgentThoughtEvent.Event.
 type AgentThoughtEventEvent string
 
+// Annotation A curated answer to a question.
+type Annotation struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// HitCount How many questions were answered from it.
+	HitCount int64  `json:"hit_count"`
+	Id       string `json:"id"`
+	Question string `json:"question"`
+}
+
+// AnnotationList defines model for AnnotationList.
+type AnnotationList struct {
+	Data    []Annotation `json:"data"`
+	HasMore bool         `json:"has_more"`
+	Limit   int          `json:"limit"`
+	Page    int          `json:"page"`
+	Total   int64        `json:"total"`
+}
+
 // AnnotationReply Present when an annotation matched; the answer then equals the annotation.
 type AnnotationReply struct {
 	Account *struct {
@@ -1927,6 +2033,44 @@ type AnnotationReply struct {
 
 	// Id Annotation id.
 	Id string `json:"id"`
+}
+
+// AnnotationReplyJob defines model for AnnotationReplyJob.
+type AnnotationReplyJob struct {
+	JobId     string                      `json:"job_id"`
+	JobStatus AnnotationReplyJobJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobJobStatus defines model for AnnotationReplyJob.JobStatus.
+type AnnotationReplyJobJobStatus string
+
+// AnnotationReplyJobStatus defines model for AnnotationReplyJobStatus.
+type AnnotationReplyJobStatus struct {
+	// ErrorMsg Why the job failed; empty unless `job_status` is `error`.
+	ErrorMsg  string                            `json:"error_msg"`
+	JobId     string                            `json:"job_id"`
+	JobStatus AnnotationReplyJobStatusJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobStatusJobStatus defines model for AnnotationReplyJobStatus.JobStatus.
+type AnnotationReplyJobStatusJobStatus string
+
+// AnnotationReplyRequest defines model for AnnotationReplyRequest.
+type AnnotationReplyRequest struct {
+	// EmbeddingModelName A text-embedding model of that provider.
+	EmbeddingModelName string `json:"embedding_model_name"`
+
+	// EmbeddingProviderName A configured provider with the text-embedding model.
+	EmbeddingProviderName string `json:"embedding_provider_name"`
+
+	// ScoreThreshold The lowest similarity (cosine) at which a question is answered from an annotation.
+	ScoreThreshold float64 `json:"score_threshold"`
+}
+
+// AnnotationRequest defines model for AnnotationRequest.
+type AnnotationRequest struct {
+	Answer   string `json:"answer"`
+	Question string `json:"question"`
 }
 
 // AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
@@ -2017,6 +2161,20 @@ type AppParameters struct {
 
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
+
+// AudioToTextRequest defines model for AudioToTextRequest.
+type AudioToTextRequest struct {
+	// File The audio file.
+	File openapi_types.File `json:"file"`
+
+	// User End-user identifier.
+	User *string `json:"user,omitempty"`
+}
+
+// AudioTranscript defines model for AudioTranscript.
+type AudioTranscript struct {
+	Text string `json:"text"`
+}
 
 // BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
 type BindTagsRequest struct {
@@ -4350,6 +4508,18 @@ type TextChunkEvent struct {
 // TextChunkEventEvent defines model for TextChunkEvent.Event.
 type TextChunkEventEvent string
 
+// TextToAudioRequest defines model for TextToAudioRequest.
+type TextToAudioRequest struct {
+	// MessageId A message whose answer to read (takes priority over `text`).
+	MessageId *openapi_types.UUID `json:"message_id,omitempty"`
+
+	// Streaming Ignored, as in Dify; the audio always streams.
+	Streaming *bool   `json:"streaming,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	User      *string `json:"user,omitempty"`
+	Voice     *string `json:"voice,omitempty"`
+}
+
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
 type TtsMessageEndEvent struct {
 	Audio          string             `json:"audio"`
@@ -5000,6 +5170,24 @@ type ListAppFeedbacksParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// SetAnnotationReplyParamsAction defines parameters for SetAnnotationReply.
+type SetAnnotationReplyParamsAction string
+
+// GetAnnotationReplyStatusParamsAction defines parameters for GetAnnotationReplyStatus.
+type GetAnnotationReplyStatusParamsAction string
+
+// ListAnnotationsParams defines parameters for ListAnnotations.
+type ListAnnotationsParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page (at most 100 are returned).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep annotations whose question or answer contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
 // ListConversationsParams defines parameters for ListConversations.
 type ListConversationsParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -5214,6 +5402,18 @@ type ListWorkflowLogsParams struct {
 // ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParamsStatus string
 
+// SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
+type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
+
+// CreateAnnotationJSONRequestBody defines body for CreateAnnotation for application/json ContentType.
+type CreateAnnotationJSONRequestBody = AnnotationRequest
+
+// UpdateAnnotationJSONRequestBody defines body for UpdateAnnotation for application/json ContentType.
+type UpdateAnnotationJSONRequestBody = AnnotationRequest
+
+// AudioToTextMultipartRequestBody defines body for AudioToText for multipart/form-data ContentType.
+type AudioToTextMultipartRequestBody = AudioToTextRequest
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -5334,6 +5534,9 @@ type UploadFileMultipartRequestBody = FileUploadRequest
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
+type TextToAudioJSONRequestBody = TextToAudioRequest
 
 // RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
 type RunWorkflowJSONRequestBody = WorkflowRunRequest
@@ -12911,6 +13114,110 @@ type ClientInterface interface {
 	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 	ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SetAnnotationReplyWithBody Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithBody(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetAnnotationReply Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReply(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	//
+	// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+	// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+	//
+	// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+	GetAnnotationReplyStatus(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAnnotations List annotations
+	//
+	// The app's annotations, newest first. `keyword` keeps those whose question or answer
+	// contains it, whatever the case. A `limit` over 100 is taken as 100.
+	//
+	// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+	ListAnnotations(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAnnotationWithBody Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAnnotation Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotation(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAnnotation Delete an annotation
+	//
+	// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+	//
+	// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+	DeleteAnnotation(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAnnotationWithBody Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithBody(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAnnotation Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotation(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AudioToTextWithBody Speech to text
+	//
+	// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+	// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+	// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+	// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+	// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+	// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+	// `provider_not_support_speech_to_text`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+	AudioToTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SendChatMessageWithBody Send chat message
 	//
 	// Sends the user's message to a Chatflow, Agent, Chatbot or Legacy Agent app. With
@@ -14004,6 +14311,34 @@ type ClientInterface interface {
 	// Corresponds with GET /site (the `GetSite` operationId).
 	GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TextToAudioWithBody Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TextToAudio Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWorkflowLogs List workflow logs
 	//
 	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
@@ -14125,6 +14460,210 @@ type ClientInterface interface {
 // Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 func (c *Client) ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAppFeedbacksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetAnnotationReplyWithBody Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *Client) SetAnnotationReplyWithBody(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetAnnotationReplyRequestWithBody(c.Server, action, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetAnnotationReply Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *Client) SetAnnotationReply(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetAnnotationReplyRequest(c.Server, action, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAnnotationReplyStatus Get the status of an annotation reply job
+//
+// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+//
+// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+func (c *Client) GetAnnotationReplyStatus(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAnnotationReplyStatusRequest(c.Server, action, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAnnotations List annotations
+//
+// The app's annotations, newest first. `keyword` keeps those whose question or answer
+// contains it, whatever the case. A `limit` over 100 is taken as 100.
+//
+// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+func (c *Client) ListAnnotations(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAnnotationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAnnotationWithBody Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *Client) CreateAnnotationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAnnotationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAnnotation Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *Client) CreateAnnotation(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAnnotationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAnnotation Delete an annotation
+//
+// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+//
+// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+func (c *Client) DeleteAnnotation(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAnnotationRequest(c.Server, annotationId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAnnotationWithBody Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *Client) UpdateAnnotationWithBody(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAnnotationRequestWithBody(c.Server, annotationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAnnotation Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *Client) UpdateAnnotation(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAnnotationRequest(c.Server, annotationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AudioToTextWithBody Speech to text
+//
+// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+// `provider_not_support_speech_to_text`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+func (c *Client) AudioToTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAudioToTextRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16256,6 +16795,54 @@ func (c *Client) GetSite(ctx context.Context, params *GetSiteParams, reqEditors 
 	return c.Client.Do(req)
 }
 
+// TextToAudioWithBody Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *Client) TextToAudioWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTextToAudioRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TextToAudio Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *Client) TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTextToAudioRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWorkflowLogs List workflow logs
 //
 // The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
@@ -16521,6 +17108,322 @@ func NewListAppFeedbacksRequest(server string, params *ListAppFeedbacksParams) (
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSetAnnotationReplyRequest calls the generic SetAnnotationReply builder with application/json body
+func NewSetAnnotationReplyRequest(server string, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetAnnotationReplyRequestWithBody(server, action, "application/json", bodyReader)
+}
+
+// NewSetAnnotationReplyRequestWithBody constructs an http.Request for the SetAnnotationReply method, with any body, and a specified content type
+func NewSetAnnotationReplyRequestWithBody(server string, action SetAnnotationReplyParamsAction, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotation-reply/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAnnotationReplyStatusRequest constructs an http.Request for the GetAnnotationReplyStatus method
+func NewGetAnnotationReplyStatusRequest(server string, action GetAnnotationReplyStatusParamsAction, jobId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "job_id", jobId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotation-reply/%s/status/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAnnotationsRequest constructs an http.Request for the ListAnnotations method
+func NewListAnnotationsRequest(server string, params *ListAnnotationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAnnotationRequest calls the generic CreateAnnotation builder with application/json body
+func NewCreateAnnotationRequest(server string, body CreateAnnotationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAnnotationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAnnotationRequestWithBody constructs an http.Request for the CreateAnnotation method, with any body, and a specified content type
+func NewCreateAnnotationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAnnotationRequest constructs an http.Request for the DeleteAnnotation method
+func NewDeleteAnnotationRequest(server string, annotationId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "annotation_id", annotationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAnnotationRequest calls the generic UpdateAnnotation builder with application/json body
+func NewUpdateAnnotationRequest(server string, annotationId string, body UpdateAnnotationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAnnotationRequestWithBody(server, annotationId, "application/json", bodyReader)
+}
+
+// NewUpdateAnnotationRequestWithBody constructs an http.Request for the UpdateAnnotation method, with any body, and a specified content type
+func NewUpdateAnnotationRequestWithBody(server string, annotationId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "annotation_id", annotationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAudioToTextRequestWithBody constructs an http.Request for the AudioToText method, with any body, and a specified content type
+func NewAudioToTextRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/audio-to-text")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -20225,6 +21128,46 @@ func NewGetSiteRequest(server string, params *GetSiteParams) (*http.Request, err
 	return req, nil
 }
 
+// NewTextToAudioRequest calls the generic TextToAudio builder with application/json body
+func NewTextToAudioRequest(server string, body TextToAudioJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTextToAudioRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTextToAudioRequestWithBody constructs an http.Request for the TextToAudio method, with any body, and a specified content type
+func NewTextToAudioRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/text-to-audio")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListWorkflowLogsRequest constructs an http.Request for the ListWorkflowLogs method
 func NewListWorkflowLogsRequest(server string, params *ListWorkflowLogsParams) (*http.Request, error) {
 	var err error
@@ -20617,6 +21560,116 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 	ListAppFeedbacksWithResponse(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*ListAppFeedbacksResponse, error)
+
+	// SetAnnotationReplyWithBodyWithResponse Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithBodyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error)
+
+	// SetAnnotationReplyWithResponse Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error)
+
+	// GetAnnotationReplyStatusWithResponse Get the status of an annotation reply job
+	//
+	// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+	// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+	GetAnnotationReplyStatusWithResponse(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*GetAnnotationReplyStatusResponse, error)
+
+	// ListAnnotationsWithResponse List annotations
+	//
+	// The app's annotations, newest first. `keyword` keeps those whose question or answer
+	// contains it, whatever the case. A `limit` over 100 is taken as 100.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+	ListAnnotationsWithResponse(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*ListAnnotationsResponse, error)
+
+	// CreateAnnotationWithBodyWithResponse Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error)
+
+	// CreateAnnotationWithResponse Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithResponse(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error)
+
+	// DeleteAnnotationWithResponse Delete an annotation
+	//
+	// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+	DeleteAnnotationWithResponse(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*DeleteAnnotationResponse, error)
+
+	// UpdateAnnotationWithBodyWithResponse Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithBodyWithResponse(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error)
+
+	// UpdateAnnotationWithResponse Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithResponse(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error)
+
+	// AudioToTextWithBodyWithResponse Speech to text
+	//
+	// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+	// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+	// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+	// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+	// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+	// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+	// `provider_not_support_speech_to_text`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+	AudioToTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AudioToTextResponse, error)
 
 	// SendChatMessageWithBodyWithResponse Send chat message
 	//
@@ -21775,6 +22828,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /site (the `GetSite` operationId).
 	GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error)
 
+	// TextToAudioWithBodyWithResponse Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error)
+
+	// TextToAudioWithResponse Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithResponse(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error)
+
 	// ListWorkflowLogsWithResponse List workflow logs
 	//
 	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
@@ -21958,6 +23039,559 @@ func (r ListAppFeedbacksResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAppFeedbacksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetAnnotationReplyResponse401Headers the declared response headers of an HTTP 401 response for SetAnnotationReply
+type SetAnnotationReplyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SetAnnotationReplyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationReplyJob
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetAnnotationReplyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON200() *AnnotationReplyJob {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetAnnotationReplyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetAnnotationReplyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetAnnotationReplyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetAnnotationReplyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAnnotationReplyStatusResponse401Headers the declared response headers of an HTTP 401 response for GetAnnotationReplyStatus
+type GetAnnotationReplyStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetAnnotationReplyStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationReplyJobStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAnnotationReplyStatusResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON200() *AnnotationReplyJobStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAnnotationReplyStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAnnotationReplyStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAnnotationReplyStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAnnotationReplyStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAnnotationsResponse401Headers the declared response headers of an HTTP 401 response for ListAnnotations
+type ListAnnotationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListAnnotationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAnnotationsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAnnotationsResponse) GetJSON200() *AnnotationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAnnotationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAnnotationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAnnotationsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAnnotationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAnnotationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAnnotationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAnnotationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAnnotationResponse401Headers the declared response headers of an HTTP 401 response for CreateAnnotation
+type CreateAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Annotation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAnnotationResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAnnotationResponse) GetJSON201() *Annotation {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAnnotationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAnnotationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAnnotationResponse401Headers the declared response headers of an HTTP 401 response for DeleteAnnotation
+type DeleteAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAnnotationResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAnnotationResponse401Headers the declared response headers of an HTTP 401 response for UpdateAnnotation
+type UpdateAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Annotation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAnnotationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON200() *Annotation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AudioToTextResponse401Headers the declared response headers of an HTTP 401 response for AudioToText
+type AudioToTextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type AudioToTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AudioTranscript
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AudioToTextResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AudioToTextResponse) GetJSON200() *AudioTranscript {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AudioToTextResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AudioToTextResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AudioToTextResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AudioToTextResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AudioToTextResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AudioToTextResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AudioToTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AudioToTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AudioToTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AudioToTextResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -28294,6 +29928,89 @@ func (r GetSiteResponse) ContentType() string {
 	return ""
 }
 
+// TextToAudioResponse401Headers the declared response headers of an HTTP 401 response for TextToAudio
+type TextToAudioResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type TextToAudioResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TextToAudioResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TextToAudioResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TextToAudioResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TextToAudioResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TextToAudioResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TextToAudioResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TextToAudioResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TextToAudioResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TextToAudioResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TextToAudioResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TextToAudioResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWorkflowLogsResponse401Headers the declared response headers of an HTTP 401 response for ListWorkflowLogs
 type ListWorkflowLogsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -28833,6 +30550,176 @@ func (c *ClientWithResponses) ListAppFeedbacksWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseListAppFeedbacksResponse(rsp)
+}
+
+// SetAnnotationReplyWithBodyWithResponse Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *ClientWithResponses) SetAnnotationReplyWithBodyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error) {
+	rsp, err := c.SetAnnotationReplyWithBody(ctx, action, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetAnnotationReplyResponse(rsp)
+}
+
+// SetAnnotationReplyWithResponse Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *ClientWithResponses) SetAnnotationReplyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error) {
+	rsp, err := c.SetAnnotationReply(ctx, action, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetAnnotationReplyResponse(rsp)
+}
+
+// GetAnnotationReplyStatusWithResponse Get the status of an annotation reply job
+//
+// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+func (c *ClientWithResponses) GetAnnotationReplyStatusWithResponse(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*GetAnnotationReplyStatusResponse, error) {
+	rsp, err := c.GetAnnotationReplyStatus(ctx, action, jobId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAnnotationReplyStatusResponse(rsp)
+}
+
+// ListAnnotationsWithResponse List annotations
+//
+// The app's annotations, newest first. `keyword` keeps those whose question or answer
+// contains it, whatever the case. A `limit` over 100 is taken as 100.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+func (c *ClientWithResponses) ListAnnotationsWithResponse(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*ListAnnotationsResponse, error) {
+	rsp, err := c.ListAnnotations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAnnotationsResponse(rsp)
+}
+
+// CreateAnnotationWithBodyWithResponse Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *ClientWithResponses) CreateAnnotationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error) {
+	rsp, err := c.CreateAnnotationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAnnotationResponse(rsp)
+}
+
+// CreateAnnotationWithResponse Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *ClientWithResponses) CreateAnnotationWithResponse(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error) {
+	rsp, err := c.CreateAnnotation(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAnnotationResponse(rsp)
+}
+
+// DeleteAnnotationWithResponse Delete an annotation
+//
+// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+func (c *ClientWithResponses) DeleteAnnotationWithResponse(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*DeleteAnnotationResponse, error) {
+	rsp, err := c.DeleteAnnotation(ctx, annotationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAnnotationResponse(rsp)
+}
+
+// UpdateAnnotationWithBodyWithResponse Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *ClientWithResponses) UpdateAnnotationWithBodyWithResponse(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error) {
+	rsp, err := c.UpdateAnnotationWithBody(ctx, annotationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAnnotationResponse(rsp)
+}
+
+// UpdateAnnotationWithResponse Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *ClientWithResponses) UpdateAnnotationWithResponse(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error) {
+	rsp, err := c.UpdateAnnotation(ctx, annotationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAnnotationResponse(rsp)
+}
+
+// AudioToTextWithBodyWithResponse Speech to text
+//
+// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+// `provider_not_support_speech_to_text`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+func (c *ClientWithResponses) AudioToTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AudioToTextResponse, error) {
+	rsp, err := c.AudioToTextWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAudioToTextResponse(rsp)
 }
 
 // SendChatMessageWithBodyWithResponse Send chat message
@@ -30610,6 +32497,46 @@ func (c *ClientWithResponses) GetSiteWithResponse(ctx context.Context, params *G
 	return ParseGetSiteResponse(rsp)
 }
 
+// TextToAudioWithBodyWithResponse Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *ClientWithResponses) TextToAudioWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error) {
+	rsp, err := c.TextToAudioWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTextToAudioResponse(rsp)
+}
+
+// TextToAudioWithResponse Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *ClientWithResponses) TextToAudioWithResponse(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error) {
+	rsp, err := c.TextToAudio(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTextToAudioResponse(rsp)
+}
+
 // ListWorkflowLogsWithResponse List workflow logs
 //
 // The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
@@ -30830,6 +32757,499 @@ func ParseListAppFeedbacksResponse(rsp *http.Response) (*ListAppFeedbacksRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ListAppFeedbacksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetAnnotationReplyResponse parses an HTTP response from a SetAnnotationReplyWithResponse call
+func ParseSetAnnotationReplyResponse(rsp *http.Response) (*SetAnnotationReplyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetAnnotationReplyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationReplyJob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetAnnotationReplyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAnnotationReplyStatusResponse parses an HTTP response from a GetAnnotationReplyStatusWithResponse call
+func ParseGetAnnotationReplyStatusResponse(rsp *http.Response) (*GetAnnotationReplyStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAnnotationReplyStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationReplyJobStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAnnotationReplyStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAnnotationsResponse parses an HTTP response from a ListAnnotationsWithResponse call
+func ParseListAnnotationsResponse(rsp *http.Response) (*ListAnnotationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAnnotationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAnnotationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAnnotationResponse parses an HTTP response from a CreateAnnotationWithResponse call
+func ParseCreateAnnotationResponse(rsp *http.Response) (*CreateAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Annotation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAnnotationResponse parses an HTTP response from a DeleteAnnotationWithResponse call
+func ParseDeleteAnnotationResponse(rsp *http.Response) (*DeleteAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAnnotationResponse parses an HTTP response from a UpdateAnnotationWithResponse call
+func ParseUpdateAnnotationResponse(rsp *http.Response) (*UpdateAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Annotation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAudioToTextResponse parses an HTTP response from a AudioToTextWithResponse call
+func ParseAudioToTextResponse(rsp *http.Response) (*AudioToTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AudioToTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AudioTranscript
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AudioToTextResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -36578,6 +38998,80 @@ func ParseGetSiteResponse(rsp *http.Response) (*GetSiteResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetSiteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTextToAudioResponse parses an HTTP response from a TextToAudioWithResponse call
+func ParseTextToAudioResponse(rsp *http.Response) (*TextToAudioResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TextToAudioResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TextToAudioResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

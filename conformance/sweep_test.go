@@ -107,6 +107,26 @@ var externalNoFixture = map[string]string{
 	// Only a Chatflow's conversations have variables, and the sweep imports its Chatflow
 	// through the CLI.
 	"updateConversationVariable": "needs a Chatflow imported through the CLI",
+	// Speech needs an app with the speech features on; the sweep makes a key of one through the
+	// CLI.
+	"audioToText": "needs a key of the speaker app, made through the CLI",
+	"textToAudio": "needs a key of the speaker app, made through the CLI",
+}
+
+// audioOps are the speech operations, which the sweep runs with a key of the `speaker` app (its
+// speech features are on) when it controls the server.
+var audioOps = map[string]bool{"audioToText": true, "textToAudio": true}
+
+var sweepSpeakerKeys sync.Map // *Parley → key of the speaker app
+
+func sweepSpeakerKey(t *testing.T, p *Parley) string {
+	t.Helper()
+	if k, ok := sweepSpeakerKeys.Load(p); ok {
+		return k.(string)
+	}
+	k := p.CLI(t, "keys", "create", "--app", "speaker")
+	sweepSpeakerKeys.Store(p, k)
+	return k
 }
 
 // neverSucceeds names the operations Parley declares only to refuse them, and why; every
@@ -277,6 +297,29 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		t.Fatalf("chat: %v %s", err, cr.Body)
 	}
 	fx["conversation_id"], fx["message_id"] = cr.JSON200.ConversationId.String(), cr.JSON200.MessageId.String()
+	// Annotations: one to update, one to delete, and a job to read (switching reply on with a
+	// model that does not exist: it ends in error and leaves reply off).
+	for _, op := range []string{"updateAnnotation", "deleteAnnotation"} {
+		ar, err := ac.CreateAnnotationWithResponse(ctx, client.AnnotationRequest{Question: "Sweep question for " + op + "?", Answer: "Sweep answer."})
+		if err != nil || ar.JSON201 == nil {
+			t.Fatalf("annotation: %v %s", err, ar.Body)
+		}
+		fx["annotation_id@"+op] = ar.JSON201.Id
+	}
+	jr, err := ac.SetAnnotationReplyWithResponse(ctx, client.SetAnnotationReplyParamsActionEnable, client.AnnotationReplyRequest{
+		EmbeddingProviderName: "openai", EmbeddingModelName: "sweep-no-such-model", ScoreThreshold: 0.9})
+	if err != nil || jr.JSON200 == nil {
+		t.Fatalf("annotation job: %v %s", err, jr.Body)
+	}
+	fx["job_id"] = jr.JSON200.JobId
+	if binary != "" {
+		// Text to speech reads a message of the speaker app by its id.
+		sr, err := newClient(t, p, sweepSpeakerKey(t, p)).SendChatMessageWithResponse(ctx, chatBody(marker(t, "sweep speech"), fx["user"], false))
+		if err != nil || sr.JSON200 == nil {
+			t.Fatalf("speaker chat: %v %s", err, sr.Body)
+		}
+		fx["message_id@textToAudio"] = sr.JSON200.MessageId.String()
+	}
 	fx["task_id"] = cr.JSON200.TaskId.String()
 	fx["first_id"], fx["last_id"] = fx["message_id"], fx["conversation_id"]
 	// The Chatbot's conversation has no variables: its list is empty, the page after none.
@@ -364,6 +407,8 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 			switch {
 			case scheme == "AppKey" && strings.Contains(op.OperationID, "Completion"):
 				o.key = p.CompletionKey(t)
+			case scheme == "AppKey" && audioOps[op.OperationID] && binary != "":
+				o.key = sweepSpeakerKey(t, p)
 			case scheme == "AppKey" && variablesOps[op.OperationID] && binary != "":
 				// Conversation variables exist in a Chatflow's conversations only.
 				o.key = sweepVariables(t, p).key
@@ -954,8 +999,12 @@ func (o sweepOp) multipartBaseline(fx sweepFixtures, data []byte) (string, []byt
 	if _, ok := props["user"]; ok {
 		parts = append(parts, part{field: "user", data: []byte(fx["user"])})
 	}
-	parts = append(parts, part{field: "file", filename: "sweep-upload.txt", contentType: "text/plain",
-		data: []byte("Sweep text.\nAnother line.\n\nA second paragraph.")})
+	if o.id == "audioToText" {
+		parts = append(parts, part{field: "file", filename: "sweep.mp3", contentType: "audio/mpeg", data: []byte("Sweep speech.")})
+	} else {
+		parts = append(parts, part{field: "file", filename: "sweep-upload.txt", contentType: "text/plain",
+			data: []byte("Sweep text.\nAnother line.\n\nA second paragraph.")})
+	}
 	r, ct := formBody(parts...)
 	return ct, r
 }

@@ -64,6 +64,54 @@ func (e AgentThoughtEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for AnnotationReplyJobJobStatus.
+const (
+	AnnotationReplyJobJobStatusCompleted  AnnotationReplyJobJobStatus = "completed"
+	AnnotationReplyJobJobStatusError      AnnotationReplyJobJobStatus = "error"
+	AnnotationReplyJobJobStatusProcessing AnnotationReplyJobJobStatus = "processing"
+	AnnotationReplyJobJobStatusWaiting    AnnotationReplyJobJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobJobStatus enum.
+func (e AnnotationReplyJobJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobJobStatusCompleted:
+		return true
+	case AnnotationReplyJobJobStatusError:
+		return true
+	case AnnotationReplyJobJobStatusProcessing:
+		return true
+	case AnnotationReplyJobJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobStatusJobStatus.
+const (
+	AnnotationReplyJobStatusJobStatusCompleted  AnnotationReplyJobStatusJobStatus = "completed"
+	AnnotationReplyJobStatusJobStatusError      AnnotationReplyJobStatusJobStatus = "error"
+	AnnotationReplyJobStatusJobStatusProcessing AnnotationReplyJobStatusJobStatus = "processing"
+	AnnotationReplyJobStatusJobStatusWaiting    AnnotationReplyJobStatusJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobStatusJobStatus enum.
+func (e AnnotationReplyJobStatusJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobStatusJobStatusCompleted:
+		return true
+	case AnnotationReplyJobStatusJobStatusError:
+		return true
+	case AnnotationReplyJobStatusJobStatusProcessing:
+		return true
+	case AnnotationReplyJobStatusJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AppFeedbackFromSource.
 const (
 	AppFeedbackFromSourceAdmin AppFeedbackFromSource = "admin"
@@ -1792,6 +1840,42 @@ func (e WorkflowStartedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for SetAnnotationReplyParamsAction.
+const (
+	SetAnnotationReplyParamsActionDisable SetAnnotationReplyParamsAction = "disable"
+	SetAnnotationReplyParamsActionEnable  SetAnnotationReplyParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the SetAnnotationReplyParamsAction enum.
+func (e SetAnnotationReplyParamsAction) Valid() bool {
+	switch e {
+	case SetAnnotationReplyParamsActionDisable:
+		return true
+	case SetAnnotationReplyParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAnnotationReplyStatusParamsAction.
+const (
+	GetAnnotationReplyStatusParamsActionDisable GetAnnotationReplyStatusParamsAction = "disable"
+	GetAnnotationReplyStatusParamsActionEnable  GetAnnotationReplyStatusParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the GetAnnotationReplyStatusParamsAction enum.
+func (e GetAnnotationReplyStatusParamsAction) Valid() bool {
+	switch e {
+	case GetAnnotationReplyStatusParamsActionDisable:
+		return true
+	case GetAnnotationReplyStatusParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListConversationsParamsSortBy.
 const (
 	CreatedAt      ListConversationsParamsSortBy = "created_at"
@@ -1918,6 +2002,28 @@ type AgentThoughtEvent struct {
 // AgentThoughtEventEvent defines model for AgentThoughtEvent.Event.
 type AgentThoughtEventEvent string
 
+// Annotation A curated answer to a question.
+type Annotation struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// HitCount How many questions were answered from it.
+	HitCount int64  `json:"hit_count"`
+	Id       string `json:"id"`
+	Question string `json:"question"`
+}
+
+// AnnotationList defines model for AnnotationList.
+type AnnotationList struct {
+	Data    []Annotation `json:"data"`
+	HasMore bool         `json:"has_more"`
+	Limit   int          `json:"limit"`
+	Page    int          `json:"page"`
+	Total   int64        `json:"total"`
+}
+
 // AnnotationReply Present when an annotation matched; the answer then equals the annotation.
 type AnnotationReply struct {
 	Account *struct {
@@ -1927,6 +2033,44 @@ type AnnotationReply struct {
 
 	// Id Annotation id.
 	Id string `json:"id"`
+}
+
+// AnnotationReplyJob defines model for AnnotationReplyJob.
+type AnnotationReplyJob struct {
+	JobId     string                      `json:"job_id"`
+	JobStatus AnnotationReplyJobJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobJobStatus defines model for AnnotationReplyJob.JobStatus.
+type AnnotationReplyJobJobStatus string
+
+// AnnotationReplyJobStatus defines model for AnnotationReplyJobStatus.
+type AnnotationReplyJobStatus struct {
+	// ErrorMsg Why the job failed; empty unless `job_status` is `error`.
+	ErrorMsg  string                            `json:"error_msg"`
+	JobId     string                            `json:"job_id"`
+	JobStatus AnnotationReplyJobStatusJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobStatusJobStatus defines model for AnnotationReplyJobStatus.JobStatus.
+type AnnotationReplyJobStatusJobStatus string
+
+// AnnotationReplyRequest defines model for AnnotationReplyRequest.
+type AnnotationReplyRequest struct {
+	// EmbeddingModelName A text-embedding model of that provider.
+	EmbeddingModelName string `json:"embedding_model_name"`
+
+	// EmbeddingProviderName A configured provider with the text-embedding model.
+	EmbeddingProviderName string `json:"embedding_provider_name"`
+
+	// ScoreThreshold The lowest similarity (cosine) at which a question is answered from an annotation.
+	ScoreThreshold float64 `json:"score_threshold"`
+}
+
+// AnnotationRequest defines model for AnnotationRequest.
+type AnnotationRequest struct {
+	Answer   string `json:"answer"`
+	Question string `json:"question"`
 }
 
 // AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
@@ -2017,6 +2161,20 @@ type AppParameters struct {
 
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
+
+// AudioToTextRequest defines model for AudioToTextRequest.
+type AudioToTextRequest struct {
+	// File The audio file.
+	File openapi_types.File `json:"file"`
+
+	// User End-user identifier.
+	User *string `json:"user,omitempty"`
+}
+
+// AudioTranscript defines model for AudioTranscript.
+type AudioTranscript struct {
+	Text string `json:"text"`
+}
 
 // BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
 type BindTagsRequest struct {
@@ -4350,6 +4508,18 @@ type TextChunkEvent struct {
 // TextChunkEventEvent defines model for TextChunkEvent.Event.
 type TextChunkEventEvent string
 
+// TextToAudioRequest defines model for TextToAudioRequest.
+type TextToAudioRequest struct {
+	// MessageId A message whose answer to read (takes priority over `text`).
+	MessageId *openapi_types.UUID `json:"message_id,omitempty"`
+
+	// Streaming Ignored, as in Dify; the audio always streams.
+	Streaming *bool   `json:"streaming,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	User      *string `json:"user,omitempty"`
+	Voice     *string `json:"voice,omitempty"`
+}
+
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
 type TtsMessageEndEvent struct {
 	Audio          string             `json:"audio"`
@@ -5000,6 +5170,24 @@ type ListAppFeedbacksParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// SetAnnotationReplyParamsAction defines parameters for SetAnnotationReply.
+type SetAnnotationReplyParamsAction string
+
+// GetAnnotationReplyStatusParamsAction defines parameters for GetAnnotationReplyStatus.
+type GetAnnotationReplyStatusParamsAction string
+
+// ListAnnotationsParams defines parameters for ListAnnotations.
+type ListAnnotationsParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page (at most 100 are returned).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep annotations whose question or answer contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
 // ListConversationsParams defines parameters for ListConversations.
 type ListConversationsParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -5214,6 +5402,18 @@ type ListWorkflowLogsParams struct {
 // ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParamsStatus string
 
+// SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
+type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
+
+// CreateAnnotationJSONRequestBody defines body for CreateAnnotation for application/json ContentType.
+type CreateAnnotationJSONRequestBody = AnnotationRequest
+
+// UpdateAnnotationJSONRequestBody defines body for UpdateAnnotation for application/json ContentType.
+type UpdateAnnotationJSONRequestBody = AnnotationRequest
+
+// AudioToTextMultipartRequestBody defines body for AudioToText for multipart/form-data ContentType.
+type AudioToTextMultipartRequestBody = AudioToTextRequest
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -5334,6 +5534,9 @@ type UploadFileMultipartRequestBody = FileUploadRequest
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
+type TextToAudioJSONRequestBody = TextToAudioRequest
 
 // RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
 type RunWorkflowJSONRequestBody = WorkflowRunRequest
@@ -12835,6 +13038,27 @@ type ServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx echo.Context, params ListAppFeedbacksParams) error
+	// SetAnnotationReply Switch annotation reply on or off
+	// (POST /apps/annotation-reply/{action})
+	SetAnnotationReply(ctx echo.Context, action SetAnnotationReplyParamsAction) error
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	// (GET /apps/annotation-reply/{action}/status/{job_id})
+	GetAnnotationReplyStatus(ctx echo.Context, action GetAnnotationReplyStatusParamsAction, jobId string) error
+	// ListAnnotations List annotations
+	// (GET /apps/annotations)
+	ListAnnotations(ctx echo.Context, params ListAnnotationsParams) error
+	// CreateAnnotation Create an annotation
+	// (POST /apps/annotations)
+	CreateAnnotation(ctx echo.Context) error
+	// DeleteAnnotation Delete an annotation
+	// (DELETE /apps/annotations/{annotation_id})
+	DeleteAnnotation(ctx echo.Context, annotationId string) error
+	// UpdateAnnotation Update an annotation
+	// (PUT /apps/annotations/{annotation_id})
+	UpdateAnnotation(ctx echo.Context, annotationId string) error
+	// AudioToText Speech to text
+	// (POST /audio-to-text)
+	AudioToText(ctx echo.Context) error
 	// SendChatMessage Send chat message
 	// (POST /chat-messages)
 	SendChatMessage(ctx echo.Context) error
@@ -13052,6 +13276,9 @@ type ServerInterface interface {
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx echo.Context, params GetSiteParams) error
+	// TextToAudio Text to speech
+	// (POST /text-to-audio)
+	TextToAudio(ctx echo.Context) error
 	// ListWorkflowLogs List workflow logs
 	// (GET /workflows/logs)
 	ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error
@@ -13099,6 +13326,128 @@ func (w *ServerInterfaceWrapper) ListAppFeedbacks(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAppFeedbacks(ctx, params)
+	return err
+}
+
+// SetAnnotationReply converts echo context to params.
+func (w *ServerInterfaceWrapper) SetAnnotationReply(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "action" -------------
+	var action SetAnnotationReplyParamsAction
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetAnnotationReply(ctx, action)
+	return err
+}
+
+// GetAnnotationReplyStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAnnotationReplyStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "action" -------------
+	var action GetAnnotationReplyStatusParamsAction
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// ------------- Path parameter "job_id" -------------
+	var jobId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "job_id", ctx.Param("job_id"), &jobId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter job_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAnnotationReplyStatus(ctx, action, jobId)
+	return err
+}
+
+// ListAnnotations converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAnnotations(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAnnotationsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAnnotations(ctx, params)
+	return err
+}
+
+// CreateAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateAnnotation(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateAnnotation(ctx)
+	return err
+}
+
+// DeleteAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteAnnotation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "annotation_id" -------------
+	var annotationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "annotation_id", ctx.Param("annotation_id"), &annotationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter annotation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteAnnotation(ctx, annotationId)
+	return err
+}
+
+// UpdateAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAnnotation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "annotation_id" -------------
+	var annotationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "annotation_id", ctx.Param("annotation_id"), &annotationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter annotation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAnnotation(ctx, annotationId)
+	return err
+}
+
+// AudioToText converts echo context to params.
+func (w *ServerInterfaceWrapper) AudioToText(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AudioToText(ctx)
 	return err
 }
 
@@ -14718,6 +15067,15 @@ func (w *ServerInterfaceWrapper) GetSite(ctx echo.Context) error {
 	return err
 }
 
+// TextToAudio converts echo context to params.
+func (w *ServerInterfaceWrapper) TextToAudio(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TextToAudio(ctx)
+	return err
+}
+
 // ListWorkflowLogs converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWorkflowLogs(ctx echo.Context) error {
 	var err error
@@ -14983,6 +15341,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource/nodes/:node_id/run", wrapper.RunPipelineDatasourceNode, options.OperationMiddlewares["runPipelineDatasourceNode"]...)
 	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/run", wrapper.RunPipeline, options.OperationMiddlewares["runPipeline"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
+	router.GET(options.BaseURL+"/apps/annotations", wrapper.ListAnnotations, options.OperationMiddlewares["listAnnotations"]...)
+	router.POST(options.BaseURL+"/apps/annotations", wrapper.CreateAnnotation, options.OperationMiddlewares["createAnnotation"]...)
+	router.DELETE(options.BaseURL+"/apps/annotations/:annotation_id", wrapper.DeleteAnnotation, options.OperationMiddlewares["deleteAnnotation"]...)
+	router.PUT(options.BaseURL+"/apps/annotations/:annotation_id", wrapper.UpdateAnnotation, options.OperationMiddlewares["updateAnnotation"]...)
+	router.POST(options.BaseURL+"/apps/annotation-reply/:action", wrapper.SetAnnotationReply, options.OperationMiddlewares["setAnnotationReply"]...)
+	router.GET(options.BaseURL+"/apps/annotation-reply/:action/status/:job_id", wrapper.GetAnnotationReplyStatus, options.OperationMiddlewares["getAnnotationReplyStatus"]...)
+	router.POST(options.BaseURL+"/audio-to-text", wrapper.AudioToText, options.OperationMiddlewares["audioToText"]...)
+	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
 
 }
 
@@ -15094,6 +15460,648 @@ type ListAppFeedbacks500JSONResponse struct {
 }
 
 func (response ListAppFeedbacks500JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReplyRequestObject struct {
+	Action SetAnnotationReplyParamsAction `json:"action"`
+	Body   *SetAnnotationReplyJSONRequestBody
+}
+
+type SetAnnotationReplyResponseObject interface {
+	VisitSetAnnotationReplyResponse(w http.ResponseWriter) error
+}
+
+type SetAnnotationReply200JSONResponse AnnotationReplyJob
+
+func (response SetAnnotationReply200JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetAnnotationReply400JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetAnnotationReply401JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetAnnotationReply413JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetAnnotationReply415JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SetAnnotationReply500JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatusRequestObject struct {
+	Action GetAnnotationReplyStatusParamsAction `json:"action"`
+	JobId  string                               `json:"job_id"`
+}
+
+type GetAnnotationReplyStatusResponseObject interface {
+	VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error
+}
+
+type GetAnnotationReplyStatus200JSONResponse AnnotationReplyJobStatus
+
+func (response GetAnnotationReplyStatus200JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAnnotationReplyStatus400JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetAnnotationReplyStatus401JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetAnnotationReplyStatus500JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotationsRequestObject struct {
+	Params ListAnnotationsParams
+}
+
+type ListAnnotationsResponseObject interface {
+	VisitListAnnotationsResponse(w http.ResponseWriter) error
+}
+
+type ListAnnotations200JSONResponse AnnotationList
+
+func (response ListAnnotations200JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAnnotations400JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAnnotations401JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListAnnotations500JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotationRequestObject struct {
+	Body *CreateAnnotationJSONRequestBody
+}
+
+type CreateAnnotationResponseObject interface {
+	VisitCreateAnnotationResponse(w http.ResponseWriter) error
+}
+
+type CreateAnnotation201JSONResponse Annotation
+
+func (response CreateAnnotation201JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateAnnotation400JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateAnnotation401JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAnnotation413JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAnnotation415JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateAnnotation500JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotationRequestObject struct {
+	AnnotationId string `json:"annotation_id"`
+}
+
+type DeleteAnnotationResponseObject interface {
+	VisitDeleteAnnotationResponse(w http.ResponseWriter) error
+}
+
+type DeleteAnnotation204Response struct {
+}
+
+func (response DeleteAnnotation204Response) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteAnnotation400JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteAnnotation401JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAnnotation404JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteAnnotation500JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotationRequestObject struct {
+	AnnotationId string `json:"annotation_id"`
+	Body         *UpdateAnnotationJSONRequestBody
+}
+
+type UpdateAnnotationResponseObject interface {
+	VisitUpdateAnnotationResponse(w http.ResponseWriter) error
+}
+
+type UpdateAnnotation200JSONResponse Annotation
+
+func (response UpdateAnnotation200JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAnnotation400JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateAnnotation401JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAnnotation404JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAnnotation413JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAnnotation415JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateAnnotation500JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToTextRequestObject struct {
+	Body *multipart.Reader
+}
+
+type AudioToTextResponseObject interface {
+	VisitAudioToTextResponse(w http.ResponseWriter) error
+}
+
+type AudioToText200JSONResponse AudioTranscript
+
+func (response AudioToText200JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AudioToText400JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AudioToText401JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response AudioToText408JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AudioToText413JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AudioToText415JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response AudioToText500JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -23230,6 +24238,126 @@ func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWrite
 	return err
 }
 
+type TextToAudioRequestObject struct {
+	Body *TextToAudioJSONRequestBody
+}
+
+type TextToAudioResponseObject interface {
+	VisitTextToAudioResponse(w http.ResponseWriter) error
+}
+
+type TextToAudio200AudioResponse struct {
+	Body          io.Reader
+	ContentType   string
+	ContentLength int64
+}
+
+func (response TextToAudio200AudioResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type TextToAudio400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TextToAudio400JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TextToAudio401JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TextToAudio404JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TextToAudio413JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TextToAudio415JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response TextToAudio500JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkflowLogsRequestObject struct {
 	Params ListWorkflowLogsParams
 }
@@ -23965,6 +25093,27 @@ type StrictServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx context.Context, request ListAppFeedbacksRequestObject) (ListAppFeedbacksResponseObject, error)
+	// SetAnnotationReply Switch annotation reply on or off
+	// (POST /apps/annotation-reply/{action})
+	SetAnnotationReply(ctx context.Context, request SetAnnotationReplyRequestObject) (SetAnnotationReplyResponseObject, error)
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	// (GET /apps/annotation-reply/{action}/status/{job_id})
+	GetAnnotationReplyStatus(ctx context.Context, request GetAnnotationReplyStatusRequestObject) (GetAnnotationReplyStatusResponseObject, error)
+	// ListAnnotations List annotations
+	// (GET /apps/annotations)
+	ListAnnotations(ctx context.Context, request ListAnnotationsRequestObject) (ListAnnotationsResponseObject, error)
+	// CreateAnnotation Create an annotation
+	// (POST /apps/annotations)
+	CreateAnnotation(ctx context.Context, request CreateAnnotationRequestObject) (CreateAnnotationResponseObject, error)
+	// DeleteAnnotation Delete an annotation
+	// (DELETE /apps/annotations/{annotation_id})
+	DeleteAnnotation(ctx context.Context, request DeleteAnnotationRequestObject) (DeleteAnnotationResponseObject, error)
+	// UpdateAnnotation Update an annotation
+	// (PUT /apps/annotations/{annotation_id})
+	UpdateAnnotation(ctx context.Context, request UpdateAnnotationRequestObject) (UpdateAnnotationResponseObject, error)
+	// AudioToText Speech to text
+	// (POST /audio-to-text)
+	AudioToText(ctx context.Context, request AudioToTextRequestObject) (AudioToTextResponseObject, error)
 	// SendChatMessage Send chat message
 	// (POST /chat-messages)
 	SendChatMessage(ctx context.Context, request SendChatMessageRequestObject) (SendChatMessageResponseObject, error)
@@ -24182,6 +25331,9 @@ type StrictServerInterface interface {
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx context.Context, request GetSiteRequestObject) (GetSiteResponseObject, error)
+	// TextToAudio Text to speech
+	// (POST /text-to-audio)
+	TextToAudio(ctx context.Context, request TextToAudioRequestObject) (TextToAudioResponseObject, error)
 	// ListWorkflowLogs List workflow logs
 	// (GET /workflows/logs)
 	ListWorkflowLogs(ctx context.Context, request ListWorkflowLogsRequestObject) (ListWorkflowLogsResponseObject, error)
@@ -24233,6 +25385,253 @@ func (sh *strictHandler) ListAppFeedbacks(ctx echo.Context, params ListAppFeedba
 		return err
 	} else if validResponse, ok := response.(ListAppFeedbacksResponseObject); ok {
 		return validResponse.VisitListAppFeedbacksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetAnnotationReply operation middleware
+func (sh *strictHandler) SetAnnotationReply(ctx echo.Context, action SetAnnotationReplyParamsAction) error {
+	var request SetAnnotationReplyRequestObject
+
+	request.Action = action
+
+	var body SetAnnotationReplyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetAnnotationReply(ctx.Request().Context(), request.(SetAnnotationReplyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetAnnotationReply")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetAnnotationReplyResponseObject); ok {
+		return validResponse.VisitSetAnnotationReplyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAnnotationReplyStatus operation middleware
+func (sh *strictHandler) GetAnnotationReplyStatus(ctx echo.Context, action GetAnnotationReplyStatusParamsAction, jobId string) error {
+	var request GetAnnotationReplyStatusRequestObject
+
+	request.Action = action
+	request.JobId = jobId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAnnotationReplyStatus(ctx.Request().Context(), request.(GetAnnotationReplyStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAnnotationReplyStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAnnotationReplyStatusResponseObject); ok {
+		return validResponse.VisitGetAnnotationReplyStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAnnotations operation middleware
+func (sh *strictHandler) ListAnnotations(ctx echo.Context, params ListAnnotationsParams) error {
+	var request ListAnnotationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAnnotations(ctx.Request().Context(), request.(ListAnnotationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAnnotations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAnnotationsResponseObject); ok {
+		return validResponse.VisitListAnnotationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateAnnotation operation middleware
+func (sh *strictHandler) CreateAnnotation(ctx echo.Context) error {
+	var request CreateAnnotationRequestObject
+
+	var body CreateAnnotationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAnnotation(ctx.Request().Context(), request.(CreateAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateAnnotationResponseObject); ok {
+		return validResponse.VisitCreateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteAnnotation operation middleware
+func (sh *strictHandler) DeleteAnnotation(ctx echo.Context, annotationId string) error {
+	var request DeleteAnnotationRequestObject
+
+	request.AnnotationId = annotationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAnnotation(ctx.Request().Context(), request.(DeleteAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteAnnotationResponseObject); ok {
+		return validResponse.VisitDeleteAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAnnotation operation middleware
+func (sh *strictHandler) UpdateAnnotation(ctx echo.Context, annotationId string) error {
+	var request UpdateAnnotationRequestObject
+
+	request.AnnotationId = annotationId
+
+	var body UpdateAnnotationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAnnotation(ctx.Request().Context(), request.(UpdateAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAnnotationResponseObject); ok {
+		return validResponse.VisitUpdateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AudioToText operation middleware
+func (sh *strictHandler) AudioToText(ctx echo.Context) error {
+	var request AudioToTextRequestObject
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AudioToText(ctx.Request().Context(), request.(AudioToTextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AudioToText")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AudioToTextResponseObject); ok {
+		return validResponse.VisitAudioToTextResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -26807,6 +28206,52 @@ func (sh *strictHandler) GetSite(ctx echo.Context, params GetSiteParams) error {
 		return err
 	} else if validResponse, ok := response.(GetSiteResponseObject); ok {
 		return validResponse.VisitGetSiteResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TextToAudio operation middleware
+func (sh *strictHandler) TextToAudio(ctx echo.Context) error {
+	var request TextToAudioRequestObject
+
+	var body TextToAudioJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TextToAudio(ctx.Request().Context(), request.(TextToAudioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TextToAudio")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TextToAudioResponseObject); ok {
+		return validResponse.VisitTextToAudioResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

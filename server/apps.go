@@ -55,6 +55,7 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 	if err != nil {
 		return nil, err
 	}
+	appID := a.ID
 	if a.Mode == apps.ModeAgent {
 		// An Agent app's parameters are its published agent's. Unlike POST /chat-messages, Dify
 		// answers an app without a bound agent here as an unavailable app.
@@ -77,6 +78,9 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 		FileUpload: map[string]any{"image": map[string]any{
 			"enabled": false, "number_limits": 3, "detail": "high", "transfer_methods": []string{"remote_url", "local_file"},
 		}},
+	}
+	if err := s.audioAndAnnotationParameters(ctx, appID, a, &out); err != nil {
+		return nil, err
 	}
 	out.SystemParameters.FileSizeLimit = p.Limits.File
 	out.SystemParameters.ImageFileSizeLimit = p.Limits.Image

@@ -18,8 +18,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
@@ -90,6 +92,20 @@ func domainOutcomes() map[string]outcome {
 		"apps.ErrAgentNotPublished": {fmt.Errorf("app x: %w", apps.ErrAgentNotPublished),
 			wire{status: 400, code: "agent_not_published", msg: "Agent has not been published. Please publish the Agent before using the API."}},
 		"apps.ErrQueryRequired": {apps.ErrQueryRequired, invalid("query is required")},
+
+		"annotations.ErrNotFound":          {fmt.Errorf("annotation x: %w", annotations.ErrNotFound), wire{status: 404, code: "not_found", msg: "Annotation not found"}},
+		"annotations.ErrJobNotFound":       {fmt.Errorf("annotation job x: %w", annotations.ErrJobNotFound), invalid("The job does not exist.")},
+		"annotations.ErrUnsupportedAction": {annotations.ErrUnsupportedAction, invalid("Unsupported annotation reply action")},
+
+		"audio.ErrNoAudio":              {audio.ErrNoAudio, wire{status: 400, code: "no_audio_uploaded", msg: "Please upload your audio."}},
+		"audio.ErrTooLarge":             {audio.ErrTooLarge, wire{status: 413, code: "audio_too_large", msg: "Audio size larger than 30 mb"}},
+		"audio.ErrUnsupportedType":      {audio.ErrUnsupportedType, wire{status: 415, code: "unsupported_audio_type", msg: "Audio type not allowed."}},
+		"audio.ErrSpeechToTextDisabled": {audio.ErrSpeechToTextDisabled, wire{status: 400, code: "speech_to_text_disabled", msg: "Speech to text is disabled."}},
+		"audio.ErrNoSpeechToTextModel":  {audio.ErrNoSpeechToTextModel, wire{status: 400, code: "provider_not_support_speech_to_text", msg: "Provider not support speech to text."}},
+		"audio.ErrNoTextToSpeechModel":  {audio.ErrNoTextToSpeechModel, wire{status: 400, code: "provider_not_support_text_to_speech", msg: "Provider not support text to speech."}},
+		"audio.ErrTextToSpeechDisabled": {audio.ErrTextToSpeechDisabled, invalid("TTS is not enabled")},
+		"audio.ErrNoText":               {audio.ErrNoText, invalid("Text is required")},
+		"audio.ErrMessageNotFound":      {audio.ErrMessageNotFound, wire{status: 404, code: "not_found", msg: "Message Not Exists."}},
 
 		"auth.ErrMissingBearer": {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
 		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},

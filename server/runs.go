@@ -264,7 +264,7 @@ func appendMessageEnd(b []byte, end *run.End) ([]byte, error) {
 	if end == nil {
 		end = &run.End{}
 	}
-	md := gen.MessageEndMetadata{Usage: genUsage(end.Usage)}
+	md := gen.MessageEndMetadata{Usage: genUsage(end.Usage), AnnotationReply: genAnnotationReply(end.Annotation)}
 	if !end.Uncited {
 		rs := genResources(end.Resources)
 		md.RetrieverResources = &rs

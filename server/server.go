@@ -23,7 +23,9 @@ import (
 
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
@@ -65,6 +67,9 @@ type Options struct {
 	Knowledge *knowledge.Service
 	// WorkflowRuns reads workflow runs and Workflow app logs.
 	WorkflowRuns WorkflowRunStore
+	// Annotations serves the annotation operations; Audio speech to text and text to speech.
+	Annotations *annotations.Service
+	Audio       *audio.Service
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -94,6 +99,8 @@ type Server struct {
 	files         *files.Service
 	knowledge     *knowledge.Service
 	workflowRuns  WorkflowRunStore
+	annotations   *annotations.Service
+	audio         *audio.Service
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
@@ -126,7 +133,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, runs: opts.Runs,
 		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge,
-		workflowRuns:   opts.WorkflowRuns,
+		workflowRuns: opts.WorkflowRuns,
+		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
 	if s.pingInterval <= 0 {

@@ -19,7 +19,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
@@ -110,12 +112,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases); err != nil {
 		return err
 	}
+	annotationSvc := annotations.New(annotations.Options{Store: e.store, Catalog: catalog, Models: providerSet,
+		Jobs: indexQueue, AccountID: ws.ID, AccountName: e.file.Workspace.Name, Logger: e.log})
+	indexQueue.Handle(annotations.JobKind, annotationSvc.HandleJob)
+	audioSvc := audio.New(catalog, providerSet, e.store)
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	if err := indexQueue.Start(jobsCtx); err != nil {
 		return err
 	}
 	go knowledgeSvc.RunResumer(jobsCtx, 30*time.Second)
+	if err := annotationSvc.Resume(ctx); err != nil {
+		return err
+	}
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
@@ -148,6 +157,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
+		Annotations: annotationSvc, Speech: audioSvc,
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
@@ -172,6 +182,8 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
 		WorkflowRuns:  e.store,
+		Annotations:   annotationSvc,
+		Audio:         audioSvc,
 		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,

@@ -324,6 +324,27 @@ type App struct {
 	// knowledge bases with (Dify's dataset_query_variable); required for completion apps with
 	// knowledge bases, which have no conversation to take a query from.
 	DatasetQueryVariable string `yaml:"dataset_query_variable"`
+	// SpeechToText lets clients transcribe speech for the app (POST /audio-to-text).
+	SpeechToText AppSpeechToText `yaml:"speech_to_text"`
+	// TextToSpeech reads the app's answers aloud (POST /text-to-audio; with auto_play
+	// "enabled", streamed answers carry tts_message events).
+	TextToSpeech AppTextToSpeech `yaml:"text_to_speech"`
+}
+
+// AppSpeechToText is an app's speech-to-text switch.
+type AppSpeechToText struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// AppTextToSpeech is an app's text-to-speech setting, as Dify's feature has it.
+type AppTextToSpeech struct {
+	Enabled bool `yaml:"enabled"`
+	// Voice is the tts model's voice (default: the model's first, alloy).
+	Voice string `yaml:"voice"`
+	// Language is shown by GET /parameters.
+	Language string `yaml:"language"`
+	// AutoPlay is "enabled" or "disabled" (default).
+	AutoPlay string `yaml:"auto_play"`
 }
 
 // UnmarshalYAML defaults enabled to true before decoding.

@@ -145,4 +145,6 @@ type End struct {
 	Files any
 	// Uncited leaves retriever_resources out of message_end (see Outcome.Uncited).
 	Uncited bool
+	// Annotation is the annotation the answer came from, else nil.
+	Annotation *AnnotationReply
 }

@@ -79,6 +79,10 @@ type Options struct {
 	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
 	// StaleAfter/2.
 	StaleAfter time.Duration
+	// Annotations, if set, answers the chat kinds' questions that match an annotation.
+	Annotations Annotations
+	// Speech, if set, reads streamed answers aloud for apps with text-to-speech auto-play.
+	Speech Speech
 }
 
 // Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
@@ -106,6 +110,9 @@ type Engine struct {
 	// Options.ModerationBuffer.
 	moderation Moderation
 	modBuffer  int
+
+	annotations Annotations
+	speech      Speech
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -141,6 +148,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
 		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
+		annotations: o.Annotations, speech: o.Speech,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -197,6 +205,7 @@ type Run struct {
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
+	tts      *speaker // reads the answer aloud as it streams (auto-play); nil when off
 
 	// answer is written by the job's goroutine (Output) under mu; keepRuns reads it under mu.
 	// version counts the changes of answer.
@@ -266,9 +275,11 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err := e.conversation(ctx, app, kind, &turn); err != nil {
 		return nil, err
 	}
-	job, err := kind.Runner.Prepare(ctx, turn)
-	if err != nil {
-		return nil, err
+	job, annotated := e.annotationJob(ctx, kind, turn)
+	if !annotated {
+		if job, err = kind.Runner.Prepare(ctx, turn); err != nil {
+			return nil, err
+		}
 	}
 	mod, err := e.checker(cmp.Or(job.App, app))
 	if err != nil {
@@ -301,6 +312,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	}
 	run.out.r = run
 	job.Work = e.moderated(mod, turn, run, job.Work)
+	run.tts = e.speaker(app, req.Streaming, run)
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
@@ -421,6 +433,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	var reported *ReportedError
 	if err != nil {
 		e.log.WarnContext(ctx, "run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		run.tts.abort()
 		if !errors.As(err, &reported) {
 			run.emit(Event{Kind: EventError, Err: err})
 		}
@@ -430,10 +443,12 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 		// A Workflow app's job sent its own closing workflow_finished.
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files,
+		Uncited: outcome.Uncited, Annotation: outcome.Annotation}})
 	for _, ev := range outcome.Trailer {
 		run.emit(ev)
 	}
+	run.tts.finish(run)
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

@@ -108,6 +108,8 @@ type Outcome struct {
 	// Trailer are events sent after message_end when the answer succeeded (a Chatflow's
 	// workflow_finished).
 	Trailer []Event
+	// Annotation is the annotation the answer came from (annotation reply), else nil.
+	Annotation *AnnotationReply
 }
 
 // Output is where a job sends its events.
@@ -126,6 +128,7 @@ func (o *Output) Emit(ev Event) {
 			o.r.answer.WriteString(ev.Answer)
 			o.r.version++
 			o.r.mu.Unlock()
+			o.r.tts.write(ev.Answer)
 		}
 	case EventMessageReplace:
 		o.r.mu.Lock()

@@ -207,6 +207,8 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		for _, name := range []string{"timestamp", "nonce", "sign"} {
 			fx[name+"@getToolFile"] = q.Get(name)
 		}
+		w := sweepWorkflow(t, p)
+		fx["workflow_id@runWorkflowVersion"], fx["workflow_run_id"], fx["task_id@stopWorkflowTask"] = w.versionID, w.runID, w.taskID
 	}
 	kc := newClient(t, p, p.KnowledgeKey)
 	ac := newClient(t, p, p.AppKey)
@@ -363,6 +365,34 @@ func sweepVariables(t *testing.T, p *Parley) *sweepVariablesFixture {
 	return v
 }
 
+// workflowOps are the Workflow Runs operations, which the sweep runs on a Workflow app of its own
+// when it controls the server.
+var workflowOps = map[string]bool{"runWorkflow": true, "runWorkflowVersion": true, "getWorkflowRun": true,
+	"stopWorkflowTask": true, "listWorkflowLogs": true}
+
+// sweepWorkflowFixture is the example Workflow app (docs/examples/workflow-basic.yml), published,
+// its key, and one finished run of the sweep's user.
+type sweepWorkflowFixture struct{ key, versionID, runID, taskID string }
+
+var sweepWorkflowFixtures sync.Map // *Parley → *sweepWorkflowFixture
+
+func sweepWorkflow(t *testing.T, p *Parley) *sweepWorkflowFixture {
+	t.Helper()
+	if v, ok := sweepWorkflowFixtures.Load(p); ok {
+		return v.(*sweepWorkflowFixture)
+	}
+	name := "Sweep Workflow " + strings.ReplaceAll(t.Name(), "/", "-")
+	w := &sweepWorkflowFixture{key: exampleApp(t, p, workflowExample, "Topic Writer", name)}
+	r, err := newClient(t, p, w.key).RunWorkflowWithResponse(context.Background(), client.RunWorkflowJSONRequestBody{
+		Inputs: bodyFixtures["inputs"].(map[string]any), User: "sweeper", ResponseMode: ptr(client.WorkflowBlocking)})
+	if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "succeeded" {
+		t.Fatalf("sweep Workflow run: %v %s", err, r.Body)
+	}
+	w.versionID, w.runID, w.taskID = r.JSON200.Data.WorkflowId, r.JSON200.WorkflowRunId.String(), r.JSON200.TaskId.String()
+	sweepWorkflowFixtures.Store(p, w)
+	return w
+}
+
 // forOp is fx as op sees it: "name@op" overrides "name". An operation that re-indexes the
 // document or changes its state gets a document of its own, so that it finds it indexed and
 // every other one still does; a rename gets a name nothing has yet.
@@ -412,6 +442,9 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 			case scheme == "AppKey" && variablesOps[op.OperationID] && binary != "":
 				// Conversation variables exist in a Chatflow's conversations only.
 				o.key = sweepVariables(t, p).key
+			case scheme == "AppKey" && workflowOps[op.OperationID] && binary != "":
+				// The Workflow Runs group answers Workflow apps only.
+				o.key = sweepWorkflow(t, p).key
 			case scheme == "AppKey":
 				o.key = p.AppKey
 			case scheme == "KnowledgeKey":
@@ -588,7 +621,7 @@ func (o sweepOp) baselineJSON(mt *openapi3.MediaType, fx sweepFixtures) any {
 
 // bodyFixtures are members that are not strings: the chatbot's form requires its inputs, and a
 // rename without a name must ask for one to be generated.
-var bodyFixtures = map[string]any{"inputs": map[string]any{"tone": "warm", "name": "Ada"}, "auto_generate": true}
+var bodyFixtures = map[string]any{"inputs": map[string]any{"tone": "warm", "name": "Ada", "topic": "tides"}, "auto_generate": true}
 
 // fillFixtures gives the optional members of v (and of its nested objects) that name a fixture,
 // so that the request reaches the fixture instead of stopping at a missing member.

@@ -95,29 +95,7 @@ func TestPublicChatflows(t *testing.T) {
 		if err != nil || par.JSON200 == nil {
 			t.Fatalf("%s: parameters: %v", filepath.Base(path), err)
 		}
-		inputs := map[string]any{}
-		for _, item := range par.JSON200.UserInputForm {
-			for typ, f := range item {
-				if !f.Required {
-					continue
-				}
-				switch {
-				case typ == "file" || typ == "file-list":
-					// A file input takes an uploaded file: a short text document.
-					doc := map[string]any{"type": "document", "transfer_method": "local_file",
-						"upload_file_id": uploadAs(t, p, key, "corpus", "sample.txt", "text/plain", []byte("A sample document of the corpus test."))}
-					if inputs[f.Variable] = doc; typ == "file-list" {
-						inputs[f.Variable] = []any{doc}
-					}
-				case typ == "select" && f.Options != nil && len(*f.Options) > 0:
-					inputs[f.Variable] = (*f.Options)[0]
-				case typ == "number":
-					inputs[f.Variable] = 1
-				default:
-					inputs[f.Variable] = "sample"
-				}
-			}
-		}
+		inputs := sampleInputs(t, p, key, par.JSON200.UserInputForm)
 		body := client.SendChatMessageJSONRequestBody{Query: "Hello from the corpus test", User: "corpus", Inputs: inputs, ResponseMode: ptr(client.Streaming)}
 		evs := streamEvents(t, c, body)
 		imported++
@@ -172,3 +150,34 @@ func TestPublicChatflows(t *testing.T) {
 // minPublicChatflowsRun is how many public Chatflows run to success as they are today; it only
 // goes up.
 const minPublicChatflowsRun = 14
+
+// sampleInputs fills the required inputs of an app's form for the user "corpus": an option of a
+// select, a number, an uploaded text document for a file input (as a list for file-list), and a
+// short text for the rest.
+func sampleInputs(t *testing.T, p *Parley, key string, form []map[string]client.InputFormItem) map[string]any {
+	t.Helper()
+	inputs := map[string]any{}
+	for _, item := range form {
+		for typ, f := range item {
+			if !f.Required {
+				continue
+			}
+			switch {
+			case typ == "file" || typ == "file-list":
+				// A file input takes an uploaded file: a short text document.
+				doc := map[string]any{"type": "document", "transfer_method": "local_file",
+					"upload_file_id": uploadAs(t, p, key, "corpus", "sample.txt", "text/plain", []byte("A sample document of the corpus test."))}
+				if inputs[f.Variable] = doc; typ == "file-list" {
+					inputs[f.Variable] = []any{doc}
+				}
+			case typ == "select" && f.Options != nil && len(*f.Options) > 0:
+				inputs[f.Variable] = (*f.Options)[0]
+			case typ == "number":
+				inputs[f.Variable] = 1
+			default:
+				inputs[f.Variable] = "sample"
+			}
+		}
+	}
+	return inputs
+}

@@ -62,27 +62,13 @@ func TestPublicWorkflows(t *testing.T) {
 			continue
 		}
 		imported++
-		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", name))
+		key := p.CLI(t, "keys", "create", "--app", name)
+		c := newClient(t, p, key)
 		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
 		if err != nil || par.JSON200 == nil {
 			t.Fatalf("%s: parameters: %v", filepath.Base(path), err)
 		}
-		inputs := map[string]any{}
-		for _, item := range par.JSON200.UserInputForm {
-			for typ, f := range item {
-				if !f.Required {
-					continue
-				}
-				switch {
-				case typ == "select" && f.Options != nil && len(*f.Options) > 0:
-					inputs[f.Variable] = (*f.Options)[0]
-				case typ == "number":
-					inputs[f.Variable] = 1
-				default:
-					inputs[f.Variable] = "sample"
-				}
-			}
-		}
+		inputs := sampleInputs(t, p, key, par.JSON200.UserInputForm)
 		evs := workflowStream(t, c, client.RunWorkflowJSONRequestBody{User: "corpus", Inputs: inputs})
 		last := evs[len(evs)-1]
 		fin, _ := last.AsWorkflowAppFinishedEvent()

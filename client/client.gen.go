@@ -2629,6 +2629,15 @@ type HumanInputFormTimeoutEvent struct {
 // HumanInputFormTimeoutEventEvent defines model for HumanInputFormTimeoutEvent.Event.
 type HumanInputFormTimeoutEventEvent string
 
+// HumanInputFormView A form of a paused run, as the get-form operation shows it.
+type HumanInputFormView struct {
+	ExpirationTime        int64              `json:"expiration_time"`
+	FormContent           string             `json:"form_content"`
+	Inputs                []HumanInputField  `json:"inputs"`
+	ResolvedDefaultValues map[string]string  `json:"resolved_default_values"`
+	UserActions           []HumanInputAction `json:"user_actions"`
+}
+
 // HumanInputRequiredEvent A Chatflow run reached a human-input node.
 type HumanInputRequiredEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -2657,6 +2666,13 @@ type HumanInputRequiredEvent struct {
 
 // HumanInputRequiredEventEvent defines model for HumanInputRequiredEvent.Event.
 type HumanInputRequiredEventEvent string
+
+// HumanInputSubmission Body of the submit-form operation.
+type HumanInputSubmission struct {
+	Action string                 `json:"action"`
+	Inputs map[string]interface{} `json:"inputs"`
+	User   string                 `json:"user"`
+}
 
 // I18nObject Text keyed by locale (`en_US`, `zh_Hans`, …).
 //
@@ -4162,6 +4178,9 @@ type DatasetId = string
 // DocumentId defines model for DocumentId.
 type DocumentId = string
 
+// FormToken defines model for FormToken.
+type FormToken = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -4194,6 +4213,9 @@ type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
+
+// FormClosed The body of every error response, and the payload members of the `error` event.
+type FormClosed = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -4382,6 +4404,17 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
+type StreamWorkflowEventsParams struct {
+	User string `form:"user" json:"user"`
+
+	// IncludeStateSnapshot `true` first replays the run so far: `workflow_started`, the answer so far (`message_replace`), the finished nodes, and for a paused run its forms and `workflow_paused`.
+	IncludeStateSnapshot *string `form:"include_state_snapshot,omitempty" json:"include_state_snapshot,omitempty"`
+
+	// ContinueOnPause `true` keeps the stream open across further pauses.
+	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
+}
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4487,6 +4520,9 @@ type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
+
+// SubmitHumanInputFormJSONRequestBody defines body for SubmitHumanInputForm for application/json ContentType.
+type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
@@ -12196,6 +12232,42 @@ type ClientInterface interface {
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetHumanInputForm Get human input form
+	//
+	// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+	// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+	// another app answers 404. A form already submitted, timed out or past its deadline answers
+	// 412.
+	//
+	// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+	GetHumanInputForm(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHumanInputFormWithBody Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithBody(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHumanInputForm Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputForm(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAppInfo Get application basic information
 	//
 	// The app's name, description, tags, mode and author.
@@ -12252,6 +12324,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamWorkflowEvents Stream workflow events
+	//
+	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+	// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+	// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+	// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+	// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+	// true. A run that already finished yields its one `workflow_finished` event. Only the end
+	// user who started the run may read it: any other `user`, an unknown or malformed run id
+	// answers 404.
+	//
+	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+	StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableModels Get available models
 	//
@@ -13977,6 +14063,72 @@ func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, bod
 	return c.Client.Do(req)
 }
 
+// GetHumanInputForm Get human input form
+//
+// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+// another app answers 404. A form already submitted, timed out or past its deadline answers
+// 412.
+//
+// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+func (c *Client) GetHumanInputForm(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetHumanInputFormRequest(c.Server, formToken)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHumanInputFormWithBody Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *Client) SubmitHumanInputFormWithBody(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHumanInputFormRequestWithBody(c.Server, formToken, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHumanInputForm Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *Client) SubmitHumanInputForm(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHumanInputFormRequest(c.Server, formToken, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAppInfo Get application basic information
 //
 // The app's name, description, tags, mode and author.
@@ -14094,6 +14246,30 @@ func (c *Client) GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEd
 // Corresponds with GET /parameters (the `GetAppParameters` operationId).
 func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAppParametersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamWorkflowEvents Stream workflow events
+//
+// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+// true. A run that already finished yields its one `workflow_finished` event. Only the end
+// user who started the run may read it: any other `user`, an unknown or malformed run id
+// answers 404.
+//
+// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+func (c *Client) StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamWorkflowEventsRequest(c.Server, workflowRunId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -17012,6 +17188,87 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 	return req, nil
 }
 
+// NewGetHumanInputFormRequest constructs an http.Request for the GetHumanInputForm method
+func NewGetHumanInputFormRequest(server string, formToken FormToken) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "form_token", formToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/form/human_input/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSubmitHumanInputFormRequest calls the generic SubmitHumanInputForm builder with application/json body
+func NewSubmitHumanInputFormRequest(server string, formToken FormToken, body SubmitHumanInputFormJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubmitHumanInputFormRequestWithBody(server, formToken, "application/json", bodyReader)
+}
+
+// NewSubmitHumanInputFormRequestWithBody constructs an http.Request for the SubmitHumanInputForm method, with any body, and a specified content type
+func NewSubmitHumanInputFormRequestWithBody(server string, formToken FormToken, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "form_token", formToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/form/human_input/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetAppInfoRequest constructs an http.Request for the GetAppInfo method
 func NewGetAppInfoRequest(server string, params *GetAppInfoParams) (*http.Request, error) {
 	var err error
@@ -17341,6 +17598,87 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 		if params.User != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStreamWorkflowEventsRequest constructs an http.Request for the StreamWorkflowEvents method
+func NewStreamWorkflowEventsRequest(server string, workflowRunId string, params *StreamWorkflowEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_run_id", workflowRunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflow/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.IncludeStateSnapshot != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_state_snapshot", *params.IncludeStateSnapshot, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ContinueOnPause != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue_on_pause", *params.ContinueOnPause, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -18362,6 +18700,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
 
+	// GetHumanInputFormWithResponse Get human input form
+	//
+	// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+	// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+	// another app answers 404. A form already submitted, timed out or past its deadline answers
+	// 412.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+	GetHumanInputFormWithResponse(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*GetHumanInputFormResponse, error)
+
+	// SubmitHumanInputFormWithBodyWithResponse Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithBodyWithResponse(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error)
+
+	// SubmitHumanInputFormWithResponse Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithResponse(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error)
+
 	// GetAppInfoWithResponse Get application basic information
 	//
 	// The app's name, description, tags, mode and author.
@@ -18428,6 +18804,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
+
+	// StreamWorkflowEventsWithResponse Stream workflow events
+	//
+	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+	// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+	// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+	// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+	// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+	// true. A run that already finished yields its one `workflow_finished` event. Only the end
+	// user who started the run may read it: any other `user`, an unknown or malformed run id
+	// answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+	StreamWorkflowEventsWithResponse(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*StreamWorkflowEventsResponse, error)
 
 	// ListAvailableModelsWithResponse Get available models
 	//
@@ -23538,6 +23930,186 @@ func (r UploadFileResponse) ContentType() string {
 	return ""
 }
 
+// GetHumanInputFormResponse401Headers the declared response headers of an HTTP 401 response for GetHumanInputForm
+type GetHumanInputFormResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetHumanInputFormResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HumanInputFormView
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *FormClosed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetHumanInputFormResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON200() *HumanInputFormView {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON412() *FormClosed {
+	return r.JSON412
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetHumanInputFormResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetHumanInputFormResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetHumanInputFormResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetHumanInputFormResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitHumanInputFormResponse401Headers the declared response headers of an HTTP 401 response for SubmitHumanInputForm
+type SubmitHumanInputFormResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SubmitHumanInputFormResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *FormClosed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitHumanInputFormResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON412() *FormClosed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitHumanInputFormResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitHumanInputFormResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitHumanInputFormResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitHumanInputFormResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAppInfoResponse401Headers the declared response headers of an HTTP 401 response for GetAppInfo
 type GetAppInfoResponse401Headers struct {
 	WWWAuthenticate *string
@@ -23988,6 +24560,75 @@ func (r GetAppParametersResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAppParametersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamWorkflowEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamWorkflowEvents
+type StreamWorkflowEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StreamWorkflowEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamWorkflowEventsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamWorkflowEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamWorkflowEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamWorkflowEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamWorkflowEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25487,6 +26128,62 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 	return ParseUploadFileResponse(rsp)
 }
 
+// GetHumanInputFormWithResponse Get human input form
+//
+// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+// another app answers 404. A form already submitted, timed out or past its deadline answers
+// 412.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+func (c *ClientWithResponses) GetHumanInputFormWithResponse(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*GetHumanInputFormResponse, error) {
+	rsp, err := c.GetHumanInputForm(ctx, formToken, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetHumanInputFormResponse(rsp)
+}
+
+// SubmitHumanInputFormWithBodyWithResponse Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *ClientWithResponses) SubmitHumanInputFormWithBodyWithResponse(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error) {
+	rsp, err := c.SubmitHumanInputFormWithBody(ctx, formToken, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHumanInputFormResponse(rsp)
+}
+
+// SubmitHumanInputFormWithResponse Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *ClientWithResponses) SubmitHumanInputFormWithResponse(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error) {
+	rsp, err := c.SubmitHumanInputForm(ctx, formToken, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHumanInputFormResponse(rsp)
+}
+
 // GetAppInfoWithResponse Get application basic information
 //
 // The app's name, description, tags, mode and author.
@@ -25594,6 +26291,28 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetAppParametersResponse(rsp)
+}
+
+// StreamWorkflowEventsWithResponse Stream workflow events
+//
+// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+// true. A run that already finished yields its one `workflow_finished` event. Only the end
+// user who started the run may read it: any other `user`, an unknown or malformed run id
+// answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+func (c *ClientWithResponses) StreamWorkflowEventsWithResponse(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*StreamWorkflowEventsResponse, error) {
+	rsp, err := c.StreamWorkflowEvents(ctx, workflowRunId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamWorkflowEventsResponse(rsp)
 }
 
 // ListAvailableModelsWithResponse Get available models
@@ -30245,6 +30964,168 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	return response, nil
 }
 
+// ParseGetHumanInputFormResponse parses an HTTP response from a GetHumanInputFormWithResponse call
+func ParseGetHumanInputFormResponse(rsp *http.Response) (*GetHumanInputFormResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetHumanInputFormResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HumanInputFormView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest FormClosed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetHumanInputFormResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitHumanInputFormResponse parses an HTTP response from a SubmitHumanInputFormWithResponse call
+func ParseSubmitHumanInputFormResponse(rsp *http.Response) (*SubmitHumanInputFormResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitHumanInputFormResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest FormClosed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SubmitHumanInputFormResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetAppInfoResponse parses an HTTP response from a GetAppInfoWithResponse call
 func ParseGetAppInfoResponse(rsp *http.Response) (*GetAppInfoResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30634,6 +31515,66 @@ func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetAppParametersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamWorkflowEventsResponse parses an HTTP response from a StreamWorkflowEventsWithResponse call
+func ParseStreamWorkflowEventsResponse(rsp *http.Response) (*StreamWorkflowEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamWorkflowEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamWorkflowEventsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

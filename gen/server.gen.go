@@ -2629,6 +2629,15 @@ type HumanInputFormTimeoutEvent struct {
 // HumanInputFormTimeoutEventEvent defines model for HumanInputFormTimeoutEvent.Event.
 type HumanInputFormTimeoutEventEvent string
 
+// HumanInputFormView A form of a paused run, as the get-form operation shows it.
+type HumanInputFormView struct {
+	ExpirationTime        int64              `json:"expiration_time"`
+	FormContent           string             `json:"form_content"`
+	Inputs                []HumanInputField  `json:"inputs"`
+	ResolvedDefaultValues map[string]string  `json:"resolved_default_values"`
+	UserActions           []HumanInputAction `json:"user_actions"`
+}
+
 // HumanInputRequiredEvent A Chatflow run reached a human-input node.
 type HumanInputRequiredEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -2657,6 +2666,13 @@ type HumanInputRequiredEvent struct {
 
 // HumanInputRequiredEventEvent defines model for HumanInputRequiredEvent.Event.
 type HumanInputRequiredEventEvent string
+
+// HumanInputSubmission Body of the submit-form operation.
+type HumanInputSubmission struct {
+	Action string                 `json:"action"`
+	Inputs map[string]interface{} `json:"inputs"`
+	User   string                 `json:"user"`
+}
 
 // I18nObject Text keyed by locale (`en_US`, `zh_Hans`, …).
 //
@@ -4162,6 +4178,9 @@ type DatasetId = string
 // DocumentId defines model for DocumentId.
 type DocumentId = string
 
+// FormToken defines model for FormToken.
+type FormToken = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -4194,6 +4213,9 @@ type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
+
+// FormClosed The body of every error response, and the payload members of the `error` event.
+type FormClosed = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -4382,6 +4404,17 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
+type StreamWorkflowEventsParams struct {
+	User string `form:"user" json:"user"`
+
+	// IncludeStateSnapshot `true` first replays the run so far: `workflow_started`, the answer so far (`message_replace`), the finished nodes, and for a paused run its forms and `workflow_paused`.
+	IncludeStateSnapshot *string `form:"include_state_snapshot,omitempty" json:"include_state_snapshot,omitempty"`
+
+	// ContinueOnPause `true` keeps the stream open across further pauses.
+	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
+}
+
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
 
@@ -4487,6 +4520,9 @@ type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
+
+// SubmitHumanInputFormJSONRequestBody defines body for SubmitHumanInputForm for application/json ContentType.
+type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
@@ -11420,6 +11456,12 @@ type ServerInterface interface {
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx echo.Context) error
+	// GetHumanInputForm Get human input form
+	// (GET /form/human_input/{form_token})
+	GetHumanInputForm(ctx echo.Context, formToken FormToken) error
+	// SubmitHumanInputForm Submit human input form
+	// (POST /form/human_input/{form_token})
+	SubmitHumanInputForm(ctx echo.Context, formToken FormToken) error
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
@@ -11438,6 +11480,9 @@ type ServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
+	// StreamWorkflowEvents Stream workflow events
+	// (GET /workflow/{workflow_run_id}/events)
+	StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -12729,6 +12774,38 @@ func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
 	return err
 }
 
+// GetHumanInputForm converts echo context to params.
+func (w *ServerInterfaceWrapper) GetHumanInputForm(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "form_token" -------------
+	var formToken FormToken
+
+	err = runtime.BindStyledParameterWithOptions("simple", "form_token", ctx.Param("form_token"), &formToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter form_token: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetHumanInputForm(ctx, formToken)
+	return err
+}
+
+// SubmitHumanInputForm converts echo context to params.
+func (w *ServerInterfaceWrapper) SubmitHumanInputForm(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "form_token" -------------
+	var formToken FormToken
+
+	err = runtime.BindStyledParameterWithOptions("simple", "form_token", ctx.Param("form_token"), &formToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter form_token: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SubmitHumanInputForm(ctx, formToken)
+	return err
+}
+
 // GetAppInfo converts echo context to params.
 func (w *ServerInterfaceWrapper) GetAppInfo(ctx echo.Context) error {
 	var err error
@@ -12863,6 +12940,45 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	return err
 }
 
+// StreamWorkflowEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamWorkflowEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_run_id" -------------
+	var workflowRunId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_run_id", ctx.Param("workflow_run_id"), &workflowRunId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamWorkflowEventsParams
+	// ------------- Required query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_state_snapshot" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_state_snapshot", ctx.QueryParams(), &params.IncludeStateSnapshot, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_state_snapshot: %s", err))
+	}
+
+	// ------------- Optional query parameter "continue_on_pause" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "continue_on_pause", ctx.QueryParams(), &params.ContinueOnPause, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter continue_on_pause: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamWorkflowEvents(ctx, workflowRunId, params)
+	return err
+}
+
 // ListAvailableModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListAvailableModels(ctx echo.Context) error {
 	var err error
@@ -12944,6 +13060,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
 	router.DELETE(options.BaseURL+"/conversations/:conversation_id", wrapper.DeleteConversation, options.OperationMiddlewares["deleteConversation"]...)
+	router.GET(options.BaseURL+"/form/human_input/:form_token", wrapper.GetHumanInputForm, options.OperationMiddlewares["getHumanInputForm"]...)
+	router.POST(options.BaseURL+"/form/human_input/:form_token", wrapper.SubmitHumanInputForm, options.OperationMiddlewares["submitHumanInputForm"]...)
+	router.GET(options.BaseURL+"/workflow/:workflow_run_id/events", wrapper.StreamWorkflowEvents, options.OperationMiddlewares["streamWorkflowEvents"]...)
 	router.GET(options.BaseURL+"/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
 	router.POST(options.BaseURL+"/datasets", wrapper.CreateDataset, options.OperationMiddlewares["createDataset"]...)
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id", wrapper.DeleteDataset, options.OperationMiddlewares["deleteDataset"]...)
@@ -12997,6 +13116,8 @@ type BadRequestJSONResponse Error
 type ConflictJSONResponse Error
 
 type ForbiddenJSONResponse Error
+
+type FormClosedJSONResponse Error
 
 type InternalServerErrorJSONResponse Error
 
@@ -19668,6 +19789,231 @@ func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.Respons
 	return err
 }
 
+type GetHumanInputFormRequestObject struct {
+	FormToken FormToken `json:"form_token"`
+}
+
+type GetHumanInputFormResponseObject interface {
+	VisitGetHumanInputFormResponse(w http.ResponseWriter) error
+}
+
+type GetHumanInputForm200JSONResponse HumanInputFormView
+
+func (response GetHumanInputForm200JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetHumanInputForm401JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetHumanInputForm404JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm412JSONResponse struct{ FormClosedJSONResponse }
+
+func (response GetHumanInputForm412JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetHumanInputForm500JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputFormRequestObject struct {
+	FormToken FormToken `json:"form_token"`
+	Body      *SubmitHumanInputFormJSONRequestBody
+}
+
+type SubmitHumanInputFormResponseObject interface {
+	VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error
+}
+
+type SubmitHumanInputForm200JSONResponse map[string]interface{}
+
+func (response SubmitHumanInputForm200JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubmitHumanInputForm400JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubmitHumanInputForm401JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubmitHumanInputForm404JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response SubmitHumanInputForm408JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm412JSONResponse struct{ FormClosedJSONResponse }
+
+func (response SubmitHumanInputForm412JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubmitHumanInputForm413JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubmitHumanInputForm415JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SubmitHumanInputForm500JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppInfoRequestObject struct {
 	Params GetAppInfoParams
 }
@@ -20170,6 +20516,119 @@ func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type StreamWorkflowEventsRequestObject struct {
+	WorkflowRunId string `json:"workflow_run_id"`
+	Params        StreamWorkflowEventsParams
+}
+
+type StreamWorkflowEventsResponseObject interface {
+	VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamWorkflowEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamWorkflowEvents200TexteventStreamResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamWorkflowEvents400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StreamWorkflowEvents400JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StreamWorkflowEvents401JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StreamWorkflowEvents404JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StreamWorkflowEvents500JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -20413,6 +20872,12 @@ type StrictServerInterface interface {
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
+	// GetHumanInputForm Get human input form
+	// (GET /form/human_input/{form_token})
+	GetHumanInputForm(ctx context.Context, request GetHumanInputFormRequestObject) (GetHumanInputFormResponseObject, error)
+	// SubmitHumanInputForm Submit human input form
+	// (POST /form/human_input/{form_token})
+	SubmitHumanInputForm(ctx context.Context, request SubmitHumanInputFormRequestObject) (SubmitHumanInputFormResponseObject, error)
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
@@ -20431,6 +20896,9 @@ type StrictServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
+	// StreamWorkflowEvents Stream workflow events
+	// (GET /workflow/{workflow_run_id}/events)
+	StreamWorkflowEvents(ctx context.Context, request StreamWorkflowEventsRequestObject) (StreamWorkflowEventsResponseObject, error)
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx context.Context, request ListAvailableModelsRequestObject) (ListAvailableModelsResponseObject, error)
@@ -22545,6 +23013,79 @@ func (sh *strictHandler) UploadFile(ctx echo.Context) error {
 	return nil
 }
 
+// GetHumanInputForm operation middleware
+func (sh *strictHandler) GetHumanInputForm(ctx echo.Context, formToken FormToken) error {
+	var request GetHumanInputFormRequestObject
+
+	request.FormToken = formToken
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetHumanInputForm(ctx.Request().Context(), request.(GetHumanInputFormRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetHumanInputForm")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetHumanInputFormResponseObject); ok {
+		return validResponse.VisitGetHumanInputFormResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SubmitHumanInputForm operation middleware
+func (sh *strictHandler) SubmitHumanInputForm(ctx echo.Context, formToken FormToken) error {
+	var request SubmitHumanInputFormRequestObject
+
+	request.FormToken = formToken
+
+	var body SubmitHumanInputFormJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubmitHumanInputForm(ctx.Request().Context(), request.(SubmitHumanInputFormRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubmitHumanInputForm")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SubmitHumanInputFormResponseObject); ok {
+		return validResponse.VisitSubmitHumanInputFormResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetAppInfo operation middleware
 func (sh *strictHandler) GetAppInfo(ctx echo.Context, params GetAppInfoParams) error {
 	var request GetAppInfoRequestObject
@@ -22713,6 +23254,32 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 		return err
 	} else if validResponse, ok := response.(GetAppParametersResponseObject); ok {
 		return validResponse.VisitGetAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamWorkflowEvents operation middleware
+func (sh *strictHandler) StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error {
+	var request StreamWorkflowEventsRequestObject
+
+	request.WorkflowRunId = workflowRunId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamWorkflowEvents(ctx.Request().Context(), request.(StreamWorkflowEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamWorkflowEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamWorkflowEventsResponseObject); ok {
+		return validResponse.VisitStreamWorkflowEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

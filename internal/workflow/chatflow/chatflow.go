@@ -69,6 +69,10 @@ type Store interface {
 	SaveNodeExecution(ctx context.Context, e store.NodeExecution) error
 	ConversationVariables(ctx context.Context, conversationID string) ([]store.ConversationVariable, error)
 	SaveConversationVariables(ctx context.Context, vs []store.ConversationVariable) error
+	SaveRunSegment(ctx context.Context, seg store.RunSegment) error
+	WorkflowPauseOf(ctx context.Context, runID string) (store.WorkflowPause, error)
+	HumanInputForms(ctx context.Context, runID string) ([]store.HumanInputForm, error)
+	Message(ctx context.Context, appID, endUserID, id string) (store.Message, error)
 }
 
 // Options configure a Runner.
@@ -86,6 +90,12 @@ type Options struct {
 	// the id is looked at, as Dify's hosted free (Sandbox) plan does; a message without one runs
 	// the latest published version.
 	RefusePinnedVersions bool
+	// HumanInputGlobalTimeout is how long a paused run waits for a form at most before it is
+	// stopped (default DefaultHumanInputGlobalTimeout).
+	HumanInputGlobalTimeout time.Duration
+	// OnPause, if set, is called after a run paused and its forms were stored (the timer
+	// scanner looks at the new deadlines).
+	OnPause func()
 }
 
 // Runner is the run.Runner of Chatflow apps.
@@ -98,6 +108,9 @@ type Runner struct {
 	versions sync.Map
 	// refusePinned is Options.RefusePinnedVersions.
 	refusePinned bool
+	// globalTimeout is Options.HumanInputGlobalTimeout.
+	globalTimeout time.Duration
+	onPause       func()
 }
 
 // New returns a Runner.
@@ -105,7 +118,11 @@ func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Runner{store: o.Store, log: o.Logger, files: o.Files, refusePinned: o.RefusePinnedVersions}
+	if o.HumanInputGlobalTimeout <= 0 {
+		o.HumanInputGlobalTimeout = DefaultHumanInputGlobalTimeout
+	}
+	r := &Runner{store: o.Store, log: o.Logger, files: o.Files, refusePinned: o.RefusePinnedVersions,
+		globalTimeout: o.HumanInputGlobalTimeout, onPause: o.OnPause}
 	r.engine = workflow.NewEngine(workflow.Options{Nodes: o.Nodes, MaxParallel: o.MaxParallel, NodeTimeout: o.NodeTimeout,
 		Store: executions{o.Store}, Logger: o.Logger})
 	return r
@@ -178,6 +195,11 @@ func (r *Runner) version(ctx context.Context, app *apps.App, id string) (*versio
 			return nil, ErrDraftWorkflow
 		}
 	}
+	return r.load(ctx, app, id)
+}
+
+// load reads version id of app (cached).
+func (r *Runner) load(ctx context.Context, app *apps.App, id string) (*version, error) {
 	if v, ok := r.versions.Load(id); ok {
 		if v := v.(*version); v.app.ID == app.ID {
 			return v, nil
@@ -270,6 +292,8 @@ type work struct {
 	runID    string
 	// files are the message's files as sys.files holds them.
 	files []any
+	// messageCreated is the message's creation time (epoch seconds), kept for a resumption.
+	messageCreated int64
 }
 
 // Run implements run.Work: workflow_started, the graph's events and answer, the persisted run
@@ -307,6 +331,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	}
 	rawInputs, _ := json.Marshal(inputs)
 	persist := context.WithoutCancel(ctx)
+	w.messageCreated = out.CreatedAt().Unix()
 	rec := store.WorkflowRun{ID: w.runID, AppID: a.ID, WorkflowID: w.v.id, ConversationID: t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: rawInputs, CreatedAt: created}
 	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
@@ -317,7 +342,17 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
 	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env})
+	return w.finish(ctx, out, pool, rep, rec, nil)
+}
 
+// finish ends a segment of the run: paused again, or finished (persisted, workflow_finished);
+// consumed are the forms whose decisions the segment took.
+func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool, rep workflow.Report, rec store.WorkflowRun, consumed []string) (run.Outcome, error) {
+	t, a, created := w.t, w.v.app, rec.CreatedAt
+	persist := context.WithoutCancel(ctx)
+	if rep.Status == workflow.StatusPaused {
+		return w.pause(persist, out, pool, rep, rec, consumed)
+	}
 	w.saveConversationVariables(persist, pool)
 	finished := time.Now()
 	outputs, _ := json.Marshal(rep.Outputs)
@@ -331,7 +366,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		}
 		rec.Error, errText = s, &s
 	}
-	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
+	if err := w.r.store.SaveRunSegment(persist, store.RunSegment{Run: rec, Consumed: consumed}); err != nil {
 		w.r.log.Error("persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{

@@ -1,0 +1,238 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+
+	"strings"
+	"testing"
+	"time"
+)
+
+// hiEvent is one data line of a stream, decoded.
+type hiEvent map[string]any
+
+func (e hiEvent) name() string { s, _ := e["event"].(string); return s }
+
+func (e hiEvent) data() map[string]any { m, _ := e["data"].(map[string]any); return m }
+
+// hiDo sends a JSON request with an app key through the contract-checking client and returns
+// the status and body.
+func hiDo(t *testing.T, method, url, body, key string) (int, []byte) {
+	t.Helper()
+	req, err := newRequest(method, url, body, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw
+}
+
+// hiStream reads a whole event stream (bounded by two minutes) and returns its data events.
+func hiStream(t *testing.T, method, url, body, key string) []hiEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, err := newRequest(method, url, body, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = req.WithContext(ctx)
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		raw, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, raw)
+	}
+	var evs []hiEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev hiEvent
+		if err := json.Unmarshal([]byte(rest), &ev); err != nil {
+			t.Fatalf("not JSON: %s", rest)
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func hiNames(evs []hiEvent) string {
+	var names []string
+	for _, ev := range evs {
+		n := ev.name()
+		if n == "node_started" || n == "node_finished" {
+			n += "(" + ev.data()["node_id"].(string) + ")"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, " ")
+}
+
+// hiPause sends a streaming message to the review app and checks the paused stream: the draft
+// answer, human_input_required, workflow_paused and the end, without message_end. It returns
+// the run id, the form token and the conversation id.
+func hiPause(t *testing.T, p *Parley, key, query, user string) (runID, token, conv string, expiration int64) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "inputs": map[string]any{}, "user": user, "response_mode": "streaming"})
+	evs := hiStream(t, "POST", p.URL+"/chat-messages", string(body), key)
+	want := "workflow_started message message message node_started(start) node_finished(start) node_started(draft) " +
+		"node_finished(draft) node_started(review) human_input_required workflow_paused"
+	if got := hiNames(evs); got != want {
+		t.Fatalf("paused stream:\n got %s\nwant %s", got, want)
+	}
+	req, paused := evs[len(evs)-2].data(), evs[len(evs)-1].data()
+	token, _ = req["form_token"].(string)
+	if len(token) != 22 || req["node_id"] != "review" || req["node_title"] != "Review" || req["display_in_ui"] != true ||
+		!strings.Contains(req["form_content"].(string), "Please review the draft for "+query) ||
+		!strings.Contains(req["form_content"].(string), "{{#$output.comment#}}") {
+		t.Fatalf("human_input_required: %v", req)
+	}
+	expiration = int64(req["expiration_time"].(float64))
+	reasons, _ := paused["reasons"].([]any)
+	if paused["status"] != "paused" || len(reasons) != 1 || reasons[0].(map[string]any)["TYPE"] != "human_input_required" ||
+		reasons[0].(map[string]any)["form_token"] != token || paused["paused_nodes"].([]any)[0] != "review" {
+		t.Fatalf("workflow_paused: %v", paused)
+	}
+	runID, _ = evs[0]["workflow_run_id"].(string)
+	conv, _ = evs[0]["conversation_id"].(string)
+	return runID, token, conv, expiration
+}
+
+// hiAnswer is the answer history shows for the conversation's only message.
+func hiAnswer(t *testing.T, p *Parley, key, conv, user string) string {
+	t.Helper()
+	status, raw := hiDo(t, "GET", p.URL+"/messages?conversation_id="+conv+"&user="+user, "", key)
+	var h struct {
+		Data []struct{ Answer, Status string }
+	}
+	if status != 200 || json.Unmarshal(raw, &h) != nil || len(h.Data) != 1 {
+		t.Fatalf("history: %d %s", status, raw)
+	}
+	return h.Data[0].Answer
+}
+
+// TestHumanInput pauses a Chatflow at a human-input form and resumes it through the form and
+// events operations on both engines: the paused stream, the answer so far in history, the form,
+// its bad submissions (400 invalid_form_data, 404, 412 once submitted), the events stream of the
+// resumed run to message_end and workflow_finished, the refusals of the events operation (another
+// user, an unknown or malformed run id), and a form that times out down its __timeout branch.
+func TestHumanInput(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
+		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
+		q := marker(t, "the launch post")
+		runID, token, conv, _ := hiPause(t, p, key, q, "rev")
+
+		// While paused, history shows the answer so far.
+		if got := hiAnswer(t, p, key, conv, "rev"); got != "Draft for "+q+". " {
+			t.Fatalf("paused answer %q", got)
+		}
+
+		// The form.
+		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		var form struct {
+			FormContent string `json:"form_content"`
+			Inputs      []map[string]any
+			UserActions []map[string]any `json:"user_actions"`
+			Expiration  int64            `json:"expiration_time"`
+		}
+		if status != 200 || json.Unmarshal(raw, &form) != nil || len(form.UserActions) != 2 || form.UserActions[0]["id"] != "approve" ||
+			len(form.Inputs) != 1 || form.Inputs[0]["output_variable_name"] != "comment" || !strings.Contains(form.FormContent, q) {
+			t.Fatalf("form: %d %s", status, raw)
+		}
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/AAAAAAAAAAAAAAAAAAAAAA", "", key)
+		wantError(t, "unknown token", status, raw, 404, "not_found")
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", p.AppKey)
+		wantError(t, "token of another app", status, raw, 404, "not_found")
+
+		// Submissions the form does not take leave it open.
+		for what, body := range map[string]string{
+			"unknown action": `{"inputs":{"comment":"x"},"action":"maybe","user":"rev"}`,
+			"missing input":  `{"inputs":{},"action":"approve","user":"rev"}`,
+			"extra input":    `{"inputs":{"comment":"x","other":"y"},"action":"approve","user":"rev"}`,
+			"wrong type":     `{"inputs":{"comment":3},"action":"approve","user":"rev"}`,
+		} {
+			status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, body, key)
+			wantError(t, what, status, raw, 400, "invalid_form_data")
+		}
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/unknown", `{"inputs":{},"action":"approve","user":"rev"}`, key)
+		wantError(t, "submit unknown token", status, raw, 404, "not_found")
+
+		// The events operation refuses other users and unknown or malformed runs.
+		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=someone-else", "", key)
+		wantError(t, "another user", status, raw, 404, "not_found")
+		status, raw = hiDo(t, "GET", p.URL+"/workflow/not-a-run-id/events?user=rev", "", key)
+		wantError(t, "malformed run id", status, raw, 404, "not_found")
+		status, raw = hiDo(t, "GET", p.URL+"/workflow/0b6f1a20-0000-4000-8000-000000000001/events?user=rev", "", key)
+		wantError(t, "unknown run", status, raw, 404, "not_found")
+		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", p.AppKey)
+		wantError(t, "not a workflow app", status, raw, 400, "not_workflow_app")
+
+		// Submitted: the run resumes and the events operation streams the rest.
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"looks good"},"action":"approve","user":"boss"}`, key)
+		if status != 200 || strings.TrimSpace(string(raw)) != "{}" {
+			t.Fatalf("submit: %d %s", status, raw)
+		}
+		evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+		want := "workflow_started node_started(review) human_input_form_filled node_finished(review) message message node_started(ok) " +
+			"node_finished(ok) message_end workflow_finished"
+		if got := hiNames(evs); got != want {
+			t.Fatalf("resumed stream:\n got %s\nwant %s", got, want)
+		}
+		filled := evs[2].data()
+		if filled["action_id"] != "approve" || filled["action_text"] != "Approve" ||
+			!strings.Contains(filled["rendered_content"].(string), "Comment: looks good") {
+			t.Fatalf("human_input_form_filled: %v", filled)
+		}
+		if evs[0].data()["reason"] != "resumption" || evs[len(evs)-1].data()["status"] != "succeeded" || evs[0]["conversation_id"] != conv {
+			t.Fatalf("resumed stream: %v … %v", evs[0], evs[len(evs)-1])
+		}
+		if got := hiAnswer(t, p, key, conv, "rev"); got != "Draft for "+q+". Approved: looks good" {
+			t.Fatalf("final answer %q", got)
+		}
+
+		// The token is single-use.
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"again"},"action":"reject","user":"rev"}`, key)
+		wantError(t, "used token", status, raw, 412, "human_input_form_submitted")
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		wantError(t, "used token read", status, raw, 412, "human_input_form_submitted")
+
+		// A form that times out resumes down its __timeout branch.
+		tname := name + " timeout"
+		tkey := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", tname, "timeout: 3\n", "timeout: 0.0005\n",
+			"timeout_unit: day", "timeout_unit: hour")
+		tq := marker(t, "the quiet post")
+		trun, ttoken, _, _ := hiPause(t, p, tkey, tq, "rev")
+		evs = hiStream(t, "GET", p.URL+"/workflow/"+trun+"/events?user=rev", "", tkey)
+		want = "workflow_started node_started(review) human_input_form_timeout node_finished(review) message node_started(late) " +
+			"node_finished(late) message_end workflow_finished"
+		if got := hiNames(evs); got != want {
+			t.Fatalf("timed-out stream:\n got %s\nwant %s", got, want)
+		}
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+ttoken, "", tkey)
+		wantError(t, "expired form", status, raw, 412, "human_input_form_expired")
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+ttoken, `{"inputs":{"comment":"late"},"action":"approve","user":"rev"}`, tkey)
+		wantError(t, "expired form submit", status, raw, 412, "human_input_form_expired")
+	})
+}

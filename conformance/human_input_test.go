@@ -236,3 +236,54 @@ func TestHumanInput(t *testing.T) {
 		wantError(t, "expired form submit", status, raw, 412, "human_input_form_expired")
 	})
 }
+
+// TestHumanInputSurvivesKill kills the server (SIGKILL) while a run is paused at a form: after
+// a restart the form still loads and submits and the events operation streams the run to
+// workflow_finished. A second run's form times out while no server runs: the restarted
+// server's timer resumes it down the __timeout branch.
+func TestHumanInputSurvivesKill(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
+		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
+		tkey := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name+" short", "timeout: 3\n", "timeout: 0.0005\n",
+			"timeout_unit: day", "timeout_unit: hour")
+		q := marker(t, "the crash post")
+		runID, token, conv, _ := hiPause(t, p, key, q, "rev")
+		trun, _, tconv, expiration := hiPause(t, p, tkey, marker(t, "the late post"), "rev")
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		// The short form's timeout passes while no server runs.
+		for time.Now().Unix() <= expiration {
+			time.Sleep(time.Until(time.Unix(expiration+1, 0)))
+		}
+		p.Start(t)
+
+		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		if status != 200 || !strings.Contains(string(raw), q) {
+			t.Fatalf("form after restart: %d %s", status, raw)
+		}
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"after the crash"},"action":"reject","user":"rev"}`, key)
+		if status != 200 {
+			t.Fatalf("submit after restart: %d %s", status, raw)
+		}
+		evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+		want := "workflow_started node_started(review) human_input_form_filled node_finished(review) message message node_started(no) " +
+			"node_finished(no) message_end workflow_finished"
+		if got := hiNames(evs); got != want {
+			t.Fatalf("resumed stream after restart:\n got %s\nwant %s", got, want)
+		}
+		if got := hiAnswer(t, p, key, conv, "rev"); got != "Draft for "+q+". Rejected: after the crash" {
+			t.Fatalf("answer after restart %q", got)
+		}
+
+		evs = hiStream(t, "GET", p.URL+"/workflow/"+trun+"/events?user=rev", "", tkey)
+		if got := hiNames(evs); !strings.Contains(got, "human_input_form_timeout") || !strings.HasSuffix(got, "message_end workflow_finished") ||
+			evs[len(evs)-1].data()["status"] != "succeeded" {
+			t.Fatalf("timed-out stream after restart: %s", got)
+		}
+		if got := hiAnswer(t, p, tkey, tconv, "rev"); !strings.HasSuffix(got, "Nobody reviewed it in time.") {
+			t.Fatalf("timed-out answer %q", got)
+		}
+	})
+}

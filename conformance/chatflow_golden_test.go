@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,6 +52,12 @@ func streamGolden(t *testing.T, p *Parley, key, body string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return transcript(t, resp)
+}
+
+// transcript reads a response as streamGolden pins it.
+func transcript(t *testing.T, resp *http.Response) string {
+	t.Helper()
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {

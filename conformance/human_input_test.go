@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
 
 	"strings"
 	"testing"
@@ -286,4 +288,75 @@ func TestHumanInputSurvivesKill(t *testing.T) {
 			t.Fatalf("timed-out answer %q", got)
 		}
 	})
+}
+
+var (
+	formTokenRE  = regexp.MustCompile(`"form_token":"[A-Za-z0-9]+"`)
+	expirationRE = regexp.MustCompile(`"expiration_time":\d+`)
+)
+
+// hiGolden normalises what a transcript of a paused or resumed run has beyond streamGolden's:
+// the form token and the form's expiration time.
+func hiGolden(s string) string {
+	s = formTokenRE.ReplaceAllString(s, `"form_token":"<token>"`)
+	return expirationRE.ReplaceAllString(s, `"expiration_time":<ts>`)
+}
+
+// TestHumanInputGolden pins the streams of a paused Chatflow: pause → submit → resume, and
+// pause → timeout → the __timeout branch, each as the paused stream and the events stream.
+func TestHumanInputGolden(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	p := startParley(t, "sqlite")
+	for _, tc := range []struct {
+		name, file string
+		edit       []string
+	}{
+		{"submit", "human_input_submit", nil},
+		{"timeout", "human_input_timeout", []string{"timeout: 3\n", "timeout: 0.0005\n", "timeout_unit: day", "timeout_unit: hour"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Golden Review "+tc.name, tc.edit...)
+			body := `{"query":"golden post","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
+			req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
+			resp, err := newContractClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := regexp.MustCompile(`"form_token":"([A-Za-z0-9]+)"`).FindStringSubmatch(string(raw))
+			run := regexp.MustCompile(`"workflow_run_id":"([0-9a-f-]+)"`).FindStringSubmatch(string(raw))
+			if token == nil || run == nil {
+				t.Fatalf("paused stream without a token or a run:\n%s", raw)
+			}
+			paused := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			if tc.name == "submit" {
+				status, out := hiDo(t, "POST", p.URL+"/form/human_input/"+token[1], `{"inputs":{"comment":"ship it"},"action":"approve","user":"golden"}`, key)
+				if status != 200 {
+					t.Fatalf("submit: %d %s", status, out)
+				}
+			}
+			req, _ = newRequest("GET", p.URL+"/workflow/"+run[1]+"/events?user=golden", "", key)
+			ev, err := newContractClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evRaw, err := io.ReadAll(ev.Body)
+			ev.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed := fmt.Sprintf("HTTP %d %s\n\n%s", ev.StatusCode, ev.Header.Get("Content-Type"), evRaw)
+			// Both parts are normalised together, so that ids keep their numbers across them.
+			both := normalize(strings.TrimRight(paused, "\n") + "\n\n=== GET /workflow/{workflow_run_id}/events\n\n" + strings.TrimRight(resumed, "\n") + "\n")
+			both = toolTimeRE.ReplaceAllString(both, `"$1":<seconds>`)
+			both = finishedRE.ReplaceAllString(both, `"finished_at":<ts>`)
+			golden(t, tc.file+".sse.golden", hiGolden(both))
+		})
+	}
 }

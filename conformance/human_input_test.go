@@ -43,7 +43,17 @@ func hiDo(t *testing.T, method, url, body, key string) (int, []byte) {
 // hiStream reads a whole event stream (bounded by two minutes) and returns its data events.
 func hiStream(t *testing.T, method, url, body, key string) []hiEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	evs, err := hiStreamWithin(t, 2*time.Minute, method, url, body, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// hiStreamWithin is hiStream bounded by d; a stream still open then is an error.
+func hiStreamWithin(t *testing.T, d time.Duration, method, url, body, key string) ([]hiEvent, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	req, err := newRequest(method, url, body, key)
 	if err != nil {
@@ -73,10 +83,7 @@ func hiStream(t *testing.T, method, url, body, key string) []hiEvent {
 		}
 		evs = append(evs, ev)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return evs
+	return evs, sc.Err()
 }
 
 func hiNames(evs []hiEvent) string {
@@ -359,4 +366,80 @@ func TestHumanInputGolden(t *testing.T) {
 			golden(t, tc.file+".sse.golden", hiGolden(both))
 		})
 	}
+}
+
+// TestHumanInputStreams checks the events operation's options and the other ends of a pause on
+// both engines: a blocking message that pauses answers with the answer so far; with
+// include_state_snapshot the stream first replays the paused run (workflow_started, the answer
+// so far, the nodes, the form and workflow_paused); a run that finished before the server
+// started yields its one workflow_finished; and the global limit stops a paused run (its form
+// then answers 412 expired).
+func TestHumanInputStreams(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
+		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
+
+		// Blocking: the answer so far.
+		q := marker(t, "the blocking post")
+		body, _ := json.Marshal(map[string]any{"query": q, "inputs": map[string]any{}, "user": "rev", "response_mode": "blocking"})
+		status, raw := hiDo(t, "POST", p.URL+"/chat-messages", string(body), key)
+		var blocking struct{ Answer string }
+		if status != 200 || json.Unmarshal(raw, &blocking) != nil || blocking.Answer != "Draft for "+q+". " {
+			t.Fatalf("blocking pause: %d %s", status, raw)
+		}
+
+		// The snapshot of a paused run ends at its workflow_paused.
+		runID, token, _, _ := hiPause(t, p, key, marker(t, "the snapshot post"), "rev")
+		evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev&include_state_snapshot=true", "", key)
+		snapshot := "workflow_started message_replace node_started(start) node_finished(start) node_started(draft) node_finished(draft) " +
+			"node_started(review) human_input_required workflow_paused"
+		if got := hiNames(evs); got != snapshot {
+			t.Fatalf("snapshot stream:\n got %s\nwant %s", got, snapshot)
+		}
+		if evs[0].data()["reason"] != "initial" || !strings.HasPrefix(evs[1]["answer"].(string), "Draft for ") ||
+			evs[7].data()["form_token"] != token {
+			t.Fatalf("snapshot: %v %v %v", evs[0], evs[1], evs[7])
+		}
+		// With continue_on_pause the stream waits through the pause for the resumed run.
+		done := make(chan []hiEvent, 1)
+		go func() {
+			evs, _ := hiStreamWithin(t, 2*time.Minute, "GET", p.URL+"/workflow/"+runID+"/events?user=rev&continue_on_pause=true", "", key)
+			done <- evs
+		}()
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"seen"},"action":"reject","user":"rev"}`, key)
+		if status != 200 {
+			t.Fatalf("submit: %d %s", status, raw)
+		}
+		if got := hiNames(<-done); got != "workflow_started node_started(review) human_input_form_filled node_finished(review) message message "+
+			"node_started(no) node_finished(no) message_end workflow_finished" {
+			t.Fatalf("continued stream: %s", got)
+		}
+
+		// After a restart the finished run yields its one workflow_finished; a run paused past
+		// the global limit is stopped.
+		late, ltoken, _, _ := hiPause(t, p, key, marker(t, "the forgotten post"), "rev")
+		p.Restart(t, "HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS=1")
+		evs = hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+		if len(evs) != 1 || evs[0].name() != "workflow_finished" || evs[0].data()["status"] != "succeeded" {
+			t.Fatalf("finished run: %s", hiNames(evs))
+		}
+		// The forgotten run's forms were created under the old limit: pause one more under the
+		// new one and wait for the timer to stop it.
+		stopped, stoken, _, _ := hiPause(t, p, key, marker(t, "the abandoned post"), "rev")
+		eventually(t, "the run stopped by the global limit", func() (bool, any) {
+			evs, err := hiStreamWithin(t, time.Second, "GET", p.URL+"/workflow/"+stopped+"/events?user=rev", "", key)
+			return err == nil && len(evs) == 1, hiNames(evs)
+		})
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+stoken, "", key)
+		wantError(t, "form of a stopped run", status, raw, 412, "human_input_form_expired")
+		evs = hiStream(t, "GET", p.URL+"/workflow/"+stopped+"/events?user=rev", "", key)
+		if len(evs) != 1 || evs[0].name() != "workflow_finished" || evs[0].data()["status"] != "stopped" ||
+			!strings.Contains(evs[0].data()["error"].(string), "Human input global timeout at node review") {
+			t.Fatalf("stopped run: %v", evs)
+		}
+		// The run paused before the restart keeps its own deadline and still waits.
+		if status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+ltoken, "", key); status != 200 {
+			t.Fatalf("older form: %d %s (run %s)", status, raw, late)
+		}
+	})
 }

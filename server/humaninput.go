@@ -163,6 +163,10 @@ func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter)
 		if err := es.writeSnapshot(out); err != nil {
 			return nil
 		}
+		if i.Run.Status == workflow.StatusPaused && !es.continueOnPause {
+			// The replayed workflow_paused ends the stream, as a live one would.
+			return nil
+		}
 	}
 	ticker := time.NewTicker(s.pingInterval)
 	defer ticker.Stop()

@@ -138,8 +138,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer nodeTransports.Close()
 	var humanInput *humaninput.Service
 	chatflowRunner := chatflow.New(chatflow.Options{
-		OnPause: func() { humanInput.Created() },
-		Store:   e.store, Logger: e.log, Files: chatSvc.MessageFiles,
+		OnPause:                 func() { humanInput.Created() },
+		HumanInputGlobalTimeout: time.Duration(cfg.HumanInputGlobalTimeoutSeconds) * time.Second,
+		Store:                   e.store, Logger: e.log, Files: chatSvc.MessageFiles,
 		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc, Tools: toolReg.Find,
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),

@@ -45,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
 		WorkflowVersionExecution:            WorkflowVersionExecutionAllowed,
+		HumanInputGlobalTimeoutSeconds:      604800,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{
 			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",

@@ -95,8 +95,15 @@ VALUES (?, ?, ?, ?, ?) ON CONFLICT (workflow_run_id) DO UPDATE SET state = exclu
  updated_at = excluded.updated_at`), r.ID, string(p.State), string(p.Context), now, now); err != nil {
 				return err
 			}
-		} else if _, err := x.ExecContext(ctx, s.Rebind(`DELETE FROM workflow_pauses WHERE workflow_run_id = ?`), r.ID); err != nil {
-			return err
+		} else {
+			if _, err := x.ExecContext(ctx, s.Rebind(`DELETE FROM workflow_pauses WHERE workflow_run_id = ?`), r.ID); err != nil {
+				return err
+			}
+			// The run ended: forms it still waited for (other branches) cannot resume it.
+			if _, err := x.ExecContext(ctx, s.Rebind(`UPDATE human_input_forms SET status = 'expired', decided_at = ?
+WHERE workflow_run_id = ? AND status = 'waiting'`), now, r.ID); err != nil {
+				return err
+			}
 		}
 		for _, f := range seg.Forms {
 			if _, err := x.ExecContext(ctx, s.Rebind(`INSERT INTO human_input_forms (id, workflow_run_id, app_id, node_id, token,
@@ -140,13 +147,28 @@ WHERE workflow_run_id = ?`), runID).Scan(&p.WorkflowRunID, &state, &context, &cr
 
 // ClaimPausedRun moves a paused run to running; false when it was not paused (another
 // resumption holds it, or it ended).
+// Its message's heartbeat is refreshed in the same commit, so that the sweep of interrupted
+// answers does not take the resumed run for one before its first heartbeat.
 func (s *Store) ClaimPausedRun(ctx context.Context, runID string) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE workflow_runs SET status = 'running' WHERE id = ? AND status = 'paused'`, runID)
+	claimed := false
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		x := s.inTx(tx)
+		res, err := x.ExecContext(ctx, s.Rebind(`UPDATE workflow_runs SET status = 'running' WHERE id = ? AND status = 'paused'`), runID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		claimed = true
+		_, err = x.ExecContext(ctx, s.Rebind(`UPDATE messages SET updated_at = ?
+WHERE status = ? AND id = (SELECT message_id FROM workflow_runs WHERE id = ?)`), time.Now().Unix(), MessageStatusRunning, runID)
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("store: claim run %s: %w", runID, err)
+		return false, fmt.Errorf("store: claim run %s: %w", runID, mapError(err))
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return claimed, nil
 }
 
 // ReleaseRun puts back a claimed run that had nothing to resume.

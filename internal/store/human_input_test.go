@@ -87,15 +87,38 @@ func TestHumanInputDecisions(t *testing.T) {
 			}
 		}
 
+		// A claim refreshes the heartbeat of the run's message: the sweep of interrupted answers
+		// does not end a run that just resumed.
+		r, forms := pausedRun(t, s, f, "x", "y")
+		if _, err := s.exec(ctx, `UPDATE messages SET updated_at = ? WHERE id = ?`, time.Now().Add(-time.Hour).Unix(), r.MessageID); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.ClaimPausedRun(ctx, r.ID); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if n, err := s.EndStaleMessages(ctx, time.Now().Add(-time.Minute), "gone"); err != nil {
+			t.Fatal(err)
+		} else if m, _ := s.Message(ctx, f.app, f.alice.ID, r.MessageID); m.Status != MessageStatusRunning {
+			t.Fatalf("the resumed message was swept (%d ended): %s", n, m.Status)
+		}
+		// A run that finishes with a form still waiting expires it.
+		r.Status = "succeeded"
+		if err := s.SaveRunSegment(ctx, RunSegment{Run: r, Consumed: []string{forms[0].ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if y, _ := s.HumanInputFormByToken(ctx, forms[1].Token); y.Status != FormExpired {
+			t.Fatalf("waiting form of a finished run: %s", y.Status)
+		}
+
 		// An expired form cannot be submitted.
-		_, forms := pausedRun(t, s, f, "review")
+		_, forms = pausedRun(t, s, f, "review")
 		if ok, err := s.SubmitHumanInputForm(ctx, forms[0].ID, "approve", nil, "rev", time.Now().Add(3*time.Hour)); err != nil || ok {
 			t.Fatalf("submitted after expiry: %v %v", ok, err)
 		}
 
 		// The stale sweep ends running messages but not paused ones; the global deadline stops
 		// a paused run, expires its forms and ends its message stopped.
-		r, forms := pausedRun(t, s, f, "a", "b")
+		r, forms = pausedRun(t, s, f, "a", "b")
 		if _, err := s.EndStaleMessages(ctx, time.Now().Add(time.Hour), "gone"); err != nil {
 			t.Fatal(err)
 		}

@@ -443,3 +443,73 @@ func TestHumanInputStreams(t *testing.T) {
 		}
 	})
 }
+
+// TestHumanInputParallel pauses a run at two forms on parallel branches on both engines. One
+// submission resumes the run, which pauses again waiting for the other form only; the second
+// submission finishes it. Then, on a second run, both forms are submitted at once: the run ends
+// exactly once, with both answers.
+func TestHumanInputParallel(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		name := "Two Reviewers " + strings.ReplaceAll(t.Name(), "/", "-")
+		key := exampleApp(t, p, "testdata/chatflow-human-input-parallel.yml", "Two Reviewers", name)
+		pause := func(q string) (string, map[string]string, string) {
+			body, _ := json.Marshal(map[string]any{"query": q, "inputs": map[string]any{}, "user": "rev", "response_mode": "streaming"})
+			evs := hiStream(t, "POST", p.URL+"/chat-messages", string(body), key)
+			tokens := map[string]string{}
+			for _, ev := range evs {
+				if ev.name() == "human_input_required" {
+					tokens[ev.data()["node_id"].(string)] = ev.data()["form_token"].(string)
+				}
+			}
+			last := evs[len(evs)-1]
+			if len(tokens) != 2 || last.name() != "workflow_paused" || len(last.data()["reasons"].([]any)) != 2 {
+				t.Fatalf("parallel pause: %s", hiNames(evs))
+			}
+			return evs[0]["workflow_run_id"].(string), tokens, evs[0]["conversation_id"].(string)
+		}
+		submit := func(token, note string) {
+			status, raw := hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"note":"`+note+`"},"action":"ok","user":"rev"}`, key)
+			if status != 200 {
+				t.Fatalf("submit: %d %s", status, raw)
+			}
+		}
+
+		runID, tokens, conv := pause(marker(t, "one by one"))
+		submit(tokens["legal"], "fine")
+		evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+		last := evs[len(evs)-1]
+		if last.name() != "workflow_paused" || !strings.Contains(hiNames(evs), "human_input_form_filled") ||
+			len(last.data()["reasons"].([]any)) != 1 || last.data()["paused_nodes"].([]any)[0] != "design" {
+			t.Fatalf("after the first form: %s %v", hiNames(evs), last.data())
+		}
+		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+tokens["design"], "", key)
+		if status != 200 {
+			t.Fatalf("second form: %d %s", status, raw)
+		}
+		submit(tokens["design"], "pretty")
+		eventually(t, "the run finished", func() (bool, any) {
+			evs, err := hiStreamWithin(t, 5*time.Second, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+			return err == nil && len(evs) > 0 && evs[len(evs)-1].name() == "workflow_finished", hiNames(evs)
+		})
+		if got := hiAnswer(t, p, key, conv, "rev"); got != "legal=fine design=pretty" {
+			t.Fatalf("answer %q", got)
+		}
+
+		// Both at once: one outcome.
+		runID, tokens, conv = pause(marker(t, "both at once"))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			submit(tokens["design"], "b")
+		}()
+		submit(tokens["legal"], "a")
+		<-done
+		eventually(t, "the run finished", func() (bool, any) {
+			evs, err := hiStreamWithin(t, 5*time.Second, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+			return err == nil && len(evs) > 0 && evs[len(evs)-1].name() == "workflow_finished", hiNames(evs)
+		})
+		if got := hiAnswer(t, p, key, conv, "rev"); got != "legal=a design=b" {
+			t.Fatalf("answer %q", got)
+		}
+	})
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
-	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
 )
 
@@ -306,21 +305,18 @@ func (es *eventsStream) writeSnapshot(out *sse.Writer) error {
 			if json.Unmarshal(f.Definition, &def) != nil {
 				continue
 			}
-			p := chatflow.FormPayload(f, &def)
+			p := humaninput.FormPayload(f, &def)
 			evs = append(evs, run.Event{Kind: run.EventHumanInputRequired, Data: p})
-			reasons = append(reasons, struct {
-				Type string `json:"TYPE"`
-				chatflow.FormRequired
-			}{"human_input_required", p})
+			reasons = append(reasons, humaninput.Reason(p))
 			paused = append(paused, f.NodeID)
 		}
 		if paused == nil {
 			paused = []string{}
 		}
-		evs = append(evs, run.Event{Kind: run.EventWorkflowPaused, Data: map[string]any{"workflow_run_id": i.Run.ID,
-			"paused_nodes": paused, "outputs": map[string]any{}, "reasons": reasons, "status": workflow.StatusPaused,
-			"created_at": i.Run.CreatedAt.Unix(), "elapsed_time": i.Run.Elapsed, "total_tokens": i.Run.TotalTokens,
-			"total_steps": i.Run.TotalSteps}})
+		evs = append(evs, run.Event{Kind: run.EventWorkflowPaused, Data: humaninput.WorkflowPaused{WorkflowRunID: i.Run.ID,
+			PausedNodes: paused, Outputs: map[string]any{}, Reasons: reasons, Status: workflow.StatusPaused,
+			CreatedAt: i.Run.CreatedAt.Unix(), ElapsedTime: i.Run.Elapsed, TotalTokens: i.Run.TotalTokens,
+			TotalSteps: i.Run.TotalSteps}})
 	}
 	for _, ev := range evs {
 		data, err := enc.encode(ev)

@@ -145,3 +145,41 @@ func TestHumanInputInsideContainerRefused(t *testing.T) {
 		t.Fatalf("problems %v", ps)
 	}
 }
+
+// BenchmarkPauseResume measures a pause and a resumption of a small graph: the run to the form,
+// encoding its state as it is stored, decoding it and running the rest.
+func BenchmarkPauseResume(b *testing.B) {
+	g, err := workflow.Parse(map[string]any{"nodes": []any{
+		node("start", "start", nil),
+		node("intro", "answer", map[string]any{"answer": "Q={{#sys.query#}};"}),
+		node("a", "human-input", form(nil)),
+		node("done", "answer", map[string]any{"answer": "a={{#a.note#}}"}),
+	}, "edges": []any{edge("start", "source", "intro"), edge("intro", "source", "a"), edge("a", "ok", "done")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := workflow.NewEngine(workflow.Options{Nodes: nodes.Registry(nodes.Deps{})})
+	decision := map[string]*workflow.Resumption{"a": {Action: "ok", Inputs: map[string]any{"note": "fine"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		pool := workflow.NewPool()
+		pool.Set(workflow.ScopeSys, workflow.SysQuery, "why")
+		rep := eng.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: &sink{}})
+		raw, err := json.Marshal(rep.State)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var st workflow.State
+		if err := json.Unmarshal(raw, &st); err != nil {
+			b.Fatal(err)
+		}
+		pool, err = st.RestorePool()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep = eng.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: &sink{}, From: &st, Resume: decision})
+		if rep.Status != workflow.StatusSucceeded {
+			b.Fatal(rep.Status)
+		}
+	}
+}

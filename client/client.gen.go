@@ -21,13 +21,13 @@ import (
 
 // Defines values for AgentLogEventEvent.
 const (
-	AgentLog AgentLogEventEvent = "agent_log"
+	AgentLogEventEventAgentLog AgentLogEventEvent = "agent_log"
 )
 
 // Valid indicates whether the value is a known member of the AgentLogEventEvent enum.
 func (e AgentLogEventEvent) Valid() bool {
 	switch e {
-	case AgentLog:
+	case AgentLogEventEventAgentLog:
 		return true
 	default:
 		return false
@@ -58,6 +58,54 @@ const (
 func (e AgentThoughtEventEvent) Valid() bool {
 	switch e {
 	case AgentThought:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobJobStatus.
+const (
+	AnnotationReplyJobJobStatusCompleted  AnnotationReplyJobJobStatus = "completed"
+	AnnotationReplyJobJobStatusError      AnnotationReplyJobJobStatus = "error"
+	AnnotationReplyJobJobStatusProcessing AnnotationReplyJobJobStatus = "processing"
+	AnnotationReplyJobJobStatusWaiting    AnnotationReplyJobJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobJobStatus enum.
+func (e AnnotationReplyJobJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobJobStatusCompleted:
+		return true
+	case AnnotationReplyJobJobStatusError:
+		return true
+	case AnnotationReplyJobJobStatusProcessing:
+		return true
+	case AnnotationReplyJobJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobStatusJobStatus.
+const (
+	AnnotationReplyJobStatusJobStatusCompleted  AnnotationReplyJobStatusJobStatus = "completed"
+	AnnotationReplyJobStatusJobStatusError      AnnotationReplyJobStatusJobStatus = "error"
+	AnnotationReplyJobStatusJobStatusProcessing AnnotationReplyJobStatusJobStatus = "processing"
+	AnnotationReplyJobStatusJobStatusWaiting    AnnotationReplyJobStatusJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobStatusJobStatus enum.
+func (e AnnotationReplyJobStatusJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobStatusJobStatusCompleted:
+		return true
+	case AnnotationReplyJobStatusJobStatusError:
+		return true
+	case AnnotationReplyJobStatusJobStatusProcessing:
+		return true
+	case AnnotationReplyJobStatusJobStatusWaiting:
 		return true
 	default:
 		return false
@@ -262,6 +310,21 @@ const (
 func (e CompletionMessageEventEvent) Valid() bool {
 	switch e {
 	case CompletionMessageEventEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageReplaceEventEvent.
+const (
+	CompletionMessageReplace CompletionMessageReplaceEventEvent = "message_replace"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageReplaceEventEvent enum.
+func (e CompletionMessageReplaceEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageReplace:
 		return true
 	default:
 		return false
@@ -645,13 +708,13 @@ func (e IndexingTechnique) Valid() bool {
 
 // Defines values for IterationCompletedEventEvent.
 const (
-	IterationCompleted IterationCompletedEventEvent = "iteration_completed"
+	IterationCompletedEventEventIterationCompleted IterationCompletedEventEvent = "iteration_completed"
 )
 
 // Valid indicates whether the value is a known member of the IterationCompletedEventEvent enum.
 func (e IterationCompletedEventEvent) Valid() bool {
 	switch e {
-	case IterationCompleted:
+	case IterationCompletedEventEventIterationCompleted:
 		return true
 	default:
 		return false
@@ -660,13 +723,13 @@ func (e IterationCompletedEventEvent) Valid() bool {
 
 // Defines values for IterationNextEventEvent.
 const (
-	IterationNext IterationNextEventEvent = "iteration_next"
+	IterationNextEventEventIterationNext IterationNextEventEvent = "iteration_next"
 )
 
 // Valid indicates whether the value is a known member of the IterationNextEventEvent enum.
 func (e IterationNextEventEvent) Valid() bool {
 	switch e {
-	case IterationNext:
+	case IterationNextEventEventIterationNext:
 		return true
 	default:
 		return false
@@ -675,13 +738,13 @@ func (e IterationNextEventEvent) Valid() bool {
 
 // Defines values for IterationStartedEventEvent.
 const (
-	IterationStarted IterationStartedEventEvent = "iteration_started"
+	IterationStartedEventEventIterationStarted IterationStartedEventEvent = "iteration_started"
 )
 
 // Valid indicates whether the value is a known member of the IterationStartedEventEvent enum.
 func (e IterationStartedEventEvent) Valid() bool {
 	switch e {
-	case IterationStarted:
+	case IterationStartedEventEventIterationStarted:
 		return true
 	default:
 		return false
@@ -690,13 +753,13 @@ func (e IterationStartedEventEvent) Valid() bool {
 
 // Defines values for LoopCompletedEventEvent.
 const (
-	LoopCompleted LoopCompletedEventEvent = "loop_completed"
+	LoopCompletedEventEventLoopCompleted LoopCompletedEventEvent = "loop_completed"
 )
 
 // Valid indicates whether the value is a known member of the LoopCompletedEventEvent enum.
 func (e LoopCompletedEventEvent) Valid() bool {
 	switch e {
-	case LoopCompleted:
+	case LoopCompletedEventEventLoopCompleted:
 		return true
 	default:
 		return false
@@ -705,13 +768,13 @@ func (e LoopCompletedEventEvent) Valid() bool {
 
 // Defines values for LoopNextEventEvent.
 const (
-	LoopNext LoopNextEventEvent = "loop_next"
+	LoopNextEventEventLoopNext LoopNextEventEvent = "loop_next"
 )
 
 // Valid indicates whether the value is a known member of the LoopNextEventEvent enum.
 func (e LoopNextEventEvent) Valid() bool {
 	switch e {
-	case LoopNext:
+	case LoopNextEventEventLoopNext:
 		return true
 	default:
 		return false
@@ -720,13 +783,13 @@ func (e LoopNextEventEvent) Valid() bool {
 
 // Defines values for LoopStartedEventEvent.
 const (
-	LoopStarted LoopStartedEventEvent = "loop_started"
+	LoopStartedEventEventLoopStarted LoopStartedEventEvent = "loop_started"
 )
 
 // Valid indicates whether the value is a known member of the LoopStartedEventEvent enum.
 func (e LoopStartedEventEvent) Valid() bool {
 	switch e {
-	case LoopStarted:
+	case LoopStartedEventEventLoopStarted:
 		return true
 	default:
 		return false
@@ -1056,13 +1119,13 @@ func (e NodeFinishedDataStatus) Valid() bool {
 
 // Defines values for NodeFinishedEventEvent.
 const (
-	NodeFinished NodeFinishedEventEvent = "node_finished"
+	NodeFinishedEventEventNodeFinished NodeFinishedEventEvent = "node_finished"
 )
 
 // Valid indicates whether the value is a known member of the NodeFinishedEventEvent enum.
 func (e NodeFinishedEventEvent) Valid() bool {
 	switch e {
-	case NodeFinished:
+	case NodeFinishedEventEventNodeFinished:
 		return true
 	default:
 		return false
@@ -1101,13 +1164,13 @@ func (e NodeRetryEventDataStatus) Valid() bool {
 
 // Defines values for NodeRetryEventEvent.
 const (
-	NodeRetry NodeRetryEventEvent = "node_retry"
+	NodeRetryEventEventNodeRetry NodeRetryEventEvent = "node_retry"
 )
 
 // Valid indicates whether the value is a known member of the NodeRetryEventEvent enum.
 func (e NodeRetryEventEvent) Valid() bool {
 	switch e {
-	case NodeRetry:
+	case NodeRetryEventEventNodeRetry:
 		return true
 	default:
 		return false
@@ -1116,13 +1179,13 @@ func (e NodeRetryEventEvent) Valid() bool {
 
 // Defines values for NodeStartedEventEvent.
 const (
-	NodeStarted NodeStartedEventEvent = "node_started"
+	NodeStartedEventEventNodeStarted NodeStartedEventEvent = "node_started"
 )
 
 // Valid indicates whether the value is a known member of the NodeStartedEventEvent enum.
 func (e NodeStartedEventEvent) Valid() bool {
 	switch e {
-	case NodeStarted:
+	case NodeStartedEventEventNodeStarted:
 		return true
 	default:
 		return false
@@ -1159,6 +1222,45 @@ func (e PingEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for PipelineDatasourceDatasourceType.
+const (
+	PipelineDatasourceDatasourceTypeLocalFile      PipelineDatasourceDatasourceType = "local_file"
+	PipelineDatasourceDatasourceTypeOnlineDocument PipelineDatasourceDatasourceType = "online_document"
+	PipelineDatasourceDatasourceTypeOnlineDrive    PipelineDatasourceDatasourceType = "online_drive"
+	PipelineDatasourceDatasourceTypeWebsiteCrawl   PipelineDatasourceDatasourceType = "website_crawl"
+)
+
+// Valid indicates whether the value is a known member of the PipelineDatasourceDatasourceType enum.
+func (e PipelineDatasourceDatasourceType) Valid() bool {
+	switch e {
+	case PipelineDatasourceDatasourceTypeLocalFile:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDocument:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDrive:
+		return true
+	case PipelineDatasourceDatasourceTypeWebsiteCrawl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PipelineRunResultDataStatus.
+const (
+	PipelineRunResultDataStatusSucceeded PipelineRunResultDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PipelineRunResultDataStatus enum.
+func (e PipelineRunResultDataStatus) Valid() bool {
+	switch e {
+	case PipelineRunResultDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProgressDataStatus.
 const (
 	ProgressDataStatusFailed    ProgressDataStatus = "failed"
@@ -1182,13 +1284,13 @@ func (e ProgressDataStatus) Valid() bool {
 
 // Defines values for ReasoningChunkEventEvent.
 const (
-	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
+	ReasoningChunkEventEventReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
 )
 
 // Valid indicates whether the value is a known member of the ReasoningChunkEventEvent enum.
 func (e ReasoningChunkEventEvent) Valid() bool {
 	switch e {
-	case ReasoningChunk:
+	case ReasoningChunkEventEventReasoningChunk:
 		return true
 	default:
 		return false
@@ -1345,6 +1447,21 @@ func (e TagRefType) Valid() bool {
 	}
 }
 
+// Defines values for TextChunkEventEvent.
+const (
+	TextChunk TextChunkEventEvent = "text_chunk"
+)
+
+// Valid indicates whether the value is a known member of the TextChunkEventEvent enum.
+func (e TextChunkEventEvent) Valid() bool {
+	switch e {
+	case TextChunk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TtsMessageEndEventEvent.
 const (
 	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
@@ -1375,15 +1492,213 @@ func (e TtsMessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppErrorEventEvent.
+const (
+	WorkflowAppErrorEventEventError WorkflowAppErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppErrorEventEvent enum.
+func (e WorkflowAppErrorEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppFinishedEventEvent.
+const (
+	WorkflowAppFinishedEventEventWorkflowFinished WorkflowAppFinishedEventEvent = "workflow_finished"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppFinishedEventEvent enum.
+func (e WorkflowAppFinishedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppNodeEventEvent.
+const (
+	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
+	WorkflowAppNodeEventEventIterationCompleted WorkflowAppNodeEventEvent = "iteration_completed"
+	WorkflowAppNodeEventEventIterationNext      WorkflowAppNodeEventEvent = "iteration_next"
+	WorkflowAppNodeEventEventIterationStarted   WorkflowAppNodeEventEvent = "iteration_started"
+	WorkflowAppNodeEventEventLoopCompleted      WorkflowAppNodeEventEvent = "loop_completed"
+	WorkflowAppNodeEventEventLoopNext           WorkflowAppNodeEventEvent = "loop_next"
+	WorkflowAppNodeEventEventLoopStarted        WorkflowAppNodeEventEvent = "loop_started"
+	WorkflowAppNodeEventEventNodeFinished       WorkflowAppNodeEventEvent = "node_finished"
+	WorkflowAppNodeEventEventNodeRetry          WorkflowAppNodeEventEvent = "node_retry"
+	WorkflowAppNodeEventEventNodeStarted        WorkflowAppNodeEventEvent = "node_started"
+	WorkflowAppNodeEventEventReasoningChunk     WorkflowAppNodeEventEvent = "reasoning_chunk"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppNodeEventEvent enum.
+func (e WorkflowAppNodeEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppNodeEventEventAgentLog:
+		return true
+	case WorkflowAppNodeEventEventIterationCompleted:
+		return true
+	case WorkflowAppNodeEventEventIterationNext:
+		return true
+	case WorkflowAppNodeEventEventIterationStarted:
+		return true
+	case WorkflowAppNodeEventEventLoopCompleted:
+		return true
+	case WorkflowAppNodeEventEventLoopNext:
+		return true
+	case WorkflowAppNodeEventEventLoopStarted:
+		return true
+	case WorkflowAppNodeEventEventNodeFinished:
+		return true
+	case WorkflowAppNodeEventEventNodeRetry:
+		return true
+	case WorkflowAppNodeEventEventNodeStarted:
+		return true
+	case WorkflowAppNodeEventEventReasoningChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventDataReason.
+const (
+	WorkflowAppStartedEventDataReasonInitial    WorkflowAppStartedEventDataReason = "initial"
+	WorkflowAppStartedEventDataReasonResumption WorkflowAppStartedEventDataReason = "resumption"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventDataReason enum.
+func (e WorkflowAppStartedEventDataReason) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventDataReasonInitial:
+		return true
+	case WorkflowAppStartedEventDataReasonResumption:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventEvent.
+const (
+	WorkflowAppStartedEventEventWorkflowStarted WorkflowAppStartedEventEvent = "workflow_started"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventEvent enum.
+func (e WorkflowAppStartedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowFinishedEventEvent.
 const (
-	WorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
+	WorkflowFinishedEventEventWorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowFinishedEventEvent enum.
 func (e WorkflowFinishedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowFinished:
+	case WorkflowFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByEndUserType.
+const (
+	WorkflowLogCreatedByEndUserTypeServiceApi WorkflowLogCreatedByEndUserType = "service_api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByEndUserType enum.
+func (e WorkflowLogCreatedByEndUserType) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByEndUserTypeServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByRole.
+const (
+	WorkflowLogCreatedByRoleEndUser WorkflowLogCreatedByRole = "end_user"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByRole enum.
+func (e WorkflowLogCreatedByRole) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByRoleEndUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedFrom.
+const (
+	WorkflowLogCreatedFromServiceApi WorkflowLogCreatedFrom = "service-api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedFrom enum.
+func (e WorkflowLogCreatedFrom) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedFromServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunStatus.
+const (
+	WorkflowLogWorkflowRunStatusFailed           WorkflowLogWorkflowRunStatus = "failed"
+	WorkflowLogWorkflowRunStatusPartialSucceeded WorkflowLogWorkflowRunStatus = "partial-succeeded"
+	WorkflowLogWorkflowRunStatusPaused           WorkflowLogWorkflowRunStatus = "paused"
+	WorkflowLogWorkflowRunStatusRunning          WorkflowLogWorkflowRunStatus = "running"
+	WorkflowLogWorkflowRunStatusStopped          WorkflowLogWorkflowRunStatus = "stopped"
+	WorkflowLogWorkflowRunStatusSucceeded        WorkflowLogWorkflowRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunStatus enum.
+func (e WorkflowLogWorkflowRunStatus) Valid() bool {
+	switch e {
+	case WorkflowLogWorkflowRunStatusFailed:
+		return true
+	case WorkflowLogWorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowLogWorkflowRunStatusPaused:
+		return true
+	case WorkflowLogWorkflowRunStatusRunning:
+		return true
+	case WorkflowLogWorkflowRunStatusStopped:
+		return true
+	case WorkflowLogWorkflowRunStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunTriggeredFrom.
+const (
+	AppRun WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunTriggeredFrom enum.
+func (e WorkflowLogWorkflowRunTriggeredFrom) Valid() bool {
+	switch e {
+	case AppRun:
 		return true
 	default:
 		return false
@@ -1420,6 +1735,54 @@ func (e WorkflowPausedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowRunDetailStatus.
+const (
+	WorkflowRunDetailStatusFailed           WorkflowRunDetailStatus = "failed"
+	WorkflowRunDetailStatusPartialSucceeded WorkflowRunDetailStatus = "partial-succeeded"
+	WorkflowRunDetailStatusPaused           WorkflowRunDetailStatus = "paused"
+	WorkflowRunDetailStatusRunning          WorkflowRunDetailStatus = "running"
+	WorkflowRunDetailStatusStopped          WorkflowRunDetailStatus = "stopped"
+	WorkflowRunDetailStatusSucceeded        WorkflowRunDetailStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunDetailStatus enum.
+func (e WorkflowRunDetailStatus) Valid() bool {
+	switch e {
+	case WorkflowRunDetailStatusFailed:
+		return true
+	case WorkflowRunDetailStatusPartialSucceeded:
+		return true
+	case WorkflowRunDetailStatusPaused:
+		return true
+	case WorkflowRunDetailStatusRunning:
+		return true
+	case WorkflowRunDetailStatusStopped:
+		return true
+	case WorkflowRunDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunRequestResponseMode.
+const (
+	WorkflowBlocking  WorkflowRunRequestResponseMode = "blocking"
+	WorkflowStreaming WorkflowRunRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunRequestResponseMode enum.
+func (e WorkflowRunRequestResponseMode) Valid() bool {
+	switch e {
+	case WorkflowBlocking:
+		return true
+	case WorkflowStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowRunStatus.
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
@@ -1446,16 +1809,16 @@ func (e WorkflowRunStatus) Valid() bool {
 
 // Defines values for WorkflowStartedEventDataReason.
 const (
-	Initial    WorkflowStartedEventDataReason = "initial"
-	Resumption WorkflowStartedEventDataReason = "resumption"
+	WorkflowStartedEventDataReasonInitial    WorkflowStartedEventDataReason = "initial"
+	WorkflowStartedEventDataReasonResumption WorkflowStartedEventDataReason = "resumption"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventDataReason enum.
 func (e WorkflowStartedEventDataReason) Valid() bool {
 	switch e {
-	case Initial:
+	case WorkflowStartedEventDataReasonInitial:
 		return true
-	case Resumption:
+	case WorkflowStartedEventDataReasonResumption:
 		return true
 	default:
 		return false
@@ -1464,13 +1827,49 @@ func (e WorkflowStartedEventDataReason) Valid() bool {
 
 // Defines values for WorkflowStartedEventEvent.
 const (
-	WorkflowStarted WorkflowStartedEventEvent = "workflow_started"
+	WorkflowStartedEventEventWorkflowStarted WorkflowStartedEventEvent = "workflow_started"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventEvent enum.
 func (e WorkflowStartedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowStarted:
+	case WorkflowStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetAnnotationReplyParamsAction.
+const (
+	SetAnnotationReplyParamsActionDisable SetAnnotationReplyParamsAction = "disable"
+	SetAnnotationReplyParamsActionEnable  SetAnnotationReplyParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the SetAnnotationReplyParamsAction enum.
+func (e SetAnnotationReplyParamsAction) Valid() bool {
+	switch e {
+	case SetAnnotationReplyParamsActionDisable:
+		return true
+	case SetAnnotationReplyParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAnnotationReplyStatusParamsAction.
+const (
+	GetAnnotationReplyStatusParamsActionDisable GetAnnotationReplyStatusParamsAction = "disable"
+	GetAnnotationReplyStatusParamsActionEnable  GetAnnotationReplyStatusParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the GetAnnotationReplyStatusParamsAction enum.
+func (e GetAnnotationReplyStatusParamsAction) Valid() bool {
+	switch e {
+	case GetAnnotationReplyStatusParamsActionDisable:
+		return true
+	case GetAnnotationReplyStatusParamsActionEnable:
 		return true
 	default:
 		return false
@@ -1495,6 +1894,27 @@ func (e ListConversationsParamsSortBy) Valid() bool {
 	case MinusUpdatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowLogsParamsStatus.
+const (
+	ListWorkflowLogsParamsStatusFailed    ListWorkflowLogsParamsStatus = "failed"
+	ListWorkflowLogsParamsStatusStopped   ListWorkflowLogsParamsStatus = "stopped"
+	ListWorkflowLogsParamsStatusSucceeded ListWorkflowLogsParamsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowLogsParamsStatus enum.
+func (e ListWorkflowLogsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowLogsParamsStatusFailed:
+		return true
+	case ListWorkflowLogsParamsStatusStopped:
+		return true
+	case ListWorkflowLogsParamsStatusSucceeded:
 		return true
 	default:
 		return false
@@ -1582,6 +2002,28 @@ type AgentThoughtEvent struct {
 // AgentThoughtEventEvent defines model for AgentThoughtEvent.Event.
 type AgentThoughtEventEvent string
 
+// Annotation A curated answer to a question.
+type Annotation struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// HitCount How many questions were answered from it.
+	HitCount int64  `json:"hit_count"`
+	Id       string `json:"id"`
+	Question string `json:"question"`
+}
+
+// AnnotationList defines model for AnnotationList.
+type AnnotationList struct {
+	Data    []Annotation `json:"data"`
+	HasMore bool         `json:"has_more"`
+	Limit   int          `json:"limit"`
+	Page    int          `json:"page"`
+	Total   int64        `json:"total"`
+}
+
 // AnnotationReply Present when an annotation matched; the answer then equals the annotation.
 type AnnotationReply struct {
 	Account *struct {
@@ -1591,6 +2033,44 @@ type AnnotationReply struct {
 
 	// Id Annotation id.
 	Id string `json:"id"`
+}
+
+// AnnotationReplyJob defines model for AnnotationReplyJob.
+type AnnotationReplyJob struct {
+	JobId     string                      `json:"job_id"`
+	JobStatus AnnotationReplyJobJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobJobStatus defines model for AnnotationReplyJob.JobStatus.
+type AnnotationReplyJobJobStatus string
+
+// AnnotationReplyJobStatus defines model for AnnotationReplyJobStatus.
+type AnnotationReplyJobStatus struct {
+	// ErrorMsg Why the job failed; empty unless `job_status` is `error`.
+	ErrorMsg  string                            `json:"error_msg"`
+	JobId     string                            `json:"job_id"`
+	JobStatus AnnotationReplyJobStatusJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobStatusJobStatus defines model for AnnotationReplyJobStatus.JobStatus.
+type AnnotationReplyJobStatusJobStatus string
+
+// AnnotationReplyRequest defines model for AnnotationReplyRequest.
+type AnnotationReplyRequest struct {
+	// EmbeddingModelName A text-embedding model of that provider.
+	EmbeddingModelName string `json:"embedding_model_name"`
+
+	// EmbeddingProviderName A configured provider with the text-embedding model.
+	EmbeddingProviderName string `json:"embedding_provider_name"`
+
+	// ScoreThreshold The lowest similarity (cosine) at which a question is answered from an annotation.
+	ScoreThreshold float64 `json:"score_threshold"`
+}
+
+// AnnotationRequest defines model for AnnotationRequest.
+type AnnotationRequest struct {
+	Answer   string `json:"answer"`
+	Question string `json:"question"`
 }
 
 // AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
@@ -1681,6 +2161,20 @@ type AppParameters struct {
 
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
+
+// AudioToTextRequest defines model for AudioToTextRequest.
+type AudioToTextRequest struct {
+	// File The audio file.
+	File openapi_types.File `json:"file"`
+
+	// User End-user identifier.
+	User *string `json:"user,omitempty"`
+}
+
+// AudioTranscript defines model for AudioTranscript.
+type AudioTranscript struct {
+	Text string `json:"text"`
+}
 
 // BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
 type BindTagsRequest struct {
@@ -1883,6 +2377,23 @@ type CompletionMessageEvent struct {
 // CompletionMessageEventEvent defines model for CompletionMessageEvent.Event.
 type CompletionMessageEventEvent string
 
+// CompletionMessageReplaceEvent Output moderation flagged the Completion: `answer` (the app's preset response) replaces
+// all the text streamed so far, and is the stored answer.
+type CompletionMessageReplaceEvent struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                              `json:"created_at"`
+	Event     CompletionMessageReplaceEventEvent `json:"event"`
+	MessageId openapi_types.UUID                 `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageReplaceEventEvent defines model for CompletionMessageReplaceEvent.Event.
+type CompletionMessageReplaceEventEvent string
+
 // CompletionRequest Body of the send-completion-message operation. Unknown members are ignored.
 type CompletionRequest struct {
 	// Files Files for the message; `null` is accepted as "none". Images reach models with vision.
@@ -1940,9 +2451,10 @@ type CompletionResponseEvent string
 // CompletionResponseMode Always `completion`.
 type CompletionResponseMode string
 
-// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks, then
-// `message_end`, or `error`. Events carry no `conversation_id`. `ping` is a keep-alive sent as
-// the bare frame `event: ping`; clients skip it.
+// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks (and a
+// `message_replace` when output moderation replaces the text), then `message_end`, or `error`.
+// Events carry no `conversation_id`. `ping` is a keep-alive sent as the bare frame
+// `event: ping`; clients skip it.
 type CompletionStreamEvent struct {
 	union json.RawMessage
 }
@@ -2274,7 +2786,7 @@ type DocMetadata_Value struct {
 // present; with `without` everything but those two; with `all` everything. Members that
 // are null are sent as null, not left out. Timestamps are Unix epoch seconds.
 //
-// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"dataset_process_rule_id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
 type DocumentDetail struct {
 	Archived *bool `json:"archived,omitempty"`
 
@@ -2293,10 +2805,15 @@ type DocumentDetail struct {
 	// DataSourceType Example: upload_file
 	DataSourceType *string `json:"data_source_type,omitempty"`
 
-	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
-	DisabledAt         *int64             `json:"disabled_at,omitempty"`
-	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DatasetProcessRuleId The id of the document's own process rule.
+	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	DisabledAt           *int64  `json:"disabled_at,omitempty"`
+	DisabledBy           *string `json:"disabled_by,omitempty"`
 
 	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
 	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
@@ -2307,7 +2824,9 @@ type DocumentDetail struct {
 	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
 	DocType     *string        `json:"doc_type,omitempty"`
 
-	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
 	Enabled             *bool              `json:"enabled,omitempty"`
 	Error               *string            `json:"error,omitempty"`
@@ -2327,6 +2846,11 @@ type DocumentDetail struct {
 	Tokens               *int                   `json:"tokens,omitempty"`
 	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentDownload A signed link to a document's original file.
+type DocumentDownload struct {
+	Url string `json:"url"`
 }
 
 // DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
@@ -2388,9 +2912,39 @@ type DocumentWithBatch struct {
 	Document KnowledgeDocument `json:"document"`
 }
 
+// DownloadZipRequest Body of download-zip. Unknown members are ignored.
+type DownloadZipRequest struct {
+	DocumentIds          []string               `json:"document_ids"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Enabled A feature switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// EndUser An end user of the app, as Dify's `GET /end-users/{id}` shows it.
+type EndUser struct {
+	AppId     openapi_types.UUID `json:"app_id"`
+	CreatedAt time.Time          `json:"created_at"`
+
+	// ExternalUserId The `user` value the end user was created from.
+	ExternalUserId *string            `json:"external_user_id"`
+	Id             openapi_types.UUID `json:"id"`
+
+	// IsAnonymous True for the shared end user of requests that name no `user`.
+	IsAnonymous bool    `json:"is_anonymous"`
+	Name        *string `json:"name"`
+
+	// SessionId The `user` value.
+	SessionId string `json:"session_id"`
+	TenantId  string `json:"tenant_id"`
+
+	// Type Always `service-api`.
+	//
+	// Example: service-api
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Error The body of every error response, and the payload members of the `error` event.
@@ -2698,9 +3252,10 @@ type IndexingStatusList struct {
 // IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
 type IndexingTechnique string
 
-// InputFormItem One input of the app's form.
+// InputFormItem One input of the app's form; `default` is `""` when the input has none, `hide` false unless the app hides it.
 type InputFormItem struct {
-	Default   *string   `json:"default,omitempty"`
+	Default   string    `json:"default"`
+	Hide      bool      `json:"hide"`
 	Label     string    `json:"label"`
 	MaxLength *int      `json:"max_length,omitempty"`
 	Options   *[]string `json:"options,omitempty"`
@@ -2715,7 +3270,7 @@ type IterationCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData                 `json:"data"`
 	Event         IterationCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID           `json:"message_id"`
@@ -2733,7 +3288,7 @@ type IterationNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         IterationNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2751,7 +3306,7 @@ type IterationStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData               `json:"data"`
 	Event         IterationStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID         `json:"message_id"`
@@ -2813,7 +3368,7 @@ type LoopCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         LoopCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2831,7 +3386,7 @@ type LoopNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData       `json:"data"`
 	Event         LoopNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID `json:"message_id"`
@@ -2849,7 +3404,7 @@ type LoopStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData          `json:"data"`
 	Event         LoopStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID    `json:"message_id"`
@@ -2941,17 +3496,20 @@ type MessageEvent struct {
 // MessageEventEvent defines model for MessageEvent.Event.
 type MessageEventEvent string
 
-// MessageFile A file attached to a message.
+// MessageFile A file attached to a message, with all nine members Dify sends. `url` is a link a client
+// can load without the API key: a signed link for an uploaded or a tool file, the file's own
+// address for a remote one. `filename`, `mime_type` and `size` are the stored file's; for a
+// remote file the name is the last part of its address and the type and size are null.
 type MessageFile struct {
 	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
-	Filename       *string                   `json:"filename,omitempty"`
+	Filename       string                    `json:"filename"`
 	Id             string                    `json:"id"`
-	MimeType       *string                   `json:"mime_type,omitempty"`
-	Size           *int64                    `json:"size,omitempty"`
+	MimeType       *string                   `json:"mime_type"`
+	Size           *int64                    `json:"size"`
 	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
 	Type           string                    `json:"type"`
-	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
-	Url            *string                   `json:"url,omitempty"`
+	UploadFileId   *string                   `json:"upload_file_id"`
+	Url            *string                   `json:"url"`
 }
 
 // MessageFileBelongsTo defines model for MessageFile.BelongsTo.
@@ -2994,7 +3552,9 @@ type MessageList struct {
 	Limit   int              `json:"limit"`
 }
 
-// MessageReplaceEvent Output moderation replaced the answer so far with `answer`.
+// MessageReplaceEvent Output moderation flagged the answer: `answer` (the app's preset response) replaces all the
+// text streamed so far, and is the stored answer. Chatflow apps add `reason`
+// (`output_moderation`); Chatbot, Legacy Agent and Agent apps send none.
 type MessageReplaceEvent struct {
 	Answer         string             `json:"answer"`
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -3003,7 +3563,9 @@ type MessageReplaceEvent struct {
 	CreatedAt int64                    `json:"created_at"`
 	Event     MessageReplaceEventEvent `json:"event"`
 	MessageId openapi_types.UUID       `json:"message_id"`
-	Reason    *string                  `json:"reason,omitempty"`
+
+	// Reason Why the answer was replaced (Chatflow apps); `output_moderation`.
+	Reason *string `json:"reason,omitempty"`
 
 	// TaskId Task id for the stop-response operation.
 	TaskId openapi_types.UUID `json:"task_id"`
@@ -3144,8 +3706,8 @@ type ModelListResponse struct {
 
 // ModelProvider A model provider with its models of the requested type.
 type ModelProvider struct {
-	// IconSmall Icon URLs keyed by locale; empty when the provider has none.
-	IconSmall map[string]string `json:"icon_small"`
+	// IconSmall Icon URLs keyed by locale; null when the provider has none.
+	IconSmall *map[string]string `json:"icon_small"`
 
 	// IconSmallDark Dark icon URLs keyed by locale, or null.
 	IconSmallDark *map[string]string `json:"icon_small_dark"`
@@ -3318,6 +3880,103 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PipelineDatasource A datasource node of a knowledge base's pipeline.
+type PipelineDatasource struct {
+	Credentials    []map[string]interface{}         `json:"credentials"`
+	DatasourceType PipelineDatasourceDatasourceType `json:"datasource_type"`
+
+	// NodeId Example: local_file
+	NodeId             string                   `json:"node_id"`
+	PluginId           string                   `json:"plugin_id"`
+	ProviderName       string                   `json:"provider_name"`
+	Title              string                   `json:"title"`
+	UserInputVariables []map[string]interface{} `json:"user_input_variables"`
+}
+
+// PipelineDatasourceDatasourceType defines model for PipelineDatasource.DatasourceType.
+type PipelineDatasourceDatasourceType string
+
+// PipelineDatasourceInfo One file of a `local_file` run.
+type PipelineDatasourceInfo struct {
+	// Name The document's name; the file's name when omitted.
+	Name *string `json:"name,omitempty"`
+
+	// Reference The id of a file uploaded with `POST /datasets/pipeline/file-upload`.
+	Reference            string                 `json:"reference"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineDatasourceRunRequest Body of a datasource node run. Unknown members are ignored.
+type PipelineDatasourceRunRequest struct {
+	CredentialId *string `json:"credential_id,omitempty"`
+
+	// DatasourceType Example: online_document
+	DatasourceType       string                 `json:"datasource_type"`
+	Inputs               map[string]interface{} `json:"inputs"`
+	IsPublished          *bool                  `json:"is_published,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineFileUploadRequest Multipart body of the pipeline file upload; exactly one `file` part.
+type PipelineFileUploadRequest struct {
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunOutputs What the run made, the indexing batch and its documents.
+type PipelineRunOutputs struct {
+	Batch     string              `json:"batch"`
+	Documents []KnowledgeDocument `json:"documents"`
+}
+
+// PipelineRunRequest Body of a pipeline run. Unknown members are ignored.
+type PipelineRunRequest struct {
+	DatasourceInfoList []PipelineDatasourceInfo `json:"datasource_info_list"`
+
+	// DatasourceType Only `local_file` is available.
+	DatasourceType string `json:"datasource_type"`
+
+	// Inputs The run's inputs; `process_rule` and `doc_form` are read as in a document's `data`, other members are ignored.
+	Inputs      map[string]interface{} `json:"inputs"`
+	IsPublished bool                   `json:"is_published"`
+
+	// ResponseMode Only `blocking` is available.
+	ResponseMode string `json:"response_mode"`
+
+	// StartNodeId The datasource node to start from; only `local_file`.
+	StartNodeId          string                 `json:"start_node_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunResult A finished pipeline run.
+type PipelineRunResult struct {
+	Data struct {
+		CreatedAt  int64              `json:"created_at"`
+		FinishedAt int64              `json:"finished_at"`
+		Id         openapi_types.UUID `json:"id"`
+
+		// Outputs What the run made, the indexing batch and its documents.
+		Outputs PipelineRunOutputs          `json:"outputs"`
+		Status  PipelineRunResultDataStatus `json:"status"`
+	} `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// PipelineRunResultDataStatus defines model for PipelineRunResult.Data.Status.
+type PipelineRunResultDataStatus string
+
+// PipelineUploadedFile A file stored for a pipeline run.
+type PipelineUploadedFile struct {
+	CreatedAt time.Time          `json:"created_at"`
+	CreatedBy string             `json:"created_by"`
+	Extension string             `json:"extension"`
+	Id        openapi_types.UUID `json:"id"`
+	MimeType  string             `json:"mime_type"`
+	Name      string             `json:"name"`
+	Size      int64              `json:"size"`
+}
+
 // PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
 type PreProcessingRule struct {
 	Enabled              *bool                  `json:"enabled,omitempty"`
@@ -3341,7 +4000,9 @@ type ProcessRule struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+// `delimiter` for the separator).
 type ProcessRuleDetail struct {
 	DatasetId *string `json:"dataset_id,omitempty"`
 	Id        *string `json:"id,omitempty"`
@@ -3380,7 +4041,7 @@ type ProcessRuleRules struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 type ProgressData struct {
 	CreatedAt *int64 `json:"created_at,omitempty"`
 
@@ -3636,8 +4297,10 @@ type RetrieverResource struct {
 	Score           float32            `json:"score"`
 	SegmentId       openapi_types.UUID `json:"segment_id"`
 	SegmentPosition *int               `json:"segment_position,omitempty"`
-	Summary         *string            `json:"summary,omitempty"`
-	WordCount       *int               `json:"word_count,omitempty"`
+
+	// Summary The chunk's summary; null, as Parley makes no chunk summaries.
+	Summary   *string `json:"summary"`
+	WordCount *int    `json:"word_count,omitempty"`
 }
 
 // Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
@@ -3771,6 +4434,31 @@ type SegmentsCreated struct {
 	DocForm string `json:"doc_form"`
 }
 
+// Site The app's web-app settings, as Dify's `GET /site` shows them.
+type Site struct {
+	ChatColorTheme         *string `json:"chat_color_theme"`
+	ChatColorThemeInverted bool    `json:"chat_color_theme_inverted"`
+	Copyright              *string `json:"copyright"`
+	CustomDisclaimer       string  `json:"custom_disclaimer"`
+
+	// DefaultLanguage Example: en-US
+	DefaultLanguage string  `json:"default_language"`
+	Description     *string `json:"description"`
+	Icon            *string `json:"icon"`
+	IconBackground  *string `json:"icon_background"`
+
+	// IconType `emoji`, `image` or `link`; null when the app has no icon.
+	IconType *string `json:"icon_type"`
+
+	// IconUrl The icon's URL for an icon of type `link`; null otherwise.
+	IconUrl             *string `json:"icon_url"`
+	InputPlaceholder    *string `json:"input_placeholder"`
+	PrivacyPolicy       *string `json:"privacy_policy"`
+	ShowWorkflowSteps   bool    `json:"show_workflow_steps"`
+	Title               string  `json:"title"`
+	UseIconAsAnswerIcon bool    `json:"use_icon_as_answer_icon"`
+}
+
 // SuggestedQuestions Follow-up questions.
 type SuggestedQuestions struct {
 	Data   []string                 `json:"data"`
@@ -3820,6 +4508,32 @@ type TagRefType string
 type TaskEnvelope struct {
 	// TaskId Task id for the stop-response operation.
 	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// TextChunkEvent Streamed text of the run: the values of the end nodes' outputs in order, one line each, an LLM's text as it is generated. Concatenate in order.
+type TextChunkEvent struct {
+	Data struct {
+		FromVariableSelector *[]string `json:"from_variable_selector"`
+		Text                 string    `json:"text"`
+	} `json:"data"`
+	Event         TextChunkEventEvent `json:"event"`
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
+}
+
+// TextChunkEventEvent defines model for TextChunkEvent.Event.
+type TextChunkEventEvent string
+
+// TextToAudioRequest defines model for TextToAudioRequest.
+type TextToAudioRequest struct {
+	// MessageId A message whose answer to read (takes priority over `text`).
+	MessageId *openapi_types.UUID `json:"message_id,omitempty"`
+
+	// Streaming Ignored, as in Dify; the audio always streams.
+	Streaming *bool   `json:"streaming,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	User      *string `json:"user,omitempty"`
+	Voice     *string `json:"voice,omitempty"`
 }
 
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
@@ -3991,23 +4705,31 @@ type UploadFileDetail struct {
 	Size      int64  `json:"size"`
 }
 
-// UploadedFile A stored upload.
+// UploadedFile A stored upload, with the members current Dify sends: `source_url` is a signed link to the
+// file (see `GET /files/{file_id}/file-preview`); the others are null for an upload through
+// the Service API, as in Dify.
 type UploadedFile struct {
-	CreatedAt int64 `json:"created_at"`
+	ConversationId *string `json:"conversation_id"`
+	CreatedAt      int64   `json:"created_at"`
 
 	// CreatedBy The end user's id.
 	CreatedBy string `json:"created_by"`
 
 	// Extension Without the dot.
-	Extension  string             `json:"extension"`
-	Id         openapi_types.UUID `json:"id"`
-	MimeType   string             `json:"mime_type"`
-	Name       string             `json:"name"`
-	PreviewUrl *string            `json:"preview_url,omitempty"`
+	Extension   string             `json:"extension"`
+	FileKey     *string            `json:"file_key"`
+	Id          openapi_types.UUID `json:"id"`
+	MimeType    string             `json:"mime_type"`
+	Name        string             `json:"name"`
+	OriginalUrl *string            `json:"original_url"`
+	PreviewUrl  *string            `json:"preview_url"`
+	Reference   *string            `json:"reference"`
 
 	// Size Bytes.
 	Size      int64   `json:"size"`
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl *string `json:"source_url"`
+	TenantId  string  `json:"tenant_id"`
+	UserId    *string `json:"user_id"`
 }
 
 // Usage Token usage and price of a reply. Prices are decimal strings.
@@ -4063,6 +4785,84 @@ type UserRequest struct {
 	User string `json:"user"`
 }
 
+// WorkflowAppErrorEvent The run could not go on (the server shut down); the HTTP status stays 200.
+type WorkflowAppErrorEvent struct {
+	Code          string                     `json:"code"`
+	Event         WorkflowAppErrorEventEvent `json:"event"`
+	Message       string                     `json:"message"`
+	Status        int                        `json:"status"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// WorkflowAppErrorEventEvent defines model for WorkflowAppErrorEvent.Event.
+type WorkflowAppErrorEventEvent string
+
+// WorkflowAppFinishedEvent The run ended, with any status; it is the stream's last event but for a shutdown's `error`.
+type WorkflowAppFinishedEvent struct {
+	Data struct {
+		CreatedAt int64                   `json:"created_at"`
+		CreatedBy *map[string]interface{} `json:"created_by,omitempty"`
+
+		// ElapsedTime Seconds.
+		ElapsedTime     float64                   `json:"elapsed_time"`
+		Error           *string                   `json:"error"`
+		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
+		Files           *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt      int64                     `json:"finished_at"`
+
+		// Id Workflow run id.
+		Id openapi_types.UUID `json:"id"`
+
+		// Outputs The end node's outputs.
+		Outputs *map[string]interface{} `json:"outputs"`
+
+		// Status The final status of a workflow run.
+		Status      WorkflowRunStatus `json:"status"`
+		TotalSteps  int               `json:"total_steps"`
+		TotalTokens int               `json:"total_tokens"`
+
+		// WorkflowId The published version that ran.
+		WorkflowId string `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppFinishedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID            `json:"task_id"`
+	WorkflowRunId openapi_types.UUID            `json:"workflow_run_id"`
+}
+
+// WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
+type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
+type WorkflowAppNodeEvent struct {
+	Data          map[string]interface{}    `json:"data"`
+	Event         WorkflowAppNodeEventEvent `json:"event"`
+	TaskId        openapi_types.UUID        `json:"task_id"`
+	WorkflowRunId openapi_types.UUID        `json:"workflow_run_id"`
+}
+
+// WorkflowAppNodeEventEvent defines model for WorkflowAppNodeEvent.Event.
+type WorkflowAppNodeEventEvent string
+
+// WorkflowAppStartedEvent The run began.
+type WorkflowAppStartedEvent struct {
+	Data struct {
+		CreatedAt  int64                              `json:"created_at"`
+		Id         openapi_types.UUID                 `json:"id"`
+		Inputs     map[string]interface{}             `json:"inputs"`
+		Reason     *WorkflowAppStartedEventDataReason `json:"reason,omitempty"`
+		WorkflowId string                             `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppStartedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// WorkflowAppStartedEventDataReason defines model for WorkflowAppStartedEvent.Data.Reason.
+type WorkflowAppStartedEventDataReason string
+
+// WorkflowAppStartedEventEvent defines model for WorkflowAppStartedEvent.Event.
+type WorkflowAppStartedEventEvent string
+
 // WorkflowEnvelope defines model for WorkflowEnvelope.
 type WorkflowEnvelope struct {
 	TaskId        openapi_types.UUID `json:"task_id"`
@@ -4101,6 +4901,61 @@ type WorkflowFinishedEvent struct {
 // WorkflowFinishedEventEvent defines model for WorkflowFinishedEvent.Event.
 type WorkflowFinishedEventEvent string
 
+// WorkflowLog defines model for WorkflowLog.
+type WorkflowLog struct {
+	CreatedAt        int64                   `json:"created_at"`
+	CreatedByAccount *map[string]interface{} `json:"created_by_account"`
+	CreatedByEndUser struct {
+		Id          openapi_types.UUID              `json:"id"`
+		IsAnonymous bool                            `json:"is_anonymous"`
+		SessionId   string                          `json:"session_id"`
+		Type        WorkflowLogCreatedByEndUserType `json:"type"`
+	} `json:"created_by_end_user"`
+	CreatedByRole WorkflowLogCreatedByRole `json:"created_by_role"`
+	CreatedFrom   WorkflowLogCreatedFrom   `json:"created_from"`
+	Details       *map[string]interface{}  `json:"details"`
+	Id            openapi_types.UUID       `json:"id"`
+	WorkflowRun   struct {
+		CreatedAt       int64                               `json:"created_at"`
+		ElapsedTime     float64                             `json:"elapsed_time"`
+		Error           *string                             `json:"error"`
+		ExceptionsCount int                                 `json:"exceptions_count"`
+		FinishedAt      *int64                              `json:"finished_at"`
+		Id              openapi_types.UUID                  `json:"id"`
+		Status          WorkflowLogWorkflowRunStatus        `json:"status"`
+		TotalSteps      int                                 `json:"total_steps"`
+		TotalTokens     int                                 `json:"total_tokens"`
+		TriggeredFrom   WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
+
+		// Version The published version that ran (its number).
+		Version string `json:"version"`
+	} `json:"workflow_run"`
+}
+
+// WorkflowLogCreatedByEndUserType defines model for WorkflowLog.CreatedByEndUser.Type.
+type WorkflowLogCreatedByEndUserType string
+
+// WorkflowLogCreatedByRole defines model for WorkflowLog.CreatedByRole.
+type WorkflowLogCreatedByRole string
+
+// WorkflowLogCreatedFrom defines model for WorkflowLog.CreatedFrom.
+type WorkflowLogCreatedFrom string
+
+// WorkflowLogWorkflowRunStatus defines model for WorkflowLog.WorkflowRun.Status.
+type WorkflowLogWorkflowRunStatus string
+
+// WorkflowLogWorkflowRunTriggeredFrom defines model for WorkflowLog.WorkflowRun.TriggeredFrom.
+type WorkflowLogWorkflowRunTriggeredFrom string
+
+// WorkflowLogList defines model for WorkflowLogList.
+type WorkflowLogList struct {
+	Data    []WorkflowLog `json:"data"`
+	HasMore bool          `json:"has_more"`
+	Limit   int           `json:"limit"`
+	Page    int           `json:"page"`
+	Total   int           `json:"total"`
+}
+
 // WorkflowPausedEvent A Chatflow run paused at a human-input node; the stream ends.
 type WorkflowPausedEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -4129,6 +4984,76 @@ type WorkflowPausedEventDataStatus string
 
 // WorkflowPausedEventEvent defines model for WorkflowPausedEvent.Event.
 type WorkflowPausedEventEvent string
+
+// WorkflowRunDetail defines model for WorkflowRunDetail.
+type WorkflowRunDetail struct {
+	CreatedAt   int64              `json:"created_at"`
+	ElapsedTime float64            `json:"elapsed_time"`
+	Error       *string            `json:"error"`
+	FinishedAt  *int64             `json:"finished_at"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Inputs The run's inputs (system variables included) as a JSON text, as Dify returns them.
+	Inputs      string                  `json:"inputs"`
+	Outputs     map[string]interface{}  `json:"outputs"`
+	Status      WorkflowRunDetailStatus `json:"status"`
+	TotalSteps  int                     `json:"total_steps"`
+	TotalTokens int                     `json:"total_tokens"`
+	WorkflowId  string                  `json:"workflow_id"`
+}
+
+// WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
+type WorkflowRunDetailStatus string
+
+// WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
+type WorkflowRunRequest struct {
+	// Files Files for the run (`sys.files`); `null` is accepted as "none".
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the start node's input variables keyed by variable name.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *WorkflowRunRequestResponseMode `json:"response_mode,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app.
+	User string `json:"user"`
+}
+
+// WorkflowRunRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type WorkflowRunRequestResponseMode string
+
+// WorkflowRunResponse The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRunResponse struct {
+	// Data A finished run, as the blocking reply and `workflow_finished` report it.
+	Data          WorkflowRunResult  `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// WorkflowRunResult A finished run, as the blocking reply and `workflow_finished` report it.
+type WorkflowRunResult struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime float64 `json:"elapsed_time"`
+	Error       *string `json:"error"`
+	FinishedAt  int64   `json:"finished_at"`
+
+	// Id Workflow run id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Outputs The end node's outputs.
+	Outputs *map[string]interface{} `json:"outputs"`
+
+	// Status The final status of a workflow run.
+	Status      WorkflowRunStatus `json:"status"`
+	TotalSteps  int               `json:"total_steps"`
+	TotalTokens int               `json:"total_tokens"`
+
+	// WorkflowId The published version that ran.
+	WorkflowId string `json:"workflow_id"`
+}
 
 // WorkflowRunStatus The final status of a workflow run.
 type WorkflowRunStatus string
@@ -4159,6 +5084,17 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// WorkflowStreamEvent One event of a streamed Workflow app run, dispatched on `event`. Every event but ping
+// carries the run's `workflow_run_id` first, then `task_id` (except `error`) and `data`;
+// there is no conversation or message. `ping` is a keep-alive sent as the bare frame
+// `event: ping`.
+type WorkflowStreamEvent struct {
+	union json.RawMessage
+}
+
+// AsAttachment defines model for AsAttachment.
+type AsAttachment = bool
 
 // Batch defines model for Batch.
 type Batch = string
@@ -4244,6 +5180,9 @@ type Unauthorized = Error
 // UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
 type UnsupportedMediaType = Error
 
+// WorkflowRun The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRun = WorkflowRunResponse
+
 // ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
 type ListAppFeedbacksParams struct {
 	// Page Page number, from 1.
@@ -4251,6 +5190,24 @@ type ListAppFeedbacksParams struct {
 
 	// Limit Items per page.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// SetAnnotationReplyParamsAction defines parameters for SetAnnotationReply.
+type SetAnnotationReplyParamsAction string
+
+// GetAnnotationReplyStatusParamsAction defines parameters for GetAnnotationReplyStatus.
+type GetAnnotationReplyStatusParamsAction string
+
+// ListAnnotationsParams defines parameters for ListAnnotations.
+type ListAnnotationsParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page (at most 100 are returned).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep annotations whose question or answer contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
 // ListConversationsParams defines parameters for ListConversations.
@@ -4353,6 +5310,12 @@ type ListChildChunksParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// ListPipelineDatasourcesParams defines parameters for ListPipelineDatasources.
+type ListPipelineDatasourcesParams struct {
+	// IsPublished Accepted for Dify's clients; the built-in pipeline is always published.
+	IsPublished *bool `form:"is_published,omitempty" json:"is_published,omitempty"`
+}
+
 // GetToolFileParams defines parameters for GetToolFile.
 type GetToolFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -4363,6 +5326,30 @@ type GetToolFileParams struct {
 
 	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
 	Sign string `form:"sign" json:"sign"`
+}
+
+// GetSignedFileParams defines parameters for GetSignedFile.
+type GetSignedFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
+
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+}
+
+// PreviewFileParams defines parameters for PreviewFile.
+type PreviewFileParams struct {
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -4404,6 +5391,12 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// GetSiteParams defines parameters for GetSite.
+type GetSiteParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
 // StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
 type StreamWorkflowEventsParams struct {
 	User string `form:"user" json:"user"`
@@ -4414,6 +5407,45 @@ type StreamWorkflowEventsParams struct {
 	// ContinueOnPause `true` keeps the stream open across further pauses.
 	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
 }
+
+// ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParams struct {
+	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
+	Status  *ListWorkflowLogsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAtBefore Only runs created before this time (ISO 8601).
+	CreatedAtBefore *time.Time `form:"created_at__before,omitempty" json:"created_at__before,omitempty"`
+
+	// CreatedAtAfter Only runs created after this time (ISO 8601).
+	CreatedAtAfter *time.Time `form:"created_at__after,omitempty" json:"created_at__after,omitempty"`
+
+	// CreatedByEndUserSessionId Only runs of the end user with this `user` value.
+	CreatedByEndUserSessionId *string `form:"created_by_end_user_session_id,omitempty" json:"created_by_end_user_session_id,omitempty"`
+
+	// CreatedByAccount Only runs started by the console account with this email; runs through the API have none, so any value matches nothing.
+	CreatedByAccount *string `form:"created_by_account,omitempty" json:"created_by_account,omitempty"`
+
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParamsStatus string
+
+// SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
+type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
+
+// CreateAnnotationJSONRequestBody defines body for CreateAnnotation for application/json ContentType.
+type CreateAnnotationJSONRequestBody = AnnotationRequest
+
+// UpdateAnnotationJSONRequestBody defines body for UpdateAnnotation for application/json ContentType.
+type UpdateAnnotationJSONRequestBody = AnnotationRequest
+
+// AudioToTextMultipartRequestBody defines body for AudioToText for multipart/form-data ContentType.
+type AudioToTextMultipartRequestBody = AudioToTextRequest
 
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
@@ -4438,6 +5470,9 @@ type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableReque
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// UploadPipelineFileMultipartRequestBody defines body for UploadPipelineFile for multipart/form-data ContentType.
+type UploadPipelineFileMultipartRequestBody = PipelineFileUploadRequest
 
 // DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
 type DeleteTagJSONRequestBody = DeleteTagRequest
@@ -4468,6 +5503,9 @@ type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileReques
 
 // CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
 type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
+type DownloadDocumentsZipJSONRequestBody = DownloadZipRequest
 
 // UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
 type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
@@ -4515,6 +5553,12 @@ type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 // UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
 type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
 
+// RunPipelineDatasourceNodeJSONRequestBody defines body for RunPipelineDatasourceNode for application/json ContentType.
+type RunPipelineDatasourceNodeJSONRequestBody = PipelineDatasourceRunRequest
+
+// RunPipelineJSONRequestBody defines body for RunPipeline for application/json ContentType.
+type RunPipelineJSONRequestBody = PipelineRunRequest
+
 // RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
 type RetrieveJSONRequestBody = RetrieveRequest
 
@@ -4526,6 +5570,18 @@ type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
+type TextToAudioJSONRequestBody = TextToAudioRequest
+
+// RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
+type RunWorkflowJSONRequestBody = WorkflowRunRequest
+
+// StopWorkflowTaskJSONRequestBody defines body for StopWorkflowTask for application/json ContentType.
+type StopWorkflowTaskJSONRequestBody = UserRequest
+
+// RunWorkflowVersionJSONRequestBody defines body for RunWorkflowVersion for application/json ContentType.
+type RunWorkflowVersionJSONRequestBody = WorkflowRunRequest
 
 // Getter for additional properties for AgentLogEvent_Data. Returns the specified
 // element and whether it was found
@@ -5732,6 +6788,14 @@ func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
 		delete(object, "dataset_process_rule")
 	}
 
+	if raw, found := object["dataset_process_rule_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRuleId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule_id': %w", err)
+		}
+		delete(object, "dataset_process_rule_id")
+	}
+
 	if raw, found := object["disabled_at"]; found {
 		err = json.Unmarshal(raw, &a.DisabledAt)
 		if err != nil {
@@ -5979,6 +7043,13 @@ func (a DocumentDetail) MarshalJSON() ([]byte, error) {
 		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRuleId != nil {
+		object["dataset_process_rule_id"], err = json.Marshal(a.DatasetProcessRuleId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule_id': %w", err)
 		}
 	}
 
@@ -6281,6 +7352,74 @@ func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
 func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DownloadZipRequest. Returns the specified
+// element and whether it was found
+func (a DownloadZipRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DownloadZipRequest
+func (a *DownloadZipRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a *DownloadZipRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a DownloadZipRequest) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -7096,6 +8235,401 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceInfo. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceInfo) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceInfo
+func (a *PipelineDatasourceInfo) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a *PipelineDatasourceInfo) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["reference"]; found {
+		err = json.Unmarshal(raw, &a.Reference)
+		if err != nil {
+			return fmt.Errorf("error reading 'reference': %w", err)
+		}
+		delete(object, "reference")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a PipelineDatasourceInfo) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	object["reference"], err = json.Marshal(a.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reference': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceRunRequest
+func (a *PipelineDatasourceRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a *PipelineDatasourceRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["credential_id"]; found {
+		err = json.Unmarshal(raw, &a.CredentialId)
+		if err != nil {
+			return fmt.Errorf("error reading 'credential_id': %w", err)
+		}
+		delete(object, "credential_id")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a PipelineDatasourceRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CredentialId != nil {
+		object["credential_id"], err = json.Marshal(a.CredentialId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'credential_id': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	if a.IsPublished != nil {
+		object["is_published"], err = json.Marshal(a.IsPublished)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineFileUploadRequest. Returns the specified
+// element and whether it was found
+func (a PipelineFileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineFileUploadRequest
+func (a *PipelineFileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a *PipelineFileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a PipelineFileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineRunRequest
+func (a *PipelineRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a *PipelineRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["datasource_info_list"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceInfoList)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_info_list': %w", err)
+		}
+		delete(object, "datasource_info_list")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if raw, found := object["response_mode"]; found {
+		err = json.Unmarshal(raw, &a.ResponseMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'response_mode': %w", err)
+		}
+		delete(object, "response_mode")
+	}
+
+	if raw, found := object["start_node_id"]; found {
+		err = json.Unmarshal(raw, &a.StartNodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'start_node_id': %w", err)
+		}
+		delete(object, "start_node_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a PipelineRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasourceInfoList != nil {
+		object["datasource_info_list"], err = json.Marshal(a.DatasourceInfoList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'datasource_info_list': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	object["is_published"], err = json.Marshal(a.IsPublished)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+	}
+
+	object["response_mode"], err = json.Marshal(a.ResponseMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'response_mode': %w", err)
+	}
+
+	object["start_node_id"], err = json.Marshal(a.StartNodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'start_node_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -10931,6 +12465,40 @@ func (t *CompletionStreamEvent) MergeCompletionMessageEvent(v CompletionMessageE
 	return err
 }
 
+// AsCompletionMessageReplaceEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageReplaceEvent
+func (t CompletionStreamEvent) AsCompletionMessageReplaceEvent() (CompletionMessageReplaceEvent, error) {
+	var body CompletionMessageReplaceEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageReplaceEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) FromCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageReplaceEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsCompletionMessageEndEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEndEvent
 func (t CompletionStreamEvent) AsCompletionMessageEndEvent() (CompletionMessageEndEvent, error) {
 	var body CompletionMessageEndEvent
@@ -11053,6 +12621,8 @@ func (t CompletionStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCompletionMessageEvent()
 	case "message_end":
 		return t.AsCompletionMessageEndEvent()
+	case "message_replace":
+		return t.AsCompletionMessageReplaceEvent()
 	case "ping":
 		return t.AsPingEvent()
 	default:
@@ -11282,6 +12852,223 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
+	var body WorkflowAppStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppStartedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppStartedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppNodeEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppNodeEvent
+func (t WorkflowStreamEvent) AsWorkflowAppNodeEvent() (WorkflowAppNodeEvent, error) {
+	var body WorkflowAppNodeEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppNodeEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppNodeEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextChunkEvent returns the union data inside the WorkflowStreamEvent as a TextChunkEvent
+func (t WorkflowStreamEvent) AsTextChunkEvent() (TextChunkEvent, error) {
+	var body TextChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextChunkEvent overwrites any union data inside the WorkflowStreamEvent as the provided TextChunkEvent
+func (t *WorkflowStreamEvent) FromTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextChunkEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided TextChunkEvent
+func (t *WorkflowStreamEvent) MergeTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppFinishedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppFinishedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppFinishedEvent() (WorkflowAppFinishedEvent, error) {
+	var body WorkflowAppFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppFinishedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppFinishedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppErrorEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppErrorEvent
+func (t WorkflowStreamEvent) AsWorkflowAppErrorEvent() (WorkflowAppErrorEvent, error) {
+	var body WorkflowAppErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppErrorEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppErrorEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
+func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the WorkflowStreamEvent as the provided PingEvent
+func (t *WorkflowStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided PingEvent
+func (t *WorkflowStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsWorkflowAppNodeEvent()
+	case "error":
+		return t.AsWorkflowAppErrorEvent()
+	case "iteration_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_finished":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_retry":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "ping":
+		return t.AsPingEvent()
+	case "reasoning_chunk":
+		return t.AsWorkflowAppNodeEvent()
+	case "text_chunk":
+		return t.AsTextChunkEvent()
+	case "workflow_finished":
+		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_started":
+		return t.AsWorkflowAppStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -11362,6 +13149,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 	ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetAnnotationReplyWithBody Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithBody(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetAnnotationReply Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReply(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	//
+	// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+	// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+	//
+	// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+	GetAnnotationReplyStatus(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAnnotations List annotations
+	//
+	// The app's annotations, newest first. `keyword` keeps those whose question or answer
+	// contains it, whatever the case. A `limit` over 100 is taken as 100.
+	//
+	// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+	ListAnnotations(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAnnotationWithBody Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAnnotation Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotation(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAnnotation Delete an annotation
+	//
+	// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+	//
+	// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+	DeleteAnnotation(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAnnotationWithBody Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithBody(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAnnotation Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotation(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AudioToTextWithBody Speech to text
+	//
+	// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+	// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+	// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+	// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+	// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+	// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+	// `provider_not_support_speech_to_text`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+	AudioToTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendChatMessageWithBody Send chat message
 	//
@@ -11593,6 +13484,19 @@ type ClientInterface interface {
 	// Corresponds with POST /datasets (the `CreateDataset` operationId).
 	CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UploadPipelineFileWithBody Upload a file for a knowledge pipeline run
+	//
+	// Stores one file for the `local_file` datasource of a pipeline run
+	// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+	// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+	// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+	// in Dify.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+	UploadPipelineFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteTagWithBody Delete a knowledge tag
 	//
 	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
@@ -11815,6 +13719,32 @@ type ClientInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
 	ListDocuments(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DownloadDocumentsZipWithBody Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZip(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateDocumentsMetadataWithBody Set documents' metadata values
 	//
 	// Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -11903,6 +13833,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 	UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocumentDownload Get a link to a document's original file
+	//
+	// A signed link to the file the document was made from (for a text document, the `.txt`
+	// file its text was stored as). The link needs no API key, downloads as an attachment, and
+	// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+	GetDocumentDownload(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSegments List a document's chunks
 	//
@@ -12172,6 +14112,82 @@ type ClientInterface interface {
 	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
 	UpdateMetadataField(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	//
+	// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+	// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+	// knowledge base's documents are split, then its indexing. This lists that one datasource.
+	// Datasource plugins (online documents, online drives, website crawls) are not available.
+	//
+	// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+	ListPipelineDatasources(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineDatasourceNodeWithBody Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithBody(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNode(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipelineWithBody Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPipeline Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipeline(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RetrieveWithBody Retrieve chunks
 	//
 	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -12207,6 +14223,15 @@ type ClientInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetEndUser Get an end user
+	//
+	// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+	// end user of another app, an unknown id and a value that is not an id all answer 404
+	// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+	//
+	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+	GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetToolFile Get a file a tool returned
 	//
 	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -12231,6 +14256,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSignedFile Get a file through a signed link
+	//
+	// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+	// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+	// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+	// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+	// body is served as `GET /files/{file_id}/preview` serves it.
+	//
+	// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+	GetSignedFile(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewFile Preview or download a file
+	//
+	// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+	// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+	// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+	// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+	// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+	// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+	// rendered inline.
+	//
+	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+	PreviewFile(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHumanInputForm Get human input form
 	//
@@ -12325,6 +14374,43 @@ type ClientInterface interface {
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSite Get the app's web-app settings
+	//
+	// How Dify's web app would show the app: its title, icon, description and the web app's
+	// settings. Parley has no web app; the title, description and icon are the app's, the rest
+	// Dify's defaults for a new site.
+	//
+	// Corresponds with GET /site (the `GetSite` operationId).
+	GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TextToAudioWithBody Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TextToAudio Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamWorkflowEvents Stream workflow events
 	//
 	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
@@ -12338,6 +14424,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
 	StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkflowLogs List workflow logs
+	//
+	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+	// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+	// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+	// the end user's session id, case-insensitively.
+	//
+	// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+	ListWorkflowLogs(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowWithBody Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflow Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowRun Get a workflow run
+	//
+	// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+	// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+	// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+	// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+	//
+	// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+	GetWorkflowRun(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopWorkflowTaskWithBody Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopWorkflowTask Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTask(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowVersionWithBody Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunWorkflowVersion Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableModels Get available models
 	//
@@ -12356,6 +14546,210 @@ type ClientInterface interface {
 // Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 func (c *Client) ListAppFeedbacks(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAppFeedbacksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetAnnotationReplyWithBody Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *Client) SetAnnotationReplyWithBody(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetAnnotationReplyRequestWithBody(c.Server, action, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetAnnotationReply Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *Client) SetAnnotationReply(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetAnnotationReplyRequest(c.Server, action, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAnnotationReplyStatus Get the status of an annotation reply job
+//
+// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+//
+// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+func (c *Client) GetAnnotationReplyStatus(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAnnotationReplyStatusRequest(c.Server, action, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAnnotations List annotations
+//
+// The app's annotations, newest first. `keyword` keeps those whose question or answer
+// contains it, whatever the case. A `limit` over 100 is taken as 100.
+//
+// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+func (c *Client) ListAnnotations(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAnnotationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAnnotationWithBody Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *Client) CreateAnnotationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAnnotationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAnnotation Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *Client) CreateAnnotation(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAnnotationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAnnotation Delete an annotation
+//
+// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+//
+// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+func (c *Client) DeleteAnnotation(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAnnotationRequest(c.Server, annotationId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAnnotationWithBody Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *Client) UpdateAnnotationWithBody(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAnnotationRequestWithBody(c.Server, annotationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAnnotation Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *Client) UpdateAnnotation(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAnnotationRequest(c.Server, annotationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AudioToTextWithBody Speech to text
+//
+// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+// `provider_not_support_speech_to_text`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+func (c *Client) AudioToTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAudioToTextRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12776,6 +15170,29 @@ func (c *Client) CreateDatasetWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /datasets (the `CreateDataset` operationId).
 func (c *Client) CreateDataset(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateDatasetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadPipelineFileWithBody Upload a file for a knowledge pipeline run
+//
+// Stores one file for the `local_file` datasource of a pipeline run
+// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+// in Dify.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+func (c *Client) UploadPipelineFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadPipelineFileRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13228,6 +15645,52 @@ func (c *Client) ListDocuments(ctx context.Context, datasetId DatasetId, params 
 	return c.Client.Do(req)
 }
 
+// DownloadDocumentsZipWithBody Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *Client) DownloadDocumentsZipWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadDocumentsZipRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadDocumentsZip Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *Client) DownloadDocumentsZip(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadDocumentsZipRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateDocumentsMetadataWithBody Set documents' metadata values
 //
 // Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -13387,6 +15850,26 @@ func (c *Client) GetDocument(ctx context.Context, datasetId DatasetId, documentI
 // Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 func (c *Client) UpdateDocumentWithBody(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateDocumentRequestWithBody(c.Server, datasetId, documentId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocumentDownload Get a link to a document's original file
+//
+// A signed link to the file the document was made from (for a text document, the `.txt`
+// file its text was stored as). The link needs no API key, downloads as an attachment, and
+// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+func (c *Client) GetDocumentDownload(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocumentDownloadRequest(c.Server, datasetId, documentId)
 	if err != nil {
 		return nil, err
 	}
@@ -13953,6 +16436,132 @@ func (c *Client) UpdateMetadataField(ctx context.Context, datasetId DatasetId, m
 	return c.Client.Do(req)
 }
 
+// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+//
+// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+// knowledge base's documents are split, then its indexing. This lists that one datasource.
+// Datasource plugins (online documents, online drives, website crawls) are not available.
+//
+// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+func (c *Client) ListPipelineDatasources(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPipelineDatasourcesRequest(c.Server, datasetId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineDatasourceNodeWithBody Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *Client) RunPipelineDatasourceNodeWithBody(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineDatasourceNodeRequestWithBody(c.Server, datasetId, nodeId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineDatasourceNode Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *Client) RunPipelineDatasourceNode(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineDatasourceNodeRequest(c.Server, datasetId, nodeId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipelineWithBody Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *Client) RunPipelineWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineRequestWithBody(c.Server, datasetId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPipeline Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *Client) RunPipeline(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunPipelineRequest(c.Server, datasetId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RetrieveWithBody Retrieve chunks
 //
 // Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -14018,6 +16627,25 @@ func (c *Client) ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEd
 	return c.Client.Do(req)
 }
 
+// GetEndUser Get an end user
+//
+// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+// end user of another app, an unknown id and a value that is not an id all answer 404
+// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+//
+// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+func (c *Client) GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEndUserRequest(c.Server, endUserId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetToolFile Get a file a tool returned
 //
 // Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -14053,6 +16681,50 @@ func (c *Client) GetToolFile(ctx context.Context, file string, params *GetToolFi
 // Corresponds with POST /files/upload (the `UploadFile` operationId).
 func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSignedFile Get a file through a signed link
+//
+// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+// body is served as `GET /files/{file_id}/preview` serves it.
+//
+// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+func (c *Client) GetSignedFile(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSignedFileRequest(c.Server, fileId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewFile Preview or download a file
+//
+// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+// rendered inline.
+//
+// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+func (c *Client) PreviewFile(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewFileRequest(c.Server, fileId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14256,6 +16928,73 @@ func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersP
 	return c.Client.Do(req)
 }
 
+// GetSite Get the app's web-app settings
+//
+// How Dify's web app would show the app: its title, icon, description and the web app's
+// settings. Parley has no web app; the title, description and icon are the app's, the rest
+// Dify's defaults for a new site.
+//
+// Corresponds with GET /site (the `GetSite` operationId).
+func (c *Client) GetSite(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSiteRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TextToAudioWithBody Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *Client) TextToAudioWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTextToAudioRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TextToAudio Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *Client) TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTextToAudioRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StreamWorkflowEvents Stream workflow events
 //
 // Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
@@ -14270,6 +17009,190 @@ func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersP
 // Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
 func (c *Client) StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamWorkflowEventsRequest(c.Server, workflowRunId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkflowLogs List workflow logs
+//
+// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+// the end user's session id, case-insensitively.
+//
+// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+func (c *Client) ListWorkflowLogs(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkflowLogsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowWithBody Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *Client) RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflow Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *Client) RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowRun Get a workflow run
+//
+// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+//
+// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+func (c *Client) GetWorkflowRun(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRunRequest(c.Server, workflowRunId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopWorkflowTaskWithBody Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *Client) StopWorkflowTaskWithBody(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopWorkflowTaskRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopWorkflowTask Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *Client) StopWorkflowTask(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopWorkflowTaskRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowVersionWithBody Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *Client) RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequestWithBody(c.Server, workflowId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunWorkflowVersion Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *Client) RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequest(c.Server, workflowId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -14361,6 +17284,322 @@ func NewListAppFeedbacksRequest(server string, params *ListAppFeedbacksParams) (
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSetAnnotationReplyRequest calls the generic SetAnnotationReply builder with application/json body
+func NewSetAnnotationReplyRequest(server string, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetAnnotationReplyRequestWithBody(server, action, "application/json", bodyReader)
+}
+
+// NewSetAnnotationReplyRequestWithBody constructs an http.Request for the SetAnnotationReply method, with any body, and a specified content type
+func NewSetAnnotationReplyRequestWithBody(server string, action SetAnnotationReplyParamsAction, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotation-reply/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAnnotationReplyStatusRequest constructs an http.Request for the GetAnnotationReplyStatus method
+func NewGetAnnotationReplyStatusRequest(server string, action GetAnnotationReplyStatusParamsAction, jobId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action", action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "job_id", jobId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotation-reply/%s/status/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAnnotationsRequest constructs an http.Request for the ListAnnotations method
+func NewListAnnotationsRequest(server string, params *ListAnnotationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAnnotationRequest calls the generic CreateAnnotation builder with application/json body
+func NewCreateAnnotationRequest(server string, body CreateAnnotationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAnnotationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAnnotationRequestWithBody constructs an http.Request for the CreateAnnotation method, with any body, and a specified content type
+func NewCreateAnnotationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAnnotationRequest constructs an http.Request for the DeleteAnnotation method
+func NewDeleteAnnotationRequest(server string, annotationId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "annotation_id", annotationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAnnotationRequest calls the generic UpdateAnnotation builder with application/json body
+func NewUpdateAnnotationRequest(server string, annotationId string, body UpdateAnnotationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAnnotationRequestWithBody(server, annotationId, "application/json", bodyReader)
+}
+
+// NewUpdateAnnotationRequestWithBody constructs an http.Request for the UpdateAnnotation method, with any body, and a specified content type
+func NewUpdateAnnotationRequestWithBody(server string, annotationId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "annotation_id", annotationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/apps/annotations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAudioToTextRequestWithBody constructs an http.Request for the AudioToText method, with any body, and a specified content type
+func NewAudioToTextRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/audio-to-text")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -15016,6 +18255,35 @@ func NewCreateDatasetRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewUploadPipelineFileRequestWithBody constructs an http.Request for the UploadPipelineFile method, with any body, and a specified content type
+func NewUploadPipelineFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/pipeline/file-upload")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteTagRequest calls the generic DeleteTag builder with application/json body
 func NewDeleteTagRequest(server string, body DeleteTagJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -15621,6 +18889,53 @@ func NewListDocumentsRequest(server string, datasetId DatasetId, params *ListDoc
 	return req, nil
 }
 
+// NewDownloadDocumentsZipRequest calls the generic DownloadDocumentsZip builder with application/json body
+func NewDownloadDocumentsZipRequest(server string, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDownloadDocumentsZipRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewDownloadDocumentsZipRequestWithBody constructs an http.Request for the DownloadDocumentsZip method, with any body, and a specified content type
+func NewDownloadDocumentsZipRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/download-zip", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateDocumentsMetadataRequest calls the generic UpdateDocumentsMetadata builder with application/json body
 func NewUpdateDocumentsMetadataRequest(server string, datasetId DatasetId, body UpdateDocumentsMetadataJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -15911,6 +19226,47 @@ func NewUpdateDocumentRequestWithBody(server string, datasetId DatasetId, docume
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetDocumentDownloadRequest constructs an http.Request for the GetDocumentDownload method
+func NewGetDocumentDownloadRequest(server string, datasetId DatasetId, documentId DocumentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/download", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -17005,6 +20361,168 @@ func NewUpdateMetadataFieldRequestWithBody(server string, datasetId DatasetId, m
 	return req, nil
 }
 
+// NewListPipelineDatasourcesRequest constructs an http.Request for the ListPipelineDatasources method
+func NewListPipelineDatasourcesRequest(server string, datasetId DatasetId, params *ListPipelineDatasourcesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/datasource-plugins", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.IsPublished != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "is_published", *params.IsPublished, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRunPipelineDatasourceNodeRequest calls the generic RunPipelineDatasourceNode builder with application/json body
+func NewRunPipelineDatasourceNodeRequest(server string, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunPipelineDatasourceNodeRequestWithBody(server, datasetId, nodeId, "application/json", bodyReader)
+}
+
+// NewRunPipelineDatasourceNodeRequestWithBody constructs an http.Request for the RunPipelineDatasourceNode method, with any body, and a specified content type
+func NewRunPipelineDatasourceNodeRequestWithBody(server string, datasetId DatasetId, nodeId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "node_id", nodeId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/datasource/nodes/%s/run", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRunPipelineRequest calls the generic RunPipeline builder with application/json body
+func NewRunPipelineRequest(server string, datasetId DatasetId, body RunPipelineJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunPipelineRequestWithBody(server, datasetId, "application/json", bodyReader)
+}
+
+// NewRunPipelineRequestWithBody constructs an http.Request for the RunPipeline method, with any body, and a specified content type
+func NewRunPipelineRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/pipeline/run", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRetrieveRequest calls the generic Retrieve builder with application/json body
 func NewRetrieveRequest(server string, datasetId DatasetId, body RetrieveJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -17069,6 +20587,40 @@ func NewListDatasetTagsRequest(server string, datasetId DatasetId) (*http.Reques
 	}
 
 	operationPath := fmt.Sprintf("/datasets/%s/tags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEndUserRequest constructs an http.Request for the GetEndUser method
+func NewGetEndUserRequest(server string, endUserId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "end_user_id", endUserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/end-users/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -17184,6 +20736,164 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSignedFileRequest constructs an http.Request for the GetSignedFile method
+func NewGetSignedFileRequest(server string, fileId string, params *GetSignedFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/%s/file-preview", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "nonce", params.Nonce, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sign", params.Sign, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.AsAttachment != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_attachment", *params.AsAttachment, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewFileRequest constructs an http.Request for the PreviewFile method
+func NewPreviewFileRequest(server string, fileId string, params *PreviewFileParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file_id", fileId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/%s/preview", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AsAttachment != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_attachment", *params.AsAttachment, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -17621,6 +21331,100 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 	return req, nil
 }
 
+// NewGetSiteRequest constructs an http.Request for the GetSite method
+func NewGetSiteRequest(server string, params *GetSiteParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/site")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTextToAudioRequest calls the generic TextToAudio builder with application/json body
+func NewTextToAudioRequest(server string, body TextToAudioJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTextToAudioRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTextToAudioRequestWithBody constructs an http.Request for the TextToAudio method, with any body, and a specified content type
+func NewTextToAudioRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/text-to-audio")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewStreamWorkflowEventsRequest constructs an http.Request for the StreamWorkflowEvents method
 func NewStreamWorkflowEventsRequest(server string, workflowRunId string, params *StreamWorkflowEventsParams) (*http.Request, error) {
 	var err error
@@ -17698,6 +21502,312 @@ func NewStreamWorkflowEventsRequest(server string, workflowRunId string, params 
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListWorkflowLogsRequest constructs an http.Request for the ListWorkflowLogs method
+func NewListWorkflowLogsRequest(server string, params *ListWorkflowLogsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/logs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Keyword != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keyword", *params.Keyword, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAtBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_at__before", *params.CreatedAtBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAtAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_at__after", *params.CreatedAtAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedByEndUserSessionId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_by_end_user_session_id", *params.CreatedByEndUserSessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedByAccount != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_by_account", *params.CreatedByAccount, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRunWorkflowRequest calls the generic RunWorkflow builder with application/json body
+func NewRunWorkflowRequest(server string, body RunWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRunWorkflowRequestWithBody constructs an http.Request for the RunWorkflow method, with any body, and a specified content type
+func NewRunWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/run")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetWorkflowRunRequest constructs an http.Request for the GetWorkflowRun method
+func NewGetWorkflowRunRequest(server string, workflowRunId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_run_id", workflowRunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/run/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStopWorkflowTaskRequest calls the generic StopWorkflowTask builder with application/json body
+func NewStopWorkflowTaskRequest(server string, taskId TaskId, body StopWorkflowTaskJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStopWorkflowTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewStopWorkflowTaskRequestWithBody constructs an http.Request for the StopWorkflowTask method, with any body, and a specified content type
+func NewStopWorkflowTaskRequestWithBody(server string, taskId TaskId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/tasks/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRunWorkflowVersionRequest calls the generic RunWorkflowVersion builder with application/json body
+func NewRunWorkflowVersionRequest(server string, workflowId string, body RunWorkflowVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunWorkflowVersionRequestWithBody(server, workflowId, "application/json", bodyReader)
+}
+
+// NewRunWorkflowVersionRequestWithBody constructs an http.Request for the RunWorkflowVersion method, with any body, and a specified content type
+func NewRunWorkflowVersionRequestWithBody(server string, workflowId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_id", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflows/%s/run", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -17788,6 +21898,116 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /app/feedbacks (the `ListAppFeedbacks` operationId).
 	ListAppFeedbacksWithResponse(ctx context.Context, params *ListAppFeedbacksParams, reqEditors ...RequestEditorFn) (*ListAppFeedbacksResponse, error)
+
+	// SetAnnotationReplyWithBodyWithResponse Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithBodyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error)
+
+	// SetAnnotationReplyWithResponse Switch annotation reply on or off
+	//
+	// Starts a background job that switches annotation reply on (`enable`: every annotation's
+	// question is embedded with the named text-embedding model, then questions scoring at least
+	// `score_threshold` against one are answered with it) or off (`disable`). All three members
+	// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+	// of the same action is still under way, that job is returned, `processing`. A model that is
+	// not configured ends the job in `error` with the reason in `error_msg`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+	SetAnnotationReplyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error)
+
+	// GetAnnotationReplyStatusWithResponse Get the status of an annotation reply job
+	//
+	// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+	// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+	GetAnnotationReplyStatusWithResponse(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*GetAnnotationReplyStatusResponse, error)
+
+	// ListAnnotationsWithResponse List annotations
+	//
+	// The app's annotations, newest first. `keyword` keeps those whose question or answer
+	// contains it, whatever the case. A `limit` over 100 is taken as 100.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+	ListAnnotationsWithResponse(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*ListAnnotationsResponse, error)
+
+	// CreateAnnotationWithBodyWithResponse Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error)
+
+	// CreateAnnotationWithResponse Create an annotation
+	//
+	// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+	// to it is answered with `answer` from the next message on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+	CreateAnnotationWithResponse(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error)
+
+	// DeleteAnnotationWithResponse Delete an annotation
+	//
+	// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+	DeleteAnnotationWithResponse(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*DeleteAnnotationResponse, error)
+
+	// UpdateAnnotationWithBodyWithResponse Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithBodyWithResponse(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error)
+
+	// UpdateAnnotationWithResponse Update an annotation
+	//
+	// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+	UpdateAnnotationWithResponse(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error)
+
+	// AudioToTextWithBodyWithResponse Speech to text
+	//
+	// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+	// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+	// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+	// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+	// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+	// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+	// `provider_not_support_speech_to_text`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+	AudioToTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AudioToTextResponse, error)
 
 	// SendChatMessageWithBodyWithResponse Send chat message
 	//
@@ -18025,6 +22245,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /datasets (the `CreateDataset` operationId).
 	CreateDatasetWithResponse(ctx context.Context, body CreateDatasetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDatasetResponse, error)
 
+	// UploadPipelineFileWithBodyWithResponse Upload a file for a knowledge pipeline run
+	//
+	// Stores one file for the `local_file` datasource of a pipeline run
+	// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+	// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+	// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+	// in Dify.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+	UploadPipelineFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadPipelineFileResponse, error)
+
 	// DeleteTagWithBodyWithResponse Delete a knowledge tag
 	//
 	// Deletes the tag named by `tag_id` in the JSON body, and its bindings.
@@ -18255,6 +22488,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/documents (the `ListDocuments` operationId).
 	ListDocumentsWithResponse(ctx context.Context, datasetId DatasetId, params *ListDocumentsParams, reqEditors ...RequestEditorFn) (*ListDocumentsResponse, error)
 
+	// DownloadDocumentsZipWithBodyWithResponse Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error)
+
+	// DownloadDocumentsZipWithResponse Download documents' original files as one ZIP
+	//
+	// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+	// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+	// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+	// document is 404 `not_found` "Document not found."; files that add up to more than
+	// 1 GiB are refused before anything is sent (400 `invalid_param`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+	DownloadDocumentsZipWithResponse(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error)
+
 	// UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
 	//
 	// Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -18349,6 +22608,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /datasets/{dataset_id}/documents/{document_id} (the `UpdateDocument` operationId).
 	UpdateDocumentWithBodyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDocumentResponse, error)
+
+	// GetDocumentDownloadWithResponse Get a link to a document's original file
+	//
+	// A signed link to the file the document was made from (for a text document, the `.txt`
+	// file its text was stored as). The link needs no API key, downloads as an attachment, and
+	// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+	GetDocumentDownloadWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentDownloadResponse, error)
 
 	// ListSegmentsWithResponse List a document's chunks
 	//
@@ -18636,6 +22907,84 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /datasets/{dataset_id}/metadata/{metadata_id} (the `UpdateMetadataField` operationId).
 	UpdateMetadataFieldWithResponse(ctx context.Context, datasetId DatasetId, metadataId MetadataId, body UpdateMetadataFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMetadataFieldResponse, error)
 
+	// ListPipelineDatasourcesWithResponse List the datasources of a knowledge base's pipeline
+	//
+	// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+	// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+	// knowledge base's documents are split, then its indexing. This lists that one datasource.
+	// Datasource plugins (online documents, online drives, website crawls) are not available.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+	ListPipelineDatasourcesWithResponse(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*ListPipelineDatasourcesResponse, error)
+
+	// RunPipelineDatasourceNodeWithBodyWithResponse Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithBodyWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error)
+
+	// RunPipelineDatasourceNodeWithResponse Run a datasource node (not available)
+	//
+	// In Dify this runs a datasource plugin (an online document, an online drive, a website
+	// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+	// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+	// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+	// Every request is answered 400 `invalid_param` with a message saying which of these it
+	// met (after the key and the knowledge base are checked).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+	RunPipelineDatasourceNodeWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error)
+
+	// RunPipelineWithBodyWithResponse Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error)
+
+	// RunPipelineWithResponse Run the knowledge base's pipeline
+	//
+	// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+	// each becomes a document of the knowledge base, split by the general or the parent-child
+	// chunker and indexed as a document created by file is (`inputs.process_rule` and
+	// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+	// latest rule and form, and 400 "process_rule is required." when it has none). The run
+	// ends once the documents are created; their indexing goes on in the background, followed with
+	// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+	// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+	// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+	// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+	// 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+	RunPipelineWithResponse(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error)
+
 	// RetrieveWithBodyWithResponse Retrieve chunks
 	//
 	// Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -18673,6 +23022,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /datasets/{dataset_id}/tags (the `ListDatasetTags` operationId).
 	ListDatasetTagsWithResponse(ctx context.Context, datasetId DatasetId, reqEditors ...RequestEditorFn) (*ListDatasetTagsResponse, error)
 
+	// GetEndUserWithResponse Get an end user
+	//
+	// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+	// end user of another app, an unknown id and a value that is not an id all answer 404
+	// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+	GetEndUserWithResponse(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*GetEndUserResponse, error)
+
 	// GetToolFileWithResponse Get a file a tool returned
 	//
 	// Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -18699,6 +23059,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
 	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+
+	// GetSignedFileWithResponse Get a file through a signed link
+	//
+	// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+	// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+	// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+	// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+	// body is served as `GET /files/{file_id}/preview` serves it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+	GetSignedFileWithResponse(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*GetSignedFileResponse, error)
+
+	// PreviewFileWithResponse Preview or download a file
+	//
+	// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+	// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+	// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+	// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+	// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+	// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+	// rendered inline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+	PreviewFileWithResponse(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*PreviewFileResponse, error)
 
 	// GetHumanInputFormWithResponse Get human input form
 	//
@@ -18805,6 +23193,45 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
 
+	// GetSiteWithResponse Get the app's web-app settings
+	//
+	// How Dify's web app would show the app: its title, icon, description and the web app's
+	// settings. Parley has no web app; the title, description and icon are the app's, the rest
+	// Dify's defaults for a new site.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /site (the `GetSite` operationId).
+	GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error)
+
+	// TextToAudioWithBodyWithResponse Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error)
+
+	// TextToAudioWithResponse Text to speech
+	//
+	// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+	// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+	// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+	// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+	// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+	// model is 400 `provider_not_support_text_to_speech`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+	TextToAudioWithResponse(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error)
+
 	// StreamWorkflowEventsWithResponse Stream workflow events
 	//
 	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
@@ -18820,6 +23247,114 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
 	StreamWorkflowEventsWithResponse(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*StreamWorkflowEventsResponse, error)
+
+	// ListWorkflowLogsWithResponse List workflow logs
+	//
+	// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+	// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+	// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+	// the end user's session id, case-insensitively.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+	ListWorkflowLogsWithResponse(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*ListWorkflowLogsResponse, error)
+
+	// RunWorkflowWithBodyWithResponse Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+
+	// RunWorkflowWithResponse Run a workflow
+	//
+	// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+	// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+	// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+	// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+	// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+	// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+	// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+	// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+	// published with 400 `invalid_param`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+	RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+
+	// GetWorkflowRunWithResponse Get a workflow run
+	//
+	// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+	// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+	// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+	// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+	GetWorkflowRunWithResponse(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*GetWorkflowRunResponse, error)
+
+	// StopWorkflowTaskWithBodyWithResponse Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error)
+
+	// StopWorkflowTaskWithResponse Stop a workflow run
+	//
+	// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+	// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+	// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+	// modes are refused with 400 `not_workflow_app`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+	StopWorkflowTaskWithResponse(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error)
+
+	// RunWorkflowVersionWithBodyWithResponse Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
+
+	// RunWorkflowVersionWithResponse Run a published workflow version
+	//
+	// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+	// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+	// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+	// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+	// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+	RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
 
 	// ListAvailableModelsWithResponse Get available models
 	//
@@ -18896,6 +23431,559 @@ func (r ListAppFeedbacksResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAppFeedbacksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetAnnotationReplyResponse401Headers the declared response headers of an HTTP 401 response for SetAnnotationReply
+type SetAnnotationReplyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SetAnnotationReplyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationReplyJob
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetAnnotationReplyResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON200() *AnnotationReplyJob {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetAnnotationReplyResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetAnnotationReplyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetAnnotationReplyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetAnnotationReplyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetAnnotationReplyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAnnotationReplyStatusResponse401Headers the declared response headers of an HTTP 401 response for GetAnnotationReplyStatus
+type GetAnnotationReplyStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetAnnotationReplyStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationReplyJobStatus
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAnnotationReplyStatusResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON200() *AnnotationReplyJobStatus {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAnnotationReplyStatusResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAnnotationReplyStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAnnotationReplyStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAnnotationReplyStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAnnotationReplyStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAnnotationsResponse401Headers the declared response headers of an HTTP 401 response for ListAnnotations
+type ListAnnotationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListAnnotationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnnotationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAnnotationsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAnnotationsResponse) GetJSON200() *AnnotationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAnnotationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAnnotationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAnnotationsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAnnotationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAnnotationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAnnotationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAnnotationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAnnotationResponse401Headers the declared response headers of an HTTP 401 response for CreateAnnotation
+type CreateAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type CreateAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Annotation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAnnotationResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAnnotationResponse) GetJSON201() *Annotation {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAnnotationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAnnotationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAnnotationResponse401Headers the declared response headers of an HTTP 401 response for DeleteAnnotation
+type DeleteAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAnnotationResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAnnotationResponse401Headers the declared response headers of an HTTP 401 response for UpdateAnnotation
+type UpdateAnnotationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UpdateAnnotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Annotation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAnnotationResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON200() *Annotation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAnnotationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAnnotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAnnotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAnnotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAnnotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AudioToTextResponse401Headers the declared response headers of an HTTP 401 response for AudioToText
+type AudioToTextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type AudioToTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AudioTranscript
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AudioToTextResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AudioToTextResponse) GetJSON200() *AudioTranscript {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AudioToTextResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AudioToTextResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AudioToTextResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AudioToTextResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AudioToTextResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AudioToTextResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AudioToTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AudioToTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AudioToTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AudioToTextResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19893,6 +24981,96 @@ func (r CreateDatasetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UploadPipelineFileResponse401Headers the declared response headers of an HTTP 401 response for UploadPipelineFile
+type UploadPipelineFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type UploadPipelineFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PipelineUploadedFile
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadPipelineFileResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON201() *PipelineUploadedFile {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UploadPipelineFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadPipelineFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadPipelineFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadPipelineFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadPipelineFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21208,6 +26386,110 @@ func (r ListDocumentsResponse) ContentType() string {
 	return ""
 }
 
+// DownloadDocumentsZipResponse200Headers the declared response headers of an HTTP 200 response for DownloadDocumentsZip
+type DownloadDocumentsZipResponse200Headers struct {
+	ContentDisposition *string
+}
+
+// DownloadDocumentsZipResponse401Headers the declared response headers of an HTTP 401 response for DownloadDocumentsZip
+type DownloadDocumentsZipResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DownloadDocumentsZipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadDocumentsZipResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DownloadDocumentsZipResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DownloadDocumentsZipResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadDocumentsZipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadDocumentsZipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadDocumentsZipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadDocumentsZipResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateDocumentsMetadataResponse401Headers the declared response headers of an HTTP 401 response for UpdateDocumentsMetadata
 type UpdateDocumentsMetadataResponse401Headers struct {
 	WWWAuthenticate *string
@@ -21749,6 +27031,82 @@ func (r UpdateDocumentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocumentDownloadResponse401Headers the declared response headers of an HTTP 401 response for GetDocumentDownload
+type GetDocumentDownloadResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocumentDownloadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentDownload
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocumentDownloadResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON200() *DocumentDownload {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDocumentDownloadResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocumentDownloadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocumentDownloadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocumentDownloadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocumentDownloadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23590,6 +28948,290 @@ func (r UpdateMetadataFieldResponse) ContentType() string {
 	return ""
 }
 
+// ListPipelineDatasourcesResponse401Headers the declared response headers of an HTTP 401 response for ListPipelineDatasources
+type ListPipelineDatasourcesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListPipelineDatasourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]PipelineDatasource
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPipelineDatasourcesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON200() *[]PipelineDatasource {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPipelineDatasourcesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPipelineDatasourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPipelineDatasourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPipelineDatasourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPipelineDatasourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunPipelineDatasourceNodeResponse401Headers the declared response headers of an HTTP 401 response for RunPipelineDatasourceNode
+type RunPipelineDatasourceNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunPipelineDatasourceNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunPipelineDatasourceNodeResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunPipelineDatasourceNodeResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunPipelineDatasourceNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunPipelineDatasourceNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunPipelineDatasourceNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunPipelineDatasourceNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunPipelineResponse401Headers the declared response headers of an HTTP 401 response for RunPipeline
+type RunPipelineResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunPipelineResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PipelineRunResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunPipelineResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunPipelineResponse) GetJSON200() *PipelineRunResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunPipelineResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunPipelineResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunPipelineResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunPipelineResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunPipelineResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunPipelineResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunPipelineResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunPipelineResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunPipelineResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunPipelineResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunPipelineResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunPipelineResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RetrieveResponse401Headers the declared response headers of an HTTP 401 response for Retrieve
 type RetrieveResponse401Headers struct {
 	WWWAuthenticate *string
@@ -23770,6 +29412,82 @@ func (r ListDatasetTagsResponse) ContentType() string {
 	return ""
 }
 
+// GetEndUserResponse401Headers the declared response headers of an HTTP 401 response for GetEndUser
+type GetEndUserResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetEndUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndUser
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEndUserResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEndUserResponse) GetJSON200() *EndUser {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEndUserResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEndUserResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEndUserResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEndUserResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEndUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEndUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEndUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEndUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetToolFileResponse200Headers the declared response headers of an HTTP 200 response for GetToolFile
 type GetToolFileResponse200Headers struct {
 	ContentDisposition  *string
@@ -23924,6 +29642,153 @@ func (r UploadFileResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UploadFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSignedFileResponse200Headers the declared response headers of an HTTP 200 response for GetSignedFile
+type GetSignedFileResponse200Headers struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+type GetSignedFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ToolFileForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSignedFileResponse200Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSignedFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSignedFileResponse) GetJSON403() *ToolFileForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSignedFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSignedFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSignedFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSignedFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSignedFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSignedFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreviewFileResponse200Headers the declared response headers of an HTTP 200 response for PreviewFile
+type PreviewFileResponse200Headers struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+
+// PreviewFileResponse401Headers the declared response headers of an HTTP 401 response for PreviewFile
+type PreviewFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PreviewFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PreviewFileResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PreviewFileResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PreviewFileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PreviewFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreviewFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PreviewFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -24566,6 +30431,158 @@ func (r GetAppParametersResponse) ContentType() string {
 	return ""
 }
 
+// GetSiteResponse401Headers the declared response headers of an HTTP 401 response for GetSite
+type GetSiteResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSiteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Site
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSiteResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSiteResponse) GetJSON200() *Site {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSiteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSiteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSiteResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSiteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSiteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSiteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSiteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TextToAudioResponse401Headers the declared response headers of an HTTP 401 response for TextToAudio
+type TextToAudioResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type TextToAudioResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TextToAudioResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TextToAudioResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TextToAudioResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TextToAudioResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TextToAudioResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TextToAudioResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TextToAudioResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TextToAudioResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TextToAudioResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TextToAudioResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TextToAudioResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StreamWorkflowEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamWorkflowEvents
 type StreamWorkflowEventsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -24629,6 +30646,463 @@ func (r StreamWorkflowEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StreamWorkflowEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWorkflowLogsResponse401Headers the declared response headers of an HTTP 401 response for ListWorkflowLogs
+type ListWorkflowLogsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListWorkflowLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowLogList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkflowLogsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON200() *WorkflowLogList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkflowLogsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkflowLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkflowLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkflowLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkflowLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunWorkflowResponse401Headers the declared response headers of an HTTP 401 response for RunWorkflow
+type RunWorkflowResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRun
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunWorkflowResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunWorkflowResponse) GetJSON200() *WorkflowRun {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunWorkflowResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunWorkflowResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunWorkflowResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunWorkflowResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunWorkflowResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunWorkflowResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunWorkflowResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunWorkflowResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunWorkflowResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWorkflowRunResponse401Headers the declared response headers of an HTTP 401 response for GetWorkflowRun
+type GetWorkflowRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetWorkflowRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRunDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowRunResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON200() *WorkflowRunDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowRunResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StopWorkflowTaskResponse401Headers the declared response headers of an HTTP 401 response for StopWorkflowTask
+type StopWorkflowTaskResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StopWorkflowTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Success
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StopWorkflowTaskResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON200() *Success {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StopWorkflowTaskResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StopWorkflowTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopWorkflowTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopWorkflowTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopWorkflowTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunWorkflowVersionResponse401Headers the declared response headers of an HTTP 401 response for RunWorkflowVersion
+type RunWorkflowVersionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type RunWorkflowVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowRun
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunWorkflowVersionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON200() *WorkflowRun {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RunWorkflowVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunWorkflowVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunWorkflowVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunWorkflowVersionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -24717,6 +31191,176 @@ func (c *ClientWithResponses) ListAppFeedbacksWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseListAppFeedbacksResponse(rsp)
+}
+
+// SetAnnotationReplyWithBodyWithResponse Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *ClientWithResponses) SetAnnotationReplyWithBodyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error) {
+	rsp, err := c.SetAnnotationReplyWithBody(ctx, action, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetAnnotationReplyResponse(rsp)
+}
+
+// SetAnnotationReplyWithResponse Switch annotation reply on or off
+//
+// Starts a background job that switches annotation reply on (`enable`: every annotation's
+// question is embedded with the named text-embedding model, then questions scoring at least
+// `score_threshold` against one are answered with it) or off (`disable`). All three members
+// are required for both actions, as in Dify. The answer names the job, `waiting`; while a job
+// of the same action is still under way, that job is returned, `processing`. A model that is
+// not configured ends the job in `error` with the reason in `error_msg`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotation-reply/{action} (the `SetAnnotationReply` operationId).
+func (c *ClientWithResponses) SetAnnotationReplyWithResponse(ctx context.Context, action SetAnnotationReplyParamsAction, body SetAnnotationReplyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetAnnotationReplyResponse, error) {
+	rsp, err := c.SetAnnotationReply(ctx, action, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetAnnotationReplyResponse(rsp)
+}
+
+// GetAnnotationReplyStatusWithResponse Get the status of an annotation reply job
+//
+// The job's status: `waiting`, `processing`, `completed` or `error` (with `error_msg`). A job
+// of another app or action, or no job, is 400 `invalid_param` "The job does not exist.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /apps/annotation-reply/{action}/status/{job_id} (the `GetAnnotationReplyStatus` operationId).
+func (c *ClientWithResponses) GetAnnotationReplyStatusWithResponse(ctx context.Context, action GetAnnotationReplyStatusParamsAction, jobId string, reqEditors ...RequestEditorFn) (*GetAnnotationReplyStatusResponse, error) {
+	rsp, err := c.GetAnnotationReplyStatus(ctx, action, jobId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAnnotationReplyStatusResponse(rsp)
+}
+
+// ListAnnotationsWithResponse List annotations
+//
+// The app's annotations, newest first. `keyword` keeps those whose question or answer
+// contains it, whatever the case. A `limit` over 100 is taken as 100.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /apps/annotations (the `ListAnnotations` operationId).
+func (c *ClientWithResponses) ListAnnotationsWithResponse(ctx context.Context, params *ListAnnotationsParams, reqEditors ...RequestEditorFn) (*ListAnnotationsResponse, error) {
+	rsp, err := c.ListAnnotations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAnnotationsResponse(rsp)
+}
+
+// CreateAnnotationWithBodyWithResponse Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *ClientWithResponses) CreateAnnotationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error) {
+	rsp, err := c.CreateAnnotationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAnnotationResponse(rsp)
+}
+
+// CreateAnnotationWithResponse Create an annotation
+//
+// Adds a curated answer to a question. With annotation reply on, a chat question close enough
+// to it is answered with `answer` from the next message on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /apps/annotations (the `CreateAnnotation` operationId).
+func (c *ClientWithResponses) CreateAnnotationWithResponse(ctx context.Context, body CreateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAnnotationResponse, error) {
+	rsp, err := c.CreateAnnotation(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAnnotationResponse(rsp)
+}
+
+// DeleteAnnotationWithResponse Delete an annotation
+//
+// Removes the annotation and its hit history. An unknown id is 404 `not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /apps/annotations/{annotation_id} (the `DeleteAnnotation` operationId).
+func (c *ClientWithResponses) DeleteAnnotationWithResponse(ctx context.Context, annotationId string, reqEditors ...RequestEditorFn) (*DeleteAnnotationResponse, error) {
+	rsp, err := c.DeleteAnnotation(ctx, annotationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAnnotationResponse(rsp)
+}
+
+// UpdateAnnotationWithBodyWithResponse Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *ClientWithResponses) UpdateAnnotationWithBodyWithResponse(ctx context.Context, annotationId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error) {
+	rsp, err := c.UpdateAnnotationWithBody(ctx, annotationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAnnotationResponse(rsp)
+}
+
+// UpdateAnnotationWithResponse Update an annotation
+//
+// Replaces the annotation's question and answer. An unknown id is 404 `not_found`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /apps/annotations/{annotation_id} (the `UpdateAnnotation` operationId).
+func (c *ClientWithResponses) UpdateAnnotationWithResponse(ctx context.Context, annotationId string, body UpdateAnnotationJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAnnotationResponse, error) {
+	rsp, err := c.UpdateAnnotation(ctx, annotationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAnnotationResponse(rsp)
+}
+
+// AudioToTextWithBodyWithResponse Speech to text
+//
+// Transcribes one audio file (`file` part) with the first configured `speech2text` model
+// (OpenAI-compatible `/audio/transcriptions`). The app's speech-to-text feature must be on
+// (else 400 `speech_to_text_disabled`). The part's content type must be one of `audio/mp3`,
+// `audio/mp4`, `audio/mpeg`, `audio/mpga`, `audio/m4a`, `audio/wav`, `audio/webm`,
+// `audio/amr` (else 415 `unsupported_audio_type`); at most 30 MB (else 413
+// `audio_too_large`); no `file` part is 400 `no_audio_uploaded`; no speech2text model is 400
+// `provider_not_support_speech_to_text`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /audio-to-text (the `AudioToText` operationId).
+func (c *ClientWithResponses) AudioToTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AudioToTextResponse, error) {
+	rsp, err := c.AudioToTextWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAudioToTextResponse(rsp)
 }
 
 // SendChatMessageWithBodyWithResponse Send chat message
@@ -25067,6 +31711,25 @@ func (c *ClientWithResponses) CreateDatasetWithResponse(ctx context.Context, bod
 		return nil, err
 	}
 	return ParseCreateDatasetResponse(rsp)
+}
+
+// UploadPipelineFileWithBodyWithResponse Upload a file for a knowledge pipeline run
+//
+// Stores one file for the `local_file` datasource of a pipeline run
+// (`datasource_info_list[].reference`). The checks are those of a document upload: a file
+// name, an extension the document extractor reads (else 415 `unsupported_file_type`), and
+// the size limit of its kind (413 `file_too_large`). `created_at` is an ISO 8601 string, as
+// in Dify.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/pipeline/file-upload (the `UploadPipelineFile` operationId).
+func (c *ClientWithResponses) UploadPipelineFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadPipelineFileResponse, error) {
+	rsp, err := c.UploadPipelineFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadPipelineFileResponse(rsp)
 }
 
 // DeleteTagWithBodyWithResponse Delete a knowledge tag
@@ -25431,6 +32094,44 @@ func (c *ClientWithResponses) ListDocumentsWithResponse(ctx context.Context, dat
 	return ParseListDocumentsResponse(rsp)
 }
 
+// DownloadDocumentsZipWithBodyWithResponse Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *ClientWithResponses) DownloadDocumentsZipWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error) {
+	rsp, err := c.DownloadDocumentsZipWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadDocumentsZipResponse(rsp)
+}
+
+// DownloadDocumentsZipWithResponse Download documents' original files as one ZIP
+//
+// The original files of 1 to 100 documents of the knowledge base, streamed as one ZIP
+// archive (`application/zip`, an attachment). Each file keeps its name; a name that repeats
+// gets ` (2)`, ` (3)`… before its extension. A repeated id counts once. An unknown
+// document is 404 `not_found` "Document not found."; files that add up to more than
+// 1 GiB are refused before anything is sent (400 `invalid_param`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/documents/download-zip (the `DownloadDocumentsZip` operationId).
+func (c *ClientWithResponses) DownloadDocumentsZipWithResponse(ctx context.Context, datasetId DatasetId, body DownloadDocumentsZipJSONRequestBody, reqEditors ...RequestEditorFn) (*DownloadDocumentsZipResponse, error) {
+	rsp, err := c.DownloadDocumentsZip(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadDocumentsZipResponse(rsp)
+}
+
 // UpdateDocumentsMetadataWithBodyWithResponse Set documents' metadata values
 //
 // Sets metadata values of several documents. With `partial_update` false (the default) the
@@ -25572,6 +32273,24 @@ func (c *ClientWithResponses) UpdateDocumentWithBodyWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseUpdateDocumentResponse(rsp)
+}
+
+// GetDocumentDownloadWithResponse Get a link to a document's original file
+//
+// A signed link to the file the document was made from (for a text document, the `.txt`
+// file its text was stored as). The link needs no API key, downloads as an attachment, and
+// expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/download (the `GetDocumentDownload` operationId).
+func (c *ClientWithResponses) GetDocumentDownloadWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentDownloadResponse, error) {
+	rsp, err := c.GetDocumentDownload(ctx, datasetId, documentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocumentDownloadResponse(rsp)
 }
 
 // ListSegmentsWithResponse List a document's chunks
@@ -26034,6 +32753,114 @@ func (c *ClientWithResponses) UpdateMetadataFieldWithResponse(ctx context.Contex
 	return ParseUpdateMetadataFieldResponse(rsp)
 }
 
+// ListPipelineDatasourcesWithResponse List the datasources of a knowledge base's pipeline
+//
+// Every knowledge base has one built-in pipeline: the `local_file` datasource, then the
+// general chunker (`text_model`) or the parent-child chunker (`hierarchical_model`) as the
+// knowledge base's documents are split, then its indexing. This lists that one datasource.
+// Datasource plugins (online documents, online drives, website crawls) are not available.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/pipeline/datasource-plugins (the `ListPipelineDatasources` operationId).
+func (c *ClientWithResponses) ListPipelineDatasourcesWithResponse(ctx context.Context, datasetId DatasetId, params *ListPipelineDatasourcesParams, reqEditors ...RequestEditorFn) (*ListPipelineDatasourcesResponse, error) {
+	rsp, err := c.ListPipelineDatasources(ctx, datasetId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPipelineDatasourcesResponse(rsp)
+}
+
+// RunPipelineDatasourceNodeWithBodyWithResponse Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *ClientWithResponses) RunPipelineDatasourceNodeWithBodyWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error) {
+	rsp, err := c.RunPipelineDatasourceNodeWithBody(ctx, datasetId, nodeId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineDatasourceNodeResponse(rsp)
+}
+
+// RunPipelineDatasourceNodeWithResponse Run a datasource node (not available)
+//
+// In Dify this runs a datasource plugin (an online document, an online drive, a website
+// crawl) to list or fetch what a pipeline run will index. Parley has no datasource plugins,
+// and its one datasource, `local_file`, has nothing to run: files are uploaded with
+// `POST /datasets/pipeline/file-upload` and passed to `POST /datasets/{dataset_id}/pipeline/run`.
+// Every request is answered 400 `invalid_param` with a message saying which of these it
+// met (after the key and the knowledge base are checked).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run (the `RunPipelineDatasourceNode` operationId).
+func (c *ClientWithResponses) RunPipelineDatasourceNodeWithResponse(ctx context.Context, datasetId DatasetId, nodeId string, body RunPipelineDatasourceNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineDatasourceNodeResponse, error) {
+	rsp, err := c.RunPipelineDatasourceNode(ctx, datasetId, nodeId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineDatasourceNodeResponse(rsp)
+}
+
+// RunPipelineWithBodyWithResponse Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *ClientWithResponses) RunPipelineWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error) {
+	rsp, err := c.RunPipelineWithBody(ctx, datasetId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineResponse(rsp)
+}
+
+// RunPipelineWithResponse Run the knowledge base's pipeline
+//
+// Runs the built-in pipeline over files uploaded with `POST /datasets/pipeline/file-upload`:
+// each becomes a document of the knowledge base, split by the general or the parent-child
+// chunker and indexed as a document created by file is (`inputs.process_rule` and
+// `inputs.doc_form` choose them as `data` does there; without them the knowledge base's
+// latest rule and form, and 400 "process_rule is required." when it has none). The run
+// ends once the documents are created; their indexing goes on in the background, followed with
+// `GET /datasets/{dataset_id}/documents/{batch}/indexing-status` and the batch in
+// `outputs`. Only `blocking` runs and the `local_file` datasource are available: another
+// datasource type, a streaming run, or a `start_node_id` other than `local_file` is 400
+// `invalid_param` naming what is not available; a reference that is no pipeline upload is
+// 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /datasets/{dataset_id}/pipeline/run (the `RunPipeline` operationId).
+func (c *ClientWithResponses) RunPipelineWithResponse(ctx context.Context, datasetId DatasetId, body RunPipelineJSONRequestBody, reqEditors ...RequestEditorFn) (*RunPipelineResponse, error) {
+	rsp, err := c.RunPipeline(ctx, datasetId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunPipelineResponse(rsp)
+}
+
 // RetrieveWithBodyWithResponse Retrieve chunks
 //
 // Searches the knowledge base and returns the best chunks, best first. Only enabled chunks
@@ -26089,6 +32916,23 @@ func (c *ClientWithResponses) ListDatasetTagsWithResponse(ctx context.Context, d
 	return ParseListDatasetTagsResponse(rsp)
 }
 
+// GetEndUserWithResponse Get an end user
+//
+// An end user of the app the key belongs to, by id (the `created_by` of an upload, say). An
+// end user of another app, an unknown id and a value that is not an id all answer 404
+// `end_user_not_found`. Timestamps are ISO 8601 strings, as in Dify.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
+func (c *ClientWithResponses) GetEndUserWithResponse(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*GetEndUserResponse, error) {
+	rsp, err := c.GetEndUser(ctx, endUserId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEndUserResponse(rsp)
+}
+
 // GetToolFileWithResponse Get a file a tool returned
 //
 // Serves a file an agent's tool returned (a `message_file` event's `url`, and the `url` of an
@@ -26126,6 +32970,46 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseUploadFileResponse(rsp)
+}
+
+// GetSignedFileWithResponse Get a file through a signed link
+//
+// Serves an uploaded file through a signed link and no API key: the `url` of a user's file
+// in `GET /messages`, the `source_url` of an upload, the `url` of a document download. The
+// link expires `PARLEY_FILES_ACCESS_TIMEOUT` after it was made (default 300 s). A missing,
+// forged or expired signature is 403 `forbidden`; an unknown file is 404 `not_found`. The
+// body is served as `GET /files/{file_id}/preview` serves it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/{file_id}/file-preview (the `GetSignedFile` operationId).
+func (c *ClientWithResponses) GetSignedFileWithResponse(ctx context.Context, fileId string, params *GetSignedFileParams, reqEditors ...RequestEditorFn) (*GetSignedFileResponse, error) {
+	rsp, err := c.GetSignedFile(ctx, fileId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSignedFileResponse(rsp)
+}
+
+// PreviewFileWithResponse Preview or download a file
+//
+// The bytes of a file of this app: one the end user named by `user` uploaded (the shared
+// anonymous end user when `user` is omitted), or one an agent's tool returned in answer to
+// that end user. Anyone else's file, a file of another app, an unknown id and a value that
+// is not an id all answer 404 `file_not_found`. The body has the stored content type and
+// `X-Content-Type-Options: nosniff`; `as_attachment=true` makes it a download, and types a
+// browser would run as a page (HTML, SVG, XML, scripts) are always downloads, never
+// rendered inline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
+func (c *ClientWithResponses) PreviewFileWithResponse(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*PreviewFileResponse, error) {
+	rsp, err := c.PreviewFile(ctx, fileId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewFileResponse(rsp)
 }
 
 // GetHumanInputFormWithResponse Get human input form
@@ -26293,6 +33177,63 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 	return ParseGetAppParametersResponse(rsp)
 }
 
+// GetSiteWithResponse Get the app's web-app settings
+//
+// How Dify's web app would show the app: its title, icon, description and the web app's
+// settings. Parley has no web app; the title, description and icon are the app's, the rest
+// Dify's defaults for a new site.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /site (the `GetSite` operationId).
+func (c *ClientWithResponses) GetSiteWithResponse(ctx context.Context, params *GetSiteParams, reqEditors ...RequestEditorFn) (*GetSiteResponse, error) {
+	rsp, err := c.GetSite(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSiteResponse(rsp)
+}
+
+// TextToAudioWithBodyWithResponse Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *ClientWithResponses) TextToAudioWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error) {
+	rsp, err := c.TextToAudioWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTextToAudioResponse(rsp)
+}
+
+// TextToAudioWithResponse Text to speech
+//
+// Reads a text aloud with the first configured `tts` model (OpenAI-compatible
+// `/audio/speech`), streaming the audio as the model sends it. `message_id`, when given,
+// reads that message's answer instead of `text`. The voice is `voice`, else the app's
+// text-to-speech voice, else the model's default. The app's text-to-speech feature must be on
+// (else 400 `invalid_param` "TTS is not enabled"); no text is 400 `invalid_param`; no tts
+// model is 400 `provider_not_support_text_to_speech`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
+func (c *ClientWithResponses) TextToAudioWithResponse(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error) {
+	rsp, err := c.TextToAudio(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTextToAudioResponse(rsp)
+}
+
 // StreamWorkflowEventsWithResponse Stream workflow events
 //
 // Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
@@ -26313,6 +33254,162 @@ func (c *ClientWithResponses) StreamWorkflowEventsWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseStreamWorkflowEventsResponse(rsp)
+}
+
+// ListWorkflowLogsWithResponse List workflow logs
+//
+// The runs of a Workflow app through the API, newest first, one log entry per run. Chatflow
+// apps are accepted and have none (their runs are logged as messages), as in Dify; other modes
+// are refused with 400 `not_workflow_app`. `keyword` matches the run's inputs and outputs and
+// the end user's session id, case-insensitively.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflows/logs (the `ListWorkflowLogs` operationId).
+func (c *ClientWithResponses) ListWorkflowLogsWithResponse(ctx context.Context, params *ListWorkflowLogsParams, reqEditors ...RequestEditorFn) (*ListWorkflowLogsResponse, error) {
+	rsp, err := c.ListWorkflowLogs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkflowLogsResponse(rsp)
+}
+
+// RunWorkflowWithBodyWithResponse Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *ClientWithResponses) RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowResponse(rsp)
+}
+
+// RunWorkflowWithResponse Run a workflow
+//
+// Runs the latest published version of a Workflow app (`mode: workflow`): one run of its
+// graph, with no conversation. With `response_mode: blocking` (the default) the reply is the
+// finished run; with `streaming` it is a Server-Sent Events stream whose `data:` lines each
+// carry one JSON event (see `WorkflowStreamEvent`), plus `event: ping` keep-alives. The stream
+// opens with a ping, then `workflow_started`, node events, `text_chunk` events (the values of
+// the end nodes' outputs as they become available, an LLM's text as it is generated) and ends
+// with `workflow_finished`, whatever the run's status: a failed run is reported there, not as
+// an `error` event. Apps of other modes are refused with 400 `not_workflow_app`; an app never
+// published with 400 `invalid_param`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
+func (c *ClientWithResponses) RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowResponse(rsp)
+}
+
+// GetWorkflowRunWithResponse Get a workflow run
+//
+// A run of the app's graph: a Workflow app's run, or the run that answered a Chatflow
+// message. As in Dify, `inputs` is the run's inputs as a JSON text and `outputs` an object
+// (`{}` until the run has any). A run of another app, an unknown id or one that is not a UUID
+// is 404 `not_found`; apps that run no graph are refused with 400 `not_workflow_app`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflows/run/{workflow_run_id} (the `GetWorkflowRun` operationId).
+func (c *ClientWithResponses) GetWorkflowRunWithResponse(ctx context.Context, workflowRunId string, reqEditors ...RequestEditorFn) (*GetWorkflowRunResponse, error) {
+	rsp, err := c.GetWorkflowRun(ctx, workflowRunId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowRunResponse(rsp)
+}
+
+// StopWorkflowTaskWithBodyWithResponse Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *ClientWithResponses) StopWorkflowTaskWithBodyWithResponse(ctx context.Context, taskId TaskId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error) {
+	rsp, err := c.StopWorkflowTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopWorkflowTaskResponse(rsp)
+}
+
+// StopWorkflowTaskWithResponse Stop a workflow run
+//
+// Stops a running Workflow app run by its `task_id`. The run ends with status `stopped` (its
+// stream with `workflow_finished`). As in Dify, `user` is required but not checked against
+// the run's end user, and an unknown or finished task still answers `success`. Apps of other
+// modes are refused with 400 `not_workflow_app`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/tasks/{task_id}/stop (the `StopWorkflowTask` operationId).
+func (c *ClientWithResponses) StopWorkflowTaskWithResponse(ctx context.Context, taskId TaskId, body StopWorkflowTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*StopWorkflowTaskResponse, error) {
+	rsp, err := c.StopWorkflowTask(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopWorkflowTaskResponse(rsp)
+}
+
+// RunWorkflowVersionWithBodyWithResponse Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *ClientWithResponses) RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersionWithBody(ctx, workflowId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowVersionResponse(rsp)
+}
+
+// RunWorkflowVersionWithResponse Run a published workflow version
+//
+// Runs the published version `workflow_id` of a Workflow app, as `POST /workflows/run` runs
+// the latest. A malformed id or the draft's id (the app's own id) is refused with 400
+// `bad_request`, an id that names no version of the app with 404 `not_found`, and on a server
+// that refuses pinned versions (`PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed`, as Dify's
+// hosted free plan) with 403 `workflow_version_execution_not_allowed`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
+func (c *ClientWithResponses) RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersion(ctx, workflowId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunWorkflowVersionResponse(rsp)
 }
 
 // ListAvailableModelsWithResponse Get available models
@@ -26379,6 +33476,499 @@ func ParseListAppFeedbacksResponse(rsp *http.Response) (*ListAppFeedbacksRespons
 	switch {
 	case rsp.StatusCode == 401:
 		var headers ListAppFeedbacksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetAnnotationReplyResponse parses an HTTP response from a SetAnnotationReplyWithResponse call
+func ParseSetAnnotationReplyResponse(rsp *http.Response) (*SetAnnotationReplyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetAnnotationReplyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationReplyJob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetAnnotationReplyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAnnotationReplyStatusResponse parses an HTTP response from a GetAnnotationReplyStatusWithResponse call
+func ParseGetAnnotationReplyStatusResponse(rsp *http.Response) (*GetAnnotationReplyStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAnnotationReplyStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationReplyJobStatus
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAnnotationReplyStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAnnotationsResponse parses an HTTP response from a ListAnnotationsWithResponse call
+func ParseListAnnotationsResponse(rsp *http.Response) (*ListAnnotationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAnnotationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnnotationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAnnotationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAnnotationResponse parses an HTTP response from a CreateAnnotationWithResponse call
+func ParseCreateAnnotationResponse(rsp *http.Response) (*CreateAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Annotation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAnnotationResponse parses an HTTP response from a DeleteAnnotationWithResponse call
+func ParseDeleteAnnotationResponse(rsp *http.Response) (*DeleteAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAnnotationResponse parses an HTTP response from a UpdateAnnotationWithResponse call
+func ParseUpdateAnnotationResponse(rsp *http.Response) (*UpdateAnnotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAnnotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Annotation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateAnnotationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAudioToTextResponse parses an HTTP response from a AudioToTextWithResponse call
+func ParseAudioToTextResponse(rsp *http.Response) (*AudioToTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AudioToTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AudioTranscript
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AudioToTextResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27286,6 +34876,87 @@ func ParseCreateDatasetResponse(rsp *http.Response) (*CreateDatasetResponse, err
 	switch {
 	case rsp.StatusCode == 401:
 		var headers CreateDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadPipelineFileResponse parses an HTTP response from a UploadPipelineFileWithResponse call
+func ParseUploadPipelineFileResponse(rsp *http.Response) (*UploadPipelineFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadPipelineFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PipelineUploadedFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UploadPipelineFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -28494,6 +36165,104 @@ func ParseListDocumentsResponse(rsp *http.Response) (*ListDocumentsResponse, err
 	return response, nil
 }
 
+// ParseDownloadDocumentsZipResponse parses an HTTP response from a DownloadDocumentsZipWithResponse call
+func ParseDownloadDocumentsZipResponse(rsp *http.Response) (*DownloadDocumentsZipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadDocumentsZipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadDocumentsZipResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers DownloadDocumentsZipResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUpdateDocumentsMetadataResponse parses an HTTP response from a UpdateDocumentsMetadataWithResponse call
 func ParseUpdateDocumentsMetadataResponse(rsp *http.Response) (*UpdateDocumentsMetadataResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -28977,6 +36746,73 @@ func ParseUpdateDocumentResponse(rsp *http.Response) (*UpdateDocumentResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdateDocumentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocumentDownloadResponse parses an HTTP response from a GetDocumentDownloadWithResponse call
+func ParseGetDocumentDownloadResponse(rsp *http.Response) (*GetDocumentDownloadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocumentDownloadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentDownload
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDocumentDownloadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -30654,6 +38490,263 @@ func ParseUpdateMetadataFieldResponse(rsp *http.Response) (*UpdateMetadataFieldR
 	return response, nil
 }
 
+// ParseListPipelineDatasourcesResponse parses an HTTP response from a ListPipelineDatasourcesWithResponse call
+func ParseListPipelineDatasourcesResponse(rsp *http.Response) (*ListPipelineDatasourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPipelineDatasourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []PipelineDatasource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPipelineDatasourcesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunPipelineDatasourceNodeResponse parses an HTTP response from a RunPipelineDatasourceNodeWithResponse call
+func ParseRunPipelineDatasourceNodeResponse(rsp *http.Response) (*RunPipelineDatasourceNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunPipelineDatasourceNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunPipelineDatasourceNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunPipelineResponse parses an HTTP response from a RunPipelineWithResponse call
+func ParseRunPipelineResponse(rsp *http.Response) (*RunPipelineResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunPipelineResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PipelineRunResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunPipelineResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRetrieveResponse parses an HTTP response from a RetrieveWithResponse call
 func ParseRetrieveResponse(rsp *http.Response) (*RetrieveResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30816,6 +38909,73 @@ func ParseListDatasetTagsResponse(rsp *http.Response) (*ListDatasetTagsResponse,
 	return response, nil
 }
 
+// ParseGetEndUserResponse parses an HTTP response from a GetEndUserWithResponse call
+func ParseGetEndUserResponse(rsp *http.Response) (*GetEndUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEndUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEndUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetToolFileResponse parses an HTTP response from a GetToolFileWithResponse call
 func ParseGetToolFileResponse(rsp *http.Response) (*GetToolFileResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30951,6 +39111,150 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UploadFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSignedFileResponse parses an HTTP response from a GetSignedFileWithResponse call
+func ParseGetSignedFileResponse(rsp *http.Response) (*GetSignedFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSignedFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ToolFileForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSignedFileResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreviewFileResponse parses an HTTP response from a PreviewFileWithResponse call
+func ParsePreviewFileResponse(rsp *http.Response) (*PreviewFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PreviewFileResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PreviewFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -31528,6 +39832,140 @@ func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersRespons
 	return response, nil
 }
 
+// ParseGetSiteResponse parses an HTTP response from a GetSiteWithResponse call
+func ParseGetSiteResponse(rsp *http.Response) (*GetSiteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSiteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Site
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSiteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTextToAudioResponse parses an HTTP response from a TextToAudioWithResponse call
+func ParseTextToAudioResponse(rsp *http.Response) (*TextToAudioResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TextToAudioResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TextToAudioResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseStreamWorkflowEventsResponse parses an HTTP response from a StreamWorkflowEventsWithResponse call
 func ParseStreamWorkflowEventsResponse(rsp *http.Response) (*StreamWorkflowEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -31575,6 +40013,424 @@ func ParseStreamWorkflowEventsResponse(rsp *http.Response) (*StreamWorkflowEvent
 	switch {
 	case rsp.StatusCode == 401:
 		var headers StreamWorkflowEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkflowLogsResponse parses an HTTP response from a ListWorkflowLogsWithResponse call
+func ParseListWorkflowLogsResponse(rsp *http.Response) (*ListWorkflowLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkflowLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowLogList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWorkflowLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunWorkflowResponse parses an HTTP response from a RunWorkflowWithResponse call
+func ParseRunWorkflowResponse(rsp *http.Response) (*RunWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunWorkflowResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowRunResponse parses an HTTP response from a GetWorkflowRunWithResponse call
+func ParseGetWorkflowRunResponse(rsp *http.Response) (*GetWorkflowRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRunDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStopWorkflowTaskResponse parses an HTTP response from a StopWorkflowTaskWithResponse call
+func ParseStopWorkflowTaskResponse(rsp *http.Response) (*StopWorkflowTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopWorkflowTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Success
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StopWorkflowTaskResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunWorkflowVersionResponse parses an HTTP response from a RunWorkflowVersionWithResponse call
+func ParseRunWorkflowVersionResponse(rsp *http.Response) (*RunWorkflowVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunWorkflowVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunWorkflowVersionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

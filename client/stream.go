@@ -58,6 +58,10 @@ type EventStream = Stream[ChatStreamEvent, *ChatStreamEvent]
 // CompletionStreamEvent values, as EventStream reads a chat stream.
 type CompletionEventStream = Stream[CompletionStreamEvent, *CompletionStreamEvent]
 
+// WorkflowEventStream reads the stream of RunWorkflow and RunWorkflowVersion (a Workflow app's
+// run) as typed WorkflowStreamEvent values.
+type WorkflowEventStream = Stream[WorkflowStreamEvent, *WorkflowStreamEvent]
+
 // Stream reads a `text/event-stream` reply as events of type E (a generated stream-event union),
 // skipping `ping` keep-alives. Use it through EventStream or CompletionEventStream.
 type Stream[E any, P interface {
@@ -79,6 +83,12 @@ func NewEventStream(resp *http.Response) (*EventStream, error) {
 // NewCompletionEventStream wraps resp, a Completion stream, as NewEventStream wraps a chat one.
 func NewCompletionEventStream(resp *http.Response) (*CompletionEventStream, error) {
 	return newStream[CompletionStreamEvent](resp)
+}
+
+// NewWorkflowEventStream wraps resp, a Workflow app's run stream, as NewEventStream wraps a chat
+// one.
+func NewWorkflowEventStream(resp *http.Response) (*WorkflowEventStream, error) {
+	return newStream[WorkflowStreamEvent](resp)
 }
 
 func newStream[E any, P interface {

@@ -30,8 +30,8 @@ func TestAppEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantForm := []any{
-			map[string]any{"text-input": map[string]any{"label": "Your name", "variable": "name", "required": false, "max_length": float64(20)}},
-			map[string]any{"select": map[string]any{"label": "tone", "variable": "tone", "required": true, "options": []any{"warm", "dry"}}},
+			map[string]any{"text-input": map[string]any{"label": "Your name", "variable": "name", "required": false, "max_length": float64(20), "default": "", "hide": false}},
+			map[string]any{"select": map[string]any{"label": "tone", "variable": "tone", "required": true, "options": []any{"warm", "dry"}, "default": "", "hide": false}},
 		}
 		if !reflect.DeepEqual(got["user_input_form"], wantForm) {
 			t.Errorf("user_input_form = %#v", got["user_input_form"])

@@ -412,6 +412,19 @@ func TestProviderErrors(t *testing.T) {
 // TestChatRefusals covers the app-level refusals of /chat-messages.
 func TestChatRefusals(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
+		// The server warned at start-up that the provider without its key is not usable.
+		if p.logs != nil {
+			var warned bool
+			for _, line := range strings.Split(p.logs.String(), "\n") {
+				if strings.Contains(line, "model provider is not usable") && strings.Contains(line, `"provider":"nokey"`) &&
+					strings.Contains(line, "CONFORMANCE_UNSET_KEY") {
+					warned = true
+				}
+			}
+			if !warned {
+				t.Fatalf("no start-up warning about the provider nokey; log:\n%s", p.logs.String())
+			}
+		}
 		hc := newContractClient(t)
 		send := func(key, body string) (*http.Response, apiErr) {
 			return p.do(t, hc, call{method: "POST", path: "/chat-messages", key: "Bearer " + key, contentType: "application/json", body: strings.NewReader(body)})
@@ -430,9 +443,10 @@ func TestChatRefusals(t *testing.T) {
 			"legacy agent blocking":  {p.CLI(t, "keys", "create", "--app", "agent"), ok, 400, "bad_request", "streaming"},
 			"disabled app":           {p.CLI(t, "keys", "create", "--app", "offline"), ok, 400, "app_unavailable", ""},
 			// The provider has no key: known before anything starts, so even a streaming
-			// request gets a plain 400, not a stream with an error event.
-			"provider without credentials, blocking":  {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u"}`, 400, "provider_not_initialize", ""},
-			"provider without credentials, streaming": {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u","response_mode":"streaming"}`, 400, "provider_not_initialize", ""},
+			// request gets a plain 400, not a stream with an error event. The message says what
+			// to set, not Dify's settings page.
+			"provider without credentials, blocking":  {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u"}`, 400, "provider_not_initialize", "set the environment variable CONFORMANCE_UNSET_KEY"},
+			"provider without credentials, streaming": {p.CLI(t, "keys", "create", "--app", "keyless"), `{"query":"hi","inputs":{},"user":"u","response_mode":"streaming"}`, 400, "provider_not_initialize", `Model provider "nokey" is not usable`},
 		} {
 			t.Run(name, func(t *testing.T) {
 				resp, e := send(tc.key, tc.body)

@@ -47,7 +47,13 @@ func exampleApp(t *testing.T, p *Parley, path, from, name string, edit ...string
 // answered with. Every data line must be one JSON object.
 func streamGolden(t *testing.T, p *Parley, key, body string) string {
 	t.Helper()
-	req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
+	return streamGoldenAt(t, p, "/chat-messages", key, body)
+}
+
+// streamGoldenAt is streamGolden for the operation at path (POST).
+func streamGoldenAt(t *testing.T, p *Parley, path, key, body string) string {
+	t.Helper()
+	req, _ := newRequest("POST", p.URL+path, body, key)
 	resp, err := newContractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,8 @@ func TestPublicChatflows(t *testing.T) {
 			}
 			lenient = true
 		}
-		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", name))
+		key := p.CLI(t, "keys", "create", "--app", name)
+		c := newClient(t, p, key)
 		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
 		if err != nil || par.JSON200 == nil {
 			t.Fatalf("%s: parameters: %v", filepath.Base(path), err)
@@ -101,6 +102,13 @@ func TestPublicChatflows(t *testing.T) {
 					continue
 				}
 				switch {
+				case typ == "file" || typ == "file-list":
+					// A file input takes an uploaded file: a short text document.
+					doc := map[string]any{"type": "document", "transfer_method": "local_file",
+						"upload_file_id": uploadAs(t, p, key, "corpus", "sample.txt", "text/plain", []byte("A sample document of the corpus test."))}
+					if inputs[f.Variable] = doc; typ == "file-list" {
+						inputs[f.Variable] = []any{doc}
+					}
 				case typ == "select" && f.Options != nil && len(*f.Options) > 0:
 					inputs[f.Variable] = (*f.Options)[0]
 				case typ == "number":
@@ -163,4 +171,4 @@ func TestPublicChatflows(t *testing.T) {
 
 // minPublicChatflowsRun is how many public Chatflows run to success as they are today; it only
 // goes up.
-const minPublicChatflowsRun = 13
+const minPublicChatflowsRun = 14

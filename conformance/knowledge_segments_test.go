@@ -567,3 +567,21 @@ func TestKnowledgeRetrieve(t *testing.T) {
 		}
 	})
 }
+
+// TestKnowledgeKeywordSearchIgnoresCase: an economy knowledge base's keyword search finds a chunk
+// whatever the case of its keywords and of the query (Dify's is case-sensitive; users take it
+// for a bug), in scripts with case beyond ASCII too.
+func TestKnowledgeKeywordSearchIgnoresCase(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		c := newClient(t, p, p.KnowledgeKey)
+		eco := segDataset(t, c, "keyword-case", false)
+		indexText(t, c, eco, client.CreateDocumentByTextJSONRequestBody{Name: "birds",
+			Text: "Penguins cannot fly.\n\nΟΙ ΠΙΓΚΟΥΙΝΟΙ κολυμπούν.\n\nOwls hunt at night.", ProcessRule: paragraphRule()})
+		for _, q := range []string{"penguins", "PENGUINS", "Penguins", "πιγκουινοι"} {
+			res := retrieve(t, c, eco, q, nil)
+			if len(res.Records) != 1 || !strings.HasPrefix(res.Records[0].Segment.Content, "Penguins") && !strings.Contains(res.Records[0].Segment.Content, "ΠΙΓΚΟΥΙΝΟΙ") {
+				t.Errorf("%q: %d records %+v", q, len(res.Records), res.Records)
+			}
+		}
+	})
+}

@@ -22,8 +22,9 @@ const sdkTimeout = 2 * time.Minute
 // TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
 // node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
-// (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient), agentapp.test.mjs (an Agent app) and
-// humaninput.test.mjs (a Chatflow paused at a form, resumed over raw HTTP). Without node it skips, except in CI (CI set), where it fails.
+// (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient), agentapp.test.mjs (an Agent app),
+// workflow.test.mjs (a Workflow app through runWorkflow), and humaninput.test.mjs (a Chatflow paused at a form, resumed
+// over raw HTTP). Without node it skips, except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
@@ -59,6 +60,7 @@ func TestDifyNodeSDK(t *testing.T) {
 			"PARLEY_AGENT_KEY="+p.CLI(t, "keys", "create", "--app", "agent"),
 			"PARLEY_AGENT_APP_KEY="+publishedAgentApp(t, p),
 			"PARLEY_HUMAN_INPUT_KEY="+exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Review Desk Node SDK"),
+			"PARLEY_WORKFLOW_KEY="+exampleApp(t, p, workflowExample, "Topic Writer", "Node SDK Topic Writer"),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",
 		)
@@ -104,6 +106,8 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 		"agent": {Marker: "[node-sdk-agent-" + tag + "]", Chunks: []string{"Agent ", "says ", "hi."}},
 		// The Agent app's answer (no tool called: one step).
 		"agentapp": {Marker: "[node-sdk-agentapp-" + tag + "]", Chunks: []string{"Published ", "agent ", "answers."}},
+		// The Workflow app's LLM text, when the marker is its topic.
+		"workflow": {Marker: "[node-sdk-workflow-" + tag + "]", Chunks: []string{"Tides ", "rise ", "and fall."}},
 		// TestMain's answers to every naming and suggestion request.
 		"title":   {Text: generatedTitle},
 		"suggest": {Questions: []string{"Why?", "How?", "When?"}},
@@ -111,6 +115,7 @@ func scriptSDKReplies(t *testing.T, p *Parley) string {
 	upstream.On(script["stream"].Marker, openaitest.Reply{Chunks: script["stream"].Chunks})
 	upstream.On(script["agent"].Marker, openaitest.Reply{Chunks: script["agent"].Chunks})
 	upstream.On(script["agentapp"].Marker, openaitest.Reply{Chunks: script["agentapp"].Chunks})
+	upstream.On(script["workflow"].Marker, openaitest.Reply{Chunks: script["workflow"].Chunks})
 	upstream.On(script["complete"].Marker, openaitest.Reply{Chunks: script["complete"].Chunks})
 	upstream.On(script["hang"].Marker, openaitest.Reply{Chunks: script["hang"].Chunks, HangAfterChunks: 1})
 	raw, err := json.Marshal(script)

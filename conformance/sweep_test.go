@@ -83,7 +83,7 @@ func TestSweep(t *testing.T) {
 		for _, op := range ops {
 			// A sweep whose requests all stop at a 404 or at validation would say little about
 			// the handlers behind: each operation must have succeeded at least once.
-			if !ok2xx[op.id] && (binary != "" || externalNoFixture[op.id] == "") {
+			if !ok2xx[op.id] && neverSucceeds[op.id] == "" && (binary != "" || externalNoFixture[op.id] == "") {
 				t.Errorf("%s: no request of the sweep succeeded; its baseline needs a fixture", op.id)
 			}
 		}
@@ -107,6 +107,33 @@ var externalNoFixture = map[string]string{
 	// Only a Chatflow's conversations have variables, and the sweep imports its Chatflow
 	// through the CLI.
 	"updateConversationVariable": "needs a Chatflow imported through the CLI",
+	// Speech needs an app with the speech features on; the sweep makes a key of one through the
+	// CLI.
+	"audioToText": "needs a key of the speaker app, made through the CLI",
+	"textToAudio": "needs a key of the speaker app, made through the CLI",
+}
+
+// audioOps are the speech operations, which the sweep runs with a key of the `speaker` app (its
+// speech features are on) when it controls the server.
+var audioOps = map[string]bool{"audioToText": true, "textToAudio": true}
+
+var sweepSpeakerKeys sync.Map // *Parley → key of the speaker app
+
+func sweepSpeakerKey(t *testing.T, p *Parley) string {
+	t.Helper()
+	if k, ok := sweepSpeakerKeys.Load(p); ok {
+		return k.(string)
+	}
+	k := p.CLI(t, "keys", "create", "--app", "speaker")
+	sweepSpeakerKeys.Store(p, k)
+	return k
+}
+
+// neverSucceeds names the operations Parley declares only to refuse them, and why; every
+// request to them must still be answered with a 4xx and the Error body.
+var neverSucceeds = map[string]string{
+	// Datasource plugins are not available; the local-file datasource has nothing to run.
+	"runPipelineDatasourceNode": "answers 400 naming what is not available",
 }
 
 // sweepSend sends one probe and checks the answer: no 5xx, and an error is the Error body whose
@@ -180,6 +207,8 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		for _, name := range []string{"timestamp", "nonce", "sign"} {
 			fx[name+"@getToolFile"] = q.Get(name)
 		}
+		w := sweepWorkflow(t, p)
+		fx["workflow_id@runWorkflowVersion"], fx["workflow_run_id"], fx["task_id@stopWorkflowTask"] = w.versionID, w.runID, w.taskID
 	}
 	kc := newClient(t, p, p.KnowledgeKey)
 	ac := newClient(t, p, p.AppKey)
@@ -234,12 +263,65 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		t.Fatalf("upload: %+v", e)
 	}
 	fx["upload_file_id"] = f.Id.String()
+	// The upload's end user and its preview; its signed link (made after the restart above, so
+	// it lives an hour) for the keyless route.
+	fx["end_user_id"], fx["file_id@previewFile"] = f.CreatedBy, f.Id.String()
+	if f.SourceUrl == nil {
+		t.Fatalf("upload without source_url: %+v", f)
+	}
+	su, err := url.Parse(*f.SourceUrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx["file_id@getSignedFile"] = path.Base(path.Dir(su.Path))
+	for _, name := range []string{"timestamp", "nonce", "sign"} {
+		fx[name+"@getSignedFile"] = su.Query().Get(name)
+	}
+	// A file uploaded for the knowledge pipeline, which its run refers to.
+	pbody, pct := formBody(part{field: "file", filename: "sweep-pipeline.txt", contentType: "text/plain", data: []byte("Pipeline text.")})
+	preq, _ := http.NewRequest(http.MethodPost, p.URL+"/datasets/pipeline/file-upload", bytes.NewReader(pbody))
+	preq.Header.Set("Authorization", "Bearer "+p.KnowledgeKey)
+	preq.Header.Set("Content-Type", pct)
+	presp, err := newContractClient(t).Do(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pf client.PipelineUploadedFile
+	err = json.NewDecoder(presp.Body).Decode(&pf)
+	presp.Body.Close()
+	if err != nil || presp.StatusCode != http.StatusCreated {
+		t.Fatalf("pipeline upload: %d %v", presp.StatusCode, err)
+	}
+	fx["reference"], fx["node_id"] = pf.Id.String(), "local_file"
 
 	cr, err := ac.SendChatMessageWithResponse(ctx, chatBody(marker(t, "sweep"), fx["user"], false))
 	if err != nil || cr.JSON200 == nil {
 		t.Fatalf("chat: %v %s", err, cr.Body)
 	}
 	fx["conversation_id"], fx["message_id"] = cr.JSON200.ConversationId.String(), cr.JSON200.MessageId.String()
+	// Annotations: one to update, one to delete, and a job to read (switching reply on with a
+	// model that does not exist: it ends in error and leaves reply off).
+	for _, op := range []string{"updateAnnotation", "deleteAnnotation"} {
+		ar, err := ac.CreateAnnotationWithResponse(ctx, client.AnnotationRequest{Question: "Sweep question for " + op + "?", Answer: "Sweep answer."})
+		if err != nil || ar.JSON201 == nil {
+			t.Fatalf("annotation: %v %s", err, ar.Body)
+		}
+		fx["annotation_id@"+op] = ar.JSON201.Id
+	}
+	jr, err := ac.SetAnnotationReplyWithResponse(ctx, client.SetAnnotationReplyParamsActionEnable, client.AnnotationReplyRequest{
+		EmbeddingProviderName: "openai", EmbeddingModelName: "sweep-no-such-model", ScoreThreshold: 0.9})
+	if err != nil || jr.JSON200 == nil {
+		t.Fatalf("annotation job: %v %s", err, jr.Body)
+	}
+	fx["job_id"] = jr.JSON200.JobId
+	if binary != "" {
+		// Text to speech reads a message of the speaker app by its id.
+		sr, err := newClient(t, p, sweepSpeakerKey(t, p)).SendChatMessageWithResponse(ctx, chatBody(marker(t, "sweep speech"), fx["user"], false))
+		if err != nil || sr.JSON200 == nil {
+			t.Fatalf("speaker chat: %v %s", err, sr.Body)
+		}
+		fx["message_id@textToAudio"] = sr.JSON200.MessageId.String()
+	}
 	fx["task_id"] = cr.JSON200.TaskId.String()
 	fx["first_id"], fx["last_id"] = fx["message_id"], fx["conversation_id"]
 	// The Chatbot's conversation has no variables: its list is empty, the page after none.
@@ -281,6 +363,34 @@ func sweepVariables(t *testing.T, p *Parley) *sweepVariablesFixture {
 	v.conv = r.JSON200.ConversationId.String()
 	sweepVariablesFixtures.Store(p, v)
 	return v
+}
+
+// workflowOps are the Workflow Runs operations, which the sweep runs on a Workflow app of its own
+// when it controls the server.
+var workflowOps = map[string]bool{"runWorkflow": true, "runWorkflowVersion": true, "getWorkflowRun": true,
+	"stopWorkflowTask": true, "listWorkflowLogs": true}
+
+// sweepWorkflowFixture is the example Workflow app (docs/examples/workflow-basic.yml), published,
+// its key, and one finished run of the sweep's user.
+type sweepWorkflowFixture struct{ key, versionID, runID, taskID string }
+
+var sweepWorkflowFixtures sync.Map // *Parley → *sweepWorkflowFixture
+
+func sweepWorkflow(t *testing.T, p *Parley) *sweepWorkflowFixture {
+	t.Helper()
+	if v, ok := sweepWorkflowFixtures.Load(p); ok {
+		return v.(*sweepWorkflowFixture)
+	}
+	name := "Sweep Workflow " + strings.ReplaceAll(t.Name(), "/", "-")
+	w := &sweepWorkflowFixture{key: exampleApp(t, p, workflowExample, "Topic Writer", name)}
+	r, err := newClient(t, p, w.key).RunWorkflowWithResponse(context.Background(), client.RunWorkflowJSONRequestBody{
+		Inputs: bodyFixtures["inputs"].(map[string]any), User: "sweeper", ResponseMode: ptr(client.WorkflowBlocking)})
+	if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "succeeded" {
+		t.Fatalf("sweep Workflow run: %v %s", err, r.Body)
+	}
+	w.versionID, w.runID, w.taskID = r.JSON200.Data.WorkflowId, r.JSON200.WorkflowRunId.String(), r.JSON200.TaskId.String()
+	sweepWorkflowFixtures.Store(p, w)
+	return w
 }
 
 // forOp is fx as op sees it: "name@op" overrides "name". An operation that re-indexes the
@@ -327,9 +437,14 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 			switch {
 			case scheme == "AppKey" && strings.Contains(op.OperationID, "Completion"):
 				o.key = p.CompletionKey(t)
+			case scheme == "AppKey" && audioOps[op.OperationID] && binary != "":
+				o.key = sweepSpeakerKey(t, p)
 			case scheme == "AppKey" && variablesOps[op.OperationID] && binary != "":
 				// Conversation variables exist in a Chatflow's conversations only.
 				o.key = sweepVariables(t, p).key
+			case scheme == "AppKey" && workflowOps[op.OperationID] && binary != "":
+				// The Workflow Runs group answers Workflow apps only.
+				o.key = sweepWorkflow(t, p).key
 			case scheme == "AppKey":
 				o.key = p.AppKey
 			case scheme == "KnowledgeKey":
@@ -506,7 +621,7 @@ func (o sweepOp) baselineJSON(mt *openapi3.MediaType, fx sweepFixtures) any {
 
 // bodyFixtures are members that are not strings: the chatbot's form requires its inputs, and a
 // rename without a name must ask for one to be generated.
-var bodyFixtures = map[string]any{"inputs": map[string]any{"tone": "warm", "name": "Ada"}, "auto_generate": true}
+var bodyFixtures = map[string]any{"inputs": map[string]any{"tone": "warm", "name": "Ada", "topic": "tides"}, "auto_generate": true}
 
 // fillFixtures gives the optional members of v (and of its nested objects) that name a fixture,
 // so that the request reaches the fixture instead of stopping at a missing member.
@@ -917,8 +1032,12 @@ func (o sweepOp) multipartBaseline(fx sweepFixtures, data []byte) (string, []byt
 	if _, ok := props["user"]; ok {
 		parts = append(parts, part{field: "user", data: []byte(fx["user"])})
 	}
-	parts = append(parts, part{field: "file", filename: "sweep-upload.txt", contentType: "text/plain",
-		data: []byte("Sweep text.\nAnother line.\n\nA second paragraph.")})
+	if o.id == "audioToText" {
+		parts = append(parts, part{field: "file", filename: "sweep.mp3", contentType: "audio/mpeg", data: []byte("Sweep speech.")})
+	} else {
+		parts = append(parts, part{field: "file", filename: "sweep-upload.txt", contentType: "text/plain",
+			data: []byte("Sweep text.\nAnother line.\n\nA second paragraph.")})
+	}
 	r, ct := formBody(parts...)
 	return ct, r
 }

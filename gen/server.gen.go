@@ -21,13 +21,13 @@ import (
 
 // Defines values for AgentLogEventEvent.
 const (
-	AgentLog AgentLogEventEvent = "agent_log"
+	AgentLogEventEventAgentLog AgentLogEventEvent = "agent_log"
 )
 
 // Valid indicates whether the value is a known member of the AgentLogEventEvent enum.
 func (e AgentLogEventEvent) Valid() bool {
 	switch e {
-	case AgentLog:
+	case AgentLogEventEventAgentLog:
 		return true
 	default:
 		return false
@@ -58,6 +58,54 @@ const (
 func (e AgentThoughtEventEvent) Valid() bool {
 	switch e {
 	case AgentThought:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobJobStatus.
+const (
+	AnnotationReplyJobJobStatusCompleted  AnnotationReplyJobJobStatus = "completed"
+	AnnotationReplyJobJobStatusError      AnnotationReplyJobJobStatus = "error"
+	AnnotationReplyJobJobStatusProcessing AnnotationReplyJobJobStatus = "processing"
+	AnnotationReplyJobJobStatusWaiting    AnnotationReplyJobJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobJobStatus enum.
+func (e AnnotationReplyJobJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobJobStatusCompleted:
+		return true
+	case AnnotationReplyJobJobStatusError:
+		return true
+	case AnnotationReplyJobJobStatusProcessing:
+		return true
+	case AnnotationReplyJobJobStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnnotationReplyJobStatusJobStatus.
+const (
+	AnnotationReplyJobStatusJobStatusCompleted  AnnotationReplyJobStatusJobStatus = "completed"
+	AnnotationReplyJobStatusJobStatusError      AnnotationReplyJobStatusJobStatus = "error"
+	AnnotationReplyJobStatusJobStatusProcessing AnnotationReplyJobStatusJobStatus = "processing"
+	AnnotationReplyJobStatusJobStatusWaiting    AnnotationReplyJobStatusJobStatus = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the AnnotationReplyJobStatusJobStatus enum.
+func (e AnnotationReplyJobStatusJobStatus) Valid() bool {
+	switch e {
+	case AnnotationReplyJobStatusJobStatusCompleted:
+		return true
+	case AnnotationReplyJobStatusJobStatusError:
+		return true
+	case AnnotationReplyJobStatusJobStatusProcessing:
+		return true
+	case AnnotationReplyJobStatusJobStatusWaiting:
 		return true
 	default:
 		return false
@@ -262,6 +310,21 @@ const (
 func (e CompletionMessageEventEvent) Valid() bool {
 	switch e {
 	case CompletionMessageEventEventMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CompletionMessageReplaceEventEvent.
+const (
+	CompletionMessageReplace CompletionMessageReplaceEventEvent = "message_replace"
+)
+
+// Valid indicates whether the value is a known member of the CompletionMessageReplaceEventEvent enum.
+func (e CompletionMessageReplaceEventEvent) Valid() bool {
+	switch e {
+	case CompletionMessageReplace:
 		return true
 	default:
 		return false
@@ -645,13 +708,13 @@ func (e IndexingTechnique) Valid() bool {
 
 // Defines values for IterationCompletedEventEvent.
 const (
-	IterationCompleted IterationCompletedEventEvent = "iteration_completed"
+	IterationCompletedEventEventIterationCompleted IterationCompletedEventEvent = "iteration_completed"
 )
 
 // Valid indicates whether the value is a known member of the IterationCompletedEventEvent enum.
 func (e IterationCompletedEventEvent) Valid() bool {
 	switch e {
-	case IterationCompleted:
+	case IterationCompletedEventEventIterationCompleted:
 		return true
 	default:
 		return false
@@ -660,13 +723,13 @@ func (e IterationCompletedEventEvent) Valid() bool {
 
 // Defines values for IterationNextEventEvent.
 const (
-	IterationNext IterationNextEventEvent = "iteration_next"
+	IterationNextEventEventIterationNext IterationNextEventEvent = "iteration_next"
 )
 
 // Valid indicates whether the value is a known member of the IterationNextEventEvent enum.
 func (e IterationNextEventEvent) Valid() bool {
 	switch e {
-	case IterationNext:
+	case IterationNextEventEventIterationNext:
 		return true
 	default:
 		return false
@@ -675,13 +738,13 @@ func (e IterationNextEventEvent) Valid() bool {
 
 // Defines values for IterationStartedEventEvent.
 const (
-	IterationStarted IterationStartedEventEvent = "iteration_started"
+	IterationStartedEventEventIterationStarted IterationStartedEventEvent = "iteration_started"
 )
 
 // Valid indicates whether the value is a known member of the IterationStartedEventEvent enum.
 func (e IterationStartedEventEvent) Valid() bool {
 	switch e {
-	case IterationStarted:
+	case IterationStartedEventEventIterationStarted:
 		return true
 	default:
 		return false
@@ -690,13 +753,13 @@ func (e IterationStartedEventEvent) Valid() bool {
 
 // Defines values for LoopCompletedEventEvent.
 const (
-	LoopCompleted LoopCompletedEventEvent = "loop_completed"
+	LoopCompletedEventEventLoopCompleted LoopCompletedEventEvent = "loop_completed"
 )
 
 // Valid indicates whether the value is a known member of the LoopCompletedEventEvent enum.
 func (e LoopCompletedEventEvent) Valid() bool {
 	switch e {
-	case LoopCompleted:
+	case LoopCompletedEventEventLoopCompleted:
 		return true
 	default:
 		return false
@@ -705,13 +768,13 @@ func (e LoopCompletedEventEvent) Valid() bool {
 
 // Defines values for LoopNextEventEvent.
 const (
-	LoopNext LoopNextEventEvent = "loop_next"
+	LoopNextEventEventLoopNext LoopNextEventEvent = "loop_next"
 )
 
 // Valid indicates whether the value is a known member of the LoopNextEventEvent enum.
 func (e LoopNextEventEvent) Valid() bool {
 	switch e {
-	case LoopNext:
+	case LoopNextEventEventLoopNext:
 		return true
 	default:
 		return false
@@ -720,13 +783,13 @@ func (e LoopNextEventEvent) Valid() bool {
 
 // Defines values for LoopStartedEventEvent.
 const (
-	LoopStarted LoopStartedEventEvent = "loop_started"
+	LoopStartedEventEventLoopStarted LoopStartedEventEvent = "loop_started"
 )
 
 // Valid indicates whether the value is a known member of the LoopStartedEventEvent enum.
 func (e LoopStartedEventEvent) Valid() bool {
 	switch e {
-	case LoopStarted:
+	case LoopStartedEventEventLoopStarted:
 		return true
 	default:
 		return false
@@ -1056,13 +1119,13 @@ func (e NodeFinishedDataStatus) Valid() bool {
 
 // Defines values for NodeFinishedEventEvent.
 const (
-	NodeFinished NodeFinishedEventEvent = "node_finished"
+	NodeFinishedEventEventNodeFinished NodeFinishedEventEvent = "node_finished"
 )
 
 // Valid indicates whether the value is a known member of the NodeFinishedEventEvent enum.
 func (e NodeFinishedEventEvent) Valid() bool {
 	switch e {
-	case NodeFinished:
+	case NodeFinishedEventEventNodeFinished:
 		return true
 	default:
 		return false
@@ -1101,13 +1164,13 @@ func (e NodeRetryEventDataStatus) Valid() bool {
 
 // Defines values for NodeRetryEventEvent.
 const (
-	NodeRetry NodeRetryEventEvent = "node_retry"
+	NodeRetryEventEventNodeRetry NodeRetryEventEvent = "node_retry"
 )
 
 // Valid indicates whether the value is a known member of the NodeRetryEventEvent enum.
 func (e NodeRetryEventEvent) Valid() bool {
 	switch e {
-	case NodeRetry:
+	case NodeRetryEventEventNodeRetry:
 		return true
 	default:
 		return false
@@ -1116,13 +1179,13 @@ func (e NodeRetryEventEvent) Valid() bool {
 
 // Defines values for NodeStartedEventEvent.
 const (
-	NodeStarted NodeStartedEventEvent = "node_started"
+	NodeStartedEventEventNodeStarted NodeStartedEventEvent = "node_started"
 )
 
 // Valid indicates whether the value is a known member of the NodeStartedEventEvent enum.
 func (e NodeStartedEventEvent) Valid() bool {
 	switch e {
-	case NodeStarted:
+	case NodeStartedEventEventNodeStarted:
 		return true
 	default:
 		return false
@@ -1159,6 +1222,45 @@ func (e PingEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for PipelineDatasourceDatasourceType.
+const (
+	PipelineDatasourceDatasourceTypeLocalFile      PipelineDatasourceDatasourceType = "local_file"
+	PipelineDatasourceDatasourceTypeOnlineDocument PipelineDatasourceDatasourceType = "online_document"
+	PipelineDatasourceDatasourceTypeOnlineDrive    PipelineDatasourceDatasourceType = "online_drive"
+	PipelineDatasourceDatasourceTypeWebsiteCrawl   PipelineDatasourceDatasourceType = "website_crawl"
+)
+
+// Valid indicates whether the value is a known member of the PipelineDatasourceDatasourceType enum.
+func (e PipelineDatasourceDatasourceType) Valid() bool {
+	switch e {
+	case PipelineDatasourceDatasourceTypeLocalFile:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDocument:
+		return true
+	case PipelineDatasourceDatasourceTypeOnlineDrive:
+		return true
+	case PipelineDatasourceDatasourceTypeWebsiteCrawl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PipelineRunResultDataStatus.
+const (
+	PipelineRunResultDataStatusSucceeded PipelineRunResultDataStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PipelineRunResultDataStatus enum.
+func (e PipelineRunResultDataStatus) Valid() bool {
+	switch e {
+	case PipelineRunResultDataStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProgressDataStatus.
 const (
 	ProgressDataStatusFailed    ProgressDataStatus = "failed"
@@ -1182,13 +1284,13 @@ func (e ProgressDataStatus) Valid() bool {
 
 // Defines values for ReasoningChunkEventEvent.
 const (
-	ReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
+	ReasoningChunkEventEventReasoningChunk ReasoningChunkEventEvent = "reasoning_chunk"
 )
 
 // Valid indicates whether the value is a known member of the ReasoningChunkEventEvent enum.
 func (e ReasoningChunkEventEvent) Valid() bool {
 	switch e {
-	case ReasoningChunk:
+	case ReasoningChunkEventEventReasoningChunk:
 		return true
 	default:
 		return false
@@ -1345,6 +1447,21 @@ func (e TagRefType) Valid() bool {
 	}
 }
 
+// Defines values for TextChunkEventEvent.
+const (
+	TextChunk TextChunkEventEvent = "text_chunk"
+)
+
+// Valid indicates whether the value is a known member of the TextChunkEventEvent enum.
+func (e TextChunkEventEvent) Valid() bool {
+	switch e {
+	case TextChunk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TtsMessageEndEventEvent.
 const (
 	TtsMessageEnd TtsMessageEndEventEvent = "tts_message_end"
@@ -1375,15 +1492,213 @@ func (e TtsMessageEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppErrorEventEvent.
+const (
+	WorkflowAppErrorEventEventError WorkflowAppErrorEventEvent = "error"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppErrorEventEvent enum.
+func (e WorkflowAppErrorEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppErrorEventEventError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppFinishedEventEvent.
+const (
+	WorkflowAppFinishedEventEventWorkflowFinished WorkflowAppFinishedEventEvent = "workflow_finished"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppFinishedEventEvent enum.
+func (e WorkflowAppFinishedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppNodeEventEvent.
+const (
+	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
+	WorkflowAppNodeEventEventIterationCompleted WorkflowAppNodeEventEvent = "iteration_completed"
+	WorkflowAppNodeEventEventIterationNext      WorkflowAppNodeEventEvent = "iteration_next"
+	WorkflowAppNodeEventEventIterationStarted   WorkflowAppNodeEventEvent = "iteration_started"
+	WorkflowAppNodeEventEventLoopCompleted      WorkflowAppNodeEventEvent = "loop_completed"
+	WorkflowAppNodeEventEventLoopNext           WorkflowAppNodeEventEvent = "loop_next"
+	WorkflowAppNodeEventEventLoopStarted        WorkflowAppNodeEventEvent = "loop_started"
+	WorkflowAppNodeEventEventNodeFinished       WorkflowAppNodeEventEvent = "node_finished"
+	WorkflowAppNodeEventEventNodeRetry          WorkflowAppNodeEventEvent = "node_retry"
+	WorkflowAppNodeEventEventNodeStarted        WorkflowAppNodeEventEvent = "node_started"
+	WorkflowAppNodeEventEventReasoningChunk     WorkflowAppNodeEventEvent = "reasoning_chunk"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppNodeEventEvent enum.
+func (e WorkflowAppNodeEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppNodeEventEventAgentLog:
+		return true
+	case WorkflowAppNodeEventEventIterationCompleted:
+		return true
+	case WorkflowAppNodeEventEventIterationNext:
+		return true
+	case WorkflowAppNodeEventEventIterationStarted:
+		return true
+	case WorkflowAppNodeEventEventLoopCompleted:
+		return true
+	case WorkflowAppNodeEventEventLoopNext:
+		return true
+	case WorkflowAppNodeEventEventLoopStarted:
+		return true
+	case WorkflowAppNodeEventEventNodeFinished:
+		return true
+	case WorkflowAppNodeEventEventNodeRetry:
+		return true
+	case WorkflowAppNodeEventEventNodeStarted:
+		return true
+	case WorkflowAppNodeEventEventReasoningChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventDataReason.
+const (
+	WorkflowAppStartedEventDataReasonInitial    WorkflowAppStartedEventDataReason = "initial"
+	WorkflowAppStartedEventDataReasonResumption WorkflowAppStartedEventDataReason = "resumption"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventDataReason enum.
+func (e WorkflowAppStartedEventDataReason) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventDataReasonInitial:
+		return true
+	case WorkflowAppStartedEventDataReasonResumption:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowAppStartedEventEvent.
+const (
+	WorkflowAppStartedEventEventWorkflowStarted WorkflowAppStartedEventEvent = "workflow_started"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppStartedEventEvent enum.
+func (e WorkflowAppStartedEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowFinishedEventEvent.
 const (
-	WorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
+	WorkflowFinishedEventEventWorkflowFinished WorkflowFinishedEventEvent = "workflow_finished"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowFinishedEventEvent enum.
 func (e WorkflowFinishedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowFinished:
+	case WorkflowFinishedEventEventWorkflowFinished:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByEndUserType.
+const (
+	WorkflowLogCreatedByEndUserTypeServiceApi WorkflowLogCreatedByEndUserType = "service_api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByEndUserType enum.
+func (e WorkflowLogCreatedByEndUserType) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByEndUserTypeServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedByRole.
+const (
+	WorkflowLogCreatedByRoleEndUser WorkflowLogCreatedByRole = "end_user"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedByRole enum.
+func (e WorkflowLogCreatedByRole) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedByRoleEndUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogCreatedFrom.
+const (
+	WorkflowLogCreatedFromServiceApi WorkflowLogCreatedFrom = "service-api"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogCreatedFrom enum.
+func (e WorkflowLogCreatedFrom) Valid() bool {
+	switch e {
+	case WorkflowLogCreatedFromServiceApi:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunStatus.
+const (
+	WorkflowLogWorkflowRunStatusFailed           WorkflowLogWorkflowRunStatus = "failed"
+	WorkflowLogWorkflowRunStatusPartialSucceeded WorkflowLogWorkflowRunStatus = "partial-succeeded"
+	WorkflowLogWorkflowRunStatusPaused           WorkflowLogWorkflowRunStatus = "paused"
+	WorkflowLogWorkflowRunStatusRunning          WorkflowLogWorkflowRunStatus = "running"
+	WorkflowLogWorkflowRunStatusStopped          WorkflowLogWorkflowRunStatus = "stopped"
+	WorkflowLogWorkflowRunStatusSucceeded        WorkflowLogWorkflowRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunStatus enum.
+func (e WorkflowLogWorkflowRunStatus) Valid() bool {
+	switch e {
+	case WorkflowLogWorkflowRunStatusFailed:
+		return true
+	case WorkflowLogWorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowLogWorkflowRunStatusPaused:
+		return true
+	case WorkflowLogWorkflowRunStatusRunning:
+		return true
+	case WorkflowLogWorkflowRunStatusStopped:
+		return true
+	case WorkflowLogWorkflowRunStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowLogWorkflowRunTriggeredFrom.
+const (
+	AppRun WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunTriggeredFrom enum.
+func (e WorkflowLogWorkflowRunTriggeredFrom) Valid() bool {
+	switch e {
+	case AppRun:
 		return true
 	default:
 		return false
@@ -1420,6 +1735,54 @@ func (e WorkflowPausedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowRunDetailStatus.
+const (
+	WorkflowRunDetailStatusFailed           WorkflowRunDetailStatus = "failed"
+	WorkflowRunDetailStatusPartialSucceeded WorkflowRunDetailStatus = "partial-succeeded"
+	WorkflowRunDetailStatusPaused           WorkflowRunDetailStatus = "paused"
+	WorkflowRunDetailStatusRunning          WorkflowRunDetailStatus = "running"
+	WorkflowRunDetailStatusStopped          WorkflowRunDetailStatus = "stopped"
+	WorkflowRunDetailStatusSucceeded        WorkflowRunDetailStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunDetailStatus enum.
+func (e WorkflowRunDetailStatus) Valid() bool {
+	switch e {
+	case WorkflowRunDetailStatusFailed:
+		return true
+	case WorkflowRunDetailStatusPartialSucceeded:
+		return true
+	case WorkflowRunDetailStatusPaused:
+		return true
+	case WorkflowRunDetailStatusRunning:
+		return true
+	case WorkflowRunDetailStatusStopped:
+		return true
+	case WorkflowRunDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunRequestResponseMode.
+const (
+	WorkflowBlocking  WorkflowRunRequestResponseMode = "blocking"
+	WorkflowStreaming WorkflowRunRequestResponseMode = "streaming"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunRequestResponseMode enum.
+func (e WorkflowRunRequestResponseMode) Valid() bool {
+	switch e {
+	case WorkflowBlocking:
+		return true
+	case WorkflowStreaming:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowRunStatus.
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
@@ -1446,16 +1809,16 @@ func (e WorkflowRunStatus) Valid() bool {
 
 // Defines values for WorkflowStartedEventDataReason.
 const (
-	Initial    WorkflowStartedEventDataReason = "initial"
-	Resumption WorkflowStartedEventDataReason = "resumption"
+	WorkflowStartedEventDataReasonInitial    WorkflowStartedEventDataReason = "initial"
+	WorkflowStartedEventDataReasonResumption WorkflowStartedEventDataReason = "resumption"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventDataReason enum.
 func (e WorkflowStartedEventDataReason) Valid() bool {
 	switch e {
-	case Initial:
+	case WorkflowStartedEventDataReasonInitial:
 		return true
-	case Resumption:
+	case WorkflowStartedEventDataReasonResumption:
 		return true
 	default:
 		return false
@@ -1464,13 +1827,49 @@ func (e WorkflowStartedEventDataReason) Valid() bool {
 
 // Defines values for WorkflowStartedEventEvent.
 const (
-	WorkflowStarted WorkflowStartedEventEvent = "workflow_started"
+	WorkflowStartedEventEventWorkflowStarted WorkflowStartedEventEvent = "workflow_started"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowStartedEventEvent enum.
 func (e WorkflowStartedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowStarted:
+	case WorkflowStartedEventEventWorkflowStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetAnnotationReplyParamsAction.
+const (
+	SetAnnotationReplyParamsActionDisable SetAnnotationReplyParamsAction = "disable"
+	SetAnnotationReplyParamsActionEnable  SetAnnotationReplyParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the SetAnnotationReplyParamsAction enum.
+func (e SetAnnotationReplyParamsAction) Valid() bool {
+	switch e {
+	case SetAnnotationReplyParamsActionDisable:
+		return true
+	case SetAnnotationReplyParamsActionEnable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAnnotationReplyStatusParamsAction.
+const (
+	GetAnnotationReplyStatusParamsActionDisable GetAnnotationReplyStatusParamsAction = "disable"
+	GetAnnotationReplyStatusParamsActionEnable  GetAnnotationReplyStatusParamsAction = "enable"
+)
+
+// Valid indicates whether the value is a known member of the GetAnnotationReplyStatusParamsAction enum.
+func (e GetAnnotationReplyStatusParamsAction) Valid() bool {
+	switch e {
+	case GetAnnotationReplyStatusParamsActionDisable:
+		return true
+	case GetAnnotationReplyStatusParamsActionEnable:
 		return true
 	default:
 		return false
@@ -1495,6 +1894,27 @@ func (e ListConversationsParamsSortBy) Valid() bool {
 	case MinusUpdatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowLogsParamsStatus.
+const (
+	ListWorkflowLogsParamsStatusFailed    ListWorkflowLogsParamsStatus = "failed"
+	ListWorkflowLogsParamsStatusStopped   ListWorkflowLogsParamsStatus = "stopped"
+	ListWorkflowLogsParamsStatusSucceeded ListWorkflowLogsParamsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowLogsParamsStatus enum.
+func (e ListWorkflowLogsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowLogsParamsStatusFailed:
+		return true
+	case ListWorkflowLogsParamsStatusStopped:
+		return true
+	case ListWorkflowLogsParamsStatusSucceeded:
 		return true
 	default:
 		return false
@@ -1582,6 +2002,28 @@ type AgentThoughtEvent struct {
 // AgentThoughtEventEvent defines model for AgentThoughtEvent.Event.
 type AgentThoughtEventEvent string
 
+// Annotation A curated answer to a question.
+type Annotation struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Unix epoch seconds.
+	CreatedAt int64 `json:"created_at"`
+
+	// HitCount How many questions were answered from it.
+	HitCount int64  `json:"hit_count"`
+	Id       string `json:"id"`
+	Question string `json:"question"`
+}
+
+// AnnotationList defines model for AnnotationList.
+type AnnotationList struct {
+	Data    []Annotation `json:"data"`
+	HasMore bool         `json:"has_more"`
+	Limit   int          `json:"limit"`
+	Page    int          `json:"page"`
+	Total   int64        `json:"total"`
+}
+
 // AnnotationReply Present when an annotation matched; the answer then equals the annotation.
 type AnnotationReply struct {
 	Account *struct {
@@ -1591,6 +2033,44 @@ type AnnotationReply struct {
 
 	// Id Annotation id.
 	Id string `json:"id"`
+}
+
+// AnnotationReplyJob defines model for AnnotationReplyJob.
+type AnnotationReplyJob struct {
+	JobId     string                      `json:"job_id"`
+	JobStatus AnnotationReplyJobJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobJobStatus defines model for AnnotationReplyJob.JobStatus.
+type AnnotationReplyJobJobStatus string
+
+// AnnotationReplyJobStatus defines model for AnnotationReplyJobStatus.
+type AnnotationReplyJobStatus struct {
+	// ErrorMsg Why the job failed; empty unless `job_status` is `error`.
+	ErrorMsg  string                            `json:"error_msg"`
+	JobId     string                            `json:"job_id"`
+	JobStatus AnnotationReplyJobStatusJobStatus `json:"job_status"`
+}
+
+// AnnotationReplyJobStatusJobStatus defines model for AnnotationReplyJobStatus.JobStatus.
+type AnnotationReplyJobStatusJobStatus string
+
+// AnnotationReplyRequest defines model for AnnotationReplyRequest.
+type AnnotationReplyRequest struct {
+	// EmbeddingModelName A text-embedding model of that provider.
+	EmbeddingModelName string `json:"embedding_model_name"`
+
+	// EmbeddingProviderName A configured provider with the text-embedding model.
+	EmbeddingProviderName string `json:"embedding_provider_name"`
+
+	// ScoreThreshold The lowest similarity (cosine) at which a question is answered from an annotation.
+	ScoreThreshold float64 `json:"score_threshold"`
+}
+
+// AnnotationRequest defines model for AnnotationRequest.
+type AnnotationRequest struct {
+	Answer   string `json:"answer"`
+	Question string `json:"question"`
 }
 
 // AppFeedback A rating of one of the app's messages. Timestamps are ISO 8601, as in Dify.
@@ -1681,6 +2161,20 @@ type AppParameters struct {
 
 // AppParametersTextToSpeechAutoPlay defines model for AppParameters.TextToSpeech.AutoPlay.
 type AppParametersTextToSpeechAutoPlay string
+
+// AudioToTextRequest defines model for AudioToTextRequest.
+type AudioToTextRequest struct {
+	// File The audio file.
+	File openapi_types.File `json:"file"`
+
+	// User End-user identifier.
+	User *string `json:"user,omitempty"`
+}
+
+// AudioTranscript defines model for AudioTranscript.
+type AudioTranscript struct {
+	Text string `json:"text"`
+}
 
 // BindTagsRequest Body of bind-tags; an empty `tag_ids` is answered with Dify's "Tag IDs is required.". Unknown members are ignored.
 type BindTagsRequest struct {
@@ -1883,6 +2377,23 @@ type CompletionMessageEvent struct {
 // CompletionMessageEventEvent defines model for CompletionMessageEvent.Event.
 type CompletionMessageEventEvent string
 
+// CompletionMessageReplaceEvent Output moderation flagged the Completion: `answer` (the app's preset response) replaces
+// all the text streamed so far, and is the stored answer.
+type CompletionMessageReplaceEvent struct {
+	Answer string `json:"answer"`
+
+	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
+	CreatedAt int64                              `json:"created_at"`
+	Event     CompletionMessageReplaceEventEvent `json:"event"`
+	MessageId openapi_types.UUID                 `json:"message_id"`
+
+	// TaskId Task id for the stop-response operation.
+	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// CompletionMessageReplaceEventEvent defines model for CompletionMessageReplaceEvent.Event.
+type CompletionMessageReplaceEventEvent string
+
 // CompletionRequest Body of the send-completion-message operation. Unknown members are ignored.
 type CompletionRequest struct {
 	// Files Files for the message; `null` is accepted as "none". Images reach models with vision.
@@ -1940,9 +2451,10 @@ type CompletionResponseEvent string
 // CompletionResponseMode Always `completion`.
 type CompletionResponseMode string
 
-// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks, then
-// `message_end`, or `error`. Events carry no `conversation_id`. `ping` is a keep-alive sent as
-// the bare frame `event: ping`; clients skip it.
+// CompletionStreamEvent One event of a streamed Completion reply, dispatched on `event`: `message` chunks (and a
+// `message_replace` when output moderation replaces the text), then `message_end`, or `error`.
+// Events carry no `conversation_id`. `ping` is a keep-alive sent as the bare frame
+// `event: ping`; clients skip it.
 type CompletionStreamEvent struct {
 	union json.RawMessage
 }
@@ -2274,7 +2786,7 @@ type DocMetadata_Value struct {
 // present; with `without` everything but those two; with `all` everything. Members that
 // are null are sent as null, not left out. Timestamps are Unix epoch seconds.
 //
-// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":null},"disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":null},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
+// Example: {"archived":false,"average_segment_length":457,"completed_at":1741267203,"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","created_from":"api","data_source_info":{"upload_file":{"created_at":1741267200,"created_by":"0190f5a0-0b1c-7d2e-8f3a-4b5c6d7e8f90","extension":"txt","id":"0190f5b0-0a1b-7c2d-9e3f-4a5b6c7d8e9f","mime_type":"text/plain","name":"guide.txt","size":4120}},"data_source_type":"upload_file","dataset_process_rule":{"mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"dataset_process_rule_id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","disabled_at":null,"disabled_by":null,"display_status":"available","doc_form":"text_model","doc_language":"English","doc_metadata":[],"doc_type":null,"document_process_rule":{"dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","id":"0190f5af-5d6e-7f8a-9b0c-1d2e3f4a5b6c","mode":"automatic","rules":{"pre_processing_rules":[{"enabled":true,"id":"remove_extra_spaces"},{"enabled":false,"id":"remove_urls_emails"}],"segmentation":{"chunk_overlap":50,"delimiter":"\n","max_tokens":500}}},"enabled":true,"error":null,"hit_count":0,"id":"0190f5b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","indexing_latency":2.4,"indexing_status":"completed","name":"guide.txt","need_summary":false,"position":1,"segment_count":9,"summary_index_status":null,"tokens":980,"updated_at":1741267203}
 type DocumentDetail struct {
 	Archived *bool `json:"archived,omitempty"`
 
@@ -2293,10 +2805,15 @@ type DocumentDetail struct {
 	// DataSourceType Example: upload_file
 	DataSourceType *string `json:"data_source_type,omitempty"`
 
-	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DatasetProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DatasetProcessRule *ProcessRuleDetail `json:"dataset_process_rule,omitempty"`
-	DisabledAt         *int64             `json:"disabled_at,omitempty"`
-	DisabledBy         *string            `json:"disabled_by,omitempty"`
+
+	// DatasetProcessRuleId The id of the document's own process rule.
+	DatasetProcessRuleId *string `json:"dataset_process_rule_id,omitempty"`
+	DisabledAt           *int64  `json:"disabled_at,omitempty"`
+	DisabledBy           *string `json:"disabled_by,omitempty"`
 
 	// DisplayStatus The document's status as shown to users, derived from indexing status, enabled and archived.
 	DisplayStatus *DisplayStatus `json:"display_status,omitempty"`
@@ -2307,7 +2824,9 @@ type DocumentDetail struct {
 	DocMetadata *[]DocMetadata `json:"doc_metadata,omitempty"`
 	DocType     *string        `json:"doc_type,omitempty"`
 
-	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+	// DocumentProcessRule A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+	// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+	// `delimiter` for the separator).
 	DocumentProcessRule *ProcessRuleDetail `json:"document_process_rule,omitempty"`
 	Enabled             *bool              `json:"enabled,omitempty"`
 	Error               *string            `json:"error,omitempty"`
@@ -2327,6 +2846,11 @@ type DocumentDetail struct {
 	Tokens               *int                   `json:"tokens,omitempty"`
 	UpdatedAt            *int64                 `json:"updated_at,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentDownload A signed link to a document's original file.
+type DocumentDownload struct {
+	Url string `json:"url"`
 }
 
 // DocumentIndexingStatus Indexing progress of a document. Timestamps are Unix epoch seconds, null until reached.
@@ -2388,9 +2912,39 @@ type DocumentWithBatch struct {
 	Document KnowledgeDocument `json:"document"`
 }
 
+// DownloadZipRequest Body of download-zip. Unknown members are ignored.
+type DownloadZipRequest struct {
+	DocumentIds          []string               `json:"document_ids"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Enabled A feature switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// EndUser An end user of the app, as Dify's `GET /end-users/{id}` shows it.
+type EndUser struct {
+	AppId     openapi_types.UUID `json:"app_id"`
+	CreatedAt time.Time          `json:"created_at"`
+
+	// ExternalUserId The `user` value the end user was created from.
+	ExternalUserId *string            `json:"external_user_id"`
+	Id             openapi_types.UUID `json:"id"`
+
+	// IsAnonymous True for the shared end user of requests that name no `user`.
+	IsAnonymous bool    `json:"is_anonymous"`
+	Name        *string `json:"name"`
+
+	// SessionId The `user` value.
+	SessionId string `json:"session_id"`
+	TenantId  string `json:"tenant_id"`
+
+	// Type Always `service-api`.
+	//
+	// Example: service-api
+	Type      string    `json:"type"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Error The body of every error response, and the payload members of the `error` event.
@@ -2698,9 +3252,10 @@ type IndexingStatusList struct {
 // IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
 type IndexingTechnique string
 
-// InputFormItem One input of the app's form.
+// InputFormItem One input of the app's form; `default` is `""` when the input has none, `hide` false unless the app hides it.
 type InputFormItem struct {
-	Default   *string   `json:"default,omitempty"`
+	Default   string    `json:"default"`
+	Hide      bool      `json:"hide"`
 	Label     string    `json:"label"`
 	MaxLength *int      `json:"max_length,omitempty"`
 	Options   *[]string `json:"options,omitempty"`
@@ -2715,7 +3270,7 @@ type IterationCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData                 `json:"data"`
 	Event         IterationCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID           `json:"message_id"`
@@ -2733,7 +3288,7 @@ type IterationNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         IterationNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2751,7 +3306,7 @@ type IterationStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData               `json:"data"`
 	Event         IterationStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID         `json:"message_id"`
@@ -2813,7 +3368,7 @@ type LoopCompletedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData            `json:"data"`
 	Event         LoopCompletedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID      `json:"message_id"`
@@ -2831,7 +3386,7 @@ type LoopNextEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData       `json:"data"`
 	Event         LoopNextEventEvent `json:"event"`
 	MessageId     openapi_types.UUID `json:"message_id"`
@@ -2849,7 +3404,7 @@ type LoopStartedEvent struct {
 	// CreatedAt Message creation time, Unix epoch seconds; the same on every event of a stream.
 	CreatedAt int64 `json:"created_at"`
 
-	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+	// Data Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 	Data          ProgressData          `json:"data"`
 	Event         LoopStartedEventEvent `json:"event"`
 	MessageId     openapi_types.UUID    `json:"message_id"`
@@ -2941,17 +3496,20 @@ type MessageEvent struct {
 // MessageEventEvent defines model for MessageEvent.Event.
 type MessageEventEvent string
 
-// MessageFile A file attached to a message.
+// MessageFile A file attached to a message, with all nine members Dify sends. `url` is a link a client
+// can load without the API key: a signed link for an uploaded or a tool file, the file's own
+// address for a remote one. `filename`, `mime_type` and `size` are the stored file's; for a
+// remote file the name is the last part of its address and the type and size are null.
 type MessageFile struct {
 	BelongsTo      MessageFileBelongsTo      `json:"belongs_to"`
-	Filename       *string                   `json:"filename,omitempty"`
+	Filename       string                    `json:"filename"`
 	Id             string                    `json:"id"`
-	MimeType       *string                   `json:"mime_type,omitempty"`
-	Size           *int64                    `json:"size,omitempty"`
+	MimeType       *string                   `json:"mime_type"`
+	Size           *int64                    `json:"size"`
 	TransferMethod MessageFileTransferMethod `json:"transfer_method"`
 	Type           string                    `json:"type"`
-	UploadFileId   *string                   `json:"upload_file_id,omitempty"`
-	Url            *string                   `json:"url,omitempty"`
+	UploadFileId   *string                   `json:"upload_file_id"`
+	Url            *string                   `json:"url"`
 }
 
 // MessageFileBelongsTo defines model for MessageFile.BelongsTo.
@@ -2994,7 +3552,9 @@ type MessageList struct {
 	Limit   int              `json:"limit"`
 }
 
-// MessageReplaceEvent Output moderation replaced the answer so far with `answer`.
+// MessageReplaceEvent Output moderation flagged the answer: `answer` (the app's preset response) replaces all the
+// text streamed so far, and is the stored answer. Chatflow apps add `reason`
+// (`output_moderation`); Chatbot, Legacy Agent and Agent apps send none.
 type MessageReplaceEvent struct {
 	Answer         string             `json:"answer"`
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -3003,7 +3563,9 @@ type MessageReplaceEvent struct {
 	CreatedAt int64                    `json:"created_at"`
 	Event     MessageReplaceEventEvent `json:"event"`
 	MessageId openapi_types.UUID       `json:"message_id"`
-	Reason    *string                  `json:"reason,omitempty"`
+
+	// Reason Why the answer was replaced (Chatflow apps); `output_moderation`.
+	Reason *string `json:"reason,omitempty"`
 
 	// TaskId Task id for the stop-response operation.
 	TaskId openapi_types.UUID `json:"task_id"`
@@ -3144,8 +3706,8 @@ type ModelListResponse struct {
 
 // ModelProvider A model provider with its models of the requested type.
 type ModelProvider struct {
-	// IconSmall Icon URLs keyed by locale; empty when the provider has none.
-	IconSmall map[string]string `json:"icon_small"`
+	// IconSmall Icon URLs keyed by locale; null when the provider has none.
+	IconSmall *map[string]string `json:"icon_small"`
 
 	// IconSmallDark Dark icon URLs keyed by locale, or null.
 	IconSmallDark *map[string]string `json:"icon_small_dark"`
@@ -3318,6 +3880,103 @@ type PingEvent struct {
 // PingEventEvent defines model for PingEvent.Event.
 type PingEventEvent string
 
+// PipelineDatasource A datasource node of a knowledge base's pipeline.
+type PipelineDatasource struct {
+	Credentials    []map[string]interface{}         `json:"credentials"`
+	DatasourceType PipelineDatasourceDatasourceType `json:"datasource_type"`
+
+	// NodeId Example: local_file
+	NodeId             string                   `json:"node_id"`
+	PluginId           string                   `json:"plugin_id"`
+	ProviderName       string                   `json:"provider_name"`
+	Title              string                   `json:"title"`
+	UserInputVariables []map[string]interface{} `json:"user_input_variables"`
+}
+
+// PipelineDatasourceDatasourceType defines model for PipelineDatasource.DatasourceType.
+type PipelineDatasourceDatasourceType string
+
+// PipelineDatasourceInfo One file of a `local_file` run.
+type PipelineDatasourceInfo struct {
+	// Name The document's name; the file's name when omitted.
+	Name *string `json:"name,omitempty"`
+
+	// Reference The id of a file uploaded with `POST /datasets/pipeline/file-upload`.
+	Reference            string                 `json:"reference"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineDatasourceRunRequest Body of a datasource node run. Unknown members are ignored.
+type PipelineDatasourceRunRequest struct {
+	CredentialId *string `json:"credential_id,omitempty"`
+
+	// DatasourceType Example: online_document
+	DatasourceType       string                 `json:"datasource_type"`
+	Inputs               map[string]interface{} `json:"inputs"`
+	IsPublished          *bool                  `json:"is_published,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineFileUploadRequest Multipart body of the pipeline file upload; exactly one `file` part.
+type PipelineFileUploadRequest struct {
+	File                 *openapi_types.File    `json:"file,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunOutputs What the run made, the indexing batch and its documents.
+type PipelineRunOutputs struct {
+	Batch     string              `json:"batch"`
+	Documents []KnowledgeDocument `json:"documents"`
+}
+
+// PipelineRunRequest Body of a pipeline run. Unknown members are ignored.
+type PipelineRunRequest struct {
+	DatasourceInfoList []PipelineDatasourceInfo `json:"datasource_info_list"`
+
+	// DatasourceType Only `local_file` is available.
+	DatasourceType string `json:"datasource_type"`
+
+	// Inputs The run's inputs; `process_rule` and `doc_form` are read as in a document's `data`, other members are ignored.
+	Inputs      map[string]interface{} `json:"inputs"`
+	IsPublished bool                   `json:"is_published"`
+
+	// ResponseMode Only `blocking` is available.
+	ResponseMode string `json:"response_mode"`
+
+	// StartNodeId The datasource node to start from; only `local_file`.
+	StartNodeId          string                 `json:"start_node_id"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PipelineRunResult A finished pipeline run.
+type PipelineRunResult struct {
+	Data struct {
+		CreatedAt  int64              `json:"created_at"`
+		FinishedAt int64              `json:"finished_at"`
+		Id         openapi_types.UUID `json:"id"`
+
+		// Outputs What the run made, the indexing batch and its documents.
+		Outputs PipelineRunOutputs          `json:"outputs"`
+		Status  PipelineRunResultDataStatus `json:"status"`
+	} `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// PipelineRunResultDataStatus defines model for PipelineRunResult.Data.Status.
+type PipelineRunResultDataStatus string
+
+// PipelineUploadedFile A file stored for a pipeline run.
+type PipelineUploadedFile struct {
+	CreatedAt time.Time          `json:"created_at"`
+	CreatedBy string             `json:"created_by"`
+	Extension string             `json:"extension"`
+	Id        openapi_types.UUID `json:"id"`
+	MimeType  string             `json:"mime_type"`
+	Name      string             `json:"name"`
+	Size      int64              `json:"size"`
+}
+
 // PreProcessingRule A cleaning step: `remove_extra_spaces`, `remove_urls_emails` or `remove_stopwords` (no effect).
 type PreProcessingRule struct {
 	Enabled              *bool                  `json:"enabled,omitempty"`
@@ -3341,7 +4000,9 @@ type ProcessRule struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule.
+// ProcessRuleDetail A stored process rule; `id` and `dataset_id` are present on a document's own rule. An
+// automatic rule shows the fixed rules it applies, as Dify does (with Dify's member name
+// `delimiter` for the separator).
 type ProcessRuleDetail struct {
 	DatasetId *string `json:"dataset_id,omitempty"`
 	Id        *string `json:"id,omitempty"`
@@ -3380,7 +4041,7 @@ type ProcessRuleRules struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` also `pre_loop_output`, the loop variables before the round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
+// ProgressData Progress of an iteration or loop node (informational). `*_started` has `inputs` and `metadata` (`iterator_length` or `loop_length`); `*_next` has the 0-based `index` of the item or round about to run (`loop_next` comes only between two rounds, so its first index is 1, and also has `pre_loop_output`, the loop's outputs after the previous round); `*_completed` has `inputs`, `outputs`, `status`, `error`, `elapsed_time`, `total_tokens`, `execution_metadata`, `finished_at` and `steps`.
 type ProgressData struct {
 	CreatedAt *int64 `json:"created_at,omitempty"`
 
@@ -3636,8 +4297,10 @@ type RetrieverResource struct {
 	Score           float32            `json:"score"`
 	SegmentId       openapi_types.UUID `json:"segment_id"`
 	SegmentPosition *int               `json:"segment_position,omitempty"`
-	Summary         *string            `json:"summary,omitempty"`
-	WordCount       *int               `json:"word_count,omitempty"`
+
+	// Summary The chunk's summary; null, as Parley makes no chunk summaries.
+	Summary   *string `json:"summary"`
+	WordCount *int    `json:"word_count,omitempty"`
 }
 
 // Segment A chunk of a document. `word_count` counts characters of content and answer. Timestamps are Unix epoch seconds.
@@ -3771,6 +4434,31 @@ type SegmentsCreated struct {
 	DocForm string `json:"doc_form"`
 }
 
+// Site The app's web-app settings, as Dify's `GET /site` shows them.
+type Site struct {
+	ChatColorTheme         *string `json:"chat_color_theme"`
+	ChatColorThemeInverted bool    `json:"chat_color_theme_inverted"`
+	Copyright              *string `json:"copyright"`
+	CustomDisclaimer       string  `json:"custom_disclaimer"`
+
+	// DefaultLanguage Example: en-US
+	DefaultLanguage string  `json:"default_language"`
+	Description     *string `json:"description"`
+	Icon            *string `json:"icon"`
+	IconBackground  *string `json:"icon_background"`
+
+	// IconType `emoji`, `image` or `link`; null when the app has no icon.
+	IconType *string `json:"icon_type"`
+
+	// IconUrl The icon's URL for an icon of type `link`; null otherwise.
+	IconUrl             *string `json:"icon_url"`
+	InputPlaceholder    *string `json:"input_placeholder"`
+	PrivacyPolicy       *string `json:"privacy_policy"`
+	ShowWorkflowSteps   bool    `json:"show_workflow_steps"`
+	Title               string  `json:"title"`
+	UseIconAsAnswerIcon bool    `json:"use_icon_as_answer_icon"`
+}
+
 // SuggestedQuestions Follow-up questions.
 type SuggestedQuestions struct {
 	Data   []string                 `json:"data"`
@@ -3820,6 +4508,32 @@ type TagRefType string
 type TaskEnvelope struct {
 	// TaskId Task id for the stop-response operation.
 	TaskId openapi_types.UUID `json:"task_id"`
+}
+
+// TextChunkEvent Streamed text of the run: the values of the end nodes' outputs in order, one line each, an LLM's text as it is generated. Concatenate in order.
+type TextChunkEvent struct {
+	Data struct {
+		FromVariableSelector *[]string `json:"from_variable_selector"`
+		Text                 string    `json:"text"`
+	} `json:"data"`
+	Event         TextChunkEventEvent `json:"event"`
+	TaskId        openapi_types.UUID  `json:"task_id"`
+	WorkflowRunId openapi_types.UUID  `json:"workflow_run_id"`
+}
+
+// TextChunkEventEvent defines model for TextChunkEvent.Event.
+type TextChunkEventEvent string
+
+// TextToAudioRequest defines model for TextToAudioRequest.
+type TextToAudioRequest struct {
+	// MessageId A message whose answer to read (takes priority over `text`).
+	MessageId *openapi_types.UUID `json:"message_id,omitempty"`
+
+	// Streaming Ignored, as in Dify; the audio always streams.
+	Streaming *bool   `json:"streaming,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	User      *string `json:"user,omitempty"`
+	Voice     *string `json:"voice,omitempty"`
 }
 
 // TtsMessageEndEvent The end of text-to-speech audio; `audio` is empty.
@@ -3991,23 +4705,31 @@ type UploadFileDetail struct {
 	Size      int64  `json:"size"`
 }
 
-// UploadedFile A stored upload.
+// UploadedFile A stored upload, with the members current Dify sends: `source_url` is a signed link to the
+// file (see `GET /files/{file_id}/file-preview`); the others are null for an upload through
+// the Service API, as in Dify.
 type UploadedFile struct {
-	CreatedAt int64 `json:"created_at"`
+	ConversationId *string `json:"conversation_id"`
+	CreatedAt      int64   `json:"created_at"`
 
 	// CreatedBy The end user's id.
 	CreatedBy string `json:"created_by"`
 
 	// Extension Without the dot.
-	Extension  string             `json:"extension"`
-	Id         openapi_types.UUID `json:"id"`
-	MimeType   string             `json:"mime_type"`
-	Name       string             `json:"name"`
-	PreviewUrl *string            `json:"preview_url,omitempty"`
+	Extension   string             `json:"extension"`
+	FileKey     *string            `json:"file_key"`
+	Id          openapi_types.UUID `json:"id"`
+	MimeType    string             `json:"mime_type"`
+	Name        string             `json:"name"`
+	OriginalUrl *string            `json:"original_url"`
+	PreviewUrl  *string            `json:"preview_url"`
+	Reference   *string            `json:"reference"`
 
 	// Size Bytes.
 	Size      int64   `json:"size"`
-	SourceUrl *string `json:"source_url,omitempty"`
+	SourceUrl *string `json:"source_url"`
+	TenantId  string  `json:"tenant_id"`
+	UserId    *string `json:"user_id"`
 }
 
 // Usage Token usage and price of a reply. Prices are decimal strings.
@@ -4063,6 +4785,84 @@ type UserRequest struct {
 	User string `json:"user"`
 }
 
+// WorkflowAppErrorEvent The run could not go on (the server shut down); the HTTP status stays 200.
+type WorkflowAppErrorEvent struct {
+	Code          string                     `json:"code"`
+	Event         WorkflowAppErrorEventEvent `json:"event"`
+	Message       string                     `json:"message"`
+	Status        int                        `json:"status"`
+	WorkflowRunId openapi_types.UUID         `json:"workflow_run_id"`
+}
+
+// WorkflowAppErrorEventEvent defines model for WorkflowAppErrorEvent.Event.
+type WorkflowAppErrorEventEvent string
+
+// WorkflowAppFinishedEvent The run ended, with any status; it is the stream's last event but for a shutdown's `error`.
+type WorkflowAppFinishedEvent struct {
+	Data struct {
+		CreatedAt int64                   `json:"created_at"`
+		CreatedBy *map[string]interface{} `json:"created_by,omitempty"`
+
+		// ElapsedTime Seconds.
+		ElapsedTime     float64                   `json:"elapsed_time"`
+		Error           *string                   `json:"error"`
+		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
+		Files           *[]map[string]interface{} `json:"files,omitempty"`
+		FinishedAt      int64                     `json:"finished_at"`
+
+		// Id Workflow run id.
+		Id openapi_types.UUID `json:"id"`
+
+		// Outputs The end node's outputs.
+		Outputs *map[string]interface{} `json:"outputs"`
+
+		// Status The final status of a workflow run.
+		Status      WorkflowRunStatus `json:"status"`
+		TotalSteps  int               `json:"total_steps"`
+		TotalTokens int               `json:"total_tokens"`
+
+		// WorkflowId The published version that ran.
+		WorkflowId string `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppFinishedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID            `json:"task_id"`
+	WorkflowRunId openapi_types.UUID            `json:"workflow_run_id"`
+}
+
+// WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
+type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
+type WorkflowAppNodeEvent struct {
+	Data          map[string]interface{}    `json:"data"`
+	Event         WorkflowAppNodeEventEvent `json:"event"`
+	TaskId        openapi_types.UUID        `json:"task_id"`
+	WorkflowRunId openapi_types.UUID        `json:"workflow_run_id"`
+}
+
+// WorkflowAppNodeEventEvent defines model for WorkflowAppNodeEvent.Event.
+type WorkflowAppNodeEventEvent string
+
+// WorkflowAppStartedEvent The run began.
+type WorkflowAppStartedEvent struct {
+	Data struct {
+		CreatedAt  int64                              `json:"created_at"`
+		Id         openapi_types.UUID                 `json:"id"`
+		Inputs     map[string]interface{}             `json:"inputs"`
+		Reason     *WorkflowAppStartedEventDataReason `json:"reason,omitempty"`
+		WorkflowId string                             `json:"workflow_id"`
+	} `json:"data"`
+	Event         WorkflowAppStartedEventEvent `json:"event"`
+	TaskId        openapi_types.UUID           `json:"task_id"`
+	WorkflowRunId openapi_types.UUID           `json:"workflow_run_id"`
+}
+
+// WorkflowAppStartedEventDataReason defines model for WorkflowAppStartedEvent.Data.Reason.
+type WorkflowAppStartedEventDataReason string
+
+// WorkflowAppStartedEventEvent defines model for WorkflowAppStartedEvent.Event.
+type WorkflowAppStartedEventEvent string
+
 // WorkflowEnvelope defines model for WorkflowEnvelope.
 type WorkflowEnvelope struct {
 	TaskId        openapi_types.UUID `json:"task_id"`
@@ -4101,6 +4901,61 @@ type WorkflowFinishedEvent struct {
 // WorkflowFinishedEventEvent defines model for WorkflowFinishedEvent.Event.
 type WorkflowFinishedEventEvent string
 
+// WorkflowLog defines model for WorkflowLog.
+type WorkflowLog struct {
+	CreatedAt        int64                   `json:"created_at"`
+	CreatedByAccount *map[string]interface{} `json:"created_by_account"`
+	CreatedByEndUser struct {
+		Id          openapi_types.UUID              `json:"id"`
+		IsAnonymous bool                            `json:"is_anonymous"`
+		SessionId   string                          `json:"session_id"`
+		Type        WorkflowLogCreatedByEndUserType `json:"type"`
+	} `json:"created_by_end_user"`
+	CreatedByRole WorkflowLogCreatedByRole `json:"created_by_role"`
+	CreatedFrom   WorkflowLogCreatedFrom   `json:"created_from"`
+	Details       *map[string]interface{}  `json:"details"`
+	Id            openapi_types.UUID       `json:"id"`
+	WorkflowRun   struct {
+		CreatedAt       int64                               `json:"created_at"`
+		ElapsedTime     float64                             `json:"elapsed_time"`
+		Error           *string                             `json:"error"`
+		ExceptionsCount int                                 `json:"exceptions_count"`
+		FinishedAt      *int64                              `json:"finished_at"`
+		Id              openapi_types.UUID                  `json:"id"`
+		Status          WorkflowLogWorkflowRunStatus        `json:"status"`
+		TotalSteps      int                                 `json:"total_steps"`
+		TotalTokens     int                                 `json:"total_tokens"`
+		TriggeredFrom   WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
+
+		// Version The published version that ran (its number).
+		Version string `json:"version"`
+	} `json:"workflow_run"`
+}
+
+// WorkflowLogCreatedByEndUserType defines model for WorkflowLog.CreatedByEndUser.Type.
+type WorkflowLogCreatedByEndUserType string
+
+// WorkflowLogCreatedByRole defines model for WorkflowLog.CreatedByRole.
+type WorkflowLogCreatedByRole string
+
+// WorkflowLogCreatedFrom defines model for WorkflowLog.CreatedFrom.
+type WorkflowLogCreatedFrom string
+
+// WorkflowLogWorkflowRunStatus defines model for WorkflowLog.WorkflowRun.Status.
+type WorkflowLogWorkflowRunStatus string
+
+// WorkflowLogWorkflowRunTriggeredFrom defines model for WorkflowLog.WorkflowRun.TriggeredFrom.
+type WorkflowLogWorkflowRunTriggeredFrom string
+
+// WorkflowLogList defines model for WorkflowLogList.
+type WorkflowLogList struct {
+	Data    []WorkflowLog `json:"data"`
+	HasMore bool          `json:"has_more"`
+	Limit   int           `json:"limit"`
+	Page    int           `json:"page"`
+	Total   int           `json:"total"`
+}
+
 // WorkflowPausedEvent A Chatflow run paused at a human-input node; the stream ends.
 type WorkflowPausedEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -4129,6 +4984,76 @@ type WorkflowPausedEventDataStatus string
 
 // WorkflowPausedEventEvent defines model for WorkflowPausedEvent.Event.
 type WorkflowPausedEventEvent string
+
+// WorkflowRunDetail defines model for WorkflowRunDetail.
+type WorkflowRunDetail struct {
+	CreatedAt   int64              `json:"created_at"`
+	ElapsedTime float64            `json:"elapsed_time"`
+	Error       *string            `json:"error"`
+	FinishedAt  *int64             `json:"finished_at"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Inputs The run's inputs (system variables included) as a JSON text, as Dify returns them.
+	Inputs      string                  `json:"inputs"`
+	Outputs     map[string]interface{}  `json:"outputs"`
+	Status      WorkflowRunDetailStatus `json:"status"`
+	TotalSteps  int                     `json:"total_steps"`
+	TotalTokens int                     `json:"total_tokens"`
+	WorkflowId  string                  `json:"workflow_id"`
+}
+
+// WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
+type WorkflowRunDetailStatus string
+
+// WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
+type WorkflowRunRequest struct {
+	// Files Files for the run (`sys.files`); `null` is accepted as "none".
+	Files *[]FileReference `json:"files,omitempty"`
+
+	// Inputs Values of the start node's input variables keyed by variable name.
+	Inputs map[string]interface{} `json:"inputs"`
+
+	// ResponseMode `blocking` (default when omitted or null) or `streaming`.
+	ResponseMode *WorkflowRunRequestResponseMode `json:"response_mode,omitempty"`
+
+	// User End-user identifier chosen by the client, unique within the app.
+	User string `json:"user"`
+}
+
+// WorkflowRunRequestResponseMode `blocking` (default when omitted or null) or `streaming`.
+type WorkflowRunRequestResponseMode string
+
+// WorkflowRunResponse The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRunResponse struct {
+	// Data A finished run, as the blocking reply and `workflow_finished` report it.
+	Data          WorkflowRunResult  `json:"data"`
+	TaskId        openapi_types.UUID `json:"task_id"`
+	WorkflowRunId openapi_types.UUID `json:"workflow_run_id"`
+}
+
+// WorkflowRunResult A finished run, as the blocking reply and `workflow_finished` report it.
+type WorkflowRunResult struct {
+	CreatedAt int64 `json:"created_at"`
+
+	// ElapsedTime Seconds.
+	ElapsedTime float64 `json:"elapsed_time"`
+	Error       *string `json:"error"`
+	FinishedAt  int64   `json:"finished_at"`
+
+	// Id Workflow run id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Outputs The end node's outputs.
+	Outputs *map[string]interface{} `json:"outputs"`
+
+	// Status The final status of a workflow run.
+	Status      WorkflowRunStatus `json:"status"`
+	TotalSteps  int               `json:"total_steps"`
+	TotalTokens int               `json:"total_tokens"`
+
+	// WorkflowId The published version that ran.
+	WorkflowId string `json:"workflow_id"`
+}
 
 // WorkflowRunStatus The final status of a workflow run.
 type WorkflowRunStatus string
@@ -4159,6 +5084,17 @@ type WorkflowStartedEventDataReason string
 
 // WorkflowStartedEventEvent defines model for WorkflowStartedEvent.Event.
 type WorkflowStartedEventEvent string
+
+// WorkflowStreamEvent One event of a streamed Workflow app run, dispatched on `event`. Every event but ping
+// carries the run's `workflow_run_id` first, then `task_id` (except `error`) and `data`;
+// there is no conversation or message. `ping` is a keep-alive sent as the bare frame
+// `event: ping`.
+type WorkflowStreamEvent struct {
+	union json.RawMessage
+}
+
+// AsAttachment defines model for AsAttachment.
+type AsAttachment = bool
 
 // Batch defines model for Batch.
 type Batch = string
@@ -4244,6 +5180,9 @@ type Unauthorized = Error
 // UnsupportedMediaType The body of every error response, and the payload members of the `error` event.
 type UnsupportedMediaType = Error
 
+// WorkflowRun The blocking-mode reply of a Workflow app run; a failed or stopped run is a 200 with its status.
+type WorkflowRun = WorkflowRunResponse
+
 // ListAppFeedbacksParams defines parameters for ListAppFeedbacks.
 type ListAppFeedbacksParams struct {
 	// Page Page number, from 1.
@@ -4251,6 +5190,24 @@ type ListAppFeedbacksParams struct {
 
 	// Limit Items per page.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// SetAnnotationReplyParamsAction defines parameters for SetAnnotationReply.
+type SetAnnotationReplyParamsAction string
+
+// GetAnnotationReplyStatusParamsAction defines parameters for GetAnnotationReplyStatus.
+type GetAnnotationReplyStatusParamsAction string
+
+// ListAnnotationsParams defines parameters for ListAnnotations.
+type ListAnnotationsParams struct {
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page (at most 100 are returned).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Keyword Keep annotations whose question or answer contains this text.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
 // ListConversationsParams defines parameters for ListConversations.
@@ -4353,6 +5310,12 @@ type ListChildChunksParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// ListPipelineDatasourcesParams defines parameters for ListPipelineDatasources.
+type ListPipelineDatasourcesParams struct {
+	// IsPublished Accepted for Dify's clients; the built-in pipeline is always published.
+	IsPublished *bool `form:"is_published,omitempty" json:"is_published,omitempty"`
+}
+
 // GetToolFileParams defines parameters for GetToolFile.
 type GetToolFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -4363,6 +5326,30 @@ type GetToolFileParams struct {
 
 	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
 	Sign string `form:"sign" json:"sign"`
+}
+
+// GetSignedFileParams defines parameters for GetSignedFile.
+type GetSignedFileParams struct {
+	// Timestamp When the link was signed, in Unix seconds.
+	Timestamp string `form:"timestamp" json:"timestamp"`
+
+	// Nonce A random value of the link.
+	Nonce string `form:"nonce" json:"nonce"`
+
+	// Sign The link's signature (HMAC-SHA256, URL-safe base64).
+	Sign string `form:"sign" json:"sign"`
+
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+}
+
+// PreviewFileParams defines parameters for PreviewFile.
+type PreviewFileParams struct {
+	// AsAttachment `true` sends the file as an attachment (a download) whatever its type.
+	AsAttachment *AsAttachment `form:"as_attachment,omitempty" json:"as_attachment,omitempty"`
+
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
 // GetAppInfoParams defines parameters for GetAppInfo.
@@ -4404,6 +5391,12 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// GetSiteParams defines parameters for GetSite.
+type GetSiteParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
 // StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
 type StreamWorkflowEventsParams struct {
 	User string `form:"user" json:"user"`
@@ -4414,6 +5407,45 @@ type StreamWorkflowEventsParams struct {
 	// ContinueOnPause `true` keeps the stream open across further pauses.
 	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
 }
+
+// ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParams struct {
+	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
+	Status  *ListWorkflowLogsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAtBefore Only runs created before this time (ISO 8601).
+	CreatedAtBefore *time.Time `form:"created_at__before,omitempty" json:"created_at__before,omitempty"`
+
+	// CreatedAtAfter Only runs created after this time (ISO 8601).
+	CreatedAtAfter *time.Time `form:"created_at__after,omitempty" json:"created_at__after,omitempty"`
+
+	// CreatedByEndUserSessionId Only runs of the end user with this `user` value.
+	CreatedByEndUserSessionId *string `form:"created_by_end_user_session_id,omitempty" json:"created_by_end_user_session_id,omitempty"`
+
+	// CreatedByAccount Only runs started by the console account with this email; runs through the API have none, so any value matches nothing.
+	CreatedByAccount *string `form:"created_by_account,omitempty" json:"created_by_account,omitempty"`
+
+	// Page Page number, from 1.
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
+type ListWorkflowLogsParamsStatus string
+
+// SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
+type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
+
+// CreateAnnotationJSONRequestBody defines body for CreateAnnotation for application/json ContentType.
+type CreateAnnotationJSONRequestBody = AnnotationRequest
+
+// UpdateAnnotationJSONRequestBody defines body for UpdateAnnotation for application/json ContentType.
+type UpdateAnnotationJSONRequestBody = AnnotationRequest
+
+// AudioToTextMultipartRequestBody defines body for AudioToText for multipart/form-data ContentType.
+type AudioToTextMultipartRequestBody = AudioToTextRequest
 
 // SendChatMessageJSONRequestBody defines body for SendChatMessage for application/json ContentType.
 type SendChatMessageJSONRequestBody = ChatRequest
@@ -4438,6 +5470,9 @@ type UpdateConversationVariableJSONRequestBody = UpdateConversationVariableReque
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
+// UploadPipelineFileMultipartRequestBody defines body for UploadPipelineFile for multipart/form-data ContentType.
+type UploadPipelineFileMultipartRequestBody = PipelineFileUploadRequest
 
 // DeleteTagJSONRequestBody defines body for DeleteTag for application/json ContentType.
 type DeleteTagJSONRequestBody = DeleteTagRequest
@@ -4468,6 +5503,9 @@ type CreateDocumentByFileLegacyMultipartRequestBody = CreateDocumentByFileReques
 
 // CreateDocumentByTextLegacyJSONRequestBody defines body for CreateDocumentByTextLegacy for application/json ContentType.
 type CreateDocumentByTextLegacyJSONRequestBody = CreateDocumentByTextRequest
+
+// DownloadDocumentsZipJSONRequestBody defines body for DownloadDocumentsZip for application/json ContentType.
+type DownloadDocumentsZipJSONRequestBody = DownloadZipRequest
 
 // UpdateDocumentsMetadataJSONRequestBody defines body for UpdateDocumentsMetadata for application/json ContentType.
 type UpdateDocumentsMetadataJSONRequestBody = UpdateDocumentsMetadataRequest
@@ -4515,6 +5553,12 @@ type CreateMetadataFieldJSONRequestBody = CreateMetadataFieldRequest
 // UpdateMetadataFieldJSONRequestBody defines body for UpdateMetadataField for application/json ContentType.
 type UpdateMetadataFieldJSONRequestBody = UpdateMetadataFieldRequest
 
+// RunPipelineDatasourceNodeJSONRequestBody defines body for RunPipelineDatasourceNode for application/json ContentType.
+type RunPipelineDatasourceNodeJSONRequestBody = PipelineDatasourceRunRequest
+
+// RunPipelineJSONRequestBody defines body for RunPipeline for application/json ContentType.
+type RunPipelineJSONRequestBody = PipelineRunRequest
+
 // RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
 type RetrieveJSONRequestBody = RetrieveRequest
 
@@ -4526,6 +5570,18 @@ type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
+type TextToAudioJSONRequestBody = TextToAudioRequest
+
+// RunWorkflowJSONRequestBody defines body for RunWorkflow for application/json ContentType.
+type RunWorkflowJSONRequestBody = WorkflowRunRequest
+
+// StopWorkflowTaskJSONRequestBody defines body for StopWorkflowTask for application/json ContentType.
+type StopWorkflowTaskJSONRequestBody = UserRequest
+
+// RunWorkflowVersionJSONRequestBody defines body for RunWorkflowVersion for application/json ContentType.
+type RunWorkflowVersionJSONRequestBody = WorkflowRunRequest
 
 // Getter for additional properties for AgentLogEvent_Data. Returns the specified
 // element and whether it was found
@@ -5732,6 +6788,14 @@ func (a *DocumentDetail) UnmarshalJSON(b []byte) error {
 		delete(object, "dataset_process_rule")
 	}
 
+	if raw, found := object["dataset_process_rule_id"]; found {
+		err = json.Unmarshal(raw, &a.DatasetProcessRuleId)
+		if err != nil {
+			return fmt.Errorf("error reading 'dataset_process_rule_id': %w", err)
+		}
+		delete(object, "dataset_process_rule_id")
+	}
+
 	if raw, found := object["disabled_at"]; found {
 		err = json.Unmarshal(raw, &a.DisabledAt)
 		if err != nil {
@@ -5979,6 +7043,13 @@ func (a DocumentDetail) MarshalJSON() ([]byte, error) {
 		object["dataset_process_rule"], err = json.Marshal(a.DatasetProcessRule)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'dataset_process_rule': %w", err)
+		}
+	}
+
+	if a.DatasetProcessRuleId != nil {
+		object["dataset_process_rule_id"], err = json.Marshal(a.DatasetProcessRuleId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dataset_process_rule_id': %w", err)
 		}
 	}
 
@@ -6281,6 +7352,74 @@ func (a *DocumentStatusRequest) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for DocumentStatusRequest to handle AdditionalProperties
 func (a DocumentStatusRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DocumentIds != nil {
+		object["document_ids"], err = json.Marshal(a.DocumentIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for DownloadZipRequest. Returns the specified
+// element and whether it was found
+func (a DownloadZipRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DownloadZipRequest
+func (a *DownloadZipRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a *DownloadZipRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["document_ids"]; found {
+		err = json.Unmarshal(raw, &a.DocumentIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'document_ids': %w", err)
+		}
+		delete(object, "document_ids")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DownloadZipRequest to handle AdditionalProperties
+func (a DownloadZipRequest) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -7096,6 +8235,401 @@ func (a Model_ModelProperties) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'context_size': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceInfo. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceInfo) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceInfo
+func (a *PipelineDatasourceInfo) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a *PipelineDatasourceInfo) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["reference"]; found {
+		err = json.Unmarshal(raw, &a.Reference)
+		if err != nil {
+			return fmt.Errorf("error reading 'reference': %w", err)
+		}
+		delete(object, "reference")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceInfo to handle AdditionalProperties
+func (a PipelineDatasourceInfo) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	object["reference"], err = json.Marshal(a.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reference': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineDatasourceRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineDatasourceRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineDatasourceRunRequest
+func (a *PipelineDatasourceRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a *PipelineDatasourceRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["credential_id"]; found {
+		err = json.Unmarshal(raw, &a.CredentialId)
+		if err != nil {
+			return fmt.Errorf("error reading 'credential_id': %w", err)
+		}
+		delete(object, "credential_id")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineDatasourceRunRequest to handle AdditionalProperties
+func (a PipelineDatasourceRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CredentialId != nil {
+		object["credential_id"], err = json.Marshal(a.CredentialId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'credential_id': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	if a.IsPublished != nil {
+		object["is_published"], err = json.Marshal(a.IsPublished)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineFileUploadRequest. Returns the specified
+// element and whether it was found
+func (a PipelineFileUploadRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineFileUploadRequest
+func (a *PipelineFileUploadRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a *PipelineFileUploadRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["file"]; found {
+		err = json.Unmarshal(raw, &a.File)
+		if err != nil {
+			return fmt.Errorf("error reading 'file': %w", err)
+		}
+		delete(object, "file")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineFileUploadRequest to handle AdditionalProperties
+func (a PipelineFileUploadRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.File != nil {
+		object["file"], err = json.Marshal(a.File)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'file': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PipelineRunRequest. Returns the specified
+// element and whether it was found
+func (a PipelineRunRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PipelineRunRequest
+func (a *PipelineRunRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a *PipelineRunRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["datasource_info_list"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceInfoList)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_info_list': %w", err)
+		}
+		delete(object, "datasource_info_list")
+	}
+
+	if raw, found := object["datasource_type"]; found {
+		err = json.Unmarshal(raw, &a.DatasourceType)
+		if err != nil {
+			return fmt.Errorf("error reading 'datasource_type': %w", err)
+		}
+		delete(object, "datasource_type")
+	}
+
+	if raw, found := object["inputs"]; found {
+		err = json.Unmarshal(raw, &a.Inputs)
+		if err != nil {
+			return fmt.Errorf("error reading 'inputs': %w", err)
+		}
+		delete(object, "inputs")
+	}
+
+	if raw, found := object["is_published"]; found {
+		err = json.Unmarshal(raw, &a.IsPublished)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_published': %w", err)
+		}
+		delete(object, "is_published")
+	}
+
+	if raw, found := object["response_mode"]; found {
+		err = json.Unmarshal(raw, &a.ResponseMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'response_mode': %w", err)
+		}
+		delete(object, "response_mode")
+	}
+
+	if raw, found := object["start_node_id"]; found {
+		err = json.Unmarshal(raw, &a.StartNodeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'start_node_id': %w", err)
+		}
+		delete(object, "start_node_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PipelineRunRequest to handle AdditionalProperties
+func (a PipelineRunRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DatasourceInfoList != nil {
+		object["datasource_info_list"], err = json.Marshal(a.DatasourceInfoList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'datasource_info_list': %w", err)
+		}
+	}
+
+	object["datasource_type"], err = json.Marshal(a.DatasourceType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'datasource_type': %w", err)
+	}
+
+	if a.Inputs != nil {
+		object["inputs"], err = json.Marshal(a.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'inputs': %w", err)
+		}
+	}
+
+	object["is_published"], err = json.Marshal(a.IsPublished)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'is_published': %w", err)
+	}
+
+	object["response_mode"], err = json.Marshal(a.ResponseMode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'response_mode': %w", err)
+	}
+
+	object["start_node_id"], err = json.Marshal(a.StartNodeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'start_node_id': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -10931,6 +12465,40 @@ func (t *CompletionStreamEvent) MergeCompletionMessageEvent(v CompletionMessageE
 	return err
 }
 
+// AsCompletionMessageReplaceEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageReplaceEvent
+func (t CompletionStreamEvent) AsCompletionMessageReplaceEvent() (CompletionMessageReplaceEvent, error) {
+	var body CompletionMessageReplaceEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompletionMessageReplaceEvent overwrites any union data inside the CompletionStreamEvent as the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) FromCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	t.union = b
+	return err
+}
+
+// MergeCompletionMessageReplaceEvent performs a merge with any union data inside the CompletionStreamEvent, using the provided CompletionMessageReplaceEvent
+func (t *CompletionStreamEvent) MergeCompletionMessageReplaceEvent(v CompletionMessageReplaceEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"event":"message_replace"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsCompletionMessageEndEvent returns the union data inside the CompletionStreamEvent as a CompletionMessageEndEvent
 func (t CompletionStreamEvent) AsCompletionMessageEndEvent() (CompletionMessageEndEvent, error) {
 	var body CompletionMessageEndEvent
@@ -11053,6 +12621,8 @@ func (t CompletionStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsCompletionMessageEvent()
 	case "message_end":
 		return t.AsCompletionMessageEndEvent()
+	case "message_replace":
+		return t.AsCompletionMessageReplaceEvent()
 	case "ping":
 		return t.AsPingEvent()
 	default:
@@ -11282,11 +12852,249 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
+	var body WorkflowAppStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppStartedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppStartedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppStartedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppStartedEvent(v WorkflowAppStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppNodeEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppNodeEvent
+func (t WorkflowStreamEvent) AsWorkflowAppNodeEvent() (WorkflowAppNodeEvent, error) {
+	var body WorkflowAppNodeEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppNodeEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppNodeEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppNodeEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppNodeEvent(v WorkflowAppNodeEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextChunkEvent returns the union data inside the WorkflowStreamEvent as a TextChunkEvent
+func (t WorkflowStreamEvent) AsTextChunkEvent() (TextChunkEvent, error) {
+	var body TextChunkEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextChunkEvent overwrites any union data inside the WorkflowStreamEvent as the provided TextChunkEvent
+func (t *WorkflowStreamEvent) FromTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTextChunkEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided TextChunkEvent
+func (t *WorkflowStreamEvent) MergeTextChunkEvent(v TextChunkEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppFinishedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppFinishedEvent
+func (t WorkflowStreamEvent) AsWorkflowAppFinishedEvent() (WorkflowAppFinishedEvent, error) {
+	var body WorkflowAppFinishedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppFinishedEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppFinishedEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppFinishedEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppFinishedEvent(v WorkflowAppFinishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowAppErrorEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppErrorEvent
+func (t WorkflowStreamEvent) AsWorkflowAppErrorEvent() (WorkflowAppErrorEvent, error) {
+	var body WorkflowAppErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppErrorEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppErrorEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppErrorEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
+func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
+	var body PingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPingEvent overwrites any union data inside the WorkflowStreamEvent as the provided PingEvent
+func (t *WorkflowStreamEvent) FromPingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePingEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided PingEvent
+func (t *WorkflowStreamEvent) MergePingEvent(v PingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsWorkflowAppNodeEvent()
+	case "error":
+		return t.AsWorkflowAppErrorEvent()
+	case "iteration_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "iteration_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_completed":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_next":
+		return t.AsWorkflowAppNodeEvent()
+	case "loop_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_finished":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_retry":
+		return t.AsWorkflowAppNodeEvent()
+	case "node_started":
+		return t.AsWorkflowAppNodeEvent()
+	case "ping":
+		return t.AsPingEvent()
+	case "reasoning_chunk":
+		return t.AsWorkflowAppNodeEvent()
+	case "text_chunk":
+		return t.AsTextChunkEvent()
+	case "workflow_finished":
+		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_started":
+		return t.AsWorkflowAppStartedEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx echo.Context, params ListAppFeedbacksParams) error
+	// SetAnnotationReply Switch annotation reply on or off
+	// (POST /apps/annotation-reply/{action})
+	SetAnnotationReply(ctx echo.Context, action SetAnnotationReplyParamsAction) error
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	// (GET /apps/annotation-reply/{action}/status/{job_id})
+	GetAnnotationReplyStatus(ctx echo.Context, action GetAnnotationReplyStatusParamsAction, jobId string) error
+	// ListAnnotations List annotations
+	// (GET /apps/annotations)
+	ListAnnotations(ctx echo.Context, params ListAnnotationsParams) error
+	// CreateAnnotation Create an annotation
+	// (POST /apps/annotations)
+	CreateAnnotation(ctx echo.Context) error
+	// DeleteAnnotation Delete an annotation
+	// (DELETE /apps/annotations/{annotation_id})
+	DeleteAnnotation(ctx echo.Context, annotationId string) error
+	// UpdateAnnotation Update an annotation
+	// (PUT /apps/annotations/{annotation_id})
+	UpdateAnnotation(ctx echo.Context, annotationId string) error
+	// AudioToText Speech to text
+	// (POST /audio-to-text)
+	AudioToText(ctx echo.Context) error
 	// SendChatMessage Send chat message
 	// (POST /chat-messages)
 	SendChatMessage(ctx echo.Context) error
@@ -11320,6 +13128,9 @@ type ServerInterface interface {
 	// CreateDataset Create an empty knowledge base
 	// (POST /datasets)
 	CreateDataset(ctx echo.Context) error
+	// UploadPipelineFile Upload a file for a knowledge pipeline run
+	// (POST /datasets/pipeline/file-upload)
+	UploadPipelineFile(ctx echo.Context) error
 	// DeleteTag Delete a knowledge tag
 	// (DELETE /datasets/tags)
 	DeleteTag(ctx echo.Context) error
@@ -11362,6 +13173,9 @@ type ServerInterface interface {
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	// (POST /datasets/{dataset_id}/documents/download-zip)
+	DownloadDocumentsZip(ctx echo.Context, datasetId DatasetId) error
 	// UpdateDocumentsMetadata Set documents' metadata values
 	// (POST /datasets/{dataset_id}/documents/metadata)
 	UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error
@@ -11380,6 +13194,9 @@ type ServerInterface interface {
 	// UpdateDocument Update a document
 	// (PATCH /datasets/{dataset_id}/documents/{document_id})
 	UpdateDocument(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// GetDocumentDownload Get a link to a document's original file
+	// (GET /datasets/{dataset_id}/documents/{document_id}/download)
+	GetDocumentDownload(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
 	// ListSegments List a document's chunks
 	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
 	ListSegments(ctx echo.Context, datasetId DatasetId, documentId DocumentId, params ListSegmentsParams) error
@@ -11444,18 +13261,36 @@ type ServerInterface interface {
 	// UpdateMetadataField Rename a metadata field
 	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
 	UpdateMetadataField(ctx echo.Context, datasetId DatasetId, metadataId MetadataId) error
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	// (GET /datasets/{dataset_id}/pipeline/datasource-plugins)
+	ListPipelineDatasources(ctx echo.Context, datasetId DatasetId, params ListPipelineDatasourcesParams) error
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	// (POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run)
+	RunPipelineDatasourceNode(ctx echo.Context, datasetId DatasetId, nodeId string) error
+	// RunPipeline Run the knowledge base's pipeline
+	// (POST /datasets/{dataset_id}/pipeline/run)
+	RunPipeline(ctx echo.Context, datasetId DatasetId) error
 	// Retrieve Retrieve chunks
 	// (POST /datasets/{dataset_id}/retrieve)
 	Retrieve(ctx echo.Context, datasetId DatasetId) error
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx echo.Context, datasetId DatasetId) error
+	// GetEndUser Get an end user
+	// (GET /end-users/{end_user_id})
+	GetEndUser(ctx echo.Context, endUserId string) error
 	// GetToolFile Get a file a tool returned
 	// (GET /files/tools/{file})
 	GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx echo.Context) error
+	// GetSignedFile Get a file through a signed link
+	// (GET /files/{file_id}/file-preview)
+	GetSignedFile(ctx echo.Context, fileId string, params GetSignedFileParams) error
+	// PreviewFile Preview or download a file
+	// (GET /files/{file_id}/preview)
+	PreviewFile(ctx echo.Context, fileId string, params PreviewFileParams) error
 	// GetHumanInputForm Get human input form
 	// (GET /form/human_input/{form_token})
 	GetHumanInputForm(ctx echo.Context, formToken FormToken) error
@@ -11480,9 +13315,30 @@ type ServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
+	// GetSite Get the app's web-app settings
+	// (GET /site)
+	GetSite(ctx echo.Context, params GetSiteParams) error
+	// TextToAudio Text to speech
+	// (POST /text-to-audio)
+	TextToAudio(ctx echo.Context) error
 	// StreamWorkflowEvents Stream workflow events
 	// (GET /workflow/{workflow_run_id}/events)
 	StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error
+	// ListWorkflowLogs List workflow logs
+	// (GET /workflows/logs)
+	ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error
+	// RunWorkflow Run a workflow
+	// (POST /workflows/run)
+	RunWorkflow(ctx echo.Context) error
+	// GetWorkflowRun Get a workflow run
+	// (GET /workflows/run/{workflow_run_id})
+	GetWorkflowRun(ctx echo.Context, workflowRunId string) error
+	// StopWorkflowTask Stop a workflow run
+	// (POST /workflows/tasks/{task_id}/stop)
+	StopWorkflowTask(ctx echo.Context, taskId TaskId) error
+	// RunWorkflowVersion Run a published workflow version
+	// (POST /workflows/{workflow_id}/run)
+	RunWorkflowVersion(ctx echo.Context, workflowId string) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -11515,6 +13371,128 @@ func (w *ServerInterfaceWrapper) ListAppFeedbacks(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAppFeedbacks(ctx, params)
+	return err
+}
+
+// SetAnnotationReply converts echo context to params.
+func (w *ServerInterfaceWrapper) SetAnnotationReply(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "action" -------------
+	var action SetAnnotationReplyParamsAction
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetAnnotationReply(ctx, action)
+	return err
+}
+
+// GetAnnotationReplyStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAnnotationReplyStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "action" -------------
+	var action GetAnnotationReplyStatusParamsAction
+
+	err = runtime.BindStyledParameterWithOptions("simple", "action", ctx.Param("action"), &action, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// ------------- Path parameter "job_id" -------------
+	var jobId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "job_id", ctx.Param("job_id"), &jobId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter job_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAnnotationReplyStatus(ctx, action, jobId)
+	return err
+}
+
+// ListAnnotations converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAnnotations(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAnnotationsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAnnotations(ctx, params)
+	return err
+}
+
+// CreateAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateAnnotation(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateAnnotation(ctx)
+	return err
+}
+
+// DeleteAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteAnnotation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "annotation_id" -------------
+	var annotationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "annotation_id", ctx.Param("annotation_id"), &annotationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter annotation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteAnnotation(ctx, annotationId)
+	return err
+}
+
+// UpdateAnnotation converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAnnotation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "annotation_id" -------------
+	var annotationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "annotation_id", ctx.Param("annotation_id"), &annotationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter annotation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAnnotation(ctx, annotationId)
+	return err
+}
+
+// AudioToText converts echo context to params.
+func (w *ServerInterfaceWrapper) AudioToText(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AudioToText(ctx)
 	return err
 }
 
@@ -11764,6 +13742,15 @@ func (w *ServerInterfaceWrapper) CreateDataset(ctx echo.Context) error {
 	return err
 }
 
+// UploadPipelineFile converts echo context to params.
+func (w *ServerInterfaceWrapper) UploadPipelineFile(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UploadPipelineFile(ctx)
+	return err
+}
+
 // DeleteTag converts echo context to params.
 func (w *ServerInterfaceWrapper) DeleteTag(ctx echo.Context) error {
 	var err error
@@ -11976,6 +13963,22 @@ func (w *ServerInterfaceWrapper) ListDocuments(ctx echo.Context) error {
 	return err
 }
 
+// DownloadDocumentsZip converts echo context to params.
+func (w *ServerInterfaceWrapper) DownloadDocumentsZip(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DownloadDocumentsZip(ctx, datasetId)
+	return err
+}
+
 // UpdateDocumentsMetadata converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateDocumentsMetadata(ctx echo.Context) error {
 	var err error
@@ -12118,6 +14121,30 @@ func (w *ServerInterfaceWrapper) UpdateDocument(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateDocument(ctx, datasetId, documentId)
+	return err
+}
+
+// GetDocumentDownload converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocumentDownload(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocumentDownload(ctx, datasetId, documentId)
 	return err
 }
 
@@ -12694,6 +14721,71 @@ func (w *ServerInterfaceWrapper) UpdateMetadataField(ctx echo.Context) error {
 	return err
 }
 
+// ListPipelineDatasources converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPipelineDatasources(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPipelineDatasourcesParams
+	// ------------- Optional query parameter "is_published" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "is_published", ctx.QueryParams(), &params.IsPublished, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter is_published: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPipelineDatasources(ctx, datasetId, params)
+	return err
+}
+
+// RunPipelineDatasourceNode converts echo context to params.
+func (w *ServerInterfaceWrapper) RunPipelineDatasourceNode(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "node_id" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "node_id", ctx.Param("node_id"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter node_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunPipelineDatasourceNode(ctx, datasetId, nodeId)
+	return err
+}
+
+// RunPipeline converts echo context to params.
+func (w *ServerInterfaceWrapper) RunPipeline(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunPipeline(ctx, datasetId)
+	return err
+}
+
 // Retrieve converts echo context to params.
 func (w *ServerInterfaceWrapper) Retrieve(ctx echo.Context) error {
 	var err error
@@ -12723,6 +14815,22 @@ func (w *ServerInterfaceWrapper) ListDatasetTags(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDatasetTags(ctx, datasetId)
+	return err
+}
+
+// GetEndUser converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEndUser(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "end_user_id" -------------
+	var endUserId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "end_user_id", ctx.Param("end_user_id"), &endUserId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter end_user_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEndUser(ctx, endUserId)
 	return err
 }
 
@@ -12771,6 +14879,84 @@ func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UploadFile(ctx)
+	return err
+}
+
+// GetSignedFile converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSignedFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file_id" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file_id", ctx.Param("file_id"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSignedFileParams
+	// ------------- Required query parameter "timestamp" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "timestamp", ctx.QueryParams(), &params.Timestamp, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter timestamp: %s", err))
+	}
+
+	// ------------- Required query parameter "nonce" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "nonce", ctx.QueryParams(), &params.Nonce, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter nonce: %s", err))
+	}
+
+	// ------------- Required query parameter "sign" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "sign", ctx.QueryParams(), &params.Sign, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sign: %s", err))
+	}
+
+	// ------------- Optional query parameter "as_attachment" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_attachment", ctx.QueryParams(), &params.AsAttachment, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_attachment: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSignedFile(ctx, fileId, params)
+	return err
+}
+
+// PreviewFile converts echo context to params.
+func (w *ServerInterfaceWrapper) PreviewFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file_id" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file_id", ctx.Param("file_id"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PreviewFileParams
+	// ------------- Optional query parameter "as_attachment" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_attachment", ctx.QueryParams(), &params.AsAttachment, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_attachment: %s", err))
+	}
+
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PreviewFile(ctx, fileId, params)
 	return err
 }
 
@@ -12940,6 +15126,33 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	return err
 }
 
+// GetSite converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSite(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSiteParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSite(ctx, params)
+	return err
+}
+
+// TextToAudio converts echo context to params.
+func (w *ServerInterfaceWrapper) TextToAudio(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TextToAudio(ctx)
+	return err
+}
+
 // StreamWorkflowEvents converts echo context to params.
 func (w *ServerInterfaceWrapper) StreamWorkflowEvents(ctx echo.Context) error {
 	var err error
@@ -12976,6 +15189,130 @@ func (w *ServerInterfaceWrapper) StreamWorkflowEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StreamWorkflowEvents(ctx, workflowRunId, params)
+	return err
+}
+
+// ListWorkflowLogs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWorkflowLogs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkflowLogsParams
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", ctx.QueryParams(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyword: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_at__before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_at__before", ctx.QueryParams(), &params.CreatedAtBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_at__before: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_at__after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_at__after", ctx.QueryParams(), &params.CreatedAtAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_at__after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_by_end_user_session_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_by_end_user_session_id", ctx.QueryParams(), &params.CreatedByEndUserSessionId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_by_end_user_session_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_by_account" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_by_account", ctx.QueryParams(), &params.CreatedByAccount, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_by_account: %s", err))
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWorkflowLogs(ctx, params)
+	return err
+}
+
+// RunWorkflow converts echo context to params.
+func (w *ServerInterfaceWrapper) RunWorkflow(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunWorkflow(ctx)
+	return err
+}
+
+// GetWorkflowRun converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWorkflowRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_run_id" -------------
+	var workflowRunId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_run_id", ctx.Param("workflow_run_id"), &workflowRunId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWorkflowRun(ctx, workflowRunId)
+	return err
+}
+
+// StopWorkflowTask converts echo context to params.
+func (w *ServerInterfaceWrapper) StopWorkflowTask(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "task_id" -------------
+	var taskId TaskId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StopWorkflowTask(ctx, taskId)
+	return err
+}
+
+// RunWorkflowVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) RunWorkflowVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_id" -------------
+	var workflowId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_id", ctx.Param("workflow_id"), &workflowId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunWorkflowVersion(ctx, workflowId)
 	return err
 }
 
@@ -13046,6 +15383,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/chat-messages/:task_id/stop", wrapper.StopChatMessage, options.OperationMiddlewares["stopChatMessage"]...)
 	router.POST(options.BaseURL+"/completion-messages", wrapper.SendCompletionMessage, options.OperationMiddlewares["sendCompletionMessage"]...)
 	router.POST(options.BaseURL+"/completion-messages/:task_id/stop", wrapper.StopCompletionMessage, options.OperationMiddlewares["stopCompletionMessage"]...)
+	router.POST(options.BaseURL+"/workflows/run", wrapper.RunWorkflow, options.OperationMiddlewares["runWorkflow"]...)
+	router.POST(options.BaseURL+"/workflows/:workflow_id/run", wrapper.RunWorkflowVersion, options.OperationMiddlewares["runWorkflowVersion"]...)
+	router.GET(options.BaseURL+"/workflows/run/:workflow_run_id", wrapper.GetWorkflowRun, options.OperationMiddlewares["getWorkflowRun"]...)
+	router.POST(options.BaseURL+"/workflows/tasks/:task_id/stop", wrapper.StopWorkflowTask, options.OperationMiddlewares["stopWorkflowTask"]...)
+	router.GET(options.BaseURL+"/workflows/logs", wrapper.ListWorkflowLogs, options.OperationMiddlewares["listWorkflowLogs"]...)
 	router.POST(options.BaseURL+"/files/upload", wrapper.UploadFile, options.OperationMiddlewares["uploadFile"]...)
 	router.GET(options.BaseURL+"/files/tools/:file", wrapper.GetToolFile, options.OperationMiddlewares["getToolFile"]...)
 	router.POST(options.BaseURL+"/messages/:message_id/feedbacks", wrapper.SendMessageFeedback, options.OperationMiddlewares["sendMessageFeedback"]...)
@@ -13107,13 +15449,43 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/datasets/tags/binding", wrapper.BindTags, options.OperationMiddlewares["bindTags"]...)
 	router.POST(options.BaseURL+"/datasets/tags/unbinding", wrapper.UnbindTags, options.OperationMiddlewares["unbindTags"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/tags", wrapper.ListDatasetTags, options.OperationMiddlewares["listDatasetTags"]...)
+	router.GET(options.BaseURL+"/end-users/:end_user_id", wrapper.GetEndUser, options.OperationMiddlewares["getEndUser"]...)
+	router.GET(options.BaseURL+"/site", wrapper.GetSite, options.OperationMiddlewares["getSite"]...)
+	router.GET(options.BaseURL+"/files/:file_id/preview", wrapper.PreviewFile, options.OperationMiddlewares["previewFile"]...)
+	router.GET(options.BaseURL+"/files/:file_id/file-preview", wrapper.GetSignedFile, options.OperationMiddlewares["getSignedFile"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/download", wrapper.GetDocumentDownload, options.OperationMiddlewares["getDocumentDownload"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/documents/download-zip", wrapper.DownloadDocumentsZip, options.OperationMiddlewares["downloadDocumentsZip"]...)
+	router.POST(options.BaseURL+"/datasets/pipeline/file-upload", wrapper.UploadPipelineFile, options.OperationMiddlewares["uploadPipelineFile"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource-plugins", wrapper.ListPipelineDatasources, options.OperationMiddlewares["listPipelineDatasources"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/datasource/nodes/:node_id/run", wrapper.RunPipelineDatasourceNode, options.OperationMiddlewares["runPipelineDatasourceNode"]...)
+	router.POST(options.BaseURL+"/datasets/:dataset_id/pipeline/run", wrapper.RunPipeline, options.OperationMiddlewares["runPipeline"]...)
 	router.GET(options.BaseURL+"/workspaces/current/models/model-types/:model_type", wrapper.ListAvailableModels, options.OperationMiddlewares["listAvailableModels"]...)
+	router.GET(options.BaseURL+"/apps/annotations", wrapper.ListAnnotations, options.OperationMiddlewares["listAnnotations"]...)
+	router.POST(options.BaseURL+"/apps/annotations", wrapper.CreateAnnotation, options.OperationMiddlewares["createAnnotation"]...)
+	router.DELETE(options.BaseURL+"/apps/annotations/:annotation_id", wrapper.DeleteAnnotation, options.OperationMiddlewares["deleteAnnotation"]...)
+	router.PUT(options.BaseURL+"/apps/annotations/:annotation_id", wrapper.UpdateAnnotation, options.OperationMiddlewares["updateAnnotation"]...)
+	router.POST(options.BaseURL+"/apps/annotation-reply/:action", wrapper.SetAnnotationReply, options.OperationMiddlewares["setAnnotationReply"]...)
+	router.GET(options.BaseURL+"/apps/annotation-reply/:action/status/:job_id", wrapper.GetAnnotationReplyStatus, options.OperationMiddlewares["getAnnotationReplyStatus"]...)
+	router.POST(options.BaseURL+"/audio-to-text", wrapper.AudioToText, options.OperationMiddlewares["audioToText"]...)
+	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
 
 }
 
 type BadRequestJSONResponse Error
 
 type ConflictJSONResponse Error
+
+type FileContentResponseHeaders struct {
+	ContentDisposition  *string
+	XContentTypeOptions *string
+}
+type FileContentAsteriskResponse struct {
+	Body io.Reader
+
+	Headers       FileContentResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
 
 type ForbiddenJSONResponse Error
 
@@ -13143,6 +15515,13 @@ type UnauthorizedJSONResponse struct {
 }
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type WorkflowRunJSONResponse WorkflowRunResponse
+type WorkflowRunTexteventStreamResponse struct {
+	Body io.Reader
+
+	ContentLength int64
+}
 
 type ListAppFeedbacksRequestObject struct {
 	Params ListAppFeedbacksParams
@@ -13202,6 +15581,648 @@ type ListAppFeedbacks500JSONResponse struct {
 }
 
 func (response ListAppFeedbacks500JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReplyRequestObject struct {
+	Action SetAnnotationReplyParamsAction `json:"action"`
+	Body   *SetAnnotationReplyJSONRequestBody
+}
+
+type SetAnnotationReplyResponseObject interface {
+	VisitSetAnnotationReplyResponse(w http.ResponseWriter) error
+}
+
+type SetAnnotationReply200JSONResponse AnnotationReplyJob
+
+func (response SetAnnotationReply200JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetAnnotationReply400JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetAnnotationReply401JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetAnnotationReply413JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetAnnotationReply415JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetAnnotationReply500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SetAnnotationReply500JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatusRequestObject struct {
+	Action GetAnnotationReplyStatusParamsAction `json:"action"`
+	JobId  string                               `json:"job_id"`
+}
+
+type GetAnnotationReplyStatusResponseObject interface {
+	VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error
+}
+
+type GetAnnotationReplyStatus200JSONResponse AnnotationReplyJobStatus
+
+func (response GetAnnotationReplyStatus200JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetAnnotationReplyStatus400JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetAnnotationReplyStatus401JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAnnotationReplyStatus500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetAnnotationReplyStatus500JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotationsRequestObject struct {
+	Params ListAnnotationsParams
+}
+
+type ListAnnotationsResponseObject interface {
+	VisitListAnnotationsResponse(w http.ResponseWriter) error
+}
+
+type ListAnnotations200JSONResponse AnnotationList
+
+func (response ListAnnotations200JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAnnotations400JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAnnotations401JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListAnnotations500JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotationRequestObject struct {
+	Body *CreateAnnotationJSONRequestBody
+}
+
+type CreateAnnotationResponseObject interface {
+	VisitCreateAnnotationResponse(w http.ResponseWriter) error
+}
+
+type CreateAnnotation201JSONResponse Annotation
+
+func (response CreateAnnotation201JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateAnnotation400JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateAnnotation401JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAnnotation413JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAnnotation415JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response CreateAnnotation500JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotationRequestObject struct {
+	AnnotationId string `json:"annotation_id"`
+}
+
+type DeleteAnnotationResponseObject interface {
+	VisitDeleteAnnotationResponse(w http.ResponseWriter) error
+}
+
+type DeleteAnnotation204Response struct {
+}
+
+func (response DeleteAnnotation204Response) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteAnnotation400JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteAnnotation401JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAnnotation404JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DeleteAnnotation500JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotationRequestObject struct {
+	AnnotationId string `json:"annotation_id"`
+	Body         *UpdateAnnotationJSONRequestBody
+}
+
+type UpdateAnnotationResponseObject interface {
+	VisitUpdateAnnotationResponse(w http.ResponseWriter) error
+}
+
+type UpdateAnnotation200JSONResponse Annotation
+
+func (response UpdateAnnotation200JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAnnotation400JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateAnnotation401JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAnnotation404JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAnnotation413JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAnnotation415JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAnnotation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UpdateAnnotation500JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToTextRequestObject struct {
+	Body *multipart.Reader
+}
+
+type AudioToTextResponseObject interface {
+	VisitAudioToTextResponse(w http.ResponseWriter) error
+}
+
+type AudioToText200JSONResponse AudioTranscript
+
+func (response AudioToText200JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AudioToText400JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AudioToText401JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response AudioToText408JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AudioToText413JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AudioToText415JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response AudioToText500JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -14554,6 +17575,119 @@ type CreateDataset500JSONResponse struct {
 }
 
 func (response CreateDataset500JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFileRequestObject struct {
+	Body *multipart.Reader
+}
+
+type UploadPipelineFileResponseObject interface {
+	VisitUploadPipelineFileResponse(w http.ResponseWriter) error
+}
+
+type UploadPipelineFile201JSONResponse PipelineUploadedFile
+
+func (response UploadPipelineFile201JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UploadPipelineFile400JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UploadPipelineFile401JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response UploadPipelineFile408JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UploadPipelineFile413JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UploadPipelineFile415JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UploadPipelineFile500JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -16274,6 +19408,162 @@ func (response ListDocuments500JSONResponse) VisitListDocumentsResponse(w http.R
 	return err
 }
 
+type DownloadDocumentsZipRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *DownloadDocumentsZipJSONRequestBody
+}
+
+type DownloadDocumentsZipResponseObject interface {
+	VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error
+}
+
+type DownloadDocumentsZip200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadDocumentsZip200ApplicationzipResponse struct {
+	Body          io.Reader
+	Headers       DownloadDocumentsZip200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadDocumentsZip200ApplicationzipResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadDocumentsZip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadDocumentsZip400JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadDocumentsZip401JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadDocumentsZip403JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadDocumentsZip404JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response DownloadDocumentsZip408JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DownloadDocumentsZip413JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DownloadDocumentsZip415JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadDocumentsZip500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response DownloadDocumentsZip500JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentsMetadataRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *UpdateDocumentsMetadataJSONRequestBody
@@ -16966,6 +20256,90 @@ type UpdateDocument500JSONResponse struct {
 }
 
 func (response UpdateDocument500JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownloadRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+}
+
+type GetDocumentDownloadResponseObject interface {
+	VisitGetDocumentDownloadResponse(w http.ResponseWriter) error
+}
+
+type GetDocumentDownload200JSONResponse DocumentDownload
+
+func (response GetDocumentDownload200JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocumentDownload401JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDocumentDownload403JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDocumentDownload404JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDocumentDownload500JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -19351,6 +22725,375 @@ func (response UpdateMetadataField500JSONResponse) VisitUpdateMetadataFieldRespo
 	return err
 }
 
+type ListPipelineDatasourcesRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    ListPipelineDatasourcesParams
+}
+
+type ListPipelineDatasourcesResponseObject interface {
+	VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error
+}
+
+type ListPipelineDatasources200JSONResponse []PipelineDatasource
+
+func (response ListPipelineDatasources200JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPipelineDatasources400JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPipelineDatasources401JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListPipelineDatasources403JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListPipelineDatasources404JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListPipelineDatasources500JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNodeRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	NodeId    string    `json:"node_id"`
+	Body      *RunPipelineDatasourceNodeJSONRequestBody
+}
+
+type RunPipelineDatasourceNodeResponseObject interface {
+	VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error
+}
+
+type RunPipelineDatasourceNode400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunPipelineDatasourceNode400JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunPipelineDatasourceNode401JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunPipelineDatasourceNode403JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunPipelineDatasourceNode404JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunPipelineDatasourceNode408JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunPipelineDatasourceNode413JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunPipelineDatasourceNode415JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunPipelineDatasourceNode500JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *RunPipelineJSONRequestBody
+}
+
+type RunPipelineResponseObject interface {
+	VisitRunPipelineResponse(w http.ResponseWriter) error
+}
+
+type RunPipeline200JSONResponse PipelineRunResult
+
+func (response RunPipeline200JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunPipeline400JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunPipeline401JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunPipeline403JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunPipeline404JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunPipeline408JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunPipeline413JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunPipeline415JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipeline500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunPipeline500JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RetrieveRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *RetrieveJSONRequestBody
@@ -19576,6 +23319,89 @@ func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w ht
 	return err
 }
 
+type GetEndUserRequestObject struct {
+	EndUserId string `json:"end_user_id"`
+}
+
+type GetEndUserResponseObject interface {
+	VisitGetEndUserResponse(w http.ResponseWriter) error
+}
+
+type GetEndUser200JSONResponse EndUser
+
+func (response GetEndUser200JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEndUser400JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEndUser401JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEndUser404JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetEndUser500JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolFileRequestObject struct {
 	File   string `json:"file"`
 	Params GetToolFileParams
@@ -19585,17 +23411,7 @@ type GetToolFileResponseObject interface {
 	VisitGetToolFileResponse(w http.ResponseWriter) error
 }
 
-type GetToolFile200ResponseHeaders struct {
-	ContentDisposition  *string
-	XContentTypeOptions *string
-}
-
-type GetToolFile200AsteriskResponse struct {
-	Body          io.Reader
-	Headers       GetToolFile200ResponseHeaders
-	ContentType   string
-	ContentLength int64
-}
+type GetToolFile200AsteriskResponse struct{ FileContentAsteriskResponse }
 
 func (response GetToolFile200AsteriskResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
 
@@ -19778,6 +23594,189 @@ type UploadFile500JSONResponse struct {
 }
 
 func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFileRequestObject struct {
+	FileId string `json:"file_id"`
+	Params GetSignedFileParams
+}
+
+type GetSignedFileResponseObject interface {
+	VisitGetSignedFileResponse(w http.ResponseWriter) error
+}
+
+type GetSignedFile200AsteriskResponse struct{ FileContentAsteriskResponse }
+
+func (response GetSignedFile200AsteriskResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetSignedFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSignedFile400JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile403JSONResponse struct{ ToolFileForbiddenJSONResponse }
+
+func (response GetSignedFile403JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSignedFile404JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSignedFile500JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFileRequestObject struct {
+	FileId string `json:"file_id"`
+	Params PreviewFileParams
+}
+
+type PreviewFileResponseObject interface {
+	VisitPreviewFileResponse(w http.ResponseWriter) error
+}
+
+type PreviewFile200AsteriskResponse struct{ FileContentAsteriskResponse }
+
+func (response PreviewFile200AsteriskResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PreviewFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewFile400JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewFile401JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewFile404JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response PreviewFile500JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -20516,6 +24515,195 @@ func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type GetSiteRequestObject struct {
+	Params GetSiteParams
+}
+
+type GetSiteResponseObject interface {
+	VisitGetSiteResponse(w http.ResponseWriter) error
+}
+
+type GetSite200JSONResponse Site
+
+func (response GetSite200JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSite400JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSite401JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudioRequestObject struct {
+	Body *TextToAudioJSONRequestBody
+}
+
+type TextToAudioResponseObject interface {
+	VisitTextToAudioResponse(w http.ResponseWriter) error
+}
+
+type TextToAudio200AudioResponse struct {
+	Body          io.Reader
+	ContentType   string
+	ContentLength int64
+}
+
+func (response TextToAudio200AudioResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type TextToAudio400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TextToAudio400JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TextToAudio401JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TextToAudio404JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TextToAudio413JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TextToAudio415JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TextToAudio500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response TextToAudio500JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StreamWorkflowEventsRequestObject struct {
 	WorkflowRunId string `json:"workflow_run_id"`
 	Params        StreamWorkflowEventsParams
@@ -20629,6 +24817,667 @@ func (response StreamWorkflowEvents500JSONResponse) VisitStreamWorkflowEventsRes
 	return err
 }
 
+type ListWorkflowLogsRequestObject struct {
+	Params ListWorkflowLogsParams
+}
+
+type ListWorkflowLogsResponseObject interface {
+	VisitListWorkflowLogsResponse(w http.ResponseWriter) error
+}
+
+type ListWorkflowLogs200JSONResponse WorkflowLogList
+
+func (response ListWorkflowLogs200JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWorkflowLogs400JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWorkflowLogs401JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response ListWorkflowLogs500JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowRequestObject struct {
+	Body *RunWorkflowJSONRequestBody
+}
+
+type RunWorkflowResponseObject interface {
+	VisitRunWorkflowResponse(w http.ResponseWriter) error
+}
+
+type RunWorkflow200JSONResponse struct{ WorkflowRunJSONResponse }
+
+func (response RunWorkflow200JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow200TexteventStreamResponse struct {
+	WorkflowRunTexteventStreamResponse
+}
+
+func (response RunWorkflow200TexteventStreamResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type RunWorkflow400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunWorkflow400JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunWorkflow401JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunWorkflow403JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunWorkflow404JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunWorkflow408JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunWorkflow413JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunWorkflow415JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunWorkflow429JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunWorkflow500JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRunRequestObject struct {
+	WorkflowRunId string `json:"workflow_run_id"`
+}
+
+type GetWorkflowRunResponseObject interface {
+	VisitGetWorkflowRunResponse(w http.ResponseWriter) error
+}
+
+type GetWorkflowRun200JSONResponse WorkflowRunDetail
+
+func (response GetWorkflowRun200JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWorkflowRun400JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWorkflowRun401JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetWorkflowRun404JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetWorkflowRun500JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTaskRequestObject struct {
+	TaskId TaskId `json:"task_id"`
+	Body   *StopWorkflowTaskJSONRequestBody
+}
+
+type StopWorkflowTaskResponseObject interface {
+	VisitStopWorkflowTaskResponse(w http.ResponseWriter) error
+}
+
+type StopWorkflowTask200JSONResponse struct{ SuccessJSONResponse }
+
+func (response StopWorkflowTask200JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopWorkflowTask400JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopWorkflowTask401JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response StopWorkflowTask408JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopWorkflowTask413JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopWorkflowTask415JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StopWorkflowTask500JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersionRequestObject struct {
+	WorkflowId string `json:"workflow_id"`
+	Body       *RunWorkflowVersionJSONRequestBody
+}
+
+type RunWorkflowVersionResponseObject interface {
+	VisitRunWorkflowVersionResponse(w http.ResponseWriter) error
+}
+
+type RunWorkflowVersion200JSONResponse struct{ WorkflowRunJSONResponse }
+
+func (response RunWorkflowVersion200JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion200TexteventStreamResponse struct {
+	WorkflowRunTexteventStreamResponse
+}
+
+func (response RunWorkflowVersion200TexteventStreamResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type RunWorkflowVersion400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunWorkflowVersion400JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunWorkflowVersion401JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunWorkflowVersion403JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunWorkflowVersion404JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response RunWorkflowVersion408JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RunWorkflowVersion413JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RunWorkflowVersion415JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunWorkflowVersion429JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response RunWorkflowVersion500JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -20703,6 +25552,27 @@ type StrictServerInterface interface {
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx context.Context, request ListAppFeedbacksRequestObject) (ListAppFeedbacksResponseObject, error)
+	// SetAnnotationReply Switch annotation reply on or off
+	// (POST /apps/annotation-reply/{action})
+	SetAnnotationReply(ctx context.Context, request SetAnnotationReplyRequestObject) (SetAnnotationReplyResponseObject, error)
+	// GetAnnotationReplyStatus Get the status of an annotation reply job
+	// (GET /apps/annotation-reply/{action}/status/{job_id})
+	GetAnnotationReplyStatus(ctx context.Context, request GetAnnotationReplyStatusRequestObject) (GetAnnotationReplyStatusResponseObject, error)
+	// ListAnnotations List annotations
+	// (GET /apps/annotations)
+	ListAnnotations(ctx context.Context, request ListAnnotationsRequestObject) (ListAnnotationsResponseObject, error)
+	// CreateAnnotation Create an annotation
+	// (POST /apps/annotations)
+	CreateAnnotation(ctx context.Context, request CreateAnnotationRequestObject) (CreateAnnotationResponseObject, error)
+	// DeleteAnnotation Delete an annotation
+	// (DELETE /apps/annotations/{annotation_id})
+	DeleteAnnotation(ctx context.Context, request DeleteAnnotationRequestObject) (DeleteAnnotationResponseObject, error)
+	// UpdateAnnotation Update an annotation
+	// (PUT /apps/annotations/{annotation_id})
+	UpdateAnnotation(ctx context.Context, request UpdateAnnotationRequestObject) (UpdateAnnotationResponseObject, error)
+	// AudioToText Speech to text
+	// (POST /audio-to-text)
+	AudioToText(ctx context.Context, request AudioToTextRequestObject) (AudioToTextResponseObject, error)
 	// SendChatMessage Send chat message
 	// (POST /chat-messages)
 	SendChatMessage(ctx context.Context, request SendChatMessageRequestObject) (SendChatMessageResponseObject, error)
@@ -20736,6 +25606,9 @@ type StrictServerInterface interface {
 	// CreateDataset Create an empty knowledge base
 	// (POST /datasets)
 	CreateDataset(ctx context.Context, request CreateDatasetRequestObject) (CreateDatasetResponseObject, error)
+	// UploadPipelineFile Upload a file for a knowledge pipeline run
+	// (POST /datasets/pipeline/file-upload)
+	UploadPipelineFile(ctx context.Context, request UploadPipelineFileRequestObject) (UploadPipelineFileResponseObject, error)
 	// DeleteTag Delete a knowledge tag
 	// (DELETE /datasets/tags)
 	DeleteTag(ctx context.Context, request DeleteTagRequestObject) (DeleteTagResponseObject, error)
@@ -20778,6 +25651,9 @@ type StrictServerInterface interface {
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx context.Context, request ListDocumentsRequestObject) (ListDocumentsResponseObject, error)
+	// DownloadDocumentsZip Download documents' original files as one ZIP
+	// (POST /datasets/{dataset_id}/documents/download-zip)
+	DownloadDocumentsZip(ctx context.Context, request DownloadDocumentsZipRequestObject) (DownloadDocumentsZipResponseObject, error)
 	// UpdateDocumentsMetadata Set documents' metadata values
 	// (POST /datasets/{dataset_id}/documents/metadata)
 	UpdateDocumentsMetadata(ctx context.Context, request UpdateDocumentsMetadataRequestObject) (UpdateDocumentsMetadataResponseObject, error)
@@ -20796,6 +25672,9 @@ type StrictServerInterface interface {
 	// UpdateDocument Update a document
 	// (PATCH /datasets/{dataset_id}/documents/{document_id})
 	UpdateDocument(ctx context.Context, request UpdateDocumentRequestObject) (UpdateDocumentResponseObject, error)
+	// GetDocumentDownload Get a link to a document's original file
+	// (GET /datasets/{dataset_id}/documents/{document_id}/download)
+	GetDocumentDownload(ctx context.Context, request GetDocumentDownloadRequestObject) (GetDocumentDownloadResponseObject, error)
 	// ListSegments List a document's chunks
 	// (GET /datasets/{dataset_id}/documents/{document_id}/segments)
 	ListSegments(ctx context.Context, request ListSegmentsRequestObject) (ListSegmentsResponseObject, error)
@@ -20860,18 +25739,36 @@ type StrictServerInterface interface {
 	// UpdateMetadataField Rename a metadata field
 	// (PATCH /datasets/{dataset_id}/metadata/{metadata_id})
 	UpdateMetadataField(ctx context.Context, request UpdateMetadataFieldRequestObject) (UpdateMetadataFieldResponseObject, error)
+	// ListPipelineDatasources List the datasources of a knowledge base's pipeline
+	// (GET /datasets/{dataset_id}/pipeline/datasource-plugins)
+	ListPipelineDatasources(ctx context.Context, request ListPipelineDatasourcesRequestObject) (ListPipelineDatasourcesResponseObject, error)
+	// RunPipelineDatasourceNode Run a datasource node (not available)
+	// (POST /datasets/{dataset_id}/pipeline/datasource/nodes/{node_id}/run)
+	RunPipelineDatasourceNode(ctx context.Context, request RunPipelineDatasourceNodeRequestObject) (RunPipelineDatasourceNodeResponseObject, error)
+	// RunPipeline Run the knowledge base's pipeline
+	// (POST /datasets/{dataset_id}/pipeline/run)
+	RunPipeline(ctx context.Context, request RunPipelineRequestObject) (RunPipelineResponseObject, error)
 	// Retrieve Retrieve chunks
 	// (POST /datasets/{dataset_id}/retrieve)
 	Retrieve(ctx context.Context, request RetrieveRequestObject) (RetrieveResponseObject, error)
 	// ListDatasetTags List a knowledge base's tags
 	// (GET /datasets/{dataset_id}/tags)
 	ListDatasetTags(ctx context.Context, request ListDatasetTagsRequestObject) (ListDatasetTagsResponseObject, error)
+	// GetEndUser Get an end user
+	// (GET /end-users/{end_user_id})
+	GetEndUser(ctx context.Context, request GetEndUserRequestObject) (GetEndUserResponseObject, error)
 	// GetToolFile Get a file a tool returned
 	// (GET /files/tools/{file})
 	GetToolFile(ctx context.Context, request GetToolFileRequestObject) (GetToolFileResponseObject, error)
 	// UploadFile Upload file
 	// (POST /files/upload)
 	UploadFile(ctx context.Context, request UploadFileRequestObject) (UploadFileResponseObject, error)
+	// GetSignedFile Get a file through a signed link
+	// (GET /files/{file_id}/file-preview)
+	GetSignedFile(ctx context.Context, request GetSignedFileRequestObject) (GetSignedFileResponseObject, error)
+	// PreviewFile Preview or download a file
+	// (GET /files/{file_id}/preview)
+	PreviewFile(ctx context.Context, request PreviewFileRequestObject) (PreviewFileResponseObject, error)
 	// GetHumanInputForm Get human input form
 	// (GET /form/human_input/{form_token})
 	GetHumanInputForm(ctx context.Context, request GetHumanInputFormRequestObject) (GetHumanInputFormResponseObject, error)
@@ -20896,9 +25793,30 @@ type StrictServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
+	// GetSite Get the app's web-app settings
+	// (GET /site)
+	GetSite(ctx context.Context, request GetSiteRequestObject) (GetSiteResponseObject, error)
+	// TextToAudio Text to speech
+	// (POST /text-to-audio)
+	TextToAudio(ctx context.Context, request TextToAudioRequestObject) (TextToAudioResponseObject, error)
 	// StreamWorkflowEvents Stream workflow events
 	// (GET /workflow/{workflow_run_id}/events)
 	StreamWorkflowEvents(ctx context.Context, request StreamWorkflowEventsRequestObject) (StreamWorkflowEventsResponseObject, error)
+	// ListWorkflowLogs List workflow logs
+	// (GET /workflows/logs)
+	ListWorkflowLogs(ctx context.Context, request ListWorkflowLogsRequestObject) (ListWorkflowLogsResponseObject, error)
+	// RunWorkflow Run a workflow
+	// (POST /workflows/run)
+	RunWorkflow(ctx context.Context, request RunWorkflowRequestObject) (RunWorkflowResponseObject, error)
+	// GetWorkflowRun Get a workflow run
+	// (GET /workflows/run/{workflow_run_id})
+	GetWorkflowRun(ctx context.Context, request GetWorkflowRunRequestObject) (GetWorkflowRunResponseObject, error)
+	// StopWorkflowTask Stop a workflow run
+	// (POST /workflows/tasks/{task_id}/stop)
+	StopWorkflowTask(ctx context.Context, request StopWorkflowTaskRequestObject) (StopWorkflowTaskResponseObject, error)
+	// RunWorkflowVersion Run a published workflow version
+	// (POST /workflows/{workflow_id}/run)
+	RunWorkflowVersion(ctx context.Context, request RunWorkflowVersionRequestObject) (RunWorkflowVersionResponseObject, error)
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx context.Context, request ListAvailableModelsRequestObject) (ListAvailableModelsResponseObject, error)
@@ -20935,6 +25853,253 @@ func (sh *strictHandler) ListAppFeedbacks(ctx echo.Context, params ListAppFeedba
 		return err
 	} else if validResponse, ok := response.(ListAppFeedbacksResponseObject); ok {
 		return validResponse.VisitListAppFeedbacksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetAnnotationReply operation middleware
+func (sh *strictHandler) SetAnnotationReply(ctx echo.Context, action SetAnnotationReplyParamsAction) error {
+	var request SetAnnotationReplyRequestObject
+
+	request.Action = action
+
+	var body SetAnnotationReplyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetAnnotationReply(ctx.Request().Context(), request.(SetAnnotationReplyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetAnnotationReply")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetAnnotationReplyResponseObject); ok {
+		return validResponse.VisitSetAnnotationReplyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAnnotationReplyStatus operation middleware
+func (sh *strictHandler) GetAnnotationReplyStatus(ctx echo.Context, action GetAnnotationReplyStatusParamsAction, jobId string) error {
+	var request GetAnnotationReplyStatusRequestObject
+
+	request.Action = action
+	request.JobId = jobId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAnnotationReplyStatus(ctx.Request().Context(), request.(GetAnnotationReplyStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAnnotationReplyStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAnnotationReplyStatusResponseObject); ok {
+		return validResponse.VisitGetAnnotationReplyStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAnnotations operation middleware
+func (sh *strictHandler) ListAnnotations(ctx echo.Context, params ListAnnotationsParams) error {
+	var request ListAnnotationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAnnotations(ctx.Request().Context(), request.(ListAnnotationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAnnotations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAnnotationsResponseObject); ok {
+		return validResponse.VisitListAnnotationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateAnnotation operation middleware
+func (sh *strictHandler) CreateAnnotation(ctx echo.Context) error {
+	var request CreateAnnotationRequestObject
+
+	var body CreateAnnotationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAnnotation(ctx.Request().Context(), request.(CreateAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateAnnotationResponseObject); ok {
+		return validResponse.VisitCreateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteAnnotation operation middleware
+func (sh *strictHandler) DeleteAnnotation(ctx echo.Context, annotationId string) error {
+	var request DeleteAnnotationRequestObject
+
+	request.AnnotationId = annotationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAnnotation(ctx.Request().Context(), request.(DeleteAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteAnnotationResponseObject); ok {
+		return validResponse.VisitDeleteAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAnnotation operation middleware
+func (sh *strictHandler) UpdateAnnotation(ctx echo.Context, annotationId string) error {
+	var request UpdateAnnotationRequestObject
+
+	request.AnnotationId = annotationId
+
+	var body UpdateAnnotationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAnnotation(ctx.Request().Context(), request.(UpdateAnnotationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAnnotation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAnnotationResponseObject); ok {
+		return validResponse.VisitUpdateAnnotationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AudioToText operation middleware
+func (sh *strictHandler) AudioToText(ctx echo.Context) error {
+	var request AudioToTextRequestObject
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AudioToText(ctx.Request().Context(), request.(AudioToTextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AudioToText")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AudioToTextResponseObject); ok {
+		return validResponse.VisitAudioToTextResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -21390,6 +26555,35 @@ func (sh *strictHandler) CreateDataset(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(CreateDatasetResponseObject); ok {
 		return validResponse.VisitCreateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UploadPipelineFile operation middleware
+func (sh *strictHandler) UploadPipelineFile(ctx echo.Context) error {
+	var request UploadPipelineFileRequestObject
+
+	if reader, err := ctx.Request().MultipartReader(); err != nil {
+		return err
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UploadPipelineFile(ctx.Request().Context(), request.(UploadPipelineFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UploadPipelineFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UploadPipelineFileResponseObject); ok {
+		return validResponse.VisitUploadPipelineFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -21931,6 +27125,54 @@ func (sh *strictHandler) ListDocuments(ctx echo.Context, datasetId DatasetId, pa
 	return nil
 }
 
+// DownloadDocumentsZip operation middleware
+func (sh *strictHandler) DownloadDocumentsZip(ctx echo.Context, datasetId DatasetId) error {
+	var request DownloadDocumentsZipRequestObject
+
+	request.DatasetId = datasetId
+
+	var body DownloadDocumentsZipJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadDocumentsZip(ctx.Request().Context(), request.(DownloadDocumentsZipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadDocumentsZip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DownloadDocumentsZipResponseObject); ok {
+		return validResponse.VisitDownloadDocumentsZipResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // UpdateDocumentsMetadata operation middleware
 func (sh *strictHandler) UpdateDocumentsMetadata(ctx echo.Context, datasetId DatasetId) error {
 	var request UpdateDocumentsMetadataRequestObject
@@ -22133,6 +27375,32 @@ func (sh *strictHandler) UpdateDocument(ctx echo.Context, datasetId DatasetId, d
 		return err
 	} else if validResponse, ok := response.(UpdateDocumentResponseObject); ok {
 		return validResponse.VisitUpdateDocumentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocumentDownload operation middleware
+func (sh *strictHandler) GetDocumentDownload(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request GetDocumentDownloadRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocumentDownload(ctx.Request().Context(), request.(GetDocumentDownloadRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocumentDownload")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocumentDownloadResponseObject); ok {
+		return validResponse.VisitGetDocumentDownloadResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -22885,6 +28153,129 @@ func (sh *strictHandler) UpdateMetadataField(ctx echo.Context, datasetId Dataset
 	return nil
 }
 
+// ListPipelineDatasources operation middleware
+func (sh *strictHandler) ListPipelineDatasources(ctx echo.Context, datasetId DatasetId, params ListPipelineDatasourcesParams) error {
+	var request ListPipelineDatasourcesRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPipelineDatasources(ctx.Request().Context(), request.(ListPipelineDatasourcesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPipelineDatasources")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPipelineDatasourcesResponseObject); ok {
+		return validResponse.VisitListPipelineDatasourcesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunPipelineDatasourceNode operation middleware
+func (sh *strictHandler) RunPipelineDatasourceNode(ctx echo.Context, datasetId DatasetId, nodeId string) error {
+	var request RunPipelineDatasourceNodeRequestObject
+
+	request.DatasetId = datasetId
+	request.NodeId = nodeId
+
+	var body RunPipelineDatasourceNodeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunPipelineDatasourceNode(ctx.Request().Context(), request.(RunPipelineDatasourceNodeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunPipelineDatasourceNode")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunPipelineDatasourceNodeResponseObject); ok {
+		return validResponse.VisitRunPipelineDatasourceNodeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunPipeline operation middleware
+func (sh *strictHandler) RunPipeline(ctx echo.Context, datasetId DatasetId) error {
+	var request RunPipelineRequestObject
+
+	request.DatasetId = datasetId
+
+	var body RunPipelineJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunPipeline(ctx.Request().Context(), request.(RunPipelineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunPipeline")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunPipelineResponseObject); ok {
+		return validResponse.VisitRunPipelineResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Retrieve operation middleware
 func (sh *strictHandler) Retrieve(ctx echo.Context, datasetId DatasetId) error {
 	var request RetrieveRequestObject
@@ -22958,6 +28349,31 @@ func (sh *strictHandler) ListDatasetTags(ctx echo.Context, datasetId DatasetId) 
 	return nil
 }
 
+// GetEndUser operation middleware
+func (sh *strictHandler) GetEndUser(ctx echo.Context, endUserId string) error {
+	var request GetEndUserRequestObject
+
+	request.EndUserId = endUserId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEndUser(ctx.Request().Context(), request.(GetEndUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEndUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEndUserResponseObject); ok {
+		return validResponse.VisitGetEndUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetToolFile operation middleware
 func (sh *strictHandler) GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error {
 	var request GetToolFileRequestObject
@@ -23007,6 +28423,58 @@ func (sh *strictHandler) UploadFile(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(UploadFileResponseObject); ok {
 		return validResponse.VisitUploadFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSignedFile operation middleware
+func (sh *strictHandler) GetSignedFile(ctx echo.Context, fileId string, params GetSignedFileParams) error {
+	var request GetSignedFileRequestObject
+
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSignedFile(ctx.Request().Context(), request.(GetSignedFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSignedFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSignedFileResponseObject); ok {
+		return validResponse.VisitGetSignedFileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PreviewFile operation middleware
+func (sh *strictHandler) PreviewFile(ctx echo.Context, fileId string, params PreviewFileParams) error {
+	var request PreviewFileRequestObject
+
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewFile(ctx.Request().Context(), request.(PreviewFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PreviewFileResponseObject); ok {
+		return validResponse.VisitPreviewFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -23260,6 +28728,77 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 	return nil
 }
 
+// GetSite operation middleware
+func (sh *strictHandler) GetSite(ctx echo.Context, params GetSiteParams) error {
+	var request GetSiteRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSite(ctx.Request().Context(), request.(GetSiteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSite")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSiteResponseObject); ok {
+		return validResponse.VisitGetSiteResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TextToAudio operation middleware
+func (sh *strictHandler) TextToAudio(ctx echo.Context) error {
+	var request TextToAudioRequestObject
+
+	var body TextToAudioJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TextToAudio(ctx.Request().Context(), request.(TextToAudioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TextToAudio")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TextToAudioResponseObject); ok {
+		return validResponse.VisitTextToAudioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // StreamWorkflowEvents operation middleware
 func (sh *strictHandler) StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error {
 	var request StreamWorkflowEventsRequestObject
@@ -23280,6 +28819,198 @@ func (sh *strictHandler) StreamWorkflowEvents(ctx echo.Context, workflowRunId st
 		return err
 	} else if validResponse, ok := response.(StreamWorkflowEventsResponseObject); ok {
 		return validResponse.VisitStreamWorkflowEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWorkflowLogs operation middleware
+func (sh *strictHandler) ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error {
+	var request ListWorkflowLogsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWorkflowLogs(ctx.Request().Context(), request.(ListWorkflowLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWorkflowLogs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWorkflowLogsResponseObject); ok {
+		return validResponse.VisitListWorkflowLogsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunWorkflow operation middleware
+func (sh *strictHandler) RunWorkflow(ctx echo.Context) error {
+	var request RunWorkflowRequestObject
+
+	var body RunWorkflowJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunWorkflow(ctx.Request().Context(), request.(RunWorkflowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunWorkflow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunWorkflowResponseObject); ok {
+		return validResponse.VisitRunWorkflowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWorkflowRun operation middleware
+func (sh *strictHandler) GetWorkflowRun(ctx echo.Context, workflowRunId string) error {
+	var request GetWorkflowRunRequestObject
+
+	request.WorkflowRunId = workflowRunId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWorkflowRun(ctx.Request().Context(), request.(GetWorkflowRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWorkflowRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWorkflowRunResponseObject); ok {
+		return validResponse.VisitGetWorkflowRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StopWorkflowTask operation middleware
+func (sh *strictHandler) StopWorkflowTask(ctx echo.Context, taskId TaskId) error {
+	var request StopWorkflowTaskRequestObject
+
+	request.TaskId = taskId
+
+	var body StopWorkflowTaskJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopWorkflowTask(ctx.Request().Context(), request.(StopWorkflowTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopWorkflowTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StopWorkflowTaskResponseObject); ok {
+		return validResponse.VisitStopWorkflowTaskResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunWorkflowVersion operation middleware
+func (sh *strictHandler) RunWorkflowVersion(ctx echo.Context, workflowId string) error {
+	var request RunWorkflowVersionRequestObject
+
+	request.WorkflowId = workflowId
+
+	var body RunWorkflowVersionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunWorkflowVersion(ctx.Request().Context(), request.(RunWorkflowVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunWorkflowVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunWorkflowVersionResponseObject); ok {
+		return validResponse.VisitRunWorkflowVersionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

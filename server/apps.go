@@ -55,6 +55,7 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 	if err != nil {
 		return nil, err
 	}
+	appID := a.ID
 	if a.Mode == apps.ModeAgent {
 		// An Agent app's parameters are its published agent's. Unlike POST /chat-messages, Dify
 		// answers an app without a bound agent here as an unavailable app.
@@ -70,6 +71,7 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 		SuggestedQuestions:            p.SuggestedQuestions,
 		SuggestedQuestionsAfterAnswer: gen.Enabled{Enabled: p.SuggestedQuestionsAfterAnswer},
 		RetrieverResource:             gen.Enabled{Enabled: p.RetrieverResource},
+		SensitiveWordAvoidance:        gen.Enabled{Enabled: a.Features.SensitiveWordAvoidance.Enabled},
 		UserInputForm:                 make([]map[string]gen.InputFormItem, 0, len(p.UserInputForm)),
 		// Features Parley does not offer yet are reported off, as Dify reports them for an app
 		// that has not enabled them; file_upload has no enabled kinds.
@@ -77,16 +79,17 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 			"enabled": false, "number_limits": 3, "detail": "high", "transfer_methods": []string{"remote_url", "local_file"},
 		}},
 	}
+	if err := s.audioAndAnnotationParameters(ctx, appID, a, &out); err != nil {
+		return nil, err
+	}
 	out.SystemParameters.FileSizeLimit = p.Limits.File
 	out.SystemParameters.ImageFileSizeLimit = p.Limits.Image
 	out.SystemParameters.AudioFileSizeLimit = p.Limits.Audio
 	out.SystemParameters.VideoFileSizeLimit = p.Limits.Video
 	out.SystemParameters.WorkflowFileUploadLimit = p.Limits.WorkflowFiles
 	for _, f := range p.UserInputForm {
-		item := gen.InputFormItem{Label: f.Label, Variable: f.Variable, Required: f.Required}
-		if f.Default != "" {
-			item.Default = &f.Default
-		}
+		// Dify always sends `default` ("" when the input has none) and newer Dify `hide`.
+		item := gen.InputFormItem{Label: f.Label, Variable: f.Variable, Required: f.Required, Default: f.Default, Hide: f.Hide}
 		if f.MaxLength > 0 && (f.Type == config.InputText || f.Type == config.InputParagraph) {
 			item.MaxLength = &f.MaxLength
 		}

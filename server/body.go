@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/internal/audio"
 )
 
 // BodyRate bounds how slowly a client may send a request body, the way Apache's
@@ -60,6 +62,11 @@ func guardBody(maxJSON, maxUpload int64, rate BodyRate) echo.MiddlewareFunc {
 			limit := maxJSON
 			if strings.HasPrefix(strings.ToLower(r.Header.Get(echo.HeaderContentType)), echo.MIMEMultipartForm) {
 				limit = maxUpload + formSlack
+				if strings.HasSuffix(r.URL.Path, "/audio-to-text") {
+					// Speech to text takes Dify's fixed 30 MB, whatever the upload limits;
+					// the handler answers a larger file with audio_too_large.
+					limit = max(maxUpload, audio.MaxAudioBytes+1) + formSlack
+				}
 			}
 			// The raw writer, before any middleware wraps it: MaxBytesReader and the read
 			// deadline both need net/http's own.

@@ -82,7 +82,8 @@ func runFiles(fs *[]gen.FileReference) []run.File {
 
 // responseMetadata is the metadata of a blocking reply, from message_end's.
 func responseMetadata(end *run.End) gen.ResponseMetadata {
-	return gen.ResponseMetadata{Usage: genUsage(end.Usage), RetrieverResources: genResources(end.Resources)}
+	return gen.ResponseMetadata{Usage: genUsage(end.Usage), RetrieverResources: genResources(end.Resources),
+		AnnotationReply: genAnnotationReply(end.Annotation)}
 }
 
 func mustUUID(s string) uuid.UUID {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/url"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -203,13 +205,16 @@ func historyMessage(m conversations.HistoryMessage, fileURL func(store.MessageFi
 	for _, f := range m.Files {
 		mf := gen.MessageFile{
 			Id: f.ID, Type: f.Type, TransferMethod: gen.MessageFileTransferMethod(f.TransferMethod),
-			BelongsTo: gen.MessageFileBelongsTo(f.BelongsTo),
+			BelongsTo: gen.MessageFileBelongsTo(f.BelongsTo), Filename: remoteFilename(f.URL),
 		}
 		if u := fileURL(f); u != "" {
 			mf.Url = &u
 		}
 		if f.UploadFileID != "" {
 			mf.UploadFileId = &f.UploadFileID
+		}
+		if up := f.Upload; up != nil {
+			mf.Filename, mf.MimeType, mf.Size = up.Name, &up.MimeType, &up.Size
 		}
 		hm.MessageFiles = append(hm.MessageFiles, mf)
 	}
@@ -312,4 +317,15 @@ func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggested
 		return nil, err
 	}
 	return gen.GetSuggestedQuestions200JSONResponse{Result: gen.SuggestedQuestionsResultSuccess, Data: qs}, nil
+}
+
+// remoteFilename is the name a remote file is shown with: the last segment of its address's
+// path, unescaped ("" when it has none).
+func remoteFilename(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	p := strings.TrimRight(u.Path, "/")
+	return p[strings.LastIndexByte(p, '/')+1:]
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/conversations"
@@ -33,9 +35,11 @@ import (
 const (
 	msgConversationNotExists = "Conversation Not Exists."
 	msgConversationEnded     = "The conversation has ended. Please start a new conversation."
-	msgProviderNotInit       = "No valid model provider credentials found. Please go to Settings -> Model Provider to complete your provider credentials."
-	msgModelNotSupported     = "The app's model is currently not supported."
-	msgFileTypeNotAllowed    = "File type not allowed."
+	// msgProviderNotInit replaces Dify's, which points at a settings page Parley does not have.
+	msgProviderNotInit = "No valid model provider credentials found: set the API key variable of the app's model provider " +
+		"(its api_key_env in the config file) and restart Parley."
+	msgModelNotSupported  = "The app's model is currently not supported."
+	msgFileTypeNotAllowed = "File type not allowed."
 )
 
 // mapError gives the contract error — status, code and client-safe message — for an error of
@@ -93,6 +97,7 @@ func domainOutcome(err error) *APIError {
 		runFailed *chatflow.RunFailedError
 		formData  *workflow.FormDataError
 		badGraph  *chatflow.InvalidGraphError
+		unusable  *models.UnusableError
 		// internal/conversations
 		varName *conversations.VariableNameError
 		varType *conversations.VariableTypeError
@@ -217,6 +222,10 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam(badGraph.Error())
 
 	// internal/models
+	case errors.As(err, &unusable):
+		// Dify sends its users to a settings page Parley does not have; say what to set instead.
+		return apiError(http.StatusBadRequest, "provider_not_initialize",
+			fmt.Sprintf("Model provider %q is not usable: %s, then restart Parley.", unusable.Provider, unusable.Reason))
 	case errors.Is(err, models.ErrProviderNotConfigured), errors.Is(err, models.ErrProviderNotFound):
 		return apiError(http.StatusBadRequest, "provider_not_initialize", msgProviderNotInit)
 	case errors.Is(err, models.ErrModelNotFound):
@@ -252,6 +261,32 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam(varName.Msg)
 	case errors.As(err, &varType):
 		return apiError(http.StatusBadRequest, "bad_request", varType.Error())
+
+	// internal/annotations and internal/audio: the error's text is Dify's message.
+	case errors.Is(err, annotations.ErrNotFound):
+		return apiError(http.StatusNotFound, "not_found", annotations.ErrNotFound.Error())
+	case errors.Is(err, annotations.ErrJobNotFound):
+		return errInvalidParam(annotations.ErrJobNotFound.Error())
+	case errors.Is(err, annotations.ErrUnsupportedAction):
+		return errInvalidParam(annotations.ErrUnsupportedAction.Error())
+	case errors.Is(err, audio.ErrNoAudio):
+		return apiError(http.StatusBadRequest, "no_audio_uploaded", audio.ErrNoAudio.Error())
+	case errors.Is(err, audio.ErrTooLarge):
+		return apiError(http.StatusRequestEntityTooLarge, "audio_too_large", audio.ErrTooLarge.Error())
+	case errors.Is(err, audio.ErrUnsupportedType):
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_audio_type", audio.ErrUnsupportedType.Error())
+	case errors.Is(err, audio.ErrSpeechToTextDisabled):
+		return apiError(http.StatusBadRequest, "speech_to_text_disabled", audio.ErrSpeechToTextDisabled.Error())
+	case errors.Is(err, audio.ErrNoSpeechToTextModel):
+		return apiError(http.StatusBadRequest, "provider_not_support_speech_to_text", audio.ErrNoSpeechToTextModel.Error())
+	case errors.Is(err, audio.ErrNoTextToSpeechModel):
+		return apiError(http.StatusBadRequest, "provider_not_support_text_to_speech", audio.ErrNoTextToSpeechModel.Error())
+	case errors.Is(err, audio.ErrTextToSpeechDisabled):
+		return errInvalidParam(audio.ErrTextToSpeechDisabled.Error())
+	case errors.Is(err, audio.ErrNoText):
+		return errInvalidParam(audio.ErrNoText.Error())
+	case errors.Is(err, audio.ErrMessageNotFound):
+		return apiError(http.StatusNotFound, "not_found", audio.ErrMessageNotFound.Error())
 
 	// internal/auth: its texts are Dify's 401 messages.
 	case errors.Is(err, auth.ErrMissingBearer):

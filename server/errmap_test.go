@@ -18,8 +18,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
@@ -31,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
@@ -91,6 +94,20 @@ func domainOutcomes() map[string]outcome {
 			wire{status: 400, code: "agent_not_published", msg: "Agent has not been published. Please publish the Agent before using the API."}},
 		"apps.ErrQueryRequired": {apps.ErrQueryRequired, invalid("query is required")},
 
+		"annotations.ErrNotFound":          {fmt.Errorf("annotation x: %w", annotations.ErrNotFound), wire{status: 404, code: "not_found", msg: "Annotation not found"}},
+		"annotations.ErrJobNotFound":       {fmt.Errorf("annotation job x: %w", annotations.ErrJobNotFound), invalid("The job does not exist.")},
+		"annotations.ErrUnsupportedAction": {annotations.ErrUnsupportedAction, invalid("Unsupported annotation reply action")},
+
+		"audio.ErrNoAudio":              {audio.ErrNoAudio, wire{status: 400, code: "no_audio_uploaded", msg: "Please upload your audio."}},
+		"audio.ErrTooLarge":             {audio.ErrTooLarge, wire{status: 413, code: "audio_too_large", msg: "Audio size larger than 30 mb"}},
+		"audio.ErrUnsupportedType":      {audio.ErrUnsupportedType, wire{status: 415, code: "unsupported_audio_type", msg: "Audio type not allowed."}},
+		"audio.ErrSpeechToTextDisabled": {audio.ErrSpeechToTextDisabled, wire{status: 400, code: "speech_to_text_disabled", msg: "Speech to text is disabled."}},
+		"audio.ErrNoSpeechToTextModel":  {audio.ErrNoSpeechToTextModel, wire{status: 400, code: "provider_not_support_speech_to_text", msg: "Provider not support speech to text."}},
+		"audio.ErrNoTextToSpeechModel":  {audio.ErrNoTextToSpeechModel, wire{status: 400, code: "provider_not_support_text_to_speech", msg: "Provider not support text to speech."}},
+		"audio.ErrTextToSpeechDisabled": {audio.ErrTextToSpeechDisabled, invalid("TTS is not enabled")},
+		"audio.ErrNoText":               {audio.ErrNoText, invalid("Text is required")},
+		"audio.ErrMessageNotFound":      {audio.ErrMessageNotFound, wire{status: 404, code: "not_found", msg: "Message Not Exists."}},
+
 		"auth.ErrMissingBearer": {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
 		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},
 		"auth.ErrInvalidKey":    {auth.ErrInvalidKey, wire{status: 401, code: "unauthorized", msg: msgInvalidToken}},
@@ -98,11 +115,14 @@ func domainOutcomes() map[string]outcome {
 		"run.ErrConversationNotFound":  {run.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"run.ErrConversationEnded":     {run.ErrConversationEnded, wire{status: 400, code: "conversation_completed", msg: "The conversation has ended. Please start a new conversation."}},
 		"run.ErrInvalidConversationID": {run.ErrInvalidConversationID, invalid("conversation_id must be a valid UUID")},
-		"run.ErrStreamingOnly":         {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
-		"run.ErrModeNotSupported":      {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
-		"chat.ErrFileReference":        {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
-		"chat.ErrNoPrompt":             {noPrompt, wire{status: 400, code: "completion_request_error", msg: noPrompt.Error()}},
-		"run.LimitError":               {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
+		// A Workflow app's failed run: the client was told by workflow_finished; the error maps
+		// as the failure it wraps.
+		"run.ReportedError":       {&run.ReportedError{Err: &chatflow.RunFailedError{Msg: "node llm (LLM): boom"}}, invalid("Run failed: node llm (LLM): boom")},
+		"run.ErrStreamingOnly":    {run.ErrStreamingOnly, wire{status: 400, code: "bad_request", msg: "Agent App only supports streaming response mode."}},
+		"run.ErrModeNotSupported": {run.ErrModeNotSupported, wire{status: 400, code: "app_unavailable", msg: "App unavailable: this server does not run apps of this mode yet."}},
+		"chat.ErrFileReference":   {fileRef, invalid("invalid file reference: files[0].url must be an absolute http(s) URL")},
+		"chat.ErrNoPrompt":        {noPrompt, wire{status: 400, code: "completion_request_error", msg: noPrompt.Error()}},
+		"run.LimitError":          {&run.LimitError{AppID: "app-1", Limit: 2}, wire{status: 429, code: "too_many_requests", msg: msgTooManyRequests}},
 
 		"conversations.ErrConversationNotFound": {conversations.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"conversations.ErrLastNotFound":         {conversations.ErrLastNotFound, wire{status: 404, code: "not_found", msg: "Last Conversation Not Exists."}},
@@ -164,7 +184,15 @@ func domainOutcomes() map[string]outcome {
 		"models.ErrUnknownType":           {fmt.Errorf("%w %q", models.ErrUnknownType, "chat"), invalid(`unknown model type "chat"`)},
 		"models.ErrProviderNotFound":      {models.ErrProviderNotFound, wire{status: 400, code: "provider_not_initialize", msg: msgProviderNotInit}},
 		"models.ErrProviderNotConfigured": {models.ErrProviderNotConfigured, wire{status: 400, code: "provider_not_initialize", msg: msgProviderNotInit}},
-		"models.ErrModelNotFound":         {models.ErrModelNotFound, wire{status: 400, code: "model_currently_not_support", msg: msgModelNotSupported}},
+		"models.UnusableError": {
+			func() error {
+				_, err := models.NewCatalog([]config.Provider{{Name: "openai", APIKeyEnv: "OPENAI_API_KEY", RequiresAPIKey: true}}, nil).
+					Lookup(models.TypeLLM, "openai", "gpt-4o-mini")
+				return err
+			}(),
+			wire{status: 400, code: "provider_not_initialize", msg: `Model provider "openai" is not usable: its API key variable OPENAI_API_KEY is not set: ` +
+				"set the environment variable OPENAI_API_KEY to the provider's API key (or requires_api_key: false in the config file for a server that needs none), then restart Parley."}},
+		"models.ErrModelNotFound": {models.ErrModelNotFound, wire{status: 400, code: "model_currently_not_support", msg: msgModelNotSupported}},
 
 		"providers.Error":           {providers.NewError("openai", providers.KindInvocation, 500, "upstream error", nil), wire{status: 400, code: "completion_request_error", msg: "[openai] upstream error"}},
 		"providers.ErrTruncated":    {providers.NewError("openai", providers.KindInvocation, 0, "stream ended early", providers.ErrTruncated), wire{status: 400, code: "completion_request_error", msg: "[openai] stream ended early"}},
@@ -229,6 +257,8 @@ func internalFailures() map[string]struct {
 		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
 		"run.ErrShuttingDown":                      {run.ErrShuttingDown, "the server is stopping; the contract has no 503, so it ends as a 500 as it always has"},
 		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"run.ErrOutputModerated":                   {run.ErrOutputModerated, "an answer output moderation replaced ends with message_end, never as an error"},
+		"moderation.ErrInvalid":                    {moderation.ErrInvalid, "an import refuses a rule that cannot run (a dsl.Error); only an app stored by other means could carry one"},
 		"config.FieldError":                        {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},
 		"jobs.ErrQueueFull":                        {jobs.ErrQueueFull, "the knowledge service logs it and leaves the document waiting"},
 		"jobs.ErrUnknownKind":                      {jobs.ErrUnknownKind, "wiring bug"},

@@ -74,14 +74,14 @@ func errInternal(cause error) *APIError {
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		// A stream already started; its producer reports failures as an `error` event.
-		s.log.Debug("error after response committed", "error", err, "path", c.Request().URL.Path)
+		s.log.DebugContext(c.Request().Context(), "error after response committed", "error", err, "path", c.Request().URL.Path)
 		return
 	}
 	e := toAPIError(err, c.Request())
 	op, _ := c.Get(operationEchoKey).(string)
 	e = forOperation(op, e)
 	if e.Status >= 500 {
-		s.log.Error("request failed", slog.Group("request",
+		s.log.ErrorContext(c.Request().Context(), "request failed", slog.Group("request",
 			"method", c.Request().Method, "path", c.Request().URL.Path, "operation", op),
 			"status", e.Status, "code", e.Code, "error", err, "error_types", errorTypes(err))
 	}

@@ -54,12 +54,15 @@ func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.UploadFile201JSONResponse(uploadedFile(f)), nil
+	return gen.UploadFile201JSONResponse(s.uploadedFile(f)), nil
 }
 
-func uploadedFile(f store.UploadFile) gen.UploadedFile {
+// uploadedFile is an upload as current Dify answers it: its `source_url` a signed link to the
+// file, the members a Service API upload does not have null.
+func (s *Server) uploadedFile(f store.UploadFile) gen.UploadedFile {
+	source := s.files.UploadFileURL(f.ID, false)
 	return gen.UploadedFile{
 		Id: mustUUID(f.ID), Name: f.Name, Size: f.Size, Extension: f.Extension, MimeType: f.MimeType,
-		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.Unix(),
+		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.Unix(), SourceUrl: &source, TenantId: s.tenantID,
 	}
 }

@@ -27,18 +27,6 @@ const idleClose = 300 * time.Second
 
 const msgWorkflowRunNotFound = "Workflow run not found"
 
-// workflowApp is app for the workflow-run routes: apps without a graph get `not_workflow_app`.
-func (s *Server) workflowApp(ctx context.Context) (*apps.App, error) {
-	a, err := s.app(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if a.Mode != apps.ModeAdvancedChat && a.Mode != "workflow" {
-		return nil, apiError(http.StatusBadRequest, "not_workflow_app", "Please check if your app mode matches the right API route.")
-	}
-	return a, nil
-}
-
 // GetHumanInputForm answers GET /form/human_input/{form_token}.
 func (s *Server) GetHumanInputForm(ctx context.Context, req gen.GetHumanInputFormRequestObject) (gen.GetHumanInputFormResponseObject, error) {
 	app, err := s.app(ctx)
@@ -90,7 +78,7 @@ func (s *Server) SubmitHumanInputForm(ctx context.Context, req gen.SubmitHumanIn
 
 // StreamWorkflowEvents answers GET /workflow/{workflow_run_id}/events.
 func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflowEventsRequestObject) (gen.StreamWorkflowEventsResponseObject, error) {
-	app, err := s.workflowApp(ctx)
+	app, err := s.graphApp(ctx)
 	if err != nil {
 		return nil, err
 	}

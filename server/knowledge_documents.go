@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -471,9 +473,11 @@ func (s *Server) docMetadata(v knowledge.DocumentView) []gen.DocMetadata {
 		out = append(out, gen.DocMetadata{Id: f.ID, Name: f.Name, Type: gen.DocMetadataType(f.Type), Value: docMetadataValue(raw)})
 	}
 	if v.BuiltInFields {
+		// Dify gives the two dates as Python floats (a timestamp()), so they are sent with a
+		// fraction: 1741267200.0, not 1741267200.
 		builtIn := map[string]any{
-			"document_name": v.Name, "uploader": s.workspaceName, "upload_date": v.CreatedAt.Unix(),
-			"last_update_date": v.UpdatedAt.Unix(), "source": "file_upload",
+			"document_name": v.Name, "uploader": s.workspaceName, "upload_date": epochFloat(v.CreatedAt),
+			"last_update_date": epochFloat(v.UpdatedAt), "source": "file_upload",
 		}
 		for _, f := range knowledge.BuiltInFields {
 			raw, _ := json.Marshal(builtIn[f.Name])
@@ -481,6 +485,15 @@ func (s *Server) docMetadata(v knowledge.DocumentView) []gen.DocMetadata {
 		}
 	}
 	return out
+}
+
+// epochFloat is t in Unix seconds as a JSON number that always has a fraction.
+func epochFloat(t time.Time) json.RawMessage {
+	f := strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', -1, 64)
+	if !strings.ContainsAny(f, ".e") {
+		f += ".0"
+	}
+	return json.RawMessage(f)
 }
 
 func docMetadataValue(raw json.RawMessage) *gen.DocMetadata_Value {
@@ -544,6 +557,8 @@ func (s *Server) documentDetail(v knowledge.DocumentView, mode string) gen.Docum
 	needSummary := false
 	out.NeedSummary = &needSummary
 	nullable("summary_index_status", false)
+	out.DatasetProcessRuleId = docNullable(d.ProcessRuleID)
+	nullable("dataset_process_rule_id", out.DatasetProcessRuleId != nil)
 	out.DatasetProcessRule = docProcessRuleDetail(v.DatasetProcessRule, false)
 	nullable("dataset_process_rule", out.DatasetProcessRule != nil)
 	out.DocumentProcessRule = docProcessRuleDetail(v.ProcessRule, true)
@@ -565,7 +580,11 @@ func docProcessRuleDetail(r *store.ProcessRule, withID bool) *gen.ProcessRuleDet
 		out.Id, out.DatasetId = &r.ID, &r.DatasetID
 	}
 	var rules map[string]any
-	if len(r.Rules) > 0 && json.Unmarshal(r.Rules, &rules) == nil && rules != nil {
+	if r.Mode == segment.ModeAutomatic {
+		// An automatic rule applies Dify's fixed rules, which Dify stores with it and shows.
+		rules = difyAutomaticRules()
+		out.Rules = &rules
+	} else if len(r.Rules) > 0 && json.Unmarshal(r.Rules, &rules) == nil && rules != nil {
 		out.Rules = &rules
 	} else {
 		out.AdditionalProperties["rules"] = nil
@@ -598,4 +617,21 @@ func docNullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// difyAutomaticRules are the rules of an automatic process rule as Dify stores and shows them
+// (its AUTOMATIC_RULES, whose separator member is called `delimiter`).
+func difyAutomaticRules() map[string]any {
+	a := segment.AutomaticRules()
+	pre := make([]any, len(a.PreProcessingRules))
+	for i, r := range a.PreProcessingRules {
+		pre[i] = map[string]any{"id": r.ID, "enabled": r.Enabled}
+	}
+	return map[string]any{
+		"pre_processing_rules": pre,
+		"segmentation": map[string]any{
+			"delimiter": a.Segmentation.Separator, "max_tokens": a.Segmentation.MaxTokens,
+			"chunk_overlap": a.Segmentation.ChunkOverlap,
+		},
+	}
 }

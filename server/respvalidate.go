@@ -201,7 +201,7 @@ func (v *ResponseValidator) Middleware() echo.MiddlewareFunc {
 			if err := next(c); err != nil {
 				c.Error(err)
 			}
-			if cw.stream != nil {
+			if cw.stream != nil || cw.passthrough {
 				return nil
 			}
 			cw.finish()
@@ -212,7 +212,7 @@ func (v *ResponseValidator) Middleware() echo.MiddlewareFunc {
 
 func (v *ResponseValidator) violation(req *http.Request, what string, err error) {
 	v.violations.Add(1)
-	v.log.Error("response violates the contract",
+	v.log.ErrorContext(req.Context(), "response violates the contract",
 		slog.Group("request", "method", req.Method, "path", req.URL.Path),
 		"what", what, "error", err)
 }
@@ -230,6 +230,9 @@ type captureWriter struct {
 	wroteHeader bool
 	buf         bytes.Buffer
 	stream      *sseChecker
+	// passthrough: a successful binary body (a file, an archive), sent as it is written once its
+	// status and headers are checked; only JSON bodies are buffered and validated whole.
+	passthrough bool
 }
 
 func (w *captureWriter) WriteHeader(status int) {
@@ -238,9 +241,33 @@ func (w *captureWriter) WriteHeader(status int) {
 	}
 	w.wroteHeader = true
 	w.status = status
-	if isEventStream(w.Header().Get(echo.HeaderContentType)) {
+	ct := w.Header().Get(echo.HeaderContentType)
+	switch {
+	case isEventStream(ct):
 		w.startStream()
+	case status < 300 && ct != "" && !isJSON(ct):
+		w.startPassthrough()
 	}
+}
+
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")
+}
+
+// startPassthrough checks the status and headers of a binary response and lets its body
+// through unbuffered.
+func (w *captureWriter) startPassthrough() {
+	if w.route != nil {
+		in := w.responseInput(nil)
+		in.Options.ExcludeResponseBody = true
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			w.v.violation(w.req, "response "+strconv.Itoa(w.status)+" status/headers", err)
+		}
+	}
+	w.passthrough = true
+	w.ResponseWriter.WriteHeader(w.status)
 }
 
 func (w *captureWriter) Write(p []byte) (int, error) {
@@ -250,12 +277,15 @@ func (w *captureWriter) Write(p []byte) (int, error) {
 	if w.stream != nil {
 		return w.stream.write(p)
 	}
+	if w.passthrough {
+		return w.ResponseWriter.Write(p)
+	}
 	return w.buf.Write(p)
 }
 
 // Flush forwards to the real writer while streaming; a buffered response is flushed at the end.
 func (w *captureWriter) Flush() {
-	if w.stream != nil {
+	if w.stream != nil || w.passthrough {
 		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
 }

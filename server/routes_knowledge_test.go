@@ -55,6 +55,14 @@ func TestKnowledgeRoutesResolve(t *testing.T) {
 		{"GET", "/v1/datasets/x/metadata/built-in", "listBuiltInMetadataFields"},
 		{"POST", ds + "/metadata/built-in/enable", "toggleBuiltInMetadata"},
 		{"POST", "/v1/datasets/x/documents/metadata", "updateDocumentsMetadata"},
+		{"POST", ds + "/documents/download-zip", "downloadDocumentsZip"},
+		{"POST", "/v1/datasets/pipeline/file-upload", "uploadPipelineFile"},
+		{"GET", ds + "/pipeline/datasource-plugins", "listPipelineDatasources"},
+		{"POST", ds + "/pipeline/run", "runPipeline"},
+		{"GET", "/v1/files/tools/x.png", "getToolFile"},
+		{"GET", "/v1/files/x/preview", "previewFile"},
+		{"GET", "/v1/files/x/file-preview", "getSignedFile"},
+		{"POST", "/v1/files/upload", "uploadFile"},
 		// The parameter paths beside them still reach their own operations.
 		{"GET", "/v1/datasets/x", "getDataset"},
 		{"PATCH", "/v1/datasets/x", "updateDataset"},
@@ -64,6 +72,7 @@ func TestKnowledgeRoutesResolve(t *testing.T) {
 		{"PATCH", ds + "/documents/d", "updateDocument"},
 		{"DELETE", ds + "/documents/d", "deleteDocument"},
 		{"GET", ds + "/documents/20250306150245647595/indexing-status", "getDocumentIndexingStatus"},
+		{"GET", ds + "/documents/d/download", "getDocumentDownload"},
 		{"PATCH", ds + "/metadata/m", "updateMetadataField"},
 		{"DELETE", ds + "/metadata/m", "deleteMetadataField"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/models"
@@ -84,7 +85,7 @@ func (rs *runStream) write(w http.ResponseWriter) error {
 				if ev.Kind == run.EventPing {
 					err = out.Ping()
 				} else if data, eerr := enc.encode(ev); eerr != nil {
-					rs.srv.log.Error("encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
+					rs.srv.log.ErrorContext(rs.ctx, "encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
 				} else {
 					err = out.Queue(data)
 				}
@@ -166,6 +167,13 @@ type eventEncoder struct {
 func newEventEncoder(r *run.Run) *eventEncoder {
 	enc := &eventEncoder{buf: make([]byte, 0, 512)}
 	var h []byte
+	if r.Mode == apps.ModeWorkflow {
+		// A Workflow app's events have no conversation or message: the run's id leads every
+		// one of them, agent_log and error included, as Dify's workflow stream has it.
+		enc.head = jsonenc.AppendString([]byte(`,"workflow_run_id":`), r.WorkflowRunID)
+		enc.task = jsonenc.AppendString([]byte(`,"task_id":`), r.TaskID)
+		return enc
+	}
 	if r.Mode != config.AppModeCompletion {
 		h = jsonenc.AppendString(append(h, `,"conversation_id":`...), r.ConversationID)
 	}
@@ -265,7 +273,7 @@ func appendMessageEnd(b []byte, end *run.End) ([]byte, error) {
 	if end == nil {
 		end = &run.End{}
 	}
-	md := gen.MessageEndMetadata{Usage: genUsage(end.Usage)}
+	md := gen.MessageEndMetadata{Usage: genUsage(end.Usage), AnnotationReply: genAnnotationReply(end.Annotation)}
 	if !end.Uncited {
 		rs := genResources(end.Resources)
 		md.RetrieverResources = &rs

@@ -3,10 +3,12 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -84,8 +86,9 @@ func TestEncodeEveryEventKind(t *testing.T) {
 		CreatedAt: time.Unix(1705398420, 0), Mode: config.AppModeAdvancedChat}
 	enc := newEventEncoder(r)
 	evs := sampleEvents()
-	if len(evs) != len(run.EventKinds())-1 {
-		t.Fatalf("%d sample events for %d kinds besides ping", len(evs), len(run.EventKinds())-1)
+	// Besides ping, text_chunk is the one kind a chat stream never carries (TestEncodeWorkflowEvents).
+	if len(evs) != len(run.EventKinds())-2 {
+		t.Fatalf("%d sample events for %d kinds besides ping and text_chunk", len(evs), len(run.EventKinds())-2)
 	}
 	for _, ev := range evs {
 		t.Run(ev.Kind.String(), func(t *testing.T) {
@@ -120,6 +123,53 @@ func TestEncodeEveryEventKind(t *testing.T) {
 	}
 	if err := f.srv.validator.CheckEvent("sendChatMessage", append([]byte("data: "), data...)); err == nil {
 		t.Fatalf("node_started without workflow_run_id passed: %s", data)
+	}
+}
+
+// TestEncodeWorkflowEvents checks the events of a Workflow app's stream against the contract of
+// its run operation and pins their envelope: the run's id first, no conversation or message.
+func TestEncodeWorkflowEvents(t *testing.T) {
+	f := newFixture(t, ValidationEnforce)
+	r := &run.Run{TaskID: testTask, MessageID: testMessage, WorkflowRunID: testWorkflowRun,
+		CreatedAt: time.Unix(1705398420, 0), Mode: apps.ModeWorkflow}
+	enc := newEventEncoder(r)
+	evs := sampleEvents()
+	head := `{"event":"%s","workflow_run_id":"` + testWorkflowRun + `"`
+	for _, tc := range []struct {
+		ev   run.Event
+		want string
+	}{
+		{evs[9], ""},  // workflow_started
+		{evs[10], ""}, // node_started
+		{evs[11], ""}, // node_finished
+		{evs[19], ""}, // agent_log: in a Workflow app's stream it carries the run's id too
+		{run.Event{Kind: run.EventWorkflowFinished, Data: map[string]any{"id": testWorkflowRun, "workflow_id": "wf", "status": "failed",
+			"outputs": map[string]any{}, "error": "node llm: down", "elapsed_time": 1.5, "total_tokens": 7, "total_steps": 3,
+			"created_at": 1705407629, "finished_at": 1705407631, "exceptions_count": 0, "files": []any{}}}, ""},
+		{run.Event{Kind: run.EventTextChunk, Data: map[string]any{"text": "Hi", "from_variable_selector": []string{"llm", "text"}}},
+			fmt.Sprintf(head, "text_chunk") + `,"task_id":"` + testTask + `","data":{"from_variable_selector":["llm","text"],"text":"Hi"}}`},
+		{run.Event{Kind: run.EventError, Err: errors.New("boom")},
+			fmt.Sprintf(head, "error") + `,"status":500,"code":"internal_server_error","message":"Internal Server Error."}`},
+	} {
+		data, err := enc.encode(tc.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.srv.validator.CheckEvent("runWorkflow", append([]byte("data: "), data...)); err != nil {
+			t.Fatalf("%s\n%s", err, data)
+		}
+		if tc.want != "" && string(data) != tc.want {
+			t.Fatalf("got  %s\nwant %s", data, tc.want)
+		}
+		if !strings.HasPrefix(string(data), fmt.Sprintf(head, tc.ev.Kind.String())) || strings.Contains(string(data), "conversation_id") {
+			t.Fatalf("envelope %s", data)
+		}
+	}
+	// A chat event is not a Workflow app's: the check above can fail.
+	chat := newEventEncoder(&run.Run{TaskID: testTask, MessageID: testMessage, ConversationID: testConversation, Mode: config.AppModeChat})
+	data, _ := chat.encode(run.Event{Kind: run.EventMessage, Answer: "hi"})
+	if err := f.srv.validator.CheckEvent("runWorkflow", append([]byte("data: "), data...)); err == nil {
+		t.Fatalf("a message event passed as a Workflow app's: %s", data)
 	}
 }
 

@@ -23,11 +23,14 @@ import (
 
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
@@ -63,6 +66,11 @@ type Options struct {
 	Files         *files.Service
 	// Knowledge serves the knowledge-base operations.
 	Knowledge *knowledge.Service
+	// WorkflowRuns reads workflow runs and Workflow app logs.
+	WorkflowRuns WorkflowRunStore
+	// Annotations serves the annotation operations; Audio speech to text and text to speech.
+	Annotations *annotations.Service
+	Audio       *audio.Service
 	// PingInterval is how long a stream may stay quiet before a keep-alive (default 10 s).
 	PingInterval time.Duration
 	Logger       *slog.Logger
@@ -93,6 +101,9 @@ type Server struct {
 	conversations *conversations.Service
 	files         *files.Service
 	knowledge     *knowledge.Service
+	workflowRuns  WorkflowRunStore
+	annotations   *annotations.Service
+	audio         *audio.Service
 	// maxUploadBytes is the largest upload any category allows.
 	maxUploadBytes int64
 	pingInterval   time.Duration
@@ -115,6 +126,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// Every line logged with a request's context carries its id (see requestID).
+	opts.Logger = slog.New(logctx.NewHandler(opts.Logger.Handler()))
 	if opts.Validation == "" {
 		opts.Validation = ValidationLog
 	}
@@ -124,6 +137,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	s := &Server{keys: opts.Keys, catalog: opts.Catalog, apps: opts.Apps, tenantID: opts.TenantID,
 		workspaceName: opts.WorkspaceName, limits: opts.Limits, runs: opts.Runs,
 		conversations: opts.Conversations, files: opts.Files, knowledge: opts.Knowledge,
+		workflowRuns: opts.WorkflowRuns,
+		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
 		humanInput: opts.HumanInput}
@@ -157,8 +172,10 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Pre(dropEmptyQueryValues)
+	e.Use(requestID()...)
+	e.Use(s.accessLog)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-		s.log.Error("panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
+		s.log.ErrorContext(c.Request().Context(), "panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))
 		return err
 	}}))
 	e.Use(guardBody(opts.MaxBodyBytes, opts.MaxUploadBytes, opts.BodyRate))
@@ -267,15 +284,16 @@ func (s *Server) ListAvailableModels(ctx context.Context, req gen.ListAvailableM
 
 func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
 	mp := gen.ModelProvider{
-		Provider:  p.Provider,
-		Label:     gen.I18nObject(p.Label),
-		IconSmall: p.IconSmall,
-		Status:    p.Status,
-		TenantId:  s.tenantID,
-		Models:    make([]gen.Model, 0, len(p.Models)),
+		Provider: p.Provider,
+		Label:    gen.I18nObject(p.Label),
+		Status:   p.Status,
+		TenantId: s.tenantID,
+		Models:   make([]gen.Model, 0, len(p.Models)),
 	}
-	if mp.IconSmall == nil {
-		mp.IconSmall = map[string]string{}
+	// A provider without icons has null, as in Dify, not an empty map.
+	if len(p.IconSmall) > 0 {
+		icon := maps.Clone(p.IconSmall)
+		mp.IconSmall = &icon
 	}
 	if p.IconSmallDark != nil {
 		dark := maps.Clone(p.IconSmallDark)

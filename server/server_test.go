@@ -31,6 +31,12 @@ type fixture struct {
 
 func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	tb.Helper()
+	return newFixtureLogging(tb, mode, io.Discard)
+}
+
+// newFixtureLogging is newFixture with the server's JSON log written to logs.
+func newFixtureLogging(tb testing.TB, mode ValidationMode, logs io.Writer) *fixture {
+	tb.Helper()
 	ctx := context.Background()
 	getenv := func(k string) string {
 		if k == "OPENAI_API_KEY" {
@@ -82,7 +88,7 @@ func newFixture(tb testing.TB, mode ValidationMode) *fixture {
 	}
 	e, srv, err := New(Options{
 		Keys: keys, Catalog: models.NewCatalog(file.Providers, getenv), TenantID: ws.ID, Apps: registry,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Validation: mode,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Validation: mode,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -78,12 +79,14 @@ func loadSettings(getenv func(string) string, f *flags, logOut io.Writer) (*conf
 	return cfg, file, newLogger(cfg, logOut), nil
 }
 
+// newLogger is the process's logger. A line logged with a request's context carries the
+// request's id, whatever package logs it (internal/logctx).
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == config.LogFormatJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 }
 
 // open loads the settings, opens and migrates the store, and brings the apps of the config

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
@@ -19,7 +20,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/annotations"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
@@ -77,6 +80,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
+	warnUnusableProviders(e.log, catalog)
 	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
 	if err != nil {
 		return err
@@ -109,12 +113,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases); err != nil {
 		return err
 	}
+	annotationSvc := annotations.New(annotations.Options{Store: e.store, Catalog: catalog, Models: providerSet,
+		Jobs: indexQueue, AccountID: ws.ID, AccountName: e.file.Workspace.Name, Logger: e.log})
+	indexQueue.Handle(annotations.JobKind, annotationSvc.HandleJob)
+	audioSvc := audio.New(catalog, providerSet, e.store)
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	if err := indexQueue.Start(jobsCtx); err != nil {
 		return err
 	}
 	go knowledgeSvc.RunResumer(jobsCtx, 30*time.Second)
+	if err := annotationSvc.Resume(ctx); err != nil {
+		return err
+	}
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: providerSet,
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
@@ -145,20 +156,23 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
+		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
-		StaleAfter: cfg.RunStaleAfter,
+		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
+		Annotations: annotationSvc, Speech: audioSvc,
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
 			config.AppModeAgentChat:  {Runner: agentRunner},
 			apps.ModeAgent:           {Runner: agentRunner.AgentApp()},
 			apps.ModeAdvancedChat:    {Runner: chatflowRunner},
+			apps.ModeWorkflow:        {Runner: chatflowRunner, Workflow: true},
 		},
 	})
 	humanInput = humaninput.New(humaninput.Options{Store: e.store, Runs: engine, Logger: e.log,
-		Resumers: map[string]humaninput.Resumer{apps.ModeAdvancedChat: chatflowRunner},
+		Resumers: map[string]humaninput.Resumer{apps.ModeAdvancedChat: chatflowRunner, apps.ModeWorkflow: chatflowRunner},
 		App:      appRegistry.Get})
 	// Answers a stopped server left running end before any client can read them; those of
 	// live replicas keep a fresh heartbeat and are left alone.
@@ -174,6 +188,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Conversations: conversations.New(e.store, chatSvc, engine),
 		Files:         fileSvc,
 		Knowledge:     knowledgeSvc,
+		WorkflowRuns:  e.store,
+		Annotations:   annotationSvc,
+		Audio:         audioSvc,
 		Apps:          appRegistry,
 		TenantID:      ws.ID,
 		WorkspaceName: e.file.Workspace.Name,

@@ -1,6 +1,6 @@
 // Runs Dify's official Node SDK (npm dify-client, pinned in package.json) against a running
 // Parley, unchanged: every call goes through the SDK's ChatClient/DifyClient. Operations the SDK
-// has no method for (stop, suggested questions, info, meta) go through its public generic helper
+// has no method for (stop, suggested questions, info, meta, annotations) go through its public generic helper
 // DifyClient.sendRequest, so they still carry the SDK's own headers and axios handling.
 //
 // conformance/sdk_test.go (TestDifyNodeSDK) starts the server, scripts the fake upstream model
@@ -62,8 +62,8 @@ sdkTest("getApplicationParameters (DifyClient and ChatClient)", async () => {
     assert.equal(p.opening_statement, "Hello from the conformance bot.");
     assert.deepEqual(p.suggested_questions_after_answer, { enabled: true });
     assert.deepEqual(p.user_input_form, [
-      { "text-input": { label: "Your name", variable: "name", required: false, max_length: 20 } },
-      { select: { label: "tone", variable: "tone", required: true, options: ["warm", "dry"] } },
+      { "text-input": { label: "Your name", variable: "name", required: false, max_length: 20, default: "", hide: false } },
+      { select: { label: "tone", variable: "tone", required: true, options: ["warm", "dry"], default: "", hide: false } },
     ]);
     for (const k of ["speech_to_text", "text_to_speech", "retriever_resource", "annotation_reply",
       "more_like_this", "sensitive_word_avoidance"]) {
@@ -376,4 +376,29 @@ sdkTest("a bad key is a 401 unauthorized axios error", async () => {
   await expectAxiosError(bad.getApplicationParameters(newUser("badkey")), 401, "unauthorized");
   await expectAxiosError(bad.createChatMessage(inputs, "hello", newUser("badkey")), 401, "unauthorized");
   await expectAxiosError(bad.getConversations(newUser("badkey")), 401, "unauthorized");
+});
+
+sdkTest("annotations (sendRequest: the SDK 2.3.2 has no method for them)", async () => {
+  const c = new DifyClient(appKey, baseUrl);
+  const tag = `node-sdk-annotation-${process.pid}`;
+  const created = await c.sendRequest("POST", "/apps/annotations", { question: `What is ${tag}?`, answer: "A test." });
+  assert.equal(created.status, 201);
+  assert.match(created.data.id, UUID);
+  assert.equal(created.data.hit_count, 0);
+  assert.ok(Number.isInteger(created.data.created_at));
+
+  const list = await c.sendRequest("GET", "/apps/annotations", null, { page: 1, limit: 20, keyword: tag.toUpperCase() });
+  assert.equal(list.status, 200);
+  assert.equal(list.data.total, 1);
+  assert.equal(list.data.has_more, false);
+  assert.equal(list.data.data[0].id, created.data.id);
+
+  const updated = await c.sendRequest("PUT", `/apps/annotations/${created.data.id}`, { question: `What is ${tag}?`, answer: "Still a test." });
+  assert.equal(updated.status, 200);
+  assert.equal(updated.data.answer, "Still a test.");
+
+  const deleted = await c.sendRequest("DELETE", `/apps/annotations/${created.data.id}`);
+  assert.equal(deleted.status, 204);
+  await expectAxiosError(c.sendRequest("DELETE", `/apps/annotations/${created.data.id}`), 404, "not_found");
+  await expectAxiosError(c.sendRequest("GET", "/apps/annotation-reply/enable/status/no-such-job"), 400, "invalid_param");
 });

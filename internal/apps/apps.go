@@ -60,6 +60,10 @@ const (
 	InputSelect    = "select"
 	InputNumber    = "number"
 	InputCheckbox  = "checkbox"
+
+	// inputFile and inputFileList are Dify's file inputs (Chatflow and Workflow start nodes).
+	inputFile     = "file"
+	inputFileList = "file-list"
 )
 
 // App is one app as the runtime sees it. Its JSON form is how an imported app is stored; the
@@ -365,6 +369,8 @@ type FormItem struct {
 	Default   string
 	MaxLength int
 	Options   []string
+	// Hide hides the input from a web app's form (newer Dify's `hide`, kept in the field's Extra).
+	Hide bool
 }
 
 // Parameters returns the app's parameters.
@@ -382,9 +388,10 @@ func (a *App) Parameters(l Limits) Parameters {
 		if label == "" {
 			label = f.Variable
 		}
+		hide, _ := f.Extra["hide"].(bool)
 		p.UserInputForm = append(p.UserInputForm, FormItem{
 			Type: f.Type, Label: label, Variable: f.Variable, Required: f.Required,
-			Default: f.Default, MaxLength: f.MaxLength, Options: append([]string(nil), f.Options...),
+			Default: f.Default, MaxLength: f.MaxLength, Options: append([]string(nil), f.Options...), Hide: hide,
 		})
 	}
 	return p

@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"maps"
 	"reflect"
 	"testing"
 )
@@ -12,12 +13,16 @@ func TestValidateInputs(t *testing.T) {
 		{Type: InputSelect, Variable: "tone", Options: []string{"warm", "dry"}, Default: "warm"},
 		{Type: InputNumber, Variable: "n", Default: "3"},
 		{Type: InputCheckbox, Variable: "ok"},
+		{Type: inputFile, Variable: "doc"},
+		{Type: inputFileList, Variable: "docs"},
 	}}
-	for name, tc := range map[string]struct {
+	type inputCase struct {
 		in      map[string]any
 		want    map[string]any
 		wantErr string
-	}{
+	}
+	cases := map[string]inputCase{}
+	for name, tc := range map[string]inputCase{
 		"defaults": {
 			in:   map[string]any{"bio": "x", "extra": 1},
 			want: map[string]any{"name": "", "bio": "x", "tone": "warm", "n": int64(3), "ok": ""},
@@ -35,6 +40,21 @@ func TestValidateInputs(t *testing.T) {
 		"bad checkbox":     {in: map[string]any{"bio": "b", "ok": "yes"}, wantErr: "ok in input form must be a boolean"},
 		"null bytes":       {in: map[string]any{"bio": "a\x00b"}, want: map[string]any{"name": "", "bio": "ab", "tone": "warm", "n": int64(3), "ok": ""}},
 	} {
+		tc.in = maps.Clone(tc.in)
+		if tc.want != nil {
+			tc.want = maps.Clone(tc.want)
+			tc.want["doc"], tc.want["docs"] = "", ""
+		}
+		cases[name] = tc
+	}
+	file := map[string]any{"type": "document", "transfer_method": "local_file", "upload_file_id": "f1"}
+	cases["files"] = inputCase{in: map[string]any{"bio": "b", "doc": file, "docs": []any{file}},
+		want: map[string]any{"name": "", "bio": "b", "tone": "warm", "n": int64(3), "ok": "", "doc": file, "docs": []any{file}}}
+	// As Dify: a file input takes a file object, a file list a list of them.
+	cases["file not an object"] = inputCase{in: map[string]any{"bio": "b", "doc": "sample"}, wantErr: "doc in input form must be a file"}
+	cases["file list of text"] = inputCase{in: map[string]any{"bio": "b", "docs": []any{"sample"}}, wantErr: "docs in input form must be a list of files"}
+	cases["file list not a list"] = inputCase{in: map[string]any{"bio": "b", "docs": file}, wantErr: "docs in input form must be a list of files"}
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := a.ValidateInputs(tc.in)
 			if tc.wantErr != "" {

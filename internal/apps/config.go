@@ -31,6 +31,9 @@ func FromConfig(c config.App) *App {
 		a.Model.Parameters = map[string]any{}
 	}
 	a.Features.RetrieverResource.Enabled = len(c.KnowledgeBases) > 0
+	a.Features.SpeechToText.Enabled = c.SpeechToText.Enabled
+	a.Features.TextToSpeech = TextToSpeech{Enabled: c.TextToSpeech.Enabled, Voice: c.TextToSpeech.Voice,
+		Language: c.TextToSpeech.Language, AutoPlay: c.TextToSpeech.AutoPlay}
 	if len(c.KnowledgeBases) > 0 {
 		a.Retrieval.Mode = "multiple"
 	}

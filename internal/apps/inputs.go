@@ -65,6 +65,24 @@ func (a *App) ValidateInputs(inputs map[string]any) (map[string]any, error) {
 				return nil, &InputError{f.Variable + " in input form must be a boolean"}
 			}
 			out[f.Variable] = b
+		case inputFile:
+			// As Dify: a file input is a file object ({type, transfer_method, …}), checked
+			// further where it is turned into a file.
+			if _, ok := v.(map[string]any); !ok {
+				return nil, &InputError{f.Variable + " in input form must be a file"}
+			}
+			out[f.Variable] = v
+		case inputFileList:
+			list, ok := v.([]any)
+			for _, it := range list {
+				if _, isFile := it.(map[string]any); !isFile {
+					ok = false
+				}
+			}
+			if !ok {
+				return nil, &InputError{f.Variable + " in input form must be a list of files"}
+			}
+			out[f.Variable] = v
 		default:
 			out[f.Variable] = v
 		}

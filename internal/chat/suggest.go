@@ -45,7 +45,7 @@ func (s *Service) Suggest(ctx context.Context, app *apps.App, history []store.Me
 		Parameters: map[string]any{"max_tokens": 256, "temperature": 0},
 	})
 	if err != nil {
-		s.log.Warn("suggest questions", "error", err)
+		s.log.WarnContext(ctx, "suggest questions", "error", err)
 		return []string{}
 	}
 	return parseQuestions(resp.Content)

@@ -76,12 +76,12 @@ func cleanTitle(s string) (string, error) {
 func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
 	name, err := title(ctx, model, spec, query)
 	if err != nil {
-		s.log.Warn("generate conversation name", "conversation_id", conversationID, "error", err)
+		s.log.WarnContext(ctx, "generate conversation name", "conversation_id", conversationID, "error", err)
 		return
 	}
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := s.store.RenameConversation(saveCtx, app.ID, endUserID, conversationID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.log.Warn("save conversation name", "conversation_id", conversationID, "error", err)
+		s.log.WarnContext(ctx, "save conversation name", "conversation_id", conversationID, "error", err)
 	}
 }

@@ -73,6 +73,9 @@ type Config struct {
 	// RunStaleAfter is how long a message may stay running without its process writing it
 	// (its heartbeat) before it is taken as interrupted by a dead process (PARLEY_RUN_STALE_AFTER).
 	RunStaleAfter time.Duration
+	// ModerationBufferSize is how many characters an answer grows by between two output
+	// moderation checks while it streams (MODERATION_BUFFER_SIZE, as in Dify).
+	ModerationBufferSize int
 	// MaxBodyBytes caps JSON request bodies (PARLEY_MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// BodyTimeout is how long a request body may take to arrive (PARLEY_BODY_TIMEOUT), extended
@@ -126,6 +129,9 @@ type Config struct {
 	// from the form's creation, before it is stopped (Dify's HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS,
 	// 7 days).
 	HumanInputGlobalTimeoutSeconds int
+	// WorkflowNodeTimeout bounds one attempt of one workflow node (PARLEY_WORKFLOW_NODE_TIMEOUT);
+	// an iteration's or a loop's body nodes are bounded each, not the container.
+	WorkflowNodeTimeout time.Duration
 }
 
 // Values of WorkflowVersionExecution.
@@ -333,8 +339,14 @@ func (c *Config) Validate() error {
 	if c.IndexingMaxSegmentationTokensLength < 50 {
 		bad("INDEXING_MAX_SEGMENTATION_TOKENS_LENGTH", "must be at least 50, got %d", c.IndexingMaxSegmentationTokensLength)
 	}
+	if c.ModerationBufferSize <= 0 {
+		bad("MODERATION_BUFFER_SIZE", "must be positive, got %d", c.ModerationBufferSize)
+	}
 	if c.IndexingWorkers <= 0 {
 		bad("PARLEY_INDEXING_WORKERS", "must be positive, got %d", c.IndexingWorkers)
+	}
+	if c.WorkflowNodeTimeout <= 0 {
+		bad("PARLEY_WORKFLOW_NODE_TIMEOUT", "must be positive, got %v", c.WorkflowNodeTimeout)
 	}
 	if c.IndexingTimeout <= 0 {
 		bad("PARLEY_INDEXING_TIMEOUT", "must be positive, got %v", c.IndexingTimeout)

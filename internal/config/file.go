@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -142,6 +143,21 @@ func (p Provider) APIKey(getenv func(string) string) string {
 // configured providers are listed and usable.
 func (p Provider) Configured(getenv func(string) string) bool {
 	return !p.RequiresAPIKey || p.APIKey(getenv) != ""
+}
+
+// Problem says why the provider is not usable and what to set, or "" when it is configured
+// (see Configured).
+func (p Provider) Problem(getenv func(string) string) string {
+	switch {
+	case p.Configured(getenv):
+		return ""
+	case p.APIKeyEnv == "":
+		return "it requires an API key but its api_key_env names no variable: set api_key_env in the config file " +
+			"to the environment variable that holds the key, or requires_api_key: false for a server that needs none"
+	default:
+		return fmt.Sprintf("its API key variable %s is not set: set the environment variable %s to the provider's API key "+
+			"(or requires_api_key: false in the config file for a server that needs none)", p.APIKeyEnv, p.APIKeyEnv)
+	}
 }
 
 // Model returns the model of the given type and name.
@@ -308,6 +324,27 @@ type App struct {
 	// knowledge bases with (Dify's dataset_query_variable); required for completion apps with
 	// knowledge bases, which have no conversation to take a query from.
 	DatasetQueryVariable string `yaml:"dataset_query_variable"`
+	// SpeechToText lets clients transcribe speech for the app (POST /audio-to-text).
+	SpeechToText AppSpeechToText `yaml:"speech_to_text"`
+	// TextToSpeech reads the app's answers aloud (POST /text-to-audio; with auto_play
+	// "enabled", streamed answers carry tts_message events).
+	TextToSpeech AppTextToSpeech `yaml:"text_to_speech"`
+}
+
+// AppSpeechToText is an app's speech-to-text switch.
+type AppSpeechToText struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// AppTextToSpeech is an app's text-to-speech setting, as Dify's feature has it.
+type AppTextToSpeech struct {
+	Enabled bool `yaml:"enabled"`
+	// Voice is the tts model's voice (default: the model's first, alloy).
+	Voice string `yaml:"voice"`
+	// Language is shown by GET /parameters.
+	Language string `yaml:"language"`
+	// AutoPlay is "enabled" or "disabled" (default).
+	AutoPlay string `yaml:"auto_play"`
 }
 
 // UnmarshalYAML defaults enabled to true before decoding.

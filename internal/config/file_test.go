@@ -530,3 +530,17 @@ func inputDoc(items string) string {
 func kbDoc(items string) string {
 	return "!" + validProviders + "knowledge_bases: [" + items + "]\n"
 }
+
+func TestParseFileSpeechFeatures(t *testing.T) {
+	base := "providers: []\napps:\n  - name: talker\n    mode: advanced-chat\n"
+	f, err := ParseFile([]byte(base+"    speech_to_text: {enabled: true}\n    text_to_speech: {enabled: true, voice: nova, language: en-US, auto_play: enabled}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := f.Apps[0]; !a.SpeechToText.Enabled || a.TextToSpeech != (AppTextToSpeech{Enabled: true, Voice: "nova", Language: "en-US", AutoPlay: "enabled"}) {
+		t.Fatalf("parsed %+v %+v", a.SpeechToText, a.TextToSpeech)
+	}
+	if _, err := ParseFile([]byte(base+"    text_to_speech: {enabled: true, auto_play: yes}\n"), nil); err == nil || !strings.Contains(err.Error(), "apps[0].text_to_speech.auto_play") {
+		t.Fatalf("auto_play yes: %v", err)
+	}
+}

@@ -79,6 +79,8 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ModelCallTimeout })},
 		{name: "PARLEY_RUN_STALE_AFTER", def: "60s",
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.RunStaleAfter })},
+		{name: "MODERATION_BUFFER_SIZE", def: "300",
+			parse: set(parseInt, func(c *Config) *int { return &c.ModerationBufferSize })},
 		{name: "PARLEY_SQLITE_SYNCHRONOUS", def: "normal",
 			parse: set(parseSynchronous, func(c *Config) *string { return &c.SQLiteSynchronous })},
 		{name: "PARLEY_REMOTE_FILES_ALLOW_PRIVATE", def: "false",
@@ -92,6 +94,8 @@ func options() []option {
 			parse: set(parseVersionExecution, func(c *Config) *string { return &c.WorkflowVersionExecution })},
 		{name: "HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS", def: "604800",
 			parse: set(parseInt, func(c *Config) *int { return &c.HumanInputGlobalTimeoutSeconds })},
+		{name: "PARLEY_WORKFLOW_NODE_TIMEOUT", def: "10m",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.WorkflowNodeTimeout })},
 		{name: "PARLEY_TOOLS_ALLOWED_NETWORKS", def: "",
 			parse: set(parsePrefixList, func(c *Config) *[]netip.Prefix { return &c.ToolsAllowedNetworks })},
 

@@ -82,6 +82,9 @@ func (f *File) normalize() error {
 		a := &f.Apps[i]
 		path := indexPath("apps", i)
 		f.normalizeApp(a, path, kbs, bad)
+		if ap := a.TextToSpeech.AutoPlay; ap != "" && ap != "enabled" && ap != "disabled" {
+			bad(path+".text_to_speech.auto_play", "%q: use enabled or disabled", ap)
+		}
 		if a.Name == "" {
 			continue
 		}

@@ -73,7 +73,7 @@ type Remote struct {
 func (s *Service) FetchRemote(ctx context.Context, rawURL string) (Remote, error) {
 	r, err := s.fetchRemote(ctx, rawURL)
 	if err != nil && ctx.Err() == nil {
-		s.log.Info("remote file not fetched", "error", err)
+		s.log.InfoContext(ctx, "remote file not fetched", "error", err)
 	}
 	return r, err
 }

@@ -226,8 +226,11 @@ func (s *Service) ToolFileURL(fileID, ext string) string {
 }
 
 // SignedURL is the link a client is given to a message file: a fresh signed link for a tool
-// file, the file's own URL for a remote one, "" otherwise.
+// file or an uploaded one, the file's own URL for a remote one.
 func (s *Service) SignedURL(f store.MessageFile) string {
+	if f.TransferMethod == store.TransferLocalFile && f.UploadFileID != "" {
+		return s.UploadFileURL(f.UploadFileID, false)
+	}
 	if f.TransferMethod != store.TransferToolFile {
 		return f.URL
 	}

@@ -45,6 +45,11 @@ type Source struct {
 	Body        io.Reader
 	// Text marks a text source (not size-checked, stored as <name>.txt).
 	Text bool
+	// Stored is a file already stored (a pipeline upload): the document is made from it, and
+	// Body is not read.
+	Stored *store.UploadFile
+	// Batch is the indexing batch a created document joins; a new one when empty.
+	Batch string
 }
 
 // DocumentView is a document with what its API shapes derive.
@@ -215,6 +220,9 @@ func checkSource(src Source) error {
 }
 
 func (s *Service) storeSource(ctx context.Context, src Source) (store.UploadFile, error) {
+	if src.Stored != nil {
+		return *src.Stored, nil
+	}
 	name := src.Filename
 	if src.Text {
 		name = truncateRunes(name, 200) + ".txt"
@@ -263,7 +271,10 @@ func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg Docu
 	if err := s.st.UpdateDataset(ctx, d); err != nil {
 		return DocumentView{}, "", fmt.Errorf("knowledge: update dataset: %w", err)
 	}
-	batch := s.NewBatch()
+	batch := src.Batch
+	if batch == "" {
+		batch = s.NewBatch()
+	}
 	now := s.nowUTC()
 	lang := "English"
 	if cfg.DocLanguage != nil && *cfg.DocLanguage != "" {

@@ -145,7 +145,9 @@ type Options struct {
 	// IndexingTimeout bounds the indexing of one document, from extraction to the last chunk
 	// written (DefaultIndexingTimeout when 0); past it the document ends in error.
 	IndexingTimeout time.Duration
-	Logger          *slog.Logger
+	// MaxZipBytes bounds the files one ZIP download may hold together (DefaultMaxZipBytes when 0).
+	MaxZipBytes int64
+	Logger      *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -163,6 +165,7 @@ type Service struct {
 	maxSeg    int
 	extract   ExtractFunc
 	timeout   time.Duration
+	maxZip    int64
 	log       *slog.Logger
 	now       func() time.Time
 	// runs holds the indexing runs queued or running in this process and the document locks
@@ -193,9 +196,12 @@ func New(opts Options) *Service {
 	if opts.IndexingTimeout <= 0 {
 		opts.IndexingTimeout = DefaultIndexingTimeout
 	}
+	if opts.MaxZipBytes <= 0 {
+		opts.MaxZipBytes = DefaultMaxZipBytes
+	}
 	return &Service{st: opts.Store, files: opts.Files, catalog: opts.Catalog, models: opts.Models,
 		vectors: opts.Vectors, jobs: opts.Jobs, account: opts.AccountID, appsUsing: opts.AppsUsing,
-		maxSeg: opts.MaxSegmentLength, extract: opts.Extract, timeout: opts.IndexingTimeout,
+		maxSeg: opts.MaxSegmentLength, extract: opts.Extract, timeout: opts.IndexingTimeout, maxZip: opts.MaxZipBytes,
 		log: opts.Logger, now: opts.Now}
 }
 

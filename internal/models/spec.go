@@ -18,6 +18,38 @@ var (
 	ErrModelNotFound         = errors.New("model not found")
 )
 
+// UnusableError is a lookup of a provider that cannot be used: Reason says why and what to set.
+// It wraps ErrProviderNotFound or ErrProviderNotConfigured.
+type UnusableError struct {
+	Provider string
+	Reason   string
+	err      error
+}
+
+func (e *UnusableError) Error() string {
+	return fmt.Sprintf("provider %q: %v: %s", e.Provider, e.err, e.Reason)
+}
+
+func (e *UnusableError) Unwrap() error { return e.err }
+
+// Problem is a provider of the configuration that cannot be used, and why.
+type Problem struct {
+	Provider string
+	Reason   string
+}
+
+// Problems lists, in configuration order, the providers that are not usable and why (an API key
+// variable that is not set, say), for the server to warn about at start-up.
+func (c *Catalog) Problems() []Problem {
+	var out []Problem
+	for _, p := range c.providers {
+		if r := p.Problem(c.getenv); r != "" {
+			out = append(out, Problem{Provider: p.Name, Reason: r})
+		}
+	}
+	return out
+}
+
 // Pricing is a model's price list as decimal strings (Dify's PriceConfig):
 // the cost of n tokens is n × price × Unit, in Currency.
 type Pricing struct {
@@ -76,11 +108,12 @@ func (s ModelSpec) HasFeature(f string) bool { return slices.Contains(s.Features
 func (c *Catalog) Lookup(t Type, provider, name string) (ModelSpec, error) {
 	i := slices.IndexFunc(c.providers, func(p config.Provider) bool { return p.Name == provider })
 	if i < 0 {
-		return ModelSpec{}, fmt.Errorf("provider %q: %w", provider, ErrProviderNotFound)
+		return ModelSpec{}, &UnusableError{Provider: provider, err: ErrProviderNotFound,
+			Reason: "it is not among the providers of the config file: add it there (PARLEY_CONFIG names the file), or change the app's model"}
 	}
 	p := c.providers[i]
-	if !p.Configured(c.getenv) {
-		return ModelSpec{}, fmt.Errorf("provider %q: %w", provider, ErrProviderNotConfigured)
+	if r := p.Problem(c.getenv); r != "" {
+		return ModelSpec{}, &UnusableError{Provider: provider, Reason: r, err: ErrProviderNotConfigured}
 	}
 	m, ok := p.Model(string(t), name)
 	if !ok {

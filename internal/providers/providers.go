@@ -16,6 +16,7 @@ package providers
 import (
 	"context"
 	"encoding/json"
+	"io"
 )
 
 // Message roles.
@@ -223,4 +224,17 @@ type RerankResult struct {
 	// Score is the provider's relevance score, higher is more relevant
 	// (usually in [0, 1], but the scale is the model's).
 	Score float64
+}
+
+// Transcriber turns speech into text (a speech2text model).
+type Transcriber interface {
+	// Transcribe returns the text spoken in audio, a file of the given name and content type.
+	Transcribe(ctx context.Context, model, filename, contentType string, audio []byte) (string, error)
+}
+
+// Synthesizer turns text into speech (a tts model).
+type Synthesizer interface {
+	// Synthesize reads text aloud with voice; the audio streams from the returned reader (which
+	// the caller closes), of the returned content type.
+	Synthesize(ctx context.Context, model, text, voice string) (audio io.ReadCloser, contentType string, err error)
 }

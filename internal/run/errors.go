@@ -51,3 +51,13 @@ func storedError(err error) string {
 	}
 	return "Internal Server Error."
 }
+
+// ReportedError is the failure of a run whose job already told its client how it ended (a
+// Workflow app's workflow_finished with status failed): the engine stores the failure and sends
+// no error event of its own.
+type ReportedError struct{ Err error }
+
+func (e *ReportedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *ReportedError) Unwrap() error { return e.Err }

@@ -53,6 +53,9 @@ const (
 	EventError
 	// EventPing is a keep-alive; streams send their own, so a job rarely needs it.
 	EventPing
+	// EventTextChunk is streamed text of a Workflow app (Data: its `data` object, text and
+	// from_variable_selector): the outputs of its end nodes as they become available.
+	EventTextChunk
 
 	numKinds = iota
 )
@@ -85,6 +88,7 @@ var kindNames = [numKinds + 1]string{
 	EventHumanInputFormTimeout: "human_input_form_timeout",
 	EventError:                 "error",
 	EventPing:                  "ping",
+	EventTextChunk:             "text_chunk",
 }
 
 // EventKinds lists every event kind, in declaration order.
@@ -107,7 +111,7 @@ func (k EventKind) String() string {
 // Nested reports whether the event carries its payload under `data` (the workflow family,
 // reasoning_chunk and agent_log); the other kinds carry their fields at the top level.
 func (k EventKind) Nested() bool {
-	return k == EventReasoningChunk || (k >= EventWorkflowStarted && k <= EventHumanInputFormTimeout)
+	return k == EventReasoningChunk || k == EventTextChunk || (k >= EventWorkflowStarted && k <= EventHumanInputFormTimeout)
 }
 
 // WorkflowScoped reports whether the event carries the run's workflow_run_id: the nested kinds
@@ -141,4 +145,6 @@ type End struct {
 	Files any
 	// Uncited leaves retriever_resources out of message_end (see Outcome.Uncited).
 	Uncited bool
+	// Annotation is the annotation the answer came from, else nil.
+	Annotation *AnnotationReply
 }

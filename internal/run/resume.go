@@ -17,8 +17,8 @@ import (
 // Resumption is a paused answer to continue.
 type Resumption struct {
 	App *apps.App
-	// User is the end user's session id (the stop handle's owner).
-	User string
+	// User is the end user's session id (the stop handle's owner), EndUserID the end user.
+	User, EndUserID string
 	// MessageID, ConversationID and CreatedAt are the message being answered; WorkflowRunID
 	// its workflow run.
 	MessageID, ConversationID, WorkflowRunID string
@@ -34,17 +34,26 @@ func (e *Engine) Resume(res Resumption) (*Run, error) {
 	if e.life.Err() != nil {
 		return nil, ErrShuttingDown
 	}
+	kind := e.kinds[res.App.Mode]
 	run := &Run{
 		TaskID: store.NewID(), MessageID: res.MessageID, ConversationID: res.ConversationID,
-		WorkflowRunID: res.WorkflowRunID, CreatedAt: res.CreatedAt, Mode: res.App.Mode,
-		events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		WorkflowRunID: res.WorkflowRunID, CreatedAt: res.CreatedAt, Mode: res.App.Mode, EndUserID: res.EndUserID,
+		workflow: kind.Workflow,
+		events:   make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+	}
+	if kind.OneShot || kind.Workflow {
+		run.ConversationID = ""
+	}
+	task := tasks.Task{ID: run.TaskID, AppID: res.App.ID, User: res.User}
+	if kind.Workflow {
+		task.User = "" // stopped by whoever names the task, as a Workflow app's runs are
 	}
 	run.out.r = run
 	run.answer.WriteString(res.Answer)
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
-	runCtx, done := e.tasks.Register(e.life, tasks.Task{ID: run.TaskID, AppID: res.App.ID, User: res.User})
+	runCtx, done := e.tasks.Register(e.life, task)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

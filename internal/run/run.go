@@ -7,6 +7,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 )
@@ -30,6 +32,7 @@ const DefaultConversationName = "New conversation"
 // Store is what the engine needs from storage; *store.Store implements it.
 type Store interface {
 	EndUser(ctx context.Context, appID, sessionID string) (store.EndUser, error)
+	EndUserByID(ctx context.Context, appID, id string) (store.EndUser, error)
 	Conversation(ctx context.Context, appID, endUserID, id string) (store.Conversation, error)
 	StartConversation(ctx context.Context, c store.Conversation, m store.Message, files ...store.MessageFile) (store.Conversation, store.Message, error)
 	CreateMessage(ctx context.Context, m store.Message, files ...store.MessageFile) (store.Message, error)
@@ -45,6 +48,11 @@ type Kind struct {
 	// conversation, and each message is stored under a conversation of its own that the API
 	// never shows.
 	OneShot bool
+	// Workflow apps answer no message: each request is one run of a graph, stored as a workflow
+	// run, whose stream ends with the job's own workflow_finished instead of message_end. The
+	// engine still keeps a one-shot message for each run, never shown by the API, so that
+	// admission, stop, progress heartbeats and crash reconciliation work as for every kind.
+	Workflow bool
 }
 
 // Options configure an Engine.
@@ -61,11 +69,20 @@ type Options struct {
 	// ProgressInterval is how often, at most, a run's answer so far is written while it
 	// streams (default DefaultProgressInterval).
 	ProgressInterval time.Duration
+	// Moderation checks the apps' content moderation (nil: no app is moderated).
+	Moderation Moderation
+	// ModerationBuffer is how many characters an answer grows by between two output
+	// moderation checks while it streams (default DefaultModerationBuffer).
+	ModerationBuffer int
 	// StaleAfter is how old the heartbeat of a running message may grow before the message is
 	// taken as interrupted by a dead process (default DefaultStaleAfter). This process
 	// refreshes the heartbeat of its own runs every StaleAfter/4 and ends stale ones every
 	// StaleAfter/2.
 	StaleAfter time.Duration
+	// Annotations, if set, answers the chat kinds' questions that match an annotation.
+	Annotations Annotations
+	// Speech, if set, reads streamed answers aloud for apps with text-to-speech auto-play.
+	Speech Speech
 }
 
 // Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
@@ -89,6 +106,13 @@ type Engine struct {
 	kinds   map[string]Kind
 	log     *slog.Logger
 	buffer  int
+	// moderation checks apps' content moderation, nil when none is; modBuffer is
+	// Options.ModerationBuffer.
+	moderation Moderation
+	modBuffer  int
+
+	annotations Annotations
+	speech      Speech
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -117,10 +141,14 @@ func New(o Options) *Engine {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
 	}
+	if o.ModerationBuffer <= 0 {
+		o.ModerationBuffer = DefaultModerationBuffer
+	}
 	life, stop := context.WithCancelCause(context.Background())
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
-		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{},
+		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
+		annotations: o.Annotations, speech: o.Speech,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -149,6 +177,13 @@ func (e *Engine) Stop(ctx context.Context, taskID, appID, user string) error {
 	return e.tasks.Stop(ctx, taskID, appID, user)
 }
 
+// StopWorkflow stops the run of a Workflow app's task taskID if it belongs to appID. Dify's
+// stop operation of Workflow apps takes a `user` but does not check it, so neither does this;
+// an unknown or finished task is no error either.
+func (e *Engine) StopWorkflow(ctx context.Context, taskID, appID string) error {
+	return e.tasks.Stop(ctx, taskID, appID, "")
+}
+
 // Run is an accepted message being answered.
 type Run struct {
 	TaskID    string
@@ -160,12 +195,17 @@ type Run struct {
 	WorkflowRunID string
 	CreatedAt     time.Time
 	Mode          string
+	// EndUserID is the end user the run belongs to.
+	EndUserID string
 
+	// workflow is Kind.Workflow: the job ends the stream itself.
+	workflow bool
 	events   chan Event
 	out      Output
 	detached chan struct{}
 	finished chan struct{}
 	once     sync.Once
+	tts      *speaker // reads the answer aloud as it streams (auto-play); nil when off
 
 	// answer is written by the job's goroutine (Output) under mu; keepRuns reads it under mu.
 	// version counts the changes of answer.
@@ -176,6 +216,9 @@ type Run struct {
 	// last write of the message, its heartbeat) belong to keepRuns.
 	savedVersion     uint64
 	answerAt, beatAt time.Time
+
+	// guard is the output moderation of the answer, nil when it has none.
+	guard *guard
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -232,7 +275,13 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err := e.conversation(ctx, app, kind, &turn); err != nil {
 		return nil, err
 	}
-	job, err := kind.Runner.Prepare(ctx, turn)
+	job, annotated := e.annotationJob(ctx, kind, turn)
+	if !annotated {
+		if job, err = kind.Runner.Prepare(ctx, turn); err != nil {
+			return nil, err
+		}
+	}
+	mod, err := e.checker(cmp.Or(job.App, app))
 	if err != nil {
 		return nil, err
 	}
@@ -255,16 +304,30 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	}
 	run := &Run{
 		TaskID: msg.TaskID, MessageID: msg.ID, WorkflowRunID: job.WorkflowRunID, CreatedAt: msg.CreatedAt,
-		Mode: app.Mode, events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		Mode: app.Mode, EndUserID: user.ID, workflow: kind.Workflow,
+		events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
 	}
-	if !kind.OneShot {
+	if !kind.OneShot && !kind.Workflow {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
+	job.Work = e.moderated(mod, turn, run, job.Work)
+	run.tts = e.speaker(app, req.Streaming, run)
 	run.answerAt = time.Now()
 	run.beatAt = run.answerAt
 	e.track(run)
-	runCtx, done := e.tasks.Register(e.life, tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User})
+	task := tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User}
+	if kind.Workflow {
+		// A Workflow app's run is stopped by whoever names its task (StopWorkflow).
+		task.User = ""
+	}
+	// The run outlives its request, so it lives in the engine's context, but its log lines
+	// keep the id of the request that started it.
+	life := e.life
+	if id := logctx.RequestID(ctx); id != "" {
+		life = logctx.WithRequestID(life, id)
+	}
+	runCtx, done := e.tasks.Register(life, task)
 	accepted = true
 	e.wg.Add(1)
 	go func() {
@@ -280,7 +343,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 			completed = runCtx.Err() == nil
 		}()
 		if completed && job.After != nil {
-			job.After(e.life)
+			job.After(life)
 		}
 	}()
 	return run, nil
@@ -290,7 +353,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 // (stored later, with the first message) whose inputs are validated against the app's form.
 func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *Turn) error {
 	id := strings.TrimSpace(t.ConversationID)
-	if kind.OneShot || id == "" {
+	if kind.OneShot || kind.Workflow || id == "" {
 		inputs, err := app.ValidateInputs(t.Request.Inputs)
 		if err != nil {
 			return err
@@ -303,7 +366,7 @@ func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *
 			ID: store.NewID(), AppID: app.ID, EndUserID: t.EndUser.ID, Name: DefaultConversationName,
 			Inputs: raw, Status: store.ConversationStatusNormal,
 		}
-		if !kind.OneShot {
+		if !kind.OneShot && !kind.Workflow {
 			c.Introduction = app.OpeningStatement
 		}
 		t.Conversation, t.NewConversation, t.Inputs = c, true, inputs
@@ -367,20 +430,30 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	persistCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if perr := e.store.FinishMessage(persistCtx, run.MessageID, result); perr != nil {
-		e.log.Error("persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
+		e.log.ErrorContext(ctx, "persist answer", "message_id", run.MessageID, "task_id", run.TaskID, "error", perr)
 		if err == nil {
 			err = perr
 		}
 	}
+	var reported *ReportedError
 	if err != nil {
-		e.log.Warn("run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
-		run.emit(Event{Kind: EventError, Err: err})
+		e.log.WarnContext(ctx, "run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)
+		run.tts.abort()
+		if !errors.As(err, &reported) {
+			run.emit(Event{Kind: EventError, Err: err})
+		}
 		return
 	}
-	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files, Uncited: outcome.Uncited}})
+	if run.workflow {
+		// A Workflow app's job sent its own closing workflow_finished.
+		return
+	}
+	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files,
+		Uncited: outcome.Uncited, Annotation: outcome.Annotation}})
 	for _, ev := range outcome.Trailer {
 		run.emit(ev)
 	}
+	run.tts.finish(run)
 }
 
 // messageResult is a finished answer as stored: Dify's flat cost columns, and the metadata that

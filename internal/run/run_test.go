@@ -76,6 +76,7 @@ type engineEnv struct {
 	chat   *apps.App // mode chat, scripted
 	oneOff *apps.App // mode completion, scripted and one-shot
 	agent  *apps.App // mode agent-chat: streaming only, no runner
+	flow   *apps.App // mode workflow, scripted, Kind.Workflow
 	runner *scripted
 }
 
@@ -83,7 +84,8 @@ func newEngineEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *eng
 	t.Helper()
 	ctx := context.Background()
 	st := testdb.Open(t, e)
-	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}, {Name: "agent", Mode: "agent-chat"}})
+	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}, {Name: "agent", Mode: "agent-chat"},
+		{Name: "flow", Mode: "workflow"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,8 @@ func newEngineEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *eng
 	r := &scripted{steps: make(chan step)}
 	o := Options{
 		Store: st, Limiter: limiter.NewLocal(), Tasks: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kinds: map[string]Kind{config.AppModeChat: {Runner: r}, config.AppModeCompletion: {Runner: r, OneShot: true}},
+		Kinds: map[string]Kind{config.AppModeChat: {Runner: r}, config.AppModeCompletion: {Runner: r, OneShot: true},
+			apps.ModeWorkflow: {Runner: r, Workflow: true}},
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -111,7 +114,7 @@ func newEngineEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *eng
 		}
 	})
 	return &engineEnv{engine: eng, store: st, tasks: tr, chat: mk("bot", "chat"), oneOff: mk("writer", "completion"),
-		agent: mk("agent", "agent-chat"), runner: r}
+		agent: mk("agent", "agent-chat"), flow: mk("flow", apps.ModeWorkflow), runner: r}
 }
 
 func (env *engineEnv) start(t *testing.T, req Request) *Run {
@@ -373,6 +376,65 @@ func TestFailedAndStoppedRuns(t *testing.T) {
 	})
 }
 
+// TestWorkflowKind: a Workflow app's run has no conversation to show; its job ends the stream
+// (no message_end after success or a stop, no error event after a failure it reported), while
+// the engine still stores the outcome, applies the per-app cap and stops it for any user.
+func TestWorkflowKind(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		env := newEngineEnv(t, e)
+		ctx := context.Background()
+		kinds := func(evs []Event) []EventKind {
+			var ks []EventKind
+			for _, ev := range evs {
+				ks = append(ks, ev.Kind)
+			}
+			return ks
+		}
+		fin := Event{Kind: EventWorkflowFinished, Data: map[string]any{"status": "succeeded"}}
+
+		ok := env.start(t, Request{App: env.flow, Streaming: true})
+		if ok.ConversationID != "" {
+			t.Fatalf("a workflow run shows conversation %q", ok.ConversationID)
+		}
+		env.feedLater(t, emit(Event{Kind: EventTextChunk, Data: map[string]any{"text": "hi"}}), emit(fin), step{end: true})
+		if ks := kinds(collectEvents(t, ok)); len(ks) != 2 || ks[1] != EventWorkflowFinished {
+			t.Fatalf("events %v", ks)
+		}
+		waitDone(t, ok)
+		if m := env.stored(t, env.flow, ok, "u1"); m.Status != store.MessageStatusNormal {
+			t.Fatalf("stored %+v", m)
+		}
+
+		failed := env.start(t, Request{App: env.flow, Streaming: true})
+		env.feedLater(t, emit(fin), step{end: true, err: &ReportedError{Err: errors.New("Run failed: node x: boom")}})
+		if ks := kinds(collectEvents(t, failed)); len(ks) != 1 || ks[0] != EventWorkflowFinished {
+			t.Fatalf("a reported failure added events: %v", ks)
+		}
+		waitDone(t, failed)
+		if m := env.stored(t, env.flow, failed, "u1"); m.Status != store.MessageStatusError {
+			t.Fatalf("stored %+v", m)
+		}
+
+		// The cap (1 here) holds while the run lasts; the stop needs no user.
+		running := env.start(t, Request{App: env.flow, User: "owner", Streaming: true})
+		if _, err := env.engine.Start(ctx, Request{App: env.flow, User: "u2", Inputs: map[string]any{"topic": "x"}}); !errors.As(err, new(*LimitError)) {
+			t.Fatalf("second run: %v", err)
+		}
+		if err := env.engine.StopWorkflow(ctx, running.TaskID, env.flow.ID); err != nil {
+			t.Fatal(err)
+		}
+		// The scripted job sends nothing on a stop; the engine adds nothing either.
+		evs := collectEvents(t, running)
+		if len(evs) != 0 {
+			t.Fatalf("a stopped run whose job sent nothing got %v", kinds(evs))
+		}
+		waitDone(t, running)
+		if m := env.stored(t, env.flow, running, "owner"); m.Status != store.MessageStatusStopped {
+			t.Fatalf("stored %+v", m)
+		}
+	})
+}
+
 // TestReplacedAnswerIsSaved: progress saving follows every change of the answer, also a
 // message_replace that leaves its length as it was.
 func TestReplacedAnswerIsSaved(t *testing.T) {
@@ -399,8 +461,9 @@ func TestReplacedAnswerIsSaved(t *testing.T) {
 
 func TestEventKindNames(t *testing.T) {
 	kinds := EventKinds()
-	if len(kinds) != 27 {
-		t.Fatalf("%d event kinds, the seed names 27", len(kinds))
+	// The seed names 27; Workflow apps add text_chunk.
+	if len(kinds) != 28 {
+		t.Fatalf("%d event kinds, want 28", len(kinds))
 	}
 	seen := map[string]bool{}
 	for _, k := range kinds {
@@ -410,7 +473,7 @@ func TestEventKindNames(t *testing.T) {
 		seen[k.String()] = true
 	}
 	for k, nested := range map[EventKind]bool{EventMessage: false, EventAgentThought: false, EventReasoningChunk: true,
-		EventWorkflowStarted: true, EventAgentLog: true, EventHumanInputFormTimeout: true, EventError: false} {
+		EventWorkflowStarted: true, EventAgentLog: true, EventHumanInputFormTimeout: true, EventError: false, EventTextChunk: true} {
 		if k.Nested() != nested {
 			t.Errorf("%s nested = %v", k, k.Nested())
 		}

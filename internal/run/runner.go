@@ -67,6 +67,9 @@ type Job struct {
 	// WorkflowRunID is the workflow run the answer belongs to, for kinds that run a graph;
 	// the stream puts it on workflow events.
 	WorkflowRunID string
+	// App is the version of the app the answer runs when it is not the request's (a
+	// Chatflow's published version): its features, such as moderation, apply.
+	App *apps.App
 	// Work produces the answer once the message is stored.
 	Work Work
 	// After, if set, runs once Work returned without being stopped or cut by shutdown, after
@@ -109,6 +112,8 @@ type Outcome struct {
 	// Paused is a workflow run waiting for human input: the message stays running with the
 	// answer so far, and the stream ends with the job's own events (no message_end).
 	Paused bool
+	// Annotation is the annotation the answer came from (annotation reply), else nil.
+	Annotation *AnnotationReply
 }
 
 // Output is where a job sends its events.
@@ -117,6 +122,9 @@ type Output struct{ r *Run }
 // Emit sends ev to the run's client. The text of message and agent_message events is added to
 // the answer the engine stores (and saves while the run goes on); message_replace replaces it.
 func (o *Output) Emit(ev Event) {
+	if g := o.r.guard; g != nil && g.intercept(o, ev) {
+		return
+	}
 	switch ev.Kind {
 	case EventMessage, EventAgentMessage:
 		if ev.Answer != "" {
@@ -124,6 +132,7 @@ func (o *Output) Emit(ev Event) {
 			o.r.answer.WriteString(ev.Answer)
 			o.r.version++
 			o.r.mu.Unlock()
+			o.r.tts.write(ev.Answer)
 		}
 	case EventMessageReplace:
 		o.r.mu.Lock()

@@ -18,3 +18,9 @@ func (e *Engine) EndUser(ctx context.Context, appID, user string) (store.EndUser
 	}
 	return e.store.EndUser(ctx, appID, user)
 }
+
+// EndUserByID returns the end user with this id if it is one of app appID's; otherwise the
+// error wraps store.ErrNotFound.
+func (e *Engine) EndUserByID(ctx context.Context, appID, id string) (store.EndUser, error) {
+	return e.store.EndUserByID(ctx, appID, id)
+}

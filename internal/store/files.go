@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -61,6 +62,9 @@ type MessageFile struct {
 	// BelongsTo is BelongsToUser or BelongsToAssistant.
 	BelongsTo string
 	CreatedAt time.Time
+	// Upload is the upload row the file refers to (UploadFileID), filled in by
+	// [Store.MessageFiles]; nil for a remote file, and ignored when files are added.
+	Upload *UploadFile
 }
 
 const uploadFileColumns = "id, app_id, end_user_id, name, size, extension, mime_type, storage_key, hash, source_url, created_by, created_at"
@@ -239,8 +243,11 @@ func (s *Store) insertMessageFiles(ctx context.Context, q execer, files []Messag
 func (s *Store) MessageFiles(ctx context.Context, messageIDs []string) (map[string][]MessageFile, error) {
 	out := make(map[string][]MessageFile)
 	for _, chunk := range chunks(messageIDs) {
-		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+messageFileColumns+
-			" FROM message_files WHERE message_id IN ("+placeholders(len(chunk))+") ORDER BY created_at, id"), anys(chunk)...)
+		// The upload each file refers to comes along: history shows its name, type and size.
+		rows, err := s.conn().QueryContext(ctx, s.Rebind("SELECT "+prefixColumns("mf.", messageFileColumns)+
+			", "+prefixColumns("uf.", uploadFileColumns)+
+			" FROM message_files mf LEFT JOIN upload_files uf ON uf.id = mf.upload_file_id"+
+			" WHERE mf.message_id IN ("+placeholders(len(chunk))+") ORDER BY mf.created_at, mf.id"), anys(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: message files: %w", err)
 		}
@@ -251,12 +258,15 @@ func (s *Store) MessageFiles(ctx context.Context, messageIDs []string) (map[stri
 					f           MessageFile
 					url, upload sql.NullString
 					created     int64
+					u           nullableUpload
 				)
-				if err := rows.Scan(&f.ID, &f.MessageID, &f.Type, &f.TransferMethod, &url, &upload, &f.BelongsTo, &created); err != nil {
+				dest := []any{&f.ID, &f.MessageID, &f.Type, &f.TransferMethod, &url, &upload, &f.BelongsTo, &created}
+				if err := rows.Scan(append(dest, u.dest()...)...); err != nil {
 					return err
 				}
 				f.URL, f.UploadFileID = url.String, upload.String
 				f.CreatedAt = fromUnix(created)
+				f.Upload = u.file()
 				out[f.MessageID] = append(out[f.MessageID], f)
 			}
 			return rows.Err()
@@ -266,4 +276,33 @@ func (s *Store) MessageFiles(ctx context.Context, messageIDs []string) (map[stri
 		}
 	}
 	return out, nil
+}
+
+// prefixColumns qualifies each column of a comma-separated list with prefix ("uf.").
+func prefixColumns(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nullableUpload scans the upload_files columns of an outer join, which are all NULL when the
+// row has no upload.
+type nullableUpload struct {
+	id, appID, endUserID, name, ext, mime, key, hash, sourceURL, createdBy sql.NullString
+	size, created                                                          sql.NullInt64
+}
+
+func (u *nullableUpload) dest() []any {
+	return []any{&u.id, &u.appID, &u.endUserID, &u.name, &u.size, &u.ext, &u.mime, &u.key, &u.hash, &u.sourceURL, &u.createdBy, &u.created}
+}
+
+func (u *nullableUpload) file() *UploadFile {
+	if !u.id.Valid {
+		return nil
+	}
+	return &UploadFile{ID: u.id.String, AppID: u.appID.String, EndUserID: u.endUserID.String, Name: u.name.String,
+		Size: u.size.Int64, Extension: u.ext.String, MimeType: u.mime.String, StorageKey: u.key.String, Hash: u.hash.String,
+		SourceURL: u.sourceURL.String, CreatedBy: u.createdBy.String, CreatedAt: fromUnix(u.created.Int64)}
 }

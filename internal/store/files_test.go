@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -114,7 +115,9 @@ func TestMessageFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string][]MessageFile{msgs[0].ID: added[:2], msgs[1].ID: added[2:]}
+		// Each file read back carries the upload it refers to; a remote file has none.
+		want := map[string][]MessageFile{msgs[0].ID: slices.Clone(added[:2]), msgs[1].ID: slices.Clone(added[2:])}
+		want[msgs[0].ID][1].Upload, want[msgs[1].ID][0].Upload = &upload, &upload
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("MessageFiles = %+v\nwant %+v", got, want)
 		}

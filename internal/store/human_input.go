@@ -336,7 +336,7 @@ LEFT JOIN messages m ON m.id = r.message_id WHERE r.id = ?`), runID).Scan(&u)
 
 // migrationHumanInput adds the paused state of workflow runs and their human-input forms.
 var migrationHumanInput = migration{
-	version: 11,
+	version: 12,
 	name:    "human input forms and paused workflow runs",
 	sqlite: `
 CREATE TABLE workflow_pauses (

@@ -45,20 +45,46 @@ func oneChunk(what string, list []string) ([]string, error) {
 }
 
 // SearchKeywords returns up to topK searchable nodes of the datasets mapped to any of the
-// keywords, those matching the most keywords first. Ties go by node id on PostgreSQL and by
-// index order on SQLite (see rankSQLite). Score is the share of the distinct keywords the node
+// keywords, those matching the most keywords first. Keywords match whatever their case (both
+// sides are case folded, see foldKeyword). Ties go by node id on PostgreSQL and by index order
+// on SQLite (see rankSQLite). Score is the share of the distinct (folded) keywords the node
 // matches, in (0, 1]. No datasets, no keywords or a topK below 1 give no hits.
+//
+// Nodes indexed before keywords were folded hold their keywords as extracted; a keyword with
+// upper-case letters is looked up that way too, so such nodes match as they always did, case
+// sensitively, until their document is indexed again.
 func (s *Store) SearchKeywords(ctx context.Context, datasetIDs, keywords []string, topK int) ([]NodeHit, error) {
 	datasets, err := oneChunk("datasets", datasetIDs)
 	if err != nil {
 		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
-	kws, err := oneChunk("keywords", keywords)
+	folded := make([]string, len(keywords))
+	var legacy [][2]string // [folded keyword, keyword as given] where they differ
+	for i, kw := range keywords {
+		if folded[i] = foldKeyword(kw); folded[i] != kw {
+			legacy = append(legacy, [2]string{folded[i], kw})
+		}
+	}
+	kws, err := oneChunk("keywords", folded)
 	if err != nil {
 		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
 	if len(datasets) == 0 || len(kws) == 0 || topK < 1 {
 		return nil, nil
+	}
+	groups := len(kws)
+	// The lookups: the folded keywords, then the legacy forms. A token no node holds costs one
+	// probe of the index, so on an index written after folding the legacy forms cost next to
+	// nothing. A node counts once per lookup it matches; only a node indexed before folding that
+	// holds one keyword in two cases can match two lookups of one keyword, and its score is
+	// capped at 1.
+	for _, l := range legacy {
+		if l[0] != "" && !slices.Contains(kws, l[1]) {
+			kws = append(kws, l[1])
+		}
+	}
+	if kws, err = oneChunk("keywords", kws); err != nil {
+		return nil, fmt.Errorf("store: search keywords: %w", err)
 	}
 	var hits []NodeHit
 	if s.dialect == DialectSQLite {
@@ -98,7 +124,7 @@ GROUP BY node_id ORDER BY matched DESC, node_id LIMIT ?`, append(dargs, kargs...
 		}
 	}
 	for i := range hits {
-		hits[i].Score /= float64(len(kws))
+		hits[i].Score = min(hits[i].Score, float64(groups)) / float64(groups)
 	}
 	return hits, nil
 }

@@ -725,3 +725,17 @@ func BenchmarkSearchKeywords(b *testing.B) {
 		return err
 	})
 }
+
+// BenchmarkSearchKeywordsCapitalized is BenchmarkSearchKeywords with each query word capitalized,
+// as a query's first word is: such a keyword is looked up folded and, for nodes indexed before
+// keywords were folded, as given.
+func BenchmarkSearchKeywordsCapitalized(b *testing.B) {
+	benchSearch(b, func(s *Store, datasets, words []string) error {
+		caps := make([]string, len(words))
+		for i, w := range words {
+			caps[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+		_, err := s.SearchKeywords(b.Context(), datasets, caps, 10)
+		return err
+	})
+}

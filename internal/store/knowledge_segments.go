@@ -284,11 +284,13 @@ func (s *Store) insertNodes(ctx context.Context, tx *sql.Tx, nodes []IndexNode) 
 	return s.insertMany(ctx, tx, "INSERT INTO index_vectors (node_id, dataset_id, vector)", "(?, ?, ?)", 3, vecArgs)
 }
 
-// nodeKeywords returns the node's distinct non-empty keywords.
+// nodeKeywords returns the node's distinct non-empty keywords as the index holds them: case
+// folded (foldKeyword), so that a search matches them whatever their case.
 func nodeKeywords(n IndexNode) []string {
 	seen := make(map[string]bool, len(n.Keywords))
 	out := make([]string, 0, len(n.Keywords))
 	for _, kw := range n.Keywords {
+		kw = foldKeyword(kw)
 		if kw != "" && !seen[kw] {
 			seen[kw] = true
 			out = append(out, kw)

@@ -321,6 +321,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationAgents,
 	migrationToolProviders,
 	migrationWorkflowRuns,
+	migrationAnnotations,
 	migrationHumanInput,
 }
 

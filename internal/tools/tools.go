@@ -51,6 +51,10 @@ type Result struct {
 	// Files are files the tool produced (images, documents); an agent stores them as message
 	// files.
 	Files []File
+	// Variables is a JSON object of named outputs the tool declares (an MCP tool's output schema
+	// and its structured content); a workflow's tool node exposes each member as an output
+	// variable, as Dify's variable messages. Nil for tools without declared outputs.
+	Variables json.RawMessage
 }
 
 // File is a file a tool produced.

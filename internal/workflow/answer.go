@@ -2,12 +2,15 @@ package workflow
 
 import (
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/parleyhq/parley/internal/workflow/template"
 )
 
-// The answer coordinator streams the text of answer nodes as message events the way Dify's
+// The answer coordinator streams the text of answer nodes as message events (and of a Workflow
+// app's end nodes, whose outputs are a template of their values one per line, as text_chunk
+// events) the way Dify's
 // response coordinator does: each answer template is a sequence of literal text and variable
 // references; a session walks its template in order, emitting literal text at once, a
 // variable's value once its producer finished, and the chunks of a streaming output (an LLM's
@@ -74,10 +77,15 @@ func (g *Graph) answerPlan() []answerSession {
 	g.planOnce.Do(func() {
 		for _, id := range topoOrder(g, g.reachable()) {
 			n := g.Nodes[id]
-			if n.Type != TypeAnswer {
+			var a answerSession
+			switch n.Type {
+			case TypeAnswer:
+				a = answerSession{node: id, segs: template.Parse(str(n.Data["answer"]))}
+			case TypeEnd:
+				a = answerSession{node: id, segs: endTemplate(n)}
+			default:
 				continue
 			}
-			a := answerSession{node: id, segs: template.Parse(str(n.Data["answer"]))}
 			for _, anc := range g.ancestors(id) {
 				if isDecider(g.Nodes[anc]) {
 					a.deciders = append(a.deciders, anc)
@@ -90,6 +98,27 @@ func (g *Graph) answerPlan() []answerSession {
 		}
 	})
 	return g.plan
+}
+
+// endTemplate is what an end node streams, as Dify streams the outputs of a Workflow app: its
+// outputs' values in order, a line break between two, so that an LLM's text that is an output
+// streams as it is generated.
+func endTemplate(n *Node) []template.Part {
+	var segs []template.Part
+	outs, _ := n.Data["outputs"].([]any)
+	for i, o := range outs {
+		if i > 0 {
+			segs = append(segs, template.Part{Text: "\n"})
+		}
+		m, _ := o.(map[string]any)
+		if sel := Selector(m["value_selector"]); len(sel) > 0 {
+			segs = append(segs, template.Part{Text: strings.Join(sel, "."), Selector: sel})
+		}
+	}
+	if len(segs) > 0 && segs[len(segs)-1].Selector == nil {
+		segs = segs[:len(segs)-1]
+	}
+	return segs
 }
 
 // isDecider reports whether a node may leave some of its out-edges untaken.

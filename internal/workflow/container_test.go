@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,9 +104,15 @@ func TestIterationRunsTheBodyPerItemInOrder(t *testing.T) {
 	if got := s.answer(); got != "- 0=A\n- 1=B\n- 2=C" {
 		t.Fatalf("answer = %q", got)
 	}
-	// start, it, 3 × (is, tt), a
-	if rep.Steps != 9 {
+	// start, it, 3 × tt, a: the body's iteration-start runs without node events of its own, as
+	// in Dify, and is no step.
+	if rep.Steps != 6 {
 		t.Fatalf("steps = %d", rep.Steps)
+	}
+	for _, d := range s.decoded(t) {
+		if d.data["node_type"] == "iteration-start" {
+			t.Fatalf("an event of the iteration-start node: %s %v", d.kind, d.data)
+		}
 	}
 	var kinds []string
 	var nextIndex []any
@@ -143,9 +150,9 @@ func TestIterationRunsTheBodyPerItemInOrder(t *testing.T) {
 		}
 	}
 	want := "node_started:start,node_finished:start,node_started:it,iteration_started," +
-		"iteration_next,node_started:is,node_finished:is,node_started:tt,node_finished:tt," +
-		"iteration_next,node_started:is,node_finished:is,node_started:tt,node_finished:tt," +
-		"iteration_next,node_started:is,node_finished:is,node_started:tt,node_finished:tt," +
+		"iteration_next,node_started:tt,node_finished:tt," +
+		"iteration_next,node_started:tt,node_finished:tt," +
+		"iteration_next,node_started:tt,node_finished:tt," +
 		"iteration_completed,node_finished:it,node_started:a,node_finished:a"
 	if got := strings.Join(kinds, ","); got != want {
 		t.Fatalf("events =\n%s\nwant\n%s", got, want)
@@ -370,11 +377,26 @@ func TestLoopBreakConditionAndAssigner(t *testing.T) {
 		t.Fatalf("report = %+v", rep)
 	}
 	out, meta := loopOutputs(t, s)
-	if out["counter"] != 3.0 || !reflect.DeepEqual(out["seen"], []any{"q", "q", "q"}) || meta["completed_reason"] != "loop_break" {
+	if out["counter"] != 3.0 || !reflect.DeepEqual(out["seen"], []any{"q", "q", "q"}) || out["loop_round"] != 3.0 || meta["completed_reason"] != "loop_break" {
 		t.Fatalf("outputs = %v, metadata = %v", out, meta)
 	}
-	if s.answer() != "3" || s.count(run.EventLoopNext) != 3 || s.count(run.EventLoopStarted) != 1 || s.count(run.EventLoopCompleted) != 1 {
+	// Three rounds: loop_next between them only, with the index of the round that starts and
+	// the outputs so far (as Dify's engine sends it).
+	if s.answer() != "3" || s.count(run.EventLoopNext) != 2 || s.count(run.EventLoopStarted) != 1 || s.count(run.EventLoopCompleted) != 1 {
 		t.Fatalf("answer %q, events %d loop_next", s.answer(), s.count(run.EventLoopNext))
+	}
+	var nexts []string
+	for _, d := range s.decoded(t) {
+		switch {
+		case d.kind == run.EventLoopNext:
+			pre := d.data["pre_loop_output"].(map[string]any)
+			nexts = append(nexts, fmt.Sprintf("%v:%v:%v", d.data["index"], pre["loop_round"], pre["counter"]))
+		case d.data["node_type"] == "loop-start":
+			t.Fatalf("an event of the loop-start node: %s %v", d.kind, d.data)
+		}
+	}
+	if strings.Join(nexts, " ") != "1:1:1 2:2:2" {
+		t.Fatalf("loop_next (index:loop_round:counter) %v", nexts)
 	}
 	for _, d := range s.decoded(t) {
 		if d.kind == run.EventNodeFinished && d.data["node_id"] == "inc" {
@@ -498,7 +520,7 @@ func TestStopMidLoopAndAFailingRound(t *testing.T) {
 	}()
 	rep, s := runWith(t, ctx, g, f.registry(), queryPool())
 	status, _ := s.nodes(t)
-	if rep.Status != workflow.StatusStopped || status["w"] != workflow.NodeStopped || status["lp"] != workflow.NodeStopped || s.count(run.EventLoopNext) != 1 {
+	if rep.Status != workflow.StatusStopped || status["w"] != workflow.NodeStopped || status["lp"] != workflow.NodeStopped || s.count(run.EventLoopNext) != 0 {
 		t.Fatalf("report = %+v, statuses = %v", rep, status)
 	}
 
@@ -611,4 +633,38 @@ func TestContainerIsNotBoundedByTheNodeTimeout(t *testing.T) {
 	if got, _ := p.Get([]string{"it", "output"}); !reflect.DeepEqual(got, []any{"a", "b"}) {
 		t.Fatalf("output = %#v", got)
 	}
+}
+
+// TestListOperatorOutputsInDifyOrder pins the order of a list-operator's outputs in
+// node_finished: result, first_record, last_record, as Dify sends them, not sorted.
+func TestListOperatorOutputsInDifyOrder(t *testing.T) {
+	t.Parallel()
+	g := graph(t, []any{
+		node("start", "start", nil),
+		node("lo", "list-operator", map[string]any{"variable": []any{"start", "list"}}),
+		node("a", "answer", map[string]any{"answer": "{{#lo.first_record#}}"}),
+	}, []any{edge("start", "source", "lo"), edge("lo", "source", "a")})
+	rep, s := runWith(t, context.Background(), g, nodes.Registry(nodes.Deps{}), listPool("x", "y"))
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "x" {
+		t.Fatalf("report = %+v, answer %q", rep, s.answer())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range s.events {
+		if ev.Kind != run.EventNodeFinished {
+			continue
+		}
+		raw, err := json.Marshal(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(raw, []byte(`"node_id":"lo"`)) {
+			continue
+		}
+		if want := `"outputs":{"result":["x","y"],"first_record":"x","last_record":"y"}`; !bytes.Contains(raw, []byte(want)) {
+			t.Fatalf("node_finished %s\nwant %s", raw, want)
+		}
+		return
+	}
+	t.Fatal("no node_finished of the list operator")
 }

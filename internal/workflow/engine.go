@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -132,6 +133,9 @@ type Spec struct {
 	// without one stay paused.
 	From   *State
 	Resume map[string]*Resumption
+	// TextChunks streams the text of answer and end nodes as text_chunk events (Workflow apps)
+	// instead of message events (Chatflows).
+	TextChunks bool
 
 	// The scope being run: the container whose body it is ("" for the graph), and for an
 	// iteration round its index; steps numbers the node executions of the whole run.
@@ -142,6 +146,12 @@ type Spec struct {
 	steps *atomic.Int64
 	// exceptions counts the node exceptions of the whole run, inside container bodies too.
 	exceptions *atomic.Int64
+}
+
+// TextChunk is the data of a text_chunk event.
+type TextChunk struct {
+	Text                 string   `json:"text"`
+	FromVariableSelector []string `json:"from_variable_selector"`
 }
 
 // Report is how a run ended.
@@ -219,9 +229,15 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 	defer cancel(nil)
 	var coord *coordinator
 	if spec.scope == "" {
-		coord = newCoordinator(g, spec.Pool, func(t string, sel []string) {
+		emit := func(t string, sel []string) {
 			spec.Out.Emit(run.Event{Kind: run.EventMessage, Answer: t, Data: sel})
-		}, e.render)
+		}
+		if spec.TextChunks {
+			emit = func(t string, sel []string) {
+				spec.Out.Emit(run.Event{Kind: run.EventTextChunk, Data: TextChunk{Text: t, FromVariableSelector: sel}})
+			}
+		}
+		coord = newCoordinator(g, spec.Pool, emit, e.render)
 	}
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))
@@ -321,9 +337,13 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 			if spec.scope == "" {
 				x.Resume = spec.Resume[id]
 			}
+			index := 0
+			if !silent(n.Type) {
+				index = int(spec.steps.Add(1))
+			}
 			go func(index int, predecessor string) {
 				results <- e.runNode(ctx, spec, x, r, index, predecessor)
-			}(int(spec.steps.Add(1)), pred[id])
+			}(index, pred[id])
 		}
 		if running == 0 {
 			break
@@ -432,10 +452,26 @@ func (s Spec) loopID() *string {
 
 var errAborted = errors.New("workflow: run aborted by a failed node")
 
+// silent reports whether nodes of the type run without node events of their own: the entry
+// nodes of an iteration's or a loop's body, which Dify's engine leaves out of the stream (and
+// out of the run's node executions and step count).
+func silent(nodeType string) bool { return nodeType == typeIterationStart || nodeType == typeLoopStart }
+
 // runNode runs one node with its retries and error strategy, emitting its events.
 func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, index int, predecessor string) outcome {
 	n := x.Node
 	created := time.Now()
+	if silent(n.Type) {
+		res, err := e.attempt(ctx, x, r)
+		o := outcome{id: n.ID, res: res, status: NodeSucceeded}
+		if err != nil {
+			o.status, o.err = NodeFailed, err
+			if ctx.Err() != nil {
+				o.status, o.err = NodeStopped, context.Cause(ctx)
+			}
+		}
+		return o
+	}
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
 	e.save(ctx, rec)
@@ -533,7 +569,7 @@ func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			e.log.Error("workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
+			e.log.ErrorContext(ctx, "workflow node panicked", "node_id", x.Node.ID, "node_type", x.Node.Type, "panic", p)
 			err = fmt.Errorf("the node failed unexpectedly")
 		}
 	}()
@@ -549,7 +585,7 @@ func (e *Engine) save(ctx context.Context, rec NodeExecution) {
 		return
 	}
 	if err := e.store.SaveNodeExecution(context.WithoutCancel(ctx), rec); err != nil {
-		e.log.Error("persist node execution", "node_execution_id", rec.ID, "error", err)
+		e.log.ErrorContext(ctx, "persist node execution", "node_execution_id", rec.ID, "error", err)
 	}
 }
 
@@ -570,7 +606,7 @@ func (e *Engine) finished(x *Exec, index int, predecessor string, created, at ti
 	d := nodeFinished{
 		ID: x.ExecutionID, NodeID: x.Node.ID, NodeType: x.Node.Type, Title: x.Node.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), Inputs: res.Inputs, ProcessData: res.ProcessData,
-		Outputs: res.Outputs, Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
+		Outputs: orderedOutputs(res), Status: status, ElapsedTime: elapsed.Seconds(), ExecutionMetadata: meta,
 		CreatedAt: created.Unix(), FinishedAt: at.Unix(), Extras: map[string]any{}, Files: []any{},
 		IterationID: x.spec.iterationID(), LoopID: x.spec.loopID(),
 	}
@@ -609,7 +645,7 @@ type nodeFinished struct {
 	PredecessorNodeID *string        `json:"predecessor_node_id"`
 	Inputs            map[string]any `json:"inputs"`
 	ProcessData       map[string]any `json:"process_data"`
-	Outputs           map[string]any `json:"outputs"`
+	Outputs           any            `json:"outputs"`
 	Status            string         `json:"status"`
 	Error             *string        `json:"error"`
 	ElapsedTime       float64        `json:"elapsed_time"`
@@ -621,6 +657,31 @@ type nodeFinished struct {
 	IterationID       *string        `json:"iteration_id"`
 	LoopID            *string        `json:"loop_id"`
 	RetryIndex        *int           `json:"retry_index,omitempty"`
+}
+
+// orderedOutputs are a result's outputs as node_finished sends them: in OutputOrder when the node
+// set one (an ordered object), else as they are (sorted keys).
+func orderedOutputs(res Result) any {
+	if len(res.OutputOrder) == 0 || res.Outputs == nil {
+		return res.Outputs
+	}
+	o := value.NewObject()
+	for _, k := range res.OutputOrder {
+		if v, ok := res.Outputs[k]; ok {
+			o.Set(k, v)
+		}
+	}
+	rest := make([]string, 0, len(res.Outputs))
+	for k := range res.Outputs {
+		if _, ok := o.Get(k); !ok {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		o.Set(k, res.Outputs[k])
+	}
+	return o
 }
 
 func nullable(s string) *string {

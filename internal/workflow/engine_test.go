@@ -454,7 +454,7 @@ func TestIteration(t *testing.T) {
 		if rep.Status != workflow.StatusSucceeded || s.answer() != "- A0\n- B1\n- C2" {
 			t.Fatalf("%v: %+v, answer %q", extra, rep, s.answer())
 		}
-		if rep.Steps != 2+3*2+1 {
+		if rep.Steps != 2+3+1 {
 			t.Fatalf("steps %d", rep.Steps)
 		}
 		if s.count(run.EventIterationStarted) != 1 || s.count(run.EventIterationNext) != 3 || s.count(run.EventIterationCompleted) != 1 {
@@ -535,13 +535,13 @@ func TestLoop(t *testing.T) {
 	}
 	// The loop-end node stops it after the third round.
 	rep, s := execute(t, context.Background(), loopGraph(nil), nil, nil)
-	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=3" || s.count(run.EventLoopNext) != 3 || s.count(run.EventLoopCompleted) != 1 {
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=3" || s.count(run.EventLoopNext) != 2 || s.count(run.EventLoopCompleted) != 1 {
 		t.Fatalf("%+v, answer %q, loop_next %d", rep, s.answer(), s.count(run.EventLoopNext))
 	}
 	// A break condition stops it earlier; it is checked after each round.
 	rep, s = execute(t, context.Background(), loopGraph(map[string]any{"break_conditions": []any{
 		map[string]any{"variable_selector": []any{"l", "n"}, "comparison_operator": "≥", "value": "2"}}}), nil, nil)
-	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=2" || s.count(run.EventLoopNext) != 2 {
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "n=2" || s.count(run.EventLoopNext) != 1 {
 		t.Fatalf("%+v, answer %q", rep, s.answer())
 	}
 	// Without a way out it runs loop_count rounds.
@@ -557,5 +557,53 @@ func TestLoop(t *testing.T) {
 				t.Fatalf("body node_started %s", raw)
 			}
 		}
+	}
+}
+
+// TestEndNodesStreamTextChunks: in a Workflow app's run (Spec.TextChunks) the end node streams
+// its outputs as text_chunk events, as Dify does: in the order of the outputs, one line each, a
+// streaming output chunk by chunk as it is produced; a branch's skipped end node streams
+// nothing, and no message event is sent.
+func TestEndNodesStreamTextChunks(t *testing.T) {
+	f := &fixtures{}
+	r := f.registry()
+	r["writer"] = func(*workflow.Node) (workflow.NodeRunner, error) {
+		return workflow.NodeFunc(func(_ context.Context, x *workflow.Exec) (workflow.Result, error) {
+			x.Stream("text", "Tides")
+			x.Stream("text", " turn.")
+			return workflow.Result{Outputs: map[string]any{"text": "Tides turn."}}, nil
+		}), nil
+	}
+	out := func(name string, sel ...any) any {
+		return map[string]any{"variable": name, "value_selector": sel}
+	}
+	g := graph(t, []any{
+		node("s", "start", nil),
+		node("w", "writer", nil),
+		node("br", "pick", map[string]any{"pick": "yes"}),
+		node("end", "end", map[string]any{"outputs": []any{out("text", "w", "text"), out("who", "sys", "user_id"), out("none")}}),
+		node("other", "end", map[string]any{"outputs": []any{out("x", "w", "text")}}),
+	}, []any{edge("s", "source", "w"), edge("w", "source", "br"), edge("br", "yes", "end"), edge("br", "no", "other")})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysUserID, "ada")
+	e := workflow.NewEngine(workflow.Options{Nodes: r})
+	s := &sink{}
+	rep := e.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: s, Env: &nodes.Env{}, TextChunks: true})
+	if rep.Status != workflow.StatusSucceeded || rep.Outputs["text"] != "Tides turn." || rep.Outputs["who"] != "ada" {
+		t.Fatalf("report %+v", rep)
+	}
+	var chunks []string
+	for _, ev := range s.events {
+		switch ev.Kind {
+		case run.EventMessage:
+			t.Fatalf("a message event in a Workflow app's run: %+v", ev)
+		case run.EventTextChunk:
+			tc := ev.Data.(workflow.TextChunk)
+			chunks = append(chunks, tc.Text+"@"+strings.Join(tc.FromVariableSelector, "."))
+		}
+	}
+	want := "Tides@w.text| turn.@w.text|\n@end.answer|ada@sys.user_id"
+	if got := strings.Join(chunks, "|"); got != want {
+		t.Fatalf("text chunks\n got %q\nwant %q", got, want)
 	}
 }

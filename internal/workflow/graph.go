@@ -22,6 +22,9 @@ const (
 	// TypeIteration and TypeLoop are the container nodes, which run a body of nodes.
 	TypeIteration = "iteration"
 	TypeLoop      = "loop"
+	// typeIterationStart and typeLoopStart are the entries of a container's body.
+	typeIterationStart = "iteration-start"
+	typeLoopStart      = "loop-start"
 	// typeAssigner writes conversation variables.
 	typeAssigner = "assigner"
 	// typeNote is the canvas type of an editor's sticky note, which is not part of the graph.

@@ -43,6 +43,9 @@ type Result struct {
 	ProcessData map[string]any
 	// Outputs are stored in the pool under the node's id.
 	Outputs map[string]any
+	// OutputOrder, if set, is the order node_finished lists Outputs' keys in, for nodes whose
+	// outputs Dify sends in a fixed order; keys it leaves out follow, sorted.
+	OutputOrder []string
 	// Handle is the branch a branch node chose; "" takes the ordinary "source" edges.
 	Handle string
 	// Metadata are further members of node_finished's execution_metadata.

@@ -26,6 +26,8 @@ const (
 	SysAppID          = "app_id"
 	SysWorkflowID     = "workflow_id"
 	SysWorkflowRunID  = "workflow_run_id"
+	// SysTimestamp is the start of a Workflow app's run, in Unix seconds (Chatflows have none).
+	SysTimestamp = "timestamp"
 )
 
 // Pool is the variable pool of one run: values of the value model (package value) by node id

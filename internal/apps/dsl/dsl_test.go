@@ -167,7 +167,6 @@ func TestOwnFiles(t *testing.T) {
 				}
 			},
 			notes: []string{
-				"not run: model_config.sensitive_word_avoidance: moderation is enabled, but Parley does not offer it yet; the setting is kept",
 				"not run: model_config.text_to_speech: text to speech is enabled, but Parley does not offer it yet; the setting is kept",
 			},
 		},
@@ -476,16 +475,30 @@ func TestAdvancedPromptProblems(t *testing.T) {
 	}
 }
 
-// TestRefusedModes: the kinds Parley does not run yet are refused with the reason.
-func TestRefusedModes(t *testing.T) {
+// TestWorkflowGraphRules: a Workflow app's graph needs an end node and has no answer node; a
+// valid one imports with its start node's form.
+func TestWorkflowGraphRules(t *testing.T) {
 	t.Parallel()
-	for mode, want := range map[string]string{
-		"workflow": "app.mode: Workflow (workflow) apps cannot be imported yet",
+	opts := Options{NodeTypes: nodes.Registry(nodes.Deps{}).Supports}
+	doc := func(nodes string) string {
+		return "version: 0.6.0\napp: {name: x, mode: workflow}\nworkflow: {graph: {edges: [], nodes: [" + nodes + "]}}\n"
+	}
+	start := `{id: s, data: {type: start, title: Start, variables: [{variable: q, label: Q, type: text-input, required: true}]}}`
+	for name, tc := range map[string]struct{ nodes, want string }{
+		"no end":      {start, "the graph has no end node"},
+		"answer node": {start + `, {id: e, data: {type: end, outputs: []}}, {id: a, data: {type: answer, answer: hi}}`, "node a: an answer node belongs to Chatflow"},
+		"no start":    {`{id: e, data: {type: end, outputs: []}}`, "no start node"},
 	} {
-		doc := "version: 0.6.0\napp: {name: x, mode: " + mode + "}\nworkflow: {graph: {nodes: [], edges: []}}\n"
-		if e := importErr(t, doc, testEnv(), Options{}); len(e.Problems) != 1 || !strings.Contains(e.Error(), want) {
-			t.Errorf("%s: %v", mode, e)
+		if e := importErr(t, doc(tc.nodes), testEnv(), opts); len(e.Problems) != 1 || !strings.Contains(e.Error(), tc.want) {
+			t.Errorf("%s: %v", name, e)
 		}
+	}
+	res, err := Import([]byte(doc(start+`, {id: e, data: {type: end, outputs: [{variable: out, value_selector: [s, q]}]}}`)), testEnv(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.App; a.Mode != apps.ModeWorkflow || a.Workflow == nil || len(a.UserInputForm) != 1 || a.UserInputForm[0].Variable != "q" {
+		t.Fatalf("imported %+v", a)
 	}
 }
 
@@ -762,14 +775,16 @@ func TestPublicExports(t *testing.T) {
 			opts.ModelFallback = "openai:gpt-4o-mini"
 			opts.NodeTypes = nodes.Registry(nodes.Deps{}).Supports
 			res, err := Import(data, env, opts)
-			if head.App.Mode == apps.ModeAdvancedChat {
-				// A Chatflow imports when Parley runs every node of its graph; otherwise every
+			if head.App.Mode == apps.ModeAdvancedChat || head.App.Mode == apps.ModeWorkflow {
+				// A Chatflow or a Workflow app imports when Parley runs every node of its graph; otherwise every
 				// problem names a node whose type it does not run yet, or a dataset to map.
 				var e *Error
 				if errors.As(err, &e) {
 					for _, p := range e.Problems {
 						if !strings.Contains(p.String(), "is not supported yet") && !strings.Contains(p.String(), "map it with --dataset") &&
 							!strings.Contains(p.String(), "agent strategy") &&
+							// A Workflow app started by a trigger node has no start node.
+							!(head.App.Mode == apps.ModeWorkflow && strings.Contains(p.String(), "the graph has no start node")) &&
 							!strings.Contains(p.String(), "is not available on this server; import with --lenient") {
 							t.Fatalf("problem %s", p)
 						}
@@ -834,7 +849,8 @@ func TestPublicExports(t *testing.T) {
 			}
 		})
 	}
-	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 || imported[apps.ModeAgentChat] < 10 || imported[apps.ModeAdvancedChat] < 10 {
+	if imported[apps.ModeChat] < 5 || imported[apps.ModeCompletion] < 1 || imported[apps.ModeAgentChat] < 10 || imported[apps.ModeAdvancedChat] < 10 ||
+		imported[apps.ModeWorkflow] < 10 {
 		t.Fatalf("imported %v public files; the corpus should have Chatbot and Completion apps", imported)
 	}
 	t.Logf("public exports imported: %v; Chatflows refused for node types not run yet: %v", imported, refused)

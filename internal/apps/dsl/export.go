@@ -20,7 +20,7 @@ import (
 //
 // Dependencies are written empty: they name Dify plugins, which Parley does not have.
 func Export(a *apps.App, env Env) ([]byte, error) {
-	if !slices.Contains(modelConfigModes, a.Mode) && a.Mode != apps.ModeAgent && a.Mode != apps.ModeAdvancedChat {
+	if !slices.Contains(modelConfigModes, a.Mode) && a.Mode != apps.ModeAgent && !isGraphMode(a.Mode) {
 		return nil, fmt.Errorf("exporting %s apps is not supported yet", a.Mode)
 	}
 	e := exporter{a: a, env: env}
@@ -37,7 +37,7 @@ func Export(a *apps.App, env Env) ([]byte, error) {
 			return nil, err
 		}
 		maps.Copy(body, ag)
-	} else if a.Mode == apps.ModeAdvancedChat {
+	} else if isGraphMode(a.Mode) {
 		w, err := e.exportWorkflow()
 		if err != nil {
 			return nil, err

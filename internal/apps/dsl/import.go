@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/moderation"
 )
 
 // Options change how a file is imported.
@@ -37,17 +38,19 @@ type Options struct {
 
 // ImportModes are the modes Parley imports and runs.
 func ImportModes() []string {
-	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent, apps.ModeAdvancedChat}
+	return []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat, apps.ModeAgent, apps.ModeAdvancedChat, apps.ModeWorkflow}
 }
 
 // notYet says why a mode Parley knows is not imported yet.
-var notYet = map[string]string{
-	apps.ModeWorkflow: "Workflow (workflow) apps cannot be imported yet: Parley does not run workflow graphs yet",
-}
+var notYet = map[string]string{}
 
 // modelConfigModes are the modes defined by a model_config section; the others are defined by
 // a workflow graph (advanced-chat, workflow) or an agent package (agent).
 var modelConfigModes = []string{apps.ModeChat, apps.ModeCompletion, apps.ModeAgentChat}
+
+// isGraphMode reports whether apps of mode are defined by a workflow graph (Chatflow and
+// Workflow apps).
+func isGraphMode(mode string) bool { return mode == apps.ModeAdvancedChat || mode == apps.ModeWorkflow }
 
 // Result is an imported app and what the import did that the user should know.
 type Result struct {
@@ -114,7 +117,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 		p.add("app.mode", "missing: the file does not say what kind of app it is")
 	case !slices.Contains(apps.Modes(), mode):
 		p.add("app.mode", "unknown app mode %q", mode)
-	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent && mode != apps.ModeAdvancedChat:
+	case !slices.Contains(modes, mode) || !slices.Contains(modelConfigModes, mode) && mode != apps.ModeAgent && !isGraphMode(mode):
 		if why, ok := notYet[mode]; ok {
 			p.add("app.mode", "%s", why)
 		} else {
@@ -139,7 +142,7 @@ func Import(data []byte, env Env, opts Options) (*Result, error) {
 	c.readApp(appSec)
 	if mode == apps.ModeAgent {
 		c.readAgentApp(top)
-	} else if mode == apps.ModeAdvancedChat {
+	} else if isGraphMode(mode) {
 		c.readWorkflow(top)
 	} else if !top.has("model_config") {
 		p.add("model_config", "missing: a %s app is defined by its model_config section", mode)
@@ -296,6 +299,9 @@ func (c *converter) readFeatures(mc *section) {
 	c.keep(tts.path, tts.rest())
 	swa := mc.sub("sensitive_word_avoidance")
 	f.SensitiveWordAvoidance = apps.SensitiveWordAvoidance{Enabled: swa.boolean("enabled"), Type: swa.str("type"), Config: swa.mapping("config")}
+	if _, err := moderation.Parse(f.SensitiveWordAvoidance); err != nil {
+		c.p.add(swa.path, "%v", err)
+	}
 	c.keep(swa.path, swa.rest())
 	c.readAnnotationReply(mc)
 	c.readFileUpload(mc)
@@ -634,18 +640,17 @@ func (c *converter) checkDatasetQuery(mc *section) {
 // notRun lists the features Parley does not run yet, with the key that enables them. An app
 // that enables one still imports; the setting is kept for the day it runs.
 var notRun = map[string]string{
-	"speech_to_text":           "speech to text",
-	"text_to_speech":           "text to speech",
-	"more_like_this":           "more like this",
-	"sensitive_word_avoidance": "moderation",
-	"annotation_reply":         "annotation replies",
+	"speech_to_text":   "speech to text",
+	"text_to_speech":   "text to speech",
+	"more_like_this":   "more like this",
+	"annotation_reply": "annotation replies",
 }
 
 func (c *converter) noteFeaturesNotRun(mc *section) {
 	f := c.a.Features
 	on := map[string]bool{
 		"speech_to_text": f.SpeechToText.Enabled, "text_to_speech": f.TextToSpeech.Enabled, "more_like_this": f.MoreLikeThis.Enabled,
-		"sensitive_word_avoidance": f.SensitiveWordAvoidance.Enabled, "annotation_reply": f.AnnotationReply.Enabled,
+		"annotation_reply": f.AnnotationReply.Enabled,
 	}
 	for _, key := range slices.Sorted(maps.Keys(notRun)) {
 		if on[key] {

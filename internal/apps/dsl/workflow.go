@@ -63,6 +63,22 @@ func (c *converter) readWorkflow(top *section) {
 		}
 		c.p.add(nodePath(pr.NodeID), "node %s: %s", pr.NodeID, pr.Msg)
 	}
+	if c.a.Mode == apps.ModeWorkflow {
+		// A Workflow app's outputs are its end nodes'; Dify's editor refuses to publish one
+		// without, and an answer node has no conversation to answer in.
+		ends := 0
+		for _, id := range g.Order {
+			switch n := g.Nodes[id]; {
+			case n.Type == workflow.TypeEnd && n.ParentID == "":
+				ends++
+			case n.Type == workflow.TypeAnswer:
+				c.p.add(nodePath(id), "node %s: an answer node belongs to Chatflow (advanced-chat) apps; a Workflow app ends with end nodes", id)
+			}
+		}
+		if ends == 0 {
+			c.p.add(ws.at("graph"), "the graph has no end node: a Workflow app's outputs are its end node's")
+		}
+	}
 	for _, id := range g.Order {
 		n := g.Nodes[id]
 		if n.Type == workflow.TypeStart && n.ParentID == "" {

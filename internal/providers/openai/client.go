@@ -82,13 +82,15 @@ type Client struct {
 	chatURL   string
 	embedURL  string
 	rerankURL string
-	urlErr    error
-	apiKey    string
-	azure     bool
-	timeout   time.Duration
-	idle      time.Duration
-	callCap   time.Duration
-	hc        *http.Client
+	// sttURL and ttsURL are the audio endpoints (audio.go).
+	sttURL, ttsURL string
+	urlErr         error
+	apiKey         string
+	azure          bool
+	timeout        time.Duration
+	idle           time.Duration
+	callCap        time.Duration
+	hc             *http.Client
 
 	// noStreamOptions is set once the upstream rejected stream_options
 	// and accepted the same stream without it (older vLLM and Ollama
@@ -141,6 +143,8 @@ func New(cfg Config) *Client {
 		c.chatURL = base.JoinPath("chat/completions").String()
 		c.embedURL = base.JoinPath("embeddings").String()
 		c.rerankURL = base.JoinPath("rerank").String()
+		c.sttURL = base.JoinPath("audio/transcriptions").String()
+		c.ttsURL = base.JoinPath("audio/speech").String()
 		c.azure = base.Query().Has("api-version") || strings.HasSuffix(strings.ToLower(base.Hostname()), ".azure.com")
 	}
 	return c
@@ -186,6 +190,7 @@ type exchange struct {
 	limit  *time.Timer // the call cap; never reset
 	idle   time.Duration
 	body   io.ReadCloser // the response body, reads reset the watchdog
+	header http.Header   // the response headers
 }
 
 // Read implements io.Reader over the response body. The idle watchdog is
@@ -221,6 +226,15 @@ func (x *exchange) finish(drain bool) {
 // post sends body to endpoint and returns the exchange once response
 // headers with a 2xx status arrived. Any failure is a *providers.Error.
 func (c *Client) post(ctx context.Context, endpoint string, body []byte, stream bool) (*exchange, error) {
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	return c.send(ctx, endpoint, body, "application/json", accept)
+}
+
+// send is post with the request's content type and accepted type.
+func (c *Client) send(ctx context.Context, endpoint string, body []byte, contentType, accept string) (*exchange, error) {
 	if c.urlErr != nil {
 		return nil, providers.NewError(c.name, providers.KindInvocation, 0, "invalid base URL", c.urlErr)
 	}
@@ -234,12 +248,8 @@ func (c *Client) post(ctx context.Context, endpoint string, body []byte, stream 
 		x.finish(false)
 		return nil, providers.NewError(c.name, providers.KindInvocation, 0, "invalid request", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "parley")
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
@@ -253,7 +263,7 @@ func (c *Client) post(ctx context.Context, endpoint string, body []byte, stream 
 		x.finish(false)
 		return nil, e
 	}
-	x.body = resp.Body
+	x.body, x.header = resp.Body, resp.Header
 	x.watch.Stop() // re-armed by each body read
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A failed read leaves a partial body, which still parses as well

@@ -6,7 +6,7 @@
 //
 // Endpoints (any path prefix, so Azure-style deployment URLs work too):
 // POST …/chat/completions (blocking and streamed), POST …/embeddings,
-// POST …/rerank (Jina/Cohere shape) and GET …/models. Every request must carry the API key ("Authorization:
+// POST â¦/rerank (Jina/Cohere shape), POST â¦/moderations, POST â¦/audio/transcriptions and â¦/audio/speech, and GET â¦/models. Every request must carry the API key ("Authorization:
 // Bearer <key>" or Azure's "api-key"), and name a known model.
 //
 // Without rules the chat reply is "Echo: <last user message>", streamed one
@@ -48,7 +48,7 @@ func DefaultModels() []string {
 	return []string{
 		"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-3.5-turbo", "o3-mini",
 		"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
-		DefaultRerankModel,
+		DefaultRerankModel, DefaultModerationModel, DefaultTranscriptionModel, DefaultSpeechModel,
 	}
 }
 
@@ -303,6 +303,9 @@ type Reply struct {
 	// sent and keeps the connection open until the client goes away (or
 	// the server closes). A blocking answer hangs before its body.
 	HangAfterChunks int
+	// Flagged makes a moderation request flag every input the rule matches.
+	Flagged bool
+
 	// KeepAlive, if > 0, makes a hanging stream send an SSE comment
 	// (": keep-alive") at this interval, as some providers do while a
 	// model thinks: data keeps arriving, but no content.
@@ -320,6 +323,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handle(w, r, s.embeddings)
 	case strings.HasSuffix(path, "/rerank"):
 		s.handle(w, r, s.rerank)
+	case strings.HasSuffix(path, "/moderations"):
+		s.handle(w, r, s.moderations)
+	case strings.HasSuffix(path, "/audio/transcriptions"):
+		s.transcribe(w, r)
+	case strings.HasSuffix(path, "/audio/speech"):
+		s.handle(w, r, s.speech)
 	case strings.HasSuffix(path, "/models") && r.Method == http.MethodGet:
 		if s.authorize(w, r) {
 			s.listModels(w)

@@ -68,3 +68,13 @@ func (p *Set) Embedder(spec models.ModelSpec) (providers.Embedder, error) {
 func (p *Set) Reranker(spec models.ModelSpec) (providers.Reranker, error) {
 	return p.client(spec)
 }
+
+// Transcriber returns the client for spec's provider, for speech to text.
+func (p *Set) Transcriber(spec models.ModelSpec) (providers.Transcriber, error) {
+	return p.client(spec)
+}
+
+// Synthesizer returns the client for spec's provider, for text to speech.
+func (p *Set) Synthesizer(spec models.ModelSpec) (providers.Synthesizer, error) {
+	return p.client(spec)
+}

@@ -129,6 +129,10 @@ type ToolInfo struct {
 	Label       string          `json:"label,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// OutputSchema is the tool's declared output schema, if it has one: its structured content
+	// is then its declared outputs. Tools listed before Parley kept it have none until the
+	// server's tools are listed again.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // Info describes t, a tool of an MCP provider, for [Provider.Bind]; ok is false for another kind
@@ -138,7 +142,7 @@ func Info(t tools.Tool) (ToolInfo, bool) {
 	if !ok {
 		return ToolInfo{}, false
 	}
-	return ToolInfo{Name: mt.name, Label: mt.label, Description: mt.description, Parameters: mt.schema}, true
+	return ToolInfo{Name: mt.name, Label: mt.label, Description: mt.description, Parameters: mt.schema, OutputSchema: mt.output}, true
 }
 
 // Bind returns the tool info describes, called on this provider's server. Nothing is checked
@@ -152,7 +156,7 @@ func (p *Provider) Bind(info ToolInfo) tools.Tool {
 	if label == "" {
 		label = info.Name
 	}
-	return &tool{p: p, name: info.Name, label: label, description: info.Description, schema: schema}
+	return &tool{p: p, name: info.Name, label: label, description: info.Description, schema: schema, output: info.OutputSchema}
 }
 
 // currentSession returns the open session, opening one if there is none.
@@ -271,7 +275,15 @@ func (p *Provider) newTool(t *sdk.Tool) (*tool, error) {
 		}
 		schema = b
 	}
-	if len(schema)+len(t.Description) > p.opts.MaxSchemaBytes {
+	var output json.RawMessage
+	if t.OutputSchema != nil {
+		b, err := json.Marshal(t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: tool %q: output schema: %w", t.Name, err)
+		}
+		output = b
+	}
+	if len(schema)+len(output)+len(t.Description) > p.opts.MaxSchemaBytes {
 		return nil, fmt.Errorf("mcp: tool %q: schema and description exceed %d bytes", t.Name, p.opts.MaxSchemaBytes)
 	}
 	label := t.Title
@@ -287,6 +299,7 @@ func (p *Provider) newTool(t *sdk.Tool) (*tool, error) {
 		label:       label,
 		description: t.Description,
 		schema:      schema,
+		output:      output,
 	}, nil
 }
 
@@ -297,6 +310,9 @@ type tool struct {
 	label       string
 	description string
 	schema      json.RawMessage
+	// output is the tool's output schema, if it declares one: its structured content is then
+	// its declared outputs.
+	output json.RawMessage
 }
 
 func (t *tool) Identity() tools.Identity {
@@ -350,7 +366,24 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 		}
 		return failed("calling tool %s failed: %s", t.name, t.p.scrub(err)), nil
 	}
-	return toResult(res), nil
+	r := toResult(res)
+	if len(t.output) > 0 && !res.IsError {
+		r.Variables = structured(res.StructuredContent)
+	}
+	return r, nil
+}
+
+// structured is a tool's structured content when it is a JSON object: as Dify does for a tool
+// with an output schema, each of its members is an output variable of a workflow's tool node.
+func structured(content any) json.RawMessage {
+	if content == nil {
+		return nil
+	}
+	b, err := json.Marshal(content)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	return b
 }
 
 // scrub is err's text without the credentials the server URL may carry (a password, query

@@ -218,7 +218,7 @@ func TestMCPProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(sum.Tools) != "[chart hang notes.search]" || sum.ServerIdentifier != "notes" || fmt.Sprint(sum.Headers) != "[Authorization]" {
+		if fmt.Sprint(sum.Tools) != "[chart hang notes.search stats]" || sum.ServerIdentifier != "notes" || fmt.Sprint(sum.Headers) != "[Authorization]" {
 			t.Fatalf("summary %+v", sum)
 		}
 		if _, err := cli.AddMCP(ctx, "other", toolreg.MCP{ServerIdentifier: "notes", URL: m.URL}, false); !errors.Is(err, toolreg.ErrExists) {

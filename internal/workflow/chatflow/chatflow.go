@@ -1,7 +1,9 @@
-// Package chatflow runs Chatflow apps (mode advanced-chat) in the run engine: it picks the
-// published version to run, builds the variable pool of the turn (system, environment and
-// conversation variables, the request's inputs), runs the graph with the workflow engine, and
-// streams and persists the workflow run. docs/workflow.md describes it.
+// Package chatflow runs Chatflow apps (mode advanced-chat) and Workflow apps (mode workflow) in
+// the run engine: it picks the published version to run, builds the variable pool of the turn
+// (system, environment and conversation variables, the request's inputs), runs the graph with
+// the workflow engine, and streams and persists the workflow run. A Workflow app's run has no
+// conversation and ends its stream with workflow_finished whatever its status.
+// docs/workflow.md and docs/workflow-apps.md describe it.
 package chatflow
 
 import (
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -98,7 +101,7 @@ type Options struct {
 	OnPause func()
 }
 
-// Runner is the run.Runner of Chatflow apps.
+// Runner is the run.Runner of Chatflow and Workflow apps.
 type Runner struct {
 	store  Store
 	files  func(ctx context.Context, appID, endUserID string, refs []run.File) ([]store.MessageFile, []store.UploadFile, error)
@@ -155,11 +158,16 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			return run.Job{}, err
 		}
 	}
-	convVars, err := r.conversationVariables(ctx, v.app, t)
-	if err != nil {
-		return run.Job{}, err
+	var convVars []convVar
+	if t.App.Mode != apps.ModeWorkflow {
+		if convVars, err = r.conversationVariables(ctx, v.app, t); err != nil {
+			return run.Job{}, err
+		}
 	}
 	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString(), files: []any{}}
+	if w.t.Inputs, err = r.fileInputs(ctx, v.app, t); err != nil {
+		return run.Job{}, err
+	}
 	var rows []store.MessageFile
 	if len(t.Files) > 0 {
 		if r.files == nil {
@@ -173,7 +181,7 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			w.files = append(w.files, fileValue(f, uploads[i]))
 		}
 	}
-	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w, Files: rows}, nil
+	return run.Job{Provider: v.provider, Model: v.model, WorkflowRunID: w.runID, Work: w, Files: rows, App: v.app}, nil
 }
 
 // version resolves the version a message runs: the one named, or the latest published.
@@ -301,17 +309,24 @@ type work struct {
 // outcome's trailer), before the engine's error or message_end otherwise.
 func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	t, a := w.t, w.v.app
+	// A Workflow app's run answers no conversation: it has neither query nor conversation
+	// variables, and its stream ends with workflow_finished, not message_end.
+	isApp := w.isApp()
 	created := time.Now()
 	pool := workflow.NewPool()
 	sys := map[string]any{
-		workflow.SysQuery:          t.Query,
-		workflow.SysFiles:          w.files,
-		workflow.SysConversationID: t.Conversation.ID,
-		workflow.SysUserID:         t.User,
-		workflow.SysDialogueCount:  int64(len(w.history) + 1),
-		workflow.SysAppID:          a.ID,
-		workflow.SysWorkflowID:     w.v.id,
-		workflow.SysWorkflowRunID:  w.runID,
+		workflow.SysFiles:         w.files,
+		workflow.SysUserID:        t.User,
+		workflow.SysAppID:         a.ID,
+		workflow.SysWorkflowID:    w.v.id,
+		workflow.SysWorkflowRunID: w.runID,
+	}
+	if isApp {
+		sys[workflow.SysTimestamp] = created.Unix()
+	} else {
+		sys[workflow.SysQuery] = t.Query
+		sys[workflow.SysConversationID] = t.Conversation.ID
+		sys[workflow.SysDialogueCount] = int64(len(w.history) + 1)
 	}
 	pool.SetAll(workflow.ScopeSys, sys)
 	for _, ev := range a.Workflow.EnvironmentVariables {
@@ -334,6 +349,11 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	w.messageCreated = out.CreatedAt().Unix()
 	rec := store.WorkflowRun{ID: w.runID, AppID: a.ID, WorkflowID: w.v.id, ConversationID: t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: rawInputs, CreatedAt: created}
+	if isApp {
+		// The run's message is the engine's bookkeeping (stop, heartbeat, the end user); the
+		// API shows no conversation for it.
+		rec.ConversationID = ""
+	}
 	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
 		return run.Outcome{}, err
 	}
@@ -341,7 +361,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		Inputs: inputs, CreatedAt: created.Unix(), Reason: "initial"}})
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
-	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env})
+	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: w.isApp()})
 	return w.finish(ctx, out, pool, rep, rec, nil)
 }
 
@@ -363,11 +383,14 @@ func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool,
 		s := rep.Err.Error()
 		if rep.Status == workflow.StatusStopped {
 			s = "Workflow execution stopped by user."
+			if errors.Is(context.Cause(ctx), run.ErrOutputModerated) {
+				s = "Stopped by output moderation."
+			}
 		}
 		rec.Error, errText = s, &s
 	}
 	if err := w.r.store.SaveRunSegment(persist, store.RunSegment{Run: rec, Consumed: consumed}); err != nil {
-		w.r.log.Error("persist workflow run", "workflow_run_id", w.runID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{
 		ID: w.runID, WorkflowID: w.v.id, Status: rep.Status, Outputs: rep.Outputs, Error: errText,
@@ -382,6 +405,9 @@ func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool,
 		for i := range outcome.Resources {
 			outcome.Resources[i].Position = i + 1
 		}
+	}
+	if w.isApp() {
+		return w.finishApp(ctx, out, fin, rep, outcome)
 	}
 	switch rep.Status {
 	case workflow.StatusSucceeded, workflow.StatusPartialSucceeded:
@@ -398,6 +424,27 @@ func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool,
 		return outcome, &RunFailedError{Msg: rep.Err.Error()}
 	}
 }
+
+// finishApp ends the run of a Workflow app: workflow_finished whatever the status, as Dify
+// ends a Workflow app's stream; the engine adds an error event only when the run was cut by
+// shutdown. A failed run is reported to the engine as already told to the client.
+func (w *work) finishApp(ctx context.Context, out *run.Output, fin run.Event, rep workflow.Report, outcome run.Outcome) (run.Outcome, error) {
+	out.Emit(fin)
+	switch rep.Status {
+	case workflow.StatusSucceeded, workflow.StatusPartialSucceeded:
+		return outcome, nil
+	case workflow.StatusStopped:
+		return outcome, context.Cause(ctx)
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return outcome, cause
+	}
+	return outcome, &run.ReportedError{Err: &RunFailedError{Msg: rep.Err.Error()}}
+}
+
+// isApp reports whether the run is a Workflow app's (no conversation, text_chunk events, the
+// stream ends with workflow_finished).
+func (w *work) isApp() bool { return w.t.App.Mode == apps.ModeWorkflow }
 
 // historyFunc gives memory the conversation's last n exchanges.
 func (w *work) historyFunc() func(context.Context, int) ([]store.Message, error) {
@@ -420,14 +467,14 @@ func (w *work) saveConversationVariables(ctx context.Context, pool *workflow.Poo
 	for _, cv := range w.convVars {
 		raw, err := json.Marshal(vals[cv.name])
 		if err != nil {
-			w.r.log.Error("encode conversation variable", "name", cv.name, "error", err)
+			w.r.log.ErrorContext(ctx, "encode conversation variable", "name", cv.name, "error", err)
 			continue
 		}
 		vs = append(vs, store.ConversationVariable{ID: cv.id, ConversationID: w.t.Conversation.ID, Name: cv.name,
 			ValueType: cv.valueType, Value: raw})
 	}
 	if err := w.r.store.SaveConversationVariables(ctx, vs); err != nil {
-		w.r.log.Error("persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
+		w.r.log.ErrorContext(ctx, "persist conversation variables", "conversation_id", w.t.Conversation.ID, "error", err)
 	}
 }
 
@@ -458,6 +505,56 @@ type workflowFinished struct {
 }
 
 // fileValue is a message's file as the variable pool holds it.
+// fileInputs are the turn's inputs with the value of each file input of the start node (a file
+// object, or a list of them for a file list) checked as a message's files are, and turned into
+// the file it names, as Dify's start node hands its file inputs on as files.
+func (r *Runner) fileInputs(ctx context.Context, a *apps.App, t run.Turn) (map[string]any, error) {
+	var out map[string]any
+	for _, f := range a.UserInputForm {
+		if f.Type != "file" && f.Type != "file-list" {
+			continue
+		}
+		var objs []any
+		switch v := t.Inputs[f.Variable].(type) {
+		case map[string]any:
+			objs = []any{v}
+		case []any:
+			objs = v
+		default:
+			continue
+		}
+		refs := make([]run.File, 0, len(objs))
+		for _, o := range objs {
+			m, _ := o.(map[string]any)
+			s := func(k string) string { v, _ := m[k].(string); return v }
+			refs = append(refs, run.File{Type: s("type"), TransferMethod: s("transfer_method"), URL: s("url"), UploadFileID: s("upload_file_id")})
+		}
+		if r.files == nil {
+			return nil, ErrFilesNotAccepted
+		}
+		_, uploads, err := r.files(ctx, t.App.ID, t.EndUser.ID, refs)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = maps.Clone(t.Inputs)
+		}
+		files := make([]any, len(refs))
+		for i, ref := range refs {
+			files[i] = fileValue(ref, uploads[i])
+		}
+		if f.Type == "file" {
+			out[f.Variable] = files[0]
+		} else {
+			out[f.Variable] = files
+		}
+	}
+	if out == nil {
+		return t.Inputs, nil
+	}
+	return out, nil
+}
+
 func fileValue(ref run.File, up store.UploadFile) *value.File {
 	f := &value.File{Type: ref.Type, TransferMethod: ref.TransferMethod, RemoteURL: ref.URL}
 	if up.ID != "" {

@@ -102,7 +102,7 @@ func (r *Runner) Resume(ctx context.Context, app *apps.App, runID string, decide
 		w.convVars = append(w.convVars, cv)
 	}
 	rs := &resumed{w: w, state: state, decided: decided, created: time.Unix(pc.CreatedAt, 0), runInputs: pc.RunInputs}
-	return run.Resumption{App: app, User: pc.User, MessageID: pc.MessageID, ConversationID: pc.ConversationID,
+	return run.Resumption{App: app, User: pc.User, EndUserID: pc.EndUserID, MessageID: pc.MessageID, ConversationID: pc.ConversationID,
 		WorkflowRunID: runID, CreatedAt: time.Unix(pc.MessageCreated, 0), Answer: answer, Work: rs}, nil
 }
 
@@ -134,10 +134,13 @@ func (rs *resumed) Run(ctx context.Context, out *run.Output) (run.Outcome, error
 	raw, _ := json.Marshal(rs.runInputs)
 	rec := store.WorkflowRun{ID: w.runID, AppID: w.v.app.ID, WorkflowID: w.v.id, ConversationID: w.t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: raw, CreatedAt: rs.created}
+	if w.isApp() {
+		rec.ConversationID = ""
+	}
 	out.Emit(run.Event{Kind: run.EventWorkflowStarted, Data: workflowStarted{ID: w.runID, WorkflowID: w.v.id,
 		Inputs: rs.runInputs, CreatedAt: rs.created.Unix(), Reason: "resumption"}})
 	env := &nodes.Env{Inputs: w.t.Inputs, History: w.historyFunc(), AppID: w.v.app.ID, MessageID: out.MessageID(), EndUserID: w.t.EndUser.ID}
 	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env,
-		From: rs.state, Resume: decisions})
+		From: rs.state, Resume: decisions, TextChunks: w.isApp()})
 	return w.finish(ctx, out, pool, rep, rec, consumed)
 }

@@ -25,9 +25,12 @@ func (l *listOperator) Run(_ context.Context, x *workflow.Exec) (workflow.Result
 		return workflow.Result{}, workflow.Errorf("ListOperatorError", "%v", err)
 	}
 	out := map[string]any{}
+	var order []string
 	res.Outputs().Range(func(k string, v any) bool {
 		out[k] = v
+		order = append(order, k)
 		return true
 	})
-	return workflow.Result{Inputs: map[string]any{"variable": in}, Outputs: out}, nil
+	// node_finished lists them as Dify does: result, first_record, last_record.
+	return workflow.Result{Inputs: map[string]any{"variable": in}, Outputs: out, OutputOrder: order}, nil
 }

@@ -18,8 +18,8 @@ import (
 // where its loop variables live at [loop, label] (initialised from constants or selectors, and
 // usually updated by an assigner in the body). Its break conditions are checked before the first
 // round and after each; a loop-end node reached in the body also ends the loop after that round.
-// Its outputs are the loop variables. It emits loop_started, loop_next per round and
-// loop_completed around its body's node events.
+// Its outputs are the loop variables and loop_round. It emits loop_started, loop_next between
+// rounds and loop_completed around its body's node events.
 type loop struct {
 	start   string
 	count   int
@@ -125,8 +125,13 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	rounds := 0
 	for i := 0; failure == nil && !done && i < l.count; i++ {
+		if i > 0 {
+			// As Dify's engine: loop_next comes between rounds, once the previous round is
+			// done and the loop goes on, with the index of the round that starts and the loop's
+			// outputs so far; none before the first round, none after the last.
+			x.Emit(run.Event{Kind: run.EventLoopNext, Data: with("index", i, "created_at", time.Now().Unix(), "pre_loop_output", outputsOf(pool, n.ID, l.vars, rounds))})
+		}
 		rounds++
-		x.Emit(run.Event{Kind: run.EventLoopNext, Data: with("index", i, "created_at", time.Now().Unix(), "pre_loop_output", outputsOf(pool, n.ID, l.vars))})
 		rep := x.RunBody(ctx, l.start, pool, i)
 		usage = models.AddUsage(usage, rep.Usage)
 		resources = append(resources, rep.Resources...)
@@ -150,7 +155,7 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	if rounds == 0 && reason == "loop_break" {
 		steps = 0
 	}
-	outputs := outputsOf(pool, n.ID, l.vars)
+	outputs := outputsOf(pool, n.ID, l.vars, rounds)
 	meta := map[string]any{"total_tokens": usage.TotalTokens, "completed_reason": reason}
 	res := workflow.Result{Inputs: inputs, Outputs: outputs, Usage: &usage, Metadata: meta, Resources: resources}
 	if ctx.Err() != nil {
@@ -175,11 +180,15 @@ func (l *loop) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	return res, nil
 }
 
-// outputsOf are the loop variables' current values.
-func outputsOf(pool *workflow.Pool, id string, vars []loopVar) map[string]any {
-	out := make(map[string]any, len(vars))
+// outputsOf are the loop variables' current values and, once a round has run, loop_round: the
+// number of rounds run, as Dify's loop outputs have it.
+func outputsOf(pool *workflow.Pool, id string, vars []loopVar, rounds int) map[string]any {
+	out := make(map[string]any, len(vars)+1)
 	for _, v := range vars {
 		out[v.label], _ = pool.Get([]string{id, v.label})
+	}
+	if rounds > 0 {
+		out["loop_round"] = int64(rounds)
 	}
 	return out
 }

@@ -21,7 +21,8 @@ import (
 // of a registered MCP server), found as agents find theirs, with the arguments the node sets:
 // tool_configurations (the tool's form settings) and tool_parameters, each a constant, a
 // variable (a selector) or mixed text whose {{#…#}} references are filled in. The outputs are
-// Dify's: text, files (the files the tool returned, stored as files of the message) and json.
+// Dify's: text, files (the files the tool returned, stored as files of the message) and json,
+// then the outputs the tool declares (an MCP tool's structured content under its output schema).
 type tool struct {
 	d      Deps
 	ref    tools.Ref
@@ -140,6 +141,22 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	text, objects := toolOutput(t.ref.Type, out.Text)
 	res.Outputs = map[string]any{"text": text, "files": fs, "json": objects}
+	res.OutputOrder = []string{"text", "files", "json"}
+	// The tool's declared outputs follow, each a variable of its own (over a built-in output of
+	// the same name), as Dify adds a tool's variable messages to text, files and json.
+	if len(out.Variables) > 0 {
+		if v, err := value.Decode(out.Variables); err == nil {
+			if vars, ok := v.(*value.Object); ok {
+				vars.Range(func(k string, v any) bool {
+					if _, seen := res.Outputs[k]; !seen {
+						res.OutputOrder = append(res.OutputOrder, k)
+					}
+					res.Outputs[k] = v
+					return true
+				})
+			}
+		}
+	}
 	return res, nil
 }
 

@@ -47,6 +47,35 @@ func (s *toolEvents) answer() string {
 	return b.String()
 }
 
+// finishedOutputs is the JSON of the outputs in the node_finished event of node id, as the wire
+// has them.
+func (s *toolEvents) finishedOutputs(t *testing.T, id string) string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range s.all {
+		if ev.Kind != run.EventNodeFinished {
+			continue
+		}
+		raw, err := json.Marshal(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			NodeID  string          `json:"node_id"`
+			Outputs json.RawMessage `json:"outputs"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.NodeID == id {
+			return string(d.Outputs)
+		}
+	}
+	t.Fatalf("no node_finished of %s", id)
+	return ""
+}
+
 // registry is a workspace tool registry with the built-in tools and the loopback inventory API
 // registered as "inventory" and the loopback MCP server as "Team Notes" (identifier notes).
 func toolRegistry(t *testing.T) *toolreg.Registry {
@@ -171,6 +200,22 @@ func TestToolNodeRegisteredAPI(t *testing.T) {
 	rep, s, _ = runGraph(t, d, g, "budget")
 	if rep.Status != workflow.StatusSucceeded || s.answer() != "found: BUDGETS" {
 		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+
+	// An MCP tool with an output schema: its structured content's members are output variables
+	// after text, files and json, as Dify exposes a tool's declared outputs.
+	stats := nodeOf("item", "tool", map[string]any{"provider_type": "mcp", "provider_id": "notes", "provider_name": "Team Notes",
+		"tool_name": "stats", "tool_parameters": map[string]any{"query": map[string]any{"type": "mixed", "value": "{{#sys.query#}}"}}})
+	g = parse(t, []any{
+		nodeOf("start", "start", map[string]any{}), stats,
+		nodeOf("a", "answer", map[string]any{"answer": "{{#item.query#}}: {{#item.hits#}}"}),
+	}, []any{edgeOf("start", "source", "item"), edgeOf("item", "source", "a")})
+	rep, s, _ = runGraph(t, d, g, "tea")
+	if rep.Status != workflow.StatusSucceeded || s.answer() != "TEA: 3" {
+		t.Fatalf("%+v, answer %q", rep, s.answer())
+	}
+	if raw := s.finishedOutputs(t, "item"); !strings.HasPrefix(raw, `{"text":"","files":[],"json":[{`) || !strings.HasSuffix(raw, `,"hits":3,"query":"TEA"}`) {
+		t.Fatalf("node_finished outputs %s", raw)
 	}
 
 	missing := nodeOf("item", "tool", map[string]any{"provider_type": "api", "provider_name": "nowhere", "tool_name": "getItem"})

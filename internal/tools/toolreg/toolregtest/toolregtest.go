@@ -124,6 +124,8 @@ const MCPToolSearch = "notes.search"
 //	notes.search  {"query": …} → "found: <query>"
 //	chart         the text "the chart" and ChartPNG as an image
 //	hang          answers only when the request ends
+//	stats         {"query": …} → structured content {"query": <QUERY>, "hits": len(query)} under
+//	              its output schema (and the same object as JSON text)
 type MCP struct {
 	*httptest.Server
 	// Auth is the Authorization header of the last request.
@@ -132,6 +134,12 @@ type MCP struct {
 
 type searchIn struct {
 	Query string `json:"query" jsonschema:"what to look for"`
+}
+
+// statsOut is the declared output of the stats tool.
+type statsOut struct {
+	Query string `json:"query"`
+	Hits  int    `json:"hits"`
 }
 
 // NewMCP starts the MCP server; it stops when tb ends (or earlier, with Close).
@@ -143,6 +151,10 @@ func NewMCP(tb testing.TB) *MCP {
 	sdk.AddTool(s, &sdk.Tool{Name: MCPToolSearch, Title: "Search notes", Description: "Searches the notes."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found: " + strings.ToUpper(in.Query)}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "stats", Description: "Counts the notes that match."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, statsOut, error) {
+			return nil, statsOut{Query: strings.ToUpper(in.Query), Hits: len(in.Query)}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "chart", Description: "Draws the notes chart.", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

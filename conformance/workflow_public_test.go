@@ -1,0 +1,115 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/client"
+)
+
+// TestPublicWorkflows imports every public Dify Workflow app export of the DSL corpus (files
+// Parley's authors did not write) with a model fallback, and runs each that imports through POST
+// /workflows/run with the fake provider: the stream must end with workflow_finished, succeeded,
+// or failed in a node on the test's sample inputs or for want of the Internet. Datasets are mapped
+// to a knowledge base of the test. A file that does not import must be refused only for node
+// types Parley does not run yet (a trigger node instead of a start node among them), agent
+// strategies or tools it does not have. The tally is logged.
+func TestPublicWorkflows(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "internal", "apps", "dsl", "testdata", "public", "workflow", "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("corpus: %v", err)
+	}
+	p := startParley(t, "sqlite")
+	ctx := context.Background()
+	var ran, failed []string
+	imported := 0
+	refused := map[string]int{}
+	for i, path := range files {
+		name := fmt.Sprintf("public workflow %d", i)
+		args := []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
+		_, stderr, err := p.cliOut(append(args, path)...)
+		if err != nil && strings.Contains(stderr, "map it with --dataset ") {
+			for _, line := range strings.Split(stderr, "\n") {
+				if _, ref, ok := strings.Cut(line, "map it with --dataset "); ok {
+					args = append(args, "--dataset", strings.TrimSuffix(strings.TrimSpace(ref), "=KNOWLEDGE_BASE")+"=handbook")
+				}
+			}
+			_, stderr, err = p.cliOut(append(args, path)...)
+		}
+		if err != nil {
+			for _, line := range strings.Split(stderr, "\n") {
+				switch {
+				case strings.Contains(line, "is not available on this server"):
+					refused["missing tool"]++
+				case strings.Contains(line, "agent strategy"):
+					refused["agent strategy"]++
+				case strings.Contains(line, "the graph has no start node"):
+					refused["no start node (trigger)"]++
+				case strings.Contains(line, "is not supported yet"):
+					typ := line[strings.Index(line, `node type "`)+len(`node type "`):]
+					refused[typ[:strings.Index(typ, `"`)]]++
+				case strings.Contains(line, "workflow.graph"):
+					t.Fatalf("%s: %s", filepath.Base(path), line)
+				}
+			}
+			continue
+		}
+		imported++
+		c := newClient(t, p, p.CLI(t, "keys", "create", "--app", name))
+		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
+		if err != nil || par.JSON200 == nil {
+			t.Fatalf("%s: parameters: %v", filepath.Base(path), err)
+		}
+		inputs := map[string]any{}
+		for _, item := range par.JSON200.UserInputForm {
+			for typ, f := range item {
+				if !f.Required {
+					continue
+				}
+				switch {
+				case typ == "select" && f.Options != nil && len(*f.Options) > 0:
+					inputs[f.Variable] = (*f.Options)[0]
+				case typ == "number":
+					inputs[f.Variable] = 1
+				default:
+					inputs[f.Variable] = "sample"
+				}
+			}
+		}
+		evs := workflowStream(t, c, client.RunWorkflowJSONRequestBody{User: "corpus", Inputs: inputs})
+		last := evs[len(evs)-1]
+		fin, _ := last.AsWorkflowAppFinishedEvent()
+		switch {
+		case workflowEventName(t, last) != "workflow_finished":
+			t.Fatalf("%s: the run ended with %s", filepath.Base(path), workflowEventName(t, last))
+		case fin.Data.Status == "succeeded":
+			ran = append(ran, filepath.Base(path))
+		case fin.Data.Status == "failed" && fin.Data.Error != nil && strings.Contains(*fin.Data.Error, "node "):
+			failed = append(failed, filepath.Base(path)+": "+*fin.Data.Error)
+		default:
+			t.Fatalf("%s: workflow_finished %+v", filepath.Base(path), fin.Data)
+		}
+	}
+	types := make([]string, 0, len(refused))
+	for typ, n := range refused {
+		types = append(types, fmt.Sprintf("%s×%d", typ, n))
+	}
+	sort.Strings(types)
+	t.Logf("%d of %d public Workflow apps import; %d run to workflow_finished succeeded: %s; %d fail in a node:\n%s\n"+
+		"refused for: %s", imported, len(files), len(ran), strings.Join(ran, ", "), len(failed), strings.Join(failed, "\n"),
+		strings.Join(types, ", "))
+	if len(ran) < minPublicWorkflowsRun {
+		t.Fatalf("only %d public Workflow apps ran", len(ran))
+	}
+}
+
+// minPublicWorkflowsRun is how many public Workflow apps run to success as they are today; it
+// only goes up.
+const minPublicWorkflowsRun = 14

@@ -609,13 +609,13 @@ func (e HistoryMessageStatus) Valid() bool {
 
 // Defines values for HumanInputFormFilledEventEvent.
 const (
-	HumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
+	HumanInputFormFilledEventEventHumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormFilledEventEvent enum.
 func (e HumanInputFormFilledEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormFilled:
+	case HumanInputFormFilledEventEventHumanInputFormFilled:
 		return true
 	default:
 		return false
@@ -624,13 +624,13 @@ func (e HumanInputFormFilledEventEvent) Valid() bool {
 
 // Defines values for HumanInputFormTimeoutEventEvent.
 const (
-	HumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
+	HumanInputFormTimeoutEventEventHumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormTimeoutEventEvent enum.
 func (e HumanInputFormTimeoutEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormTimeout:
+	case HumanInputFormTimeoutEventEventHumanInputFormTimeout:
 		return true
 	default:
 		return false
@@ -1522,6 +1522,30 @@ func (e WorkflowAppFinishedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppHumanInputEventEvent.
+const (
+	WorkflowAppHumanInputEventEventHumanInputFormFilled  WorkflowAppHumanInputEventEvent = "human_input_form_filled"
+	WorkflowAppHumanInputEventEventHumanInputFormTimeout WorkflowAppHumanInputEventEvent = "human_input_form_timeout"
+	WorkflowAppHumanInputEventEventHumanInputRequired    WorkflowAppHumanInputEventEvent = "human_input_required"
+	WorkflowAppHumanInputEventEventWorkflowPaused        WorkflowAppHumanInputEventEvent = "workflow_paused"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppHumanInputEventEvent enum.
+func (e WorkflowAppHumanInputEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppHumanInputEventEventHumanInputFormFilled:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputFormTimeout:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputRequired:
+		return true
+	case WorkflowAppHumanInputEventEventWorkflowPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowAppNodeEventEvent.
 const (
 	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
@@ -1722,13 +1746,13 @@ func (e WorkflowPausedEventDataStatus) Valid() bool {
 
 // Defines values for WorkflowPausedEventEvent.
 const (
-	WorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
+	WorkflowPausedEventEventWorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowPausedEventEvent enum.
 func (e WorkflowPausedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowPaused:
+	case WorkflowPausedEventEventWorkflowPaused:
 		return true
 	default:
 		return false
@@ -1787,6 +1811,7 @@ func (e WorkflowRunRequestResponseMode) Valid() bool {
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
 	WorkflowRunStatusPartialSucceeded WorkflowRunStatus = "partial-succeeded"
+	WorkflowRunStatusPaused           WorkflowRunStatus = "paused"
 	WorkflowRunStatusStopped          WorkflowRunStatus = "stopped"
 	WorkflowRunStatusSucceeded        WorkflowRunStatus = "succeeded"
 )
@@ -1797,6 +1822,8 @@ func (e WorkflowRunStatus) Valid() bool {
 	case WorkflowRunStatusFailed:
 		return true
 	case WorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowRunStatusPaused:
 		return true
 	case WorkflowRunStatusStopped:
 		return true
@@ -4131,6 +4158,11 @@ type Result struct {
 // ResultResult defines model for Result.Result.
 type ResultResult string
 
+// ResumedRunEvent One event of a resumed run, as the stream of its app kind carries it (a Chatflow's or a Workflow app's).
+type ResumedRunEvent struct {
+	union json.RawMessage
+}
+
 // RetrievalModel How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
 // `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
 // (`reranking_model`) or `weights`. `score_threshold` applies only when
@@ -4808,7 +4840,9 @@ type WorkflowAppFinishedEvent struct {
 		Error           *string                   `json:"error"`
 		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
 		Files           *[]map[string]interface{} `json:"files,omitempty"`
-		FinishedAt      int64                     `json:"finished_at"`
+
+		// FinishedAt Null for a run that paused.
+		FinishedAt *int64 `json:"finished_at"`
 
 		// Id Workflow run id.
 		Id openapi_types.UUID `json:"id"`
@@ -4816,7 +4850,7 @@ type WorkflowAppFinishedEvent struct {
 		// Outputs The end node's outputs.
 		Outputs *map[string]interface{} `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -4831,6 +4865,20 @@ type WorkflowAppFinishedEvent struct {
 
 // WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
 type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppHumanInputEvent A Workflow app's run paused at a human-input form or resumed from it. `data` is the
+// Chatflow event's (`HumanInputRequiredEvent`, `WorkflowPausedEvent`,
+// `HumanInputFormFilledEvent`, `HumanInputFormTimeoutEvent`); there is no conversation or
+// message.
+type WorkflowAppHumanInputEvent struct {
+	Data          map[string]interface{}          `json:"data"`
+	Event         WorkflowAppHumanInputEventEvent `json:"event"`
+	TaskId        openapi_types.UUID              `json:"task_id"`
+	WorkflowRunId openapi_types.UUID              `json:"workflow_run_id"`
+}
+
+// WorkflowAppHumanInputEventEvent defines model for WorkflowAppHumanInputEvent.Event.
+type WorkflowAppHumanInputEventEvent string
 
 // WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
 type WorkflowAppNodeEvent struct {
@@ -4886,7 +4934,7 @@ type WorkflowFinishedEvent struct {
 		Id              openapi_types.UUID        `json:"id"`
 		Outputs         *map[string]interface{}   `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -5005,6 +5053,13 @@ type WorkflowRunDetail struct {
 // WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
 type WorkflowRunDetailStatus string
 
+// WorkflowRunEventsEvent One event of the stream-workflow-events operation, dispatched on `event`: a Chatflow's
+// events have the shapes of `ChatStreamEvent`, a Workflow app's those of
+// `WorkflowStreamEvent`.
+type WorkflowRunEventsEvent struct {
+	union json.RawMessage
+}
+
 // WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
 type WorkflowRunRequest struct {
 	// Files Files for the run (`sys.files`); `null` is accepted as "none".
@@ -5038,7 +5093,9 @@ type WorkflowRunResult struct {
 	// ElapsedTime Seconds.
 	ElapsedTime float64 `json:"elapsed_time"`
 	Error       *string `json:"error"`
-	FinishedAt  int64   `json:"finished_at"`
+
+	// FinishedAt Null for a run that paused.
+	FinishedAt *int64 `json:"finished_at"`
 
 	// Id Workflow run id.
 	Id openapi_types.UUID `json:"id"`
@@ -5046,7 +5103,7 @@ type WorkflowRunResult struct {
 	// Outputs The end node's outputs.
 	Outputs *map[string]interface{} `json:"outputs"`
 
-	// Status The final status of a workflow run.
+	// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 	Status      WorkflowRunStatus `json:"status"`
 	TotalSteps  int               `json:"total_steps"`
 	TotalTokens int               `json:"total_tokens"`
@@ -5055,7 +5112,7 @@ type WorkflowRunResult struct {
 	WorkflowId string `json:"workflow_id"`
 }
 
-// WorkflowRunStatus The final status of a workflow run.
+// WorkflowRunStatus The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 type WorkflowRunStatus string
 
 // WorkflowStartedEvent A Chatflow run began.
@@ -12852,6 +12909,169 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsChatStreamEvent returns the union data inside the ResumedRunEvent as a ChatStreamEvent
+func (t ResumedRunEvent) AsChatStreamEvent() (ChatStreamEvent, error) {
+	var body ChatStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatStreamEvent overwrites any union data inside the ResumedRunEvent as the provided ChatStreamEvent
+func (t *ResumedRunEvent) FromChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided ChatStreamEvent
+func (t *ResumedRunEvent) MergeChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowStreamEvent returns the union data inside the ResumedRunEvent as a WorkflowStreamEvent
+func (t ResumedRunEvent) AsWorkflowStreamEvent() (WorkflowStreamEvent, error) {
+	var body WorkflowStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowStreamEvent overwrites any union data inside the ResumedRunEvent as the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) FromWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) MergeWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ResumedRunEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ResumedRunEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsResumedRunEvent returns the union data inside the WorkflowRunEventsEvent as a ResumedRunEvent
+func (t WorkflowRunEventsEvent) AsResumedRunEvent() (ResumedRunEvent, error) {
+	var body ResumedRunEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResumedRunEvent overwrites any union data inside the WorkflowRunEventsEvent as the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) FromResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResumedRunEvent performs a merge with any union data inside the WorkflowRunEventsEvent, using the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) MergeResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowRunEventsEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowRunEventsEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsResumedRunEvent()
+	case "error":
+		return t.AsResumedRunEvent()
+	case "human_input_form_filled":
+		return t.AsResumedRunEvent()
+	case "human_input_form_timeout":
+		return t.AsResumedRunEvent()
+	case "human_input_required":
+		return t.AsResumedRunEvent()
+	case "iteration_completed":
+		return t.AsResumedRunEvent()
+	case "iteration_next":
+		return t.AsResumedRunEvent()
+	case "iteration_started":
+		return t.AsResumedRunEvent()
+	case "loop_completed":
+		return t.AsResumedRunEvent()
+	case "loop_next":
+		return t.AsResumedRunEvent()
+	case "loop_started":
+		return t.AsResumedRunEvent()
+	case "message":
+		return t.AsResumedRunEvent()
+	case "message_end":
+		return t.AsResumedRunEvent()
+	case "message_replace":
+		return t.AsResumedRunEvent()
+	case "node_finished":
+		return t.AsResumedRunEvent()
+	case "node_retry":
+		return t.AsResumedRunEvent()
+	case "node_started":
+		return t.AsResumedRunEvent()
+	case "ping":
+		return t.AsResumedRunEvent()
+	case "reasoning_chunk":
+		return t.AsResumedRunEvent()
+	case "text_chunk":
+		return t.AsResumedRunEvent()
+	case "workflow_finished":
+		return t.AsResumedRunEvent()
+	case "workflow_paused":
+		return t.AsResumedRunEvent()
+	case "workflow_started":
+		return t.AsResumedRunEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowRunEventsEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowRunEventsEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
 func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
 	var body WorkflowAppStartedEvent
@@ -12982,6 +13202,32 @@ func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent
 	return err
 }
 
+// AsWorkflowAppHumanInputEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppHumanInputEvent
+func (t WorkflowStreamEvent) AsWorkflowAppHumanInputEvent() (WorkflowAppHumanInputEvent, error) {
+	var body WorkflowAppHumanInputEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppHumanInputEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppHumanInputEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
 func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
 	var body PingEvent
@@ -13026,6 +13272,12 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsWorkflowAppNodeEvent()
 	case "error":
 		return t.AsWorkflowAppErrorEvent()
+	case "human_input_form_filled":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_form_timeout":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_required":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "iteration_completed":
 		return t.AsWorkflowAppNodeEvent()
 	case "iteration_next":
@@ -13052,6 +13304,8 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTextChunkEvent()
 	case "workflow_finished":
 		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_paused":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "workflow_started":
 		return t.AsWorkflowAppStartedEvent()
 	default:

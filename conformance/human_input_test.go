@@ -513,3 +513,58 @@ func TestHumanInputParallel(t *testing.T) {
 		}
 	})
 }
+
+// TestHumanInputWorkflowApp pauses a Workflow app's run at a form on both engines: the
+// /workflows/run stream ends at workflow_paused (a blocking run answers status paused), the
+// form submits, and the events operation streams the rest to workflow_finished with the end
+// node's outputs.
+func TestHumanInputWorkflowApp(t *testing.T) {
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		name := "Approval Flow " + strings.ReplaceAll(t.Name(), "/", "-")
+		key := exampleApp(t, p, "testdata/workflow-human-input.yml", "Approval Flow", name)
+
+		status, raw := hiDo(t, "POST", p.URL+"/workflows/run", `{"inputs":{"topic":"tea"},"user":"wf","response_mode":"blocking"}`, key)
+		var blocking struct {
+			Data struct{ Status string } `json:"data"`
+		}
+		if status != 200 || json.Unmarshal(raw, &blocking) != nil || blocking.Data.Status != "paused" {
+			t.Fatalf("blocking pause: %d %s", status, raw)
+		}
+
+		evs := hiStream(t, "POST", p.URL+"/workflows/run", `{"inputs":{"topic":"cake"},"user":"wf","response_mode":"streaming"}`, key)
+		want := "workflow_started node_started(start) node_finished(start) node_started(review) human_input_required workflow_paused"
+		if got := hiNames(evs); got != want {
+			t.Fatalf("paused stream:\n got %s\nwant %s", got, want)
+		}
+		token, _ := evs[len(evs)-2].data()["form_token"].(string)
+		runID, _ := evs[0]["workflow_run_id"].(string)
+		if _, has := evs[0]["conversation_id"]; has || len(token) != 22 {
+			t.Fatalf("paused stream: %v %v", evs[0], evs[len(evs)-2])
+		}
+		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		if status != 200 || !strings.Contains(string(raw), "Approve cake?") {
+			t.Fatalf("form: %d %s", status, raw)
+		}
+		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"note":"yum"},"action":"approve","user":"boss"}`, key)
+		if status != 200 {
+			t.Fatalf("submit: %d %s", status, raw)
+		}
+		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=other", "", key)
+		wantError(t, "another user", status, raw, 404, "not_found")
+		evs = hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=wf", "", key)
+		want = "workflow_started node_started(review) human_input_form_filled node_finished(review) text_chunk text_chunk text_chunk " +
+			"node_started(end) node_finished(end) workflow_finished"
+		if got := hiNames(evs); got != want {
+			t.Fatalf("resumed stream:\n got %s\nwant %s", got, want)
+		}
+		fin := evs[len(evs)-1].data()
+		outputs, _ := fin["outputs"].(map[string]any)
+		if fin["status"] != "succeeded" || outputs["note"] != "yum" || outputs["topic"] != "cake" {
+			t.Fatalf("workflow_finished: %v", fin)
+		}
+		status, raw = hiDo(t, "GET", p.URL+"/workflows/run/"+runID, "", key)
+		if status != 200 || !strings.Contains(string(raw), `"status":"succeeded"`) {
+			t.Fatalf("run detail: %d %s", status, raw)
+		}
+	})
+}

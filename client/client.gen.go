@@ -609,13 +609,13 @@ func (e HistoryMessageStatus) Valid() bool {
 
 // Defines values for HumanInputFormFilledEventEvent.
 const (
-	HumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
+	HumanInputFormFilledEventEventHumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormFilledEventEvent enum.
 func (e HumanInputFormFilledEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormFilled:
+	case HumanInputFormFilledEventEventHumanInputFormFilled:
 		return true
 	default:
 		return false
@@ -624,13 +624,13 @@ func (e HumanInputFormFilledEventEvent) Valid() bool {
 
 // Defines values for HumanInputFormTimeoutEventEvent.
 const (
-	HumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
+	HumanInputFormTimeoutEventEventHumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormTimeoutEventEvent enum.
 func (e HumanInputFormTimeoutEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormTimeout:
+	case HumanInputFormTimeoutEventEventHumanInputFormTimeout:
 		return true
 	default:
 		return false
@@ -1522,6 +1522,30 @@ func (e WorkflowAppFinishedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppHumanInputEventEvent.
+const (
+	WorkflowAppHumanInputEventEventHumanInputFormFilled  WorkflowAppHumanInputEventEvent = "human_input_form_filled"
+	WorkflowAppHumanInputEventEventHumanInputFormTimeout WorkflowAppHumanInputEventEvent = "human_input_form_timeout"
+	WorkflowAppHumanInputEventEventHumanInputRequired    WorkflowAppHumanInputEventEvent = "human_input_required"
+	WorkflowAppHumanInputEventEventWorkflowPaused        WorkflowAppHumanInputEventEvent = "workflow_paused"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppHumanInputEventEvent enum.
+func (e WorkflowAppHumanInputEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppHumanInputEventEventHumanInputFormFilled:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputFormTimeout:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputRequired:
+		return true
+	case WorkflowAppHumanInputEventEventWorkflowPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowAppNodeEventEvent.
 const (
 	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
@@ -1722,13 +1746,13 @@ func (e WorkflowPausedEventDataStatus) Valid() bool {
 
 // Defines values for WorkflowPausedEventEvent.
 const (
-	WorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
+	WorkflowPausedEventEventWorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowPausedEventEvent enum.
 func (e WorkflowPausedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowPaused:
+	case WorkflowPausedEventEventWorkflowPaused:
 		return true
 	default:
 		return false
@@ -1787,6 +1811,7 @@ func (e WorkflowRunRequestResponseMode) Valid() bool {
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
 	WorkflowRunStatusPartialSucceeded WorkflowRunStatus = "partial-succeeded"
+	WorkflowRunStatusPaused           WorkflowRunStatus = "paused"
 	WorkflowRunStatusStopped          WorkflowRunStatus = "stopped"
 	WorkflowRunStatusSucceeded        WorkflowRunStatus = "succeeded"
 )
@@ -1797,6 +1822,8 @@ func (e WorkflowRunStatus) Valid() bool {
 	case WorkflowRunStatusFailed:
 		return true
 	case WorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowRunStatusPaused:
 		return true
 	case WorkflowRunStatusStopped:
 		return true
@@ -3183,6 +3210,15 @@ type HumanInputFormTimeoutEvent struct {
 // HumanInputFormTimeoutEventEvent defines model for HumanInputFormTimeoutEvent.Event.
 type HumanInputFormTimeoutEventEvent string
 
+// HumanInputFormView A form of a paused run, as the get-form operation shows it.
+type HumanInputFormView struct {
+	ExpirationTime        int64              `json:"expiration_time"`
+	FormContent           string             `json:"form_content"`
+	Inputs                []HumanInputField  `json:"inputs"`
+	ResolvedDefaultValues map[string]string  `json:"resolved_default_values"`
+	UserActions           []HumanInputAction `json:"user_actions"`
+}
+
 // HumanInputRequiredEvent A Chatflow run reached a human-input node.
 type HumanInputRequiredEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -3211,6 +3247,13 @@ type HumanInputRequiredEvent struct {
 
 // HumanInputRequiredEventEvent defines model for HumanInputRequiredEvent.Event.
 type HumanInputRequiredEventEvent string
+
+// HumanInputSubmission Body of the submit-form operation.
+type HumanInputSubmission struct {
+	Action string                 `json:"action"`
+	Inputs map[string]interface{} `json:"inputs"`
+	User   string                 `json:"user"`
+}
 
 // I18nObject Text keyed by locale (`en_US`, `zh_Hans`, …).
 //
@@ -4115,6 +4158,11 @@ type Result struct {
 // ResultResult defines model for Result.Result.
 type ResultResult string
 
+// ResumedRunEvent One event of a resumed run, as the stream of its app kind carries it (a Chatflow's or a Workflow app's).
+type ResumedRunEvent struct {
+	union json.RawMessage
+}
+
 // RetrievalModel How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
 // `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
 // (`reranking_model`) or `weights`. `score_threshold` applies only when
@@ -4792,7 +4840,9 @@ type WorkflowAppFinishedEvent struct {
 		Error           *string                   `json:"error"`
 		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
 		Files           *[]map[string]interface{} `json:"files,omitempty"`
-		FinishedAt      int64                     `json:"finished_at"`
+
+		// FinishedAt Null for a run that paused.
+		FinishedAt *int64 `json:"finished_at"`
 
 		// Id Workflow run id.
 		Id openapi_types.UUID `json:"id"`
@@ -4800,7 +4850,7 @@ type WorkflowAppFinishedEvent struct {
 		// Outputs The end node's outputs.
 		Outputs *map[string]interface{} `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -4815,6 +4865,20 @@ type WorkflowAppFinishedEvent struct {
 
 // WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
 type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppHumanInputEvent A Workflow app's run paused at a human-input form or resumed from it. `data` is the
+// Chatflow event's (`HumanInputRequiredEvent`, `WorkflowPausedEvent`,
+// `HumanInputFormFilledEvent`, `HumanInputFormTimeoutEvent`); there is no conversation or
+// message.
+type WorkflowAppHumanInputEvent struct {
+	Data          map[string]interface{}          `json:"data"`
+	Event         WorkflowAppHumanInputEventEvent `json:"event"`
+	TaskId        openapi_types.UUID              `json:"task_id"`
+	WorkflowRunId openapi_types.UUID              `json:"workflow_run_id"`
+}
+
+// WorkflowAppHumanInputEventEvent defines model for WorkflowAppHumanInputEvent.Event.
+type WorkflowAppHumanInputEventEvent string
 
 // WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
 type WorkflowAppNodeEvent struct {
@@ -4870,7 +4934,7 @@ type WorkflowFinishedEvent struct {
 		Id              openapi_types.UUID        `json:"id"`
 		Outputs         *map[string]interface{}   `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -4989,6 +5053,13 @@ type WorkflowRunDetail struct {
 // WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
 type WorkflowRunDetailStatus string
 
+// WorkflowRunEventsEvent One event of the stream-workflow-events operation, dispatched on `event`: a Chatflow's
+// events have the shapes of `ChatStreamEvent`, a Workflow app's those of
+// `WorkflowStreamEvent`.
+type WorkflowRunEventsEvent struct {
+	union json.RawMessage
+}
+
 // WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
 type WorkflowRunRequest struct {
 	// Files Files for the run (`sys.files`); `null` is accepted as "none".
@@ -5022,7 +5093,9 @@ type WorkflowRunResult struct {
 	// ElapsedTime Seconds.
 	ElapsedTime float64 `json:"elapsed_time"`
 	Error       *string `json:"error"`
-	FinishedAt  int64   `json:"finished_at"`
+
+	// FinishedAt Null for a run that paused.
+	FinishedAt *int64 `json:"finished_at"`
 
 	// Id Workflow run id.
 	Id openapi_types.UUID `json:"id"`
@@ -5030,7 +5103,7 @@ type WorkflowRunResult struct {
 	// Outputs The end node's outputs.
 	Outputs *map[string]interface{} `json:"outputs"`
 
-	// Status The final status of a workflow run.
+	// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 	Status      WorkflowRunStatus `json:"status"`
 	TotalSteps  int               `json:"total_steps"`
 	TotalTokens int               `json:"total_tokens"`
@@ -5039,7 +5112,7 @@ type WorkflowRunResult struct {
 	WorkflowId string `json:"workflow_id"`
 }
 
-// WorkflowRunStatus The final status of a workflow run.
+// WorkflowRunStatus The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 type WorkflowRunStatus string
 
 // WorkflowStartedEvent A Chatflow run began.
@@ -5098,6 +5171,9 @@ type DatasetId = string
 // DocumentId defines model for DocumentId.
 type DocumentId = string
 
+// FormToken defines model for FormToken.
+type FormToken = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -5130,6 +5206,9 @@ type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
+
+// FormClosed The body of every error response, and the payload members of the `error` event.
+type FormClosed = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -5375,6 +5454,17 @@ type GetSiteParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
+type StreamWorkflowEventsParams struct {
+	User string `form:"user" json:"user"`
+
+	// IncludeStateSnapshot `true` first replays the run so far: `workflow_started`, the answer so far (`message_replace`), the finished nodes, and for a paused run its forms and `workflow_paused`.
+	IncludeStateSnapshot *string `form:"include_state_snapshot,omitempty" json:"include_state_snapshot,omitempty"`
+
+	// ContinueOnPause `true` keeps the stream open across further pauses.
+	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
+}
+
 // ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParams struct {
 	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
@@ -5531,6 +5621,9 @@ type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
+
+// SubmitHumanInputFormJSONRequestBody defines body for SubmitHumanInputForm for application/json ContentType.
+type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
@@ -12816,6 +12909,169 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsChatStreamEvent returns the union data inside the ResumedRunEvent as a ChatStreamEvent
+func (t ResumedRunEvent) AsChatStreamEvent() (ChatStreamEvent, error) {
+	var body ChatStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatStreamEvent overwrites any union data inside the ResumedRunEvent as the provided ChatStreamEvent
+func (t *ResumedRunEvent) FromChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided ChatStreamEvent
+func (t *ResumedRunEvent) MergeChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowStreamEvent returns the union data inside the ResumedRunEvent as a WorkflowStreamEvent
+func (t ResumedRunEvent) AsWorkflowStreamEvent() (WorkflowStreamEvent, error) {
+	var body WorkflowStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowStreamEvent overwrites any union data inside the ResumedRunEvent as the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) FromWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) MergeWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ResumedRunEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ResumedRunEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsResumedRunEvent returns the union data inside the WorkflowRunEventsEvent as a ResumedRunEvent
+func (t WorkflowRunEventsEvent) AsResumedRunEvent() (ResumedRunEvent, error) {
+	var body ResumedRunEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResumedRunEvent overwrites any union data inside the WorkflowRunEventsEvent as the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) FromResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResumedRunEvent performs a merge with any union data inside the WorkflowRunEventsEvent, using the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) MergeResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowRunEventsEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowRunEventsEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsResumedRunEvent()
+	case "error":
+		return t.AsResumedRunEvent()
+	case "human_input_form_filled":
+		return t.AsResumedRunEvent()
+	case "human_input_form_timeout":
+		return t.AsResumedRunEvent()
+	case "human_input_required":
+		return t.AsResumedRunEvent()
+	case "iteration_completed":
+		return t.AsResumedRunEvent()
+	case "iteration_next":
+		return t.AsResumedRunEvent()
+	case "iteration_started":
+		return t.AsResumedRunEvent()
+	case "loop_completed":
+		return t.AsResumedRunEvent()
+	case "loop_next":
+		return t.AsResumedRunEvent()
+	case "loop_started":
+		return t.AsResumedRunEvent()
+	case "message":
+		return t.AsResumedRunEvent()
+	case "message_end":
+		return t.AsResumedRunEvent()
+	case "message_replace":
+		return t.AsResumedRunEvent()
+	case "node_finished":
+		return t.AsResumedRunEvent()
+	case "node_retry":
+		return t.AsResumedRunEvent()
+	case "node_started":
+		return t.AsResumedRunEvent()
+	case "ping":
+		return t.AsResumedRunEvent()
+	case "reasoning_chunk":
+		return t.AsResumedRunEvent()
+	case "text_chunk":
+		return t.AsResumedRunEvent()
+	case "workflow_finished":
+		return t.AsResumedRunEvent()
+	case "workflow_paused":
+		return t.AsResumedRunEvent()
+	case "workflow_started":
+		return t.AsResumedRunEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowRunEventsEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowRunEventsEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
 func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
 	var body WorkflowAppStartedEvent
@@ -12946,6 +13202,32 @@ func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent
 	return err
 }
 
+// AsWorkflowAppHumanInputEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppHumanInputEvent
+func (t WorkflowStreamEvent) AsWorkflowAppHumanInputEvent() (WorkflowAppHumanInputEvent, error) {
+	var body WorkflowAppHumanInputEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppHumanInputEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppHumanInputEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
 func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
 	var body PingEvent
@@ -12990,6 +13272,12 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsWorkflowAppNodeEvent()
 	case "error":
 		return t.AsWorkflowAppErrorEvent()
+	case "human_input_form_filled":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_form_timeout":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_required":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "iteration_completed":
 		return t.AsWorkflowAppNodeEvent()
 	case "iteration_next":
@@ -13016,6 +13304,8 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTextChunkEvent()
 	case "workflow_finished":
 		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_paused":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "workflow_started":
 		return t.AsWorkflowAppStartedEvent()
 	default:
@@ -14245,6 +14535,42 @@ type ClientInterface interface {
 	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
 	PreviewFile(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetHumanInputForm Get human input form
+	//
+	// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+	// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+	// another app answers 404. A form already submitted, timed out or past its deadline answers
+	// 412.
+	//
+	// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+	GetHumanInputForm(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHumanInputFormWithBody Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithBody(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHumanInputForm Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputForm(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAppInfo Get application basic information
 	//
 	// The app's name, description, tags, mode and author.
@@ -14338,6 +14664,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
 	TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamWorkflowEvents Stream workflow events
+	//
+	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+	// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+	// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+	// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+	// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+	// true. A run that already finished yields its one `workflow_finished` event. Only the end
+	// user who started the run may read it: any other `user`, an unknown or malformed run id
+	// answers 404.
+	//
+	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+	StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWorkflowLogs List workflow logs
 	//
@@ -16649,6 +16989,72 @@ func (c *Client) PreviewFile(ctx context.Context, fileId string, params *Preview
 	return c.Client.Do(req)
 }
 
+// GetHumanInputForm Get human input form
+//
+// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+// another app answers 404. A form already submitted, timed out or past its deadline answers
+// 412.
+//
+// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+func (c *Client) GetHumanInputForm(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetHumanInputFormRequest(c.Server, formToken)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHumanInputFormWithBody Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *Client) SubmitHumanInputFormWithBody(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHumanInputFormRequestWithBody(c.Server, formToken, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHumanInputForm Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *Client) SubmitHumanInputForm(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHumanInputFormRequest(c.Server, formToken, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAppInfo Get application basic information
 //
 // The app's name, description, tags, mode and author.
@@ -16833,6 +17239,30 @@ func (c *Client) TextToAudioWithBody(ctx context.Context, contentType string, bo
 // Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
 func (c *Client) TextToAudio(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTextToAudioRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamWorkflowEvents Stream workflow events
+//
+// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+// true. A run that already finished yields its one `workflow_finished` event. Only the end
+// user who started the run may read it: any other `user`, an unknown or malformed run id
+// answers 404.
+//
+// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+func (c *Client) StreamWorkflowEvents(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamWorkflowEventsRequest(c.Server, workflowRunId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -20722,6 +21152,87 @@ func NewPreviewFileRequest(server string, fileId string, params *PreviewFilePara
 	return req, nil
 }
 
+// NewGetHumanInputFormRequest constructs an http.Request for the GetHumanInputForm method
+func NewGetHumanInputFormRequest(server string, formToken FormToken) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "form_token", formToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/form/human_input/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSubmitHumanInputFormRequest calls the generic SubmitHumanInputForm builder with application/json body
+func NewSubmitHumanInputFormRequest(server string, formToken FormToken, body SubmitHumanInputFormJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubmitHumanInputFormRequestWithBody(server, formToken, "application/json", bodyReader)
+}
+
+// NewSubmitHumanInputFormRequestWithBody constructs an http.Request for the SubmitHumanInputForm method, with any body, and a specified content type
+func NewSubmitHumanInputFormRequestWithBody(server string, formToken FormToken, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "form_token", formToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/form/human_input/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetAppInfoRequest constructs an http.Request for the GetAppInfo method
 func NewGetAppInfoRequest(server string, params *GetAppInfoParams) (*http.Request, error) {
 	var err error
@@ -21164,6 +21675,87 @@ func NewTextToAudioRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStreamWorkflowEventsRequest constructs an http.Request for the StreamWorkflowEvents method
+func NewStreamWorkflowEventsRequest(server string, workflowRunId string, params *StreamWorkflowEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflow_run_id", workflowRunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workflow/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.IncludeStateSnapshot != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_state_snapshot", *params.IncludeStateSnapshot, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ContinueOnPause != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue_on_pause", *params.ContinueOnPause, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -22750,6 +23342,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /files/{file_id}/preview (the `PreviewFile` operationId).
 	PreviewFileWithResponse(ctx context.Context, fileId string, params *PreviewFileParams, reqEditors ...RequestEditorFn) (*PreviewFileResponse, error)
 
+	// GetHumanInputFormWithResponse Get human input form
+	//
+	// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+	// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+	// another app answers 404. A form already submitted, timed out or past its deadline answers
+	// 412.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+	GetHumanInputFormWithResponse(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*GetHumanInputFormResponse, error)
+
+	// SubmitHumanInputFormWithBodyWithResponse Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithBodyWithResponse(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error)
+
+	// SubmitHumanInputFormWithResponse Submit human input form
+	//
+	// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+	// action. The first accepted submission wins and resumes the run; the resumed run streams
+	// from the stream-workflow-events operation. A submission the form does not accept (unknown
+	// action, missing or extra input, a value of the wrong type or not among a select's options)
+	// answers 400 `invalid_form_data` and leaves the form open.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+	SubmitHumanInputFormWithResponse(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error)
+
 	// GetAppInfoWithResponse Get application basic information
 	//
 	// The app's name, description, tags, mode and author.
@@ -22855,6 +23485,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /text-to-audio (the `TextToAudio` operationId).
 	TextToAudioWithResponse(ctx context.Context, body TextToAudioJSONRequestBody, reqEditors ...RequestEditorFn) (*TextToAudioResponse, error)
+
+	// StreamWorkflowEventsWithResponse Stream workflow events
+	//
+	// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+	// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+	// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+	// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+	// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+	// true. A run that already finished yields its one `workflow_finished` event. Only the end
+	// user who started the run may read it: any other `user`, an unknown or malformed run id
+	// answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+	StreamWorkflowEventsWithResponse(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*StreamWorkflowEventsResponse, error)
 
 	// ListWorkflowLogsWithResponse List workflow logs
 	//
@@ -29403,6 +30049,186 @@ func (r PreviewFileResponse) ContentType() string {
 	return ""
 }
 
+// GetHumanInputFormResponse401Headers the declared response headers of an HTTP 401 response for GetHumanInputForm
+type GetHumanInputFormResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetHumanInputFormResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HumanInputFormView
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *FormClosed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetHumanInputFormResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON200() *HumanInputFormView {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON412() *FormClosed {
+	return r.JSON412
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetHumanInputFormResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetHumanInputFormResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetHumanInputFormResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetHumanInputFormResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetHumanInputFormResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitHumanInputFormResponse401Headers the declared response headers of an HTTP 401 response for SubmitHumanInputForm
+type SubmitHumanInputFormResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SubmitHumanInputFormResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *FormClosed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitHumanInputFormResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON412() *FormClosed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SubmitHumanInputFormResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitHumanInputFormResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitHumanInputFormResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitHumanInputFormResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitHumanInputFormResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAppInfoResponse401Headers the declared response headers of an HTTP 401 response for GetAppInfo
 type GetAppInfoResponse401Headers struct {
 	WWWAuthenticate *string
@@ -30005,6 +30831,75 @@ func (r TextToAudioResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TextToAudioResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamWorkflowEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamWorkflowEvents
+type StreamWorkflowEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type StreamWorkflowEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamWorkflowEventsResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamWorkflowEventsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamWorkflowEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamWorkflowEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamWorkflowEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamWorkflowEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -32371,6 +33266,62 @@ func (c *ClientWithResponses) PreviewFileWithResponse(ctx context.Context, fileI
 	return ParsePreviewFileResponse(rsp)
 }
 
+// GetHumanInputFormWithResponse Get human input form
+//
+// Reads the form a paused Chatflow run waits for, by the `form_token` of its
+// `human_input_required` event. Only forms delivered to the web app have a token; a token of
+// another app answers 404. A form already submitted, timed out or past its deadline answers
+// 412.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /form/human_input/{form_token} (the `GetHumanInputForm` operationId).
+func (c *ClientWithResponses) GetHumanInputFormWithResponse(ctx context.Context, formToken FormToken, reqEditors ...RequestEditorFn) (*GetHumanInputFormResponse, error) {
+	rsp, err := c.GetHumanInputForm(ctx, formToken, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetHumanInputFormResponse(rsp)
+}
+
+// SubmitHumanInputFormWithBodyWithResponse Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *ClientWithResponses) SubmitHumanInputFormWithBodyWithResponse(ctx context.Context, formToken FormToken, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error) {
+	rsp, err := c.SubmitHumanInputFormWithBody(ctx, formToken, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHumanInputFormResponse(rsp)
+}
+
+// SubmitHumanInputFormWithResponse Submit human input form
+//
+// Submits a form: the values of its inputs by `output_variable_name` and the id of the chosen
+// action. The first accepted submission wins and resumes the run; the resumed run streams
+// from the stream-workflow-events operation. A submission the form does not accept (unknown
+// action, missing or extra input, a value of the wrong type or not among a select's options)
+// answers 400 `invalid_form_data` and leaves the form open.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /form/human_input/{form_token} (the `SubmitHumanInputForm` operationId).
+func (c *ClientWithResponses) SubmitHumanInputFormWithResponse(ctx context.Context, formToken FormToken, body SubmitHumanInputFormJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitHumanInputFormResponse, error) {
+	rsp, err := c.SubmitHumanInputForm(ctx, formToken, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHumanInputFormResponse(rsp)
+}
+
 // GetAppInfoWithResponse Get application basic information
 //
 // The app's name, description, tags, mode and author.
@@ -32535,6 +33486,28 @@ func (c *ClientWithResponses) TextToAudioWithResponse(ctx context.Context, body 
 		return nil, err
 	}
 	return ParseTextToAudioResponse(rsp)
+}
+
+// StreamWorkflowEventsWithResponse Stream workflow events
+//
+// Streams a workflow run after it resumes: `workflow_started` (reason `resumption`),
+// `human_input_form_filled` or `human_input_form_timeout`, the node events and answer
+// chunks, and for a Chatflow `message_end` then `workflow_finished`. The stream opens with
+// a ping, pings every 10 seconds and closes after 300 seconds without events; it ends at
+// `workflow_finished`, or at the next `workflow_paused` unless `continue_on_pause` is
+// true. A run that already finished yields its one `workflow_finished` event. Only the end
+// user who started the run may read it: any other `user`, an unknown or malformed run id
+// answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /workflow/{workflow_run_id}/events (the `StreamWorkflowEvents` operationId).
+func (c *ClientWithResponses) StreamWorkflowEventsWithResponse(ctx context.Context, workflowRunId string, params *StreamWorkflowEventsParams, reqEditors ...RequestEditorFn) (*StreamWorkflowEventsResponse, error) {
+	rsp, err := c.StreamWorkflowEvents(ctx, workflowRunId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamWorkflowEventsResponse(rsp)
 }
 
 // ListWorkflowLogsWithResponse List workflow logs
@@ -38549,6 +39522,168 @@ func ParsePreviewFileResponse(rsp *http.Response) (*PreviewFileResponse, error) 
 	return response, nil
 }
 
+// ParseGetHumanInputFormResponse parses an HTTP response from a GetHumanInputFormWithResponse call
+func ParseGetHumanInputFormResponse(rsp *http.Response) (*GetHumanInputFormResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetHumanInputFormResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HumanInputFormView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest FormClosed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetHumanInputFormResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitHumanInputFormResponse parses an HTTP response from a SubmitHumanInputFormWithResponse call
+func ParseSubmitHumanInputFormResponse(rsp *http.Response) (*SubmitHumanInputFormResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitHumanInputFormResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest FormClosed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SubmitHumanInputFormResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetAppInfoResponse parses an HTTP response from a GetAppInfoWithResponse call
 func ParseGetAppInfoResponse(rsp *http.Response) (*GetAppInfoResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -39072,6 +40207,66 @@ func ParseTextToAudioResponse(rsp *http.Response) (*TextToAudioResponse, error) 
 	switch {
 	case rsp.StatusCode == 401:
 		var headers TextToAudioResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamWorkflowEventsResponse parses an HTTP response from a StreamWorkflowEventsWithResponse call
+func ParseStreamWorkflowEventsResponse(rsp *http.Response) (*StreamWorkflowEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamWorkflowEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamWorkflowEventsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,12 @@ func streamGoldenAt(t *testing.T, p *Parley, path, key, body string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return transcript(t, resp)
+}
+
+// transcript reads a response as streamGolden pins it.
+func transcript(t *testing.T, resp *http.Response) string {
+	t.Helper()
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -22,8 +22,9 @@ const sdkTimeout = 2 * time.Minute
 // TestDifyNodeSDK runs Dify's official Node SDK (npm dify-client, pinned in
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
 // node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
-// (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient), agentapp.test.mjs (an Agent app) and
-// workflow.test.mjs (a Workflow app through runWorkflow). Without node it skips, except in CI (CI set), where it fails.
+// (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient), agentapp.test.mjs (an Agent app),
+// workflow.test.mjs (a Workflow app through runWorkflow), and humaninput.test.mjs (a Chatflow paused at a form, resumed
+// over raw HTTP). Without node it skips, except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")
@@ -58,6 +59,7 @@ func TestDifyNodeSDK(t *testing.T) {
 			"PARLEY_COMPLETION_KEY="+p.CompletionKey(t),
 			"PARLEY_AGENT_KEY="+p.CLI(t, "keys", "create", "--app", "agent"),
 			"PARLEY_AGENT_APP_KEY="+publishedAgentApp(t, p),
+			"PARLEY_HUMAN_INPUT_KEY="+exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Review Desk Node SDK"),
 			"PARLEY_WORKFLOW_KEY="+exampleApp(t, p, workflowExample, "Topic Writer", "Node SDK Topic Writer"),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",

@@ -209,6 +209,8 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		}
 		w := sweepWorkflow(t, p)
 		fx["workflow_id@runWorkflowVersion"], fx["workflow_run_id"], fx["task_id@stopWorkflowTask"] = w.versionID, w.runID, w.taskID
+		_, fx["form_token"] = sweepHumanInput(t, p)
+		fx["action"] = "approve"
 	}
 	kc := newClient(t, p, p.KnowledgeKey)
 	ac := newClient(t, p, p.AppKey)
@@ -368,7 +370,34 @@ func sweepVariables(t *testing.T, p *Parley) *sweepVariablesFixture {
 // workflowOps are the Workflow Runs operations, which the sweep runs on a Workflow app of its own
 // when it controls the server.
 var workflowOps = map[string]bool{"runWorkflow": true, "runWorkflowVersion": true, "getWorkflowRun": true,
-	"stopWorkflowTask": true, "listWorkflowLogs": true}
+	"stopWorkflowTask": true, "listWorkflowLogs": true, "streamWorkflowEvents": true}
+
+// humanInputOps are the Human Input operations, which the sweep runs on a Chatflow paused at a
+// form (its fields are named as the inputs fixture's members, so that the baseline submits it)
+// when it controls the server.
+var humanInputOps = map[string]bool{"getHumanInputForm": true, "submitHumanInputForm": true}
+
+var sweepHumanInputKeys sync.Map // *Parley → key of the paused Chatflow
+
+// sweepHumanInput imports the review Chatflow with the inputs fixture's fields, pauses a run of
+// it for the sweep's user and returns its key and the form's token.
+func sweepHumanInput(t *testing.T, p *Parley) (key, token string) {
+	t.Helper()
+	if k, ok := sweepHumanInputKeys.Load(p); ok {
+		kt := k.([2]string)
+		return kt[0], kt[1]
+	}
+	var fields strings.Builder
+	for _, name := range []string{"tone", "name", "topic"} {
+		fields.WriteString("        - {type: paragraph, output_variable_name: " + name + ", default: null}\n")
+	}
+	key = exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Sweep Review "+strings.ReplaceAll(t.Name(), "/", "-"),
+		"        - type: paragraph\n          output_variable_name: comment\n          default: {type: constant, selector: [], value: ''}\n",
+		fields.String())
+	_, token, _, _ = hiPause(t, p, key, "sweep review", "sweeper")
+	sweepHumanInputKeys.Store(p, [2]string{key, token})
+	return key, token
+}
 
 // sweepWorkflowFixture is the example Workflow app (docs/examples/workflow-basic.yml), published,
 // its key, and one finished run of the sweep's user.
@@ -442,6 +471,8 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 			case scheme == "AppKey" && variablesOps[op.OperationID] && binary != "":
 				// Conversation variables exist in a Chatflow's conversations only.
 				o.key = sweepVariables(t, p).key
+			case scheme == "AppKey" && humanInputOps[op.OperationID] && binary != "":
+				o.key, _ = sweepHumanInput(t, p)
 			case scheme == "AppKey" && workflowOps[op.OperationID] && binary != "":
 				// The Workflow Runs group answers Workflow apps only.
 				o.key = sweepWorkflow(t, p).key

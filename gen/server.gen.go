@@ -609,13 +609,13 @@ func (e HistoryMessageStatus) Valid() bool {
 
 // Defines values for HumanInputFormFilledEventEvent.
 const (
-	HumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
+	HumanInputFormFilledEventEventHumanInputFormFilled HumanInputFormFilledEventEvent = "human_input_form_filled"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormFilledEventEvent enum.
 func (e HumanInputFormFilledEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormFilled:
+	case HumanInputFormFilledEventEventHumanInputFormFilled:
 		return true
 	default:
 		return false
@@ -624,13 +624,13 @@ func (e HumanInputFormFilledEventEvent) Valid() bool {
 
 // Defines values for HumanInputFormTimeoutEventEvent.
 const (
-	HumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
+	HumanInputFormTimeoutEventEventHumanInputFormTimeout HumanInputFormTimeoutEventEvent = "human_input_form_timeout"
 )
 
 // Valid indicates whether the value is a known member of the HumanInputFormTimeoutEventEvent enum.
 func (e HumanInputFormTimeoutEventEvent) Valid() bool {
 	switch e {
-	case HumanInputFormTimeout:
+	case HumanInputFormTimeoutEventEventHumanInputFormTimeout:
 		return true
 	default:
 		return false
@@ -1522,6 +1522,30 @@ func (e WorkflowAppFinishedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowAppHumanInputEventEvent.
+const (
+	WorkflowAppHumanInputEventEventHumanInputFormFilled  WorkflowAppHumanInputEventEvent = "human_input_form_filled"
+	WorkflowAppHumanInputEventEventHumanInputFormTimeout WorkflowAppHumanInputEventEvent = "human_input_form_timeout"
+	WorkflowAppHumanInputEventEventHumanInputRequired    WorkflowAppHumanInputEventEvent = "human_input_required"
+	WorkflowAppHumanInputEventEventWorkflowPaused        WorkflowAppHumanInputEventEvent = "workflow_paused"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowAppHumanInputEventEvent enum.
+func (e WorkflowAppHumanInputEventEvent) Valid() bool {
+	switch e {
+	case WorkflowAppHumanInputEventEventHumanInputFormFilled:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputFormTimeout:
+		return true
+	case WorkflowAppHumanInputEventEventHumanInputRequired:
+		return true
+	case WorkflowAppHumanInputEventEventWorkflowPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkflowAppNodeEventEvent.
 const (
 	WorkflowAppNodeEventEventAgentLog           WorkflowAppNodeEventEvent = "agent_log"
@@ -1722,13 +1746,13 @@ func (e WorkflowPausedEventDataStatus) Valid() bool {
 
 // Defines values for WorkflowPausedEventEvent.
 const (
-	WorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
+	WorkflowPausedEventEventWorkflowPaused WorkflowPausedEventEvent = "workflow_paused"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowPausedEventEvent enum.
 func (e WorkflowPausedEventEvent) Valid() bool {
 	switch e {
-	case WorkflowPaused:
+	case WorkflowPausedEventEventWorkflowPaused:
 		return true
 	default:
 		return false
@@ -1787,6 +1811,7 @@ func (e WorkflowRunRequestResponseMode) Valid() bool {
 const (
 	WorkflowRunStatusFailed           WorkflowRunStatus = "failed"
 	WorkflowRunStatusPartialSucceeded WorkflowRunStatus = "partial-succeeded"
+	WorkflowRunStatusPaused           WorkflowRunStatus = "paused"
 	WorkflowRunStatusStopped          WorkflowRunStatus = "stopped"
 	WorkflowRunStatusSucceeded        WorkflowRunStatus = "succeeded"
 )
@@ -1797,6 +1822,8 @@ func (e WorkflowRunStatus) Valid() bool {
 	case WorkflowRunStatusFailed:
 		return true
 	case WorkflowRunStatusPartialSucceeded:
+		return true
+	case WorkflowRunStatusPaused:
 		return true
 	case WorkflowRunStatusStopped:
 		return true
@@ -3183,6 +3210,15 @@ type HumanInputFormTimeoutEvent struct {
 // HumanInputFormTimeoutEventEvent defines model for HumanInputFormTimeoutEvent.Event.
 type HumanInputFormTimeoutEventEvent string
 
+// HumanInputFormView A form of a paused run, as the get-form operation shows it.
+type HumanInputFormView struct {
+	ExpirationTime        int64              `json:"expiration_time"`
+	FormContent           string             `json:"form_content"`
+	Inputs                []HumanInputField  `json:"inputs"`
+	ResolvedDefaultValues map[string]string  `json:"resolved_default_values"`
+	UserActions           []HumanInputAction `json:"user_actions"`
+}
+
 // HumanInputRequiredEvent A Chatflow run reached a human-input node.
 type HumanInputRequiredEvent struct {
 	ConversationId openapi_types.UUID `json:"conversation_id"`
@@ -3211,6 +3247,13 @@ type HumanInputRequiredEvent struct {
 
 // HumanInputRequiredEventEvent defines model for HumanInputRequiredEvent.Event.
 type HumanInputRequiredEventEvent string
+
+// HumanInputSubmission Body of the submit-form operation.
+type HumanInputSubmission struct {
+	Action string                 `json:"action"`
+	Inputs map[string]interface{} `json:"inputs"`
+	User   string                 `json:"user"`
+}
 
 // I18nObject Text keyed by locale (`en_US`, `zh_Hans`, …).
 //
@@ -4115,6 +4158,11 @@ type Result struct {
 // ResultResult defines model for Result.Result.
 type ResultResult string
 
+// ResumedRunEvent One event of a resumed run, as the stream of its app kind carries it (a Chatflow's or a Workflow app's).
+type ResumedRunEvent struct {
+	union json.RawMessage
+}
+
 // RetrievalModel How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
 // `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
 // (`reranking_model`) or `weights`. `score_threshold` applies only when
@@ -4792,7 +4840,9 @@ type WorkflowAppFinishedEvent struct {
 		Error           *string                   `json:"error"`
 		ExceptionsCount *int                      `json:"exceptions_count,omitempty"`
 		Files           *[]map[string]interface{} `json:"files,omitempty"`
-		FinishedAt      int64                     `json:"finished_at"`
+
+		// FinishedAt Null for a run that paused.
+		FinishedAt *int64 `json:"finished_at"`
 
 		// Id Workflow run id.
 		Id openapi_types.UUID `json:"id"`
@@ -4800,7 +4850,7 @@ type WorkflowAppFinishedEvent struct {
 		// Outputs The end node's outputs.
 		Outputs *map[string]interface{} `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -4815,6 +4865,20 @@ type WorkflowAppFinishedEvent struct {
 
 // WorkflowAppFinishedEventEvent defines model for WorkflowAppFinishedEvent.Event.
 type WorkflowAppFinishedEventEvent string
+
+// WorkflowAppHumanInputEvent A Workflow app's run paused at a human-input form or resumed from it. `data` is the
+// Chatflow event's (`HumanInputRequiredEvent`, `WorkflowPausedEvent`,
+// `HumanInputFormFilledEvent`, `HumanInputFormTimeoutEvent`); there is no conversation or
+// message.
+type WorkflowAppHumanInputEvent struct {
+	Data          map[string]interface{}          `json:"data"`
+	Event         WorkflowAppHumanInputEventEvent `json:"event"`
+	TaskId        openapi_types.UUID              `json:"task_id"`
+	WorkflowRunId openapi_types.UUID              `json:"workflow_run_id"`
+}
+
+// WorkflowAppHumanInputEventEvent defines model for WorkflowAppHumanInputEvent.Event.
+type WorkflowAppHumanInputEventEvent string
 
 // WorkflowAppNodeEvent A node's progress, as in a Chatflow stream (`node_started` and `node_finished` carry `NodeStartedData` and `NodeFinishedData`; iteration, loop, retry, agent-log and reasoning events are informational).
 type WorkflowAppNodeEvent struct {
@@ -4870,7 +4934,7 @@ type WorkflowFinishedEvent struct {
 		Id              openapi_types.UUID        `json:"id"`
 		Outputs         *map[string]interface{}   `json:"outputs"`
 
-		// Status The final status of a workflow run.
+		// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 		Status      WorkflowRunStatus `json:"status"`
 		TotalSteps  int               `json:"total_steps"`
 		TotalTokens int               `json:"total_tokens"`
@@ -4989,6 +5053,13 @@ type WorkflowRunDetail struct {
 // WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
 type WorkflowRunDetailStatus string
 
+// WorkflowRunEventsEvent One event of the stream-workflow-events operation, dispatched on `event`: a Chatflow's
+// events have the shapes of `ChatStreamEvent`, a Workflow app's those of
+// `WorkflowStreamEvent`.
+type WorkflowRunEventsEvent struct {
+	union json.RawMessage
+}
+
 // WorkflowRunRequest Body of the run-workflow operations. Unknown members are ignored.
 type WorkflowRunRequest struct {
 	// Files Files for the run (`sys.files`); `null` is accepted as "none".
@@ -5022,7 +5093,9 @@ type WorkflowRunResult struct {
 	// ElapsedTime Seconds.
 	ElapsedTime float64 `json:"elapsed_time"`
 	Error       *string `json:"error"`
-	FinishedAt  int64   `json:"finished_at"`
+
+	// FinishedAt Null for a run that paused.
+	FinishedAt *int64 `json:"finished_at"`
 
 	// Id Workflow run id.
 	Id openapi_types.UUID `json:"id"`
@@ -5030,7 +5103,7 @@ type WorkflowRunResult struct {
 	// Outputs The end node's outputs.
 	Outputs *map[string]interface{} `json:"outputs"`
 
-	// Status The final status of a workflow run.
+	// Status The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 	Status      WorkflowRunStatus `json:"status"`
 	TotalSteps  int               `json:"total_steps"`
 	TotalTokens int               `json:"total_tokens"`
@@ -5039,7 +5112,7 @@ type WorkflowRunResult struct {
 	WorkflowId string `json:"workflow_id"`
 }
 
-// WorkflowRunStatus The final status of a workflow run.
+// WorkflowRunStatus The final status of a workflow run; `paused` only in the blocking reply of a Workflow app's run that paused at a human-input form.
 type WorkflowRunStatus string
 
 // WorkflowStartedEvent A Chatflow run began.
@@ -5098,6 +5171,9 @@ type DatasetId = string
 // DocumentId defines model for DocumentId.
 type DocumentId = string
 
+// FormToken defines model for FormToken.
+type FormToken = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -5130,6 +5206,9 @@ type Conflict = Error
 
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
+
+// FormClosed The body of every error response, and the payload members of the `error` event.
+type FormClosed = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -5375,6 +5454,17 @@ type GetSiteParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// StreamWorkflowEventsParams defines parameters for StreamWorkflowEvents.
+type StreamWorkflowEventsParams struct {
+	User string `form:"user" json:"user"`
+
+	// IncludeStateSnapshot `true` first replays the run so far: `workflow_started`, the answer so far (`message_replace`), the finished nodes, and for a paused run its forms and `workflow_paused`.
+	IncludeStateSnapshot *string `form:"include_state_snapshot,omitempty" json:"include_state_snapshot,omitempty"`
+
+	// ContinueOnPause `true` keeps the stream open across further pauses.
+	ContinueOnPause *string `form:"continue_on_pause,omitempty" json:"continue_on_pause,omitempty"`
+}
+
 // ListWorkflowLogsParams defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParams struct {
 	Keyword *string                       `form:"keyword,omitempty" json:"keyword,omitempty"`
@@ -5531,6 +5621,9 @@ type RetrieveJSONRequestBody = RetrieveRequest
 
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
+
+// SubmitHumanInputFormJSONRequestBody defines body for SubmitHumanInputForm for application/json ContentType.
+type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
@@ -12816,6 +12909,169 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsChatStreamEvent returns the union data inside the ResumedRunEvent as a ChatStreamEvent
+func (t ResumedRunEvent) AsChatStreamEvent() (ChatStreamEvent, error) {
+	var body ChatStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChatStreamEvent overwrites any union data inside the ResumedRunEvent as the provided ChatStreamEvent
+func (t *ResumedRunEvent) FromChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChatStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided ChatStreamEvent
+func (t *ResumedRunEvent) MergeChatStreamEvent(v ChatStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowStreamEvent returns the union data inside the ResumedRunEvent as a WorkflowStreamEvent
+func (t ResumedRunEvent) AsWorkflowStreamEvent() (WorkflowStreamEvent, error) {
+	var body WorkflowStreamEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowStreamEvent overwrites any union data inside the ResumedRunEvent as the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) FromWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowStreamEvent performs a merge with any union data inside the ResumedRunEvent, using the provided WorkflowStreamEvent
+func (t *ResumedRunEvent) MergeWorkflowStreamEvent(v WorkflowStreamEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ResumedRunEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ResumedRunEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsResumedRunEvent returns the union data inside the WorkflowRunEventsEvent as a ResumedRunEvent
+func (t WorkflowRunEventsEvent) AsResumedRunEvent() (ResumedRunEvent, error) {
+	var body ResumedRunEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResumedRunEvent overwrites any union data inside the WorkflowRunEventsEvent as the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) FromResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResumedRunEvent performs a merge with any union data inside the WorkflowRunEventsEvent, using the provided ResumedRunEvent
+func (t *WorkflowRunEventsEvent) MergeResumedRunEvent(v ResumedRunEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowRunEventsEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"event"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t WorkflowRunEventsEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "agent_log":
+		return t.AsResumedRunEvent()
+	case "error":
+		return t.AsResumedRunEvent()
+	case "human_input_form_filled":
+		return t.AsResumedRunEvent()
+	case "human_input_form_timeout":
+		return t.AsResumedRunEvent()
+	case "human_input_required":
+		return t.AsResumedRunEvent()
+	case "iteration_completed":
+		return t.AsResumedRunEvent()
+	case "iteration_next":
+		return t.AsResumedRunEvent()
+	case "iteration_started":
+		return t.AsResumedRunEvent()
+	case "loop_completed":
+		return t.AsResumedRunEvent()
+	case "loop_next":
+		return t.AsResumedRunEvent()
+	case "loop_started":
+		return t.AsResumedRunEvent()
+	case "message":
+		return t.AsResumedRunEvent()
+	case "message_end":
+		return t.AsResumedRunEvent()
+	case "message_replace":
+		return t.AsResumedRunEvent()
+	case "node_finished":
+		return t.AsResumedRunEvent()
+	case "node_retry":
+		return t.AsResumedRunEvent()
+	case "node_started":
+		return t.AsResumedRunEvent()
+	case "ping":
+		return t.AsResumedRunEvent()
+	case "reasoning_chunk":
+		return t.AsResumedRunEvent()
+	case "text_chunk":
+		return t.AsResumedRunEvent()
+	case "workflow_finished":
+		return t.AsResumedRunEvent()
+	case "workflow_paused":
+		return t.AsResumedRunEvent()
+	case "workflow_started":
+		return t.AsResumedRunEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t WorkflowRunEventsEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WorkflowRunEventsEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsWorkflowAppStartedEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppStartedEvent
 func (t WorkflowStreamEvent) AsWorkflowAppStartedEvent() (WorkflowAppStartedEvent, error) {
 	var body WorkflowAppStartedEvent
@@ -12946,6 +13202,32 @@ func (t *WorkflowStreamEvent) MergeWorkflowAppErrorEvent(v WorkflowAppErrorEvent
 	return err
 }
 
+// AsWorkflowAppHumanInputEvent returns the union data inside the WorkflowStreamEvent as a WorkflowAppHumanInputEvent
+func (t WorkflowStreamEvent) AsWorkflowAppHumanInputEvent() (WorkflowAppHumanInputEvent, error) {
+	var body WorkflowAppHumanInputEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowAppHumanInputEvent overwrites any union data inside the WorkflowStreamEvent as the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) FromWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowAppHumanInputEvent performs a merge with any union data inside the WorkflowStreamEvent, using the provided WorkflowAppHumanInputEvent
+func (t *WorkflowStreamEvent) MergeWorkflowAppHumanInputEvent(v WorkflowAppHumanInputEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsPingEvent returns the union data inside the WorkflowStreamEvent as a PingEvent
 func (t WorkflowStreamEvent) AsPingEvent() (PingEvent, error) {
 	var body PingEvent
@@ -12990,6 +13272,12 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsWorkflowAppNodeEvent()
 	case "error":
 		return t.AsWorkflowAppErrorEvent()
+	case "human_input_form_filled":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_form_timeout":
+		return t.AsWorkflowAppHumanInputEvent()
+	case "human_input_required":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "iteration_completed":
 		return t.AsWorkflowAppNodeEvent()
 	case "iteration_next":
@@ -13016,6 +13304,8 @@ func (t WorkflowStreamEvent) ValueByDiscriminator() (interface{}, error) {
 		return t.AsTextChunkEvent()
 	case "workflow_finished":
 		return t.AsWorkflowAppFinishedEvent()
+	case "workflow_paused":
+		return t.AsWorkflowAppHumanInputEvent()
 	case "workflow_started":
 		return t.AsWorkflowAppStartedEvent()
 	default:
@@ -13255,6 +13545,12 @@ type ServerInterface interface {
 	// PreviewFile Preview or download a file
 	// (GET /files/{file_id}/preview)
 	PreviewFile(ctx echo.Context, fileId string, params PreviewFileParams) error
+	// GetHumanInputForm Get human input form
+	// (GET /form/human_input/{form_token})
+	GetHumanInputForm(ctx echo.Context, formToken FormToken) error
+	// SubmitHumanInputForm Submit human input form
+	// (POST /form/human_input/{form_token})
+	SubmitHumanInputForm(ctx echo.Context, formToken FormToken) error
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx echo.Context, params GetAppInfoParams) error
@@ -13279,6 +13575,9 @@ type ServerInterface interface {
 	// TextToAudio Text to speech
 	// (POST /text-to-audio)
 	TextToAudio(ctx echo.Context) error
+	// StreamWorkflowEvents Stream workflow events
+	// (GET /workflow/{workflow_run_id}/events)
+	StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error
 	// ListWorkflowLogs List workflow logs
 	// (GET /workflows/logs)
 	ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error
@@ -14915,6 +15214,38 @@ func (w *ServerInterfaceWrapper) PreviewFile(ctx echo.Context) error {
 	return err
 }
 
+// GetHumanInputForm converts echo context to params.
+func (w *ServerInterfaceWrapper) GetHumanInputForm(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "form_token" -------------
+	var formToken FormToken
+
+	err = runtime.BindStyledParameterWithOptions("simple", "form_token", ctx.Param("form_token"), &formToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter form_token: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetHumanInputForm(ctx, formToken)
+	return err
+}
+
+// SubmitHumanInputForm converts echo context to params.
+func (w *ServerInterfaceWrapper) SubmitHumanInputForm(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "form_token" -------------
+	var formToken FormToken
+
+	err = runtime.BindStyledParameterWithOptions("simple", "form_token", ctx.Param("form_token"), &formToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter form_token: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SubmitHumanInputForm(ctx, formToken)
+	return err
+}
+
 // GetAppInfo converts echo context to params.
 func (w *ServerInterfaceWrapper) GetAppInfo(ctx echo.Context) error {
 	var err error
@@ -15073,6 +15404,45 @@ func (w *ServerInterfaceWrapper) TextToAudio(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.TextToAudio(ctx)
+	return err
+}
+
+// StreamWorkflowEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamWorkflowEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "workflow_run_id" -------------
+	var workflowRunId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workflow_run_id", ctx.Param("workflow_run_id"), &workflowRunId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamWorkflowEventsParams
+	// ------------- Required query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_state_snapshot" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_state_snapshot", ctx.QueryParams(), &params.IncludeStateSnapshot, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_state_snapshot: %s", err))
+	}
+
+	// ------------- Optional query parameter "continue_on_pause" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "continue_on_pause", ctx.QueryParams(), &params.ContinueOnPause, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter continue_on_pause: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamWorkflowEvents(ctx, workflowRunId, params)
 	return err
 }
 
@@ -15286,6 +15656,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/info", wrapper.GetAppInfo, options.OperationMiddlewares["getAppInfo"]...)
 	router.GET(options.BaseURL+"/meta", wrapper.GetAppMeta, options.OperationMiddlewares["getAppMeta"]...)
 	router.DELETE(options.BaseURL+"/conversations/:conversation_id", wrapper.DeleteConversation, options.OperationMiddlewares["deleteConversation"]...)
+	router.GET(options.BaseURL+"/form/human_input/:form_token", wrapper.GetHumanInputForm, options.OperationMiddlewares["getHumanInputForm"]...)
+	router.POST(options.BaseURL+"/form/human_input/:form_token", wrapper.SubmitHumanInputForm, options.OperationMiddlewares["submitHumanInputForm"]...)
+	router.GET(options.BaseURL+"/workflow/:workflow_run_id/events", wrapper.StreamWorkflowEvents, options.OperationMiddlewares["streamWorkflowEvents"]...)
 	router.GET(options.BaseURL+"/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
 	router.POST(options.BaseURL+"/datasets", wrapper.CreateDataset, options.OperationMiddlewares["createDataset"]...)
 	router.DELETE(options.BaseURL+"/datasets/:dataset_id", wrapper.DeleteDataset, options.OperationMiddlewares["deleteDataset"]...)
@@ -15369,6 +15742,8 @@ type FileContentAsteriskResponse struct {
 }
 
 type ForbiddenJSONResponse Error
+
+type FormClosedJSONResponse Error
 
 type InternalServerErrorJSONResponse Error
 
@@ -23667,6 +24042,231 @@ func (response PreviewFile500JSONResponse) VisitPreviewFileResponse(w http.Respo
 	return err
 }
 
+type GetHumanInputFormRequestObject struct {
+	FormToken FormToken `json:"form_token"`
+}
+
+type GetHumanInputFormResponseObject interface {
+	VisitGetHumanInputFormResponse(w http.ResponseWriter) error
+}
+
+type GetHumanInputForm200JSONResponse HumanInputFormView
+
+func (response GetHumanInputForm200JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetHumanInputForm401JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetHumanInputForm404JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm412JSONResponse struct{ FormClosedJSONResponse }
+
+func (response GetHumanInputForm412JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetHumanInputForm500JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputFormRequestObject struct {
+	FormToken FormToken `json:"form_token"`
+	Body      *SubmitHumanInputFormJSONRequestBody
+}
+
+type SubmitHumanInputFormResponseObject interface {
+	VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error
+}
+
+type SubmitHumanInputForm200JSONResponse map[string]interface{}
+
+func (response SubmitHumanInputForm200JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubmitHumanInputForm400JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubmitHumanInputForm401JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubmitHumanInputForm404JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm408JSONResponse struct{ RequestTimeoutJSONResponse }
+
+func (response SubmitHumanInputForm408JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm412JSONResponse struct{ FormClosedJSONResponse }
+
+func (response SubmitHumanInputForm412JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubmitHumanInputForm413JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubmitHumanInputForm415JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitHumanInputForm500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response SubmitHumanInputForm500JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppInfoRequestObject struct {
 	Params GetAppInfoParams
 }
@@ -24347,6 +24947,119 @@ type TextToAudio500JSONResponse struct {
 }
 
 func (response TextToAudio500JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEventsRequestObject struct {
+	WorkflowRunId string `json:"workflow_run_id"`
+	Params        StreamWorkflowEventsParams
+}
+
+type StreamWorkflowEventsResponseObject interface {
+	VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamWorkflowEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamWorkflowEvents200TexteventStreamResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamWorkflowEvents400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StreamWorkflowEvents400JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StreamWorkflowEvents401JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StreamWorkflowEvents404JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamWorkflowEvents500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response StreamWorkflowEvents500JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -25310,6 +26023,12 @@ type StrictServerInterface interface {
 	// PreviewFile Preview or download a file
 	// (GET /files/{file_id}/preview)
 	PreviewFile(ctx context.Context, request PreviewFileRequestObject) (PreviewFileResponseObject, error)
+	// GetHumanInputForm Get human input form
+	// (GET /form/human_input/{form_token})
+	GetHumanInputForm(ctx context.Context, request GetHumanInputFormRequestObject) (GetHumanInputFormResponseObject, error)
+	// SubmitHumanInputForm Submit human input form
+	// (POST /form/human_input/{form_token})
+	SubmitHumanInputForm(ctx context.Context, request SubmitHumanInputFormRequestObject) (SubmitHumanInputFormResponseObject, error)
 	// GetAppInfo Get application basic information
 	// (GET /info)
 	GetAppInfo(ctx context.Context, request GetAppInfoRequestObject) (GetAppInfoResponseObject, error)
@@ -25334,6 +26053,9 @@ type StrictServerInterface interface {
 	// TextToAudio Text to speech
 	// (POST /text-to-audio)
 	TextToAudio(ctx context.Context, request TextToAudioRequestObject) (TextToAudioResponseObject, error)
+	// StreamWorkflowEvents Stream workflow events
+	// (GET /workflow/{workflow_run_id}/events)
+	StreamWorkflowEvents(ctx context.Context, request StreamWorkflowEventsRequestObject) (StreamWorkflowEventsResponseObject, error)
 	// ListWorkflowLogs List workflow logs
 	// (GET /workflows/logs)
 	ListWorkflowLogs(ctx context.Context, request ListWorkflowLogsRequestObject) (ListWorkflowLogsResponseObject, error)
@@ -28013,6 +28735,79 @@ func (sh *strictHandler) PreviewFile(ctx echo.Context, fileId string, params Pre
 	return nil
 }
 
+// GetHumanInputForm operation middleware
+func (sh *strictHandler) GetHumanInputForm(ctx echo.Context, formToken FormToken) error {
+	var request GetHumanInputFormRequestObject
+
+	request.FormToken = formToken
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetHumanInputForm(ctx.Request().Context(), request.(GetHumanInputFormRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetHumanInputForm")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetHumanInputFormResponseObject); ok {
+		return validResponse.VisitGetHumanInputFormResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SubmitHumanInputForm operation middleware
+func (sh *strictHandler) SubmitHumanInputForm(ctx echo.Context, formToken FormToken) error {
+	var request SubmitHumanInputFormRequestObject
+
+	request.FormToken = formToken
+
+	var body SubmitHumanInputFormJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubmitHumanInputForm(ctx.Request().Context(), request.(SubmitHumanInputFormRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubmitHumanInputForm")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SubmitHumanInputFormResponseObject); ok {
+		return validResponse.VisitSubmitHumanInputFormResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetAppInfo operation middleware
 func (sh *strictHandler) GetAppInfo(ctx echo.Context, params GetAppInfoParams) error {
 	var request GetAppInfoRequestObject
@@ -28252,6 +29047,32 @@ func (sh *strictHandler) TextToAudio(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(TextToAudioResponseObject); ok {
 		return validResponse.VisitTextToAudioResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamWorkflowEvents operation middleware
+func (sh *strictHandler) StreamWorkflowEvents(ctx echo.Context, workflowRunId string, params StreamWorkflowEventsParams) error {
+	var request StreamWorkflowEventsRequestObject
+
+	request.WorkflowRunId = workflowRunId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamWorkflowEvents(ctx.Request().Context(), request.(StreamWorkflowEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamWorkflowEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamWorkflowEventsResponseObject); ok {
+		return validResponse.VisitStreamWorkflowEventsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -22,7 +22,9 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
+	"github.com/parleyhq/parley/internal/workflow/humaninput"
 )
 
 // This file is where the errors of the domain packages meet the contract. Handlers return them
@@ -93,6 +95,7 @@ func domainOutcome(err error) *APIError {
 		xerr     *extract.Error
 		// internal/workflow/chatflow
 		runFailed *chatflow.RunFailedError
+		formData  *workflow.FormDataError
 		badGraph  *chatflow.InvalidGraphError
 		unusable  *models.UnusableError
 		// internal/conversations
@@ -100,6 +103,19 @@ func domainOutcome(err error) *APIError {
 		varType *conversations.VariableTypeError
 	)
 	switch {
+	// internal/workflow/humaninput
+	case errors.Is(err, humaninput.ErrFormNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Form not found")
+	case errors.Is(err, humaninput.ErrRunNotFound):
+		return apiError(http.StatusNotFound, "not_found", msgWorkflowRunNotFound)
+	case errors.Is(err, humaninput.ErrFormSubmitted):
+		return apiError(http.StatusPreconditionFailed, "human_input_form_submitted", "This form has already been submitted.")
+	case errors.Is(err, humaninput.ErrFormExpired):
+		return apiError(http.StatusPreconditionFailed, "human_input_form_expired", "This form has expired.")
+	case errors.As(err, &formData):
+		// The message names the action or input the client sent.
+		return apiError(http.StatusBadRequest, "invalid_form_data", formData.SafeMessage())
+
 	// internal/knowledge: the kind says how, the error says what.
 	case errors.As(err, &kerr):
 		k, ok := knowledgeKinds[kerr.Kind]

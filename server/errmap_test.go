@@ -49,6 +49,7 @@ import (
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/condition"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
+	"github.com/parleyhq/parley/internal/workflow/humaninput"
 	"github.com/parleyhq/parley/internal/workflow/listop"
 	"github.com/parleyhq/parley/internal/workflow/sandbox"
 	"github.com/parleyhq/parley/internal/workflow/template/jinja"
@@ -216,6 +217,13 @@ func domainOutcomes() map[string]outcome {
 		"segment.LengthError":               {&segment.LengthError{Max: 4000, Got: 5000}, invalid("Custom segment length should be between 50 and 4000.")},
 		"segment.OverlapError":              {&segment.OverlapError{Overlap: 200, Size: 100}, invalid("Got a larger chunk overlap (200) than chunk size (100), should be smaller.")},
 		"segment.ErrNoSubchunkSegmentation": {segment.ErrNoSubchunkSegmentation, invalid("No subchunk segmentation found in rules.")},
+
+		"workflow.FormDataError": {&workflow.FormDataError{Msg: `unknown action "x"`},
+			wire{status: 400, code: "invalid_form_data", msg: `unknown action "x"`}},
+		"workflow/humaninput.ErrFormNotFound":  {humaninput.ErrFormNotFound, wire{status: 404, code: "not_found", msg: "Form not found"}},
+		"workflow/humaninput.ErrRunNotFound":   {humaninput.ErrRunNotFound, wire{status: 404, code: "not_found", msg: "Workflow run not found"}},
+		"workflow/humaninput.ErrFormSubmitted": {humaninput.ErrFormSubmitted, wire{status: 412, code: "human_input_form_submitted", msg: "This form has already been submitted."}},
+		"workflow/humaninput.ErrFormExpired":   {humaninput.ErrFormExpired, wire{status: 412, code: "human_input_form_expired", msg: "This form has expired."}},
 	}
 }
 
@@ -265,6 +273,8 @@ func internalFailures() map[string]struct {
 		"workflow.ErrInvalidGraph":                 {workflow.ErrInvalidGraph, "the chatflow runner reports a graph that cannot run as a *chatflow.InvalidGraphError; the import as its own problems"},
 		"workflow.NodeError":                       {&workflow.NodeError{Type: "x", Err: errors.New("x")}, "a node's failure; a failed run reports it inside a *chatflow.RunFailedError"},
 		"workflow/chatflow.ErrFilesNotAccepted":    {chatflow.ErrFilesNotAccepted, "wiring: the server always gives the Chatflow runner file support"},
+		"workflow.Pause":                           {&workflow.Pause{}, "a human-input node pausing the run; the engine parks the node, it never reaches a client"},
+		"workflow/chatflow.ErrNotPaused":           {chatflow.ErrNotPaused, "a resumption of a run whose pause is gone; the resumer logs it and releases the run"},
 		"workflow/condition.ErrInvalid":            {condition.ErrInvalid, nodeFailure},
 		"workflow/listop.ErrInvalid":               {listop.ErrInvalid, nodeFailure},
 		"workflow/template/jinja.ErrOutputTooLong": {jinja.ErrOutputTooLong, nodeFailure},

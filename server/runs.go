@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/jsonenc"
+	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
 )
@@ -118,6 +119,7 @@ type reply struct {
 // finishes and is stored.
 func collect(ctx context.Context, r *run.Run) (reply, error) {
 	var answer []byte
+	paused := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,9 +127,16 @@ func collect(ctx context.Context, r *run.Run) (reply, error) {
 			return reply{}, ctx.Err()
 		case ev, ok := <-r.Events():
 			if !ok {
+				if paused {
+					// A Chatflow paused for human input: the reply is the answer so far; the run
+					// resumes through the form and events operations.
+					return reply{answer: string(answer), end: &run.End{Usage: models.EmptyUsage()}}, nil
+				}
 				return reply{}, errInternal(errors.New("run ended without a final event"))
 			}
 			switch ev.Kind {
+			case run.EventWorkflowPaused:
+				paused = true
 			case run.EventMessage, run.EventAgentMessage:
 				answer = append(answer, ev.Answer...)
 			case run.EventMessageReplace:

@@ -34,6 +34,7 @@ import (
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
+	"github.com/parleyhq/parley/internal/workflow/humaninput"
 )
 
 // BasePath is where the API is mounted, as in Dify (`…/v1`).
@@ -84,6 +85,8 @@ type Options struct {
 	// StreamStall bounds each write of an event stream to a client that stopped reading
 	// (sse.DefaultStallTimeout when 0): the stream then ends and its run goes on without it.
 	StreamStall time.Duration
+	// HumanInput serves the forms of paused runs and the events of resumed ones.
+	HumanInput *humaninput.Service
 }
 
 // Server implements gen.StrictServerInterface.
@@ -110,6 +113,7 @@ type Server struct {
 	validator *ResponseValidator
 	// documentConfig is the contract's schema of the `data` part of the document file routes.
 	docConfigSchema *openapi3.Schema
+	humanInput      *humaninput.Service
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -136,7 +140,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		workflowRuns: opts.WorkflowRuns,
 		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
-		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger}
+		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
+		humanInput: opts.HumanInput}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}

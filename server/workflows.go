@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/workflow/humaninput"
 )
 
 // This file serves the Workflow Runs group: running a Workflow app (mode workflow), its runs,
@@ -109,6 +110,7 @@ func (s *Server) runWorkflow(ctx context.Context, b *gen.WorkflowRunRequest, wor
 // workflow_finished, whatever the status, is the reply; an error event (shutdown) is the
 // request's error.
 func collectWorkflow(ctx context.Context, r *run.Run) (gen.WorkflowRunResult, error) {
+	var version string // workflow_started's workflow_id
 	for {
 		select {
 		case <-ctx.Done():
@@ -119,6 +121,21 @@ func collectWorkflow(ctx context.Context, r *run.Run) (gen.WorkflowRunResult, er
 				return gen.WorkflowRunResult{}, errInternal(errors.New("workflow run ended without workflow_finished"))
 			}
 			switch ev.Kind {
+			case run.EventWorkflowStarted:
+				var d struct {
+					WorkflowID string `json:"workflow_id"`
+				}
+				if raw, err := json.Marshal(ev.Data); err == nil && json.Unmarshal(raw, &d) == nil {
+					version = d.WorkflowID
+				}
+			case run.EventWorkflowPaused:
+				// Paused at a human-input form: the reply is the run so far, status paused; it
+				// resumes through the form and events operations.
+				r.Detach()
+				p, _ := ev.Data.(humaninput.WorkflowPaused)
+				return gen.WorkflowRunResult{Id: mustUUID(p.WorkflowRunID), WorkflowId: version, Status: gen.WorkflowRunStatusPaused,
+					Outputs: &p.Outputs, ElapsedTime: p.ElapsedTime, TotalTokens: int(p.TotalTokens), TotalSteps: p.TotalSteps,
+					CreatedAt: p.CreatedAt}, nil
 			case run.EventError:
 				return gen.WorkflowRunResult{}, ev.Err
 			case run.EventWorkflowFinished:

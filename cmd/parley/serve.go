@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
+	"github.com/parleyhq/parley/internal/workflow/humaninput"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
 
 	"github.com/spf13/cobra"
@@ -146,8 +147,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	nodeTransports := &httpreq.Transports{}
 	defer nodeTransports.Close()
+	var humanInput *humaninput.Service
 	chatflowRunner := chatflow.New(chatflow.Options{
-		Store: e.store, Logger: e.log, Files: chatSvc.MessageFiles,
+		OnPause:                 func() { humanInput.Created() },
+		HumanInputGlobalTimeout: time.Duration(cfg.HumanInputGlobalTimeoutSeconds) * time.Second,
+		Store:                   e.store, Logger: e.log, Files: chatSvc.MessageFiles,
 		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc, Tools: toolReg.Find,
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
 			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
@@ -167,6 +171,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			apps.ModeWorkflow:        {Runner: chatflowRunner, Workflow: true},
 		},
 	})
+	humanInput = humaninput.New(humaninput.Options{Store: e.store, Runs: engine, Logger: e.log,
+		Resumers: map[string]humaninput.Resumer{apps.ModeAdvancedChat: chatflowRunner, apps.ModeWorkflow: chatflowRunner},
+		App:      appRegistry.Get})
 	// Answers a stopped server left running end before any client can read them; those of
 	// live replicas keep a fresh heartbeat and are left alone.
 	if n, err := engine.EndInterrupted(ctx); err != nil {
@@ -192,6 +199,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			Audio: cfg.Upload.AudioFileSizeLimitMB, Video: cfg.Upload.VideoFileSizeLimitMB,
 			WorkflowFiles: workflowFileUploadLimit,
 		},
+		HumanInput:   humanInput,
 		Logger:       e.log,
 		Validation:   mode,
 		MaxBodyBytes: cfg.MaxBodyBytes,
@@ -203,6 +211,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
+
+	// Timers of human-input forms fire from the database, also for forms that expired while
+	// no server ran.
+	go humanInput.RunTimers(jobsCtx)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

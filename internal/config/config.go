@@ -125,6 +125,10 @@ type Config struct {
 	// which answers such a message 403 workflow_version_execution_not_allowed, as Dify's hosted
 	// free (Sandbox) plan does.
 	WorkflowVersionExecution string
+	// HumanInputGlobalTimeoutSeconds is how long a run waits for a human-input form at most,
+	// from the form's creation, before it is stopped (Dify's HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS,
+	// 7 days).
+	HumanInputGlobalTimeoutSeconds int
 	// WorkflowNodeTimeout bounds one attempt of one workflow node (PARLEY_WORKFLOW_NODE_TIMEOUT);
 	// an iteration's or a loop's body nodes are bounded each, not the container.
 	WorkflowNodeTimeout time.Duration
@@ -326,6 +330,9 @@ func (c *Config) Validate() error {
 	}
 	// The heartbeat is stored in whole seconds and refreshed several times per period: under
 	// two seconds a live run could look stale.
+	if c.HumanInputGlobalTimeoutSeconds <= 0 {
+		bad("HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS", "must be a positive number of seconds, got %d", c.HumanInputGlobalTimeoutSeconds)
+	}
 	if c.RunStaleAfter < MinRunStaleAfter {
 		bad("PARLEY_RUN_STALE_AFTER", "must be at least %v, got %v", MinRunStaleAfter, c.RunStaleAfter)
 	}

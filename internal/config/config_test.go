@@ -46,6 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExtractMemoryLimitMB:                1024,
 		SQLiteSynchronous:                   "normal",
 		WorkflowVersionExecution:            WorkflowVersionExecutionAllowed,
+		HumanInputGlobalTimeoutSeconds:      604800,
 		WorkflowNodeTimeout:                 10 * time.Minute,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{

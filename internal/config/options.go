@@ -92,6 +92,8 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.FilesAccessTimeout })},
 		{name: "PARLEY_WORKFLOW_VERSION_EXECUTION", def: WorkflowVersionExecutionAllowed,
 			parse: set(parseVersionExecution, func(c *Config) *string { return &c.WorkflowVersionExecution })},
+		{name: "HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS", def: "604800",
+			parse: set(parseInt, func(c *Config) *int { return &c.HumanInputGlobalTimeoutSeconds })},
 		{name: "PARLEY_WORKFLOW_NODE_TIMEOUT", def: "10m",
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.WorkflowNodeTimeout })},
 		{name: "PARLEY_TOOLS_ALLOWED_NETWORKS", def: "",

@@ -400,6 +400,11 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	defer close(run.events)
 	defer e.untrack(run)
 	outcome, err := work.Run(ctx, &run.out)
+	if err == nil && outcome.Paused {
+		// The run waits for human input: the stream ends after the job's pause events.
+		e.savePaused(ctx, run)
+		return
+	}
 	answer := run.out.Answer()
 
 	now := time.Now().UTC()

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/models"
@@ -108,6 +109,9 @@ type Outcome struct {
 	// Trailer are events sent after message_end when the answer succeeded (a Chatflow's
 	// workflow_finished).
 	Trailer []Event
+	// Paused is a workflow run waiting for human input: the message stays running with the
+	// answer so far, and the stream ends with the job's own events (no message_end).
+	Paused bool
 	// Annotation is the annotation the answer came from (annotation reply), else nil.
 	Annotation *AnnotationReply
 }
@@ -147,6 +151,9 @@ func (o *Output) Deliver(ev Event) { o.r.emit(ev) }
 // MessageID is the id of the message being answered, for jobs that store rows of their own
 // under it (an agent's steps).
 func (o *Output) MessageID() string { return o.r.MessageID }
+
+// CreatedAt is when the message being answered was created.
+func (o *Output) CreatedAt() time.Time { return o.r.CreatedAt }
 
 // Answer is the answer recorded so far.
 func (o *Output) Answer() string {

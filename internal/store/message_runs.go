@@ -80,7 +80,8 @@ WHERE status = 'running' AND message_id IN (SELECT id FROM messages WHERE status
 			return err
 		}
 		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE messages SET status = ?, error = ?, updated_at = ?
-WHERE status = ? AND updated_at < ?`),
+WHERE status = ? AND updated_at < ?
+AND id NOT IN (SELECT message_id FROM workflow_runs WHERE status = 'paused' AND message_id IS NOT NULL)`),
 			MessageStatusError, nullString(errText), now, MessageStatusRunning, before.Unix())
 		if err != nil {
 			return err

@@ -27,6 +27,8 @@ const (
 	StatusFailed           = "failed"
 	StatusPartialSucceeded = "partial-succeeded"
 	StatusStopped          = "stopped"
+	// StatusPaused is a run waiting for human input (see pause.go).
+	StatusPaused = "paused"
 )
 
 // Node execution statuses.
@@ -37,6 +39,8 @@ const (
 	NodeException = "exception"
 	NodeStopped   = "stopped"
 	NodeRetry     = "retry"
+	// NodePaused is a human-input node waiting for its form.
+	NodePaused = "paused"
 )
 
 // Error strategies of a node (data.error_strategy).
@@ -124,6 +128,11 @@ type Spec struct {
 	Out   Sink
 	// Env is handed to every node (Exec.Env).
 	Env any
+	// From is the paused state a resumed run continues from (nil: run from the start node),
+	// and Resume the decisions on its paused nodes that resume them (by node id); paused nodes
+	// without one stay paused.
+	From   *State
+	Resume map[string]*Resumption
 	// TextChunks streams the text of answer and end nodes as text_chunk events (Workflow apps)
 	// instead of message events (Chatflows).
 	TextChunks bool
@@ -158,6 +167,10 @@ type Report struct {
 	// Resources are the knowledge chunks the nodes used, in the order they finished.
 	Resources []store.RetrieverResource
 	Elapsed   time.Duration
+	// Paused are the nodes that paused in this segment of a paused run (Status StatusPaused),
+	// and State is the run's whole state to resume it from.
+	Paused []PausedNode
+	State  *State
 }
 
 type edgeState uint8
@@ -175,6 +188,7 @@ const (
 	stateRunning
 	stateDone
 	stateSkipped
+	statePaused
 )
 
 // outcome is a node execution as the scheduler learns of it.
@@ -185,12 +199,19 @@ type outcome struct {
 	status    string
 	err       error
 	usage     *models.Usage
+	// pause is the form of a node that paused (status NodePaused).
+	pause  *HumanInputForm
+	execID string
 }
 
 // Execute runs a graph to its end and reports how it ended. Events go to spec.Out as they
 // happen; workflow_started and workflow_finished are the caller's.
 func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	spec.scope, spec.steps, spec.exceptions = "", new(atomic.Int64), new(atomic.Int64)
+	if spec.From != nil {
+		spec.steps.Store(spec.From.Steps)
+		spec.exceptions.Store(spec.From.Exceptions)
+	}
 	rep := e.execute(ctx, spec, spec.Graph.Root)
 	rep.Steps, rep.Exceptions = int(spec.steps.Load()), int(spec.exceptions.Load())
 	if rep.Status == StatusSucceeded && rep.Exceptions > 0 {
@@ -229,8 +250,25 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		rep     = Report{Status: StatusSucceeded, Usage: models.EmptyUsage()}
 		failure error
 		runners = map[string]NodeRunner{}
+		paused  []PausedNode
+		waiting []string // nodes paused in an earlier segment and still waiting
 	)
-	coord.resolve(nil, nil)
+	if spec.scope == "" && spec.From != nil {
+		// A resumed run: the scheduler and the answer coordinator continue where they were.
+		ready = nil
+		spec.From.restore(g, edges, state, pred, coord)
+		rep.Usage, rep.Resources, rep.Outputs = spec.From.Usage, spec.From.Resources, spec.From.Outputs
+		for _, id := range spec.From.Paused {
+			if spec.Resume[id] != nil {
+				state[id] = stateRunning
+				ready = append(ready, id)
+			} else {
+				waiting = append(waiting, id)
+			}
+		}
+	} else {
+		coord.resolve(nil, nil)
+	}
 
 	// skip marks a node skipped and, through its out-edges, every node all of whose incoming
 	// edges end up skipped.
@@ -270,7 +308,9 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		state[target] = stateRunning // queued
 		ready = append(ready, target)
 	}
-	state[root] = stateRunning
+	if spec.From == nil || spec.scope != "" {
+		state[root] = stateRunning
+	}
 
 	for {
 		for failure == nil && ctx.Err() == nil && len(ready) > 0 && running < e.parallel {
@@ -294,6 +334,9 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 			rep.Steps++
 			running++
 			x := &Exec{Node: n, Pool: spec.Pool, Env: spec.Env, ExecutionID: uuid.NewString(), coord: coord, eng: e, spec: spec}
+			if spec.scope == "" {
+				x.Resume = spec.Resume[id]
+			}
 			index := 0
 			if !silent(n.Type) {
 				index = int(spec.steps.Add(1))
@@ -314,6 +357,18 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		n := g.Nodes[o.id]
 		state[o.id] = stateDone
 		switch o.status {
+		case NodePaused:
+			if spec.scope != "" {
+				// A body's state is not kept across a pause: human input inside an iteration or
+				// a loop fails the run (Validate refuses such graphs).
+				if failure == nil {
+					failure = fmt.Errorf("node %s (%s): human input cannot pause inside an iteration or a loop", o.id, n.Title)
+					cancel(errAborted)
+				}
+				break
+			}
+			state[o.id] = statePaused
+			paused = append(paused, PausedNode{NodeID: o.id, ExecutionID: o.execID, Form: o.pause})
 		case NodeSucceeded, NodeException:
 			if o.status == NodeException {
 				rep.Exceptions++
@@ -363,6 +418,10 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 		rep.Status, rep.Err = StatusFailed, failure
 	case cause != nil:
 		rep.Status, rep.Err = StatusFailed, cause
+	case len(paused) > 0 || len(waiting) > 0:
+		rep.Status, rep.Paused = StatusPaused, paused
+		ids := append(waiting, pausedIDs(paused)...)
+		rep.State = snapshot(g, spec, edges, state, pred, coord, ids, rep)
 	default:
 		coord.finish()
 		if rep.Exceptions > 0 {
@@ -429,7 +488,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	for attempt := 0; ; attempt++ {
 		attemptStart := time.Now()
 		res, err = e.attempt(ctx, x, r)
-		if err == nil || ctx.Err() != nil || attempt >= retry.max {
+		if err == nil || ctx.Err() != nil || attempt >= retry.max || isPause(err) {
 			break
 		}
 		// A failed attempt with retries left: node_retry, then wait and run again.
@@ -445,7 +504,14 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 			}
 		}
 	}
-	o := outcome{id: n.ID, res: res, usage: res.Usage, resources: res.Resources}
+	o := outcome{id: n.ID, res: res, usage: res.Usage, resources: res.Resources, execID: x.ExecutionID}
+	if p := asPause(err); p != nil && ctx.Err() == nil {
+		// The node waits for a human: no node_finished; the execution is stored as paused.
+		o.status, o.pause = NodePaused, p.Form
+		rec.Inputs, rec.Status = res.Inputs, NodePaused
+		e.save(ctx, rec)
+		return o
+	}
 	switch {
 	case err == nil:
 		o.status = NodeSucceeded

@@ -197,6 +197,8 @@ func (g *Graph) Validate(supported func(nodeType string) bool) []Problem {
 			ps = append(ps, Problem{NodeID: id, Msg: "the node has no data.type"})
 		case !supported(n.Type):
 			ps = append(ps, Problem{NodeID: id, Type: n.Type, Msg: fmt.Sprintf("node type %q is not supported yet", n.Type)})
+		case n.Type == TypeHumanInput && n.ParentID != "":
+			ps = append(ps, Problem{NodeID: id, Type: n.Type, Msg: "human input inside an iteration or a loop is not supported"})
 		}
 	}
 	return ps

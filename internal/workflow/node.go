@@ -92,6 +92,9 @@ type Exec struct {
 	Env any
 	// ExecutionID is the id of this node execution.
 	ExecutionID string
+	// Resume is the decision on the form of a human-input node that paused the run and runs
+	// again on resumption (nil on its first run).
+	Resume *Resumption
 
 	coord *coordinator
 	eng   *Engine

@@ -72,6 +72,10 @@ type Store interface {
 	SaveNodeExecution(ctx context.Context, e store.NodeExecution) error
 	ConversationVariables(ctx context.Context, conversationID string) ([]store.ConversationVariable, error)
 	SaveConversationVariables(ctx context.Context, vs []store.ConversationVariable) error
+	SaveRunSegment(ctx context.Context, seg store.RunSegment) error
+	WorkflowPauseOf(ctx context.Context, runID string) (store.WorkflowPause, error)
+	HumanInputForms(ctx context.Context, runID string) ([]store.HumanInputForm, error)
+	Message(ctx context.Context, appID, endUserID, id string) (store.Message, error)
 }
 
 // Options configure a Runner.
@@ -89,6 +93,12 @@ type Options struct {
 	// the id is looked at, as Dify's hosted free (Sandbox) plan does; a message without one runs
 	// the latest published version.
 	RefusePinnedVersions bool
+	// HumanInputGlobalTimeout is how long a paused run waits for a form at most before it is
+	// stopped (default DefaultHumanInputGlobalTimeout).
+	HumanInputGlobalTimeout time.Duration
+	// OnPause, if set, is called after a run paused and its forms were stored (the timer
+	// scanner looks at the new deadlines).
+	OnPause func()
 }
 
 // Runner is the run.Runner of Chatflow and Workflow apps.
@@ -101,6 +111,9 @@ type Runner struct {
 	versions sync.Map
 	// refusePinned is Options.RefusePinnedVersions.
 	refusePinned bool
+	// globalTimeout is Options.HumanInputGlobalTimeout.
+	globalTimeout time.Duration
+	onPause       func()
 }
 
 // New returns a Runner.
@@ -108,7 +121,11 @@ func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Runner{store: o.Store, log: o.Logger, files: o.Files, refusePinned: o.RefusePinnedVersions}
+	if o.HumanInputGlobalTimeout <= 0 {
+		o.HumanInputGlobalTimeout = DefaultHumanInputGlobalTimeout
+	}
+	r := &Runner{store: o.Store, log: o.Logger, files: o.Files, refusePinned: o.RefusePinnedVersions,
+		globalTimeout: o.HumanInputGlobalTimeout, onPause: o.OnPause}
 	r.engine = workflow.NewEngine(workflow.Options{Nodes: o.Nodes, MaxParallel: o.MaxParallel, NodeTimeout: o.NodeTimeout,
 		Store: executions{o.Store}, Logger: o.Logger})
 	return r
@@ -186,6 +203,11 @@ func (r *Runner) version(ctx context.Context, app *apps.App, id string) (*versio
 			return nil, ErrDraftWorkflow
 		}
 	}
+	return r.load(ctx, app, id)
+}
+
+// load reads version id of app (cached).
+func (r *Runner) load(ctx context.Context, app *apps.App, id string) (*version, error) {
 	if v, ok := r.versions.Load(id); ok {
 		if v := v.(*version); v.app.ID == app.ID {
 			return v, nil
@@ -278,6 +300,8 @@ type work struct {
 	runID    string
 	// files are the message's files as sys.files holds them.
 	files []any
+	// messageCreated is the message's creation time (epoch seconds), kept for a resumption.
+	messageCreated int64
 }
 
 // Run implements run.Work: workflow_started, the graph's events and answer, the persisted run
@@ -287,7 +311,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	t, a := w.t, w.v.app
 	// A Workflow app's run answers no conversation: it has neither query nor conversation
 	// variables, and its stream ends with workflow_finished, not message_end.
-	isApp := t.App.Mode == apps.ModeWorkflow
+	isApp := w.isApp()
 	created := time.Now()
 	pool := workflow.NewPool()
 	sys := map[string]any{
@@ -322,6 +346,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	}
 	rawInputs, _ := json.Marshal(inputs)
 	persist := context.WithoutCancel(ctx)
+	w.messageCreated = out.CreatedAt().Unix()
 	rec := store.WorkflowRun{ID: w.runID, AppID: a.ID, WorkflowID: w.v.id, ConversationID: t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: rawInputs, CreatedAt: created}
 	if isApp {
@@ -336,8 +361,18 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		Inputs: inputs, CreatedAt: created.Unix(), Reason: "initial"}})
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
-	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: isApp})
+	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: w.isApp()})
+	return w.finish(ctx, out, pool, rep, rec, nil)
+}
 
+// finish ends a segment of the run: paused again, or finished (persisted, workflow_finished);
+// consumed are the forms whose decisions the segment took.
+func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool, rep workflow.Report, rec store.WorkflowRun, consumed []string) (run.Outcome, error) {
+	t, a, created := w.t, w.v.app, rec.CreatedAt
+	persist := context.WithoutCancel(ctx)
+	if rep.Status == workflow.StatusPaused {
+		return w.pause(persist, out, pool, rep, rec, consumed)
+	}
 	w.saveConversationVariables(persist, pool)
 	finished := time.Now()
 	outputs, _ := json.Marshal(rep.Outputs)
@@ -354,7 +389,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		}
 		rec.Error, errText = s, &s
 	}
-	if err := w.r.store.SaveWorkflowRun(persist, rec); err != nil {
+	if err := w.r.store.SaveRunSegment(persist, store.RunSegment{Run: rec, Consumed: consumed}); err != nil {
 		w.r.log.ErrorContext(ctx, "persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{
@@ -371,7 +406,7 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 			outcome.Resources[i].Position = i + 1
 		}
 	}
-	if isApp {
+	if w.isApp() {
 		return w.finishApp(ctx, out, fin, rep, outcome)
 	}
 	switch rep.Status {
@@ -406,6 +441,10 @@ func (w *work) finishApp(ctx context.Context, out *run.Output, fin run.Event, re
 	}
 	return outcome, &run.ReportedError{Err: &RunFailedError{Msg: rep.Err.Error()}}
 }
+
+// isApp reports whether the run is a Workflow app's (no conversation, text_chunk events, the
+// stream ends with workflow_finished).
+func (w *work) isApp() bool { return w.t.App.Mode == apps.ModeWorkflow }
 
 // historyFunc gives memory the conversation's last n exchanges.
 func (w *work) historyFunc() func(context.Context, int) ([]store.Message, error) {

@@ -1402,6 +1402,21 @@ func (e SegmentStatus) Valid() bool {
 	}
 }
 
+// Defines values for ServiceInfoApiVersion.
+const (
+	V1 ServiceInfoApiVersion = "v1"
+)
+
+// Valid indicates whether the value is a known member of the ServiceInfoApiVersion enum.
+func (e ServiceInfoApiVersion) Valid() bool {
+	switch e {
+	case V1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SuggestedQuestionsResult.
 const (
 	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
@@ -2928,6 +2943,26 @@ type DocumentStatusRequest struct {
 	// DocumentIds The documents; unknown ids are skipped.
 	DocumentIds          *[]string              `json:"document_ids,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentUploadFile The file a document was made from.
+type DocumentUploadFile struct {
+	// CreatedAt Unix seconds, with a fraction, as Dify sends it here.
+	CreatedAt float64 `json:"created_at"`
+	CreatedBy string  `json:"created_by"`
+
+	// DownloadUrl The same link with `as_attachment=true`, to download the file.
+	DownloadUrl string `json:"download_url"`
+
+	// Extension Without the dot.
+	Extension string `json:"extension"`
+	Id        string `json:"id"`
+	MimeType  string `json:"mime_type"`
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+
+	// Url A signed link that shows the file.
+	Url string `json:"url"`
 }
 
 // DocumentWithBatch A created or updated document and its indexing batch.
@@ -4465,6 +4500,20 @@ type SegmentsCreated struct {
 	// DocForm Example: text_model
 	DocForm string `json:"doc_form"`
 }
+
+// ServiceInfo What `GET /` answers.
+type ServiceInfo struct {
+	ApiVersion ServiceInfoApiVersion `json:"api_version"`
+
+	// ServerVersion The server's version (its module version, `dev` for a build from source).
+	ServerVersion string `json:"server_version"`
+
+	// Welcome Example: Parley Service API
+	Welcome string `json:"welcome"`
+}
+
+// ServiceInfoApiVersion defines model for ServiceInfo.ApiVersion.
+type ServiceInfoApiVersion string
 
 // Site The app's web-app settings, as Dify's `GET /site` shows them.
 type Site struct {
@@ -13397,6 +13446,15 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetServiceInfo Say which API this is
+	//
+	// A greeting with the API version (`v1`) and the server's version, as Dify answers at the
+	// root of its Service API. It needs no key, so a client can check the base address before
+	// it has one.
+	//
+	// Corresponds with GET / (the `GetServiceInfo` operationId).
+	GetServiceInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAppFeedbacks List the app's feedback
 	//
 	// All ratings given to the app's messages, newest first.
@@ -14281,6 +14339,20 @@ type ClientInterface interface {
 	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
 	UpdateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetDocumentUploadFile Get the file a document was made from
+	//
+	// The file a document was made from (for a text document, the `.txt` file its text was
+	// stored as): its name, size, type and two signed links, `url` to view it and
+	// `download_url` to download it. The links need no API key and expire
+	// `PARLEY_FILES_ACCESS_TIMEOUT` after they were made. Older Dify publishes this operation;
+	// newer clients use `GET …/documents/{document_id}/download`. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/upload-file (the `GetDocumentUploadFile` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetDocumentUploadFile(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HitTestingWithBody Retrieve chunks (hit-testing path)
 	//
 	// The same operation as retrieve under Dify's older name, which the official SDKs call.
@@ -14791,6 +14863,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /workspaces/current/models/model-types/{model_type} (the `ListAvailableModels` operationId).
 	ListAvailableModels(ctx context.Context, modelType ModelType, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetServiceInfo Say which API this is
+//
+// A greeting with the API version (`v1`) and the server's version, as Dify answers at the
+// root of its Service API. It needs no key, so a client can check the base address before
+// it has one.
+//
+// Corresponds with GET / (the `GetServiceInfo` operationId).
+func (c *Client) GetServiceInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetServiceInfoRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListAppFeedbacks List the app's feedback
@@ -16505,6 +16596,29 @@ func (c *Client) UpdateDocumentByTextLegacy(ctx context.Context, datasetId Datas
 	return c.Client.Do(req)
 }
 
+// GetDocumentUploadFile Get the file a document was made from
+//
+// The file a document was made from (for a text document, the `.txt` file its text was
+// stored as): its name, size, type and two signed links, `url` to view it and
+// `download_url` to download it. The links need no API key and expire
+// `PARLEY_FILES_ACCESS_TIMEOUT` after they were made. Older Dify publishes this operation;
+// newer clients use `GET …/documents/{document_id}/download`. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/upload-file (the `GetDocumentUploadFile` operationId).
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *Client) GetDocumentUploadFile(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocumentUploadFileRequest(c.Server, datasetId, documentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // HitTestingWithBody Retrieve chunks (hit-testing path)
 //
 // The same operation as retrieve under Dify's older name, which the official SDKs call.
@@ -17474,6 +17588,33 @@ func (c *Client) ListAvailableModels(ctx context.Context, modelType ModelType, r
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetServiceInfoRequest constructs an http.Request for the GetServiceInfo method
+func NewGetServiceInfoRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewListAppFeedbacksRequest constructs an http.Request for the ListAppFeedbacks method
@@ -20317,6 +20458,47 @@ func NewUpdateDocumentByTextLegacyRequestWithBody(server string, datasetId Datas
 	return req, nil
 }
 
+// NewGetDocumentUploadFileRequest constructs an http.Request for the GetDocumentUploadFile method
+func NewGetDocumentUploadFileRequest(server string, datasetId DatasetId, documentId DocumentId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "dataset_id", datasetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "document_id", documentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/datasets/%s/documents/%s/upload-file", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHitTestingRequest calls the generic HitTesting builder with application/json body
 func NewHitTestingRequest(server string, datasetId DatasetId, body HitTestingJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -22144,6 +22326,17 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetServiceInfoWithResponse Say which API this is
+	//
+	// A greeting with the API version (`v1`) and the server's version, as Dify answers at the
+	// root of its Service API. It needs no key, so a client can check the base address before
+	// it has one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET / (the `GetServiceInfo` operationId).
+	GetServiceInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetServiceInfoResponse, error)
+
 	// ListAppFeedbacksWithResponse List the app's feedback
 	//
 	// All ratings given to the app's messages, newest first.
@@ -23068,6 +23261,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /datasets/{dataset_id}/documents/{document_id}/update_by_text (the `UpdateDocumentByTextLegacy` operationId).
 	UpdateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, body UpdateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDocumentByTextLegacyResponse, error)
 
+	// GetDocumentUploadFileWithResponse Get the file a document was made from
+	//
+	// The file a document was made from (for a text document, the `.txt` file its text was
+	// stored as): its name, size, type and two signed links, `url` to view it and
+	// `download_url` to download it. The links need no API key and expire
+	// `PARLEY_FILES_ACCESS_TIMEOUT` after they were made. Older Dify publishes this operation;
+	// newer clients use `GET …/documents/{document_id}/download`. An unknown document is 404
+	// `not_found` "Document not found.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/upload-file (the `GetDocumentUploadFile` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetDocumentUploadFileWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentUploadFileResponse, error)
+
 	// HitTestingWithBodyWithResponse Retrieve chunks (hit-testing path)
 	//
 	// The same operation as retrieve under Dify's older name, which the official SDKs call.
@@ -23620,6 +23829,54 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /workspaces/current/models/model-types/{model_type} (the `ListAvailableModels` operationId).
 	ListAvailableModelsWithResponse(ctx context.Context, modelType ModelType, reqEditors ...RequestEditorFn) (*ListAvailableModelsResponse, error)
+}
+
+type GetServiceInfoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ServiceInfo
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetServiceInfoResponse) GetJSON200() *ServiceInfo {
+	return r.JSON200
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetServiceInfoResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetServiceInfoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetServiceInfoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetServiceInfoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetServiceInfoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListAppFeedbacksResponse401Headers the declared response headers of an HTTP 401 response for ListAppFeedbacks
@@ -28586,6 +28843,82 @@ func (r UpdateDocumentByTextLegacyResponse) ContentType() string {
 	return ""
 }
 
+// GetDocumentUploadFileResponse401Headers the declared response headers of an HTTP 401 response for GetDocumentUploadFile
+type GetDocumentUploadFileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetDocumentUploadFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DocumentUploadFile
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDocumentUploadFileResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDocumentUploadFileResponse) GetJSON200() *DocumentUploadFile {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetDocumentUploadFileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetDocumentUploadFileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetDocumentUploadFileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetDocumentUploadFileResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocumentUploadFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocumentUploadFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocumentUploadFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocumentUploadFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HitTestingResponse401Headers the declared response headers of an HTTP 401 response for HitTesting
 type HitTestingResponse401Headers struct {
 	WWWAuthenticate *string
@@ -31432,6 +31765,23 @@ func (r ListAvailableModelsResponse) ContentType() string {
 	return ""
 }
 
+// GetServiceInfoWithResponse Say which API this is
+//
+// A greeting with the API version (`v1`) and the server's version, as Dify answers at the
+// root of its Service API. It needs no key, so a client can check the base address before
+// it has one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET / (the `GetServiceInfo` operationId).
+func (c *ClientWithResponses) GetServiceInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetServiceInfoResponse, error) {
+	rsp, err := c.GetServiceInfo(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetServiceInfoResponse(rsp)
+}
+
 // ListAppFeedbacksWithResponse List the app's feedback
 //
 // All ratings given to the app's messages, newest first.
@@ -32854,6 +33204,28 @@ func (c *ClientWithResponses) UpdateDocumentByTextLegacyWithResponse(ctx context
 	return ParseUpdateDocumentByTextLegacyResponse(rsp)
 }
 
+// GetDocumentUploadFileWithResponse Get the file a document was made from
+//
+// The file a document was made from (for a text document, the `.txt` file its text was
+// stored as): its name, size, type and two signed links, `url` to view it and
+// `download_url` to download it. The links need no API key and expire
+// `PARLEY_FILES_ACCESS_TIMEOUT` after they were made. Older Dify publishes this operation;
+// newer clients use `GET …/documents/{document_id}/download`. An unknown document is 404
+// `not_found` "Document not found.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /datasets/{dataset_id}/documents/{document_id}/upload-file (the `GetDocumentUploadFile` operationId).
+//
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *ClientWithResponses) GetDocumentUploadFileWithResponse(ctx context.Context, datasetId DatasetId, documentId DocumentId, reqEditors ...RequestEditorFn) (*GetDocumentUploadFileResponse, error) {
+	rsp, err := c.GetDocumentUploadFile(ctx, datasetId, documentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocumentUploadFileResponse(rsp)
+}
+
 // HitTestingWithBodyWithResponse Retrieve chunks (hit-testing path)
 //
 // The same operation as retrieve under Dify's older name, which the official SDKs call.
@@ -33681,6 +34053,39 @@ func (c *ClientWithResponses) ListAvailableModelsWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseListAvailableModelsResponse(rsp)
+}
+
+// ParseGetServiceInfoResponse parses an HTTP response from a GetServiceInfoWithResponse call
+func ParseGetServiceInfoResponse(rsp *http.Response) (*GetServiceInfoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetServiceInfoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ServiceInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseListAppFeedbacksResponse parses an HTTP response from a ListAppFeedbacksWithResponse call
@@ -38175,6 +38580,73 @@ func ParseUpdateDocumentByTextLegacyResponse(rsp *http.Response) (*UpdateDocumen
 	switch {
 	case rsp.StatusCode == 401:
 		var headers UpdateDocumentByTextLegacyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocumentUploadFileResponse parses an HTTP response from a GetDocumentUploadFileWithResponse call
+func ParseGetDocumentUploadFileResponse(rsp *http.Response) (*GetDocumentUploadFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocumentUploadFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DocumentUploadFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDocumentUploadFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

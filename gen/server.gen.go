@@ -1402,6 +1402,21 @@ func (e SegmentStatus) Valid() bool {
 	}
 }
 
+// Defines values for ServiceInfoApiVersion.
+const (
+	V1 ServiceInfoApiVersion = "v1"
+)
+
+// Valid indicates whether the value is a known member of the ServiceInfoApiVersion enum.
+func (e ServiceInfoApiVersion) Valid() bool {
+	switch e {
+	case V1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SuggestedQuestionsResult.
 const (
 	SuggestedQuestionsResultSuccess SuggestedQuestionsResult = "success"
@@ -2928,6 +2943,26 @@ type DocumentStatusRequest struct {
 	// DocumentIds The documents; unknown ids are skipped.
 	DocumentIds          *[]string              `json:"document_ids,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// DocumentUploadFile The file a document was made from.
+type DocumentUploadFile struct {
+	// CreatedAt Unix seconds, with a fraction, as Dify sends it here.
+	CreatedAt float64 `json:"created_at"`
+	CreatedBy string  `json:"created_by"`
+
+	// DownloadUrl The same link with `as_attachment=true`, to download the file.
+	DownloadUrl string `json:"download_url"`
+
+	// Extension Without the dot.
+	Extension string `json:"extension"`
+	Id        string `json:"id"`
+	MimeType  string `json:"mime_type"`
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+
+	// Url A signed link that shows the file.
+	Url string `json:"url"`
 }
 
 // DocumentWithBatch A created or updated document and its indexing batch.
@@ -4465,6 +4500,20 @@ type SegmentsCreated struct {
 	// DocForm Example: text_model
 	DocForm string `json:"doc_form"`
 }
+
+// ServiceInfo What `GET /` answers.
+type ServiceInfo struct {
+	ApiVersion ServiceInfoApiVersion `json:"api_version"`
+
+	// ServerVersion The server's version (its module version, `dev` for a build from source).
+	ServerVersion string `json:"server_version"`
+
+	// Welcome Example: Parley Service API
+	Welcome string `json:"welcome"`
+}
+
+// ServiceInfoApiVersion defines model for ServiceInfo.ApiVersion.
+type ServiceInfoApiVersion string
 
 // Site The app's web-app settings, as Dify's `GET /site` shows them.
 type Site struct {
@@ -13325,6 +13374,9 @@ func (t *WorkflowStreamEvent) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetServiceInfo Say which API this is
+	// (GET /)
+	GetServiceInfo(ctx echo.Context) error
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx echo.Context, params ListAppFeedbacksParams) error
@@ -13494,6 +13546,11 @@ type ServerInterface interface {
 	// UpdateDocumentByTextLegacy Update a document with text (legacy path)
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
 	UpdateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
+	// GetDocumentUploadFile Get the file a document was made from
+	// (GET /datasets/{dataset_id}/documents/{document_id}/upload-file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetDocumentUploadFile(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error
 	// HitTesting Retrieve chunks (hit-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTesting(ctx echo.Context, datasetId DatasetId) error
@@ -13601,6 +13658,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetServiceInfo converts echo context to params.
+func (w *ServerInterfaceWrapper) GetServiceInfo(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetServiceInfo(ctx)
+	return err
 }
 
 // ListAppFeedbacks converts echo context to params.
@@ -14839,6 +14905,30 @@ func (w *ServerInterfaceWrapper) UpdateDocumentByTextLegacy(ctx echo.Context) er
 	return err
 }
 
+// GetDocumentUploadFile converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocumentUploadFile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "document_id" -------------
+	var documentId DocumentId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "document_id", ctx.Param("document_id"), &documentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter document_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocumentUploadFile(ctx, datasetId, documentId)
+	return err
+}
+
 // HitTesting converts echo context to params.
 func (w *ServerInterfaceWrapper) HitTesting(ctx echo.Context) error {
 	var err error
@@ -15722,6 +15812,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/apps/annotation-reply/:action/status/:job_id", wrapper.GetAnnotationReplyStatus, options.OperationMiddlewares["getAnnotationReplyStatus"]...)
 	router.POST(options.BaseURL+"/audio-to-text", wrapper.AudioToText, options.OperationMiddlewares["audioToText"]...)
 	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
+	router.GET(options.BaseURL+"/", wrapper.GetServiceInfo, options.OperationMiddlewares["getServiceInfo"]...)
+	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/upload-file", wrapper.GetDocumentUploadFile, options.OperationMiddlewares["getDocumentUploadFile"]...)
 
 }
 
@@ -15775,6 +15867,43 @@ type WorkflowRunTexteventStreamResponse struct {
 	Body io.Reader
 
 	ContentLength int64
+}
+
+type GetServiceInfoRequestObject struct {
+}
+
+type GetServiceInfoResponseObject interface {
+	VisitGetServiceInfoResponse(w http.ResponseWriter) error
+}
+
+type GetServiceInfo200JSONResponse ServiceInfo
+
+func (response GetServiceInfo200JSONResponse) VisitGetServiceInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetServiceInfo500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetServiceInfo500JSONResponse) VisitGetServiceInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListAppFeedbacksRequestObject struct {
@@ -22210,6 +22339,90 @@ func (response UpdateDocumentByTextLegacy500JSONResponse) VisitUpdateDocumentByT
 	return err
 }
 
+type GetDocumentUploadFileRequestObject struct {
+	DatasetId  DatasetId  `json:"dataset_id"`
+	DocumentId DocumentId `json:"document_id"`
+}
+
+type GetDocumentUploadFileResponseObject interface {
+	VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error
+}
+
+type GetDocumentUploadFile200JSONResponse DocumentUploadFile
+
+func (response GetDocumentUploadFile200JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentUploadFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDocumentUploadFile401JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentUploadFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDocumentUploadFile403JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentUploadFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDocumentUploadFile404JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentUploadFile500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetDocumentUploadFile500JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HitTestingRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *HitTestingJSONRequestBody
@@ -25803,6 +26016,9 @@ func (response ListAvailableModels500JSONResponse) VisitListAvailableModelsRespo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetServiceInfo Say which API this is
+	// (GET /)
+	GetServiceInfo(ctx context.Context, request GetServiceInfoRequestObject) (GetServiceInfoResponseObject, error)
 	// ListAppFeedbacks List the app's feedback
 	// (GET /app/feedbacks)
 	ListAppFeedbacks(ctx context.Context, request ListAppFeedbacksRequestObject) (ListAppFeedbacksResponseObject, error)
@@ -25972,6 +26188,11 @@ type StrictServerInterface interface {
 	// UpdateDocumentByTextLegacy Update a document with text (legacy path)
 	// (POST /datasets/{dataset_id}/documents/{document_id}/update_by_text)
 	UpdateDocumentByTextLegacy(ctx context.Context, request UpdateDocumentByTextLegacyRequestObject) (UpdateDocumentByTextLegacyResponseObject, error)
+	// GetDocumentUploadFile Get the file a document was made from
+	// (GET /datasets/{dataset_id}/documents/{document_id}/upload-file)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetDocumentUploadFile(ctx context.Context, request GetDocumentUploadFileRequestObject) (GetDocumentUploadFileResponseObject, error)
 	// HitTesting Retrieve chunks (hit-testing path)
 	// (POST /datasets/{dataset_id}/hit-testing)
 	HitTesting(ctx context.Context, request HitTestingRequestObject) (HitTestingResponseObject, error)
@@ -26086,6 +26307,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetServiceInfo operation middleware
+func (sh *strictHandler) GetServiceInfo(ctx echo.Context) error {
+	var request GetServiceInfoRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetServiceInfo(ctx.Request().Context(), request.(GetServiceInfoRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetServiceInfo")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetServiceInfoResponseObject); ok {
+		return validResponse.VisitGetServiceInfoResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListAppFeedbacks operation middleware
@@ -28154,6 +28398,32 @@ func (sh *strictHandler) UpdateDocumentByTextLegacy(ctx echo.Context, datasetId 
 		return err
 	} else if validResponse, ok := response.(UpdateDocumentByTextLegacyResponseObject); ok {
 		return validResponse.VisitUpdateDocumentByTextLegacyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocumentUploadFile operation middleware
+func (sh *strictHandler) GetDocumentUploadFile(ctx echo.Context, datasetId DatasetId, documentId DocumentId) error {
+	var request GetDocumentUploadFileRequestObject
+
+	request.DatasetId = datasetId
+	request.DocumentId = documentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocumentUploadFile(ctx.Request().Context(), request.(GetDocumentUploadFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocumentUploadFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocumentUploadFileResponseObject); ok {
+		return validResponse.VisitGetDocumentUploadFileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

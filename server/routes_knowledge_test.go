@@ -73,6 +73,8 @@ func TestKnowledgeRoutesResolve(t *testing.T) {
 		{"DELETE", ds + "/documents/d", "deleteDocument"},
 		{"GET", ds + "/documents/20250306150245647595/indexing-status", "getDocumentIndexingStatus"},
 		{"GET", ds + "/documents/d/download", "getDocumentDownload"},
+		{"GET", ds + "/documents/d/upload-file", "getDocumentUploadFile"},
+		{"GET", "/v1/", "getServiceInfo"},
 		{"PATCH", ds + "/metadata/m", "updateMetadataField"},
 		{"DELETE", ds + "/metadata/m", "deleteMetadataField"},
 	} {

@@ -322,6 +322,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationToolProviders,
 	migrationWorkflowRuns,
 	migrationAnnotations,
+	migrationBlobs,
 }
 
 // schemaMigrationsDDL is the same on both engines.

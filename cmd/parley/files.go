@@ -83,15 +83,15 @@ var errFound = errors.New("found")
 
 // warnLegacyFiles logs, once at start-up, that the data directory holds files other replicas
 // cannot read.
-func (storage fileStorage) warnLegacyFiles(ctx context.Context, log *slog.Logger) {
-	if storage.legacy == nil {
+func (s fileStorage) warnLegacyFiles(ctx context.Context, log *slog.Logger) {
+	if s.legacy == nil {
 		return
 	}
-	err := storage.legacy.Keys(ctx, func(string) error { return errFound })
+	err := s.legacy.Keys(ctx, func(string) error { return errFound })
 	if errors.Is(err, errFound) {
-		log.Warn("the data directory holds uploaded files from before files were kept in the "+storage.kind+
+		log.Warn("the data directory holds uploaded files from before files were kept in the "+s.kind+
 			"; only this replica reads them until they are copied: run `parley files migrate`",
-			"dir", storage.legacy.Root())
+			"dir", s.legacy.Root())
 	}
 }
 

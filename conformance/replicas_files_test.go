@@ -203,3 +203,45 @@ func TestReplicasServeRuntimeChanges(t *testing.T) {
 		t.Fatalf("deleted app on B: %d %s", r.StatusCode(), r.Body)
 	}
 }
+
+// TestReplicasLegacyFilesMigrate: on a PostgreSQL deployment from before files moved into the
+// database, the files of a data directory stay readable by its own server (read as a fallback)
+// but not by another, until `parley files migrate` copies them into the database; it is safe to
+// run again.
+func TestReplicasLegacyFilesMigrate(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs to start servers of its own")
+	}
+	a := startParley(t, storetest.Postgres)
+	legacyDir := filepath.Join(a.engine.DataDir, "files")
+	// Keeping files in <data dir>/files is what earlier versions did on PostgreSQL.
+	a.Restart(t, "PARLEY_FILES_DIR="+legacyDir)
+	hc := newContractClient(t)
+	img := pngBytes(t)
+	_, up, e := a.upload(t, hc, part{field: "file", filename: "old.png", contentType: "image/png", data: img},
+		part{field: "user", data: []byte("olga")})
+	if up.CreatedBy == "" {
+		t.Fatalf("upload: %+v", e)
+	}
+	preview := "/files/" + up.Id.String() + "/preview?user=olga"
+	a.Restart(t) // upgraded: files go to the database now
+	if !strings.Contains(a.logs.String(), "parley files migrate") {
+		t.Error("the server did not warn about the files left in its data directory")
+	}
+	if resp, raw := a.getRaw(t, a.AppKey, preview); resp.StatusCode != 200 || !bytes.Equal(raw, img) {
+		t.Fatalf("an old file on its own server: %d %s", resp.StatusCode, raw)
+	}
+	b := filesReplica(t, a)
+	if resp, _ := b.getRaw(t, b.AppKey, preview); resp.StatusCode != 404 {
+		t.Fatalf("an old file on another server before the migration: %d, want 404", resp.StatusCode)
+	}
+	if out := a.CLI(t, "files", "migrate"); !strings.HasPrefix(out, "copied 1 files") {
+		t.Fatalf("files migrate: %q", out)
+	}
+	if resp, raw := b.getRaw(t, b.AppKey, preview); resp.StatusCode != 200 || !bytes.Equal(raw, img) {
+		t.Fatalf("an old file on another server after the migration: %d %s", resp.StatusCode, raw)
+	}
+	if out := a.CLI(t, "files", "migrate"); !strings.Contains(out, "copied 0 files") || !strings.Contains(out, "1 were there already") {
+		t.Fatalf("files migrate again: %q", out)
+	}
+}

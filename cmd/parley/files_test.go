@@ -85,4 +85,3 @@ func TestOpenFileStorage(t *testing.T) {
 		}
 	})
 }
-

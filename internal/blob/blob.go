@@ -5,7 +5,12 @@
 // [Dir] stores each blob as a plain file under one root directory. Writes
 // go to a temporary file that is synced and then renamed into place, so a
 // reader sees either the old content or the whole new content, never a
-// prefix, and a failed or oversized upload leaves nothing behind.
+// prefix, and a failed or oversized upload leaves nothing behind. It serves SQLite, and
+// PARLEY_FILES_DIR: a directory every replica mounts.
+//
+// On PostgreSQL blobs are kept in the database (store.DBBlobs), so that every replica reads
+// them. [Fallback] keeps the blobs an earlier version left in a data directory readable, and
+// [Copy] moves them (`parley files migrate`).
 package blob
 
 import (

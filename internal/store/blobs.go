@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"io"
 	"strconv"
 	"sync"
@@ -230,12 +229,10 @@ func (c *chunkCopier) next() error {
 	return nil
 }
 
-// keyLock is the advisory lock key serialising Puts of one blob key.
-func keyLock(key string) int64 {
-	h := fnv.New64a()
-	_, _ = io.WriteString(h, "blob:"+key)
-	return int64(h.Sum64()) // a lock key: wrapping into the negatives is fine
-}
+// blobLockClass is the first key of the advisory locks that serialise Puts of one blob key
+// ("blob"); the second is the key's hash. Two-key advisory locks never collide with one-key
+// ones, such as the migration lock.
+const blobLockClass = 0x626c6f62
 
 // chunkBufs recycles chunk buffers between Puts and readers.
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, BlobChunkSize); return &b }}
@@ -280,7 +277,7 @@ func (b *DBBlobs) Put(ctx context.Context, key string, r io.Reader, maxBytes int
 		seq := cr.seq
 		sha256hex = hex.EncodeToString(h.Sum(nil))
 		// Of two Puts of one key, the second replaces the first, not fails on the unique key.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", keyLock(key)); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", int32(blobLockClass), key); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM blobs WHERE key = $1", key); err != nil {

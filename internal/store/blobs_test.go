@@ -287,12 +287,12 @@ func roundTrip(tb testing.TB, b *DBBlobs, key string, n int64) {
 	}
 }
 
-// TestDBBlobsStreamInBoundedMemory writes and reads a 64 MiB blob and checks that the process
+// TestDBBlobsStreamInBoundedMemory writes and reads a 100 MiB blob and checks that the process
 // allocated a small fraction of that on the way: neither direction holds the blob in memory.
 // It is not parallel, so that no other test allocates while it measures.
 func TestDBBlobsStreamInBoundedMemory(t *testing.T) {
 	b, _ := pgBlobs(t)
-	const n = 64 << 20
+	const n = 100 << 20
 	roundTrip(t, b, "warm", 4*BlobChunkSize) // connections, buffers and statement caches
 	var before, after runtime.MemStats
 	runtime.GC()

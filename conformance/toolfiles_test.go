@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,12 +17,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
 )
 
 // TestToolFileLinks checks the signed links to tool files on the running server, with the key
-// it keeps in its data directory and the documented recipe (HMAC-SHA256 over
+// it keeps in its database and the documented recipe (HMAC-SHA256 over
 // "file-preview|<file id>|<timestamp>|<nonce>", URL-safe base64): no API key is needed, a
 // correctly signed link to a file that does not exist is 404 (the signature was accepted), and
 // expired, future-dated, forged and otherwise-keyed links are 403, each with the Error body and
@@ -32,10 +32,7 @@ import (
 // to the link.
 func TestToolFileLinks(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
-		key, err := os.ReadFile(filepath.Join(p.engine.DataDir, "files-signing.key"))
-		if err != nil || len(key) < 32 {
-			t.Fatalf("signing key in the data directory: %d bytes, %v", len(key), err)
-		}
+		key := signingKey(t, p)
 		other := make([]byte, 32)
 		_, _ = rand.Read(other)
 		sign := func(k []byte, id string, ts int64, nonce string) string {
@@ -68,6 +65,23 @@ func TestToolFileLinks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// signingKey reads the key that signs file links from the server's database, where every
+// server on that database finds it.
+func signingKey(t *testing.T, p *Parley) []byte {
+	t.Helper()
+	st, err := store.Open(t.Context(), p.engine.DatabaseURL, p.engine.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var key []byte
+	err = st.DB().QueryRowContext(t.Context(), st.Rebind("SELECT value FROM shared_secrets WHERE name = ?"), files.SigningKeyName).Scan(&key)
+	if err != nil || len(key) < 32 {
+		t.Fatalf("signing key in the database: %d bytes, %v", len(key), err)
+	}
+	return key
 }
 
 // chartAgent is a Legacy Agent export with two tools that answer a PNG: a custom API tool's

@@ -32,7 +32,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 	pf.StringVar(&f.configPath, "config", "", "YAML config file (overrides PARLEY_CONFIG)")
 	pf.StringVar(&f.databaseURL, "database-url", "", "postgres:// URL; empty means SQLite in the data dir (overrides PARLEY_DATABASE_URL)")
 	root.AddCommand(newServeCmd(getenv, &f), newMigrateCmd(getenv, &f), newKeysCmd(getenv, &f), newAppsCmd(getenv, &f), newAgentsCmd(getenv, &f), newConversationsCmd(getenv, &f), newDatasetsCmd(getenv, &f), newExtractCmd(), newCodeWorkerCmd(),
-		newToolsCmd(getenv, &f))
+		newToolsCmd(getenv, &f), newFilesCmd(getenv, &f))
 	return root
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
@@ -81,15 +80,17 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer keys.Close()
 	catalog := models.NewCatalog(e.file.Providers, getenv)
 	warnUnusableProviders(e.log, catalog)
-	blobs, err := blob.NewDir(blob.DefaultRoot(cfg.DataDir))
+	// Uploaded files and the key that signs links to them are the same on every replica.
+	fileStore, err := openFileStorage(cfg, e.store)
 	if err != nil {
 		return err
 	}
-	signingKey, err := files.LoadSigningKey(cfg.DataDir)
+	fileStore.warnLegacyFiles(ctx, e.log)
+	signingKey, err := files.SharedSigningKey(ctx, e.store, cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	fileSvc := files.New(files.Options{Store: e.store, Blobs: blobs, Limits: cfg.Upload,
+	fileSvc := files.New(files.Options{Store: e.store, Blobs: fileStore.blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log,
 		SigningKey: signingKey, PublicURL: cfg.FilesURL, AccessTimeout: cfg.FilesAccessTimeout})
 	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
@@ -232,7 +233,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
 	e.log.Info("listening", "addr", addr, "url", "http://"+addr+server.BasePath,
-		"database", e.store.Dialect(), "data_dir", cfg.DataDir, "config", configName(cfg.ConfigPath),
+		"database", e.store.Dialect(), "files", fileStore.kind, "data_dir", cfg.DataDir, "config", configName(cfg.ConfigPath),
 		"response_validation", string(mode))
 
 	select {

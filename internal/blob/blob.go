@@ -5,7 +5,12 @@
 // [Dir] stores each blob as a plain file under one root directory. Writes
 // go to a temporary file that is synced and then renamed into place, so a
 // reader sees either the old content or the whole new content, never a
-// prefix, and a failed or oversized upload leaves nothing behind.
+// prefix, and a failed or oversized upload leaves nothing behind. It serves SQLite, and
+// PARLEY_FILES_DIR: a directory every replica mounts.
+//
+// On PostgreSQL blobs are kept in the database (store.DBBlobs), so that every replica reads
+// them. [Fallback] keeps the blobs an earlier version left in a data directory readable, and
+// [Copy] moves them (`parley files migrate`).
 package blob
 
 import (
@@ -286,4 +291,112 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// Keys calls fn with the key of every blob under the root, in lexical order. Files being
+// written (under the temporary directory) and anything whose path is not a valid key are
+// skipped.
+func (d *Dir) Keys(ctx context.Context, fn func(key string) error) error {
+	return filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(d.root, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		key := filepath.ToSlash(rel)
+		if !e.Type().IsRegular() || !ValidKey(key) {
+			return nil
+		}
+		return fn(key)
+	})
+}
+
+// Fallback is a [Store] that writes to Primary and reads from Primary first, then, for a key
+// Primary does not have, from Legacy: blobs written before Primary was in use stay readable
+// until they are copied over ([Copy]).
+type Fallback struct {
+	Primary, Legacy Store
+}
+
+var _ Store = Fallback{}
+
+// Put implements [Store]; it writes to Primary only.
+func (f Fallback) Put(ctx context.Context, key string, r io.Reader, maxBytes int64) (int64, string, error) {
+	return f.Primary.Put(ctx, key, r, maxBytes)
+}
+
+// Open implements [Store].
+func (f Fallback) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	rc, err := f.Primary.Open(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		if lrc, lerr := f.Legacy.Open(ctx, key); lerr == nil {
+			return lrc, nil
+		}
+	}
+	return rc, err
+}
+
+// Delete implements [Store]; it deletes from both.
+func (f Fallback) Delete(ctx context.Context, key string) error {
+	return errors.Join(f.Primary.Delete(ctx, key), f.Legacy.Delete(ctx, key))
+}
+
+// CopyResult counts what [Copy] did.
+type CopyResult struct {
+	// Copied blobs were written to the destination; Present ones were there already.
+	Copied, Present int
+	// Bytes is the size of the blobs copied.
+	Bytes int64
+}
+
+// Copy writes every blob of src that dst does not have to dst, and leaves src as it is. It can
+// be run again (after an interruption, or while servers keep writing to dst): blobs already
+// copied are skipped. progress, if not nil, is called after each blob.
+func Copy(ctx context.Context, dst Store, src *Dir, progress func(key string, copied bool)) (CopyResult, error) {
+	var res CopyResult
+	err := src.Keys(ctx, func(key string) error {
+		if rc, err := dst.Open(ctx, key); err == nil {
+			_ = rc.Close()
+			res.Present++
+			if progress != nil {
+				progress(key, false)
+			}
+			return nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		rc, err := src.Open(ctx, key)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		n, _, err := dst.Put(ctx, key, rc, 1<<50)
+		if err != nil {
+			return err
+		}
+		res.Copied++
+		res.Bytes += n
+		if progress != nil {
+			progress(key, true)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("blob: copy: %w", err)
+	}
+	return res, nil
 }

@@ -112,6 +112,10 @@ type Config struct {
 	// FilesAccessTimeout is how long a signed link to a tool file stays valid
 	// (PARLEY_FILES_ACCESS_TIMEOUT, as Dify's FILES_ACCESS_TIMEOUT).
 	FilesAccessTimeout time.Duration
+	// FilesDir is a directory every replica shares (a network file system) to keep uploaded
+	// files in (PARLEY_FILES_DIR). Empty: on PostgreSQL files are kept in the database, on
+	// SQLite in DataDir/files.
+	FilesDir string
 	// ToolsAllowedNetworks are the internal addresses the tools of agents (custom API tools, MCP
 	// servers) may reach despite the network guard (PARLEY_TOOLS_ALLOWED_NETWORKS, comma-separated
 	// CIDR prefixes or addresses); empty by default, so a registered tool cannot reach loopback or

@@ -90,6 +90,8 @@ func options() []option {
 			parse: set(parseString, func(c *Config) *string { return &c.FilesURL })},
 		{name: "PARLEY_FILES_ACCESS_TIMEOUT", def: "300s",
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.FilesAccessTimeout })},
+		{name: "PARLEY_FILES_DIR", def: "",
+			parse: set(parseString, func(c *Config) *string { return &c.FilesDir })},
 		{name: "PARLEY_WORKFLOW_VERSION_EXECUTION", def: WorkflowVersionExecutionAllowed,
 			parse: set(parseVersionExecution, func(c *Config) *string { return &c.WorkflowVersionExecution })},
 		{name: "HUMAN_INPUT_GLOBAL_TIMEOUT_SECONDS", def: "604800",

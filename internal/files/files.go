@@ -254,8 +254,8 @@ type Options struct {
 	// AllowPrivateNetworks lets remote fetches reach loopback, private and
 	// link-local addresses. For tests and trusted deployments only.
 	AllowPrivateNetworks bool
-	// SigningKey signs the links to tool files (at least 32 bytes; LoadSigningKey keeps one in
-	// the data directory). Without one a random key is drawn, and links do not outlive the
+	// SigningKey signs the links to files (at least 32 bytes; SharedSigningKey keeps one in
+	// the database). Without one a random key is drawn, and links do not outlive the
 	// process.
 	SigningKey []byte
 	// PublicURL is the scheme and host (and any path prefix) clients reach the server at, as

@@ -289,49 +289,59 @@ func (s *Service) verify(fileID, timestamp, nonce, sign string) error {
 	return nil
 }
 
-// SigningKeyFile is the file, in the data directory, holding the key that signs tool file links.
+// SigningKeyFile is the file, in the data directory, that held the key signing file links
+// before the key moved into the database; [SharedSigningKey] adopts it.
 const SigningKeyFile = "files-signing.key"
 
-// LoadSigningKey returns the key in dir/SigningKeyFile, creating it (32 random bytes, mode
-// 0600) on first use. Every server sharing the data directory signs alike; servers on several
-// machines need the same file.
-func LoadSigningKey(dir string) ([]byte, error) {
-	path := filepath.Join(dir, SigningKeyFile)
-	key, err := os.ReadFile(path)
-	if err == nil {
-		if len(key) < 32 {
-			return nil, fmt.Errorf("files: signing key %s is shorter than 32 bytes", path)
-		}
-		return key, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("files: signing key: %w", err)
-	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+// SigningKeyName names the key that signs file links among the database's shared secrets.
+const SigningKeyName = "files-signing-key"
+
+// Secrets keeps the secrets every server on one database shares; *store.Store implements it.
+type Secrets interface {
+	// SharedSecret returns the secret called name, storing candidate if there is none yet.
+	SharedSecret(ctx context.Context, name string, candidate []byte) ([]byte, error)
+}
+
+// SharedSigningKey returns the key that signs links to files, kept in the database so that a
+// link one server hands out verifies on every other. The first server to ask proposes the key
+// of dataDir/SigningKeyFile when there is one (links signed before the upgrade stay valid),
+// else 32 random bytes; every later call, on any server, gets what the first stored.
+func SharedSigningKey(ctx context.Context, secrets Secrets, dataDir string) ([]byte, error) {
+	candidate, err := legacySigningKey(dataDir)
+	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("files: signing key: %w", err)
+	if candidate == nil {
+		candidate = make([]byte, 32)
+		if _, err := rand.Read(candidate); err != nil {
+			return nil, err
+		}
 	}
-	// Written whole to a temporary file, then linked into place, which fails if the key exists:
-	// of two servers starting at once, one writes the key and the other reads it, never a part.
-	tmp, err := os.CreateTemp(dir, ".signing-key-*")
+	key, err := secrets.SharedSecret(ctx, SigningKeyName, candidate)
 	if err != nil {
 		return nil, fmt.Errorf("files: signing key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(key); err != nil {
-		tmp.Close()
+	if len(key) < 32 {
+		return nil, fmt.Errorf("files: the signing key in the database is shorter than 32 bytes")
+	}
+	return key, nil
+}
+
+// legacySigningKey returns the key of dataDir/SigningKeyFile, or nil when there is none.
+func legacySigningKey(dataDir string) ([]byte, error) {
+	if dataDir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dataDir, SigningKeyFile)
+	key, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("files: signing key: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("files: signing key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
-		return LoadSigningKey(dir)
-	} else if err != nil {
-		return nil, fmt.Errorf("files: signing key: %w", err)
+	if len(key) < 32 {
+		return nil, fmt.Errorf("files: signing key %s is shorter than 32 bytes", path)
 	}
 	return key, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/store/testdb"
 )
 
 // message stores a conversation with one message of alice, for tool files to attach to.
@@ -192,29 +193,52 @@ func TestToolFileURLBase(t *testing.T) {
 	}
 }
 
-// TestLoadSigningKey: the key is made once, kept private, and read back the same.
-func TestLoadSigningKey(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	k1, err := LoadSigningKey(dir)
-	if err != nil || len(k1) != 32 {
-		t.Fatalf("%d bytes, %v", len(k1), err)
-	}
-	fi, err := os.Stat(filepath.Join(dir, SigningKeyFile))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("key file %v %v", fi, err)
-	}
-	k2, err := LoadSigningKey(dir)
-	if err != nil || !bytes.Equal(k1, k2) {
-		t.Fatalf("second load: %v", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("left behind %v", entries)
-	}
-	if err := os.WriteFile(filepath.Join(dir, SigningKeyFile), []byte("short"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadSigningKey(dir); err == nil {
-		t.Fatal("a short key was accepted")
+// TestSharedSigningKey: every server on one database gets the same key, the first to ask adopts
+// the key file of its data directory, and a short file is refused.
+func TestSharedSigningKey(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		ctx := t.Context()
+		a, b := testdb.Open(t, e), testdb.Open(t, e) // two servers on one database
+		legacy := bytes.Repeat([]byte{7}, 32)
+		dirA, dirB := t.TempDir(), t.TempDir()
+		if err := os.WriteFile(filepath.Join(dirA, SigningKeyFile), legacy, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		kA, err := SharedSigningKey(ctx, a, dirA)
+		if err != nil || !bytes.Equal(kA, legacy) {
+			t.Fatalf("the first server's key = %x, %v; want its key file's", kA, err)
+		}
+		kB, err := SharedSigningKey(ctx, b, dirB)
+		if err != nil || !bytes.Equal(kB, kA) {
+			t.Fatalf("the second server's key = %x, %v; want the first one's", kB, err)
+		}
+		if entries, _ := os.ReadDir(dirB); len(entries) != 0 {
+			t.Fatalf("the second server wrote to its data directory: %v", entries)
+		}
+		// A link signed by one server verifies on the other.
+		sa := New(Options{SigningKey: kA})
+		sb := New(Options{SigningKey: kB})
+		u, err := url.Parse(sa.UploadFileURL("file-1", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		if err := sb.verify("file-1", q.Get("timestamp"), q.Get("nonce"), q.Get("sign")); err != nil {
+			t.Fatalf("a link signed on A does not verify on B: %v", err)
+		}
+		short := t.TempDir()
+		if err := os.WriteFile(filepath.Join(short, SigningKeyFile), []byte("short"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := SharedSigningKey(ctx, a, short); err == nil {
+			t.Fatal("a short key file was accepted")
+		}
+	})
+	// On a fresh database without a key file, a random key is made.
+	st := testdb.Open(t, storetest.NewEngine(t, storetest.SQLite))
+	k, err := SharedSigningKey(t.Context(), st, t.TempDir())
+	if err != nil || len(k) != 32 || bytes.Equal(k, make([]byte, 32)) {
+		t.Fatalf("fresh key = %x, %v", k, err)
 	}
 }

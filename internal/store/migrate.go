@@ -323,6 +323,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationWorkflowRuns,
 	migrationAnnotations,
 	migrationHumanInput,
+	migrationBlobs,
 }
 
 // schemaMigrationsDDL is the same on both engines.

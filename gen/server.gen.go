@@ -5143,6 +5143,9 @@ type PayloadTooLarge = Error
 // RequestTimeout The body of every error response, and the payload members of the `error` event.
 type RequestTimeout = Error
 
+// ServiceUnavailable The body of every error response, and the payload members of the `error` event.
+type ServiceUnavailable = Error
+
 // Success The body of an operation that only reports success.
 type Success = Result
 
@@ -15378,6 +15381,8 @@ type PayloadTooLargeJSONResponse Error
 
 type RequestTimeoutJSONResponse Error
 
+type ServiceUnavailableJSONResponse Error
+
 type SuccessJSONResponse Result
 
 type TooManyRequestsJSONResponse Error
@@ -15467,6 +15472,20 @@ func (response ListAppFeedbacks500JSONResponse) VisitListAppFeedbacksResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAppFeedbacks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAppFeedbacks503JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15571,6 +15590,20 @@ func (response SetAnnotationReply500JSONResponse) VisitSetAnnotationReplyRespons
 	return err
 }
 
+type SetAnnotationReply503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetAnnotationReply503JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAnnotationReplyStatusRequestObject struct {
 	Action GetAnnotationReplyStatusParamsAction `json:"action"`
 	JobId  string                               `json:"job_id"`
@@ -15641,6 +15674,20 @@ func (response GetAnnotationReplyStatus500JSONResponse) VisitGetAnnotationReplyS
 	return err
 }
 
+type GetAnnotationReplyStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAnnotationReplyStatus503JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAnnotationsRequestObject struct {
 	Params ListAnnotationsParams
 }
@@ -15706,6 +15753,20 @@ func (response ListAnnotations500JSONResponse) VisitListAnnotationsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAnnotations503JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15809,6 +15870,20 @@ func (response CreateAnnotation500JSONResponse) VisitCreateAnnotationResponse(w 
 	return err
 }
 
+type CreateAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAnnotation503JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteAnnotationRequestObject struct {
 	AnnotationId string `json:"annotation_id"`
 }
@@ -15882,6 +15957,20 @@ func (response DeleteAnnotation500JSONResponse) VisitDeleteAnnotationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAnnotation503JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16000,6 +16089,20 @@ func (response UpdateAnnotation500JSONResponse) VisitUpdateAnnotationResponse(w 
 	return err
 }
 
+type UpdateAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAnnotation503JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AudioToTextRequestObject struct {
 	Body *multipart.Reader
 }
@@ -16109,6 +16212,20 @@ func (response AudioToText500JSONResponse) VisitAudioToTextResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AudioToText503JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16311,6 +16428,20 @@ func (response SendChatMessage500JSONResponse) VisitSendChatMessageResponse(w ht
 	return err
 }
 
+type SendChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendChatMessage503JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopChatMessageRequestObject struct {
 	TaskId TaskId `json:"task_id"`
 	Body   *StopChatMessageJSONRequestBody
@@ -16421,6 +16552,20 @@ func (response StopChatMessage500JSONResponse) VisitStopChatMessageResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopChatMessage503JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16609,6 +16754,20 @@ func (response SendCompletionMessage500JSONResponse) VisitSendCompletionMessageR
 	return err
 }
 
+type SendCompletionMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendCompletionMessage503JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopCompletionMessageRequestObject struct {
 	TaskId TaskId `json:"task_id"`
 	Body   *StopCompletionMessageJSONRequestBody
@@ -16723,6 +16882,20 @@ func (response StopCompletionMessage500JSONResponse) VisitStopCompletionMessageR
 	return err
 }
 
+type StopCompletionMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopCompletionMessage503JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListConversationsRequestObject struct {
 	Params ListConversationsParams
 }
@@ -16802,6 +16975,20 @@ func (response ListConversations500JSONResponse) VisitListConversationsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListConversations503JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16924,6 +17111,20 @@ func (response DeleteConversation500JSONResponse) VisitDeleteConversationRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteConversation503JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17056,6 +17257,20 @@ func (response RenameConversation500JSONResponse) VisitRenameConversationRespons
 	return err
 }
 
+type RenameConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RenameConversation503JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListConversationVariablesRequestObject struct {
 	ConversationId ConversationId `json:"conversation_id"`
 	Params         ListConversationVariablesParams
@@ -17136,6 +17351,20 @@ func (response ListConversationVariables500JSONResponse) VisitListConversationVa
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListConversationVariables503JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17269,6 +17498,20 @@ func (response UpdateConversationVariable500JSONResponse) VisitUpdateConversatio
 	return err
 }
 
+type UpdateConversationVariable503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateConversationVariable503JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetsRequestObject struct {
 	Params ListDatasetsParams
 }
@@ -17334,6 +17577,20 @@ func (response ListDatasets500JSONResponse) VisitListDatasetsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDatasets503JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17465,6 +17722,20 @@ func (response CreateDataset500JSONResponse) VisitCreateDatasetResponse(w http.R
 	return err
 }
 
+type CreateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDataset503JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadPipelineFileRequestObject struct {
 	Body *multipart.Reader
 }
@@ -17574,6 +17845,20 @@ func (response UploadPipelineFile500JSONResponse) VisitUploadPipelineFileRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadPipelineFile503JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17713,6 +17998,20 @@ func (response DeleteTag500JSONResponse) VisitDeleteTagResponse(w http.ResponseW
 	return err
 }
 
+type DeleteTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteTag503JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTagsRequestObject struct {
 }
 
@@ -17763,6 +18062,20 @@ func (response ListTags500JSONResponse) VisitListTagsResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTags503JSONResponse) VisitListTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17908,6 +18221,20 @@ func (response UpdateTag500JSONResponse) VisitUpdateTagResponse(w http.ResponseW
 	return err
 }
 
+type UpdateTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateTag503JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTagRequestObject struct {
 	Body *CreateTagJSONRequestBody
 }
@@ -18031,6 +18358,20 @@ func (response CreateTag500JSONResponse) VisitCreateTagResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateTag503JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18170,6 +18511,20 @@ func (response BindTags500JSONResponse) VisitBindTagsResponse(w http.ResponseWri
 	return err
 }
 
+type BindTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BindTags503JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UnbindTagsRequestObject struct {
 	Body *UnbindTagsJSONRequestBody
 }
@@ -18305,6 +18660,20 @@ func (response UnbindTags500JSONResponse) VisitUnbindTagsResponse(w http.Respons
 	return err
 }
 
+type UnbindTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnbindTags503JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteDatasetRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -18396,6 +18765,20 @@ func (response DeleteDataset500JSONResponse) VisitDeleteDatasetResponse(w http.R
 	return err
 }
 
+type DeleteDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteDataset503JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -18475,6 +18858,20 @@ func (response GetDataset500JSONResponse) VisitGetDatasetResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDataset503JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18621,6 +19018,20 @@ func (response UpdateDataset500JSONResponse) VisitUpdateDatasetResponse(w http.R
 	return err
 }
 
+type UpdateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDataset503JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *multipart.Reader
@@ -18759,6 +19170,20 @@ func (response CreateDocumentByFile500JSONResponse) VisitCreateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByFile503JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18905,6 +19330,20 @@ func (response CreateDocumentByText500JSONResponse) VisitCreateDocumentByTextRes
 	return err
 }
 
+type CreateDocumentByText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByText503JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileLegacyRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *multipart.Reader
@@ -19043,6 +19482,20 @@ func (response CreateDocumentByFileLegacy500JSONResponse) VisitCreateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByFileLegacy503JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19189,6 +19642,20 @@ func (response CreateDocumentByTextLegacy500JSONResponse) VisitCreateDocumentByT
 	return err
 }
 
+type CreateDocumentByTextLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByTextLegacy503JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDocumentsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListDocumentsParams
@@ -19283,6 +19750,20 @@ func (response ListDocuments500JSONResponse) VisitListDocumentsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDocuments503JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19443,6 +19924,20 @@ func (response DownloadDocumentsZip500JSONResponse) VisitDownloadDocumentsZipRes
 	return err
 }
 
+type DownloadDocumentsZip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadDocumentsZip503JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentsMetadataRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *UpdateDocumentsMetadataJSONRequestBody
@@ -19581,6 +20076,20 @@ func (response UpdateDocumentsMetadata500JSONResponse) VisitUpdateDocumentsMetad
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentsMetadata503JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19728,6 +20237,20 @@ func (response UpdateDocumentStatus500JSONResponse) VisitUpdateDocumentStatusRes
 	return err
 }
 
+type UpdateDocumentStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentStatus503JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocumentIndexingStatusRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Batch     Batch     `json:"batch"`
@@ -19808,6 +20331,20 @@ func (response GetDocumentIndexingStatus500JSONResponse) VisitGetDocumentIndexin
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocumentIndexingStatus503JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19900,6 +20437,20 @@ func (response DeleteDocument500JSONResponse) VisitDeleteDocumentResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteDocument503JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19999,6 +20550,20 @@ func (response GetDocument500JSONResponse) VisitGetDocumentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocument503JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20146,6 +20711,20 @@ func (response UpdateDocument500JSONResponse) VisitUpdateDocumentResponse(w http
 	return err
 }
 
+type UpdateDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocument503JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocumentDownloadRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -20226,6 +20805,20 @@ func (response GetDocumentDownload500JSONResponse) VisitGetDocumentDownloadRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocumentDownload503JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20325,6 +20918,20 @@ func (response ListSegments500JSONResponse) VisitListSegmentsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListSegments503JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20472,6 +21079,20 @@ func (response CreateSegments500JSONResponse) VisitCreateSegmentsResponse(w http
 	return err
 }
 
+type CreateSegments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateSegments503JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteSegmentRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -20565,6 +21186,20 @@ func (response DeleteSegment500JSONResponse) VisitDeleteSegmentResponse(w http.R
 	return err
 }
 
+type DeleteSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteSegment503JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSegmentRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -20646,6 +21281,20 @@ func (response GetSegment500JSONResponse) VisitGetSegmentResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSegment503JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20794,6 +21443,20 @@ func (response UpdateSegment500JSONResponse) VisitUpdateSegmentResponse(w http.R
 	return err
 }
 
+type UpdateSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateSegment503JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListChildChunksRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -20890,6 +21553,20 @@ func (response ListChildChunks500JSONResponse) VisitListChildChunksResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListChildChunks503JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21038,6 +21715,20 @@ func (response CreateChildChunk500JSONResponse) VisitCreateChildChunkResponse(w 
 	return err
 }
 
+type CreateChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateChildChunk503JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteChildChunkRequestObject struct {
 	DatasetId    DatasetId    `json:"dataset_id"`
 	DocumentId   DocumentId   `json:"document_id"`
@@ -21114,6 +21805,20 @@ func (response DeleteChildChunk500JSONResponse) VisitDeleteChildChunkResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteChildChunk503JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21263,6 +21968,20 @@ func (response UpdateChildChunk500JSONResponse) VisitUpdateChildChunkResponse(w 
 	return err
 }
 
+type UpdateChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateChildChunk503JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByFileRequestObject struct {
 	DatasetId  string `json:"dataset_id"`
 	DocumentId string `json:"document_id"`
@@ -21402,6 +22121,20 @@ func (response UpdateDocumentByFile500JSONResponse) VisitUpdateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByFile503JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21549,6 +22282,20 @@ func (response UpdateDocumentByText500JSONResponse) VisitUpdateDocumentByTextRes
 	return err
 }
 
+type UpdateDocumentByText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByText503JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByFileLegacyRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -21688,6 +22435,20 @@ func (response UpdateDocumentByFileLegacy500JSONResponse) VisitUpdateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByFileLegacy503JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21835,6 +22596,20 @@ func (response UpdateDocumentByTextLegacy500JSONResponse) VisitUpdateDocumentByT
 	return err
 }
 
+type UpdateDocumentByTextLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByTextLegacy503JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HitTestingRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *HitTestingJSONRequestBody
@@ -21977,6 +22752,20 @@ func (response HitTesting500JSONResponse) VisitHitTestingResponse(w http.Respons
 	return err
 }
 
+type HitTesting503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response HitTesting503JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -22056,6 +22845,20 @@ func (response ListMetadataFields500JSONResponse) VisitListMetadataFieldsRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMetadataFields503JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22202,6 +23005,20 @@ func (response CreateMetadataField500JSONResponse) VisitCreateMetadataFieldRespo
 	return err
 }
 
+type CreateMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateMetadataField503JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListBuiltInMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -22281,6 +23098,20 @@ func (response ListBuiltInMetadataFields500JSONResponse) VisitListBuiltInMetadat
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBuiltInMetadataFields503JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22383,6 +23214,20 @@ func (response ToggleBuiltInMetadata500JSONResponse) VisitToggleBuiltInMetadataR
 	return err
 }
 
+type ToggleBuiltInMetadata503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ToggleBuiltInMetadata503JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMetadataFieldRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	MetadataId MetadataId `json:"metadata_id"`
@@ -22457,6 +23302,20 @@ func (response DeleteMetadataField500JSONResponse) VisitDeleteMetadataFieldRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteMetadataField503JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22604,6 +23463,20 @@ func (response UpdateMetadataField500JSONResponse) VisitUpdateMetadataFieldRespo
 	return err
 }
 
+type UpdateMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateMetadataField503JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPipelineDatasourcesRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListPipelineDatasourcesParams
@@ -22698,6 +23571,20 @@ func (response ListPipelineDatasources500JSONResponse) VisitListPipelineDatasour
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPipelineDatasources503JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22827,6 +23714,20 @@ func (response RunPipelineDatasourceNode500JSONResponse) VisitRunPipelineDatasou
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunPipelineDatasourceNode503JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22973,6 +23874,20 @@ func (response RunPipeline500JSONResponse) VisitRunPipelineResponse(w http.Respo
 	return err
 }
 
+type RunPipeline503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunPipeline503JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RetrieveRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *RetrieveJSONRequestBody
@@ -23115,6 +24030,20 @@ func (response Retrieve500JSONResponse) VisitRetrieveResponse(w http.ResponseWri
 	return err
 }
 
+type Retrieve503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Retrieve503JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetTagsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -23198,6 +24127,20 @@ func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w ht
 	return err
 }
 
+type ListDatasetTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDatasetTags503JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetEndUserRequestObject struct {
 	EndUserId string `json:"end_user_id"`
 }
@@ -23277,6 +24220,20 @@ func (response GetEndUser500JSONResponse) VisitGetEndUserResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEndUser503JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23367,6 +24324,20 @@ func (response GetToolFile500JSONResponse) VisitGetToolFileResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolFile503JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23484,6 +24455,20 @@ func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.Respons
 	return err
 }
 
+type UploadFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadFile503JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSignedFileRequestObject struct {
 	FileId string `json:"file_id"`
 	Params GetSignedFileParams
@@ -23570,6 +24555,20 @@ func (response GetSignedFile500JSONResponse) VisitGetSignedFileResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSignedFile503JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23667,6 +24666,20 @@ func (response PreviewFile500JSONResponse) VisitPreviewFileResponse(w http.Respo
 	return err
 }
 
+type PreviewFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewFile503JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppInfoRequestObject struct {
 	Params GetAppInfoParams
 }
@@ -23732,6 +24745,20 @@ func (response GetAppInfo500JSONResponse) VisitGetAppInfoResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppInfo503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppInfo503JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23815,6 +24842,20 @@ func (response ListMessages500JSONResponse) VisitListMessagesResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMessages503JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23947,6 +24988,20 @@ func (response SendMessageFeedback500JSONResponse) VisitSendMessageFeedbackRespo
 	return err
 }
 
+type SendMessageFeedback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendMessageFeedback503JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSuggestedQuestionsRequestObject struct {
 	MessageId MessageId `json:"message_id"`
 	Params    GetSuggestedQuestionsParams
@@ -24031,6 +25086,20 @@ func (response GetSuggestedQuestions500JSONResponse) VisitGetSuggestedQuestionsR
 	return err
 }
 
+type GetSuggestedQuestions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSuggestedQuestions503JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppMetaRequestObject struct {
 	Params GetAppMetaParams
 }
@@ -24096,6 +25165,20 @@ func (response GetAppMeta500JSONResponse) VisitGetAppMetaResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMeta503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppMeta503JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24169,6 +25252,20 @@ func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type GetAppParameters503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppParameters503JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSiteRequestObject struct {
 	Params GetSiteParams
 }
@@ -24234,6 +25331,20 @@ func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSite503JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24358,6 +25469,20 @@ func (response TextToAudio500JSONResponse) VisitTextToAudioResponse(w http.Respo
 	return err
 }
 
+type TextToAudio503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TextToAudio503JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkflowLogsRequestObject struct {
 	Params ListWorkflowLogsParams
 }
@@ -24423,6 +25548,20 @@ func (response ListWorkflowLogs500JSONResponse) VisitListWorkflowLogsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWorkflowLogs503JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24624,6 +25763,20 @@ func (response RunWorkflow500JSONResponse) VisitRunWorkflowResponse(w http.Respo
 	return err
 }
 
+type RunWorkflow503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkflow503JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWorkflowRunRequestObject struct {
 	WorkflowRunId string `json:"workflow_run_id"`
 }
@@ -24703,6 +25856,20 @@ func (response GetWorkflowRun500JSONResponse) VisitGetWorkflowRunResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWorkflowRun503JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24817,6 +25984,20 @@ func (response StopWorkflowTask500JSONResponse) VisitStopWorkflowTaskResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopWorkflowTask503JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25019,6 +26200,20 @@ func (response RunWorkflowVersion500JSONResponse) VisitRunWorkflowVersionRespons
 	return err
 }
 
+type RunWorkflowVersion503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkflowVersion503JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -25084,6 +26279,20 @@ func (response ListAvailableModels500JSONResponse) VisitListAvailableModelsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAvailableModels503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAvailableModels503JSONResponse) VisitListAvailableModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/parleyhq/parley/internal/health"
 )
 
 // Timeouts and pool of the client. A command waits at most PoolTimeout for a connection and
@@ -38,9 +40,10 @@ const (
 // DefaultPrefix starts every key and channel name Parley uses in Redis.
 const DefaultPrefix = "parley:"
 
-// ErrUnavailable wraps the failures of commands that could not reach Redis (refused, reset,
-// timed out): the API answers them 503, and /ready reports Redis down.
-var ErrUnavailable = errors.New("redis unavailable")
+// ErrUnavailable is in the chain of the failures of commands that could not reach Redis
+// (refused, reset, timed out), inside a *health.UnavailableError naming "redis": the API
+// answers them 503, and /ready reports Redis down.
+var ErrUnavailable = errors.New("redis unreachable")
 
 // CheckURL accepts redis:// and rediss:// (TLS) URLs as go-redis parses them. The error
 // never repeats the URL, which may hold a password.
@@ -130,7 +133,7 @@ func Classify(err error) error {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, context.DeadlineExceeded),
 		strings.HasPrefix(err.Error(), "LOADING"):
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return &health.UnavailableError{Dependency: "redis", Err: fmt.Errorf("%w: %w", ErrUnavailable, err)}
 	}
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,7 +36,7 @@ func openPostgres(databaseURL string) (*Store, error) {
 	if err := checkPostgresURL(databaseURL); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("pgx", databaseURL)
+	db, err := sql.Open("pgx", withConnectTimeout(databaseURL))
 	if err != nil {
 		// pgx parse errors redact the password.
 		return nil, fmt.Errorf("store: open postgres: %w", err)
@@ -44,6 +46,21 @@ func openPostgres(databaseURL string) (*Store, error) {
 	db.SetConnMaxLifetime(pgConnMaxLifetime)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
 	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes)}, nil
+}
+
+// withConnectTimeout adds connect_timeout=pgConnectTimeout to a URL that sets none.
+func withConnectTimeout(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return databaseURL // sql.Open reports it
+	}
+	q := u.Query()
+	if q.Has("connect_timeout") {
+		return databaseURL
+	}
+	q.Set("connect_timeout", strconv.Itoa(int(pgConnectTimeout/time.Second)))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func isPostgresCode(err error, code string) bool {

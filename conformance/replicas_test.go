@@ -3,8 +3,12 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +232,129 @@ func TestRedisOutage(t *testing.T) {
 	}
 	if last != "message_end" {
 		t.Fatalf("stream after stop: last event %q (%v)", last, stream.Err())
+	}
+}
+
+// tcpProxy forwards a loopback port to target and can cut every connection and refuse new
+// ones (down) and then listen again on the same port (up), as a database host that goes away
+// and comes back.
+type tcpProxy struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	p := &tcpProxy{target: target, addr: "127.0.0.1:0", conns: map[net.Conn]struct{}{}}
+	p.up(t)
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *tcpProxy) up(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+			go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
+		}
+	}()
+}
+
+func (p *tcpProxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// TestDatabaseOutage: a replica whose PostgreSQL goes away (every connection cut, new ones
+// refused) says so in /ready (503, database down) while /health stays 200, answers API
+// requests with 503 service_unavailable naming the database, and recovers by itself when the
+// database is back.
+func TestDatabaseOutage(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs to start its own server")
+	}
+	engine := storetest.NewEngine(t, storetest.Postgres)
+	u, err := url.Parse(engine.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTCPProxy(t, u.Host)
+	u.Host = proxy.addr
+	engine.DatabaseURL = u.String()
+	p := newParley(engine)
+	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
+	p.Start(t)
+	c := newClient(t, p, p.AppKey)
+	ctx := context.Background()
+	if code, body := probe(t, p, "/ready"); code != 200 || body["status"] != "ready" {
+		t.Fatalf("/ready: %d %v", code, body)
+	}
+
+	proxy.down()
+	code, body := probe(t, p, "/ready")
+	checks, _ := body["checks"].(map[string]any)
+	if code != 503 || checks["database"] != "down" {
+		t.Fatalf("/ready with the database down: %d %v", code, body)
+	}
+	if _, ok := checks["redis"]; ok {
+		t.Fatalf("/ready checks a Redis that is not configured: %v", body)
+	}
+	if code, _ := probe(t, p, "/health"); code != 200 {
+		t.Fatalf("/health with the database down: %d", code)
+	}
+	q := marker(t, "while the database is down")
+	upstream.On(q, openaitest.Reply{Text: "ok"})
+	res, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode() != 503 || res.JSON503 == nil || res.JSON503.Code != "service_unavailable" || !strings.Contains(res.JSON503.Message, "database") {
+		t.Fatalf("chat with the database down: %d %s", res.StatusCode(), res.Body)
+	}
+	user := "u"
+	l, err := c.ListConversationsWithResponse(ctx, &client.ListConversationsParams{User: &user})
+	if err != nil || l.StatusCode() != 503 {
+		t.Fatalf("conversations with the database down: %v %d %s", err, l.StatusCode(), l.Body)
+	}
+
+	proxy.up(t)
+	eventually(t, "/ready to recover", func() (bool, any) {
+		code, body := probe(t, p, "/ready")
+		return code == 200, body
+	})
+	res, err = c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	if err != nil || res.StatusCode() != 200 {
+		t.Fatalf("chat after the database came back: %v %d %s", err, res.StatusCode(), res.Body)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestUnavailableIs503(t *testing.T) {
 		"redis refused":       {redisx.Classify(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), msgRedisDown},
 		"redis timeout":       {redisx.Classify(context.DeadlineExceeded), msgRedisDown},
 		"postgres connect":    {&pgconn.ConnectError{}, msgDatabaseDown},
-		"postgres dropped":    {fmt.Errorf("store: message: %w", io.ErrUnexpectedEOF), msgDatabaseDown},
+		"postgres dropped":    {fmt.Errorf("store: message: %w", pgconn.ErrConnClosed), msgDatabaseDown},
 		"postgres shutdown":   {&pgconn.PgError{Code: "57P01"}, msgDatabaseDown},
 		"postgres conn error": {&pgconn.PgError{Code: "08006"}, msgDatabaseDown},
 	}
@@ -59,6 +60,8 @@ func TestUnavailableIs503(t *testing.T) {
 		"unique violation": &pgconn.PgError{Code: "23505"},
 		"syntax":           &pgconn.PgError{Code: "42601"},
 		"plain":            errors.New("boom"),
+		"remote refused":   &url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+		"bare EOF":         io.ErrUnexpectedEOF,
 		"redis script":     redisx.Classify(errors.New("ERR Error running script")),
 	} {
 		if got := mapError(err); got.Status != http.StatusInternalServerError {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -22,24 +23,59 @@ const pgConnectTimeout = 5 * time.Second
 // was refused, dropped or timed out, or the server is starting or shutting down. The API
 // answers such failures 503, and the replica recovers by itself when the database is back
 // (the pool opens new connections). SQLite, a file, has no such failure.
+//
+// Only errors of the PostgreSQL driver count: a network error from anywhere else (a model
+// provider, a remote file) is none of the database's business.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
 	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
-	var ne net.Error
 	switch {
-	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err),
-		errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.As(err, &ce), errors.Is(err, driver.ErrBadConn), errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &pe):
 		// Class 08: connection exception; 57P01-57P03: the server is shutting down, crashed,
 		// or not accepting connections yet.
 		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	case !fromDriver(err):
+		return false
 	}
-	return strings.Contains(err.Error(), "conn closed")
+	var ne net.Error
+	return pgconn.Timeout(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// pgconnPkg is the package path of the PostgreSQL driver's connection layer.
+var pgconnPkg = reflect.TypeFor[pgconn.PgError]().PkgPath()
+
+// fromDriver reports whether an error of the PostgreSQL driver's connection layer is on err's
+// chain (its failures to read or write are of unexported types that wrap the network error).
+func fromDriver(err error) bool {
+	for err != nil {
+		t := reflect.TypeOf(err)
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.PkgPath() == pgconnPkg {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if fromDriver(e) {
+					return true
+				}
+			}
+			return false
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Ping checks, within a bounded time, that the database answers (the readiness check).

@@ -1,15 +1,17 @@
 package store
 
 import (
-	"database/sql"
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // PostgreSQL pool limits. Parley is one process; a few dozen connections is
@@ -36,11 +38,22 @@ func openPostgres(databaseURL string) (*Store, error) {
 	if err := checkPostgresURL(databaseURL); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("pgx", withConnectTimeout(databaseURL))
+	cfg, err := pgx.ParseConfig(withConnectTimeout(databaseURL))
 	if err != nil {
 		// pgx parse errors redact the password.
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
+	// The connections' read and write failures are marked as the database's (see
+	// IsUnavailable): the driver hands some of them on bare, as io.ErrUnexpectedEOF.
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &markedConn{Conn: c}, nil
+	}
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	db.SetMaxIdleConns(pgMaxIdleConns)
 	db.SetConnMaxLifetime(pgConnMaxLifetime)

@@ -32,9 +32,17 @@ func IsUnavailable(err error) bool {
 	}
 	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
+	var me *connError
 	switch {
 	case errors.As(err, &ce), errors.Is(err, driver.ErrBadConn), errors.Is(err, pgconn.ErrConnClosed):
 		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The caller gave up (a client gone, a deadline of its own): the driver cut the
+		// query short on purpose, which says nothing about the server.
+		return false
+	case errors.As(err, &me):
+		// The driver's deadlines cut reads short only to cancel a query.
+		return !me.Timeout()
 	case errors.As(err, &pe):
 		// Class 08: connection exception; 57P01-57P03: the server is shutting down, crashed,
 		// or not accepting connections yet.
@@ -46,6 +54,40 @@ func IsUnavailable(err error) bool {
 	return pgconn.Timeout(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
+
+// markedConn is a connection to PostgreSQL whose read and write failures are *connError, so
+// that they are told from the same failures elsewhere whatever the driver wraps them in.
+type markedConn struct{ net.Conn }
+
+func (c *markedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	return n, markConnError(err)
+}
+
+func (c *markedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	return n, markConnError(err)
+}
+
+func markConnError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &connError{err: err}
+}
+
+// connError is a read or write failure of a connection to PostgreSQL. It is a net.Error whose
+// Timeout is the failure's own, so the driver still tells its deadlines (a cancelled query) from
+// a lost server.
+type connError struct{ err error }
+
+func (e *connError) Error() string { return e.err.Error() }
+func (e *connError) Unwrap() error { return e.err }
+func (e *connError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.err, &ne) && ne.Timeout()
+}
+func (e *connError) Temporary() bool { return false }
 
 // pgconnPkg is the package path of the PostgreSQL driver's connection layer.
 var pgconnPkg = reflect.TypeFor[pgconn.PgError]().PkgPath()

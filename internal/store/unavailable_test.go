@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -24,6 +25,7 @@ func TestIsUnavailable(t *testing.T) {
 		"conn closed":     fmt.Errorf("store: x: %w", pgconn.ErrConnClosed),
 		"shutdown":        &pgconn.PgError{Code: "57P01"},
 		"connection code": &pgconn.PgError{Code: "08006"},
+		"lost connection": fmt.Errorf("store: api key by hash: %w", &connError{err: io.ErrUnexpectedEOF}),
 	} {
 		if !IsUnavailable(err) {
 			t.Errorf("%s: not unavailable", name)
@@ -69,5 +71,15 @@ func TestUnreachablePostgres(t *testing.T) {
 	_, err = st.DB().ExecContext(context.Background(), "SELECT * FROM no_such_table")
 	if err == nil || IsUnavailable(err) {
 		t.Fatalf("a missing table: %v", err)
+	}
+	// A query its caller gave up on (a client gone) is not the database's failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = st.DB().ExecContext(ctx, "SELECT pg_sleep(5)")
+	if err == nil || IsUnavailable(err) {
+		t.Fatalf("a cancelled query: %v (unavailable %v)", err, IsUnavailable(err))
+	}
+	if err := st.Ping(context.Background()); err != nil {
+		t.Fatalf("ping after a cancelled query: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ lint: tools ## gofmt, go vet, Spectral and Redocly on the contract.
 	$(NPM_TOOLS)/spectral lint --fail-severity=warn api/openapi.yaml
 	$(NPM_TOOLS)/redocly lint api/openapi.yaml
 
-services: ## Start the PostgreSQL server the tests use (installs it when missing).
+services: ## Start the PostgreSQL and Redis servers the tests use (installs them when missing).
 	@bash scripts/services.sh
 
 build: ## Build the parley binary into bin/.
@@ -42,8 +42,8 @@ run: ## Run the server on the embedded default (SQLite under ./data, the sample 
 migrate: ## Apply database migrations.
 	$(GO) run ./cmd/parley migrate
 
-test: services ## All tests: unit, storage on SQLite and PostgreSQL, conformance.
-	PARLEY_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./...
+test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance.
+	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 
 bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).
 	@mkdir -p $(dir $(BENCH_OUT)) bench

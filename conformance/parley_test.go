@@ -128,8 +128,18 @@ func startParley(t *testing.T, engine string) *Parley {
 			KnowledgeKey: os.Getenv("PARLEY_KNOWLEDGE_KEY"),
 		}
 	}
+	p := newParley(storetest.NewEngine(t, engine))
+	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
+	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")
+	p.Start(t)
+	return p
+}
+
+// newParley prepares, without starting it, a server with the conformance settings on the
+// database of engine; several of them on one PostgreSQL database are replicas.
+func newParley(engine storetest.Engine, extraEnv ...string) *Parley {
 	_, file, _, _ := runtime.Caller(0)
-	p := &Parley{engine: storetest.NewEngine(t, engine), logs: &syncBuffer{}}
+	p := &Parley{engine: engine, logs: &syncBuffer{}}
 	p.env = append(os.Environ(),
 		"PARLEY_ADDR=127.0.0.1:0",
 		"PARLEY_DATA_DIR="+p.engine.DataDir,
@@ -148,9 +158,7 @@ func startParley(t *testing.T, engine string) *Parley {
 		"UPLOAD_FILE_EXTENSION_BLACKLIST=exe,bat",
 		"PARLEY_REMOTE_FILES_ALLOW_PRIVATE=true",
 	)
-	p.AppKey = p.CLI(t, "keys", "create", "--app", "chatbot")
-	p.KnowledgeKey = p.CLI(t, "keys", "create", "--knowledge")
-	p.Start(t)
+	p.env = append(p.env, extraEnv...)
 	return p
 }
 

@@ -5271,6 +5271,9 @@ type PayloadTooLarge = Error
 // RequestTimeout The body of every error response, and the payload members of the `error` event.
 type RequestTimeout = Error
 
+// ServiceUnavailable The body of every error response, and the payload members of the `error` event.
+type ServiceUnavailable = Error
+
 // Success The body of an operation that only reports success.
 type Success = Result
 
@@ -15845,6 +15848,8 @@ type PayloadTooLargeJSONResponse Error
 
 type RequestTimeoutJSONResponse Error
 
+type ServiceUnavailableJSONResponse Error
+
 type SuccessJSONResponse Result
 
 type TooManyRequestsJSONResponse Error
@@ -15902,6 +15907,20 @@ func (response GetServiceInfo500JSONResponse) VisitGetServiceInfoResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetServiceInfo503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetServiceInfo503JSONResponse) VisitGetServiceInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15971,6 +15990,20 @@ func (response ListAppFeedbacks500JSONResponse) VisitListAppFeedbacksResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAppFeedbacks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAppFeedbacks503JSONResponse) VisitListAppFeedbacksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16075,6 +16108,20 @@ func (response SetAnnotationReply500JSONResponse) VisitSetAnnotationReplyRespons
 	return err
 }
 
+type SetAnnotationReply503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetAnnotationReply503JSONResponse) VisitSetAnnotationReplyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAnnotationReplyStatusRequestObject struct {
 	Action GetAnnotationReplyStatusParamsAction `json:"action"`
 	JobId  string                               `json:"job_id"`
@@ -16145,6 +16192,20 @@ func (response GetAnnotationReplyStatus500JSONResponse) VisitGetAnnotationReplyS
 	return err
 }
 
+type GetAnnotationReplyStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAnnotationReplyStatus503JSONResponse) VisitGetAnnotationReplyStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAnnotationsRequestObject struct {
 	Params ListAnnotationsParams
 }
@@ -16210,6 +16271,20 @@ func (response ListAnnotations500JSONResponse) VisitListAnnotationsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAnnotations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAnnotations503JSONResponse) VisitListAnnotationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16313,6 +16388,20 @@ func (response CreateAnnotation500JSONResponse) VisitCreateAnnotationResponse(w 
 	return err
 }
 
+type CreateAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAnnotation503JSONResponse) VisitCreateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteAnnotationRequestObject struct {
 	AnnotationId string `json:"annotation_id"`
 }
@@ -16386,6 +16475,20 @@ func (response DeleteAnnotation500JSONResponse) VisitDeleteAnnotationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAnnotation503JSONResponse) VisitDeleteAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16504,6 +16607,20 @@ func (response UpdateAnnotation500JSONResponse) VisitUpdateAnnotationResponse(w 
 	return err
 }
 
+type UpdateAnnotation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAnnotation503JSONResponse) VisitUpdateAnnotationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AudioToTextRequestObject struct {
 	Body *multipart.Reader
 }
@@ -16613,6 +16730,20 @@ func (response AudioToText500JSONResponse) VisitAudioToTextResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AudioToText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AudioToText503JSONResponse) VisitAudioToTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16815,6 +16946,20 @@ func (response SendChatMessage500JSONResponse) VisitSendChatMessageResponse(w ht
 	return err
 }
 
+type SendChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendChatMessage503JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopChatMessageRequestObject struct {
 	TaskId TaskId `json:"task_id"`
 	Body   *StopChatMessageJSONRequestBody
@@ -16925,6 +17070,20 @@ func (response StopChatMessage500JSONResponse) VisitStopChatMessageResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopChatMessage503JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17113,6 +17272,20 @@ func (response SendCompletionMessage500JSONResponse) VisitSendCompletionMessageR
 	return err
 }
 
+type SendCompletionMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendCompletionMessage503JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopCompletionMessageRequestObject struct {
 	TaskId TaskId `json:"task_id"`
 	Body   *StopCompletionMessageJSONRequestBody
@@ -17227,6 +17400,20 @@ func (response StopCompletionMessage500JSONResponse) VisitStopCompletionMessageR
 	return err
 }
 
+type StopCompletionMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopCompletionMessage503JSONResponse) VisitStopCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListConversationsRequestObject struct {
 	Params ListConversationsParams
 }
@@ -17306,6 +17493,20 @@ func (response ListConversations500JSONResponse) VisitListConversationsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListConversations503JSONResponse) VisitListConversationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17428,6 +17629,20 @@ func (response DeleteConversation500JSONResponse) VisitDeleteConversationRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteConversation503JSONResponse) VisitDeleteConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17560,6 +17775,20 @@ func (response RenameConversation500JSONResponse) VisitRenameConversationRespons
 	return err
 }
 
+type RenameConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RenameConversation503JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListConversationVariablesRequestObject struct {
 	ConversationId ConversationId `json:"conversation_id"`
 	Params         ListConversationVariablesParams
@@ -17640,6 +17869,20 @@ func (response ListConversationVariables500JSONResponse) VisitListConversationVa
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListConversationVariables503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListConversationVariables503JSONResponse) VisitListConversationVariablesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17773,6 +18016,20 @@ func (response UpdateConversationVariable500JSONResponse) VisitUpdateConversatio
 	return err
 }
 
+type UpdateConversationVariable503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateConversationVariable503JSONResponse) VisitUpdateConversationVariableResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetsRequestObject struct {
 	Params ListDatasetsParams
 }
@@ -17838,6 +18095,20 @@ func (response ListDatasets500JSONResponse) VisitListDatasetsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDatasets503JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17969,6 +18240,20 @@ func (response CreateDataset500JSONResponse) VisitCreateDatasetResponse(w http.R
 	return err
 }
 
+type CreateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDataset503JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadPipelineFileRequestObject struct {
 	Body *multipart.Reader
 }
@@ -18078,6 +18363,20 @@ func (response UploadPipelineFile500JSONResponse) VisitUploadPipelineFileRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadPipelineFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadPipelineFile503JSONResponse) VisitUploadPipelineFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18217,6 +18516,20 @@ func (response DeleteTag500JSONResponse) VisitDeleteTagResponse(w http.ResponseW
 	return err
 }
 
+type DeleteTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteTag503JSONResponse) VisitDeleteTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTagsRequestObject struct {
 }
 
@@ -18267,6 +18580,20 @@ func (response ListTags500JSONResponse) VisitListTagsResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTags503JSONResponse) VisitListTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18412,6 +18739,20 @@ func (response UpdateTag500JSONResponse) VisitUpdateTagResponse(w http.ResponseW
 	return err
 }
 
+type UpdateTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateTag503JSONResponse) VisitUpdateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTagRequestObject struct {
 	Body *CreateTagJSONRequestBody
 }
@@ -18535,6 +18876,20 @@ func (response CreateTag500JSONResponse) VisitCreateTagResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateTag503JSONResponse) VisitCreateTagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18674,6 +19029,20 @@ func (response BindTags500JSONResponse) VisitBindTagsResponse(w http.ResponseWri
 	return err
 }
 
+type BindTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BindTags503JSONResponse) VisitBindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UnbindTagsRequestObject struct {
 	Body *UnbindTagsJSONRequestBody
 }
@@ -18809,6 +19178,20 @@ func (response UnbindTags500JSONResponse) VisitUnbindTagsResponse(w http.Respons
 	return err
 }
 
+type UnbindTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnbindTags503JSONResponse) VisitUnbindTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteDatasetRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -18900,6 +19283,20 @@ func (response DeleteDataset500JSONResponse) VisitDeleteDatasetResponse(w http.R
 	return err
 }
 
+type DeleteDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteDataset503JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -18979,6 +19376,20 @@ func (response GetDataset500JSONResponse) VisitGetDatasetResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDataset503JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19125,6 +19536,20 @@ func (response UpdateDataset500JSONResponse) VisitUpdateDatasetResponse(w http.R
 	return err
 }
 
+type UpdateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDataset503JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *multipart.Reader
@@ -19263,6 +19688,20 @@ func (response CreateDocumentByFile500JSONResponse) VisitCreateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByFile503JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19409,6 +19848,20 @@ func (response CreateDocumentByText500JSONResponse) VisitCreateDocumentByTextRes
 	return err
 }
 
+type CreateDocumentByText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByText503JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileLegacyRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *multipart.Reader
@@ -19547,6 +20000,20 @@ func (response CreateDocumentByFileLegacy500JSONResponse) VisitCreateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByFileLegacy503JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19693,6 +20160,20 @@ func (response CreateDocumentByTextLegacy500JSONResponse) VisitCreateDocumentByT
 	return err
 }
 
+type CreateDocumentByTextLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDocumentByTextLegacy503JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDocumentsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListDocumentsParams
@@ -19787,6 +20268,20 @@ func (response ListDocuments500JSONResponse) VisitListDocumentsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDocuments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDocuments503JSONResponse) VisitListDocumentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19947,6 +20442,20 @@ func (response DownloadDocumentsZip500JSONResponse) VisitDownloadDocumentsZipRes
 	return err
 }
 
+type DownloadDocumentsZip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadDocumentsZip503JSONResponse) VisitDownloadDocumentsZipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentsMetadataRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *UpdateDocumentsMetadataJSONRequestBody
@@ -20085,6 +20594,20 @@ func (response UpdateDocumentsMetadata500JSONResponse) VisitUpdateDocumentsMetad
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentsMetadata503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentsMetadata503JSONResponse) VisitUpdateDocumentsMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20232,6 +20755,20 @@ func (response UpdateDocumentStatus500JSONResponse) VisitUpdateDocumentStatusRes
 	return err
 }
 
+type UpdateDocumentStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentStatus503JSONResponse) VisitUpdateDocumentStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocumentIndexingStatusRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Batch     Batch     `json:"batch"`
@@ -20312,6 +20849,20 @@ func (response GetDocumentIndexingStatus500JSONResponse) VisitGetDocumentIndexin
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentIndexingStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocumentIndexingStatus503JSONResponse) VisitGetDocumentIndexingStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20404,6 +20955,20 @@ func (response DeleteDocument500JSONResponse) VisitDeleteDocumentResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteDocument503JSONResponse) VisitDeleteDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20503,6 +21068,20 @@ func (response GetDocument500JSONResponse) VisitGetDocumentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocument503JSONResponse) VisitGetDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20650,6 +21229,20 @@ func (response UpdateDocument500JSONResponse) VisitUpdateDocumentResponse(w http
 	return err
 }
 
+type UpdateDocument503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocument503JSONResponse) VisitUpdateDocumentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocumentDownloadRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -20730,6 +21323,20 @@ func (response GetDocumentDownload500JSONResponse) VisitGetDocumentDownloadRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentDownload503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocumentDownload503JSONResponse) VisitGetDocumentDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20829,6 +21436,20 @@ func (response ListSegments500JSONResponse) VisitListSegmentsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListSegments503JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20976,6 +21597,20 @@ func (response CreateSegments500JSONResponse) VisitCreateSegmentsResponse(w http
 	return err
 }
 
+type CreateSegments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateSegments503JSONResponse) VisitCreateSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteSegmentRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -21069,6 +21704,20 @@ func (response DeleteSegment500JSONResponse) VisitDeleteSegmentResponse(w http.R
 	return err
 }
 
+type DeleteSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteSegment503JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSegmentRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -21150,6 +21799,20 @@ func (response GetSegment500JSONResponse) VisitGetSegmentResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSegment503JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21298,6 +21961,20 @@ func (response UpdateSegment500JSONResponse) VisitUpdateSegmentResponse(w http.R
 	return err
 }
 
+type UpdateSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateSegment503JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListChildChunksRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -21394,6 +22071,20 @@ func (response ListChildChunks500JSONResponse) VisitListChildChunksResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChildChunks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListChildChunks503JSONResponse) VisitListChildChunksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21542,6 +22233,20 @@ func (response CreateChildChunk500JSONResponse) VisitCreateChildChunkResponse(w 
 	return err
 }
 
+type CreateChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateChildChunk503JSONResponse) VisitCreateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteChildChunkRequestObject struct {
 	DatasetId    DatasetId    `json:"dataset_id"`
 	DocumentId   DocumentId   `json:"document_id"`
@@ -21618,6 +22323,20 @@ func (response DeleteChildChunk500JSONResponse) VisitDeleteChildChunkResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteChildChunk503JSONResponse) VisitDeleteChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21767,6 +22486,20 @@ func (response UpdateChildChunk500JSONResponse) VisitUpdateChildChunkResponse(w 
 	return err
 }
 
+type UpdateChildChunk503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateChildChunk503JSONResponse) VisitUpdateChildChunkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByFileRequestObject struct {
 	DatasetId  string `json:"dataset_id"`
 	DocumentId string `json:"document_id"`
@@ -21906,6 +22639,20 @@ func (response UpdateDocumentByFile500JSONResponse) VisitUpdateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByFile503JSONResponse) VisitUpdateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22053,6 +22800,20 @@ func (response UpdateDocumentByText500JSONResponse) VisitUpdateDocumentByTextRes
 	return err
 }
 
+type UpdateDocumentByText503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByText503JSONResponse) VisitUpdateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateDocumentByFileLegacyRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -22192,6 +22953,20 @@ func (response UpdateDocumentByFileLegacy500JSONResponse) VisitUpdateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDocumentByFileLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByFileLegacy503JSONResponse) VisitUpdateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22339,6 +23114,20 @@ func (response UpdateDocumentByTextLegacy500JSONResponse) VisitUpdateDocumentByT
 	return err
 }
 
+type UpdateDocumentByTextLegacy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDocumentByTextLegacy503JSONResponse) VisitUpdateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocumentUploadFileRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	DocumentId DocumentId `json:"document_id"`
@@ -22419,6 +23208,20 @@ func (response GetDocumentUploadFile500JSONResponse) VisitGetDocumentUploadFileR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocumentUploadFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocumentUploadFile503JSONResponse) VisitGetDocumentUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22565,6 +23368,20 @@ func (response HitTesting500JSONResponse) VisitHitTestingResponse(w http.Respons
 	return err
 }
 
+type HitTesting503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response HitTesting503JSONResponse) VisitHitTestingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -22644,6 +23461,20 @@ func (response ListMetadataFields500JSONResponse) VisitListMetadataFieldsRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMetadataFields503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMetadataFields503JSONResponse) VisitListMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22790,6 +23621,20 @@ func (response CreateMetadataField500JSONResponse) VisitCreateMetadataFieldRespo
 	return err
 }
 
+type CreateMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateMetadataField503JSONResponse) VisitCreateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListBuiltInMetadataFieldsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -22869,6 +23714,20 @@ func (response ListBuiltInMetadataFields500JSONResponse) VisitListBuiltInMetadat
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBuiltInMetadataFields503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBuiltInMetadataFields503JSONResponse) VisitListBuiltInMetadataFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22971,6 +23830,20 @@ func (response ToggleBuiltInMetadata500JSONResponse) VisitToggleBuiltInMetadataR
 	return err
 }
 
+type ToggleBuiltInMetadata503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ToggleBuiltInMetadata503JSONResponse) VisitToggleBuiltInMetadataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMetadataFieldRequestObject struct {
 	DatasetId  DatasetId  `json:"dataset_id"`
 	MetadataId MetadataId `json:"metadata_id"`
@@ -23045,6 +23918,20 @@ func (response DeleteMetadataField500JSONResponse) VisitDeleteMetadataFieldRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteMetadataField503JSONResponse) VisitDeleteMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23192,6 +24079,20 @@ func (response UpdateMetadataField500JSONResponse) VisitUpdateMetadataFieldRespo
 	return err
 }
 
+type UpdateMetadataField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateMetadataField503JSONResponse) VisitUpdateMetadataFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPipelineDatasourcesRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    ListPipelineDatasourcesParams
@@ -23286,6 +24187,20 @@ func (response ListPipelineDatasources500JSONResponse) VisitListPipelineDatasour
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPipelineDatasources503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPipelineDatasources503JSONResponse) VisitListPipelineDatasourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23415,6 +24330,20 @@ func (response RunPipelineDatasourceNode500JSONResponse) VisitRunPipelineDatasou
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunPipelineDatasourceNode503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunPipelineDatasourceNode503JSONResponse) VisitRunPipelineDatasourceNodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23561,6 +24490,20 @@ func (response RunPipeline500JSONResponse) VisitRunPipelineResponse(w http.Respo
 	return err
 }
 
+type RunPipeline503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunPipeline503JSONResponse) VisitRunPipelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RetrieveRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *RetrieveJSONRequestBody
@@ -23703,6 +24646,20 @@ func (response Retrieve500JSONResponse) VisitRetrieveResponse(w http.ResponseWri
 	return err
 }
 
+type Retrieve503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Retrieve503JSONResponse) VisitRetrieveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetTagsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -23786,6 +24743,20 @@ func (response ListDatasetTags500JSONResponse) VisitListDatasetTagsResponse(w ht
 	return err
 }
 
+type ListDatasetTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDatasetTags503JSONResponse) VisitListDatasetTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetEndUserRequestObject struct {
 	EndUserId string `json:"end_user_id"`
 }
@@ -23865,6 +24836,20 @@ func (response GetEndUser500JSONResponse) VisitGetEndUserResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEndUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEndUser503JSONResponse) VisitGetEndUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23955,6 +24940,20 @@ func (response GetToolFile500JSONResponse) VisitGetToolFileResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolFile503JSONResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24072,6 +25071,20 @@ func (response UploadFile500JSONResponse) VisitUploadFileResponse(w http.Respons
 	return err
 }
 
+type UploadFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadFile503JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSignedFileRequestObject struct {
 	FileId string `json:"file_id"`
 	Params GetSignedFileParams
@@ -24158,6 +25171,20 @@ func (response GetSignedFile500JSONResponse) VisitGetSignedFileResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignedFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSignedFile503JSONResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24255,6 +25282,20 @@ func (response PreviewFile500JSONResponse) VisitPreviewFileResponse(w http.Respo
 	return err
 }
 
+type PreviewFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewFile503JSONResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHumanInputFormRequestObject struct {
 	FormToken FormToken `json:"form_token"`
 }
@@ -24334,6 +25375,20 @@ func (response GetHumanInputForm500JSONResponse) VisitGetHumanInputFormResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHumanInputForm503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetHumanInputForm503JSONResponse) VisitGetHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24480,6 +25535,20 @@ func (response SubmitHumanInputForm500JSONResponse) VisitSubmitHumanInputFormRes
 	return err
 }
 
+type SubmitHumanInputForm503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubmitHumanInputForm503JSONResponse) VisitSubmitHumanInputFormResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppInfoRequestObject struct {
 	Params GetAppInfoParams
 }
@@ -24545,6 +25614,20 @@ func (response GetAppInfo500JSONResponse) VisitGetAppInfoResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppInfo503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppInfo503JSONResponse) VisitGetAppInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24628,6 +25711,20 @@ func (response ListMessages500JSONResponse) VisitListMessagesResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMessages503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMessages503JSONResponse) VisitListMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24760,6 +25857,20 @@ func (response SendMessageFeedback500JSONResponse) VisitSendMessageFeedbackRespo
 	return err
 }
 
+type SendMessageFeedback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendMessageFeedback503JSONResponse) VisitSendMessageFeedbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSuggestedQuestionsRequestObject struct {
 	MessageId MessageId `json:"message_id"`
 	Params    GetSuggestedQuestionsParams
@@ -24844,6 +25955,20 @@ func (response GetSuggestedQuestions500JSONResponse) VisitGetSuggestedQuestionsR
 	return err
 }
 
+type GetSuggestedQuestions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSuggestedQuestions503JSONResponse) VisitGetSuggestedQuestionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppMetaRequestObject struct {
 	Params GetAppMetaParams
 }
@@ -24909,6 +26034,20 @@ func (response GetAppMeta500JSONResponse) VisitGetAppMetaResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAppMeta503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppMeta503JSONResponse) VisitGetAppMetaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24982,6 +26121,20 @@ func (response GetAppParameters500JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type GetAppParameters503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAppParameters503JSONResponse) VisitGetAppParametersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSiteRequestObject struct {
 	Params GetSiteParams
 }
@@ -25047,6 +26200,20 @@ func (response GetSite500JSONResponse) VisitGetSiteResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSite503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSite503JSONResponse) VisitGetSiteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25171,6 +26338,20 @@ func (response TextToAudio500JSONResponse) VisitTextToAudioResponse(w http.Respo
 	return err
 }
 
+type TextToAudio503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TextToAudio503JSONResponse) VisitTextToAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StreamWorkflowEventsRequestObject struct {
 	WorkflowRunId string `json:"workflow_run_id"`
 	Params        StreamWorkflowEventsParams
@@ -25284,6 +26465,20 @@ func (response StreamWorkflowEvents500JSONResponse) VisitStreamWorkflowEventsRes
 	return err
 }
 
+type StreamWorkflowEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamWorkflowEvents503JSONResponse) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWorkflowLogsRequestObject struct {
 	Params ListWorkflowLogsParams
 }
@@ -25349,6 +26544,20 @@ func (response ListWorkflowLogs500JSONResponse) VisitListWorkflowLogsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWorkflowLogs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWorkflowLogs503JSONResponse) VisitListWorkflowLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25550,6 +26759,20 @@ func (response RunWorkflow500JSONResponse) VisitRunWorkflowResponse(w http.Respo
 	return err
 }
 
+type RunWorkflow503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkflow503JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWorkflowRunRequestObject struct {
 	WorkflowRunId string `json:"workflow_run_id"`
 }
@@ -25629,6 +26852,20 @@ func (response GetWorkflowRun500JSONResponse) VisitGetWorkflowRunResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWorkflowRun503JSONResponse) VisitGetWorkflowRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25743,6 +26980,20 @@ func (response StopWorkflowTask500JSONResponse) VisitStopWorkflowTaskResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopWorkflowTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopWorkflowTask503JSONResponse) VisitStopWorkflowTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25945,6 +27196,20 @@ func (response RunWorkflowVersion500JSONResponse) VisitRunWorkflowVersionRespons
 	return err
 }
 
+type RunWorkflowVersion503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkflowVersion503JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAvailableModelsRequestObject struct {
 	ModelType ModelType `json:"model_type"`
 }
@@ -26010,6 +27275,20 @@ func (response ListAvailableModels500JSONResponse) VisitListAvailableModelsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAvailableModels503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAvailableModels503JSONResponse) VisitListAvailableModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }

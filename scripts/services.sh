@@ -2,13 +2,14 @@
 # services.sh — make sure the local test services Parley needs are running.
 #
 # Brings up a PostgreSQL 15 server on 127.0.0.1:5432 with trust auth for the
-# user "postgres". Durability settings are switched off (fsync, synchronous
-# commit, full page writes): this server is for tests and CI only, never for
-# real data.
+# user "postgres", and a Redis server (Debian's redis-server) on
+# 127.0.0.1:6379. Durability settings are switched off (PostgreSQL's fsync,
+# synchronous commit, full page writes; Redis saves nothing to disk): these
+# servers are for tests and CI only, never for real data.
 #
-# Idempotent: installs postgresql-15 only when it is missing, creates the
-# cluster only when it is missing, reloads instead of restarting a running
-# server. A re-run on a machine where everything is already up takes well
+# Idempotent: installs postgresql-15 and redis-server only when they are
+# missing, creates the cluster only when it is missing, reloads instead of
+# restarting a running server, and leaves a Redis that answers alone. A re-run on a machine where everything is already up takes well
 # under a second. Runs as root; does not need systemd.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -19,16 +20,23 @@ PG_HOST=127.0.0.1
 PG_PORT=5432
 PG_BIN=/usr/lib/postgresql/${PG_VERSION}/bin
 PG_CONF_DIR=/etc/postgresql/${PG_VERSION}/${PG_CLUSTER}
+REDIS_HOST=127.0.0.1
+REDIS_PORT=6379
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "services.sh: must run as root" >&2
 	exit 1
 fi
 
-# 1. Packages: touch apt only when the server binary is absent.
+# 1. Packages: touch apt only when a server binary is absent.
+need=()
 if [ ! -x "${PG_BIN}/postgres" ] || ! command -v pg_ctlcluster >/dev/null 2>&1; then
+	need+=("postgresql-${PG_VERSION}")
+fi
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -q >/dev/null
-	apt-get install -y -q --no-install-recommends "postgresql-${PG_VERSION}" >/dev/null
+	apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 cluster_status() {
@@ -93,12 +101,36 @@ online)
 esac
 
 # 5. Wait until it accepts connections (up to ~15 s).
+pg_ready=0
 for _ in $(seq 75); do
 	if pg_isready -q -h "${PG_HOST}" -p "${PG_PORT}"; then
-		echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} ${action} on ${PG_HOST}:${PG_PORT}"
+		pg_ready=1
+		break
+	fi
+	sleep 0.2
+done
+if [ "${pg_ready}" -ne 1 ]; then
+	echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} did not become ready on ${PG_HOST}:${PG_PORT}" >&2
+	exit 1
+fi
+echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} ${action} on ${PG_HOST}:${PG_PORT}"
+
+# 6. Redis: there is no systemd here, so the package's unit does not run it;
+# start it daemonized, in memory only, unless one already answers.
+redis_up() { redis-cli -h "${REDIS_HOST}" -p "${REDIS_PORT}" ping 2>/dev/null | grep -q PONG; }
+action=running
+if ! redis_up; then
+	mkdir -p /var/lib/redis /var/log/redis
+	redis-server --daemonize yes --bind "${REDIS_HOST}" --port "${REDIS_PORT}" \
+		--save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/parley-test.log
+	action=started
+fi
+for _ in $(seq 75); do
+	if redis_up; then
+		echo "services.sh: redis ${action} on ${REDIS_HOST}:${REDIS_PORT}"
 		exit 0
 	fi
 	sleep 0.2
 done
-echo "services.sh: postgresql ${PG_VERSION}/${PG_CLUSTER} did not become ready on ${PG_HOST}:${PG_PORT}" >&2
+echo "services.sh: redis did not become ready on ${REDIS_HOST}:${REDIS_PORT}" >&2
 exit 1

@@ -16,12 +16,14 @@ import (
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -101,8 +103,15 @@ func domainOutcome(err error) *APIError {
 		// internal/conversations
 		varName *conversations.VariableNameError
 		varType *conversations.VariableTypeError
+		// internal/health: a dependency that cannot be reached
+		unavailable *health.UnavailableError
 	)
 	switch {
+	// A database or Redis that cannot be reached: 503, whatever the operation was doing.
+	case errors.As(err, &unavailable):
+		return errUnavailable(unavailable.Dependency)
+	case store.IsUnavailable(err):
+		return errUnavailable("database")
 	// internal/workflow/humaninput
 	case errors.Is(err, humaninput.ErrFormNotFound):
 		return apiError(http.StatusNotFound, "not_found", "Form not found")
@@ -297,6 +306,18 @@ func domainOutcome(err error) *APIError {
 		return errUnauthorized(msgInvalidToken)
 	}
 	return nil
+}
+
+// errUnavailable is the 503 of a request that failed because the server could not reach a
+// service it depends on ("database" or "redis"); the replica recovers by itself once the
+// service is back.
+func errUnavailable(dependency string) *APIError {
+	what := "its database"
+	if dependency == "redis" {
+		what = "the Redis server its replicas share"
+	}
+	return apiError(http.StatusServiceUnavailable, "service_unavailable",
+		fmt.Sprintf("The service is temporarily unavailable: %s cannot be reached. Please try again later.", what))
 }
 
 // wrapText is the text of the error that wraps target directly — the domain package's own

@@ -28,14 +28,13 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/knowledge/sandbox"
-	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
-	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/server"
 )
@@ -159,8 +158,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
 		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})
+	coord, err := openCoordination(ctx, cfg, e.store, e.log)
+	if err != nil {
+		return err
+	}
+	defer coord.close()
 	engine := run.New(run.Options{
-		Store: e.store, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: e.log,
+		Store: e.store, Limiter: coord.limiter, Tasks: coord.tasks, Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
 		Annotations: annotationSvc, Speech: audioSvc,
 		Kinds: map[string]run.Kind{
@@ -224,7 +228,8 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv := &http.Server{
-		Handler:           handler,
+		// The probes (/health, /ready) sit in front of the API, outside /v1.
+		Handler:           health.Handler(handler, e.log, coord.checks...),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -234,7 +239,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	addr := ln.Addr().String()
 	e.log.Info("listening", "addr", addr, "url", "http://"+addr+server.BasePath,
 		"database", e.store.Dialect(), "files", fileStore.kind, "data_dir", cfg.DataDir, "config", configName(cfg.ConfigPath),
-		"response_validation", string(mode))
+		"response_validation", string(mode), "shared_coordination", coord.shared)
 
 	select {
 	case err := <-served:

@@ -46,6 +46,15 @@ type Config struct {
 	// DatabaseURL selects the database (PARLEY_DATABASE_URL); empty means
 	// SQLite inside DataDir, postgres:// or postgresql:// means PostgreSQL.
 	DatabaseURL string
+	// RedisURL names the Redis server that replicas share (PARLEY_REDIS_URL, redis:// or
+	// rediss://); empty means one process with in-process coordination. It needs PostgreSQL.
+	RedisURL string
+	// RedisKeyPrefix starts every Redis key and channel Parley uses (PARLEY_REDIS_KEY_PREFIX),
+	// so that several deployments can share one Redis.
+	RedisKeyPrefix string
+	// SlotLease is how long a concurrency slot held in Redis outlives the replica holding it
+	// if that replica dies (PARLEY_SLOT_LEASE); a live run renews its slot every third of it.
+	SlotLease time.Duration
 
 	// Upload holds the file upload limits (UPLOAD_* variables, as in Dify).
 	Upload UploadLimits
@@ -224,6 +233,10 @@ const (
 	DriverPostgres DatabaseDriver = "postgres"
 )
 
+// MinSlotLease is the smallest PARLEY_SLOT_LEASE: a slot is renewed every third of its lease,
+// and a renewal must fit well within that.
+const MinSlotLease = time.Second
+
 // MinRunStaleAfter is the smallest PARLEY_RUN_STALE_AFTER.
 const MinRunStaleAfter = 2 * time.Second
 
@@ -278,8 +291,23 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("PARLEY_DATA_DIR", "must not be empty")
 	}
-	if _, err := ParseDatabaseURL(c.DatabaseURL); err != nil {
+	driver, err := ParseDatabaseURL(c.DatabaseURL)
+	if err != nil {
 		bad("PARLEY_DATABASE_URL", "%v", err)
+	}
+	if err := checkRedisURL(c.RedisURL); err != nil {
+		bad("PARLEY_REDIS_URL", "%v", err)
+	} else if c.RedisURL != "" && driver == DriverSQLite {
+		// SQLite is one process's database: replicas cannot share it, so Redis would only add a
+		// way to fail.
+		bad("PARLEY_REDIS_URL", "Redis coordinates replicas that share a PostgreSQL database; with SQLite "+
+			"(no PARLEY_DATABASE_URL) Parley runs as one process: set PARLEY_DATABASE_URL=postgres://… or unset PARLEY_REDIS_URL")
+	}
+	if c.RedisURL != "" && strings.TrimSpace(c.RedisKeyPrefix) == "" {
+		bad("PARLEY_REDIS_KEY_PREFIX", "must not be empty")
+	}
+	if c.SlotLease < MinSlotLease {
+		bad("PARLEY_SLOT_LEASE", "must be at least %v, got %v", MinSlotLease, c.SlotLease)
 	}
 	for _, l := range []struct {
 		name string
@@ -435,6 +463,29 @@ func ParseDatabaseURL(raw string) (DatabaseDriver, error) {
 		return "", errors.New("missing scheme: want postgres:// or postgresql:// (leave empty for SQLite)")
 	default:
 		return "", fmt.Errorf("unsupported scheme %q: want postgres:// or postgresql:// (leave empty for SQLite)", u.Scheme)
+	}
+}
+
+// checkRedisURL accepts an empty value or a redis:// or rediss:// URL. The error never repeats
+// the URL, which may hold a password.
+func checkRedisURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss":
+		if u.Host == "" {
+			return errors.New("missing host: want redis://host:port[/db]")
+		}
+		return nil
+	case "":
+		return errors.New("missing scheme: want redis:// or rediss:// (leave empty for one process)")
+	default:
+		return fmt.Errorf("unsupported scheme %q: want redis:// or rediss:// (leave empty for one process)", u.Scheme)
 	}
 }
 

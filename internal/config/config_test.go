@@ -20,8 +20,10 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		Addr:    "127.0.0.1:5001",
-		DataDir: "./data",
+		Addr:           "127.0.0.1:5001",
+		DataDir:        "./data",
+		RedisKeyPrefix: "parley:",
+		SlotLease:      30 * time.Second,
 		Upload: UploadLimits{
 			FileSizeLimitMB:      15,
 			ImageFileSizeLimitMB: 10,
@@ -100,6 +102,10 @@ func TestLoadValues(t *testing.T) {
 		{"postgresql", map[string]string{"PARLEY_DATABASE_URL": "postgresql://db/parley?sslmode=disable"}, func(c *Config) bool {
 			return c.DatabaseURL == "postgresql://db/parley?sslmode=disable"
 		}},
+		{"redis with postgres", map[string]string{"PARLEY_DATABASE_URL": "postgres://db/parley", "PARLEY_REDIS_URL": "redis://u:p@cache:6379/2",
+			"PARLEY_REDIS_KEY_PREFIX": "prod:", "PARLEY_SLOT_LEASE": "10s"}, func(c *Config) bool {
+			return c.RedisURL == "redis://u:p@cache:6379/2" && c.RedisKeyPrefix == "prod:" && c.SlotLease == 10*time.Second
+		}},
 		{"upload limits", map[string]string{
 			"UPLOAD_FILE_SIZE_LIMIT": "20", "UPLOAD_IMAGE_FILE_SIZE_LIMIT": "5",
 			"UPLOAD_AUDIO_FILE_SIZE_LIMIT": "30", "UPLOAD_VIDEO_FILE_SIZE_LIMIT": "200",
@@ -169,6 +175,10 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_ADDR": "localhost:70000"}, "PARLEY_ADDR"},
 		{map[string]string{"PARLEY_DATABASE_URL": "mysql://u:secret@db/x"}, `PARLEY_DATABASE_URL: unsupported scheme "mysql"`},
 		{map[string]string{"PARLEY_DATABASE_URL": "/tmp/x.db"}, "PARLEY_DATABASE_URL: missing scheme"},
+		{map[string]string{"PARLEY_REDIS_URL": "redis://u:secret@cache:6379"}, "PARLEY_REDIS_URL: Redis coordinates replicas that share a PostgreSQL database"},
+		{map[string]string{"PARLEY_DATABASE_URL": "postgres://db/x", "PARLEY_REDIS_URL": "memcached://u:secret@cache"}, `PARLEY_REDIS_URL: unsupported scheme "memcached"`},
+		{map[string]string{"PARLEY_DATABASE_URL": "postgres://db/x", "PARLEY_REDIS_URL": "cache:6379"}, "PARLEY_REDIS_URL"},
+		{map[string]string{"PARLEY_SLOT_LEASE": "500ms"}, "PARLEY_SLOT_LEASE: must be at least 1s"},
 		{map[string]string{"UPLOAD_FILE_SIZE_LIMIT": "big"}, `UPLOAD_FILE_SIZE_LIMIT="big": not an integer`},
 		{map[string]string{"UPLOAD_IMAGE_FILE_SIZE_LIMIT": "0"}, "UPLOAD_IMAGE_FILE_SIZE_LIMIT: must be a positive"},
 		{map[string]string{"UPLOAD_AUDIO_FILE_SIZE_LIMIT": "-1"}, "UPLOAD_AUDIO_FILE_SIZE_LIMIT"},

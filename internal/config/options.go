@@ -29,6 +29,12 @@ func options() []option {
 			parse: set(parseString, func(c *Config) *string { return &c.ConfigPath })},
 		{name: "PARLEY_DATABASE_URL", def: "", secret: true,
 			parse: set(parseString, func(c *Config) *string { return &c.DatabaseURL })},
+		{name: "PARLEY_REDIS_URL", def: "", secret: true,
+			parse: set(parseString, func(c *Config) *string { return &c.RedisURL })},
+		{name: "PARLEY_REDIS_KEY_PREFIX", def: "parley:",
+			parse: set(parseString, func(c *Config) *string { return &c.RedisKeyPrefix })},
+		{name: "PARLEY_SLOT_LEASE", def: "30s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.SlotLease })},
 
 		// Dify's upload limits, in megabytes (docs/dify-compat.md, "File uploads").
 		{name: "UPLOAD_FILE_SIZE_LIMIT", def: "15",

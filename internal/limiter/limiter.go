@@ -15,10 +15,9 @@
 //   - The limit is passed per call rather than configured per key, so a
 //     configuration reload applies to the next request.
 //
-// [Local] is the in-process implementation. A Redis one (a sorted set of
-// request ids per key with expiring scores, so that a crashed replica's
-// slots time out) implements the same interface for multi-replica
-// deployments.
+// [Local] is the in-process implementation. redislimiter implements the same
+// interface for multi-replica deployments: a sorted set of leases per key
+// with expiring scores, so that a crashed replica's slots time out.
 package limiter
 
 import (

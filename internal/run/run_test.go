@@ -80,7 +80,7 @@ type engineEnv struct {
 	runner *scripted
 }
 
-func newEngineEnv(t *testing.T, e storetest.Engine, opts ...func(*Options)) *engineEnv {
+func newEngineEnv(t testing.TB, e storetest.Engine, opts ...func(*Options)) *engineEnv {
 	t.Helper()
 	ctx := context.Background()
 	st := testdb.Open(t, e)

@@ -1,13 +1,17 @@
 package store
 
 import (
-	"database/sql"
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // PostgreSQL pool limits. Parley is one process; a few dozen connections is
@@ -34,16 +38,42 @@ func openPostgres(databaseURL string) (*Store, error) {
 	if err := checkPostgresURL(databaseURL); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("pgx", databaseURL)
+	cfg, err := pgx.ParseConfig(withConnectTimeout(databaseURL))
 	if err != nil {
 		// pgx parse errors redact the password.
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
+	// The connections' read and write failures are marked as the database's (see
+	// IsUnavailable): the driver hands some of them on bare, as io.ErrUnexpectedEOF.
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &markedConn{Conn: c}, nil
+	}
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	db.SetMaxIdleConns(pgMaxIdleConns)
 	db.SetConnMaxLifetime(pgConnMaxLifetime)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
 	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes)}, nil
+}
+
+// withConnectTimeout adds connect_timeout=pgConnectTimeout to a URL that sets none.
+func withConnectTimeout(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return databaseURL // sql.Open reports it
+	}
+	q := u.Query()
+	if q.Has("connect_timeout") {
+		return databaseURL
+	}
+	q.Set("connect_timeout", strconv.Itoa(int(pgConnectTimeout/time.Second)))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func isPostgresCode(err error, code string) bool {

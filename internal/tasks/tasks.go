@@ -17,9 +17,9 @@
 //   - done deregisters the task and releases the context's resources; it is
 //     idempotent. Call it when the task ends, typically with defer.
 //
-// [Local] is the in-process implementation. A multi-replica one (Redis
-// pub/sub or PostgreSQL LISTEN/NOTIFY keyed by task id) implements the same
-// interface: Stop publishes, and the replica that owns the task cancels it.
+// [Local] is the in-process implementation. [Shared] is the one of replicas:
+// tasks register locally, Stop publishes on a pubsub.PubSub (Redis in
+// production), and the replica that owns the task cancels it.
 package tasks
 
 import (

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/health"
+	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/limiter/redislimiter"
+	"github.com/parleyhq/parley/internal/pubsub/redispubsub"
+	"github.com/parleyhq/parley/internal/redisx"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tasks"
+)
+
+// coordination is what replicas share: the per-app concurrency cap and the stop handles of
+// running tasks, in-process for one process, in Redis with PARLEY_REDIS_URL (docs/replicas.md).
+type coordination struct {
+	limiter limiter.Limiter
+	tasks   tasks.Registry
+	// checks are the readiness checks: the database, and Redis when configured.
+	checks []health.Check
+	// shared says whether replicas share the coordination (Redis).
+	shared bool
+	close  func()
+}
+
+func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*coordination, error) {
+	c := &coordination{checks: []health.Check{{Name: "database", Ping: st.Ping}}, close: func() {}}
+	if cfg.RedisURL == "" {
+		c.limiter, c.tasks = limiter.NewLocal(), tasks.NewLocal()
+		return c, nil
+	}
+	client, err := redisx.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tasks.NewShared(ctx, redispubsub.New(client, cfg.RedisKeyPrefix), log)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	c.limiter = redislimiter.New(client, cfg.RedisKeyPrefix, redislimiter.WithLease(cfg.SlotLease), redislimiter.WithLogger(log))
+	c.tasks, c.shared = reg, true
+	c.checks = append(c.checks, health.Check{Name: "redis", Ping: func(ctx context.Context) error { return redisx.Ping(ctx, client) }})
+	c.close = func() {
+		reg.Close()
+		_ = client.Close()
+	}
+	return c, nil
+}

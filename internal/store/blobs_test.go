@@ -301,7 +301,15 @@ func TestDBBlobsStreamInBoundedMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("a %d MiB round trip allocated %d KiB in %d allocations", n>>20, allocated>>10, after.Mallocs-before.Mallocs)
-	if allocated > n/16 {
+	// Streaming allocates a few chunks' worth, whatever the size (about 1 MiB here); holding the
+	// blob allocates at least its size. Under the race detector, whose sync.Pool drops a share of
+	// the buffers put back, the driver's pooled buffers are allocated again: about 0.6 of the
+	// size, still below a blob held whole.
+	limit := uint64(n / 16)
+	if raceEnabled {
+		limit = n * 9 / 10
+	}
+	if allocated > limit {
 		t.Fatalf("a %d MiB round trip allocated %d MiB: the blob is being held in memory", n>>20, allocated>>20)
 	}
 }

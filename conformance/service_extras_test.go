@@ -55,16 +55,7 @@ func (p *Parley) sendRaw(t *testing.T, method, key, path, contentType string, bo
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
+	return rawDo(t, req)
 }
 
 // wantErr checks an error answer's status and code, and that it is the Error body.
@@ -500,10 +491,10 @@ func TestWireGaps(t *testing.T) {
 		kc := newClient(t, p, p.KnowledgeKey)
 		ds := segDataset(t, kc, "wire gaps", false)
 		doc := p.indexTextDocument(t, ds, "gaps", "Some text to index.")
-		if st, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/metadata/built-in/enable", ""); st != 200 {
+		if st, raw := rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/metadata/built-in/enable", "", p.KnowledgeKey); st != 200 {
 			t.Fatalf("enable built-in metadata: %d %s", st, raw)
 		}
-		st, raw := p.rawJSON(t, http.MethodGet, "/datasets/"+ds+"/documents/"+doc, "")
+		st, raw := rawCall(t, p, http.MethodGet, "/datasets/"+ds+"/documents/"+doc, "", p.KnowledgeKey)
 		var detail struct {
 			DatasetProcessRuleID *string `json:"dataset_process_rule_id"`
 			DocumentProcessRule  struct {

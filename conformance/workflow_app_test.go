@@ -373,25 +373,6 @@ func TestWorkflowApp(t *testing.T) {
 	})
 }
 
-// rawCall sends a request with key and returns the status and body.
-func rawCall(t *testing.T, p *Parley, method, path, body, key string) (int, []byte) {
-	t.Helper()
-	req, err := newRequest(method, p.URL+path, body, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, raw
-}
-
 // TestWorkflowAppGolden pins a Workflow app's run blocking, streaming, and stopped while its
 // LLM streams.
 func TestWorkflowAppGolden(t *testing.T) {

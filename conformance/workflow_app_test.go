@@ -250,18 +250,7 @@ func TestWorkflowApp(t *testing.T) {
 		}
 
 		// Stop: the LLM hangs after its first chunk; a stop by any user ends the run stopped.
-		hang := marker(t, "endless")
-		upstream.On(hang, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-		resp, err := c.RunWorkflow(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": hang}, User: "wf-user",
-			ResponseMode: ptr(client.WorkflowStreaming)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, err := client.NewWorkflowEventStream(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer events.Close()
+		events := hangingWorkflow(t, c, marker(t, "endless"), "wf-user")
 		var task, stoppedRun string
 		for events.Next() {
 			if workflowEventName(t, events.Event()) == "text_chunk" {
@@ -480,18 +469,7 @@ func TestWorkflowRunKilledMidStream(t *testing.T) {
 		ctx := context.Background()
 		key := exampleApp(t, p, workflowExample, "Topic Writer", "Killed Topic Writer "+p.engine.Name)
 		c := newClient(t, p, key)
-		topic := marker(t, "an endless topic")
-		upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-		resp, err := c.RunWorkflow(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "kim",
-			ResponseMode: ptr(client.WorkflowStreaming)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := client.NewWorkflowEventStream(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stream.Close()
+		stream := hangingWorkflow(t, c, marker(t, "an endless topic"), "kim")
 		var runID string
 		for runID == "" {
 			if !stream.Next() {
@@ -524,4 +502,22 @@ func TestWorkflowRunKilledMidStream(t *testing.T) {
 			t.Fatalf("logs: %v %s", err, logs.Body)
 		}
 	})
+}
+
+// hangingWorkflow starts a streamed run, for user, of a Topic Writer whose model hangs after its
+// first chunk on topic, and returns its event stream, closed when t ends.
+func hangingWorkflow(t *testing.T, c *client.ClientWithResponses, topic, user string) *client.WorkflowEventStream {
+	t.Helper()
+	upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
+	resp, err := c.RunWorkflow(context.Background(), client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: user,
+		ResponseMode: ptr(client.WorkflowStreaming)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := client.NewWorkflowEventStream(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { events.Close() })
+	return events
 }

@@ -394,18 +394,9 @@ func TestAnnotationReplyEveryKind(t *testing.T) {
 		}
 
 		// Chatflow, with auto-play on: an annotation answers without running the graph.
-		raw, err := os.ReadFile(chatflowDSL(t, "Annotated Flow "+tag))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := strings.Replace(string(raw), "    file_upload: {enabled: false}\n",
-			"    file_upload: {enabled: false}\n    text_to_speech: {enabled: true, voice: fable, autoPlay: enabled}\n", 1)
-		path := filepath.Join(t.TempDir(), "flow.yml")
-		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p.CLI(t, "apps", "import", "--publish", path)
-		flowKey := p.CLI(t, "keys", "create", "--app", "Annotated Flow "+tag)
+		flow := "Annotated Flow " + tag
+		flowKey := exampleApp(t, p, chatflowDSL(t, flow), flow, flow, "    file_upload: {enabled: false}\n",
+			"    file_upload: {enabled: false}\n    text_to_speech: {enabled: true, voice: fable, autoPlay: enabled}\n")
 		fc := newClient(t, p, flowKey)
 		enableReply(t, fc)
 		q = "When does the shop open " + marker(t, "flow") + "?"

@@ -222,11 +222,7 @@ func TestAudio(t *testing.T) {
 		ctx := context.Background()
 		key := p.CLI(t, "keys", "create", "--app", "speaker")
 		post := func(key string, parts ...part) (int, []byte) {
-			body, ct := form(t, parts...)
-			req, _ := http.NewRequest(http.MethodPost, p.URL+"/audio-to-text", body)
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", ct)
-			resp, raw := rawDo(t, req)
+			resp, raw := rawDo(t, formRequest(t, p.URL+"/audio-to-text", key, parts...))
 			return resp.StatusCode, raw
 		}
 		st, body := post(key, part{field: "file", filename: "hello.mp3", contentType: "audio/mpeg", data: []byte("hello from the microphone")},

@@ -39,6 +39,19 @@ func rawCall(t *testing.T, p *Parley, method, path, body, key string) (int, []by
 	return resp.StatusCode, raw
 }
 
+// formRequest is a multipart POST of parts to url with key.
+func formRequest(t *testing.T, url, key string, parts ...part) *http.Request {
+	t.Helper()
+	body, ct := form(t, parts...)
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", ct)
+	return req
+}
+
 // httpTranscript is a response as the golden files pin it: the status, the content type, a blank
 // line and the body.
 func httpTranscript(resp *http.Response, raw []byte) string {

@@ -3,8 +3,6 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -95,20 +93,7 @@ func TestAgentApp(t *testing.T) {
 		}
 		send := func(body string) (int, []byte) {
 			t.Helper()
-			req, err := newRequest("POST", p.URL+"/chat-messages", body, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := newContractClient(t).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode, raw
+			return rawCall(t, p, "POST", "/chat-messages", body, key)
 		}
 		q := marker(t, "what is six times seven")
 		msg := func(query, mode string) string {
@@ -259,16 +244,7 @@ func TestAgentApp(t *testing.T) {
 			Usage:     &providers.Usage{PromptTokens: 40, CompletionTokens: 12},
 		}, openaitest.Reply{Chunks: []string{"It is ", "1024."}, Usage: &providers.Usage{PromptTokens: 60, CompletionTokens: 4}})
 		req, _ := newRequest("POST", p.URL+"/chat-messages", `{"query":"`+gq+`","inputs":{"who":"Ada"},"user":"golden"}`, key)
-		resp, err := newContractClient(t).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+		got := httpTranscript(rawDo(t, req))
 		golden(t, "agent_app_streaming.sse.golden", normalize(strings.TrimRight(got, "\n")+"\n"))
 
 		// Archived: no bound agent.

@@ -3,8 +3,6 @@ package conformance
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -166,16 +164,7 @@ func TestLegacyAgent(t *testing.T) {
 		}, openaitest.Reply{Chunks: []string{"It is ", "1024."}, Usage: &providers.Usage{PromptTokens: 60, CompletionTokens: 4}})
 		req, _ := newRequest("POST", p.URL+"/chat-messages",
 			`{"query":"`+gq+`","inputs":{"who":"Ada"},"user":"golden","response_mode":"streaming"}`, key)
-		resp, err := newContractClient(t).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+		got := httpTranscript(rawDo(t, req))
 		golden(t, "agent_chat_streaming.sse.golden", normalize(strings.TrimRight(got, "\n")+"\n"))
 	})
 }

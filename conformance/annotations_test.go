@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,26 +15,6 @@ import (
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 )
-
-// appRaw sends a JSON request with an app key and returns the status and body.
-func (p *Parley) appRaw(t *testing.T, key, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, err := newRequest(method, p.URL+path, body, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body == "" {
-		req.Body, req.ContentLength = nil, 0
-		req.Header.Del("Content-Type")
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
-}
 
 // waitJob polls an annotation-reply job until it is over and returns its final status.
 func waitJob(t *testing.T, c *client.ClientWithResponses, action client.GetAnnotationReplyStatusParamsAction, id string) client.AnnotationReplyJobStatus {
@@ -88,26 +67,26 @@ func TestAnnotations(t *testing.T) {
 		if l := all.JSON200; l == nil || l.Total != 2 || len(l.Data) != 1 || !l.HasMore || l.Data[0].Id != other.JSON201.Id {
 			t.Fatalf("page of one = %s", all.Body)
 		}
-		if st, body := p.appRaw(t, p.AppKey, http.MethodPut, "/apps/annotations/no-such-annotation", `{"question":"q","answer":"a"}`); st != 404 || !strings.Contains(string(body), `"not_found"`) {
+		if st, body := rawCall(t, p, http.MethodPut, "/apps/annotations/no-such-annotation", `{"question":"q","answer":"a"}`, p.AppKey); st != 404 || !strings.Contains(string(body), `"not_found"`) {
 			t.Fatalf("update unknown = %d %s", st, body)
 		}
-		if st, body := p.appRaw(t, p.AppKey, http.MethodDelete, "/apps/annotations/no-such-annotation", ""); st != 404 || !strings.Contains(string(body), `"not_found"`) {
+		if st, body := rawCall(t, p, http.MethodDelete, "/apps/annotations/no-such-annotation", "", p.AppKey); st != 404 || !strings.Contains(string(body), `"not_found"`) {
 			t.Fatalf("delete unknown = %d %s", st, body)
 		}
-		if st, body := p.appRaw(t, p.AppKey, http.MethodPost, "/apps/annotations", `{"question":"only a question"}`); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
+		if st, body := rawCall(t, p, http.MethodPost, "/apps/annotations", `{"question":"only a question"}`, p.AppKey); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
 			t.Fatalf("create without answer = %d %s", st, body)
 		}
 		// Another app's annotation is not this app's.
 		otherKey := p.CLI(t, "keys", "create", "--app", "speaker")
-		if st, _ := p.appRaw(t, otherKey, http.MethodDelete, "/apps/annotations/"+a.Id, ""); st != 404 {
+		if st, _ := rawCall(t, p, http.MethodDelete, "/apps/annotations/"+a.Id, "", otherKey); st != 404 {
 			t.Fatalf("delete through another app = %d", st)
 		}
 
 		// Job errors: unknown job, wrong action, unknown action.
-		if st, body := p.appRaw(t, p.AppKey, http.MethodGet, "/apps/annotation-reply/enable/status/no-such-job", ""); st != 400 || !strings.Contains(string(body), "The job does not exist.") {
+		if st, body := rawCall(t, p, http.MethodGet, "/apps/annotation-reply/enable/status/no-such-job", "", p.AppKey); st != 400 || !strings.Contains(string(body), "The job does not exist.") {
 			t.Fatalf("unknown job = %d %s", st, body)
 		}
-		if st, body := p.appRaw(t, p.AppKey, http.MethodPost, "/apps/annotation-reply/toggle", `{"embedding_provider_name":"openai","embedding_model_name":"text-embedding-3-small","score_threshold":0.9}`); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
+		if st, body := rawCall(t, p, http.MethodPost, "/apps/annotation-reply/toggle", `{"embedding_provider_name":"openai","embedding_model_name":"text-embedding-3-small","score_threshold":0.9}`, p.AppKey); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
 			t.Fatalf("unknown action = %d %s", st, body)
 		}
 		// Disabling what is not on completes and changes nothing.
@@ -119,7 +98,7 @@ func TestAnnotations(t *testing.T) {
 		if st := waitJob(t, c, client.GetAnnotationReplyStatusParamsActionDisable, dis.JSON200.JobId); st.JobStatus != client.AnnotationReplyJobStatusJobStatusCompleted {
 			t.Fatalf("disable when off = %+v", st)
 		}
-		if st, _ := p.appRaw(t, p.AppKey, http.MethodGet, "/apps/annotation-reply/enable/status/"+dis.JSON200.JobId, ""); st != 400 {
+		if st, _ := rawCall(t, p, http.MethodGet, "/apps/annotation-reply/enable/status/"+dis.JSON200.JobId, "", p.AppKey); st != 400 {
 			t.Fatalf("a disable job read as an enable job = %d", st)
 		}
 		// A model that is not configured ends the job in error, with the reason.
@@ -242,18 +221,8 @@ func TestAudio(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
 		ctx := context.Background()
 		key := p.CLI(t, "keys", "create", "--app", "speaker")
-		hc := newContractClient(t)
 		post := func(key string, parts ...part) (int, []byte) {
-			body, ct := form(t, parts...)
-			req, _ := http.NewRequest(http.MethodPost, p.URL+"/audio-to-text", body)
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", ct)
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
+			resp, raw := rawDo(t, formRequest(t, p.URL+"/audio-to-text", key, parts...))
 			return resp.StatusCode, raw
 		}
 		st, body := post(key, part{field: "file", filename: "hello.mp3", contentType: "audio/mpeg", data: []byte("hello from the microphone")},
@@ -279,21 +248,21 @@ func TestAudio(t *testing.T) {
 		}
 
 		// Text to speech: the audio of the text, with the app's voice.
-		st, body = p.appRaw(t, key, http.MethodPost, "/text-to-audio", `{"text":"Good morning.","user":"voice-user"}`)
+		st, body = rawCall(t, p, http.MethodPost, "/text-to-audio", `{"text":"Good morning.","user":"voice-user"}`, key)
 		if st != 200 || string(body) != openaitest.SpeechHeader+"nova:Good morning." {
 			t.Fatalf("text-to-audio = %d %q", st, body)
 		}
-		st, body = p.appRaw(t, key, http.MethodPost, "/text-to-audio", `{"text":"Hi.","voice":"echo"}`)
+		st, body = rawCall(t, p, http.MethodPost, "/text-to-audio", `{"text":"Hi.","voice":"echo"}`, key)
 		if st != 200 || string(body) != openaitest.SpeechHeader+"echo:Hi." {
 			t.Fatalf("text-to-audio with a voice = %d %q", st, body)
 		}
-		if st, body := p.appRaw(t, p.AppKey, http.MethodPost, "/text-to-audio", `{"text":"Hi."}`); st != 400 || !strings.Contains(string(body), "TTS is not enabled") {
+		if st, body := rawCall(t, p, http.MethodPost, "/text-to-audio", `{"text":"Hi."}`, p.AppKey); st != 400 || !strings.Contains(string(body), "TTS is not enabled") {
 			t.Fatalf("text-to-audio, feature off = %d %s", st, body)
 		}
-		if st, body := p.appRaw(t, key, http.MethodPost, "/text-to-audio", `{"user":"voice-user"}`); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
+		if st, body := rawCall(t, p, http.MethodPost, "/text-to-audio", `{"user":"voice-user"}`, key); st != 400 || !strings.Contains(string(body), `"invalid_param"`) {
 			t.Fatalf("text-to-audio without text = %d %s", st, body)
 		}
-		if st, _ := p.appRaw(t, key, http.MethodPost, "/text-to-audio", `{"message_id":"`+"7d1f3c55-0000-4000-8000-000000000000"+`","user":"voice-user"}`); st != 404 {
+		if st, _ := rawCall(t, p, http.MethodPost, "/text-to-audio", `{"message_id":"`+"7d1f3c55-0000-4000-8000-000000000000"+`","user":"voice-user"}`, key); st != 404 {
 			t.Fatalf("text-to-audio of an unknown message = %d", st)
 		}
 
@@ -329,12 +298,12 @@ func TestAudio(t *testing.T) {
 			t.Fatalf("blocking: %s", resp.Body)
 		}
 		// The message's answer can be read again by id.
-		st, body = p.appRaw(t, key, http.MethodPost, "/text-to-audio", fmt.Sprintf(`{"message_id":%q,"user":"voice-user"}`, resp.JSON200.MessageId))
+		st, body = rawCall(t, p, http.MethodPost, "/text-to-audio", fmt.Sprintf(`{"message_id":%q,"user":"voice-user"}`, resp.JSON200.MessageId), key)
 		if st != 200 || !strings.HasSuffix(string(body), "The first sentence is here. And a second one follows it.") {
 			t.Fatalf("text-to-audio of a message = %d %q", st, body)
 		}
 		var params map[string]any
-		_, raw := p.appRaw(t, key, http.MethodGet, "/parameters", "")
+		_, raw := rawCall(t, p, http.MethodGet, "/parameters", "", key)
 		_ = json.Unmarshal(raw, &params)
 		if tts, _ := params["text_to_speech"].(map[string]any); tts["autoPlay"] != "enabled" || tts["voice"] != "nova" {
 			t.Fatalf("parameters text_to_speech = %v", params["text_to_speech"])
@@ -368,30 +337,10 @@ func annotated(t *testing.T, c *client.ClientWithResponses, question, answer str
 // rawStream posts a streaming chat message and returns its events as JSON objects, in order.
 func rawStream(t *testing.T, p *Parley, key, body string) []map[string]any {
 	t.Helper()
-	req, err := newRequest(http.MethodPost, p.URL+"/chat-messages", body, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("chat = %d %s", resp.StatusCode, raw)
-	}
-	var out []map[string]any
-	for _, frame := range strings.Split(string(raw), "\n\n") {
-		data, ok := strings.CutPrefix(strings.TrimSpace(frame), "data: ")
-		if !ok {
-			continue
-		}
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("frame %q: %v", frame, err)
-		}
-		out = append(out, ev)
+	evs := hiStream(t, http.MethodPost, p.URL+"/chat-messages", body, key)
+	out := make([]map[string]any, len(evs))
+	for i, ev := range evs {
+		out[i] = ev
 	}
 	return out
 }
@@ -441,18 +390,9 @@ func TestAnnotationReplyEveryKind(t *testing.T) {
 		}
 
 		// Chatflow, with auto-play on: an annotation answers without running the graph.
-		raw, err := os.ReadFile(chatflowDSL(t, "Annotated Flow "+tag))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := strings.Replace(string(raw), "    file_upload: {enabled: false}\n",
-			"    file_upload: {enabled: false}\n    text_to_speech: {enabled: true, voice: fable, autoPlay: enabled}\n", 1)
-		path := filepath.Join(t.TempDir(), "flow.yml")
-		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p.CLI(t, "apps", "import", "--publish", path)
-		flowKey := p.CLI(t, "keys", "create", "--app", "Annotated Flow "+tag)
+		flow := "Annotated Flow " + tag
+		flowKey := exampleApp(t, p, chatflowDSL(t, flow), flow, flow, "    file_upload: {enabled: false}\n",
+			"    file_upload: {enabled: false}\n    text_to_speech: {enabled: true, voice: fable, autoPlay: enabled}\n")
 		fc := newClient(t, p, flowKey)
 		enableReply(t, fc)
 		q = "When does the shop open " + marker(t, "flow") + "?"

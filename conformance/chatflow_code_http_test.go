@@ -135,10 +135,7 @@ func TestChatflowCodeHTTP(t *testing.T) {
 // uploadAs uploads a file as user with an app's key and returns its id.
 func uploadAs(t *testing.T, p *Parley, key, user, name, contentType string, data []byte) string {
 	t.Helper()
-	body, ct := form(t, part{field: "file", filename: name, contentType: contentType, data: data}, part{field: "user", data: []byte(user)})
-	req, _ := http.NewRequest(http.MethodPost, p.URL+"/files/upload", body)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", ct)
+	req := formRequest(t, p.URL+"/files/upload", key, part{field: "file", filename: name, contentType: contentType, data: data}, part{field: "user", data: []byte(user)})
 	resp, err := newContractClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -69,7 +68,7 @@ func transcript(t *testing.T, resp *http.Response) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	got := httpTranscript(resp, raw)
 	got = normalize(strings.TrimRight(got, "\n") + "\n")
 	got = toolTimeRE.ReplaceAllString(got, `"$1":<seconds>`)
 	got = finishedRE.ReplaceAllString(got, `"finished_at":<ts>`)

@@ -21,14 +21,7 @@ import (
 // imported again with --lenient and must run to workflow_finished, succeeded or failed at a tool
 // node whose tool is missing. The tally is logged.
 func TestPublicChatflows(t *testing.T) {
-	if binary == "" {
-		t.Skip("needs control of the server process")
-	}
-	files, err := filepath.Glob(filepath.Join("..", "internal", "apps", "dsl", "testdata", "public", "advanced-chat", "*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("corpus: %v", err)
-	}
-	p := startParley(t, "sqlite")
+	files, p := publicCorpus(t, "advanced-chat")
 	ctx := context.Background()
 	// ran imported as they are; ranLenient only with --lenient (tools missing), as did
 	// failedOnTool, whose runs failed at a tool node whose tool is missing; failed failed in a
@@ -38,18 +31,7 @@ func TestPublicChatflows(t *testing.T) {
 	refused := map[string]int{}
 	for i, path := range files {
 		name := fmt.Sprintf("public chatflow %d", i)
-		args := []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
-		_, stderr, err := p.cliOut(append(args, path)...)
-		// Datasets are Dify ids: map each to the handbook knowledge base, as a user would map
-		// them to theirs.
-		if err != nil && strings.Contains(stderr, "map it with --dataset ") {
-			for _, line := range strings.Split(stderr, "\n") {
-				if _, ref, ok := strings.Cut(line, "map it with --dataset "); ok {
-					args = append(args, "--dataset", strings.TrimSuffix(strings.TrimSpace(ref), "=KNOWLEDGE_BASE")+"=handbook")
-				}
-			}
-			_, stderr, err = p.cliOut(append(args, path)...)
-		}
+		args, stderr, err := importPublic(p, path, name)
 		lenient := false
 		if err != nil {
 			onlyTools, problems := true, 0
@@ -150,6 +132,38 @@ func TestPublicChatflows(t *testing.T) {
 // minPublicChatflowsRun is how many public Chatflows run to success as they are today; it only
 // goes up.
 const minPublicChatflowsRun = 14
+
+// publicCorpus is the public Dify exports of one app mode (a folder of the DSL corpus), and a
+// server of the test's own to import them into.
+func publicCorpus(t *testing.T, mode string) ([]string, *Parley) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "internal", "apps", "dsl", "testdata", "public", mode, "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("corpus: %v", err)
+	}
+	return files, startParley(t, "sqlite")
+}
+
+// importPublic imports the export at path as the published app name, with a model fallback.
+// Its datasets are Dify ids: each is mapped to the handbook knowledge base, as a user would map
+// them to theirs. It returns the import's arguments without the path (to import again with more
+// flags), and the import's stderr and error.
+func importPublic(p *Parley, path, name string) (args []string, stderr string, err error) {
+	args = []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
+	_, stderr, err = p.cliOut(append(args, path)...)
+	if err != nil && strings.Contains(stderr, "map it with --dataset ") {
+		for _, line := range strings.Split(stderr, "\n") {
+			if _, ref, ok := strings.Cut(line, "map it with --dataset "); ok {
+				args = append(args, "--dataset", strings.TrimSuffix(strings.TrimSpace(ref), "=KNOWLEDGE_BASE")+"=handbook")
+			}
+		}
+		_, stderr, err = p.cliOut(append(args, path)...)
+	}
+	return args, stderr, err
+}
 
 // sampleInputs fills the required inputs of an app's form for the user "corpus": an option of a
 // select, a number, an uploaded text document for a file input (as a list for file-list), and a

@@ -178,21 +178,6 @@ func TestConversationVariables(t *testing.T) {
 			r := putVar(t, c, tc.conv, tc.id, tc.user, tc.value)
 			segErr(t, tc.what, r.StatusCode(), r.Body, tc.status, tc.code, tc.msg)
 		}
-		raw := func(method, path, key, body string) (int, []byte) {
-			t.Helper()
-			req, err := newRequest(method, p.URL+path, body, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := newContractClient(t).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var b json.RawMessage
-			_ = json.NewDecoder(resp.Body).Decode(&b)
-			return resp.StatusCode, b
-		}
 		for _, tc := range []struct {
 			what, method, path, body string
 			status                   int
@@ -204,7 +189,7 @@ func TestConversationVariables(t *testing.T) {
 			{"malformed JSON", "PUT", "/conversations/" + conv + "/variables/" + varNickname, `{"value":`, 400, "bad_request"},
 			{"PATCH (Dify routes only PUT)", "PATCH", "/conversations/" + conv + "/variables/" + varNickname, `{"value":"x","user":"u1"}`, 405, "method_not_allowed"},
 		} {
-			st, b := raw(tc.method, tc.path, appKey, tc.body)
+			st, b := rawCall(t, p, tc.method, tc.path, tc.body, appKey)
 			wantError(t, tc.what, st, b, tc.status, tc.code)
 		}
 		for _, tc := range []struct {

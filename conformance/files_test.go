@@ -70,11 +70,7 @@ func formBody(parts ...part) ([]byte, string) {
 // upload posts a form to /files/upload and decodes a 201.
 func (p *Parley) upload(t *testing.T, hc *http.Client, parts ...part) (*http.Response, client.UploadedFile, apiErr) {
 	t.Helper()
-	body, ct := form(t, parts...)
-	req, _ := http.NewRequest("POST", p.URL+"/files/upload", body)
-	req.Header.Set("Authorization", "Bearer "+p.AppKey)
-	req.Header.Set("Content-Type", ct)
-	resp, err := hc.Do(req)
+	resp, err := hc.Do(formRequest(t, p.URL+"/files/upload", p.AppKey, parts...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package conformance
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,7 +57,6 @@ func golden(t *testing.T, name, got string) {
 // included, after normalising ids, times and latency.
 func TestGoldenTranscripts(t *testing.T) {
 	p := startParley(t, "sqlite")
-	hc := newContractClient(t)
 	reply := openaitest.Reply{Chunks: []string{"Hello", " there", "!"}, Usage: &providers.Usage{PromptTokens: 24, CompletionTokens: 3}}
 	for _, tc := range []struct{ mode, file string }{{"blocking", "chat_blocking.json.golden"}, {"streaming", "chat_streaming.sse.golden"}} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -66,16 +64,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			upstream.On(q, reply)
 			body := `{"query":"` + q + `","inputs":{"tone":"dry"},"user":"golden","response_mode":"` + tc.mode + `","auto_generate_name":false}`
 			req, _ := newRequest("POST", p.URL+"/chat-messages", body, p.AppKey)
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			got := httpTranscript(rawDo(t, req))
 			golden(t, tc.file, normalize(strings.TrimRight(got, "\n")+"\n"))
 		})
 	}
@@ -86,16 +75,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			upstream.On("note to "+who, openaitest.Reply{Chunks: []string{"Dear", " reader", "."}, Usage: &providers.Usage{PromptTokens: 12, CompletionTokens: 3}})
 			body := `{"inputs":{"tone":"warm","name":"` + who + `"},"query":"","user":"golden","response_mode":"` + tc.mode + `"}`
 			req, _ := newRequest("POST", p.URL+"/completion-messages", body, p.CompletionKey(t))
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			got := httpTranscript(rawDo(t, req))
 			golden(t, tc.file, normalize(strings.TrimRight(got, "\n")+"\n"))
 		})
 	}

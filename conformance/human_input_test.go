@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"regexp"
 
@@ -19,26 +18,6 @@ type hiEvent map[string]any
 func (e hiEvent) name() string { s, _ := e["event"].(string); return s }
 
 func (e hiEvent) data() map[string]any { m, _ := e["data"].(map[string]any); return m }
-
-// hiDo sends a JSON request with an app key through the contract-checking client and returns
-// the status and body.
-func hiDo(t *testing.T, method, url, body, key string) (int, []byte) {
-	t.Helper()
-	req, err := newRequest(method, url, body, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, raw
-}
 
 // hiStream reads a whole event stream (bounded by two minutes) and returns its data events.
 func hiStream(t *testing.T, method, url, body, key string) []hiEvent {
@@ -131,7 +110,7 @@ func hiPause(t *testing.T, p *Parley, key, query, user string) (runID, token, co
 // hiAnswer is the answer history shows for the conversation's only message.
 func hiAnswer(t *testing.T, p *Parley, key, conv, user string) string {
 	t.Helper()
-	status, raw := hiDo(t, "GET", p.URL+"/messages?conversation_id="+conv+"&user="+user, "", key)
+	status, raw := rawCall(t, p, "GET", "/messages?conversation_id="+conv+"&user="+user, "", key)
 	var h struct {
 		Data []struct{ Answer, Status string }
 	}
@@ -159,7 +138,7 @@ func TestHumanInput(t *testing.T) {
 		}
 
 		// The form.
-		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", key)
 		var form struct {
 			FormContent string `json:"form_content"`
 			Inputs      []map[string]any
@@ -170,9 +149,9 @@ func TestHumanInput(t *testing.T) {
 			len(form.Inputs) != 1 || form.Inputs[0]["output_variable_name"] != "comment" || !strings.Contains(form.FormContent, q) {
 			t.Fatalf("form: %d %s", status, raw)
 		}
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/AAAAAAAAAAAAAAAAAAAAAA", "", key)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/AAAAAAAAAAAAAAAAAAAAAA", "", key)
 		wantError(t, "unknown token", status, raw, 404, "not_found")
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", p.AppKey)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/"+token, "", p.AppKey)
 		wantError(t, "token of another app", status, raw, 404, "not_found")
 
 		// Submissions the form does not take leave it open.
@@ -182,24 +161,24 @@ func TestHumanInput(t *testing.T) {
 			"extra input":    `{"inputs":{"comment":"x","other":"y"},"action":"approve","user":"rev"}`,
 			"wrong type":     `{"inputs":{"comment":3},"action":"approve","user":"rev"}`,
 		} {
-			status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, body, key)
+			status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, body, key)
 			wantError(t, what, status, raw, 400, "invalid_form_data")
 		}
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/unknown", `{"inputs":{},"action":"approve","user":"rev"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/unknown", `{"inputs":{},"action":"approve","user":"rev"}`, key)
 		wantError(t, "submit unknown token", status, raw, 404, "not_found")
 
 		// The events operation refuses other users and unknown or malformed runs.
-		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=someone-else", "", key)
+		status, raw = rawCall(t, p, "GET", "/workflow/"+runID+"/events?user=someone-else", "", key)
 		wantError(t, "another user", status, raw, 404, "not_found")
-		status, raw = hiDo(t, "GET", p.URL+"/workflow/not-a-run-id/events?user=rev", "", key)
+		status, raw = rawCall(t, p, "GET", "/workflow/not-a-run-id/events?user=rev", "", key)
 		wantError(t, "malformed run id", status, raw, 404, "not_found")
-		status, raw = hiDo(t, "GET", p.URL+"/workflow/0b6f1a20-0000-4000-8000-000000000001/events?user=rev", "", key)
+		status, raw = rawCall(t, p, "GET", "/workflow/0b6f1a20-0000-4000-8000-000000000001/events?user=rev", "", key)
 		wantError(t, "unknown run", status, raw, 404, "not_found")
-		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", p.AppKey)
+		status, raw = rawCall(t, p, "GET", "/workflow/"+runID+"/events?user=rev", "", p.AppKey)
 		wantError(t, "not a workflow app", status, raw, 400, "not_workflow_app")
 
 		// Submitted: the run resumes and the events operation streams the rest.
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"looks good"},"action":"approve","user":"boss"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"looks good"},"action":"approve","user":"boss"}`, key)
 		if status != 200 || strings.TrimSpace(string(raw)) != "{}" {
 			t.Fatalf("submit: %d %s", status, raw)
 		}
@@ -222,9 +201,9 @@ func TestHumanInput(t *testing.T) {
 		}
 
 		// The token is single-use.
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"again"},"action":"reject","user":"rev"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"again"},"action":"reject","user":"rev"}`, key)
 		wantError(t, "used token", status, raw, 412, "human_input_form_submitted")
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/"+token, "", key)
 		wantError(t, "used token read", status, raw, 412, "human_input_form_submitted")
 
 		// A form that times out resumes down its __timeout branch.
@@ -239,9 +218,9 @@ func TestHumanInput(t *testing.T) {
 		if got := hiNames(evs); got != want {
 			t.Fatalf("timed-out stream:\n got %s\nwant %s", got, want)
 		}
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+ttoken, "", tkey)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/"+ttoken, "", tkey)
 		wantError(t, "expired form", status, raw, 412, "human_input_form_expired")
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+ttoken, `{"inputs":{"comment":"late"},"action":"approve","user":"rev"}`, tkey)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+ttoken, `{"inputs":{"comment":"late"},"action":"approve","user":"rev"}`, tkey)
 		wantError(t, "expired form submit", status, raw, 412, "human_input_form_expired")
 	})
 }
@@ -268,11 +247,11 @@ func TestHumanInputSurvivesKill(t *testing.T) {
 		}
 		p.Start(t)
 
-		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", key)
 		if status != 200 || !strings.Contains(string(raw), q) {
 			t.Fatalf("form after restart: %d %s", status, raw)
 		}
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"after the crash"},"action":"reject","user":"rev"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"after the crash"},"action":"reject","user":"rev"}`, key)
 		if status != 200 {
 			t.Fatalf("submit after restart: %d %s", status, raw)
 		}
@@ -327,38 +306,21 @@ func TestHumanInputGolden(t *testing.T) {
 			key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Golden Review "+tc.name, tc.edit...)
 			body := `{"query":"golden post","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
 			req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
-			resp, err := newContractClient(t).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, raw := rawDo(t, req)
 			token := regexp.MustCompile(`"form_token":"([A-Za-z0-9]+)"`).FindStringSubmatch(string(raw))
 			run := regexp.MustCompile(`"workflow_run_id":"([0-9a-f-]+)"`).FindStringSubmatch(string(raw))
 			if token == nil || run == nil {
 				t.Fatalf("paused stream without a token or a run:\n%s", raw)
 			}
-			paused := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			paused := httpTranscript(resp, raw)
 			if tc.name == "submit" {
-				status, out := hiDo(t, "POST", p.URL+"/form/human_input/"+token[1], `{"inputs":{"comment":"ship it"},"action":"approve","user":"golden"}`, key)
+				status, out := rawCall(t, p, "POST", "/form/human_input/"+token[1], `{"inputs":{"comment":"ship it"},"action":"approve","user":"golden"}`, key)
 				if status != 200 {
 					t.Fatalf("submit: %d %s", status, out)
 				}
 			}
 			req, _ = newRequest("GET", p.URL+"/workflow/"+run[1]+"/events?user=golden", "", key)
-			ev, err := newContractClient(t).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			evRaw, err := io.ReadAll(ev.Body)
-			ev.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			resumed := fmt.Sprintf("HTTP %d %s\n\n%s", ev.StatusCode, ev.Header.Get("Content-Type"), evRaw)
+			resumed := httpTranscript(rawDo(t, req))
 			// Both parts are normalised together, so that ids keep their numbers across them.
 			both := normalize(strings.TrimRight(paused, "\n") + "\n\n=== GET /workflow/{workflow_run_id}/events\n\n" + strings.TrimRight(resumed, "\n") + "\n")
 			both = toolTimeRE.ReplaceAllString(both, `"$1":<seconds>`)
@@ -382,7 +344,7 @@ func TestHumanInputStreams(t *testing.T) {
 		// Blocking: the answer so far.
 		q := marker(t, "the blocking post")
 		body, _ := json.Marshal(map[string]any{"query": q, "inputs": map[string]any{}, "user": "rev", "response_mode": "blocking"})
-		status, raw := hiDo(t, "POST", p.URL+"/chat-messages", string(body), key)
+		status, raw := rawCall(t, p, "POST", "/chat-messages", string(body), key)
 		var blocking struct{ Answer string }
 		if status != 200 || json.Unmarshal(raw, &blocking) != nil || blocking.Answer != "Draft for "+q+". " {
 			t.Fatalf("blocking pause: %d %s", status, raw)
@@ -406,7 +368,7 @@ func TestHumanInputStreams(t *testing.T) {
 			evs, _ := hiStreamWithin(t, 2*time.Minute, "GET", p.URL+"/workflow/"+runID+"/events?user=rev&continue_on_pause=true", "", key)
 			done <- evs
 		}()
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"comment":"seen"},"action":"reject","user":"rev"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"seen"},"action":"reject","user":"rev"}`, key)
 		if status != 200 {
 			t.Fatalf("submit: %d %s", status, raw)
 		}
@@ -430,7 +392,7 @@ func TestHumanInputStreams(t *testing.T) {
 			evs, err := hiStreamWithin(t, time.Second, "GET", p.URL+"/workflow/"+stopped+"/events?user=rev", "", key)
 			return err == nil && len(evs) == 1, hiNames(evs)
 		})
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+stoken, "", key)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/"+stoken, "", key)
 		wantError(t, "form of a stopped run", status, raw, 412, "human_input_form_expired")
 		evs = hiStream(t, "GET", p.URL+"/workflow/"+stopped+"/events?user=rev", "", key)
 		if len(evs) != 1 || evs[0].name() != "workflow_finished" || evs[0].data()["status"] != "stopped" ||
@@ -438,7 +400,7 @@ func TestHumanInputStreams(t *testing.T) {
 			t.Fatalf("stopped run: %v", evs)
 		}
 		// The run paused before the restart keeps its own deadline and still waits.
-		if status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+ltoken, "", key); status != 200 {
+		if status, raw := rawCall(t, p, "GET", "/form/human_input/"+ltoken, "", key); status != 200 {
 			t.Fatalf("older form: %d %s (run %s)", status, raw, late)
 		}
 	})
@@ -468,7 +430,7 @@ func TestHumanInputParallel(t *testing.T) {
 			return evs[0]["workflow_run_id"].(string), tokens, evs[0]["conversation_id"].(string)
 		}
 		submit := func(token, note string) {
-			status, raw := hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"note":"`+note+`"},"action":"ok","user":"rev"}`, key)
+			status, raw := rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"note":"`+note+`"},"action":"ok","user":"rev"}`, key)
 			if status != 200 {
 				t.Fatalf("submit: %d %s", status, raw)
 			}
@@ -482,7 +444,7 @@ func TestHumanInputParallel(t *testing.T) {
 			len(last.data()["reasons"].([]any)) != 1 || last.data()["paused_nodes"].([]any)[0] != "design" {
 			t.Fatalf("after the first form: %s %v", hiNames(evs), last.data())
 		}
-		status, raw := hiDo(t, "GET", p.URL+"/form/human_input/"+tokens["design"], "", key)
+		status, raw := rawCall(t, p, "GET", "/form/human_input/"+tokens["design"], "", key)
 		if status != 200 {
 			t.Fatalf("second form: %d %s", status, raw)
 		}
@@ -523,7 +485,7 @@ func TestHumanInputWorkflowApp(t *testing.T) {
 		name := "Approval Flow " + strings.ReplaceAll(t.Name(), "/", "-")
 		key := exampleApp(t, p, "testdata/workflow-human-input.yml", "Approval Flow", name)
 
-		status, raw := hiDo(t, "POST", p.URL+"/workflows/run", `{"inputs":{"topic":"tea"},"user":"wf","response_mode":"blocking"}`, key)
+		status, raw := rawCall(t, p, "POST", "/workflows/run", `{"inputs":{"topic":"tea"},"user":"wf","response_mode":"blocking"}`, key)
 		var blocking struct {
 			Data struct{ Status string } `json:"data"`
 		}
@@ -541,15 +503,15 @@ func TestHumanInputWorkflowApp(t *testing.T) {
 		if _, has := evs[0]["conversation_id"]; has || len(token) != 22 {
 			t.Fatalf("paused stream: %v %v", evs[0], evs[len(evs)-2])
 		}
-		status, raw = hiDo(t, "GET", p.URL+"/form/human_input/"+token, "", key)
+		status, raw = rawCall(t, p, "GET", "/form/human_input/"+token, "", key)
 		if status != 200 || !strings.Contains(string(raw), "Approve cake?") {
 			t.Fatalf("form: %d %s", status, raw)
 		}
-		status, raw = hiDo(t, "POST", p.URL+"/form/human_input/"+token, `{"inputs":{"note":"yum"},"action":"approve","user":"boss"}`, key)
+		status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"note":"yum"},"action":"approve","user":"boss"}`, key)
 		if status != 200 {
 			t.Fatalf("submit: %d %s", status, raw)
 		}
-		status, raw = hiDo(t, "GET", p.URL+"/workflow/"+runID+"/events?user=other", "", key)
+		status, raw = rawCall(t, p, "GET", "/workflow/"+runID+"/events?user=other", "", key)
 		wantError(t, "another user", status, raw, 404, "not_found")
 		evs = hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=wf", "", key)
 		want = "workflow_started node_started(review) human_input_form_filled node_finished(review) text_chunk text_chunk text_chunk " +
@@ -562,7 +524,7 @@ func TestHumanInputWorkflowApp(t *testing.T) {
 		if fin["status"] != "succeeded" || outputs["note"] != "yum" || outputs["topic"] != "cake" {
 			t.Fatalf("workflow_finished: %v", fin)
 		}
-		status, raw = hiDo(t, "GET", p.URL+"/workflows/run/"+runID, "", key)
+		status, raw = rawCall(t, p, "GET", "/workflows/run/"+runID, "", key)
 		if status != 200 || !strings.Contains(string(raw), `"status":"succeeded"`) {
 			t.Fatalf("run detail: %d %s", status, raw)
 		}

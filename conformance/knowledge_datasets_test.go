@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,27 +30,6 @@ func mustDataset(t *testing.T, c *client.ClientWithResponses, body client.Create
 func wantError(t *testing.T, what string, status int, body []byte, wantStatus int, wantCode string) {
 	t.Helper()
 	segErr(t, what, status, body, wantStatus, wantCode, "")
-}
-
-// rawJSON sends a JSON request with the knowledge key over the contract-checking client and
-// returns the status and body.
-func (p *Parley) rawJSON(t *testing.T, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, err := newRequest(method, p.URL+path, body, p.KnowledgeKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body == "" {
-		req.Body, req.ContentLength = nil, 0
-		req.Header.Del("Content-Type")
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
 }
 
 // indexTextDocument creates a document from text in the dataset and waits until it is indexed;
@@ -108,9 +86,9 @@ func TestKnowledgeDatasets(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantError(t, "duplicate name", r.StatusCode(), r.Body, http.StatusConflict, "dataset_name_duplicate")
-		status, raw := p.rawJSON(t, "POST", "/datasets", `{"description": "no name"}`)
+		status, raw := rawCall(t, p, "POST", "/datasets", `{"description": "no name"}`, p.KnowledgeKey)
 		wantError(t, "missing name", status, raw, http.StatusBadRequest, "")
-		status, raw = p.rawJSON(t, "POST", "/datasets", `{"name": "x", "indexing_technique": "high_quality", "embedding_model": "nope", "embedding_model_provider": "openai"}`)
+		status, raw = rawCall(t, p, "POST", "/datasets", `{"name": "x", "indexing_technique": "high_quality", "embedding_model": "nope", "embedding_model_provider": "openai"}`, p.KnowledgeKey)
 		wantError(t, "unknown embedding model", status, raw, http.StatusBadRequest, "")
 
 		// List: keyword, paging, Dify's has_more, and limit capped at 100.

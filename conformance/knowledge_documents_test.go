@@ -74,6 +74,31 @@ func kdCompleted(t *testing.T, c *client.ClientWithResponses, ds, batch string) 
 	}
 }
 
+// kdIndexing waits (a minute at most) until the batch's first document is being indexed, so that
+// a test can interrupt it; a batch that ends first fails t.
+func kdIndexing(t *testing.T, c *client.ClientWithResponses, ds, batch string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r, err := c.GetDocumentIndexingStatusWithResponse(context.Background(), ds, batch)
+		if err != nil || r.JSON200 == nil {
+			t.Fatalf("indexing status: %v %s", err, r.Body)
+		}
+		st := r.JSON200.Data[0].IndexingStatus
+		if st == client.IndexingStatusParsing || st == client.IndexingStatusCleaning ||
+			st == client.IndexingStatusSplitting || st == client.IndexingStatusIndexing {
+			break
+		}
+		if st == client.IndexingStatusCompleted || st == client.IndexingStatusError {
+			t.Fatalf("indexing ended (%s) before it could be interrupted", st)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("indexing did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // kdForm builds a multipart body with an optional data part and an optional file part.
 func kdForm(t *testing.T, data *string, filename string, content []byte) (*bytes.Buffer, string) {
 	t.Helper()

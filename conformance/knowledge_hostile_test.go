@@ -56,7 +56,7 @@ func TestKnowledgeHostileDocument(t *testing.T) {
 		}
 
 		// A document still being parsed can be deleted.
-		status, body := p.rawJSON(t, http.MethodDelete, "/datasets/"+ds+"/documents/"+deletedID, "")
+		status, body := rawCall(t, p, http.MethodDelete, "/datasets/"+ds+"/documents/"+deletedID, "", p.KnowledgeKey)
 		if status != http.StatusNoContent {
 			t.Fatalf("delete a document being parsed: %d %s", status, body)
 		}

@@ -82,25 +82,7 @@ func TestKnowledgeIndexingSurvivesKill(t *testing.T) {
 		docID := created.Document.Id.String()
 
 		// Wait until indexing is under way, then kill -9.
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			r, err := c.GetDocumentIndexingStatusWithResponse(ctx, ds, created.Batch)
-			if err != nil || r.JSON200 == nil {
-				t.Fatalf("indexing status: %v %s", err, r.Body)
-			}
-			st := r.JSON200.Data[0].IndexingStatus
-			if st == client.IndexingStatusParsing || st == client.IndexingStatusCleaning ||
-				st == client.IndexingStatusSplitting || st == client.IndexingStatusIndexing {
-				break
-			}
-			if st == client.IndexingStatusCompleted || st == client.IndexingStatusError {
-				t.Fatalf("indexing ended (%s) before it could be interrupted", st)
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("indexing did not start")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		kdIndexing(t, c, ds, created.Batch)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func krState(t *testing.T, p *Parley, paths ...string) map[string]any {
 	t.Helper()
 	out := map[string]any{"blobs": krBlobs(t, p)}
 	for _, path := range paths {
-		status, raw := p.rawJSON(t, "GET", path, "")
+		status, raw := rawCall(t, p, "GET", path, "", p.KnowledgeKey)
 		var v any
 		if status != 200 || json.Unmarshal(raw, &v) != nil {
 			t.Fatalf("GET %s: %d %s", path, status, raw)

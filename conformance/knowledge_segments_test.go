@@ -244,7 +244,7 @@ func TestKnowledgeSegments(t *testing.T) {
 			"empty content":   `{"segments":[{"content":"  "}]}`,
 			"missing content": `{"segments":[{"answer":"x"}]}`,
 		} {
-			code, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments", body)
+			code, raw := rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments", body, p.KnowledgeKey)
 			segErr(t, name, code, raw, 400, "invalid_param", "Content is empty")
 		}
 
@@ -279,7 +279,7 @@ func TestKnowledgeSegments(t *testing.T) {
 				t.Fatalf("a disabled chunk was retrieved")
 			}
 		}
-		code, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments/"+parking.Id.String(), `{"segment":{"content":"changed"}}`)
+		code, raw := rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments/"+parking.Id.String(), `{"segment":{"content":"changed"}}`, p.KnowledgeKey)
 		segErr(t, "edit a disabled chunk", code, raw, 400, "invalid_param", "Can't update disabled segment")
 		en, err := c.UpdateSegmentWithResponse(ctx, ds, doc, parking.Id.String(), client.UpdateSegmentJSONRequestBody{Segment: client.SegmentUpdate{Enabled: ptr(true)}})
 		if err != nil || en.JSON200 == nil || !en.JSON200.Data.Enabled || en.JSON200.Data.DisabledAt != nil {
@@ -311,7 +311,7 @@ func TestKnowledgeSegments(t *testing.T) {
 		if st := waitIndexing(t, c, ds, batch); st.IndexingStatus != client.IndexingStatusError {
 			t.Fatalf("broken document: %+v", st)
 		}
-		code, raw = p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/documents/"+broken+"/segments", `{"segments":[{"content":"more"}]}`)
+		code, raw = rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/documents/"+broken+"/segments", `{"segments":[{"content":"more"}]}`, p.KnowledgeKey)
 		segErr(t, "create on a failed document", code, raw, 404, "not_found", "Document is not completed.")
 	})
 }
@@ -391,7 +391,7 @@ func TestKnowledgeChildChunks(t *testing.T) {
 		if len(res.Records) != 1 || len(res.Records[0].ChildChunks) == 0 || res.Records[0].ChildChunks[0].Id != child.Id {
 			t.Fatalf("new child not searchable: %+v", res.Records)
 		}
-		code, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments/"+seg+"/child_chunks", `{"content":" "}`)
+		code, raw := rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/documents/"+doc+"/segments/"+seg+"/child_chunks", `{"content":" "}`, p.KnowledgeKey)
 		segErr(t, "empty child", code, raw, 400, "invalid_param", "Content is empty")
 
 		up, err := c.UpdateChildChunkWithResponse(ctx, ds, doc, seg, child.Id.String(), client.UpdateChildChunkJSONRequestBody{Content: "Carry-over needs a manager's approval."})
@@ -549,19 +549,18 @@ func TestKnowledgeRetrieve(t *testing.T) {
 		// Errors.
 		long := strings.Repeat("a", 251)
 		for _, path := range []string{"/retrieve", "/hit-testing"} {
-			code, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+hq+path, `{"query":"`+long+`"}`)
+			code, raw := rawCall(t, p, http.MethodPost, "/datasets/"+hq+path, `{"query":"`+long+`"}`, p.KnowledgeKey)
 			segErr(t, "long query "+path, code, raw, 400, "invalid_param", "Query cannot exceed 250 characters")
-			code, raw = p.rawJSON(t, http.MethodPost, "/datasets/"+hq+path, `{"query":"`+strings.Repeat("é", 250)+`"}`)
+			code, raw = rawCall(t, p, http.MethodPost, "/datasets/"+hq+path, `{"query":"`+strings.Repeat("é", 250)+`"}`, p.KnowledgeKey)
 			if code != 200 {
 				t.Errorf("250-character query %s: status %d, body %s", path, code, raw)
 			}
-			code, raw = p.rawJSON(t, http.MethodPost, "/datasets/"+hq+path, `{}`)
+			code, raw = rawCall(t, p, http.MethodPost, "/datasets/"+hq+path, `{}`, p.KnowledgeKey)
 			segErr(t, "no query "+path, code, raw, 400, "invalid_param", "Query or attachment_ids is required")
-			code, raw = p.rawJSON(t, http.MethodPost, "/datasets/"+uuid.NewString()+path, `{"query":"vacation"}`)
+			code, raw = rawCall(t, p, http.MethodPost, "/datasets/"+uuid.NewString()+path, `{"query":"vacation"}`, p.KnowledgeKey)
 			segErr(t, "unknown dataset "+path, code, raw, 404, "not_found", "Dataset not found.")
 		}
-		code, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+hq+"/retrieve",
-			`{"query":"vacation","retrieval_model":{"search_method":"semantic_search","reranking_enable":true,"reranking_mode":"reranking_model","reranking_model":{"reranking_provider_name":"openai","reranking_model_name":"no-such-reranker"},"top_k":2,"score_threshold_enabled":false}}`)
+		code, raw := rawCall(t, p, http.MethodPost, "/datasets/"+hq+"/retrieve", `{"query":"vacation","retrieval_model":{"search_method":"semantic_search","reranking_enable":true,"reranking_mode":"reranking_model","reranking_model":{"reranking_provider_name":"openai","reranking_model_name":"no-such-reranker"},"top_k":2,"score_threshold_enabled":false}}`, p.KnowledgeKey)
 		if code != 400 {
 			t.Errorf("unknown rerank model: status %d, body %s", code, raw)
 		}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -113,25 +112,7 @@ func TestReplicasShareFiles(t *testing.T) {
 	// A large document whose server dies while indexing it: B, restarted, resumes it, reading
 	// the source that A received.
 	large := kdCreateFile(t, ka, ds, "large.txt", kdLargeText(4<<20), automaticRule)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r, err := ka.GetDocumentIndexingStatusWithResponse(ctx, ds, large.Batch)
-		if err != nil || r.JSON200 == nil {
-			t.Fatalf("indexing status: %v %s", err, r.Body)
-		}
-		st := r.JSON200.Data[0].IndexingStatus
-		if st == client.IndexingStatusParsing || st == client.IndexingStatusCleaning ||
-			st == client.IndexingStatusSplitting || st == client.IndexingStatusIndexing {
-			break
-		}
-		if st == client.IndexingStatusCompleted || st == client.IndexingStatusError {
-			t.Fatalf("indexing ended (%s) before it could be interrupted", st)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("indexing did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	kdIndexing(t, ka, ds, large.Batch)
 	if err := a.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,24 +55,15 @@ func (p *Parley) sendRaw(t *testing.T, method, key, path, contentType string, bo
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
+	return rawDo(t, req)
 }
 
-// wantErr checks an error answer's status and code, and that it is the Error body.
+// wantErr checks an error answer's status and code, and that it is the Error body with a message.
 func wantErr(t *testing.T, what string, resp *http.Response, raw []byte, status int, code string) {
 	t.Helper()
-	var e apiErr
-	if err := json.Unmarshal(raw, &e); err != nil || resp.StatusCode != status || e.Code != code || e.Status != status || e.Message == "" {
-		t.Errorf("%s: %d %s, want %d %s", what, resp.StatusCode, raw, status, code)
+	segErr(t, what, resp.StatusCode, raw, status, code, "")
+	if e := (apiErr{}); json.Unmarshal(raw, &e) == nil && e.Message == "" {
+		t.Errorf("%s: error without a message: %s", what, raw)
 	}
 }
 
@@ -500,10 +491,10 @@ func TestWireGaps(t *testing.T) {
 		kc := newClient(t, p, p.KnowledgeKey)
 		ds := segDataset(t, kc, "wire gaps", false)
 		doc := p.indexTextDocument(t, ds, "gaps", "Some text to index.")
-		if st, raw := p.rawJSON(t, http.MethodPost, "/datasets/"+ds+"/metadata/built-in/enable", ""); st != 200 {
+		if st, raw := rawCall(t, p, http.MethodPost, "/datasets/"+ds+"/metadata/built-in/enable", "", p.KnowledgeKey); st != 200 {
 			t.Fatalf("enable built-in metadata: %d %s", st, raw)
 		}
-		st, raw := p.rawJSON(t, http.MethodGet, "/datasets/"+ds+"/documents/"+doc, "")
+		st, raw := rawCall(t, p, http.MethodGet, "/datasets/"+ds+"/documents/"+doc, "", p.KnowledgeKey)
 		var detail struct {
 			DatasetProcessRuleID *string `json:"dataset_process_rule_id"`
 			DocumentProcessRule  struct {

@@ -250,18 +250,7 @@ func TestWorkflowApp(t *testing.T) {
 		}
 
 		// Stop: the LLM hangs after its first chunk; a stop by any user ends the run stopped.
-		hang := marker(t, "endless")
-		upstream.On(hang, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-		resp, err := c.RunWorkflow(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": hang}, User: "wf-user",
-			ResponseMode: ptr(client.WorkflowStreaming)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, err := client.NewWorkflowEventStream(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer events.Close()
+		events := hangingWorkflow(t, c, marker(t, "endless"), "wf-user")
 		var task, stoppedRun string
 		for events.Next() {
 			if workflowEventName(t, events.Event()) == "text_chunk" {
@@ -373,25 +362,6 @@ func TestWorkflowApp(t *testing.T) {
 	})
 }
 
-// rawCall sends a request with key and returns the status and body.
-func rawCall(t *testing.T, p *Parley, method, path, body, key string) (int, []byte) {
-	t.Helper()
-	req, err := newRequest(method, p.URL+path, body, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, raw
-}
-
 // TestWorkflowAppGolden pins a Workflow app's run blocking, streaming, and stopped while its
 // LLM streams.
 func TestWorkflowAppGolden(t *testing.T) {
@@ -499,18 +469,7 @@ func TestWorkflowRunKilledMidStream(t *testing.T) {
 		ctx := context.Background()
 		key := exampleApp(t, p, workflowExample, "Topic Writer", "Killed Topic Writer "+p.engine.Name)
 		c := newClient(t, p, key)
-		topic := marker(t, "an endless topic")
-		upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-		resp, err := c.RunWorkflow(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "kim",
-			ResponseMode: ptr(client.WorkflowStreaming)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := client.NewWorkflowEventStream(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stream.Close()
+		stream := hangingWorkflow(t, c, marker(t, "an endless topic"), "kim")
 		var runID string
 		for runID == "" {
 			if !stream.Next() {
@@ -543,4 +502,22 @@ func TestWorkflowRunKilledMidStream(t *testing.T) {
 			t.Fatalf("logs: %v %s", err, logs.Body)
 		}
 	})
+}
+
+// hangingWorkflow starts a streamed run, for user, of a Topic Writer whose model hangs after its
+// first chunk on topic, and returns its event stream, closed when t ends.
+func hangingWorkflow(t *testing.T, c *client.ClientWithResponses, topic, user string) *client.WorkflowEventStream {
+	t.Helper()
+	upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
+	resp, err := c.RunWorkflow(context.Background(), client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: user,
+		ResponseMode: ptr(client.WorkflowStreaming)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := client.NewWorkflowEventStream(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { events.Close() })
+	return events
 }

@@ -19,30 +19,14 @@ import (
 // types Parley does not run yet (a trigger node instead of a start node among them), agent
 // strategies or tools it does not have. The tally is logged.
 func TestPublicWorkflows(t *testing.T) {
-	if binary == "" {
-		t.Skip("needs control of the server process")
-	}
-	files, err := filepath.Glob(filepath.Join("..", "internal", "apps", "dsl", "testdata", "public", "workflow", "*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("corpus: %v", err)
-	}
-	p := startParley(t, "sqlite")
+	files, p := publicCorpus(t, "workflow")
 	ctx := context.Background()
 	var ran, failed []string
 	imported := 0
 	refused := map[string]int{}
 	for i, path := range files {
 		name := fmt.Sprintf("public workflow %d", i)
-		args := []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
-		_, stderr, err := p.cliOut(append(args, path)...)
-		if err != nil && strings.Contains(stderr, "map it with --dataset ") {
-			for _, line := range strings.Split(stderr, "\n") {
-				if _, ref, ok := strings.Cut(line, "map it with --dataset "); ok {
-					args = append(args, "--dataset", strings.TrimSuffix(strings.TrimSpace(ref), "=KNOWLEDGE_BASE")+"=handbook")
-				}
-			}
-			_, stderr, err = p.cliOut(append(args, path)...)
-		}
+		_, stderr, err := importPublic(p, path, name)
 		if err != nil {
 			for _, line := range strings.Split(stderr, "\n") {
 				switch {

@@ -44,10 +44,7 @@ type previewFileResponse struct {
 }
 
 func (r previewFileResponse) VisitPreviewFileResponse(w http.ResponseWriter) error {
-	safeFileHeaders(w)
-	w, done := stallGuard(w, r.stall)
-	defer done()
-	return r.PreviewFile200AsteriskResponse.VisitPreviewFileResponse(w)
+	return serveFile(w, r.stall, r.PreviewFile200AsteriskResponse.VisitPreviewFileResponse)
 }
 
 // GetSignedFile answers GET /files/{file_id}/file-preview: an uploaded file reached through a
@@ -71,10 +68,7 @@ type signedFileResponse struct {
 }
 
 func (r signedFileResponse) VisitGetSignedFileResponse(w http.ResponseWriter) error {
-	safeFileHeaders(w)
-	w, done := stallGuard(w, r.stall)
-	defer done()
-	return r.GetSignedFile200AsteriskResponse.VisitGetSignedFileResponse(w)
+	return serveFile(w, r.stall, r.GetSignedFile200AsteriskResponse.VisitGetSignedFileResponse)
 }
 
 func boolOr(p *bool, def bool) bool {

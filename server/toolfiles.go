@@ -37,10 +37,16 @@ type toolFileResponse struct {
 }
 
 func (r toolFileResponse) VisitGetToolFileResponse(w http.ResponseWriter) error {
+	return serveFile(w, r.stall, r.GetToolFile200AsteriskResponse.VisitGetToolFileResponse)
+}
+
+// serveFile is how every file route writes its generated response: visit writes it with the
+// headers of safeFileHeaders, each write bounded by stallGuard.
+func serveFile(w http.ResponseWriter, stall time.Duration, visit func(http.ResponseWriter) error) error {
 	safeFileHeaders(w)
-	w, done := stallGuard(w, r.stall)
+	w, done := stallGuard(w, stall)
 	defer done()
-	return r.GetToolFile200AsteriskResponse.VisitGetToolFileResponse(w)
+	return visit(w)
 }
 
 // fileNotFound is the 404 of the file routes, with the code the route gives it.

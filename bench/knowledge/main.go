@@ -137,10 +137,7 @@ func newBench(engine, pgURL string, dim int) (*bench, error) {
 		return nil, err
 	}
 	up := openaitest.NewServer(openaitest.WithEmbeddingDim(dim))
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(benchConfig), getenv)
+	file, err := config.ParseFile([]byte(benchConfig), up.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +160,7 @@ func newBench(engine, pgURL string, dim int) (*bench, error) {
 		return nil, err
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 1024, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
-	catalog := models.NewCatalog(file.Providers, getenv)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	svc := knowledge.New(knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: registry.New(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return &bench{svc: svc, st: st, up: up, dir: dir, dbURL: dbURL, cleanup: cleanup}, nil

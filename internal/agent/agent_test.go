@@ -64,15 +64,7 @@ type env struct {
 func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(*apps.App, *Options)) *env {
 	t.Helper()
 	ctx := context.Background()
-	up := openaitest.NewServer()
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(testConfig), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, file := openaitest.NewConfigured(t, testConfig)
 	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "helper", Mode: "agent-chat"}})
 	if err != nil {
@@ -85,7 +77,7 @@ func newEnv(t testing.TB, e storetest.Engine, agentCfg apps.Agent, opts ...func(
 	registered, _ := reg.ByID(synced["helper"].ID)
 	app := *registered
 	app.Agent = &agentCfg
-	catalog := models.NewCatalog(file.Providers, getenv)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	// The web-page reader may reach the loopback pages of the tests.
 	toolSet := builtin.New(builtin.Options{AllowPrivateNetworks: true})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -190,13 +190,22 @@ func (s *Service) indexQuietly(ctx context.Context, appID string) {
 // embedBatch is how many questions go in one embeddings request when the model sets no limit.
 const embedBatch = 32
 
-// index embeds every annotation of the app that has no vector of the setting's model.
-func (s *Service) index(ctx context.Context, set store.AnnotationSetting) error {
+// embedder is the embedding model of the setting and its client.
+func (s *Service) embedder(set store.AnnotationSetting) (models.ModelSpec, providers.Embedder, error) {
 	spec, err := s.catalog.Lookup(models.TypeTextEmbedding, set.Provider, set.Model)
 	if err != nil {
-		return err
+		return models.ModelSpec{}, nil, err
 	}
 	emb, err := s.models.Embedder(spec)
+	if err != nil {
+		return models.ModelSpec{}, nil, err
+	}
+	return spec, emb, nil
+}
+
+// index embeds every annotation of the app that has no vector of the setting's model.
+func (s *Service) index(ctx context.Context, set store.AnnotationSetting) error {
+	spec, emb, err := s.embedder(set)
 	if err != nil {
 		return err
 	}
@@ -402,11 +411,7 @@ func (s *Service) Match(ctx context.Context, app *apps.App, query string) (run.A
 	if err != nil || strings.TrimSpace(query) == "" {
 		return run.AnnotationHit{}, false, err
 	}
-	spec, err := s.catalog.Lookup(models.TypeTextEmbedding, set.Provider, set.Model)
-	if err != nil {
-		return run.AnnotationHit{}, false, err
-	}
-	emb, err := s.models.Embedder(spec)
+	spec, emb, err := s.embedder(set)
 	if err != nil {
 		return run.AnnotationHit{}, false, err
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apps"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -53,21 +52,13 @@ func (q *inlineQueue) Enqueue(ctx context.Context, j jobs.Job) error {
 // jobs at once.
 func newEnv(t testing.TB, e storetest.Engine) *env {
 	t.Helper()
-	up := openaitest.NewServer()
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(testConfig), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, file := openaitest.NewConfigured(t, testConfig)
 	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(context.Background(), []store.AppSpec{{Name: "bot", Mode: "chat"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	catalog := models.NewCatalog(file.Providers, getenv)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	q := &inlineQueue{}
 	svc := New(Options{Store: st, Catalog: catalog, Models: registry.New(catalog.APIKey), Jobs: q,
 		AccountID: "owner", AccountName: "Owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apps"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
@@ -16,22 +15,14 @@ import (
 
 func newService(t *testing.T, modelList string) *Service {
 	t.Helper()
-	up := openaitest.NewServer()
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(`
+	up, file := openaitest.NewConfigured(t, `
 providers:
   - name: openai
     base_url: ${UPSTREAM}
     api_key_env: UPSTREAM_KEY
     models:
-`+modelList), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog := models.NewCatalog(file.Providers, getenv)
+`+modelList)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	return New(catalog, registry.New(catalog.APIKey), nil)
 }
 

@@ -81,15 +81,7 @@ knowledge_bases:
 func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 	t.Helper()
 	ctx := context.Background()
-	up := openaitest.NewServer()
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(testConfig), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, file := openaitest.NewConfigured(t, testConfig)
 	st := testdb.Open(t, e)
 	synced, err := st.SyncApps(ctx, []store.AppSpec{{Name: "bot", Mode: "chat"}, {Name: "writer", Mode: "completion"}})
 	if err != nil {
@@ -101,7 +93,7 @@ func newEnv(t *testing.T, e storetest.Engine, opts ...func(*envOptions)) *env {
 	}
 	app, _ := reg.ByID(synced["bot"].ID)
 	writer, _ := reg.ByID(synced["writer"].ID)
-	catalog := models.NewCatalog(file.Providers, getenv)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	tr := tasks.NewLocal()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	o := envOptions{

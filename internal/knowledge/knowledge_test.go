@@ -45,22 +45,14 @@ type env struct {
 // newEnv builds a service on a fresh store of engine e; opts adjust its options.
 func newEnv(t *testing.T, e storetest.Engine, opts ...func(*knowledge.Options)) *env {
 	t.Helper()
-	up := openaitest.NewServer(openaitest.WithEmbeddingDim(64))
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(testConfig), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up, file := openaitest.NewConfigured(t, testConfig, openaitest.WithEmbeddingDim(64))
 	st := testdb.Open(t, e)
 	blobs, err := blob.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs := files.New(files.Options{Store: st, Blobs: blobs, Limits: config.UploadLimits{FileSizeLimitMB: 15, ImageFileSizeLimitMB: 10, AudioFileSizeLimitMB: 50, VideoFileSizeLimitMB: 100}})
-	catalog := models.NewCatalog(file.Providers, getenv)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	o := knowledge.Options{Store: st, Files: fs, Catalog: catalog, Models: registry.New(catalog.APIKey),
 		Vectors: vectorindex.NewMemory(st), AccountID: "owner", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range opts {

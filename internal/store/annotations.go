@@ -241,11 +241,8 @@ func (s *Store) CreateAnnotation(ctx context.Context, a Annotation) (Annotation,
 // error wrapping [ErrNotFound].
 func (s *Store) Annotation(ctx context.Context, appID, id string) (Annotation, error) {
 	a, err := scanAnnotation(s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+annotationColumns+" FROM app_annotations WHERE id = ? AND app_id = ?"), id, appID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Annotation{}, fmt.Errorf("store: annotation %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return Annotation{}, fmt.Errorf("store: annotation %s: %w", id, err)
+		return Annotation{}, lookupErr(err, "annotation %s", id)
 	}
 	return a, nil
 }
@@ -378,11 +375,8 @@ func (s *Store) AnnotationSetting(ctx context.Context, appID string) (Annotation
 	var a AnnotationSetting
 	err := s.conn().QueryRowContext(ctx, s.Rebind("SELECT app_id, enabled, provider, model, score_threshold FROM app_annotation_settings WHERE app_id = ?"), appID).
 		Scan(&a.AppID, &a.Enabled, &a.Provider, &a.Model, &a.ScoreThreshold)
-	if errors.Is(err, sql.ErrNoRows) {
-		return AnnotationSetting{}, fmt.Errorf("store: annotation setting of app %s: %w", appID, ErrNotFound)
-	}
 	if err != nil {
-		return AnnotationSetting{}, fmt.Errorf("store: annotation setting of app %s: %w", appID, err)
+		return AnnotationSetting{}, lookupErr(err, "annotation setting of app %s", appID)
 	}
 	return a, nil
 }
@@ -407,11 +401,8 @@ ON CONFLICT (app_id) DO UPDATE SET enabled = excluded.enabled, provider = exclud
 func (s *Store) AnnotationIndexVersion(ctx context.Context, appID string) (int64, error) {
 	var v int64
 	err := s.conn().QueryRowContext(ctx, s.Rebind("SELECT index_version FROM app_annotation_settings WHERE app_id = ?"), appID).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("store: annotation index of app %s: %w", appID, ErrNotFound)
-	}
 	if err != nil {
-		return 0, fmt.Errorf("store: annotation index of app %s: %w", appID, err)
+		return 0, lookupErr(err, "annotation index of app %s", appID)
 	}
 	return v, nil
 }
@@ -533,11 +524,8 @@ func (s *Store) StartAnnotationJob(ctx context.Context, j AnnotationJob) (out An
 func (s *Store) AnnotationJob(ctx context.Context, appID, action, id string) (AnnotationJob, error) {
 	j, err := scanAnnotationJob(s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+annotationJobColumns+
 		" FROM app_annotation_jobs WHERE id = ? AND app_id = ? AND action = ?"), id, appID, action))
-	if errors.Is(err, sql.ErrNoRows) {
-		return AnnotationJob{}, fmt.Errorf("store: annotation job %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return AnnotationJob{}, fmt.Errorf("store: annotation job %s: %w", id, err)
+		return AnnotationJob{}, lookupErr(err, "annotation job %s", id)
 	}
 	return j, nil
 }
@@ -545,11 +533,8 @@ func (s *Store) AnnotationJob(ctx context.Context, appID, action, id string) (An
 // AnnotationJobByID returns the job with this id, whatever its app.
 func (s *Store) AnnotationJobByID(ctx context.Context, id string) (AnnotationJob, error) {
 	j, err := scanAnnotationJob(s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+annotationJobColumns+" FROM app_annotation_jobs WHERE id = ?"), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return AnnotationJob{}, fmt.Errorf("store: annotation job %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return AnnotationJob{}, fmt.Errorf("store: annotation job %s: %w", id, err)
+		return AnnotationJob{}, lookupErr(err, "annotation job %s", id)
 	}
 	return j, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -135,11 +134,8 @@ func (s *Store) WorkflowPauseOf(ctx context.Context, runID string) (WorkflowPaus
 	)
 	err := s.conn().QueryRowContext(ctx, s.Rebind(`SELECT workflow_run_id, state, context, created_at FROM workflow_pauses
 WHERE workflow_run_id = ?`), runID).Scan(&p.WorkflowRunID, &state, &context, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return WorkflowPause{}, fmt.Errorf("store: pause of %s: %w", runID, ErrNotFound)
-	}
 	if err != nil {
-		return WorkflowPause{}, fmt.Errorf("store: pause of %s: %w", runID, err)
+		return WorkflowPause{}, lookupErr(err, "pause of %s", runID)
 	}
 	p.State, p.Context, p.CreatedAt = json.RawMessage(state), json.RawMessage(context), fromUnix(created)
 	return p, nil
@@ -207,11 +203,8 @@ func scanForm(sc interface{ Scan(...any) error }) (HumanInputForm, error) {
 // HumanInputFormByToken returns the form a token opens, or an error wrapping ErrNotFound.
 func (s *Store) HumanInputFormByToken(ctx context.Context, token string) (HumanInputForm, error) {
 	f, err := scanForm(s.conn().QueryRowContext(ctx, s.Rebind(`SELECT `+formColumns+` FROM human_input_forms WHERE token = ?`), token))
-	if errors.Is(err, sql.ErrNoRows) {
-		return HumanInputForm{}, fmt.Errorf("store: human input form: %w", ErrNotFound)
-	}
 	if err != nil {
-		return HumanInputForm{}, fmt.Errorf("store: human input form: %w", err)
+		return HumanInputForm{}, lookupErr(err, "human input form")
 	}
 	return f, nil
 }
@@ -325,11 +318,8 @@ func (s *Store) WorkflowRunOwner(ctx context.Context, runID string) (string, err
 	var u sql.NullString
 	err := s.conn().QueryRowContext(ctx, s.Rebind(`SELECT m.end_user_id FROM workflow_runs r
 LEFT JOIN messages m ON m.id = r.message_id WHERE r.id = ?`), runID).Scan(&u)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("store: workflow run %s: %w", runID, ErrNotFound)
-	}
 	if err != nil {
-		return "", fmt.Errorf("store: workflow run %s: %w", runID, err)
+		return "", lookupErr(err, "workflow run %s", runID)
 	}
 	return u.String, nil
 }

@@ -156,11 +156,8 @@ func (s *Store) CreateDocument(ctx context.Context, d Document) (Document, error
 // [ErrNotFound].
 func (s *Store) Document(ctx context.Context, datasetID, id string) (Document, error) {
 	d, err := scanDocument(s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+documentColumns+" FROM documents WHERE id = ? AND dataset_id = ?"), id, datasetID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Document{}, fmt.Errorf("store: document %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return Document{}, fmt.Errorf("store: document %s: %w", id, err)
+		return Document{}, lookupErr(err, "document %s", id)
 	}
 	return d, nil
 }
@@ -171,11 +168,8 @@ func (s *Store) DocumentByName(ctx context.Context, datasetID, name string) (Doc
 	d, err := scanDocument(s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+documentColumns+` FROM documents
 WHERE dataset_id = ? AND name = ? AND enabled AND data_source_type = 'upload_file'
 ORDER BY created_at DESC, position DESC, id DESC LIMIT 1`), datasetID, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Document{}, fmt.Errorf("store: document named %q: %w", name, ErrNotFound)
-	}
 	if err != nil {
-		return Document{}, fmt.Errorf("store: document named %q: %w", name, err)
+		return Document{}, lookupErr(err, "document named %q", name)
 	}
 	return d, nil
 }

@@ -124,6 +124,15 @@ func qualify(alias, columns string) string {
 	return strings.Join(parts, ", ")
 }
 
+// lookupErr is the error of a lookup of one row: "store: " and what was looked up (format and
+// args), wrapping err, or [ErrNotFound] when there was no row.
+func lookupErr(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	return fmt.Errorf("store: "+format+": %w", append(args, err)...)
+}
+
 // queryAll runs a query and scans each of its rows with scan, in order.
 func queryAll[T any](ctx context.Context, q execer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,9 +22,7 @@ const SpeechHeader = "ID3"
 // transcribe answers POST …/audio/transcriptions (multipart: model, file): the transcript is the
 // file's bytes when they are text, else "<n> bytes of audio".
 func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "Method not allowed", "invalid_request_error", "")
+	if !postOnly(w, r) {
 		return
 	}
 	req := &Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()}
@@ -41,20 +38,11 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 			f.Close()
 		}
 	}
-	if s.record {
-		s.reqMu.Lock()
-		s.requests = append(s.requests, *req)
-		s.reqMu.Unlock()
-	}
-	if !s.authorize(w, r) {
-		return
-	}
+	invalid := ""
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "Could not parse multipart form: "+err.Error(), "invalid_request_error", "")
-		return
+		invalid = "Could not parse multipart form: " + err.Error()
 	}
-	if !s.knows(req.Model) {
-		writeError(w, http.StatusNotFound, "The model `"+req.Model+"` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")
+	if !s.admit(w, r, req, invalid) {
 		return
 	}
 	text := string(data)
@@ -86,8 +74,4 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, req *Request) {
 		_ = rc.Flush()
 		audio = audio[n:]
 	}
-}
-
-func (s *Server) knows(model string) bool {
-	return s.models == nil || slices.Contains(s.models, model)
 }

@@ -29,19 +29,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, req *Request
 		writeError(w, http.StatusBadRequest, "'encoding_format' must be 'float' or 'base64'.", "invalid_request_error", "")
 		return
 	}
-	reply, _ := s.match(req.Input...)
-	if !s.wait(r, reply.FirstByteDelay) {
-		return
-	}
-	if reply.Status >= 400 || reply.ErrorBody != "" {
-		writeReplyError(w, reply)
-		return
-	}
-	if reply.CutAfterChunks > 0 {
-		abort()
-	}
-	if reply.HangAfterChunks > 0 {
-		s.hang(r)
+	if _, ok := s.fault(w, r, req.Input...); !ok {
 		return
 	}
 	dim := s.dim

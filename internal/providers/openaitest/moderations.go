@@ -22,19 +22,7 @@ func (s *Server) moderations(w http.ResponseWriter, r *http.Request, req *Reques
 		writeError(w, http.StatusBadRequest, "'input' must not be empty.", "invalid_request_error", "")
 		return
 	}
-	reply, _ := s.match(req.Input...)
-	if !s.wait(r, reply.FirstByteDelay) {
-		return
-	}
-	if reply.Status >= 400 || reply.ErrorBody != "" {
-		writeReplyError(w, reply)
-		return
-	}
-	if reply.CutAfterChunks > 0 {
-		abort()
-	}
-	if reply.HangAfterChunks > 0 {
-		s.hang(r)
+	if _, ok := s.fault(w, r, req.Input...); !ok {
 		return
 	}
 	results := make([]map[string]any, len(req.Input))

@@ -63,19 +63,8 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request, req *Request) {
 		topN = min(topN, *body.TopN)
 	}
 	query := *body.Query
-	reply, _ := s.match(append([]string{query}, docs...)...)
-	if !s.wait(r, reply.FirstByteDelay) {
-		return
-	}
-	if reply.Status >= 400 || reply.ErrorBody != "" {
-		writeReplyError(w, reply)
-		return
-	}
-	if reply.CutAfterChunks > 0 {
-		abort()
-	}
-	if reply.HangAfterChunks > 0 {
-		s.hang(r)
+	reply, ok := s.fault(w, r, append([]string{query}, docs...)...)
+	if !ok {
 		return
 	}
 

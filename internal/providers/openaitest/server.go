@@ -340,9 +340,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // handle reads, records and authorizes a POST, then calls h.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request, *Request)) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "Method not allowed", "invalid_request_error", "")
+	if !postOnly(w, r) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -350,25 +348,70 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, h func(http.Resp
 		return
 	}
 	req := &Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	decodeErr := req.decode()
+	invalid := ""
+	if err := req.decode(); err != nil {
+		invalid = err.Error()
+	}
+	if !s.admit(w, r, req, invalid) {
+		return
+	}
+	h(w, r, req)
+}
+
+// postOnly answers 405 to any method but POST; it reports whether the request is a POST.
+func postOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed", "invalid_request_error", "")
+		return false
+	}
+	return true
+}
+
+// admit records req (when recording), then checks the API key, answers 400 with invalid when the
+// request could not be read (invalid is not "") and 404 for a model the server does not know, as
+// OpenAI does. It reports whether the handler should answer the request.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *Request, invalid string) bool {
 	if s.record {
 		s.reqMu.Lock()
 		s.requests = append(s.requests, *req)
 		s.reqMu.Unlock()
 	}
 	if !s.authorize(w, r) {
-		return
+		return false
 	}
-	if decodeErr != nil {
-		writeError(w, http.StatusBadRequest, decodeErr.Error(), "invalid_request_error", "")
-		return
+	if invalid != "" {
+		writeError(w, http.StatusBadRequest, invalid, "invalid_request_error", "")
+		return false
 	}
 	if s.models != nil && !slices.Contains(s.models, req.Model) {
 		writeError(w, http.StatusNotFound,
 			"The model `"+req.Model+"` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")
-		return
+		return false
 	}
-	h(w, r, req)
+	return true
+}
+
+// fault plays what the rule matching texts asks of an answer that is not streamed: the
+// first-byte delay, an error answer, a connection cut before the body (CutAfterChunks) or a hang
+// (HangAfterChunks). It returns the rule's reply and whether the handler should go on and answer.
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, texts ...string) (Reply, bool) {
+	reply, _ := s.match(texts...)
+	if !s.wait(r, reply.FirstByteDelay) {
+		return reply, false
+	}
+	if reply.Status >= 400 || reply.ErrorBody != "" {
+		writeReplyError(w, reply)
+		return reply, false
+	}
+	if reply.CutAfterChunks > 0 {
+		abort()
+	}
+	if reply.HangAfterChunks > 0 {
+		s.hang(r)
+		return reply, false
+	}
+	return reply, true
 }
 
 // authorize checks the API key, answering 401 like OpenAI when it is

@@ -14,7 +14,6 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -64,15 +63,7 @@ func collect(t *testing.T, rn *run.Run) []run.Event {
 func TestRunsAreStored(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		ctx := context.Background()
-		up := openaitest.NewServer()
-		t.Cleanup(up.Close)
-		getenv := func(k string) string {
-			return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-		}
-		file, err := config.ParseFile([]byte(testConfig), getenv)
-		if err != nil {
-			t.Fatal(err)
-		}
+		up, file := openaitest.NewConfigured(t, testConfig)
 		st := testdb.Open(t, e)
 		reg, err := apps.NewRegistry(nil, nil, func(n int) int { return n })
 		if err != nil {
@@ -99,7 +90,7 @@ func TestRunsAreStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		catalog := models.NewCatalog(file.Providers, getenv)
+		catalog := models.NewCatalog(file.Providers, up.Getenv)
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
 		runner := chatflow.New(chatflow.Options{Store: st, Logger: log, Files: chatSvc.MessageFiles,

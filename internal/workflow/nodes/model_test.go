@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -37,12 +36,7 @@ func (s *sink) Emit(ev run.Event) {
 // deps are the node dependencies with one model served by a fake upstream.
 func deps(t testing.TB) (nodes.Deps, *openaitest.Server) {
 	t.Helper()
-	up := openaitest.NewServer()
-	t.Cleanup(up.Close)
-	getenv := func(k string) string {
-		return map[string]string{"UPSTREAM": up.URL(), "UPSTREAM_KEY": up.APIKey()}[k]
-	}
-	file, err := config.ParseFile([]byte(`
+	up, file := openaitest.NewConfigured(t, `
 providers:
   - name: openai
     base_url: ${UPSTREAM}
@@ -51,11 +45,8 @@ providers:
       - {name: gpt-4o-mini, type: llm, context_size: 16000}
       - {name: gpt-4.1, type: llm, context_size: 16000, features: [tool-call]}
       - {name: gpt-4o, type: llm, context_size: 16000, features: [structured-output, vision]}
-`), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog := models.NewCatalog(file.Providers, getenv)
+`)
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
 	return nodes.Deps{Models: catalog, Providers: registry.New(catalog.APIKey)}, up
 }
 

@@ -47,6 +47,11 @@ var (
 
 // Job is one unit of background work.
 type Job struct {
+	// ID names a durable job (Durable); empty for Local. Set by Durable when the handler runs,
+	// or by the caller of EnqueueAt to give the job a known id.
+	ID string
+	// Attempt counts the runs of a durable job, this one included (0 for Local).
+	Attempt int
 	// Kind selects the handler.
 	Kind string
 	// Payload is the handler's input, typically JSON.

@@ -1,0 +1,328 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Defaults of a Durable queue for zero DurableOptions fields.
+const (
+	DefaultLease       = 30 * time.Second
+	DefaultPoll        = time.Second
+	DefaultMaxAttempts = 5
+)
+
+// errLeaseLost is the cause of a handler context whose lease was lost.
+var errLeaseLost = errors.New("jobs: lease lost")
+
+// JobStore is what a Durable queue needs from the database (implemented by *store.Store).
+type JobStore interface {
+	InsertJob(ctx context.Context, j store.JobRow) error
+	ClaimJob(ctx context.Context, kinds []string, owner string, now time.Time, lease time.Duration) (*store.JobRow, error)
+	RenewJobLease(ctx context.Context, id, owner string, attempt int, until time.Time) error
+	CompleteJob(ctx context.Context, id, owner string, attempt int) error
+	RetryJob(ctx context.Context, id, owner string, attempt int, runAfter time.Time, lastError string) error
+	FailJob(ctx context.Context, id, owner string, attempt int, lastError string) error
+	ReleaseJob(ctx context.Context, id, owner string, attempt int) error
+}
+
+// DurableOptions configure a Durable queue.
+type DurableOptions struct {
+	// Store holds the jobs.
+	Store JobStore
+	// Owner names this worker pool in the leases it takes (a random name if empty). Two
+	// pools must not share a name.
+	Owner string
+	// Workers is the number of concurrent handlers (DefaultWorkers if <= 0).
+	Workers int
+	// Lease is how long a claim lasts without renewal (DefaultLease if <= 0). A running
+	// handler's lease is renewed every third of it; a crashed worker's jobs are claimable
+	// again once it has passed.
+	Lease time.Duration
+	// Poll bounds how long an idle worker waits before looking for due jobs again (DefaultPoll
+	// if <= 0): jobs queued by another process, or whose run_after or lease has passed. A job
+	// queued through this pool wakes a worker at once.
+	Poll time.Duration
+	// MaxAttempts is how many times a job is tried, crashes included, before it is marked
+	// failed (DefaultMaxAttempts if <= 0).
+	MaxAttempts int
+	// Backoff is the wait before retry number attempt (1, 2, …) of a job whose handler
+	// failed; by default 2^attempt seconds, at most five minutes.
+	Backoff func(attempt int) time.Duration
+	// Logger receives handler errors and panics (discarded if nil).
+	Logger *slog.Logger
+}
+
+// Durable is the Queue kept in the database: jobs survive the process that queued them, any
+// pool on the same database may run them, and a job runs on one worker at a time, held by a
+// lease the worker renews while it runs. A handler error retries the job with backoff until
+// MaxAttempts; a worker that dies leaves its job to be claimed again when the lease expires,
+// so a handler must be safe to run again after a crash (it is never run twice at once while
+// its lease is renewed).
+type Durable struct {
+	o    DurableOptions
+	wake chan struct{}
+	done chan struct{}
+
+	mu       sync.RWMutex
+	handlers map[string]Handler
+	kinds    []string
+	started  bool
+	closed   bool
+	stop     context.CancelFunc // ends the claim loops
+	cancel   context.CancelFunc // ends the handlers
+}
+
+var _ Queue = (*Durable)(nil)
+
+// NewDurable returns a stopped queue configured by opts.
+func NewDurable(opts DurableOptions) *Durable {
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = func(attempt int) time.Duration {
+			return min(time.Duration(1<<min(attempt, 9))*time.Second, 5*time.Minute)
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Owner == "" {
+		opts.Owner = "pool-" + rand.Text()
+	}
+	return &Durable{o: opts, wake: make(chan struct{}, opts.Workers), done: make(chan struct{}),
+		handlers: make(map[string]Handler)}
+}
+
+// Owner is the name this pool takes leases under.
+func (q *Durable) Owner() string { return q.o.Owner }
+
+// Handle registers the handler for kind; it panics on wiring mistakes, as Local.Handle does.
+// Register every handler before Start.
+func (q *Durable) Handle(kind string, h Handler) {
+	if kind == "" || h == nil {
+		panic("jobs: Handle needs a kind and a handler")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, dup := q.handlers[kind]; dup {
+		panic(fmt.Sprintf("jobs: handler for %q registered twice", kind))
+	}
+	q.handlers[kind] = h
+	q.kinds = append(q.kinds, kind)
+}
+
+// Enqueue implements Queue: the job is stored, due at once, and a local worker is woken.
+func (q *Durable) Enqueue(ctx context.Context, job Job) error {
+	_, err := q.EnqueueAt(ctx, job, time.Time{})
+	return err
+}
+
+// EnqueueAt stores job to run once at has passed (at once for the zero time) and returns its
+// id: job.ID if set (a second job with the same id fails), a new one otherwise.
+func (q *Durable) EnqueueAt(ctx context.Context, job Job, at time.Time) (string, error) {
+	q.mu.RLock()
+	closed, known := q.closed, q.handlers[job.Kind] != nil
+	q.mu.RUnlock()
+	if closed {
+		return "", ErrClosed
+	}
+	if !known {
+		return "", fmt.Errorf("%w %q", ErrUnknownKind, job.Kind)
+	}
+	id := job.ID
+	if id == "" {
+		id = store.NewID()
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	err := q.o.Store.InsertJob(ctx, store.JobRow{ID: id, Kind: job.Kind, Payload: bytes.Clone(job.Payload),
+		MaxAttempts: q.o.MaxAttempts, RunAfter: at})
+	if err != nil {
+		return "", err
+	}
+	if !at.After(time.Now()) {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return id, nil
+}
+
+// Start launches the workers. Handlers run with a context derived from ctx. Start fails if
+// called twice or after Stop.
+func (q *Durable) Start(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return ErrClosed
+	case q.started:
+		return errors.New("jobs: already started")
+	}
+	q.started = true
+	hctx, cancel := context.WithCancel(ctx)
+	lctx, stop := context.WithCancel(hctx)
+	q.cancel, q.stop = cancel, stop
+	kinds := append([]string(nil), q.kinds...)
+	var wg sync.WaitGroup
+	for range q.o.Workers {
+		wg.Go(func() { q.loop(lctx, hctx, kinds) })
+	}
+	go func() {
+		wg.Wait()
+		close(q.done)
+	}()
+	return nil
+}
+
+// Stop stops claiming jobs and waits for the running handlers, at most until ctx ends; then
+// it cancels them, and their jobs go back to the queue. Jobs not yet claimed stay in the
+// database for the next start or another pool.
+func (q *Durable) Stop(ctx context.Context) error {
+	q.mu.Lock()
+	q.closed = true
+	started, stop, cancel := q.started, q.stop, q.cancel
+	q.mu.Unlock()
+	if !started {
+		return nil
+	}
+	stop()
+	select {
+	case <-q.done:
+		cancel()
+		return nil
+	case <-ctx.Done():
+		cancel()
+		<-q.done
+		return fmt.Errorf("jobs: stop: %w", ctx.Err())
+	}
+}
+
+// loop claims and runs jobs until lctx ends; handlers run with hctx.
+func (q *Durable) loop(lctx, hctx context.Context, kinds []string) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		j, err := q.o.Store.ClaimJob(lctx, kinds, q.o.Owner, time.Now(), q.o.Lease)
+		if lctx.Err() != nil {
+			if j != nil { // claimed as we stopped: give it back
+				_ = q.o.Store.ReleaseJob(context.WithoutCancel(lctx), j.ID, q.o.Owner, j.Attempts)
+			}
+			return
+		}
+		if err != nil {
+			q.o.Logger.ErrorContext(lctx, "jobs: claim", "error", err)
+		}
+		if j != nil {
+			q.run(hctx, j)
+			continue
+		}
+		timer.Reset(q.o.Poll)
+		select {
+		case <-lctx.Done():
+			return
+		case <-q.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// run runs one claimed job, renewing its lease until the handler returns, and records the
+// outcome.
+func (q *Durable) run(ctx context.Context, j *store.JobRow) {
+	bg := context.WithoutCancel(ctx)
+	log := q.o.Logger.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempts)
+	if j.Attempts > j.MaxAttempts {
+		// Every attempt ended with its lease expiring: the handler crashes or wedges its worker.
+		msg := fmt.Sprintf("the job was claimed %d times and never finished", j.MaxAttempts)
+		log.ErrorContext(ctx, "jobs: giving up", "reason", msg)
+		if err := q.o.Store.FailJob(bg, j.ID, q.o.Owner, j.Attempts, msg); err != nil {
+			log.ErrorContext(ctx, "jobs: record failure", "error", err)
+		}
+		return
+	}
+	q.mu.RLock()
+	h := q.handlers[j.Kind]
+	q.mu.RUnlock()
+
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(q.o.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				err := q.o.Store.RenewJobLease(hctx, j.ID, q.o.Owner, j.Attempts, time.Now().Add(q.o.Lease))
+				if errors.Is(err, store.ErrLeaseLost) {
+					log.WarnContext(hctx, "jobs: lease lost; stopping the handler")
+					cancel(errLeaseLost)
+					return
+				}
+				if err != nil && hctx.Err() == nil {
+					log.WarnContext(hctx, "jobs: renew lease", "error", err)
+				}
+			}
+		}
+	}()
+	err := q.call(hctx, h, Job{ID: j.ID, Kind: j.Kind, Payload: j.Payload, Attempt: j.Attempts}, log)
+	lost := errors.Is(context.Cause(hctx), errLeaseLost)
+	cancel(nil)
+	<-renewed
+	var rerr error
+	switch {
+	case lost:
+		return // another worker holds the job now
+	case ctx.Err() != nil:
+		rerr = q.o.Store.ReleaseJob(bg, j.ID, q.o.Owner, j.Attempts) // shutting down
+	case err == nil:
+		rerr = q.o.Store.CompleteJob(bg, j.ID, q.o.Owner, j.Attempts)
+	case j.Attempts >= j.MaxAttempts:
+		log.ErrorContext(ctx, "jobs: job failed for good", "error", err)
+		rerr = q.o.Store.FailJob(bg, j.ID, q.o.Owner, j.Attempts, err.Error())
+	default:
+		wait := q.o.Backoff(j.Attempts)
+		log.WarnContext(ctx, "jobs: job failed; retrying", "error", err, "retry_in", wait)
+		rerr = q.o.Store.RetryJob(bg, j.ID, q.o.Owner, j.Attempts, time.Now().Add(wait), err.Error())
+	}
+	if rerr != nil {
+		log.ErrorContext(ctx, "jobs: record outcome", "error", rerr)
+	}
+}
+
+// call runs h, turning a panic into an error logged with its stack.
+func (q *Durable) call(ctx context.Context, h Handler, job Job, log *slog.Logger) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "jobs: handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("jobs: handler panicked: %v", p)
+		}
+	}()
+	return h(ctx, job)
+}

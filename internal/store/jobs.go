@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// migrationJobs holds background work (indexing a document, an annotation-reply job, naming a
+// conversation, a human-input deadline) as rows, so that it survives the process that queued
+// it and any replica may run it.
+//
+// A job is queued until a worker claims it: the claim sets state running, a lease owner and a
+// lease expiry, and counts an attempt. The owner renews the lease while the handler runs and
+// deletes the row when it succeeds, or puts it back (queued, run_after later) when it fails, or
+// marks it failed after its last attempt. A running job whose lease has expired — its owner
+// crashed or lost the database — is claimable again by any worker. On PostgreSQL the claim
+// selects with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same row; SQLite has
+// one writer at a time, so its claim is one conditional UPDATE.
+//
+// Times are Unix milliseconds: leases are seconds long.
+var migrationJobs = migration{
+	version: 14,
+	name:    "durable jobs with leases",
+	sqlite: `
+CREATE TABLE jobs (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	kind         TEXT    NOT NULL,
+	payload      BLOB    NOT NULL,
+	state        TEXT    NOT NULL CHECK (state IN ('queued', 'running', 'failed')),
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	max_attempts INTEGER NOT NULL,
+	run_after    INTEGER NOT NULL,
+	lease_owner  TEXT,
+	lease_until  INTEGER NOT NULL DEFAULT 0,
+	last_error   TEXT    NOT NULL DEFAULT '',
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX jobs_due ON jobs (state, run_after);
+CREATE INDEX jobs_lease ON jobs (state, lease_until);
+`,
+	postgres: `
+CREATE TABLE jobs (
+	id           TEXT    NOT NULL PRIMARY KEY,
+	kind         TEXT    NOT NULL,
+	payload      BYTEA   NOT NULL,
+	state        TEXT    NOT NULL CHECK (state IN ('queued', 'running', 'failed')),
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	max_attempts INTEGER NOT NULL,
+	run_after    BIGINT  NOT NULL,
+	lease_owner  TEXT,
+	lease_until  BIGINT  NOT NULL DEFAULT 0,
+	last_error   TEXT    NOT NULL DEFAULT '',
+	created_at   BIGINT  NOT NULL,
+	updated_at   BIGINT  NOT NULL
+);
+
+CREATE INDEX jobs_due ON jobs (state, run_after);
+CREATE INDEX jobs_lease ON jobs (state, lease_until);
+`,
+}
+
+// Job states.
+const (
+	JobQueued  = "queued"
+	JobRunning = "running"
+	JobFailed  = "failed"
+)
+
+// ErrLeaseLost means the job's lease is no longer this owner's: it expired and another worker
+// claimed the job, or the job is gone.
+var ErrLeaseLost = errors.New("store: job lease lost")
+
+// JobRow is one durable job.
+type JobRow struct {
+	ID          string
+	Kind        string
+	Payload     []byte
+	State       string
+	Attempts    int
+	MaxAttempts int
+	RunAfter    time.Time
+	LeaseOwner  string
+	LeaseUntil  time.Time
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// InsertJob queues a job to run once run_after has passed.
+func (s *Store) InsertJob(ctx context.Context, j JobRow) error {
+	if j.ID == "" || j.Kind == "" || j.MaxAttempts <= 0 {
+		return errors.New("store: insert job: id, kind and max attempts are required")
+	}
+	now := time.Now().UnixMilli()
+	if j.Payload == nil {
+		j.Payload = []byte{}
+	}
+	_, err := s.db.ExecContext(ctx, s.Rebind(`INSERT INTO jobs
+		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+		VALUES (?, ?, ?, 'queued', 0, ?, ?, 0, '', ?, ?)`),
+		j.ID, j.Kind, j.Payload, j.MaxAttempts, j.RunAfter.UnixMilli(), now, now)
+	if err != nil {
+		return fmt.Errorf("store: insert job: %w", mapError(err))
+	}
+	return nil
+}
+
+// ClaimJob takes one due job of the given kinds for owner until now+lease: a queued job whose
+// run_after has passed, or a running job whose lease has expired. The claim counts an attempt.
+// It returns nil, nil when no job is due.
+func (s *Store) ClaimJob(ctx context.Context, kinds []string, owner string, now time.Time, lease time.Duration) (*JobRow, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	ms := now.UnixMilli()
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
+	pick := `SELECT id FROM jobs WHERE kind IN (` + in + `)
+		AND ((state = 'queued' AND run_after <= ?) OR (state = 'running' AND lease_until <= ?))
+		ORDER BY run_after, id LIMIT 1`
+	if s.dialect == DialectPostgres {
+		pick += " FOR UPDATE SKIP LOCKED"
+	}
+	q := s.Rebind(`UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+		WHERE id = (` + pick + `)
+		RETURNING id, kind, payload, attempts, max_attempts, run_after, created_at`)
+	args := []any{owner, ms + lease.Milliseconds(), ms}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	args = append(args, ms, ms)
+	var (
+		j                 JobRow
+		runAfter, created int64
+	)
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&j.ID, &j.Kind, &j.Payload, &j.Attempts, &j.MaxAttempts, &runAfter, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: claim job: %w", mapError(err))
+	}
+	j.State, j.LeaseOwner = JobRunning, owner
+	j.LeaseUntil = time.UnixMilli(ms + lease.Milliseconds())
+	j.RunAfter, j.CreatedAt = time.UnixMilli(runAfter), time.UnixMilli(created)
+	return &j, nil
+}
+
+// leased runs an UPDATE of the job that applies only while owner holds its lease for attempt.
+func (s *Store) leased(ctx context.Context, what, set string, args []any, id, owner string, attempt int) error {
+	args = append(args, id, owner, attempt)
+	res, err := s.db.ExecContext(ctx, s.Rebind(`UPDATE jobs SET `+set+
+		` WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`), args...)
+	if err != nil {
+		return fmt.Errorf("store: %s job: %w", what, mapError(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: %s job: %w", what, err)
+	} else if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// RenewJobLease extends the lease owner holds on the job's attempt to until.
+func (s *Store) RenewJobLease(ctx context.Context, id, owner string, attempt int, until time.Time) error {
+	return s.leased(ctx, "renew", "lease_until = ?, updated_at = ?",
+		[]any{until.UnixMilli(), time.Now().UnixMilli()}, id, owner, attempt)
+}
+
+// CompleteJob removes a job whose attempt succeeded.
+func (s *Store) CompleteJob(ctx context.Context, id, owner string, attempt int) error {
+	res, err := s.db.ExecContext(ctx, s.Rebind(`DELETE FROM jobs WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`),
+		id, owner, attempt)
+	if err != nil {
+		return fmt.Errorf("store: complete job: %w", mapError(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: complete job: %w", err)
+	} else if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// RetryJob puts back a job whose attempt failed, to run again after runAfter.
+func (s *Store) RetryJob(ctx context.Context, id, owner string, attempt int, runAfter time.Time, lastError string) error {
+	return s.leased(ctx, "retry", "state = 'queued', run_after = ?, lease_owner = NULL, lease_until = 0, last_error = ?, updated_at = ?",
+		[]any{runAfter.UnixMilli(), lastError, time.Now().UnixMilli()}, id, owner, attempt)
+}
+
+// FailJob ends a job for good: it stays in state failed with its last error.
+func (s *Store) FailJob(ctx context.Context, id, owner string, attempt int, lastError string) error {
+	return s.leased(ctx, "fail", "state = 'failed', lease_owner = NULL, lease_until = 0, last_error = ?, updated_at = ?",
+		[]any{lastError, time.Now().UnixMilli()}, id, owner, attempt)
+}
+
+// ReleaseJob returns a running job to the queue without counting its attempt: the worker is
+// shutting down and did not finish it.
+func (s *Store) ReleaseJob(ctx context.Context, id, owner string, attempt int) error {
+	return s.leased(ctx, "release", "state = 'queued', attempts = attempts - 1, lease_owner = NULL, lease_until = 0, updated_at = ?",
+		[]any{time.Now().UnixMilli()}, id, owner, attempt)
+}
+
+// ReleaseAllJobLeases returns every running job to the queue. Only for a database a single
+// process uses (SQLite): at start, the jobs its previous run held are free at once instead of
+// after their leases.
+func (s *Store) ReleaseAllJobLeases(ctx context.Context) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.Rebind(`UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = 0, updated_at = ? WHERE state = 'running'`),
+		time.Now().UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("store: release job leases: %w", mapError(err))
+	}
+	return res.RowsAffected()
+}
+
+// GetJob returns one job, or ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, id string) (JobRow, error) {
+	var (
+		j                             JobRow
+		owner                         sql.NullString
+		runAfter, leaseUntil, created int64
+	)
+	err := s.db.QueryRowContext(ctx, s.Rebind(`SELECT id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at
+		FROM jobs WHERE id = ?`), id).Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &runAfter, &owner, &leaseUntil, &j.LastError, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return JobRow{}, ErrNotFound
+	}
+	if err != nil {
+		return JobRow{}, fmt.Errorf("store: get job: %w", mapError(err))
+	}
+	j.LeaseOwner = owner.String
+	j.RunAfter, j.LeaseUntil, j.CreatedAt = time.UnixMilli(runAfter), time.UnixMilli(leaseUntil), time.UnixMilli(created)
+	return j, nil
+}
+
+// DeleteJob removes a job whatever its state (a deadline that no longer applies).
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	if _, err := s.db.ExecContext(ctx, s.Rebind(`DELETE FROM jobs WHERE id = ?`), id); err != nil {
+		return fmt.Errorf("store: delete job: %w", mapError(err))
+	}
+	return nil
+}

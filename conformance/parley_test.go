@@ -157,6 +157,9 @@ func newParley(engine storetest.Engine, extraEnv ...string) *Parley {
 		"UPLOAD_IMAGE_FILE_SIZE_LIMIT=2",
 		"UPLOAD_FILE_EXTENSION_BLACKLIST=exe,bat",
 		"PARLEY_REMOTE_FILES_ALLOW_PRIVATE=true",
+		// A killed server's jobs are taken over after a few seconds rather than half a minute.
+		"PARLEY_JOB_LEASE=3s",
+		"PARLEY_JOB_POLL=200ms",
 	)
 	p.env = append(p.env, extraEnv...)
 	return p

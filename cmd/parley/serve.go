@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -93,7 +94,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log,
 		SigningKey: signingKey, PublicURL: cfg.FilesURL, AccessTimeout: cfg.FilesAccessTimeout})
 	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
-	indexQueue := jobs.NewLocal(jobs.Options{Workers: cfg.IndexingWorkers, Logger: e.log})
+	// Background jobs are rows in the database, run by whichever replica claims them first and
+	// held by a lease its worker renews; a dead replica's jobs are taken over when it expires.
+	indexQueue := jobs.NewDurable(jobs.DurableOptions{Store: e.store, Workers: cfg.IndexingWorkers,
+		Lease: cfg.JobLease, Poll: cfg.JobPoll, Logger: e.log})
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("locate the parley binary for document extraction: %w", err)
@@ -119,10 +123,15 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	audioSvc := audio.New(catalog, providerSet, e.store)
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
+	if e.store.Dialect() == store.DialectSQLite {
+		// SQLite serves one process: the jobs its previous run held are free at once.
+		if _, err := e.store.ReleaseAllJobLeases(ctx); err != nil {
+			return err
+		}
+	}
 	if err := indexQueue.Start(jobsCtx); err != nil {
 		return err
 	}
-	go knowledgeSvc.RunResumer(jobsCtx, 30*time.Second)
 	if err := annotationSvc.Resume(ctx); err != nil {
 		return err
 	}
@@ -259,12 +268,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if serr := engine.Shutdown(endCtx); serr != nil {
 		e.log.Warn("runs did not end in time", "error", serr)
 	}
-	// Indexing stops where it is; interrupted documents resume on the next start.
+	// Background jobs stop where they are and go back to the queue, for this replica's next
+	// start or another replica.
 	stopJobs()
 	jobsEnd, cancelJobs := context.WithTimeout(bg, 2*time.Second)
 	defer cancelJobs()
 	if jerr := indexQueue.Stop(jobsEnd); jerr != nil {
-		e.log.Info("indexing interrupted; it resumes on the next start", "detail", jerr)
+		e.log.Info("background jobs interrupted; they run again from the queue", "detail", jerr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		e.log.Warn("grace period over; ended the remaining runs")

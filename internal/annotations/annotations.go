@@ -278,7 +278,7 @@ func (s *Service) SetReply(ctx context.Context, appID, action string, rs ReplySe
 		return Job{ID: j.ID, Status: store.AnnotationJobProcessing}, nil
 	}
 	if err := s.enqueue(ctx, j.ID); err != nil {
-		// The job stays waiting in the database and runs at the next start.
+		// The job stays waiting in the database; the next start's Resume queues it.
 		s.log.Warn("queue annotation job", "job_id", j.ID, "error", err)
 	}
 	return Job{ID: j.ID, Status: j.Status}, nil
@@ -293,7 +293,9 @@ func (s *Service) enqueue(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.jobs.Enqueue(ctx, jobs.Job{Kind: JobKind, Payload: payload})
+	// The queued job is named after the annotation job, so that queuing it twice (Resume on a
+	// replica while another holds it) stores it once.
+	return s.jobs.Enqueue(ctx, jobs.Job{ID: JobKind + ":" + id, Kind: JobKind, Payload: payload})
 }
 
 // JobStatus returns the app's job of this action and id.
@@ -314,14 +316,16 @@ func (s *Service) JobStatus(ctx context.Context, appID, action, id string) (Job,
 	return Job{ID: j.ID, Status: j.Status, Error: j.Error}, nil
 }
 
-// Resume queues again the jobs a stopped server left waiting or processing.
+// Resume queues the unfinished jobs that have no queued job: those of a database from before
+// durable jobs, or whose queuing failed. A job still queued (or held by a replica) is left as
+// it is; with a durable queue, an interrupted job is claimed again when its lease expires.
 func (s *Service) Resume(ctx context.Context) error {
 	js, err := s.st.UnfinishedAnnotationJobs(ctx)
 	if err != nil {
 		return err
 	}
 	for _, j := range js {
-		if err := s.enqueue(ctx, j.ID); err != nil {
+		if err := s.enqueue(ctx, j.ID); err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("annotations: resume job %s: %w", j.ID, err)
 		}
 	}
@@ -366,7 +370,7 @@ func (s *Service) HandleJob(ctx context.Context, job jobs.Job) error {
 		}
 	}
 	if ctx.Err() != nil {
-		// Shutdown: the job stays processing and runs again at the next start.
+		// Shutdown: the job stays processing and runs again from the queue.
 		return ctx.Err()
 	}
 	status, msg := store.AnnotationJobCompleted, ""

@@ -102,6 +102,13 @@ type Config struct {
 	// IndexingTimeout bounds the indexing of one document, from extraction to the last chunk
 	// written (PARLEY_INDEXING_TIMEOUT); past it the document ends in error.
 	IndexingTimeout time.Duration
+	// JobLease is how long a replica holds a background job (indexing, annotation reply,
+	// conversation naming, a human-input deadline) without renewing it (PARLEY_JOB_LEASE): the
+	// jobs of a replica that dies are taken over by the others once it has passed.
+	JobLease time.Duration
+	// JobPoll bounds how long an idle replica waits before looking for jobs queued by others
+	// or come due (PARLEY_JOB_POLL); a job queued on a replica starts there at once.
+	JobPoll time.Duration
 	// ExtractCPULimit is the CPU time a document's text extraction may use, rounded up to whole
 	// seconds (PARLEY_EXTRACT_CPU_LIMIT).
 	ExtractCPULimit time.Duration
@@ -379,6 +386,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WorkflowNodeTimeout <= 0 {
 		bad("PARLEY_WORKFLOW_NODE_TIMEOUT", "must be positive, got %v", c.WorkflowNodeTimeout)
+	}
+	if c.JobLease < time.Second {
+		bad("PARLEY_JOB_LEASE", "must be at least 1s, got %v", c.JobLease)
+	}
+	if c.JobPoll <= 0 {
+		bad("PARLEY_JOB_POLL", "must be positive, got %v", c.JobPoll)
 	}
 	if c.IndexingTimeout <= 0 {
 		bad("PARLEY_INDEXING_TIMEOUT", "must be positive, got %v", c.IndexingTimeout)

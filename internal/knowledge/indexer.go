@@ -33,7 +33,7 @@ const indexBatch = 1024
 const DefaultIndexingTimeout = 10 * time.Minute
 
 // maxIndexingAttempts is how many times the indexing of a document may begin without ending:
-// an attempt cut short by a crash leaves its document to be resumed at the next start, and a
+// an attempt cut short by a crash leaves its job to be claimed again when its lease expires, and a
 // document that kills or wedges the process would otherwise do so at every start.
 const maxIndexingAttempts = 3
 
@@ -61,7 +61,7 @@ func (s *Service) queue(ctx context.Context, doc store.Document, replace bool) b
 	payload := fmt.Appendf(nil, "%s/%s/%d", doc.DatasetID, doc.ID, r.id)
 	if err := s.jobs.Enqueue(ctx, jobs.Job{Kind: JobKind, Payload: payload}); err != nil {
 		s.finish(r)
-		// The document stays waiting; the next resume sweep queues it again.
+		// The document stays waiting until it is changed or re-indexed.
 		s.log.WarnContext(ctx, "knowledge: could not queue indexing", "document_id", doc.ID, "error", err)
 		return false
 	}
@@ -80,14 +80,27 @@ func (s *Service) HandleJob(ctx context.Context, job jobs.Job) error {
 	}
 	r, runCtx := s.claimQueued(ctx, parts[1], id)
 	if r == nil {
-		return nil // stopped (document deleted or changed) before it ran
+		// The job was queued by another process (or by this one before a restart) and taken
+		// over after its lease expired: this process has no run for it, so it registers one.
+		// A job whose run was stopped here because the document changed finds the newer run
+		// registered and ends; one whose document was deleted, completed or failed meanwhile
+		// finds nothing to index.
+		if r = s.startRun(parts[0], parts[1], false); r == nil {
+			return nil // queued or running here already, or the dataset is being deleted
+		}
+		if runCtx = s.claim(ctx, r); runCtx == nil {
+			s.finish(r)
+			return nil
+		}
 	}
 	defer s.finish(r)
 	return s.run(ctx, runCtx, r)
 }
 
-// Resume queues every document whose indexing was interrupted (by a crash, a kill or a full
-// queue) and is not already queued or running here.
+// Resume queues every document whose indexing neither ended nor is queued or running here. A
+// server does not call it: indexing jobs are durable (internal/jobs.Durable), so a job cut
+// short by a crash is claimed again once its lease expires. It is kept for operators and tests
+// (a database from before durable jobs).
 func (s *Service) Resume(ctx context.Context) (int, error) {
 	docs, err := s.st.UnfinishedDocuments(ctx)
 	if err != nil {
@@ -100,27 +113,6 @@ func (s *Service) Resume(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// RunResumer calls Resume now and then every interval until ctx ends.
-func (s *Service) RunResumer(ctx context.Context, interval time.Duration) {
-	if n, err := s.Resume(ctx); err != nil {
-		s.log.ErrorContext(ctx, "knowledge: resume", "error", err)
-	} else if n > 0 {
-		s.log.InfoContext(ctx, "knowledge: resumed indexing", "documents", n)
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Resume(ctx); err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "knowledge: resume", "error", err)
-			}
-		}
-	}
 }
 
 // IndexDocument runs (or re-runs from the start) the indexing of one document in this
@@ -175,7 +167,7 @@ func (s *Service) run(ctx, runCtx context.Context, r *indexRun) error {
 		return nil // whoever stopped the run owns the document now
 	case ctx.Err() != nil:
 		s.release(r)
-		return err // shutting down: resumed on the next start
+		return err // shutting down: the job goes back to the queue
 	}
 	msg := failureMessage(err)
 	if errors.Is(cause, errTimedOut) {

@@ -22,7 +22,8 @@ import (
 //     registered after a change indexes the changed document.
 //   - While a dataset is being deleted, no run is registered for its documents.
 //
-// This holds within one process, which is what jobs.Local serves.
+// This holds within one process. Across replicas, the durable job queue runs a document's job
+// on one replica at a time (its lease); a replica that takes a job over registers a run here.
 
 // Causes with which a run is stopped.
 var (

@@ -123,15 +123,6 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	audioSvc := audio.New(catalog, providerSet, e.store)
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
-	if e.store.Dialect() == store.DialectSQLite {
-		// SQLite serves one process: the jobs its previous run held are free at once.
-		if _, err := e.store.ReleaseAllJobLeases(ctx); err != nil {
-			return err
-		}
-	}
-	if err := indexQueue.Start(jobsCtx); err != nil {
-		return err
-	}
 	if err := annotationSvc.Resume(ctx); err != nil {
 		return err
 	}
@@ -226,9 +217,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		return err
 	}
 
-	// Timers of human-input forms fire from the database, also for forms that expired while
-	// no server ran.
-	go humanInput.RunTimers(jobsCtx)
+	// Timers of human-input forms are durable jobs, stored with their forms; decisions a
+	// stopped server took without acting on them are acted on now.
+	indexQueue.Handle(store.JobKindHumanInputTimer, humanInput.HandleTimer)
+	if e.store.Dialect() == store.DialectSQLite {
+		// SQLite serves one process: the jobs its previous run held are free at once.
+		if _, err := e.store.ReleaseAllJobLeases(ctx); err != nil {
+			return err
+		}
+	}
+	if err := indexQueue.Start(jobsCtx); err != nil {
+		return err
+	}
+	go humanInput.ResumeDecided(jobsCtx)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

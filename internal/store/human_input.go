@@ -111,6 +111,9 @@ definition, status, expiration_time, global_deadline, consumed, created_at) VALU
 				f.GlobalDeadline.Unix(), nowOr(f.CreatedAt).Unix()); err != nil {
 				return err
 			}
+			if err := s.insertFormTimer(ctx, x, f, now); err != nil {
+				return err
+			}
 		}
 		for _, id := range seg.Consumed {
 			if _, err := x.ExecContext(ctx, s.Rebind(`UPDATE human_input_forms SET consumed = 1 WHERE id = ?`), id); err != nil {
@@ -209,7 +212,17 @@ func (s *Store) HumanInputFormByToken(ctx context.Context, token string) (HumanI
 	return f, nil
 }
 
+// HumanInputFormByID returns one form, or an error wrapping ErrNotFound.
+func (s *Store) HumanInputFormByID(ctx context.Context, id string) (HumanInputForm, error) {
+	f, err := scanForm(s.conn().QueryRowContext(ctx, s.Rebind(`SELECT `+formColumns+` FROM human_input_forms WHERE id = ?`), id))
+	if err != nil {
+		return HumanInputForm{}, lookupErr(err, "human input form")
+	}
+	return f, nil
+}
+
 // HumanInputForms returns the forms of a run, oldest first.
+
 func (s *Store) HumanInputForms(ctx context.Context, runID string) ([]HumanInputForm, error) {
 	return s.queryForms(ctx, `SELECT `+formColumns+` FROM human_input_forms WHERE workflow_run_id = ? ORDER BY created_at, id`, runID)
 }

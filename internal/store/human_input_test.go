@@ -147,3 +147,31 @@ func TestHumanInputDecisions(t *testing.T) {
 		}
 	})
 }
+
+// TestHumanInputFormTimers: each waiting form is stored with its deadline job, due at the
+// earlier of its timeout and the run's global deadline, which a worker claims only then.
+func TestHumanInputFormTimers(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		f := newChatFixture(t, s)
+		_, forms := pausedRun(t, s, f, "a", "b")
+		kinds := []string{JobKindHumanInputTimer}
+		for _, form := range forms {
+			j, err := s.GetJob(ctx, JobKindHumanInputTimer+":"+form.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(j.Payload) != form.ID || j.State != JobQueued || j.RunAfter.Unix() != form.Expiration.Unix() {
+				t.Fatalf("timer of form %s: %+v (expiration %v)", form.ID, j, form.Expiration)
+			}
+		}
+		if j, err := s.ClaimJob(ctx, kinds, "w", forms[0].Expiration.Add(-time.Second), time.Minute); err != nil || j != nil {
+			t.Fatalf("a timer was claimed before its deadline: %+v %v", j, err)
+		}
+		j, err := s.ClaimJob(ctx, kinds, "w", forms[0].Expiration.Add(time.Second), time.Minute)
+		if err != nil || j == nil || j.Kind != JobKindHumanInputTimer {
+			t.Fatalf("due timer: %+v %v", j, err)
+		}
+	})
+}

@@ -43,6 +43,11 @@ CREATE TABLE jobs (
 
 CREATE INDEX jobs_due ON jobs (state, run_after);
 CREATE INDEX jobs_lease ON jobs (state, lease_until);
+
+INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+SELECT 'humaninput.timer:' || id, 'humaninput.timer', CAST(id AS BLOB), 'queued', 0, 5,
+	MIN(expiration_time, global_deadline) * 1000, 0, '', created_at * 1000, created_at * 1000
+FROM human_input_forms WHERE status = 'waiting';
 `,
 	postgres: `
 CREATE TABLE jobs (
@@ -62,7 +67,27 @@ CREATE TABLE jobs (
 
 CREATE INDEX jobs_due ON jobs (state, run_after);
 CREATE INDEX jobs_lease ON jobs (state, lease_until);
+
+INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+SELECT 'humaninput.timer:' || id, 'humaninput.timer', convert_to(id, 'UTF8'), 'queued', 0, 5,
+	LEAST(expiration_time, global_deadline) * 1000, 0, '', created_at * 1000, created_at * 1000
+FROM human_input_forms WHERE status = 'waiting';
 `,
+}
+
+// JobKindHumanInputTimer is the job that fires a human-input form's deadline (its timeout or
+// the run's global deadline, whichever comes first); the payload is the form's id. The job is
+// written with the form, in the same transaction, so no form waits without its timer.
+const JobKindHumanInputTimer = "humaninput.timer"
+
+// insertFormTimer queues the deadline job of a new waiting form within the caller's transaction.
+func (s *Store) insertFormTimer(ctx context.Context, x execer, f HumanInputForm, now int64) error {
+	due := min(f.Expiration.Unix(), f.GlobalDeadline.Unix()) * 1000
+	_, err := x.ExecContext(ctx, s.Rebind(`INSERT INTO jobs
+		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+		VALUES (?, ?, ?, 'queued', 0, 5, ?, 0, '', ?, ?)`),
+		JobKindHumanInputTimer+":"+f.ID, JobKindHumanInputTimer, []byte(f.ID), due, now*1000, now*1000)
+	return err
 }
 
 // Job states.

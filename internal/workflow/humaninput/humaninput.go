@@ -1,9 +1,10 @@
 // Package humaninput serves the forms of paused workflow runs and resumes the runs: a submitted
 // form or a timer that fires decides a form (one conditional UPDATE decides between them), then
 // the run is claimed (paused → running, conditional too) and its next segment runs from the
-// persisted state in this process. Timers live in the database: a scanner reads the earliest
-// deadline of the waiting forms and sleeps until then, so a form whose timeout passed while no
-// server ran is decided on the next start. docs/human-input.md describes the states.
+// persisted state in this process. Timers live in the database: each waiting form has a durable
+// job (internal/jobs) due at its first deadline, written with the form; whichever replica claims
+// it decides the form, so a form whose timeout passed while no server ran is decided as soon as
+// one runs. docs/human-input.md describes the states.
 package humaninput
 
 import (
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
@@ -39,8 +41,7 @@ type Store interface {
 	HumanInputFormByToken(ctx context.Context, token string) (store.HumanInputForm, error)
 	SubmitHumanInputForm(ctx context.Context, id, action string, data json.RawMessage, by string, now time.Time) (bool, error)
 	TimeOutHumanInputForm(ctx context.Context, id string, now time.Time) (bool, error)
-	DueHumanInputForms(ctx context.Context, now time.Time, limit int) ([]store.HumanInputForm, error)
-	NextHumanInputDeadline(ctx context.Context) (time.Time, bool, error)
+	HumanInputFormByID(ctx context.Context, id string) (store.HumanInputForm, error)
 	ExpireHumanInputRun(ctx context.Context, runID, errText string, now time.Time) (bool, error)
 	ClaimPausedRun(ctx context.Context, runID string) (bool, error)
 	ReleaseRun(ctx context.Context, runID string) error
@@ -67,31 +68,25 @@ type Options struct {
 	// App returns an app by id (the registry's lookup).
 	App    func(ctx context.Context, id string) (*apps.App, error)
 	Logger *slog.Logger
-	// MaxWait bounds how long the timer scanner sleeps between scans (default 1 minute, Dify's
-	// interval), so that forms created by other processes are seen.
-	MaxWait time.Duration
 }
 
 // Service serves forms and resumes runs.
 type Service struct {
 	o     Options
 	log   *slog.Logger
-	wake  chan struct{}
 	hubMu sync.Mutex
 	hubs  map[string]*Hub
 	// created is closed and replaced whenever a hub is created (waiters of a run without one).
 	created chan struct{}
 }
 
-// New returns a Service; call RunTimers to drive the timers.
+// New returns a Service; register HandleTimer for store.JobKindHumanInputTimer on the job
+// queue and call ResumeDecided at start.
 func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = time.Minute
-	}
-	return &Service{o: o, log: o.Logger, wake: make(chan struct{}, 1), hubs: map[string]*Hub{}, created: make(chan struct{})}
+	return &Service{o: o, log: o.Logger, hubs: map[string]*Hub{}, created: make(chan struct{})}
 }
 
 // Form is a form as the form operation shows it.
@@ -215,76 +210,64 @@ func (s *Service) resume(ctx context.Context, runID, appID string, decided []sto
 	return s.o.Runs.Resume(rs)
 }
 
-// Created is the paused forms were just stored by this process: the timer scanner looks at
-// its deadlines again.
-func (s *Service) Created() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Created is the paused forms were just stored by this process. Their timers are jobs stored
+// with them, so there is nothing left to do; it is kept for the pause hook.
+func (s *Service) Created() {}
 
-// RunTimers decides the forms whose timeout passed (the run resumes on the __timeout edge) and
-// stops the runs whose global deadline passed, until ctx ends. It scans at start, at the
-// earliest deadline of the waiting forms, when woken, and at least every MaxWait.
-func (s *Service) RunTimers(ctx context.Context) {
-	// Decisions a stopped server took but did not act on: their runs resume now.
-	if rs, err := s.o.Store.RunsToResume(ctx); err != nil {
-		s.log.Error("read runs to resume", "error", err)
-	} else {
-		for _, r := range rs {
-			go s.drive(r.ID, r.AppID)
-		}
-	}
-	for {
-		s.scan(ctx)
-		wait := s.o.MaxWait
-		if at, ok, err := s.o.Store.NextHumanInputDeadline(ctx); err == nil && ok {
-			// Deadlines are stored in whole seconds: wake just after the second passed.
-			if d := time.Until(at.Add(time.Second)); d < wait {
-				wait = max(d, 100*time.Millisecond)
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-s.wake:
-			t.Stop()
-		case <-t.C:
-		}
-	}
-}
-
-func (s *Service) scan(ctx context.Context) {
-	now := time.Now()
-	due, err := s.o.Store.DueHumanInputForms(ctx, now, 100)
+// ResumeDecided resumes the runs whose forms a stopped server decided without acting on the
+// decision. Call it at start.
+func (s *Service) ResumeDecided(ctx context.Context) {
+	rs, err := s.o.Store.RunsToResume(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("scan human input timers", "error", err)
-		}
+		s.log.Error("read runs to resume", "error", err)
 		return
 	}
-	for _, f := range due {
-		if !now.Before(f.GlobalDeadline) {
-			msg := "Human input global timeout at node " + f.NodeID
-			if ok, err := s.o.Store.ExpireHumanInputRun(ctx, f.WorkflowRunID, msg, now); err != nil {
-				s.log.Error("expire paused run", "workflow_run_id", f.WorkflowRunID, "error", err)
-			} else if ok {
-				s.log.Info("stopped a run past the human input global timeout", "workflow_run_id", f.WorkflowRunID)
-			}
-			continue
-		}
-		ok, err := s.o.Store.TimeOutHumanInputForm(ctx, f.ID, now)
+	for _, r := range rs {
+		go s.drive(r.ID, r.AppID)
+	}
+}
+
+// errNotDue is a timer job that ran before its form's deadline (it is retried).
+var errNotDue = errors.New("humaninput: form timer ran before its deadline")
+
+// HandleTimer is the jobs.Handler of store.JobKindHumanInputTimer: it decides the form whose
+// timeout passed (the run resumes on the __timeout edge, in this process), or stops the run
+// whose global deadline passed. A form decided meanwhile (submitted, or by another timer) is
+// left alone: the conditional UPDATE of the store decides once.
+func (s *Service) HandleTimer(ctx context.Context, job jobs.Job) error {
+	f, err := s.o.Store.HumanInputFormByID(ctx, string(job.Payload))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if f.Status != store.FormWaiting {
+		return nil
+	}
+	now := time.Now()
+	if !now.Before(f.GlobalDeadline) {
+		msg := "Human input global timeout at node " + f.NodeID
+		ok, err := s.o.Store.ExpireHumanInputRun(ctx, f.WorkflowRunID, msg, now)
 		if err != nil {
-			s.log.Error("time out form", "form_id", f.ID, "error", err)
-			continue
+			return fmt.Errorf("humaninput: expire paused run %s: %w", f.WorkflowRunID, err)
 		}
 		if ok {
-			go s.drive(f.WorkflowRunID, f.AppID)
+			s.log.Info("stopped a run past the human input global timeout", "workflow_run_id", f.WorkflowRunID)
 		}
+		return nil
 	}
+	if now.Before(f.Expiration) {
+		return errNotDue
+	}
+	ok, err := s.o.Store.TimeOutHumanInputForm(ctx, f.ID, now)
+	if err != nil {
+		return fmt.Errorf("humaninput: time out form %s: %w", f.ID, err)
+	}
+	if ok {
+		go s.drive(f.WorkflowRunID, f.AppID)
+	}
+	return nil
 }
 
 // RunInfo is a run as the events operation reads it.

@@ -128,8 +128,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	chatSvc := chat.New(chat.Options{
 		Store: e.store, Models: catalog, Providers: providerSet,
-		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc,
+		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc, Jobs: indexQueue, App: appRegistry.Get,
 	})
+	indexQueue.Handle(chat.NameJobKind, chatSvc.HandleNameJob)
 	toolReg, err := toolRegistry(e)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -56,6 +57,12 @@ type Options struct {
 	// Knowledge retrieves context from the knowledge bases an app names; without it such
 	// apps answer without context.
 	Knowledge Knowledge
+	// Jobs, with App, queues the naming of new conversations as durable jobs (NameJobKind,
+	// handled by HandleNameJob), so that a name is generated even if this process dies right
+	// after the answer. Without them, the name is generated in this process after the answer.
+	Jobs jobs.Queue
+	// App returns an app by id (the registry's lookup), for naming jobs.
+	App func(ctx context.Context, id string) (*apps.App, error)
 }
 
 // Service answers Chatbot and Completion apps (Chatbot and Completion return their runners) and
@@ -68,6 +75,8 @@ type Service struct {
 	log       *slog.Logger
 	history   int
 	knowledge Knowledge
+	jobs      jobs.Queue
+	app       func(ctx context.Context, id string) (*apps.App, error)
 }
 
 // New returns a Service.
@@ -79,7 +88,7 @@ func New(o Options) *Service {
 		o.HistoryMessages = 50
 	}
 	return &Service{store: o.Store, models: o.Models, providers: o.Providers, files: o.Files,
-		log: o.Logger, history: o.HistoryMessages, knowledge: o.Knowledge}
+		log: o.Logger, history: o.HistoryMessages, knowledge: o.Knowledge, jobs: o.Jobs, app: o.App}
 }
 
 // Chatbot is the runner of Chatbot apps (mode chat).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
@@ -437,6 +438,55 @@ func TestShutdownEndsRuns(t *testing.T) {
 		}
 		if _, err := env.engine.Start(context.Background(), run.Request{App: env.app, User: "u1", Query: "late", Inputs: map[string]any{"name": "x"}}); !errors.Is(err, run.ErrShuttingDown) {
 			t.Fatalf("send after shutdown: %v", err)
+		}
+	})
+}
+
+// TestConversationNamedByDurableJob: with a job queue, naming a new conversation is a durable
+// job. Queued by a process whose workers never run (it died after the answer), it is run by
+// another pool on the same database, which names the conversation.
+func TestConversationNamedByDurableJob(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		ctx := context.Background()
+		var lookup func(ctx context.Context, id string) (*apps.App, error)
+		env := newEnv(t, e, func(o *envOptions) {
+			q := jobs.NewDurable(jobs.DurableOptions{Store: o.chat.Store.(*store.Store)})
+			q.Handle(NameJobKind, func(context.Context, jobs.Job) error { return errors.New("never runs") })
+			o.chat.Jobs = q // never started
+			o.chat.App = func(ctx context.Context, id string) (*apps.App, error) { return lookup(ctx, id) }
+		})
+		lookup = func(_ context.Context, id string) (*apps.App, error) {
+			if id == env.app.ID {
+				return env.app, nil
+			}
+			return nil, errors.New("no such app")
+		}
+		env.upstream.On("You name conversations", openaitest.Reply{Text: "Tides explained"})
+		env.upstream.On("how do the tides turn", openaitest.Reply{Text: "Gravity."})
+		rn := env.send(t, run.Request{Query: "how do the tides turn", AutoGenerateName: true})
+		collect(t, rn)
+		wait(t, rn)
+		u, _ := env.store.EndUser(ctx, env.app.ID, "u1")
+		if c, err := env.store.Conversation(ctx, env.app.ID, u.ID, rn.ConversationID); err != nil || c.Name != run.DefaultConversationName {
+			t.Fatalf("named before the job ran: %q %v", c.Name, err)
+		}
+		other := jobs.NewDurable(jobs.DurableOptions{Store: env.store, Poll: 10 * time.Millisecond})
+		done := make(chan error, 1)
+		other.Handle(NameJobKind, func(ctx context.Context, j jobs.Job) error {
+			err := env.svc.HandleNameJob(ctx, j)
+			done <- err
+			return err
+		})
+		if err := other.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = other.Stop(ctx) }()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		c, err := env.store.Conversation(ctx, env.app.ID, u.ID, rn.ConversationID)
+		if err != nil || c.Name != "Tides explained" {
+			t.Fatalf("name %q %v", c.Name, err)
 		}
 	})
 }

@@ -2,12 +2,15 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
@@ -71,9 +74,60 @@ func cleanTitle(s string) (string, error) {
 	return s, nil
 }
 
+// NameJobKind is the job kind of conversation naming; the payload is a nameJob in JSON.
+const NameJobKind = "conversation.name"
+
+type nameJob struct {
+	AppID          string `json:"app_id"`
+	EndUserID      string `json:"end_user_id"`
+	ConversationID string `json:"conversation_id"`
+	Query          string `json:"query"`
+}
+
 // generateName names a new conversation after its first exchange. It runs after the answer, so
-// it never delays it; a failure leaves the default name. ctx ends at shutdown.
+// it never delays it; a failure leaves the default name. ctx ends at shutdown. With a job queue,
+// the naming is queued as a durable job (run at once by this process's workers, or by another
+// replica if this one dies first); if queuing fails, it is done here.
 func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
+	if s.jobs != nil && s.app != nil {
+		payload, err := json.Marshal(nameJob{AppID: app.ID, EndUserID: endUserID, ConversationID: conversationID, Query: query})
+		if err == nil {
+			err = s.jobs.Enqueue(context.WithoutCancel(ctx), jobs.Job{Kind: NameJobKind, Payload: payload})
+		}
+		if err == nil {
+			return
+		}
+		s.log.WarnContext(ctx, "queue conversation naming; naming here", "conversation_id", conversationID, "error", err)
+	}
+	s.name(ctx, app, endUserID, conversationID, spec, model, query)
+}
+
+// HandleNameJob is the jobs.Handler of NameJobKind. Like naming in process, a model that fails
+// leaves the default name (the job is not retried); an app or model gone meanwhile ends it.
+func (s *Service) HandleNameJob(ctx context.Context, job jobs.Job) error {
+	var p nameJob
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return fmt.Errorf("chat: naming job payload: %w", err)
+	}
+	app, err := s.app(ctx, p.AppID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		s.log.WarnContext(ctx, "generate conversation name: app", "app_id", p.AppID, "conversation_id", p.ConversationID, "error", err)
+		return nil
+	}
+	spec, model, err := s.model(app)
+	if err != nil {
+		s.log.WarnContext(ctx, "generate conversation name: model", "conversation_id", p.ConversationID, "error", err)
+		return nil
+	}
+	s.name(ctx, app, p.EndUserID, p.ConversationID, spec, model, p.Query)
+	return ctx.Err() // cut short by shutdown: the job goes back to the queue
+}
+
+// name asks the model for the conversation's name and stores it.
+func (s *Service) name(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
 	name, err := title(ctx, model, spec, query)
 	if err != nil {
 		s.log.WarnContext(ctx, "generate conversation name", "conversation_id", conversationID, "error", err)

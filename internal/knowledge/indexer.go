@@ -23,7 +23,8 @@ import (
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
-// JobKind is the job kind of document indexing; the payload is "<dataset id>/<document id>/<run>".
+// JobKind is the job kind of document indexing; the payload is "<dataset id>/<document id>/<run>"
+// (store's migration 14 writes this kind and format for the documents left unfinished before it).
 const JobKind = "knowledge.index"
 
 // indexBatch is how many nodes are embedded (or keyword-indexed) and written together.
@@ -71,11 +72,15 @@ func (s *Service) queue(ctx context.Context, doc store.Document, replace bool) b
 // HandleJob is the jobs.Handler of JobKind.
 func (s *Service) HandleJob(ctx context.Context, job jobs.Job) error {
 	parts := strings.Split(string(job.Payload), "/")
-	var id uint64
+	var (
+		id  uint64
+		err = errors.New("want 3 parts")
+	)
 	if len(parts) == 3 {
-		id, _ = strconv.ParseUint(parts[2], 10, 64)
+		// Run 0 is a job queued by the upgrade to durable jobs: no process registered a run.
+		id, err = strconv.ParseUint(parts[2], 10, 64)
 	}
-	if id == 0 {
+	if err != nil {
 		return fmt.Errorf("knowledge: bad job payload %q", job.Payload)
 	}
 	r, runCtx := s.claimQueued(ctx, parts[1], id)

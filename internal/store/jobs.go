@@ -21,7 +21,9 @@ import (
 // selects with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same row; SQLite has
 // one writer at a time, so its claim is one conditional UPDATE.
 //
-// Times are Unix milliseconds: leases are seconds long.
+// Times are Unix milliseconds: leases are seconds long. The migration queues the work an earlier
+// version would have found by scanning: the deadline of every waiting human-input form and the
+// indexing of every unfinished document (run 0: no process has a run registered for it).
 var migrationJobs = migration{
 	version: 14,
 	name:    "durable jobs with leases",
@@ -48,6 +50,11 @@ INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, l
 SELECT 'humaninput.timer:' || id, 'humaninput.timer', CAST(id AS BLOB), 'queued', 0, 5,
 	MIN(expiration_time, global_deadline) * 1000, 0, '', created_at * 1000, created_at * 1000
 FROM human_input_forms WHERE status = 'waiting';
+
+INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+SELECT 'knowledge.index:' || id, 'knowledge.index', CAST(dataset_id || '/' || id || '/0' AS BLOB), 'queued', 0, 5,
+	created_at * 1000, 0, '', created_at * 1000, created_at * 1000
+FROM documents WHERE indexing_status NOT IN ('completed', 'error') AND NOT is_paused;
 `,
 	postgres: `
 CREATE TABLE jobs (
@@ -72,6 +79,11 @@ INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, l
 SELECT 'humaninput.timer:' || id, 'humaninput.timer', convert_to(id, 'UTF8'), 'queued', 0, 5,
 	LEAST(expiration_time, global_deadline) * 1000, 0, '', created_at * 1000, created_at * 1000
 FROM human_input_forms WHERE status = 'waiting';
+
+INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
+SELECT 'knowledge.index:' || id, 'knowledge.index', convert_to(dataset_id || '/' || id || '/0', 'UTF8'), 'queued', 0, 5,
+	created_at * 1000, 0, '', created_at * 1000, created_at * 1000
+FROM documents WHERE indexing_status NOT IN ('completed', 'error') AND NOT is_paused;
 `,
 }
 

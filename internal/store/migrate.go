@@ -324,6 +324,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationAnnotations,
 	migrationHumanInput,
 	migrationBlobs,
+	migrationIndexChanges,
 }
 
 // schemaMigrationsDDL is the same on both engines.

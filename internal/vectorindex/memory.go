@@ -26,13 +26,18 @@ const DefaultParallelMin = 20_000
 // vectors×dimensions (see BenchmarkSearch for the figures).
 //
 // Freshness: every search asks the Source for the dataset's index version
-// and, when it differs from the slab's, reloads the slab before answering,
-// so a search never misses a node made searchable before it started nor
-// returns one removed before it started. Concurrent searches of a dataset
-// share one reload (they wait for it; a search whose context ends stops
-// waiting, the reload still completes and is kept); other datasets are not
-// held up. Datasets being indexed change version on every batch, so
-// searches during indexing pay for reloads.
+// and, when the slab is behind, catches up before answering, so a search
+// never misses a node made searchable before it started nor returns one
+// removed before it started. Over a [DeltaSource] (the store) it catches up
+// by applying the change since the slab's version in place (see
+// applyDelta), in time proportional to the change; otherwise, or when the
+// change is large, it reloads the dataset. Concurrent searches of a dataset
+// share one catching up (they wait for it; a search whose context ends
+// stops waiting, the work still completes and is kept); other datasets are
+// not held up. A delta changes the slab under a write lock that waits for
+// the scans in progress. Rows are in load order, then in the order deltas
+// left them (a removed row is replaced by the last one), which decides
+// ties between equal scores.
 //
 // Memory bound: a dataset's slab takes 4×dim bytes per vector plus its node
 // id (100k chunks of 1536 dimensions ≈ 615 MB; of 256 ≈ 103 MB), held from

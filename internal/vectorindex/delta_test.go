@@ -229,6 +229,49 @@ func TestDeltaMatchesReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		step("a deleted document", 7)
+
+		// A hierarchical document: its child chunks are the nodes; one edited, one deleted.
+		parentDoc := k.document()
+		parent := store.Segment{ID: store.NewID(), DatasetID: k.ds.ID, DocumentID: parentDoc.ID, Generation: 1, Position: 1,
+			Content: "parent", WordCount: 1, Enabled: true, Status: store.SegmentIndexing, CreatedBy: "acct", CreatedAt: time.Unix(1, 0)}
+		var children []store.ChildChunk
+		var childNodes []store.IndexNode
+		for i := range 3 {
+			c := store.ChildChunk{ID: store.NewID(), SegmentID: parent.ID, DatasetID: k.ds.ID, DocumentID: parentDoc.ID, Generation: 1,
+				Position: i + 1, Content: fmt.Sprint("child ", i), WordCount: 2, IndexNodeID: store.NewID(), CreatedBy: "acct", CreatedAt: time.Unix(1, 0)}
+			children = append(children, c)
+			childNodes = append(childNodes, store.IndexNode{NodeID: c.IndexNodeID, DatasetID: k.ds.ID, DocumentID: parentDoc.ID,
+				SegmentID: parent.ID, ChildChunkID: c.ID, Generation: 1, Terms: c.Content, Vector: k.vector()})
+		}
+		if err := st.AddSegments(ctx, []store.Segment{parent}, children); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.IndexNodes(ctx, childNodes, time.Unix(2, 0)); err != nil {
+			t.Fatal(err)
+		}
+		step("child chunks", 10)
+		edited2 := children[0]
+		edited2.Content, edited2.IndexNodeID = "child edited", store.NewID()
+		if err := st.UpdateChildChunk(ctx, edited2, store.IndexNode{NodeID: edited2.IndexNodeID, Terms: edited2.Content, Vector: k.vector()}); err != nil {
+			t.Fatal(err)
+		}
+		step("an edited child chunk", 10)
+		if err := st.DeleteChildChunk(ctx, parent.ID, children[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		step("a deleted child chunk", 9)
+		p, err := st.Segment(ctx, parentDoc.ID, parent.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Enabled = false
+		if err := st.UpdateSegment(ctx, p, []store.IndexNode{
+			{NodeID: edited2.IndexNodeID, ChildChunkID: edited2.ID, Terms: "x", Vector: k.vector()},
+			{NodeID: children[2].IndexNodeID, ChildChunkID: children[2].ID, Terms: "x", Vector: k.vector()},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		step("a disabled parent segment", 7)
 		if n := src.delta.Load(); n == 0 {
 			t.Fatal("no delta was asked for")
 		}
@@ -247,6 +290,49 @@ func TestDeltaMatchesReload(t *testing.T) {
 }
 
 func slicesClone(v []float32) []float32 { return append([]float32(nil), v...) }
+
+// TestDeltaConcurrentSearches: searches run while batches land and are applied; the race
+// detector watches the slab, and the index ends where a fresh load is.
+func TestDeltaConcurrentSearches(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, storetest.NewEngine(t, storetest.SQLite))
+	idx := vectorindex.NewMemory(st)
+	k := newKB(t, st, 8)
+	q := k.vector()
+	doc := k.document()
+	k.index(doc, 1, 50)
+	all(t, idx, k.ds.ID, q)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := idx.Search(context.Background(), []string{k.ds.ID}, q, 5, -1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 20 {
+		k.index(doc, 1, 10)
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := all(t, idx, k.ds.ID, q), all(t, vectorindex.NewMemory(st), k.ds.ID, q); !slices.Equal(got, want) || len(got) != 250 {
+		t.Fatalf("after concurrent batches: %d hits, a fresh load %d", len(got), len(want))
+	}
+}
 
 // TestDeltaTooLargeReloads: an index further behind than the delta it may apply reloads the
 // dataset, and answers the same.

@@ -3,23 +3,29 @@ package conformance
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/redisx"
 	"github.com/parleyhq/parley/internal/redisx/redistest"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
 // TestReplicasShareVectorIndex runs two servers on one PostgreSQL database and one Redis. A
 // high-quality knowledge base is searched through B (so B's vector index holds it), then a
 // document is indexed, a chunk disabled and another deleted through A; after each change has
 // been answered by A, B's semantic retrieval and hit-testing already reflect it: the staleness
-// bound of a search is zero (docs/replicas.md), so there is nothing to wait for.
+// bound of a search is zero (docs/replicas.md), so there is nothing to wait for. The change
+// is announced on the deployment's Redis channel, which the replicas follow to catch up early.
 func TestReplicasShareVectorIndex(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs to start servers of its own")
 	}
-	a := newParley(storetest.NewEngine(t, storetest.Postgres), "PARLEY_REDIS_URL="+redistest.URL(), "PARLEY_REDIS_KEY_PREFIX="+redistest.Prefix(t))
+	prefix := redistest.Prefix(t)
+	a := newParley(storetest.NewEngine(t, storetest.Postgres), "PARLEY_REDIS_URL="+redistest.URL(), "PARLEY_REDIS_KEY_PREFIX="+prefix)
 	a.KnowledgeKey = a.CLI(t, "keys", "create", "--knowledge")
 	a.Start(t)
 	b := filesReplica(t, a)
@@ -56,6 +62,17 @@ func TestReplicasShareVectorIndex(t *testing.T) {
 		}
 		return ids
 	}
+	// The replicas announce changes of the knowledge base on the deployment's channel.
+	rc, err := redisx.Open(ctx, redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	sub := rc.Subscribe(ctx, prefix+"ch:"+vectorindex.ChangedChannel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
 	doc := indexText(t, ca, hq, client.CreateDocumentByTextJSONRequestBody{Name: "policies", Text: handbookText, ProcessRule: paragraphRule()})
 	segs := listSegments(t, ca, hq, doc, nil).Data
 	if len(segs) < 3 {
@@ -68,6 +85,14 @@ func TestReplicasShareVectorIndex(t *testing.T) {
 	slices.Sort(enabled)
 	if got := segmentsOn(cb, "B after indexing on A"); !slices.Equal(got, enabled) {
 		t.Fatalf("B after indexing on A: %v, want %v", got, enabled)
+	}
+	select {
+	case m := <-sub.Channel():
+		if !strings.Contains(m.Payload, hq) {
+			t.Errorf("announcement %s, want one of %s", m.Payload, hq)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no announcement of the indexed knowledge base on Redis")
 	}
 
 	off, gone := segs[0].Id.String(), segs[1].Id.String()

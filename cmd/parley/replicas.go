@@ -8,10 +8,12 @@ import (
 	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/limiter/redislimiter"
+	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/redispubsub"
 	"github.com/parleyhq/parley/internal/redisx"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
 // coordination is what replicas share: the per-app concurrency cap and the stop handles of
@@ -23,7 +25,9 @@ type coordination struct {
 	checks []health.Check
 	// shared says whether replicas share the coordination (Redis).
 	shared bool
-	close  func()
+	// ps is the pub/sub replicas share (Redis), nil in one process.
+	ps    pubsub.PubSub
+	close func()
 }
 
 func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*coordination, error) {
@@ -36,7 +40,8 @@ func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, 
 	if err != nil {
 		return nil, err
 	}
-	reg, err := tasks.NewShared(ctx, redispubsub.New(client, cfg.RedisKeyPrefix), log)
+	c.ps = redispubsub.New(client, cfg.RedisKeyPrefix)
+	reg, err := tasks.NewShared(ctx, c.ps, log)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -49,4 +54,23 @@ func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, 
 		_ = client.Close()
 	}
 	return c, nil
+}
+
+// shareVectors makes the replicas announce changes of datasets' vectors to each other, so that
+// each one's vector index catches up at once instead of at its next search of the dataset
+// (docs/replicas.md). In one process it does nothing: the index sees its own changes at the
+// next search. The returned function stops it.
+func shareVectors(ctx context.Context, c *coordination, st *store.Store, vectors *vectorindex.Memory, log *slog.Logger) (func(), error) {
+	if c.ps == nil {
+		return func() {}, nil
+	}
+	sh, err := vectorindex.Share(ctx, vectors, c.ps, log)
+	if err != nil {
+		return nil, err
+	}
+	st.SetIndexChangeHook(sh.Changed)
+	return func() {
+		st.SetIndexChangeHook(nil)
+		sh.Close()
+	}, nil
 }

@@ -106,9 +106,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	// is killed at its limits instead of holding a core and a worker for good.
 	extractor := &sandbox.Extractor{Path: self, Args: []string{extractCmdName},
 		CPU: cfg.ExtractCPULimit, Memory: int64(cfg.ExtractMemoryLimitMB) << 20, Logger: e.log}
+	vectors := vectorindex.NewMemory(e.store, vectorindex.WithLogger(e.log))
 	knowledgeSvc := knowledge.New(knowledge.Options{
 		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
-		Vectors: vectorindex.NewMemory(e.store, vectorindex.WithLogger(e.log)), Jobs: indexQueue, AccountID: ws.ID,
+		Vectors: vectors, Jobs: indexQueue, AccountID: ws.ID,
 		AppsUsing: func(name string) int { return appsUsing(context.WithoutCancel(ctx), appRegistry, name, e.log) }, Logger: e.log,
 		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
 		Extract:          extractor.Extract, IndexingTimeout: cfg.IndexingTimeout,
@@ -164,6 +165,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		return err
 	}
 	defer coord.close()
+	stopSharing, err := shareVectors(ctx, coord, e.store, vectors, e.log)
+	if err != nil {
+		return err
+	}
+	defer stopSharing()
 	engine := run.New(run.Options{
 		Store: e.store, Limiter: coord.limiter, Tasks: coord.tasks, Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,

@@ -294,6 +294,7 @@ type NodeHit struct {
 type SearchableNode struct {
 	NodeID     string
 	DocumentID string
+	SegmentID  string
 	Vector     []float32
 }
 

@@ -177,7 +177,9 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 		if err := s.deleteIndexRows(ctx, q, "dataset_id = ?", id); err != nil {
 			return err
 		}
+		s.noteIndexChange(tx, id)
 		for _, stmt := range []string{
+			"DELETE FROM index_changes WHERE dataset_id = ?",
 			"DELETE FROM child_chunks WHERE document_id IN (SELECT id FROM documents WHERE dataset_id = ?)",
 			"DELETE FROM document_segments WHERE document_id IN (SELECT id FROM documents WHERE dataset_id = ?)",
 			"DELETE FROM documents WHERE dataset_id = ?",
@@ -349,12 +351,6 @@ func (s *Store) snapshot(ctx context.Context, fn func(q execer) error) error {
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: rolling back is ending
 	return fn(s.inTx(tx))
-}
-
-// bumpIndexVersion records that the searchable set of a dataset changed.
-func (s *Store) bumpIndexVersion(ctx context.Context, q execer, datasetID string) error {
-	_, err := q.ExecContext(ctx, s.Rebind("UPDATE datasets SET index_version = index_version + 1 WHERE id = ?"), datasetID)
-	return err
 }
 
 // ilike is the engine's case-insensitive LIKE. SQLite's LIKE already ignores the case of ASCII

@@ -231,7 +231,7 @@ func (s *Store) UpdateDocument(ctx context.Context, d Document) error {
 		if err != nil || !changed {
 			return err
 		}
-		return s.bumpIndexVersion(ctx, q, d.DatasetID)
+		return s.bumpIndexVersion(ctx, q, d.DatasetID, IndexScope{DocumentID: d.ID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: update document %s: %w", d.ID, err)
@@ -291,7 +291,7 @@ func (s *Store) DeleteDocument(ctx context.Context, datasetID, id string) error 
 				return err
 			}
 		}
-		return s.bumpIndexVersion(ctx, q, datasetID)
+		return s.bumpIndexVersion(ctx, q, datasetID, IndexScope{DocumentID: id})
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete document %s: %w", id, err)

@@ -36,7 +36,7 @@ package store
 //   - Terms arrive pre-split and lower-cased, so neither engine stems or drops stop words.
 //
 // datasets.index_version counts changes to a dataset's searchable set, so the in-process
-// vector index knows when to reload.
+// vector index knows when to catch up (what changed is in index_changes, migration 15).
 var migrationKnowledge = migration{
 	version: 3,
 	name:    "datasets, documents, segments, search index",

@@ -506,7 +506,7 @@ func (s *Store) SearchableVectors(ctx context.Context, datasetID string) (versio
 		if err != nil {
 			return err
 		}
-		rows, err := q.QueryContext(ctx, s.Rebind("SELECT n.node_id, n.document_id, v.vector"+searchableFrom+`
+		rows, err := q.QueryContext(ctx, s.Rebind("SELECT n.node_id, n.document_id, n.segment_id, v.vector"+searchableFrom+`
 JOIN index_vectors v ON v.node_id = n.node_id
 WHERE n.dataset_id = ? AND `+searchableWhere), datasetID)
 		if err != nil {
@@ -517,7 +517,7 @@ WHERE n.dataset_id = ? AND `+searchableWhere), datasetID)
 				n   SearchableNode
 				raw []byte
 			)
-			if err := r.Scan(&n.NodeID, &n.DocumentID, &raw); err != nil {
+			if err := r.Scan(&n.NodeID, &n.DocumentID, &n.SegmentID, &raw); err != nil {
 				return SearchableNode{}, err
 			}
 			n.Vector, err = decodeVector(raw)

@@ -409,7 +409,7 @@ func TestSearchableVectorsAndIndexVersion(t *testing.T) {
 		slices.SortFunc(nodes, func(a, b SearchableNode) int { return strings.Compare(a.NodeID, b.NodeID) })
 		want := []SearchableNode{}
 		for _, g := range segs {
-			want = append(want, SearchableNode{NodeID: g.IndexNodeID, DocumentID: doc.ID, Vector: kbNode(g).Vector})
+			want = append(want, SearchableNode{NodeID: g.IndexNodeID, DocumentID: doc.ID, SegmentID: g.ID, Vector: kbNode(g).Vector})
 		}
 		slices.SortFunc(want, func(a, b SearchableNode) int { return strings.Compare(a.NodeID, b.NodeID) })
 		if !reflect.DeepEqual(nodes, want) {

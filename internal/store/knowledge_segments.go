@@ -243,15 +243,19 @@ func (n IndexNode) validate() error {
 	return nil
 }
 
-// bumpDatasets moves on the index version of each dataset the nodes belong to.
+// bumpDatasets moves on the index version of each dataset the nodes belong to, recording the
+// nodes as its change.
 func (s *Store) bumpDatasets(ctx context.Context, q execer, nodes []IndexNode) error {
-	seen := make(map[string]bool)
+	var order []string
+	scopes := make(map[string][]IndexScope)
 	for _, n := range nodes {
-		if seen[n.DatasetID] {
-			continue
+		if _, ok := scopes[n.DatasetID]; !ok {
+			order = append(order, n.DatasetID)
 		}
-		seen[n.DatasetID] = true
-		if err := s.bumpIndexVersion(ctx, q, n.DatasetID); err != nil {
+		scopes[n.DatasetID] = append(scopes[n.DatasetID], IndexScope{NodeID: n.NodeID})
+	}
+	for _, id := range order {
+		if err := s.bumpIndexVersion(ctx, q, id, scopes[id]...); err != nil {
 			return err
 		}
 	}
@@ -430,7 +434,7 @@ func (s *Store) SwapGeneration(ctx context.Context, d Document) error {
 				return err
 			}
 		}
-		return s.bumpIndexVersion(ctx, q, d.DatasetID)
+		return s.bumpIndexVersion(ctx, q, d.DatasetID, IndexScope{DocumentID: d.ID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: swap generation of document %s: %w", d.ID, err)
@@ -463,7 +467,7 @@ func (s *Store) ClearGeneration(ctx context.Context, documentID string, generati
 				return err
 			}
 		}
-		return s.bumpIndexVersion(ctx, q, datasetID)
+		return s.bumpIndexVersion(ctx, q, datasetID, IndexScope{DocumentID: documentID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: clear generation %d of document %s: %w", generation, documentID, err)
@@ -594,7 +598,7 @@ WHERE id = ? AND document_id = ? RETURNING dataset_id, generation`),
 		if err := s.insertNodes(ctx, tx, nodes); err != nil {
 			return err
 		}
-		return s.bumpIndexVersion(ctx, q, datasetID)
+		return s.bumpIndexVersion(ctx, q, datasetID, IndexScope{SegmentID: seg.ID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: update segment %s: %w", seg.ID, err)
@@ -624,7 +628,7 @@ func (s *Store) DeleteSegment(ctx context.Context, documentID, id string) error 
 				return err
 			}
 		}
-		return s.bumpIndexVersion(ctx, q, datasetID)
+		return s.bumpIndexVersion(ctx, q, datasetID, IndexScope{SegmentID: id})
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete segment %s: %w", id, err)
@@ -734,7 +738,7 @@ WHERE id = ? AND segment_id = ? RETURNING dataset_id, document_id, generation`),
 				return err
 			}
 		}
-		return s.bumpIndexVersion(ctx, q, node.DatasetID)
+		return s.bumpIndexVersion(ctx, q, node.DatasetID, IndexScope{SegmentID: c.SegmentID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: update child chunk %s: %w", c.ID, err)
@@ -761,7 +765,7 @@ func (s *Store) DeleteChildChunk(ctx context.Context, segmentID, id string) erro
 		if _, err := q.ExecContext(ctx, s.Rebind("DELETE FROM child_chunks WHERE id = ?"), id); err != nil {
 			return err
 		}
-		return s.bumpIndexVersion(ctx, q, datasetID)
+		return s.bumpIndexVersion(ctx, q, datasetID, IndexScope{SegmentID: segmentID})
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete child chunk %s: %w", id, err)

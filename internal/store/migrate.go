@@ -325,6 +325,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationHumanInput,
 	migrationBlobs,
 	migrationJobs,
+	migrationIndexChanges,
 }
 
 // schemaMigrationsDDL is the same on both engines.

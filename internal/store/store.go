@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -55,6 +56,12 @@ type Store struct {
 	// history keeps the text of messages replayed as conversation history (see
 	// RecentMessages).
 	history *historyCache
+
+	// indexHook is told of datasets whose searchable set changed (SetIndexChangeHook);
+	// pending holds them per open transaction until it ends.
+	indexHook atomic.Pointer[func(datasetID string)]
+	pendingMu sync.Mutex
+	pending   map[*sql.Tx][]string
 }
 
 // Open connects to the database and checks that it answers.
@@ -198,6 +205,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *sql.Tx) error) (err erro
 	}
 	committed := false
 	defer func() {
+		s.endTx(tx, committed)
 		if committed {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -25,13 +26,18 @@ const DefaultParallelMin = 20_000
 // vectors×dimensions (see BenchmarkSearch for the figures).
 //
 // Freshness: every search asks the Source for the dataset's index version
-// and, when it differs from the slab's, reloads the slab before answering,
-// so a search never misses a node made searchable before it started nor
-// returns one removed before it started. Concurrent searches of a dataset
-// share one reload (they wait for it; a search whose context ends stops
-// waiting, the reload still completes and is kept); other datasets are not
-// held up. Datasets being indexed change version on every batch, so
-// searches during indexing pay for reloads.
+// and, when the slab is behind, catches up before answering, so a search
+// never misses a node made searchable before it started nor returns one
+// removed before it started. Over a [DeltaSource] (the store) it catches up
+// by applying the change since the slab's version in place (see
+// applyDelta), in time proportional to the change; otherwise, or when the
+// change is large, it reloads the dataset. Concurrent searches of a dataset
+// share one catching up (they wait for it; a search whose context ends
+// stops waiting, the work still completes and is kept); other datasets are
+// not held up. A delta changes the slab under a write lock that waits for
+// the scans in progress. Rows are in load order, then in the order deltas
+// left them (a removed row is replaced by the last one), which decides
+// ties between equal scores.
 //
 // Memory bound: a dataset's slab takes 4×dim bytes per vector plus its node
 // id (100k chunks of 1536 dimensions ≈ 615 MB; of 256 ≈ 103 MB), held from
@@ -45,10 +51,14 @@ type Memory struct {
 	src         Source
 	parallelMin int
 	workers     int // 0: GOMAXPROCS at search time
+	maxDelta    int
 	log         *slog.Logger
 
-	mu   sync.Mutex
-	sets map[string]*entry
+	refreshed func(datasetID string, version int64)
+
+	mu      sync.Mutex
+	sets    map[string]*entry
+	pending map[string]bool // datasets Refresh is about to catch up
 }
 
 var _ Index = (*Memory)(nil)
@@ -82,22 +92,74 @@ func WithWorkers(n int) Option {
 // default they are not.
 func WithLogger(l *slog.Logger) Option { return func(m *Memory) { m.log = l } }
 
+// WithRefreshed sets a function called each time the index installs a newer version of a
+// dataset (by delta or reload), with that version. It must not block.
+func WithRefreshed(fn func(datasetID string, version int64)) Option {
+	return func(m *Memory) { m.refreshed = fn }
+}
+
+// Refresh catches up on the dataset in the background, if the index holds it, so that the
+// next search does not wait for the change to be applied; a dataset that no longer exists is
+// dropped. Calls for a dataset whose catching up has not started yet count once.
+func (m *Memory) Refresh(ctx context.Context, datasetID string) {
+	m.mu.Lock()
+	if m.sets[datasetID] == nil || m.pending[datasetID] {
+		m.mu.Unlock()
+		return
+	}
+	if m.pending == nil {
+		m.pending = map[string]bool{}
+	}
+	m.pending[datasetID] = true
+	m.mu.Unlock()
+	go func() {
+		m.mu.Lock()
+		delete(m.pending, datasetID)
+		m.mu.Unlock()
+		if _, err := m.slab(ctx, datasetID); err != nil && m.log != nil && ctx.Err() == nil {
+			m.log.WarnContext(ctx, "vector index could not catch up", "dataset_id", datasetID, "error", err)
+		}
+	}()
+}
+
+// Version reports the index version the index holds of the dataset, if it holds it.
+func (m *Memory) Version(datasetID string) (int64, bool) {
+	m.mu.Lock()
+	e := m.sets[datasetID]
+	m.mu.Unlock()
+	if e == nil {
+		return 0, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.slab == nil {
+		return 0, false
+	}
+	return e.slab.version.Load(), true
+}
+
 // NewMemory returns an empty index that loads datasets from src on demand.
 func NewMemory(src Source, opts ...Option) *Memory {
-	m := &Memory{src: src, parallelMin: DefaultParallelMin, sets: map[string]*entry{}}
+	m := &Memory{src: src, parallelMin: DefaultParallelMin, maxDelta: DefaultMaxDelta, sets: map[string]*entry{}}
 	for _, o := range opts {
 		o(m)
 	}
 	return m
 }
 
-// slab is one dataset's immutable index: row i is vecs[i*dim:(i+1)*dim],
-// the unit vector of node ids[i].
+// slab is one dataset's index: row i is vecs[i*dim:(i+1)*dim], the unit
+// vector of node ids[i], of document docs[i] and segment segs[i]. A delta
+// changes it in place under mu (searches scan it under the read lock);
+// version only grows.
 type slab struct {
-	version int64
+	mu      sync.RWMutex
+	version atomic.Int64
 	dim     int
 	vecs    []float32
 	ids     []string
+	docs    []string
+	segs    []string
+	pos     map[string]int // node id → row
 }
 
 // entry is one dataset's slot: its current slab and the reload in flight.
@@ -168,15 +230,19 @@ func (m *Memory) Search(ctx context.Context, datasetIDs []string, query []float3
 		if err != nil {
 			return nil, err
 		}
+		s.mu.RLock()
 		if len(s.ids) == 0 {
+			s.mu.RUnlock()
 			continue
 		}
 		if s.dim != len(q) {
+			s.mu.RUnlock()
 			return nil, fmt.Errorf("dataset %s holds %d-dimensional vectors, the query has %d: %w", id, s.dim, len(q), ErrDimensionMismatch)
 		}
 		for _, c := range scan(s.vecs, s.dim, q, k, floor, m.parallelMin, workers) {
 			hits = append(hits, hit{cand: c, set: i, id: s.ids[c.pos]})
 		}
+		s.mu.RUnlock()
 	}
 	if len(seen) > 1 {
 		// Each dataset's list is sorted; order the union the same way.
@@ -222,7 +288,7 @@ func (m *Memory) slab(ctx context.Context, id string) (*slab, error) {
 	// they load is at least as fresh as v.
 	seen := e.started
 	for {
-		if s := e.slab; s != nil && s.version == v {
+		if s := e.slab; s != nil && s.version.Load() >= v {
 			e.mu.Unlock()
 			return s, nil
 		}
@@ -233,7 +299,7 @@ func (m *Memory) slab(ctx context.Context, id string) (*slab, error) {
 			e.loading = l
 			// The reload outlives a searcher that gives up: the others
 			// wait on it, and the result is kept for the next search.
-			go m.reload(context.WithoutCancel(ctx), id, e, l)
+			go m.refresh(context.WithoutCancel(ctx), id, e, l)
 		}
 		e.mu.Unlock()
 		select {
@@ -246,16 +312,32 @@ func (m *Memory) slab(ctx context.Context, id string) (*slab, error) {
 		}
 		// index_version only grows (it counts changes), so a newer slab
 		// is also fresh enough.
-		if l.n > seen || l.slab.version >= v {
+		if l.n > seen || l.slab.version.Load() >= v {
 			return l.slab, nil
 		}
 		e.mu.Lock()
 	}
 }
 
-// reload loads the dataset into a new slab and installs it in e.
-func (m *Memory) reload(ctx context.Context, id string, e *entry, l *load) {
-	s, err := m.build(ctx, id)
+// refresh brings e up to the dataset's current version and installs the
+// result in e: by applying the change since its slab's version when the
+// Source can tell it (a DeltaSource) and it is small, else by loading the
+// dataset into a new slab.
+func (m *Memory) refresh(ctx context.Context, id string, e *entry, l *load) {
+	e.mu.Lock()
+	cur := e.slab
+	e.mu.Unlock()
+	s, err := cur, error(nil)
+	applied := false
+	if ds, ok := m.src.(DeltaSource); ok && cur != nil {
+		applied, err = m.applyDelta(ctx, ds, id, cur)
+		if err != nil {
+			applied = false
+		}
+	}
+	if !applied {
+		s, err = m.build(ctx, id)
+	}
 	e.mu.Lock()
 	e.loading = nil
 	if err == nil {
@@ -264,6 +346,9 @@ func (m *Memory) reload(ctx context.Context, id string, e *entry, l *load) {
 	e.mu.Unlock()
 	l.slab, l.err = s, err
 	close(l.done)
+	if err == nil && m.refreshed != nil {
+		m.refreshed(id, s.version.Load())
+	}
 }
 
 // build reads the dataset's searchable vectors into a slab. The slab's
@@ -285,7 +370,9 @@ func (m *Memory) build(ctx context.Context, id string) (*slab, error) {
 			dim, count = d, c
 		}
 	}
-	s := &slab{version: version, dim: dim, vecs: make([]float32, 0, count*dim), ids: make([]string, 0, count)}
+	s := &slab{dim: dim, vecs: make([]float32, 0, count*dim), ids: make([]string, 0, count),
+		docs: make([]string, 0, count), segs: make([]string, 0, count), pos: make(map[string]int, count)}
+	s.version.Store(version)
 	var wrongDim, invalid int
 	for _, n := range nodes {
 		if len(n.Vector) != dim {
@@ -299,7 +386,10 @@ func (m *Memory) build(ctx context.Context, id string) (*slab, error) {
 			invalid++
 			continue
 		}
+		s.pos[n.NodeID] = len(s.ids)
 		s.ids = append(s.ids, n.NodeID)
+		s.docs = append(s.docs, n.DocumentID)
+		s.segs = append(s.segs, n.SegmentID)
 	}
 	if (wrongDim > 0 || invalid > 0) && m.log != nil {
 		m.log.WarnContext(ctx, "vector index skipped vectors", "dataset_id", id, "dim", dim,

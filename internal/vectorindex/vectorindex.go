@@ -3,9 +3,10 @@
 //
 // [Index] is the interface the knowledge service searches through. [Memory]
 // implements it in process: per dataset it keeps every searchable vector in
-// one contiguous slab, loaded from a [Source] (the store) and reloaded when
-// the dataset's index version changes, and answers with an exact
-// brute-force scan. A pgvector adapter can implement the same interface
+// one contiguous slab, loaded from a [Source] (the store) and brought up to
+// date by delta when the dataset's index version changes, and answers with
+// an exact brute-force scan. [Shared] carries change announcements between
+// replicas over pub/sub. A pgvector adapter can implement the same interface
 // when datasets outgrow memory.
 package vectorindex
 

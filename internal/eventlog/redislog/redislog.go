@@ -1,0 +1,181 @@
+// Package redislog is an eventlog.Log in Redis, shared by every replica: one stream per run
+// (`<prefix>events:<run id>`, bounded by XADD MAXLEN) holds its events and segment marks, and
+// `<prefix>events:<run id>:seg` the id of the latest segment's mark. Readers tail the stream
+// with XREAD BLOCK from the segment's start. Both keys expire a while after a segment ends.
+package redislog
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/parleyhq/parley/internal/eventlog"
+	"github.com/parleyhq/parley/internal/redisx"
+)
+
+// runningTTL is how long a run's keys live while a segment runs; every write renews it, so only
+// a replica that died mid-segment leaves keys that expire this way.
+const runningTTL = time.Hour
+
+// maxBatch is how many events a writer sends per round trip, and a reader reads per XREAD.
+const maxBatch = 256
+
+// Log is an eventlog.Log in Redis.
+type Log struct {
+	c      redis.UniversalClient
+	prefix string
+	lim    eventlog.Limits
+	log    *slog.Logger
+}
+
+// New returns a Log on c with keys under prefix. Readers block on c for up to their wait, one
+// connection each: give it a pool of its own, sized for the streams a replica serves at once.
+func New(c redis.UniversalClient, prefix string, lim eventlog.Limits, log *slog.Logger) *Log {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Log{c: c, prefix: prefix, lim: lim.WithDefaults(), log: log}
+}
+
+func (l *Log) stream(runID string) string { return l.prefix + "events:" + runID }
+func (l *Log) seg(runID string) string    { return l.prefix + "events:" + runID + ":seg" }
+
+// Begin implements eventlog.Log.
+func (l *Log) Begin(ctx context.Context, runID string) (eventlog.Writer, error) {
+	id, err := l.c.XAdd(ctx, &redis.XAddArgs{Stream: l.stream(runID), MaxLen: int64(l.lim.MaxEvents), Approx: true,
+		Values: []any{"m", "begin"}}).Result()
+	if err != nil {
+		return nil, redisx.Classify(err)
+	}
+	p := l.c.TxPipeline()
+	p.Set(ctx, l.seg(runID), id, runningTTL)
+	p.Expire(ctx, l.stream(runID), runningTTL)
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, redisx.Classify(err)
+	}
+	w := &writer{l: l, runID: runID, in: make(chan item, maxBatch), done: make(chan struct{})}
+	go w.loop()
+	return w, nil
+}
+
+// Start implements eventlog.Log.
+func (l *Log) Start(ctx context.Context, runID string) (eventlog.Cursor, bool, error) {
+	id, err := l.c.Get(ctx, l.seg(runID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "0-0", false, nil
+	}
+	if err != nil {
+		return "", false, redisx.Classify(err)
+	}
+	return eventlog.Cursor(id), true, nil
+}
+
+// Next implements eventlog.Log.
+func (l *Log) Next(ctx context.Context, runID string, cur eventlog.Cursor, wait time.Duration) ([]eventlog.Entry, eventlog.Cursor, error) {
+	if wait < time.Millisecond {
+		wait = time.Millisecond
+	}
+	res, err := l.c.XRead(ctx, &redis.XReadArgs{Streams: []string{l.stream(runID), string(cur)}, Count: maxBatch, Block: wait}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, cur, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, cur, ctx.Err()
+		}
+		return nil, cur, redisx.Classify(err)
+	}
+	var out []eventlog.Entry
+	for _, s := range res {
+		for _, m := range s.Messages {
+			cur = eventlog.Cursor(m.ID)
+			ev, _ := m.Values["e"].(string)
+			if ev == "" {
+				continue // a segment's mark
+			}
+			data, _ := m.Values["d"].(string)
+			out = append(out, eventlog.Entry{Event: ev, Data: []byte(data)})
+		}
+	}
+	return out, cur, nil
+}
+
+type item struct {
+	e   eventlog.Entry
+	end bool
+}
+
+// writer sends a segment's events from one goroutine, in batches of what is waiting: the run
+// never waits for Redis unless maxBatch events are queued.
+type writer struct {
+	l       *Log
+	runID   string
+	in      chan item
+	done    chan struct{}
+	bytes   int64
+	dropped bool
+}
+
+func (w *writer) Append(e eventlog.Entry, final bool) {
+	w.bytes += int64(len(e.Data))
+	if w.bytes > w.l.lim.MaxBytes && !final {
+		if !w.dropped {
+			w.dropped = true
+			w.l.log.Warn("workflow run events past the byte bound are not kept for the events operation",
+				"workflow_run_id", w.runID, "max_bytes", w.l.lim.MaxBytes)
+		}
+		return
+	}
+	e.Data = append([]byte(nil), e.Data...)
+	w.in <- item{e: e}
+}
+
+func (w *writer) End() {
+	w.in <- item{end: true}
+	close(w.in)
+	<-w.done
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]item, 0, maxBatch)
+	for it := range w.in {
+		batch = append(batch[:0], it)
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case it, ok := <-w.in:
+				if !ok {
+					break more
+				}
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		w.send(batch)
+	}
+}
+
+func (w *writer) send(batch []item) {
+	l := w.l
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key, ttl := l.stream(w.runID), runningTTL
+	p := l.c.Pipeline()
+	for _, it := range batch {
+		vals := []any{"e", it.e.Event, "d", it.e.Data}
+		if it.end {
+			vals, ttl = []any{"m", "end"}, l.lim.Keep
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: int64(l.lim.MaxEvents), Approx: true, Values: vals})
+	}
+	p.Expire(ctx, key, ttl)
+	p.Expire(ctx, l.seg(w.runID), ttl)
+	if _, err := p.Exec(ctx); err != nil {
+		l.log.Error("write workflow run events to redis", "workflow_run_id", w.runID, "events", len(batch), "error", redisx.Classify(err))
+	}
+}

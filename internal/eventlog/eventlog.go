@@ -20,11 +20,12 @@ type Entry struct {
 
 // Log stores and serves the events of runs.
 type Log interface {
-	// Begin starts a new segment of runID's events (a run, or the resumption of a paused one).
-	Begin(ctx context.Context, runID string) (Writer, error)
-	// Start returns the cursor a new reader of runID starts at: before the first event of its
-	// latest segment, or (ok false) before the first event of a segment yet to come.
-	Start(ctx context.Context, runID string) (cur Cursor, ok bool, err error)
+	// Begin starts a new segment of runID's events (a run, or the resumption of a paused one),
+	// with a tag its readers get from Start.
+	Begin(ctx context.Context, runID, tag string) (Writer, error)
+	// Start returns where a new reader of runID starts: before the first event of its latest
+	// segment, or (Found false) before the first event of a segment yet to come.
+	Start(ctx context.Context, runID string) (Start, error)
 	// Next returns the events after cur and the cursor after them, waiting up to wait for one
 	// when there is none (then it returns none and cur).
 	Next(ctx context.Context, runID string, cur Cursor, wait time.Duration) ([]Entry, Cursor, error)
@@ -37,6 +38,14 @@ type Writer interface {
 	Append(e Entry, final bool)
 	// End marks the segment over: its events stay readable for the log's keep time.
 	End()
+}
+
+// Start is where a reader starts.
+type Start struct {
+	Cursor Cursor
+	// Found says whether the run has a segment; Tag is the one it began with.
+	Found bool
+	Tag   string
 }
 
 // Cursor is a position in a run's log, opaque to readers.

@@ -21,6 +21,7 @@ type localRun struct {
 	first    int
 	segStart int
 	segments int
+	tag      string
 	ended    bool
 	// changed is closed and replaced when an event arrives or a segment begins or ends.
 	changed chan struct{}
@@ -47,7 +48,7 @@ func (r *localRun) signal() {
 }
 
 // Begin implements Log.
-func (l *Local) Begin(_ context.Context, runID string) (Writer, error) {
+func (l *Local) Begin(_ context.Context, runID, tag string) (Writer, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.run(runID)
@@ -57,19 +58,20 @@ func (l *Local) Begin(_ context.Context, runID string) (Writer, error) {
 	}
 	r.segStart, r.ended = r.first+len(r.entries), false
 	r.segments++
+	r.tag = tag
 	r.signal()
 	return &localWriter{l: l, id: runID, r: r}, nil
 }
 
 // Start implements Log.
-func (l *Local) Start(_ context.Context, runID string) (Cursor, bool, error) {
+func (l *Local) Start(_ context.Context, runID string) (Start, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.runs[runID]
 	if r == nil || r.segments == 0 {
-		return "0", false, nil
+		return Start{Cursor: "0"}, nil
 	}
-	return Cursor(strconv.Itoa(r.segStart)), true, nil
+	return Start{Cursor: Cursor(strconv.Itoa(r.segStart)), Found: true, Tag: r.tag}, nil
 }
 
 // Next implements Log.

@@ -22,15 +22,16 @@ func Run(t *testing.T, newLog New) {
 
 	t.Run("a reader of a run with no segment waits for the first one", func(t *testing.T) {
 		w, r := newLog(t, lim)
-		cur, ok, err := r.Start(ctx, "run-a")
-		if err != nil || ok {
-			t.Fatalf("Start = %v, %v; want no segment", ok, err)
+		st, err := r.Start(ctx, "run-a")
+		if err != nil || st.Found {
+			t.Fatalf("Start = %+v, %v; want no segment", st, err)
 		}
+		cur := st.Cursor
 		got, cur2, err := r.Next(ctx, "run-a", cur, time.Millisecond)
 		if err != nil || len(got) != 0 || cur2 != cur {
 			t.Fatalf("Next before any segment = %v, %q, %v", got, cur2, err)
 		}
-		seg, err := w.Begin(ctx, "run-a")
+		seg, err := w.Begin(ctx, "run-a", "first")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,23 +45,24 @@ func Run(t *testing.T, newLog New) {
 
 	t.Run("a reader catches up from the latest segment's start, then follows it live", func(t *testing.T) {
 		w, r := newLog(t, lim)
-		old, err := w.Begin(ctx, "run-b")
+		old, err := w.Begin(ctx, "run-b", "first")
 		if err != nil {
 			t.Fatal(err)
 		}
 		old.Append(eventlog.Entry{Event: "workflow_paused", Data: []byte(`old`)}, true)
 		old.End()
-		seg, err := w.Begin(ctx, "run-b")
+		seg, err := w.Begin(ctx, "run-b", "resumed")
 		if err != nil {
 			t.Fatal(err)
 		}
 		seg.Append(eventlog.Entry{Event: "human_input_form_filled", Data: []byte(`1`)}, false)
 		seg.Append(eventlog.Entry{Event: "node_started", Data: []byte(`2`)}, false)
 		waitFor(t, r, "run-b", 2)
-		cur, ok, err := r.Start(ctx, "run-b")
-		if err != nil || !ok {
-			t.Fatalf("Start = %v, %v", ok, err)
+		st, err := r.Start(ctx, "run-b")
+		if err != nil || !st.Found || st.Tag != "resumed" {
+			t.Fatalf("Start = %+v, %v; want the resumed segment", st, err)
 		}
+		cur := st.Cursor
 		got := readN(t, r, "run-b", cur, 2)
 		if got[0].Event != "human_input_form_filled" || got[1].Event != "node_started" {
 			t.Fatalf("catch-up = %+v; want the current segment only", got)
@@ -87,7 +89,7 @@ func Run(t *testing.T, newLog New) {
 
 	t.Run("the events of a segment past its byte bound are dropped but its final ones", func(t *testing.T) {
 		w, r := newLog(t, eventlog.Limits{MaxEvents: 1000, MaxBytes: 10, Keep: time.Minute})
-		seg, err := w.Begin(ctx, "run-c")
+		seg, err := w.Begin(ctx, "run-c", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +97,8 @@ func Run(t *testing.T, newLog New) {
 		seg.Append(eventlog.Entry{Event: "message", Data: []byte(`12345678`)}, false)
 		seg.Append(eventlog.Entry{Event: "workflow_finished", Data: []byte(`{}`)}, true)
 		seg.End()
-		cur, _, _ := r.Start(ctx, "run-c")
+		st, _ := r.Start(ctx, "run-c")
+		cur := st.Cursor
 		got := readN(t, r, "run-c", cur, 2)
 		if got[0].Event != "message" || got[1].Event != "workflow_finished" {
 			t.Fatalf("got %+v; want one message and workflow_finished", got)
@@ -104,7 +107,7 @@ func Run(t *testing.T, newLog New) {
 
 	t.Run("a run keeps at most its bound of events, the newest", func(t *testing.T) {
 		w, r := newLog(t, eventlog.Limits{MaxEvents: 10, MaxBytes: 1 << 20, Keep: time.Minute})
-		seg, err := w.Begin(ctx, "run-d")
+		seg, err := w.Begin(ctx, "run-d", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +115,8 @@ func Run(t *testing.T, newLog New) {
 			seg.Append(eventlog.Entry{Event: "message", Data: fmt.Appendf(nil, "%d", i)}, false)
 		}
 		seg.End()
-		cur, _, _ := r.Start(ctx, "run-d")
+		st, _ := r.Start(ctx, "run-d")
+		cur := st.Cursor
 		var all []eventlog.Entry
 		for {
 			evs, next, err := r.Next(ctx, "run-d", cur, time.Millisecond)
@@ -158,12 +162,12 @@ func readN(t *testing.T, r eventlog.Log, runID string, cur eventlog.Cursor, n in
 func waitFor(t *testing.T, r eventlog.Log, runID string, n int) {
 	t.Helper()
 	for {
-		cur, ok, err := r.Start(context.Background(), runID)
+		st, err := r.Start(context.Background(), runID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			readN(t, r, runID, cur, n)
+		if st.Found {
+			readN(t, r, runID, st.Cursor, n)
 			return
 		}
 	}

@@ -1,6 +1,6 @@
 // Package redislog is an eventlog.Log in Redis, shared by every replica: one stream per run
 // (`<prefix>events:<run id>`, bounded by XADD MAXLEN) holds its events and segment marks, and
-// `<prefix>events:<run id>:seg` the id of the latest segment's mark. Readers tail the stream
+// `<prefix>events:<run id>:seg` the id of the latest segment's mark and its tag. Readers tail the stream
 // with XREAD BLOCK from the segment's start. Both keys expire a while after a segment ends.
 package redislog
 
@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,14 +45,14 @@ func (l *Log) stream(runID string) string { return l.prefix + "events:" + runID 
 func (l *Log) seg(runID string) string    { return l.prefix + "events:" + runID + ":seg" }
 
 // Begin implements eventlog.Log.
-func (l *Log) Begin(ctx context.Context, runID string) (eventlog.Writer, error) {
+func (l *Log) Begin(ctx context.Context, runID, tag string) (eventlog.Writer, error) {
 	id, err := l.c.XAdd(ctx, &redis.XAddArgs{Stream: l.stream(runID), MaxLen: int64(l.lim.MaxEvents), Approx: true,
 		Values: []any{"m", "begin"}}).Result()
 	if err != nil {
 		return nil, redisx.Classify(err)
 	}
 	p := l.c.TxPipeline()
-	p.Set(ctx, l.seg(runID), id, runningTTL)
+	p.Set(ctx, l.seg(runID), id+" "+tag, runningTTL)
 	p.Expire(ctx, l.stream(runID), runningTTL)
 	if _, err := p.Exec(ctx); err != nil {
 		return nil, redisx.Classify(err)
@@ -62,15 +63,16 @@ func (l *Log) Begin(ctx context.Context, runID string) (eventlog.Writer, error) 
 }
 
 // Start implements eventlog.Log.
-func (l *Log) Start(ctx context.Context, runID string) (eventlog.Cursor, bool, error) {
-	id, err := l.c.Get(ctx, l.seg(runID)).Result()
+func (l *Log) Start(ctx context.Context, runID string) (eventlog.Start, error) {
+	v, err := l.c.Get(ctx, l.seg(runID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "0-0", false, nil
+		return eventlog.Start{Cursor: "0-0"}, nil
 	}
 	if err != nil {
-		return "", false, redisx.Classify(err)
+		return eventlog.Start{}, redisx.Classify(err)
 	}
-	return eventlog.Cursor(id), true, nil
+	id, tag, _ := strings.Cut(v, " ")
+	return eventlog.Start{Cursor: eventlog.Cursor(id), Found: true, Tag: tag}, nil
 }
 
 // Next implements eventlog.Log.

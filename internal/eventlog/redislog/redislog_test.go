@@ -31,7 +31,7 @@ func TestKeysExpireAfterTheSegmentEnds(t *testing.T) {
 	c, prefix := redistest.Client(t)
 	ctx := context.Background()
 	l := redislog.New(c, prefix, eventlog.Limits{Keep: 30 * time.Second}, nil)
-	w, err := l.Begin(ctx, "r1")
+	w, err := l.Begin(ctx, "r1", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -74,13 +73,9 @@ type Options struct {
 
 // Service serves forms and resumes runs.
 type Service struct {
-	o     Options
-	log   *slog.Logger
-	wake  chan struct{}
-	hubMu sync.Mutex
-	hubs  map[string]*Hub
-	// created is closed and replaced whenever a hub is created (waiters of a run without one).
-	created chan struct{}
+	o    Options
+	log  *slog.Logger
+	wake chan struct{}
 }
 
 // New returns a Service; call RunTimers to drive the timers.
@@ -91,7 +86,7 @@ func New(o Options) *Service {
 	if o.MaxWait <= 0 {
 		o.MaxWait = time.Minute
 	}
-	return &Service{o: o, log: o.Logger, wake: make(chan struct{}, 1), hubs: map[string]*Hub{}, created: make(chan struct{})}
+	return &Service{o: o, log: o.Logger, wake: make(chan struct{}, 1)}
 }
 
 // Form is a form as the form operation shows it.
@@ -193,8 +188,9 @@ func (s *Service) drive(runID, appID string) {
 			_ = s.o.Store.ReleaseRun(ctx, runID)
 			return
 		}
-		h := s.hub(runID, r)
-		h.pump(r)
+		// Nobody reads the segment's own stream: its events reach clients through the
+		// engine's tap, the event log the events operation serves from any replica.
+		r.Detach()
 		<-r.Done()
 	}
 }

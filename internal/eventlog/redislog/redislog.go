@@ -21,6 +21,10 @@ import (
 // a replica that died mid-segment leaves keys that expire this way.
 const runningTTL = time.Hour
 
+// maxBlock bounds one XREAD BLOCK: a reader whose client went away gives its connection back
+// within it (a blocked read does not see its context end).
+const maxBlock = time.Second
+
 // maxBatch is how many events a writer sends per round trip, and a reader reads per XREAD.
 const maxBatch = 256
 
@@ -77,9 +81,7 @@ func (l *Log) Start(ctx context.Context, runID string) (eventlog.Start, error) {
 
 // Next implements eventlog.Log.
 func (l *Log) Next(ctx context.Context, runID string, cur eventlog.Cursor, wait time.Duration) ([]eventlog.Entry, eventlog.Cursor, error) {
-	if wait < time.Millisecond {
-		wait = time.Millisecond
-	}
+	wait = min(max(wait, time.Millisecond), maxBlock)
 	res, err := l.c.XRead(ctx, &redis.XReadArgs{Streams: []string{l.stream(runID), string(cur)}, Count: maxBatch, Block: wait}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, cur, nil

@@ -22,6 +22,9 @@ type localRun struct {
 	segStart int
 	segments int
 	tag      string
+	// waiters are the readers waiting in Next: a run that has none and never began is removed
+	// when the last one leaves.
+	waiters int
 	ended    bool
 	// changed is closed and replaced when an event arrives or a segment begins or ends.
 	changed chan struct{}
@@ -93,17 +96,28 @@ func (l *Local) Next(ctx context.Context, runID string, cur Cursor, wait time.Du
 			return out, Cursor(strconv.Itoa(n + len(out))), nil
 		}
 		changed := r.changed
+		r.waiters++
 		l.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
+		var err error
+		ended := true
 		select {
 		case <-ctx.Done():
-			return nil, Cursor(strconv.Itoa(n)), ctx.Err()
+			err = ctx.Err()
 		case <-timer.C:
-			return nil, Cursor(strconv.Itoa(n)), nil
 		case <-changed:
+			ended = false
+		}
+		l.mu.Lock()
+		if r.waiters--; r.waiters == 0 && r.segments == 0 && l.runs[runID] == r {
+			delete(l.runs, runID)
+		}
+		l.mu.Unlock()
+		if ended {
+			return nil, Cursor(strconv.Itoa(n)), err
 		}
 	}
 }
@@ -150,4 +164,11 @@ func (w *localWriter) End() {
 			r.signal()
 		}
 	})
+}
+
+// Runs is how many runs the log holds (for tests and metrics).
+func (l *Local) Runs() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.runs)
 }

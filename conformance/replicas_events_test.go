@@ -63,9 +63,41 @@ func TestReplicasEventFanOut(t *testing.T) {
 	wkey := exampleApp(t, a, workflowExample, "Topic Writer", "Topic Writer Replicas")
 	topic := marker(t, "the replicated endless topic")
 	upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
+	onA, nextA := sseReader(t, "POST", a.URL+"/workflows/run", `{"inputs":{"topic":"`+topic+`"},"user":"wf","response_mode":"streaming"}`, wkey)
+	untilLLM := func(next func() hiEvent) {
+		for ev := next(); ev.name() != "node_started" || ev.data()["node_type"] != "llm"; ev = next() {
+		}
+	}
+	untilLLM(nextA)
+	wfRun, _ := (*onA)[0]["workflow_run_id"].(string)
+	task, _ := (*onA)[0]["task_id"].(string)
+	// B's stream catches up from the run's first event to where it is (the llm node hangs).
+	onB, nextB := sseReader(t, "GET", b.URL+"/workflow/"+wfRun+"/events?user=wf", "", wkey)
+	untilLLM(nextB)
+	// Stopped through B (the stop reaches A over Redis): both streams end with the run's
+	// workflow_finished, B's live.
+	if status, raw := rawCall(t, b, "POST", "/workflows/tasks/"+task+"/stop", `{"user":"wf"}`, wkey); status != 200 {
+		t.Fatalf("stop through B: %d %s", status, raw)
+	}
+	for ev := nextA(); ev.name() != "workflow_finished"; ev = nextA() {
+	}
+	for ev := nextB(); ev.name() != "workflow_finished"; ev = nextB() {
+	}
+	if hiNames(*onB) != hiNames(*onA) {
+		t.Fatalf("the run on B's events operation:\n got %s\nwant %s (A's stream)", hiNames(*onB), hiNames(*onA))
+	}
+	if fin := (*onB)[len(*onB)-1].data(); fin["status"] != "stopped" {
+		t.Fatalf("workflow_finished on B: %v", fin)
+	}
+}
+
+// sseReader opens an event stream (closed when t ends) and returns the events read so far and
+// a function that reads the next one (failing t if the stream ends first).
+func sseReader(t *testing.T, method, url, body, key string) (*[]hiEvent, func() hiEvent) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	req, err := newRequest("POST", a.URL+"/workflows/run", `{"inputs":{"topic":"`+topic+`"},"user":"wf","response_mode":"streaming"}`, wkey)
+	t.Cleanup(cancel)
+	req, err := newRequest(method, url, body, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,45 +105,26 @@ func TestReplicasEventFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d", method, url, resp.StatusCode)
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var onA []hiEvent
-	next := func() hiEvent {
+	evs := &[]hiEvent{}
+	return evs, func() hiEvent {
+		t.Helper()
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 				var ev hiEvent
 				if err := json.Unmarshal([]byte(rest), &ev); err != nil {
 					t.Fatalf("not JSON: %s", rest)
 				}
-				onA = append(onA, ev)
+				*evs = append(*evs, ev)
 				return ev
 			}
 		}
-		t.Fatalf("A's stream ended after %s: %v", hiNames(onA), sc.Err())
+		t.Fatalf("%s %s ended after %s: %v", method, url, hiNames(*evs), sc.Err())
 		return nil
-	}
-	for ev := next(); ev.name() != "node_started" || ev.data()["node_type"] != "llm"; ev = next() {
-	}
-	wfRun, _ := onA[0]["workflow_run_id"].(string)
-	task, _ := onA[0]["task_id"].(string)
-	onB := make(chan []hiEvent, 1)
-	go func() {
-		evs, _ := hiStreamWithin(t, 2*time.Minute, "GET", b.URL+"/workflow/"+wfRun+"/events?user=wf", "", wkey)
-		onB <- evs
-	}()
-	// Stopped through B (the stop reaches A over Redis): B's stream, live or caught up, ends
-	// with the run's workflow_finished.
-	if status, raw := rawCall(t, b, "POST", "/workflows/tasks/"+task+"/stop", `{"user":"wf"}`, wkey); status != 200 {
-		t.Fatalf("stop through B: %d %s", status, raw)
-	}
-	gotB := <-onB
-	for ev := next(); ev.name() != "workflow_finished"; ev = next() {
-	}
-	if hiNames(gotB) != hiNames(onA) {
-		t.Fatalf("the run on B's events operation:\n got %s\nwant %s (A's stream)", hiNames(gotB), hiNames(onA))
-	}
-	if fin := gotB[len(gotB)-1].data(); fin["status"] != "stopped" {
-		t.Fatalf("workflow_finished on B: %v", fin)
 	}
 }

@@ -50,7 +50,10 @@ func (s *Server) tapEvents() {
 			}, func() {
 				mu.Lock()
 				defer mu.Unlock()
-				w.End()
+				// A resumption is kept a while for clients that connect after submitting a
+				// form; a run's first segment is not replayed after it ended (catchUp), so it
+				// goes at once.
+				w.End(r.Resumed)
 			}
 	})
 }

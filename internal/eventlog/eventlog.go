@@ -36,8 +36,9 @@ type Writer interface {
 	// Append adds an event. Past the log's bounds, events are dropped, except those with final
 	// set (the ones that end a stream).
 	Append(e Entry, final bool)
-	// End marks the segment over: its events stay readable for the log's keep time.
-	End()
+	// End marks the segment over. With keep its events stay readable for the log's keep time;
+	// without, the run's events go at once, unless a newer segment began meanwhile.
+	End(keep bool)
 }
 
 // Start is where a reader starts.

@@ -63,7 +63,7 @@ func (l *Local) Begin(_ context.Context, runID, tag string) (Writer, error) {
 	r.segments++
 	r.tag = tag
 	r.signal()
-	return &localWriter{l: l, id: runID, r: r}, nil
+	return &localWriter{l: l, id: runID, r: r, start: r.segStart, seg: r.segments}, nil
 }
 
 // Start implements Log.
@@ -128,6 +128,8 @@ type localWriter struct {
 	r       *localRun
 	bytes   int64
 	dropped bool
+	// start and seg are the segment's first sequence number and its count among the run's.
+	start, seg int
 }
 
 func (w *localWriter) Append(e Entry, final bool) {
@@ -147,12 +149,21 @@ func (w *localWriter) Append(e Entry, final bool) {
 	r.signal()
 }
 
-func (w *localWriter) End() {
+func (w *localWriter) End(keep bool) {
 	w.l.mu.Lock()
 	defer w.l.mu.Unlock()
 	r := w.r
+	if r.segments != w.seg {
+		return // a newer segment began: it owns the run's events now
+	}
 	r.ended = true
 	r.signal()
+	if !keep {
+		if w.l.runs[w.id] == r {
+			delete(w.l.runs, w.id)
+		}
+		return
+	}
 	if r.expiry != nil {
 		r.expiry.Stop()
 	}

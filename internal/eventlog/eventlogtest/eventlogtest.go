@@ -36,7 +36,7 @@ func Run(t *testing.T, newLog New) {
 			t.Fatal(err)
 		}
 		seg.Append(eventlog.Entry{Event: "workflow_started", Data: []byte(`{"n":1}`)}, false)
-		seg.End()
+		seg.End(true)
 		got = readN(t, r, "run-a", cur, 1)
 		if got[0].Event != "workflow_started" || string(got[0].Data) != `{"n":1}` {
 			t.Fatalf("got %+v", got)
@@ -50,7 +50,7 @@ func Run(t *testing.T, newLog New) {
 			t.Fatal(err)
 		}
 		old.Append(eventlog.Entry{Event: "workflow_paused", Data: []byte(`old`)}, true)
-		old.End()
+		old.End(true)
 		seg, err := w.Begin(ctx, "run-b", "resumed")
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func Run(t *testing.T, newLog New) {
 			}
 		}()
 		seg.Append(eventlog.Entry{Event: "workflow_finished", Data: []byte(`3`)}, true)
-		seg.End()
+		seg.End(true)
 		if evs := <-done; len(evs) != 1 || evs[0].Event != "workflow_finished" {
 			t.Fatalf("live = %+v", evs)
 		}
@@ -96,7 +96,7 @@ func Run(t *testing.T, newLog New) {
 		seg.Append(eventlog.Entry{Event: "message", Data: []byte(`12345678`)}, false)
 		seg.Append(eventlog.Entry{Event: "message", Data: []byte(`12345678`)}, false)
 		seg.Append(eventlog.Entry{Event: "workflow_finished", Data: []byte(`{}`)}, true)
-		seg.End()
+		seg.End(true)
 		st, _ := r.Start(ctx, "run-c")
 		cur := st.Cursor
 		got := readN(t, r, "run-c", cur, 2)
@@ -114,7 +114,7 @@ func Run(t *testing.T, newLog New) {
 		for i := range 500 {
 			seg.Append(eventlog.Entry{Event: "message", Data: fmt.Appendf(nil, "%d", i)}, false)
 		}
-		seg.End()
+		seg.End(true)
 		st, _ := r.Start(ctx, "run-d")
 		cur := st.Cursor
 		var all []eventlog.Entry
@@ -132,6 +132,38 @@ func Run(t *testing.T, newLog New) {
 		if len(all) == 0 || len(all) > 200 || string(all[len(all)-1].Data) != "499" {
 			t.Fatalf("kept %d events ending %q; want at most the bound (plus Redis's slack), the newest last", len(all), all[len(all)-1].Data)
 		}
+	})
+
+	t.Run("a segment ended without keep goes at once, unless a newer one began", func(t *testing.T) {
+		w, r := newLog(t, lim)
+		seg, err := w.Begin(ctx, "run-f", "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg.Append(eventlog.Entry{Event: "workflow_finished", Data: []byte(`{}`)}, true)
+		seg.End(false)
+		if st, err := r.Start(ctx, "run-f"); err != nil || st.Found {
+			t.Fatalf("Start after a dropped segment = %+v, %v; want none", st, err)
+		}
+		first, err := w.Begin(ctx, "run-g", "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first.Append(eventlog.Entry{Event: "workflow_paused", Data: []byte(`{}`)}, true)
+		next, err := w.Begin(ctx, "run-g", "resumed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		next.Append(eventlog.Entry{Event: "human_input_form_filled", Data: []byte(`{}`)}, false)
+		first.End(false)
+		st, err := r.Start(ctx, "run-g")
+		if err != nil || !st.Found || st.Tag != "resumed" {
+			t.Fatalf("Start = %+v, %v; want the newer segment", st, err)
+		}
+		if got := readN(t, r, "run-g", st.Cursor, 1); got[0].Event != "human_input_form_filled" {
+			t.Fatalf("got %+v", got)
+		}
+		next.End(true)
 	})
 
 	t.Run("a reader whose context ends returns at once", func(t *testing.T) {

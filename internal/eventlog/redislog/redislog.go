@@ -61,7 +61,7 @@ func (l *Log) Begin(ctx context.Context, runID, tag string) (eventlog.Writer, er
 	if _, err := p.Exec(ctx); err != nil {
 		return nil, redisx.Classify(err)
 	}
-	w := &writer{l: l, runID: runID, in: make(chan item, maxBatch), done: make(chan struct{})}
+	w := &writer{l: l, runID: runID, begin: id, in: make(chan item, maxBatch), done: make(chan struct{})}
 	go w.loop()
 	return w, nil
 }
@@ -70,19 +70,22 @@ func (l *Log) Begin(ctx context.Context, runID, tag string) (eventlog.Writer, er
 func (l *Log) Start(ctx context.Context, runID string) (eventlog.Start, error) {
 	v, err := l.c.Get(ctx, l.seg(runID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return eventlog.Start{Cursor: "0-0"}, nil
+		return eventlog.Start{Cursor: "0-0 "}, nil
 	}
 	if err != nil {
 		return eventlog.Start{}, redisx.Classify(err)
 	}
 	id, tag, _ := strings.Cut(v, " ")
-	return eventlog.Start{Cursor: eventlog.Cursor(id), Found: true, Tag: tag}, nil
+	return eventlog.Start{Cursor: eventlog.Cursor(id + " " + id), Found: true, Tag: tag}, nil
 }
 
 // Next implements eventlog.Log.
 func (l *Log) Next(ctx context.Context, runID string, cur eventlog.Cursor, wait time.Duration) ([]eventlog.Entry, eventlog.Cursor, error) {
 	wait = min(max(wait, time.Millisecond), maxBlock)
-	res, err := l.c.XRead(ctx, &redis.XReadArgs{Streams: []string{l.stream(runID), string(cur)}, Count: maxBatch, Block: wait}).Result()
+	// A cursor is the id of the last entry read and the id of the segment being read: the events
+	// of an older segment's writer that reach Redis after a newer segment began are skipped.
+	last, seg, _ := strings.Cut(string(cur), " ")
+	res, err := l.c.XRead(ctx, &redis.XReadArgs{Streams: []string{l.stream(runID), last}, Count: maxBatch, Block: wait}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, cur, nil
 	}
@@ -95,16 +98,22 @@ func (l *Log) Next(ctx context.Context, runID string, cur eventlog.Cursor, wait 
 	var out []eventlog.Entry
 	for _, s := range res {
 		for _, m := range s.Messages {
-			cur = eventlog.Cursor(m.ID)
-			ev, _ := m.Values["e"].(string)
-			if ev == "" {
-				continue // a segment's mark
+			last = m.ID
+			if mark, _ := m.Values["m"].(string); mark == "begin" {
+				seg = m.ID
+				continue
 			}
+			ev, _ := m.Values["e"].(string)
+			from, _ := m.Values["s"].(string)
+			if ev == "" || seg != "" && from != seg {
+				continue // an end mark, or a late event of an older segment
+			}
+			seg = from
 			data, _ := m.Values["d"].(string)
 			out = append(out, eventlog.Entry{Event: ev, Data: []byte(data)})
 		}
 	}
-	return out, cur, nil
+	return out, eventlog.Cursor(last + " " + seg), nil
 }
 
 type item struct {
@@ -117,6 +126,7 @@ type item struct {
 type writer struct {
 	l       *Log
 	runID   string
+	begin   string // the id of the segment's mark
 	in      chan item
 	done    chan struct{}
 	bytes   int64
@@ -137,11 +147,30 @@ func (w *writer) Append(e eventlog.Entry, final bool) {
 	w.in <- item{e: e}
 }
 
-func (w *writer) End() {
+func (w *writer) End(keep bool) {
 	w.in <- item{end: true}
 	close(w.in)
 	<-w.done
+	if keep {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := dropSegment.Run(ctx, w.l.c, []string{w.l.stream(w.runID), w.l.seg(w.runID)}, w.begin+" ").Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		w.l.log.Error("drop workflow run events from redis", "workflow_run_id", w.runID, "error", redisx.Classify(err))
+	}
 }
+
+// dropSegment deletes a run's keys if its latest segment is still the one ARGV[1] begins: a
+// newer segment (a resumption that began meanwhile) keeps them.
+var dropSegment = redis.NewScript(`
+local v = redis.call('GET', KEYS[2])
+if v and string.sub(v, 1, string.len(ARGV[1])) == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 1
+end
+return 0`)
 
 func (w *writer) loop() {
 	defer close(w.done)
@@ -171,9 +200,9 @@ func (w *writer) send(batch []item) {
 	key, ttl := l.stream(w.runID), runningTTL
 	p := l.c.Pipeline()
 	for _, it := range batch {
-		vals := []any{"e", it.e.Event, "d", it.e.Data}
+		vals := []any{"e", it.e.Event, "d", it.e.Data, "s", w.begin}
 		if it.end {
-			vals, ttl = []any{"m", "end"}, l.lim.Keep
+			vals, ttl = []any{"m", "end", "s", w.begin}, l.lim.Keep
 		}
 		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: int64(l.lim.MaxEvents), Approx: true, Values: vals})
 	}

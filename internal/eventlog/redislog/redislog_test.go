@@ -41,7 +41,7 @@ func TestKeysExpireAfterTheSegmentEnds(t *testing.T) {
 			t.Fatalf("TTL of %s while running = %v; want the running TTL", k, ttl)
 		}
 	}
-	w.End()
+	w.End(true)
 	for _, k := range []string{prefix + "events:r1", prefix + "events:r1:seg"} {
 		if ttl := c.TTL(ctx, k).Val(); ttl <= 0 || ttl > 30*time.Second {
 			t.Fatalf("TTL of %s after the end = %v; want at most the keep time", k, ttl)

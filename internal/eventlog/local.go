@@ -25,7 +25,7 @@ type localRun struct {
 	// waiters are the readers waiting in Next: a run that has none and never began is removed
 	// when the last one leaves.
 	waiters int
-	ended    bool
+	ended   bool
 	// changed is closed and replaced when an event arrives or a segment begins or ends.
 	changed chan struct{}
 	expiry  *time.Timer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/eventlog"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/store"
@@ -98,11 +99,16 @@ func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflo
 		return nil, err
 	}
 	truthy := func(p *string) bool { return p != nil && strings.EqualFold(strings.TrimSpace(*p), "true") }
-	return &eventsStream{ctx: ctx, srv: s, info: info, user: req.Params.User,
-		snapshot: truthy(req.Params.IncludeStateSnapshot), continueOnPause: truthy(req.Params.ContinueOnPause)}, nil
+	es := &eventsStream{ctx: ctx, srv: s, info: info, user: req.Params.User,
+		snapshot: truthy(req.Params.IncludeStateSnapshot), continueOnPause: truthy(req.Params.ContinueOnPause)}
+	if err := es.catchUp(); err != nil {
+		return nil, err
+	}
+	return es, nil
 }
 
-// eventsStream writes the events of a run that resumes, from the hub of its segment.
+// eventsStream writes the events of a run from the event log: those of its current segment so
+// far (the catch-up), then the log's new events as they come, whichever replica runs the run.
 type eventsStream struct {
 	ctx             context.Context
 	srv             *Server
@@ -110,6 +116,46 @@ type eventsStream struct {
 	user            string
 	snapshot        bool
 	continueOnPause bool
+	// cur is where the stream follows the log from, after caught.
+	cur    eventlog.Cursor
+	caught []eventlog.Entry
+}
+
+// catchUp reads the run's latest segment so far. The run's first segment, up to its pause (its
+// workflow_paused), is not replayed: its own stream delivered it, and the events
+// stream waits for the next segment, the resumption, as Dify's does (the state of a paused run
+// is what include_state_snapshot replays). A resumption is replayed, so that a client that
+// connects after submitting a form sees it whole, wherever it ran.
+func (es *eventsStream) catchUp() error {
+	log, id := es.srv.events, es.info.Run.ID
+	st, err := log.Start(es.ctx, id)
+	if err != nil {
+		return err
+	}
+	cur := st.Cursor
+	if st.Found {
+		for {
+			evs, next, err := log.Next(es.ctx, id, cur, time.Millisecond)
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 && next == cur {
+				break
+			}
+			es.caught, cur = append(es.caught, evs...), next
+		}
+		if st.Tag != segmentResumed {
+			// What follows the first segment's pause (a resumption that began meanwhile) is new.
+			for k, ev := range es.caught {
+				if ev.Event == pausedEvent {
+					es.caught = es.caught[k+1:]
+					break
+				}
+			}
+		}
+	}
+	es.cur = cur
+	return nil
 }
 
 // envelope is a run.Run carrying the ids of the run's events (for the encoder only).
@@ -122,22 +168,20 @@ func (es *eventsStream) envelope(taskID string) *run.Run {
 // VisitStreamWorkflowEventsResponse implements gen.StreamWorkflowEventsResponseObject.
 func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
 	s, i := es.srv, es.info
-	if i.Run.Status != workflow.StatusPaused && i.Run.Status != workflow.StatusRunning {
-		if h, _ := s.humanInput.Hub(i.Run.ID); h == nil {
-			// A finished run: its one workflow_finished event.
-			sse.Headers(w)
-			w.WriteHeader(http.StatusOK)
-			out := sse.NewWriter(w, s.streamStall)
-			defer out.Close()
-			data, err := newEventEncoder(es.envelope(i.Run.ID)).encode(es.finished())
-			if err != nil {
-				return err
-			}
-			if err := out.Queue(data); err != nil {
-				return nil
-			}
-			return out.Flush()
+	if i.Run.Status != workflow.StatusPaused && i.Run.Status != workflow.StatusRunning && len(es.caught) == 0 {
+		// A finished run whose last segment the log no longer holds: its one workflow_finished.
+		sse.Headers(w)
+		w.WriteHeader(http.StatusOK)
+		out := sse.NewWriter(w, s.streamStall)
+		defer out.Close()
+		data, err := newEventEncoder(es.envelope(i.Run.ID)).encode(es.finished())
+		if err != nil {
+			return err
 		}
+		if err := out.Queue(data); err != nil {
+			return nil
+		}
+		return out.Flush()
 	}
 	sse.Headers(w)
 	w.WriteHeader(http.StatusOK)
@@ -155,86 +199,69 @@ func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter)
 			return nil
 		}
 	}
-	ticker := time.NewTicker(s.pingInterval)
-	defer ticker.Stop()
 	lastEvent := time.Now()
-	ping := func() error {
-		if time.Since(lastEvent) >= idleClose {
-			return errIdle
+	// write sends evs; it says whether the stream ends (at its last event, or the client left).
+	write := func(evs []eventlog.Entry) bool {
+		for _, ev := range evs {
+			if err := out.Queue(ev.Data); err != nil {
+				return true
+			}
+			lastEvent = time.Now()
+			switch ev.Event {
+			case finishedEvent, errorEvent:
+				_ = out.Flush()
+				return true
+			case pausedEvent:
+				if !es.continueOnPause {
+					_ = out.Flush()
+					return true
+				}
+			}
 		}
-		if time.Since(out.LastWrite()) >= s.pingInterval {
-			return out.Ping()
-		}
+		return out.Flush() != nil
+	}
+	if write(es.caught) {
 		return nil
 	}
-	var seen *humaninput.Hub
+	cur := es.cur
 	for {
-		// Wait for a segment of the run (a new one after a pause) to run in this process.
-		h, created := s.humanInput.Hub(i.Run.ID)
-		if h == nil || h == seen {
-			select {
-			case <-es.ctx.Done():
-				return nil
-			case <-created:
-				continue
-			case <-ticker.C:
-				if ping() != nil {
-					return nil
-				}
-				continue
-			}
+		wait := s.pingInterval - time.Since(out.LastWrite())
+		if idle := idleClose - time.Since(lastEvent); idle < wait {
+			wait = idle
 		}
-		seen = h
-		enc := newEventEncoder(h.Run())
-		next := 0
-		for {
-			evs, done, changed := h.Next(next)
-			for _, ev := range evs {
-				next++
-				if ev.Kind == run.EventPing {
-					continue
-				}
-				data, err := enc.encode(ev)
-				if err != nil {
-					s.log.Error("encode event", "workflow_run_id", i.Run.ID, "event", ev.Kind.String(), "error", err)
-					continue
-				}
-				if err := out.Queue(data); err != nil {
-					return nil
-				}
-				lastEvent = time.Now()
-				switch {
-				case ev.Kind == run.EventWorkflowFinished, ev.Kind == run.EventError:
-					_ = out.Flush()
-					return nil
-				case ev.Kind == run.EventWorkflowPaused && !es.continueOnPause:
-					_ = out.Flush()
-					return nil
-				}
-			}
-			if err := out.Flush(); err != nil {
+		evs, next, err := s.events.Next(es.ctx, i.Run.ID, cur, max(wait, time.Millisecond))
+		if es.ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			// The log is unreachable (Redis down): end the stream; the client reconnects.
+			s.log.Error("read workflow run events", "workflow_run_id", i.Run.ID, "error", err)
+			return nil
+		}
+		cur = next
+		if len(evs) > 0 {
+			if write(evs) {
 				return nil
 			}
-			if done && len(evs) == 0 {
-				break // the segment ended (paused, with continue_on_pause): wait for the next
-			}
-			if len(evs) > 0 {
-				continue
-			}
-			select {
-			case <-es.ctx.Done():
+			continue
+		}
+		if time.Since(lastEvent) >= idleClose {
+			return nil
+		}
+		if time.Since(out.LastWrite()) >= s.pingInterval {
+			if err := out.Ping(); err != nil {
 				return nil
-			case <-changed:
-			case <-ticker.C:
-				if ping() != nil {
-					return nil
-				}
 			}
 		}
 	}
 }
 
-var errIdle = errors.New("idle")
+// The names of the events that end an events stream.
+var (
+	finishedEvent = run.EventWorkflowFinished.String()
+	errorEvent    = run.EventError.String()
+	pausedEvent   = run.EventWorkflowPaused.String()
+)
 
 // finished is the workflow_finished event of a stored run.
 func (es *eventsStream) finished() run.Event {

@@ -28,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/eventlog"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/logctx"
@@ -52,6 +53,9 @@ type ModelCatalog interface {
 
 // Options configure a Server.
 type Options struct {
+	// EventLog keeps the events of workflow runs for the events operation, shared by the
+	// replicas with Redis; nil keeps them in the process.
+	EventLog eventlog.Log
 	Keys     KeyAuthenticator
 	Catalog  ModelCatalog
 	Apps     *apps.Registry
@@ -114,6 +118,8 @@ type Server struct {
 	// documentConfig is the contract's schema of the `data` part of the document file routes.
 	docConfigSchema *openapi3.Schema
 	humanInput      *humaninput.Service
+	// events keeps the events of workflow runs for the events operation (eventstream.go).
+	events eventlog.Log
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -141,10 +147,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
-		humanInput: opts.HumanInput}
+		humanInput: opts.HumanInput, events: opts.EventLog}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
+	s.tapEvents()
 
 	doc, err := api.Load()
 	if err != nil {

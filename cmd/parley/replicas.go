@@ -4,7 +4,11 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/eventlog"
+	"github.com/parleyhq/parley/internal/eventlog/redislog"
 	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/limiter/redislimiter"
@@ -16,11 +20,18 @@ import (
 	"github.com/parleyhq/parley/internal/vectorindex"
 )
 
+// eventsPoolSize bounds the Redis connections of the events operation's readers per replica:
+// the events streams a replica serves at once (more wait up to the pool timeout, then end).
+const eventsPoolSize = 512
+
 // coordination is what replicas share: the per-app concurrency cap and the stop handles of
 // running tasks, in-process for one process, in Redis with PARLEY_REDIS_URL (docs/replicas.md).
 type coordination struct {
 	limiter limiter.Limiter
 	tasks   tasks.Registry
+	// events keeps the workflow runs' events for the events operation: nil (the server keeps
+	// them in the process) without Redis.
+	events eventlog.Log
 	// checks are the readiness checks: the database, and Redis when configured.
 	checks []health.Check
 	// shared says whether replicas share the coordination (Redis).
@@ -46,11 +57,18 @@ func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, 
 		_ = client.Close()
 		return nil, err
 	}
+	// The events operation's readers block in XREAD, one connection each: they get a pool of
+	// their own so that they never hold the connections admission and stop need.
+	evOpt := *client.Options()
+	evOpt.PoolSize = eventsPoolSize
+	evClient := redis.NewClient(&evOpt)
+	c.events = redislog.New(evClient, cfg.RedisKeyPrefix, eventlog.DefaultLimits, log)
 	c.limiter = redislimiter.New(client, cfg.RedisKeyPrefix, redislimiter.WithLease(cfg.SlotLease), redislimiter.WithLogger(log))
 	c.tasks, c.shared = reg, true
 	c.checks = append(c.checks, health.Check{Name: "redis", Ping: func(ctx context.Context) error { return redisx.Ping(ctx, client) }})
 	c.close = func() {
 		reg.Close()
+		_ = evClient.Close()
 		_ = client.Close()
 	}
 	return c, nil

@@ -195,6 +195,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	handler, _, err := server.New(server.Options{
 		Keys:          keys,
+		EventLog:      coord.events,
 		Catalog:       catalog,
 		Runs:          engine,
 		Conversations: conversations.New(e.store, chatSvc, engine),

@@ -36,6 +36,7 @@ import (
 
 // track registers a run for keepRuns until untrack.
 func (e *Engine) track(r *Run) {
+	e.tapRun(r)
 	e.liveMu.Lock()
 	e.live[r.MessageID] = r
 	e.liveMu.Unlock()

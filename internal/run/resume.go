@@ -37,7 +37,7 @@ func (e *Engine) Resume(res Resumption) (*Run, error) {
 	kind := e.kinds[res.App.Mode]
 	run := &Run{
 		TaskID: store.NewID(), MessageID: res.MessageID, ConversationID: res.ConversationID,
-		WorkflowRunID: res.WorkflowRunID, CreatedAt: res.CreatedAt, Mode: res.App.Mode, EndUserID: res.EndUserID,
+		WorkflowRunID: res.WorkflowRunID, CreatedAt: res.CreatedAt, Mode: res.App.Mode, EndUserID: res.EndUserID, Resumed: true,
 		workflow: kind.Workflow,
 		events:   make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
 	}

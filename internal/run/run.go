@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,7 +101,9 @@ const (
 
 // Engine runs the messages of every app kind.
 type Engine struct {
-	store   Store
+	store Store
+	// tap sees the events of workflow runs (tap.go).
+	tap     atomic.Pointer[tapHolder]
 	limiter limiter.Limiter
 	tasks   tasks.Registry
 	kinds   map[string]Kind
@@ -197,6 +200,8 @@ type Run struct {
 	Mode          string
 	// EndUserID is the end user the run belongs to.
 	EndUserID string
+	// Resumed says the run is a later segment of a paused one (Engine.Resume).
+	Resumed bool
 
 	// workflow is Kind.Workflow: the job ends the stream itself.
 	workflow bool
@@ -219,6 +224,10 @@ type Run struct {
 
 	// guard is the output moderation of the answer, nil when it has none.
 	guard *guard
+
+	// tapEvent and tapEnd are the run's tap (tap.go), nil without one.
+	tapEvent func(Event)
+	tapEnd   func()
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -233,6 +242,9 @@ func (r *Run) Done() <-chan struct{} { return r.finished }
 func (r *Run) Detach() { r.once.Do(func() { close(r.detached) }) }
 
 func (r *Run) emit(ev Event) {
+	if r.tapEvent != nil {
+		r.tapEvent(ev)
+	}
 	select {
 	case r.events <- ev:
 	case <-r.detached:
@@ -398,6 +410,7 @@ func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *
 // or cut short by shutdown. It ends the stream with message_end or error.
 func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	defer close(run.events)
+	defer run.endTap()
 	defer e.untrack(run)
 	outcome, err := work.Run(ctx, &run.out)
 	if err == nil && outcome.Paused {

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -72,12 +71,8 @@ type Options struct {
 
 // Service serves forms and resumes runs.
 type Service struct {
-	o     Options
-	log   *slog.Logger
-	hubMu sync.Mutex
-	hubs  map[string]*Hub
-	// created is closed and replaced whenever a hub is created (waiters of a run without one).
-	created chan struct{}
+	o   Options
+	log *slog.Logger
 }
 
 // New returns a Service; register HandleTimer for store.JobKindHumanInputTimer on the job
@@ -86,7 +81,7 @@ func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{o: o, log: o.Logger, hubs: map[string]*Hub{}, created: make(chan struct{})}
+	return &Service{o: o, log: o.Logger}
 }
 
 // Form is a form as the form operation shows it.
@@ -188,8 +183,9 @@ func (s *Service) drive(runID, appID string) {
 			_ = s.o.Store.ReleaseRun(ctx, runID)
 			return
 		}
-		h := s.hub(runID, r)
-		h.pump(r)
+		// Nobody reads the segment's own stream: its events reach clients through the
+		// engine's tap, the event log the events operation serves from any replica.
+		r.Detach()
 		<-r.Done()
 	}
 }

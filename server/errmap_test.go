@@ -255,6 +255,7 @@ func internalFailures() map[string]struct {
 		"blob.ErrNotFound":                         {blob.ErrNotFound, "storage; the files service turns a missing blob into files.ErrFileNotFound"},
 		"blob.ErrTooLarge":                         {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
+		"store.ErrLeaseLost":                       {store.ErrLeaseLost, "a background job's worker lost its lease (another replica took the job over); the job is cancelled and nothing is recorded, no request sees it"},
 		"run.ErrShuttingDown":                      {run.ErrShuttingDown, "the server is stopping; it ends as a 500 as it always has (the contract's 503 is for an unreachable database or Redis)"},
 		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
 		"run.ErrOutputModerated":                   {run.ErrOutputModerated, "an answer output moderation replaced ends with message_end, never as an error"},

@@ -67,6 +67,7 @@ type options struct {
 	validation, sqliteSync      string
 	binary, out, tmp, serverLog string
 	phases                      string
+	postgres, redis             string
 	timeout                     time.Duration
 }
 
@@ -91,7 +92,9 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory,replicas", "phases to run, comma-separated")
+	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
+	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
 	flag.Parse()
 	return o
@@ -117,7 +120,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "memory"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "memory", "replicas"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -277,6 +280,18 @@ func bench(ctx context.Context, o options, rep *report) error {
 		}
 		p.stop()
 		rep.memoryLog = p.logSummary()
+	}
+	if o.runs("replicas") {
+		if o.postgres == "" || o.redis == "" {
+			rep.replicasSkipped = "skipped: needs -postgres and -redis"
+			logf("replicas phase %s", rep.replicasSkipped)
+			return nil
+		}
+		sides, err := replicasPhase(ctx, o, bin, tmp, settings)
+		rep.replicas = sides
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

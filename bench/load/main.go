@@ -9,7 +9,10 @@
 //     return to idle once they are stopped;
 //  4. the server's CPU per Legacy Agent step (a built-in tool step, then the answer), next to its
 //     CPU per streamed Chatbot request under the same load and to the Chatbot figures of 1 and 2
-//     (phase "agent", reported as 2b: it runs on the server of 1 and 2).
+//     (phase "agent", reported as 2b: it runs on the server of 1 and 2);
+//  5. with -postgres and -redis (phase "replicas", reported as 4): blocking chats per second and
+//     open streams with 1 and with 3 replicas on a fresh PostgreSQL database and that Redis, each
+//     deployment behind a round-robin reverse proxy in this process, as a ratio.
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):

@@ -45,8 +45,8 @@ migrate: ## Apply database migrations.
 test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance.
 	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 
-bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).
+bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...; its replicas phase runs 1 and 3 replicas on PostgreSQL and Redis), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).
 	@mkdir -p $(dir $(BENCH_OUT)) bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BENCH_OUT)
-	$(GO) run ./bench/load $(LOAD_FLAGS) -o bench/load.txt
+	$(GO) run ./bench/load -postgres "$${PARLEY_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}" -redis "$${PARLEY_TEST_REDIS_URL:-redis://127.0.0.1:6379}" $(LOAD_FLAGS) -o bench/load.txt
 	$(GO) run ./bench/knowledge -postgres "$${PARLEY_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}" $(KNOWLEDGE_FLAGS) -o bench/knowledge.txt

@@ -9,7 +9,10 @@
 //     return to idle once they are stopped;
 //  4. the server's CPU per Legacy Agent step (a built-in tool step, then the answer), next to its
 //     CPU per streamed Chatbot request under the same load and to the Chatbot figures of 1 and 2
-//     (phase "agent", reported as 2b: it runs on the server of 1 and 2).
+//     (phase "agent", reported as 2b: it runs on the server of 1 and 2);
+//  5. with -postgres and -redis (phase "replicas", reported as 4): blocking chats per second and
+//     open streams with 1 and with 3 replicas on a fresh PostgreSQL database and that Redis, each
+//     deployment behind a round-robin reverse proxy in this process, as a ratio.
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):
@@ -67,6 +70,7 @@ type options struct {
 	validation, sqliteSync      string
 	binary, out, tmp, serverLog string
 	phases                      string
+	postgres, redis             string
 	timeout                     time.Duration
 }
 
@@ -91,7 +95,9 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory,replicas", "phases to run, comma-separated")
+	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
+	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
 	flag.Parse()
 	return o
@@ -117,7 +123,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "memory"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "memory", "replicas"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -277,6 +283,18 @@ func bench(ctx context.Context, o options, rep *report) error {
 		}
 		p.stop()
 		rep.memoryLog = p.logSummary()
+	}
+	if o.runs("replicas") {
+		if o.postgres == "" || o.redis == "" {
+			rep.replicasSkipped = "skipped: needs -postgres and -redis"
+			logf("replicas phase %s", rep.replicasSkipped)
+			return nil
+		}
+		sides, err := replicasPhase(ctx, o, bin, tmp, settings)
+		rep.replicas = sides
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

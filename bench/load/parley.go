@@ -120,6 +120,8 @@ type serverSettings struct {
 	validation string
 	// sqliteSync is PARLEY_SQLITE_SYNCHRONOUS; empty leaves the server's default.
 	sqliteSync string
+	// extraEnv is added last (the replicas phase: PostgreSQL and Redis).
+	extraEnv []string
 }
 
 func parleyEnv(dataDir, configPath string, s serverSettings) []string {
@@ -146,7 +148,7 @@ func parleyEnv(dataDir, configPath string, s serverSettings) []string {
 	if s.sqliteSync != "" {
 		env = append(env, "PARLEY_SQLITE_SYNCHRONOUS="+s.sqliteSync)
 	}
-	return env
+	return append(env, s.extraEnv...)
 }
 
 // startParley writes the config, issues an app key through the CLI and starts `parley serve`
@@ -196,8 +198,18 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 	if err != nil {
 		return nil, err
 	}
-	p := &parley{key: key, completionKey: completionKey, agentKey: agentKey, dataDir: dataDir,
-		exited: make(chan struct{}), logged: make(chan struct{})}
+	p, err := spawnParley(ctx, bin, dataDir, env)
+	if err != nil {
+		return nil, err
+	}
+	p.key, p.completionKey, p.agentKey = key, completionKey, agentKey
+	return p, nil
+}
+
+// spawnParley starts `parley serve` with env (whose database already has its keys) and waits
+// for its address.
+func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parley, error) {
+	p := &parley{dataDir: dataDir, exited: make(chan struct{}), logged: make(chan struct{})}
 
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -25,6 +25,8 @@ type report struct {
 	agent              *agentPhaseResult
 	memory             *memoryResult
 	mainLog, memoryLog string
+	replicas           []*replicasSide
+	replicasSkipped    string
 	endLoad            string
 }
 
@@ -61,6 +63,9 @@ func (r *report) String() string {
 	}
 	if r.memory != nil {
 		r.writeMemory(&b)
+	}
+	if r.replicas != nil || r.replicasSkipped != "" {
+		r.writeReplicas(&b)
 	}
 	if r.endLoad != "" {
 		fmt.Fprintf(&b, "\n  load avg %s at the end (1/5/15 min)\n", r.endLoad)
@@ -310,3 +315,48 @@ func signedMB(b int64) string {
 }
 
 func runtimeCPUs() int { return runtime.NumCPU() }
+
+// writeReplicas reports the replicas phase: 1 against 3 replicas on one machine.
+func (r *report) writeReplicas(b *strings.Builder) {
+	o := r.opts
+	fmt.Fprintf(b, "\n4. Replicas: 1 and 3 `parley serve` processes on PostgreSQL and Redis, behind a round-robin proxy\n")
+	if r.replicasSkipped != "" {
+		fmt.Fprintf(b, "   %s\n", r.replicasSkipped)
+		return
+	}
+	fmt.Fprintf(b, "   each deployment on a fresh database, every request through a reverse proxy in this process (no\n")
+	fmt.Fprintf(b, "   affinity); blocking: %d workers, auto_generate_name=false, median of %s windows; open streams:\n", o.workers, o.duration)
+	fmt.Fprintf(b, "   %d hanging streams opened at once (60 s at most), then stopped through the proxy. %d CPUs are\n", o.open, runtimeCPUs())
+	fmt.Fprintf(b, "   shared by every replica, PostgreSQL, Redis, the proxy and the load generator\n\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  replicas\tchats/s\trange\tp50 µs\tp99 µs\terrors\tstreams open\ttime to open\tRSS open (sum)\tRSS idle (sum)\t\n")
+	rate := map[int]float64{}
+	open := map[int]int{}
+	for _, s := range r.replicas {
+		rs := rates(s.blocking)
+		m := median(rs)
+		lo, hi := spread(rs)
+		var p50, p99 []float64
+		errs := 0
+		for _, w := range s.blocking {
+			p50, p99 = append(p50, us(w.p50)), append(p99, us(w.p99))
+			errs += w.errs
+		}
+		rate[s.n], open[s.n] = m, s.open
+		fmt.Fprintf(tw, "  %d\t%.0f\t%.0f … %.0f\t%.0f\t%.0f\t%d\t%d/%d\t%s\t%s\t%s\t\n", s.n, m, lo, hi, median(p50), median(p99), errs,
+			s.open, s.asked, s.openTime.Round(time.Millisecond), mb(s.rss), mb(s.idle))
+	}
+	tw.Flush()
+	for _, s := range r.replicas {
+		if s.openErr != nil {
+			fmt.Fprintf(b, "   %d replica(s): first stream error: %v\n", s.n, s.openErr)
+		}
+	}
+	if rate[1] > 0 && rate[3] > 0 {
+		fmt.Fprintf(b, "\n   3 replicas / 1 replica: blocking chats/s %.2f×, open streams %d vs %d", rate[3]/rate[1], open[3], open[1])
+		if rate[3] < rate[1] {
+			fmt.Fprintf(b, " (slower: the replicas share these %d CPUs with PostgreSQL, Redis and the load; this measures\n   the coordination overhead on one machine, not the scaling across machines)", runtimeCPUs())
+		}
+		fmt.Fprintf(b, "\n")
+	}
+}

@@ -257,7 +257,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	addr := ln.Addr().String()
 	e.log.Info("listening", "addr", addr, "url", "http://"+addr+server.BasePath,
 		"database", e.store.Dialect(), "files", fileStore.kind, "data_dir", cfg.DataDir, "config", configName(cfg.ConfigPath),
-		"response_validation", string(mode), "shared_coordination", coord.shared)
+		"response_validation", string(mode), "shared_coordination", coord.shared,
+		// The name this replica's jobs are leased under (the jobs table's lease_owner).
+		"jobs_owner", indexQueue.Owner())
 
 	select {
 	case err := <-served:

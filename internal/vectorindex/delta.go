@@ -83,17 +83,9 @@ func (m *Memory) applyDelta(ctx context.Context, src DeltaSource, id string, s *
 			// them; the newest row wins.
 			s.removeRow(j)
 		}
-		start := len(s.vecs)
-		s.vecs = append(s.vecs, n.Vector...)
-		if !Normalize(s.vecs[start:]) {
-			s.vecs = s.vecs[:start]
+		if !s.appendRow(n) {
 			invalid++
-			continue
 		}
-		s.pos[n.NodeID] = len(s.ids)
-		s.ids = append(s.ids, n.NodeID)
-		s.docs = append(s.docs, n.DocumentID)
-		s.segs = append(s.segs, n.SegmentID)
 	}
 	if (wrongDim > 0 || invalid > 0) && m.log != nil {
 		m.log.WarnContext(ctx, "vector index skipped vectors", "dataset_id", id, "dim", s.dim,
@@ -101,6 +93,22 @@ func (m *Memory) applyDelta(ctx context.Context, src DeltaSource, id string, s *
 	}
 	s.version.Store(d.Version)
 	return true, nil
+}
+
+// appendRow adds n as the last row, its vector normalised, and reports false (adding nothing)
+// for a zero or non-finite vector. The caller checked the dimension and holds s.mu (or owns s).
+func (s *slab) appendRow(n store.SearchableNode) bool {
+	start := len(s.vecs)
+	s.vecs = append(s.vecs, n.Vector...)
+	if !Normalize(s.vecs[start:]) {
+		s.vecs = s.vecs[:start]
+		return false
+	}
+	s.pos[n.NodeID] = len(s.ids)
+	s.ids = append(s.ids, n.NodeID)
+	s.docs = append(s.docs, n.DocumentID)
+	s.segs = append(s.segs, n.SegmentID)
+	return true
 }
 
 // removeRow deletes row i by moving the last row into its place. The caller holds s.mu.

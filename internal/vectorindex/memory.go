@@ -379,17 +379,9 @@ func (m *Memory) build(ctx context.Context, id string) (*slab, error) {
 			wrongDim++
 			continue
 		}
-		start := len(s.vecs)
-		s.vecs = append(s.vecs, n.Vector...)
-		if !Normalize(s.vecs[start:]) {
-			s.vecs = s.vecs[:start]
+		if !s.appendRow(n) {
 			invalid++
-			continue
 		}
-		s.pos[n.NodeID] = len(s.ids)
-		s.ids = append(s.ids, n.NodeID)
-		s.docs = append(s.docs, n.DocumentID)
-		s.segs = append(s.segs, n.SegmentID)
 	}
 	if (wrongDim > 0 || invalid > 0) && m.log != nil {
 		m.log.WarnContext(ctx, "vector index skipped vectors", "dataset_id", id, "dim", dim,

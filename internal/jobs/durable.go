@@ -186,14 +186,7 @@ func (q *Durable) Start(ctx context.Context) error {
 	lctx, stop := context.WithCancel(hctx)
 	q.cancel, q.stop = cancel, stop
 	kinds := append([]string(nil), q.kinds...)
-	var wg sync.WaitGroup
-	for range q.o.Workers {
-		wg.Go(func() { q.loop(lctx, hctx, kinds) })
-	}
-	go func() {
-		wg.Wait()
-		close(q.done)
-	}()
+	startWorkers(q.o.Workers, func() { q.loop(lctx, hctx, kinds) }, q.done)
 	return nil
 }
 

@@ -178,15 +178,20 @@ func (q *Local) Start(ctx context.Context) error {
 	}
 	q.started = true
 	ctx, q.cancel = context.WithCancel(ctx)
+	startWorkers(q.workers, func() { q.work(ctx) }, q.done)
+	return nil
+}
+
+// startWorkers runs n copies of work and closes done once every one has returned.
+func startWorkers(n int, work func(), done chan struct{}) {
 	var wg sync.WaitGroup
-	for range q.workers {
-		wg.Go(func() { q.work(ctx) })
+	for range n {
+		wg.Go(work)
 	}
 	go func() {
 		wg.Wait()
-		close(q.done)
+		close(done)
 	}()
-	return nil
 }
 
 // Stop closes intake and waits for the queued jobs to finish, at most until

@@ -33,11 +33,17 @@ lint: tools ## gofmt, go vet, Spectral and Redocly on the contract.
 services: ## Start the PostgreSQL and Redis servers the tests use (installs them when missing).
 	@bash scripts/services.sh
 
-build: ## Build the parley binary into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/parley
+# The binary's version (`parley version`, GET /, X-Version) is the one the Go toolchain records from
+# git (a tag, or a pseudo-version of the commit, "+dirty" with uncommitted changes); -buildvcs=true
+# holds even where GOFLAGS turns it off. A release sets its own: make build VERSION=v1.2.3.
+VERSION   ?=
+LDFLAGS   := $(if $(VERSION),-X github.com/parleyhq/parley/internal/version.version=$(VERSION))
 
-run: ## Run the server on the embedded default (SQLite under ./data, the sample config).
-	$(GO) run ./cmd/parley serve
+build: ## Build the parley binary into bin/ (VERSION=v1.2.3 sets its version).
+	CGO_ENABLED=0 $(GO) build -buildvcs=true -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/parley
+
+run: build ## Build, then run the server on the embedded default (SQLite under ./data, the sample config).
+	$(BIN) serve
 
 migrate: ## Apply database migrations.
 	$(GO) run ./cmd/parley migrate

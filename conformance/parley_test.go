@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 			defer os.RemoveAll(dir)
 			binary = filepath.Join(dir, "parley")
 			_, file, _, _ := runtime.Caller(0)
-			build := exec.Command("go", "build", "-o", binary, "./cmd/parley")
+			build := exec.Command("go", "build", "-buildvcs=true", "-o", binary, "./cmd/parley")
 			build.Dir = filepath.Join(filepath.Dir(file), "..")
 			build.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := build.CombinedOutput(); err != nil {

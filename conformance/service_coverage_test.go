@@ -128,6 +128,59 @@ func TestServiceInfo(t *testing.T) {
 	})
 }
 
+// TestVersionHeaders: every response, errors, streams and probes included, carries X-Version
+// and X-Env as Dify's do (Dify's Go SDK reads X-Version into its errors); the version is the one
+// GET / reports, `parley version` and `parley --version` print, and never "dev" in a built binary.
+func TestVersionHeaders(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		_, raw := p.getRaw(t, "", "/")
+		var info client.ServiceInfo
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatalf("GET /: %v: %s", err, raw)
+		}
+		if binary != "" {
+			if info.ServerVersion == "dev" || info.ServerVersion == "" {
+				t.Errorf("server_version of a built binary is %q", info.ServerVersion)
+			}
+			for _, args := range [][]string{{"version"}, {"--version"}} {
+				if got := p.CLI(t, args...); got != info.ServerVersion {
+					t.Errorf("parley %s prints %q, GET / says %q", args[0], got, info.ServerVersion)
+				}
+			}
+		}
+		check := func(what string, resp *http.Response) {
+			t.Helper()
+			if got := resp.Header.Get("X-Version"); got != info.ServerVersion {
+				t.Errorf("%s: X-Version %q, want %q", what, got, info.ServerVersion)
+			}
+			if got := resp.Header.Get("X-Env"); binary != "" && got != "PRODUCTION" {
+				t.Errorf("%s: X-Env %q, want PRODUCTION (the default DEPLOY_ENV)", what, got)
+			}
+		}
+		resp, _ := p.getRaw(t, "", "/")
+		check("GET /", resp)
+		resp, _ = p.getRaw(t, "", "/parameters")
+		check("401", resp)
+		resp, _ = p.getRaw(t, p.AppKey, "/no-such-operation")
+		check("404", resp)
+		resp, _ = p.getRaw(t, p.AppKey, "/parameters")
+		check("GET /parameters", resp)
+		resp, _ = p.sendRaw(t, http.MethodPost, p.AppKey, "/chat-messages", "application/json",
+			[]byte(`{"query": "Hi", "inputs": {"tone": "dry"}, "user": "version-user", "response_mode": "streaming"}`))
+		check("a stream", resp)
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Errorf("the chat was not streamed: %s", resp.Header.Get("Content-Type"))
+		}
+		base := strings.TrimSuffix(p.URL, "/v1")
+		probe, err := http.Get(base + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe.Body.Close()
+		check("GET /health", probe)
+	})
+}
+
 // TestDocumentUploadFile: older Dify's upload-file names a document's original file with a link
 // to view it and one to download it; unknown or foreign documents and wrong keys are refused.
 func TestDocumentUploadFile(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"runtime/debug"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/version"
 )
 
 // GetServiceInfo answers GET /: a greeting with the API's and the server's versions, as Dify
@@ -15,17 +15,22 @@ func (s *Server) GetServiceInfo(context.Context, gen.GetServiceInfoRequestObject
 	return gen.GetServiceInfo200JSONResponse{
 		Welcome:       "Parley Service API",
 		ApiVersion:    gen.V1,
-		ServerVersion: serverVersion(),
+		ServerVersion: version.String(),
 	}, nil
 }
 
-// serverVersion is the main module's version as the Go toolchain recorded it in the binary, or
-// "dev" for a build from a work tree.
-func serverVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
+// Identify sets X-Version (this binary's version, as GET / reports it) and X-Env (the
+// deployment's name, DEPLOY_ENV) on every response, as Dify does; Dify's SDKs read X-Version
+// into the errors they return.
+func Identify(next http.Handler, env string) http.Handler {
+	v := []string{version.String()}
+	e := []string{env}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["X-Version"] = v
+		h["X-Env"] = e
+		next.ServeHTTP(w, r)
+	})
 }
 
 // GetDocumentUploadFile answers GET /datasets/{dataset_id}/documents/{document_id}/upload-file

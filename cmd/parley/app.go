@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,7 +13,20 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/version"
 )
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary (as GET / reports it in server_version)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.String())
+			return err
+		},
+	}
+}
 
 // flags are the settings a command line may override.
 type flags struct {
@@ -26,13 +40,16 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		Short:         "Parley: a self-hostable LLM application server with the Dify Service API",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `parley version` prints, and GET / reports as server_version.
+		Version: version.String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides PARLEY_DATA_DIR)")
 	pf.StringVar(&f.configPath, "config", "", "YAML config file (overrides PARLEY_CONFIG)")
 	pf.StringVar(&f.databaseURL, "database-url", "", "postgres:// URL; empty means SQLite in the data dir (overrides PARLEY_DATABASE_URL)")
 	root.AddCommand(newServeCmd(getenv, &f), newMigrateCmd(getenv, &f), newKeysCmd(getenv, &f), newAppsCmd(getenv, &f), newAgentsCmd(getenv, &f), newConversationsCmd(getenv, &f), newDatasetsCmd(getenv, &f), newExtractCmd(), newCodeWorkerCmd(),
-		newToolsCmd(getenv, &f), newFilesCmd(getenv, &f))
+		newToolsCmd(getenv, &f), newFilesCmd(getenv, &f), newVersionCmd())
 	return root
 }
 

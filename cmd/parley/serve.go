@@ -247,7 +247,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer cancelBase()
 	srv := &http.Server{
 		// The probes (/health, /ready) sit in front of the API, outside /v1.
-		Handler:           health.Handler(handler, e.log, coord.checks...),
+		Handler:           server.Identify(health.Handler(handler, e.log, coord.checks...), cfg.DeployEnv),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -71,6 +71,8 @@ type Config struct {
 	ResponseValidation ValidationMode
 	// LogLevel is the minimum slog level (PARLEY_LOG_LEVEL).
 	LogLevel slog.Level
+	// DeployEnv names the deployment (DEPLOY_ENV) in every response's X-Env header.
+	DeployEnv string
 	// LogFormat selects the slog handler (PARLEY_LOG_FORMAT).
 	LogFormat LogFormat
 	// ShutdownGrace bounds graceful shutdown (PARLEY_SHUTDOWN_GRACE).

@@ -32,6 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		},
 		ResponseValidation:                  ValidationLog,
 		LogLevel:                            slog.LevelInfo,
+		DeployEnv:                           "PRODUCTION",
 		LogFormat:                           LogFormatText,
 		ShutdownGrace:                       10 * time.Second,
 		ModelCallTimeout:                    10 * time.Minute,

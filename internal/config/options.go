@@ -69,6 +69,9 @@ func options() []option {
 
 		{name: "PARLEY_RESPONSE_VALIDATION", def: "log",
 			parse: set(parseValidationMode, func(c *Config) *ValidationMode { return &c.ResponseValidation })},
+		// Sent in every response's X-Env header, as Dify sends its DEPLOY_ENV.
+		{name: "DEPLOY_ENV", def: "PRODUCTION",
+			parse: set(parseString, func(c *Config) *string { return &c.DeployEnv })},
 		{name: "PARLEY_LOG_LEVEL", def: "info",
 			parse: set(parseLogLevel, func(c *Config) *slog.Level { return &c.LogLevel })},
 		{name: "PARLEY_LOG_FORMAT", def: "text",

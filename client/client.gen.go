@@ -3768,8 +3768,8 @@ type ModelListResponse struct {
 
 // ModelProvider A model provider with its models of the requested type.
 type ModelProvider struct {
-	// IconSmall Icon URLs keyed by locale; null when the provider has none.
-	IconSmall *map[string]string `json:"icon_small"`
+	// IconSmall Icon URLs keyed by locale: the provider's configured icon, or the default icon the server itself serves (`/icons/model-provider.svg` from the server's public address) for a provider that declares none.
+	IconSmall map[string]string `json:"icon_small"`
 
 	// IconSmallDark Dark icon URLs keyed by locale, or null.
 	IconSmallDark *map[string]string `json:"icon_small_dark"`

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestModelsListing(t *testing.T) {
 						t.Errorf("tenant_id changed: %s then %s", tenant, prov.TenantId)
 					}
 				}
-				want := expectedListing(t, string(mt), tenant)
+				want := expectedListing(t, string(mt), tenant, strings.TrimSuffix(p.URL, "/v1"))
 				var got any
 				if err := json.Unmarshal(resp.Body, &got); err != nil {
 					t.Fatal(err)
@@ -75,8 +76,58 @@ func TestModelsListing(t *testing.T) {
 	})
 }
 
+// TestDefaultProviderIcon: a provider that declares no icon is listed with the server's own,
+// and that link answers with an image; the icon route takes GET and HEAD only.
+func TestDefaultProviderIcon(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		c := newClient(t, p, p.KnowledgeKey)
+		resp, err := c.ListAvailableModelsWithResponse(context.Background(), client.Llm)
+		if err != nil || resp.JSON200 == nil {
+			t.Fatalf("%v %s", err, resp.Body)
+		}
+		links := map[string]bool{}
+		for _, prov := range resp.JSON200.Data {
+			if prov.IconSmall == nil || prov.IconSmall["en_US"] == "" {
+				t.Errorf("%s: icon_small %v", prov.Provider, prov.IconSmall)
+			}
+			for _, link := range prov.IconSmall {
+				links[link] = true
+			}
+		}
+		served := 0
+		for link := range links {
+			if strings.Contains(link, "icons.example.test") {
+				continue // configured icons, not served here
+			}
+			served++
+			for _, method := range []string{http.MethodGet, http.MethodHead} {
+				req, _ := http.NewRequest(method, link, nil)
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := readAll(t, r)
+				if r.StatusCode != 200 || r.Header.Get("Content-Type") != "image/svg+xml" {
+					t.Errorf("%s %s: %d %s", method, link, r.StatusCode, r.Header.Get("Content-Type"))
+				}
+				if method == http.MethodGet && !strings.HasPrefix(string(body), "<svg ") {
+					t.Errorf("GET %s is not an SVG image: %.60s", link, body)
+				}
+			}
+			r, err := http.Post(link, "application/json", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr(t, "POST "+link, r, readAll(t, r), 405, "method_not_allowed")
+		}
+		if served == 0 {
+			t.Errorf("no link to the default icon in the listing: %v", links)
+		}
+	})
+}
+
 // expectedListing reads testdata/models_<type>.json ({"data": []} when absent).
-func expectedListing(t *testing.T, modelType, tenant string) any {
+func expectedListing(t *testing.T, modelType, tenant, origin string) any {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "models_"+modelType+".json"))
 	if os.IsNotExist(err) {
@@ -85,8 +136,19 @@ func expectedListing(t *testing.T, modelType, tenant string) any {
 		t.Fatal(err)
 	}
 	var v any
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "$TENANT", tenant)), &v); err != nil {
+	if err := json.Unmarshal([]byte(strings.NewReplacer("$TENANT", tenant, "$ORIGIN", origin).Replace(string(raw))), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// readAll reads and closes a response body.
+func readAll(t *testing.T, r *http.Response) []byte {
+	t.Helper()
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -89,18 +89,21 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 }
 
 func writeAPIError(c echo.Context, e *APIError) {
-	h := c.Response().Header()
+	writeError(c.Response(), c.Request(), e)
+}
+
+// writeError answers r with e's Error body (headers only to a HEAD request).
+func writeError(w http.ResponseWriter, r *http.Request, e *APIError) {
+	h := w.Header()
 	if e.Status == http.StatusUnauthorized {
 		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
 	}
 	body, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "status": e.Status})
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	if c.Request().Method == http.MethodHead {
-		c.Response().WriteHeader(e.Status)
-		return
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
 	}
-	c.Response().WriteHeader(e.Status)
-	_, _ = c.Response().Write(body)
 }
 
 // toAPIError finds the contract error for any error a request can end with: our own, the

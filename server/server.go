@@ -27,6 +27,7 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/audio"
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/eventlog"
 	"github.com/parleyhq/parley/internal/files"
@@ -91,6 +92,10 @@ type Options struct {
 	StreamStall time.Duration
 	// HumanInput serves the forms of paused runs and the events of resumed ones.
 	HumanInput *humaninput.Service
+	// PublicURL is the scheme and host (and any path prefix) clients reach the server at
+	// (PARLEY_FILES_URL); empty: the origin of each request. Links to the server's own
+	// resources, such as the default provider icon, start with it.
+	PublicURL string
 }
 
 // Server implements gen.StrictServerInterface.
@@ -113,6 +118,7 @@ type Server struct {
 	pingInterval   time.Duration
 	streamStall    time.Duration
 	log            *slog.Logger
+	publicURL      string
 
 	validator *ResponseValidator
 	// documentConfig is the contract's schema of the `data` part of the document file routes.
@@ -147,7 +153,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
-		humanInput: opts.HumanInput, events: opts.EventLog}
+		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/")}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -284,12 +290,12 @@ func (s *Server) ListAvailableModels(ctx context.Context, req gen.ListAvailableM
 	providers := s.catalog.ByType(t)
 	out := gen.ListAvailableModels200JSONResponse{Data: make([]gen.ModelProvider, 0, len(providers))}
 	for _, p := range providers {
-		out.Data = append(out.Data, s.modelProvider(p))
+		out.Data = append(out.Data, s.modelProvider(ctx, p))
 	}
 	return out, nil
 }
 
-func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
+func (s *Server) modelProvider(ctx context.Context, p models.ProviderModels) gen.ModelProvider {
 	mp := gen.ModelProvider{
 		Provider: p.Provider,
 		Label:    gen.I18nObject(p.Label),
@@ -297,10 +303,13 @@ func (s *Server) modelProvider(p models.ProviderModels) gen.ModelProvider {
 		TenantId: s.tenantID,
 		Models:   make([]gen.Model, 0, len(p.Models)),
 	}
-	// A provider without icons has null, as in Dify, not an empty map.
+	// A provider without icons gets the server's own default icon: the contract's icon_small
+	// is always a locale map.
 	if len(p.IconSmall) > 0 {
-		icon := maps.Clone(p.IconSmall)
-		mp.IconSmall = &icon
+		mp.IconSmall = maps.Clone(p.IconSmall)
+	} else {
+		icon := s.publicBase(ctx) + ProviderIconPath
+		mp.IconSmall = map[string]string{config.LocaleEnUS: icon, config.LocaleZhHans: icon}
 	}
 	if p.IconSmallDark != nil {
 		dark := maps.Clone(p.IconSmallDark)

@@ -213,6 +213,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			WorkflowFiles: workflowFileUploadLimit,
 		},
 		HumanInput:   humanInput,
+		PublicURL:    cfg.FilesURL,
 		Logger:       e.log,
 		Validation:   mode,
 		MaxBodyBytes: cfg.MaxBodyBytes,
@@ -247,7 +248,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	defer cancelBase()
 	srv := &http.Server{
 		// The probes (/health, /ready) sit in front of the API, outside /v1.
-		Handler:           server.Identify(health.Handler(handler, e.log, coord.checks...), cfg.DeployEnv),
+		Handler:           server.Identify(server.Assets(health.Handler(handler, e.log, coord.checks...)), cfg.DeployEnv),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -54,7 +54,7 @@ func TestChatflowKnowledge(t *testing.T) {
 			t.Fatalf("answer %q, retrieval result %v", answer, result)
 		}
 		first, _ := items[0].(map[string]any)
-		if !strings.Contains(first["content"].(string), "twenty days of paid vacation") || first["title"] != "handbook for flows.txt" {
+		if !strings.Contains(first["content"].(string), "twenty days of paid vacation") || first["title"] != "handbook for flows" {
 			t.Fatalf("first chunk %v", first)
 		}
 		var sys string
@@ -67,7 +67,7 @@ func TestChatflowKnowledge(t *testing.T) {
 			t.Fatalf("system prompt %q", sys)
 		}
 		rs := end.Metadata.RetrieverResources
-		if rs == nil || len(*rs) == 0 || (*rs)[0].Position != 1 || (*rs)[0].DatasetName != "handbook" || (*rs)[0].DocumentName != "handbook for flows.txt" ||
+		if rs == nil || len(*rs) == 0 || (*rs)[0].Position != 1 || (*rs)[0].DatasetName != "handbook" || (*rs)[0].DocumentName != "handbook for flows" ||
 			!strings.Contains((*rs)[0].Content, "twenty days") {
 			t.Fatalf("message_end resources %+v", rs)
 		}

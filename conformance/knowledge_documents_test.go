@@ -517,3 +517,35 @@ func TestKnowledgeUpdateByFile(t *testing.T) {
 		}
 	})
 }
+
+// TestTextDocumentKeepsItsName: a document made by create-by-text is named as sent, as current
+// Dify names it (its upload_text stores the name without adding an extension), whatever the
+// name ends in; its text is read as plain text and found by search.
+func TestTextDocumentKeepsItsName(t *testing.T) {
+	forEachServer(t, func(t *testing.T, p *Parley) {
+		c := newClient(t, p, p.KnowledgeKey)
+		ds := segDataset(t, c, "text names", false)
+		for _, name := range []string{"Refund policy", "notes.md", "Q3/Q4 plan"} {
+			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, client.CreateDocumentByTextJSONRequestBody{
+				Name: name, Text: "# Refunds\n\nRefunds take *five* days.", ProcessRule: &client.ProcessRule{Mode: "automatic"}})
+			if err != nil || r.JSON200 == nil {
+				t.Fatalf("%q: %v %s", name, err, r.Body)
+			}
+			if r.JSON200.Document.Name != name {
+				t.Errorf("created %q as %q", name, r.JSON200.Document.Name)
+			}
+			if st := waitIndexing(t, c, ds, r.JSON200.Batch); st.IndexingStatus != client.IndexingStatusCompleted {
+				t.Fatalf("%q: %s %v", name, st.IndexingStatus, st.Error)
+			}
+			doc := kdGet(t, c, ds, r.JSON200.Document.Id.String())
+			if doc.Name == nil || *doc.Name != name {
+				t.Errorf("%q reads as %v", name, doc.Name)
+			}
+			// Plain text: the markdown marks stay in the chunk.
+			segs := listSegments(t, c, ds, doc.Id.String(), nil)
+			if len(segs.Data) != 1 || !strings.Contains(segs.Data[0].Content, "*five*") {
+				t.Errorf("%q: chunks %+v", name, segs.Data)
+			}
+		}
+	})
+}

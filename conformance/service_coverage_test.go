@@ -196,7 +196,7 @@ func TestDocumentUploadFile(t *testing.T) {
 		for _, tc := range []struct {
 			doc, name, ext, mime, content string
 		}{
-			{text, "notes.txt", "txt", "text/plain", "Alpha text."},
+			{text, "notes", "txt", "text/plain", "Alpha text."},
 			{md, "beta.md", "md", "text/markdown", "# Beta\n\nMarkdown."},
 		} {
 			resp, raw := p.getRaw(t, p.KnowledgeKey, "/datasets/"+ds+"/documents/"+tc.doc+"/upload-file")

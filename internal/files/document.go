@@ -13,10 +13,14 @@ import (
 )
 
 // DocumentUpload is the source of a knowledge document: an uploaded file, or the text of a
-// create-by-text request stored as a .txt file.
+// create-by-text request stored as a text file.
 type DocumentUpload struct {
-	// Filename is the client's file name (for text: "<name>.txt").
+	// Filename is the client's file name, or for text the document's name as sent.
 	Filename string
+	// Text marks the text of a create-by-text request, stored as Dify's upload_text stores it:
+	// under the name as sent (no file-name checks: it is a document name, not a file name),
+	// with the extension "txt" and type text/plain whatever the name ends in.
+	Text bool
 	// ContentType is the part's Content-Type ("" is allowed: knowledge uploads go by extension).
 	ContentType string
 	// Body is read once, as a stream.
@@ -25,6 +29,18 @@ type DocumentUpload struct {
 	CreatedBy string
 	// NoLimit skips the size check (text routes are not size-checked in Dify).
 	NoLimit bool
+}
+
+// TextExtension is the extension of a document made from text.
+const TextExtension = "txt"
+
+// ExtractName is the name to pick f's text extractor by: its name, with its recorded extension
+// added when the name does not end in it (a text document's name is the one its client chose).
+func ExtractName(f store.UploadFile) string {
+	if f.Extension == "" || strings.EqualFold(rawExtension(f.Name), f.Extension) {
+		return f.Name
+	}
+	return f.Name + "." + f.Extension
 }
 
 // UploadDocument stores a knowledge document's source, with Dify's checks for dataset uploads
@@ -37,14 +53,19 @@ func (s *Service) UploadDocument(ctx context.Context, u DocumentUpload) (store.U
 	if u.Body == nil || u.CreatedBy == "" {
 		return store.UploadFile{}, errors.New("files: upload document: body and created_by are required")
 	}
-	if err := CheckName(u.Filename); err != nil {
-		return store.UploadFile{}, fmt.Errorf("files: upload document: %w", err)
-	}
 	name := strings.ToValidUTF8(u.Filename, "\uFFFD")
 	rawExt := rawExtension(name)
 	ext := strings.ToLower(rawExt)
-	if !extract.Supported(name) || s.blacklist[ext] {
-		return store.UploadFile{}, fmt.Errorf("files: upload document %q: %w", name, ErrUnsupportedType)
+	if u.Text {
+		rawExt, ext = "", TextExtension
+		u.ContentType = "text/plain"
+	} else {
+		if err := CheckName(u.Filename); err != nil {
+			return store.UploadFile{}, fmt.Errorf("files: upload document: %w", err)
+		}
+		if !extract.Supported(name) || s.blacklist[ext] {
+			return store.UploadFile{}, fmt.Errorf("files: upload document %q: %w", name, ErrUnsupportedType)
+		}
 	}
 	category := Category(ext)
 	limit := SizeLimit(s.limits, category)

@@ -39,7 +39,7 @@ type DocumentConfig struct {
 
 // Source is a document's new content: an uploaded file, or text.
 type Source struct {
-	// Filename is the file's name; for text, the document name (".txt" is added).
+	// Filename is the file's name; for text, the document name, kept as sent.
 	Filename    string
 	ContentType string
 	Body        io.Reader
@@ -225,10 +225,11 @@ func (s *Service) storeSource(ctx context.Context, src Source) (store.UploadFile
 	}
 	name := src.Filename
 	if src.Text {
-		name = truncateRunes(name, 200) + ".txt"
+		// Dify's upload_text keeps the name as sent, cut to 200 characters.
+		name = truncateRunes(name, 200)
 	}
 	return s.files.UploadDocument(ctx, files.DocumentUpload{Filename: name, ContentType: src.ContentType,
-		Body: src.Body, CreatedBy: s.account, NoLimit: src.Text})
+		Body: src.Body, CreatedBy: s.account, NoLimit: src.Text, Text: src.Text})
 }
 
 func truncateRunes(s string, n int) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/safeerr"
@@ -366,7 +367,7 @@ func (s *Service) build(ctx context.Context, r *indexRun, d store.Dataset, doc *
 		return err
 	}
 	defer rc.Close()
-	xd, err := s.extract(ctx, up.Name, rc, up.Size)
+	xd, err := s.extract(ctx, files.ExtractName(up), rc, up.Size)
 	if err != nil {
 		return err
 	}

@@ -176,7 +176,7 @@ func (s signalClose) Close() error {
 func TestIndexingTimeoutFreesTheWorker(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, eng storetest.Engine) {
 		g := newGate(t, true)
-		files := &closeSignal{name: "hung.txt", closed: make(chan struct{})}
+		files := &closeSignal{name: "hung", closed: make(chan struct{})}
 		e := queuedEnv(t, eng, g.Extract, 2*time.Second, func(o *knowledge.Options) {
 			files.Files = o.Files
 			o.Files = files

@@ -114,7 +114,7 @@ func TestEconomyDocumentLifecycle(t *testing.T) {
 		if doc.IndexingStatus != store.IndexingCompleted || knowledge.DisplayStatus(doc.Document) != "available" {
 			t.Fatalf("status %s error %q", doc.IndexingStatus, doc.Error)
 		}
-		if doc.Name != "intro.txt" || doc.Stats.SegmentCount != 4 || doc.WordCount != len([]rune(corpus)) {
+		if doc.Name != "intro" || doc.Stats.SegmentCount != 4 || doc.WordCount != len([]rune(corpus)) {
 			t.Fatalf("doc %q segments %d words %d", doc.Name, doc.Stats.SegmentCount, doc.WordCount)
 		}
 		segs, total, _, err := e.svc.ListSegments(ctx, d.ID, doc.ID, store.SegmentQuery{Page: 1, Limit: 20})

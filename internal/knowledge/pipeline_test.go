@@ -108,7 +108,7 @@ func TestDocumentFiles(t *testing.T) {
 	a := e.addText(t, d.ID, "a", "Alpha.", knowledge.DocumentConfig{})
 	b := e.addText(t, d.ID, "b", "Beta.", knowledge.DocumentConfig{})
 	got, err := e.svc.DocumentFiles(ctx, d.ID, []string{a.ID, b.ID, strings.ToUpper(a.ID)})
-	if err != nil || len(got) != 2 || got[0].Name != "a.txt" || got[1].Name != "b.txt" {
+	if err != nil || len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
 		t.Fatalf("files: %+v %v", got, err)
 	}
 	if _, err := e.svc.DocumentFiles(ctx, d.ID, []string{a.ID, store.NewID()}); !errors.Is(err, knowledge.ErrDocumentNotFound) {

@@ -1,10 +1,13 @@
 package extract
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
 // policyText is page 1 of the fixtures in testdata/pdf: a heading and two
@@ -113,5 +116,40 @@ func TestPDFTextLayout(t *testing.T) {
 				t.Fatalf("text = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPDFTextLayoutCompositeFont: the widths of a composite (Type0) font,
+// two bytes a code, come from its descendant's /W array and /DW.
+func TestPDFTextLayoutCompositeFont(t *testing.T) {
+	t.Parallel()
+	cmap := "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n" +
+		"1 begincodespacerange <0000> <FFFF> endcodespacerange\n" +
+		"1 beginbfrange <0020> <007E> <0020> endbfrange\n" +
+		"endcmap CMapName currentdict /CMap defineresource pop end end\n"
+	hex := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, "%04X", r)
+		}
+		return "<" + b.String() + ">"
+	}
+	// Codes 0x61-0x7A (a-z) are 500 wide as a range, P (0x50) is 900 as a
+	// list, the rest take the default of 600. At 10 points "one" ends 15
+	// after its start, "Park" 24.
+	content := "BT /F1 10 Tf 72 700 Td " + hex("one") + " Tj 18 0 Td " + hex("two") + " Tj " +
+		"0 -12 Td " + hex("Park") + " Tj 24 0 Td " + hex("ing") + " Tj ET"
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+		"<< /Type /Font /Subtype /Type0 /BaseFont /F /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+		"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+		"<< /Type /Font /Subtype /CIDFontType2 /BaseFont /F /DW 600 /W [97 122 500 80 [900]] >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(cmap), cmap),
+	}
+	doc := mustExtract(t, "cid.pdf", extracttest.PDF(objs, ""))
+	if want := "one two\nParking"; doc.Text != want {
+		t.Fatalf("text = %q, want %q", doc.Text, want)
 	}
 }

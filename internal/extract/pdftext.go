@@ -22,8 +22,12 @@ import (
 //     written out of order), or down by more than pdfParagraphGap h: a blank
 //     line, as between paragraphs;
 //   - down by more than pdfSameLine h: a line break;
-//   - on the same line, starting at or before where the previous text
-//     started: a line break (text objects placed at one origin, overprinting);
+//   - on the same line, ending where the previous text started (right-to-left
+//     text written in logical order): nothing, or a space for a gap of more
+//     than pdfWordGap h, if the widths of both texts are known;
+//   - on the same line, otherwise starting at or before where the previous
+//     text started: a line break (text objects placed at one origin,
+//     overprinting);
 //   - on the same line, more than pdfWordGap h after its end: a space (word
 //     gaps made by positioning, as Cairo and pdfTeX write them).
 //
@@ -53,6 +57,11 @@ const (
 	// estimate of pdfGuessedWidth per glyph.
 	pdfGuessedWordGap = 1.0
 	pdfGuessedWidth   = 600 // glyph space units (thousandths of an em)
+	// pdfRTLOverlap is how far text may overlap the start of the previous
+	// text and still be read as its right-to-left continuation, and
+	// pdfMaxRTLGap how far away it may end.
+	pdfRTLOverlap = 0.1
+	pdfMaxRTLGap  = 2.0
 	// pdfMaxSavedStates bounds the graphics state stack (q/Q); deeper
 	// saves are counted but not kept, so their restores change nothing.
 	pdfMaxSavedStates = 1024
@@ -91,10 +100,10 @@ type pdfFont struct {
 	// FontMatrix.
 	unit float64
 	// Simple fonts: widths by code, if the font has /Widths.
-	widths      *[256]float64
-	cidRanges   []pdfWidthRange // composite fonts, sorted by first
-	cidDefault  float64
-	cidComposed bool
+	widths     *[256]float64
+	composite  bool
+	cidRanges  []pdfWidthRange // composite fonts, sorted by first
+	cidDefault float64
 }
 
 type pdfWidthRange struct {
@@ -108,7 +117,7 @@ var pdfNoFont = &pdfFont{enc: pdfNopEncoding{}, codeLen: 1, unit: 0.001}
 // the font gives it.
 func (f *pdfFont) width(code uint32) (float64, bool) {
 	switch {
-	case f.cidComposed:
+	case f.composite:
 		i, _ := slices.BinarySearchFunc(f.cidRanges, code, func(r pdfWidthRange, c uint32) int {
 			if r.first <= c {
 				return -1
@@ -131,7 +140,7 @@ func pdfFontWidths(font pdf.Value) *pdfFont {
 	switch font.Key("Subtype").Name() {
 	case "Type0":
 		f.codeLen = 2
-		f.cidComposed = true
+		f.composite = true
 		desc := font.Key("DescendantFonts").Index(0)
 		f.cidDefault = 1000
 		if dw := desc.Key("DW"); dw.Kind() == pdf.Integer || dw.Kind() == pdf.Real {
@@ -446,7 +455,8 @@ func (t *pdfTextRun) show(raw string, inArray bool, kern float64) {
 					sep = pdfSepSpace
 				}
 			} else {
-				sep = t.separator(start, m, size, sure)
+				end := pdfPoint{m[4] + adv*m[0], m[5] + adv*m[1]}
+				sep = t.separator(start, end, m, size, sure)
 			}
 			t.separate(sep, text)
 		}
@@ -491,10 +501,10 @@ const (
 	pdfSepParagraph
 )
 
-// separator decides what goes between the last text shown and text that
-// starts at start (device space) under the text rendering matrix m, in a
-// font size of size device units.
-func (t *pdfTextRun) separator(start pdfPoint, m pdfMatrix, size float64, sure bool) pdfSeparator {
+// separator decides what goes between the last text shown and text from
+// start to end (device space) under the text rendering matrix m, in a font
+// size of size device units.
+func (t *pdfTextRun) separator(start, end pdfPoint, m pdfMatrix, size float64, sure bool) pdfSeparator {
 	h := max(size, t.lastSize)
 	l := math.Hypot(m[0], m[1])
 	if !(h > 0) || !(l > 0) || math.IsInf(h, 0) || math.IsInf(l, 0) {
@@ -510,6 +520,9 @@ func (t *pdfTextRun) separator(start pdfPoint, m pdfMatrix, size float64, sure b
 	across := (dx*vx + dy*vy) / h
 	gap := (dx*ux + dy*uy) / h
 	back := ((start.x-t.last.x)*ux + (start.y-t.last.y)*uy) / h
+	// For text right to left: from the end of the new text to the start
+	// of the last one.
+	rtlGap := ((t.last.x-end.x)*ux + (t.last.y-end.y)*uy) / h
 	wordGap := pdfWordGap
 	if !sure || !t.lastSure {
 		wordGap = pdfGuessedWordGap
@@ -521,6 +534,13 @@ func (t *pdfTextRun) separator(start pdfPoint, m pdfMatrix, size float64, sure b
 		return pdfSepParagraph
 	case across < -pdfSameLine:
 		return pdfSepLine
+	case back < 0.01 && sure && t.lastSure && rtlGap > -pdfRTLOverlap && rtlGap <= pdfMaxRTLGap:
+		// Ending where the last text starts: right-to-left text written
+		// in logical order, a word or a glyph at a time.
+		if rtlGap > pdfWordGap {
+			return pdfSepSpace
+		}
+		return pdfSepNone
 	case back < 0.01:
 		return pdfSepLine
 	case gap > wordGap:

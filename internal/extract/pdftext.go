@@ -447,6 +447,7 @@ func (t *pdfTextRun) show(raw string, inArray bool, kern float64) {
 	adv, sure := t.advance(raw)
 	if text != "" {
 		start := pdfPoint{m[4], m[5]}
+		end := pdfPoint{m[4] + adv*m[0], m[5] + adv*m[1]}
 		size := math.Abs(t.gs.size) * math.Hypot(m[2], m[3])
 		if t.shown {
 			sep := pdfSepNone
@@ -455,14 +456,12 @@ func (t *pdfTextRun) show(raw string, inArray bool, kern float64) {
 					sep = pdfSepSpace
 				}
 			} else {
-				end := pdfPoint{m[4] + adv*m[0], m[5] + adv*m[1]}
 				sep = t.separator(start, end, m, size, sure)
 			}
 			t.separate(sep, text)
 		}
 		t.write(text)
-		t.shown, t.last, t.lastSize, t.lastSure = true, start, size, sure
-		t.lastEnd = pdfPoint{m[4] + adv*m[0], m[5] + adv*m[1]}
+		t.shown, t.last, t.lastEnd, t.lastSize, t.lastSure = true, start, end, size, sure
 	}
 	t.tm = pdfTranslate(adv, 0).mul(t.tm)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -133,7 +132,7 @@ func extractPDFLimited(ctx context.Context, data []byte, lim pdfLimits) (Documen
 	if err != nil {
 		return Document{}, classifyPDF(err, data)
 	}
-	x := &pdfExtractor{ctx: ctx, budget: budget, encoders: map[string]pdf.TextEncoding{}}
+	x := &pdfExtractor{ctx: ctx, budget: budget, fonts: map[string]*pdfFont{}}
 	var (
 		doc   Document
 		limit textLimit
@@ -177,11 +176,12 @@ func classifyPDF(err error, data []byte) error {
 type pdfExtractor struct {
 	ctx    context.Context
 	budget *pdfBudget
-	// encoders caches font decoders by the text of the font dictionary:
-	// fonts are per-page resources (one name can mean different fonts on
-	// different pages), but equal dictionaries, references included, decode
-	// equally, and a font shared by every page is then parsed once.
-	encoders map[string]pdf.TextEncoding
+	// fonts caches font decoders and widths by the text of the font
+	// dictionary: fonts are per-page resources (one name can mean different
+	// fonts on different pages), but equal dictionaries, references
+	// included, decode equally, and a font shared by every page is then
+	// parsed once.
+	fonts map[string]*pdfFont
 }
 
 const (
@@ -296,7 +296,7 @@ func (x *pdfExtractor) pageText(num int, page, resources pdf.Value, room int) (t
 	default:
 		return "", nil
 	}
-	run := &pdfTextRun{x: x, fonts: resources.Key("Font"), room: room, enc: pdfNopEncoding{}}
+	run := newPDFTextRun(x, resources.Key("Font"), room)
 	text, err = run.interpret(streams)
 	if err != nil && !isExtractError(err) && !errors.Is(err, x.ctx.Err()) {
 		err = newError(KindCorrupt, err, "PDF file is corrupt: page %d could not be read", num)
@@ -385,144 +385,15 @@ func (s *pdfStreams) Read(p []byte) (int, error) {
 	}
 }
 
-// pdfTextRun interprets the text operators of one page's content, as the PDF
-// library's Page.GetPlainText does: a line break for every text object (BT)
-// and T*, and the decoded strings of Tj, ', " and TJ. Other operators are
-// ignored; Form XObjects (Do) are not entered, as in the library.
-type pdfTextRun struct {
-	x     *pdfExtractor
-	fonts pdf.Value // the page's /Font resource dictionary
-	names map[string]bool
-	encs  map[string]pdf.TextEncoding
-	enc   pdf.TextEncoding
-	out   strings.Builder
-	room  int
-}
-
-func (t *pdfTextRun) interpret(rd io.Reader) (string, error) {
-	lex := newPDFLexer(rd, pdfMaxOperandBytes)
-	p := &pdfParser{lex: lex, noNumbers: true, left: pdfMaxOperandBytes}
-	var stack []any
-	for tokens := 0; ; tokens++ {
-		if tokens&1023 == 0 {
-			if err := t.x.ctx.Err(); err != nil {
-				return "", err
-			}
-		}
-		tok := lex.next()
-		switch {
-		case tok.kind == pdfEOF:
-			if lex.err != nil {
-				return "", lex.err
-			}
-			return t.out.String(), nil
-		case tok.kind == pdfKeyword && tok.s != "true" && tok.s != "false" && tok.s != "null":
-			if err := t.op(tok.s, stack); err != nil {
-				return "", err
-			}
-			clear(stack)
-			stack = stack[:0]
-			p.left = pdfMaxOperandBytes
-			if tok.s == "ID" {
-				skipInlineImage(lex)
-			}
-			if t.out.Len() > t.room {
-				return t.out.String(), nil
-			}
-			continue
-		}
-		v, err := p.object(tok, 0)
-		if err != nil {
-			continue // a malformed operand is dropped
-		}
-		if len(stack) < pdfMaxOperands {
-			stack = append(stack, v)
-		}
-	}
-}
-
-func (t *pdfTextRun) op(op string, args []any) error {
-	var last any
-	if len(args) > 0 {
-		last = args[len(args)-1]
-	}
-	switch op {
-	case "BT":
-		t.out.WriteByte('\n')
-	case "T*":
-		t.show("\n")
-	case "Tf":
-		name := ""
-		if len(args) > 0 {
-			n, _ := args[0].(pdfName)
-			name = string(n)
-		}
-		enc, err := t.encoder(name)
-		if err != nil {
-			return err
-		}
-		t.enc = enc
-	case "Tj", "'", `"`:
-		if s, ok := last.(pdfString); ok {
-			t.show(string(s))
-		}
-	case "TJ":
-		if arr, ok := last.(pdfArray); ok {
-			for _, e := range arr {
-				if s, ok := e.(pdfString); ok {
-					t.show(string(s))
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// show appends the decoded text, each invalid byte becoming U+FFFD as in the
-// library.
-func (t *pdfTextRun) show(raw string) {
-	s := t.enc.Decode(raw)
-	if utf8.ValidString(s) {
-		t.out.WriteString(s)
-		return
-	}
-	for _, r := range s {
-		t.out.WriteRune(r)
-	}
-}
-
-// encoder returns the decoder of the page font called name: none (bytes as
-// they are) for a name the page does not define, as in the library.
-func (t *pdfTextRun) encoder(name string) (pdf.TextEncoding, error) {
-	if e, ok := t.encs[name]; ok {
-		return e, nil
-	}
-	if t.names == nil {
-		t.names = map[string]bool{}
-		for _, k := range t.fonts.Keys() {
-			t.names[k] = true
-		}
-		t.encs = map[string]pdf.TextEncoding{}
-	}
-	var enc pdf.TextEncoding = pdfNopEncoding{}
-	if t.names[name] {
-		var err error
-		if enc, err = t.x.fontEncoder(t.fonts.Key(name)); err != nil {
-			return nil, err
-		}
-	}
-	t.encs[name] = enc
-	return enc, nil
-}
-
-// fontEncoder builds the library's decoder for a font, after checking what
-// the library would read without bounds: the size of the ToUnicode map and
-// the length of the /Differences array (which the library scans once per
-// byte of text; the resulting per-byte table is precomputed instead).
-func (x *pdfExtractor) fontEncoder(font pdf.Value) (pdf.TextEncoding, error) {
+// font builds the library's decoder for a font, after checking what the
+// library would read without bounds: the size of the ToUnicode map and the
+// length of the /Differences array (which the library scans once per byte
+// of text; the resulting per-byte table is precomputed instead). The glyph
+// widths are read alongside (pdfFontWidths).
+func (x *pdfExtractor) font(font pdf.Value) (*pdfFont, error) {
 	key := font.String()
-	if e, ok := x.encoders[key]; ok {
-		return e, nil
+	if f, ok := x.fonts[key]; ok {
+		return f, nil
 	}
 	encoding := font.Key("Encoding")
 	switch encoding.Kind() {
@@ -539,13 +410,15 @@ func (x *pdfExtractor) fontEncoder(font pdf.Value) (pdf.TextEncoding, error) {
 			return nil, err
 		}
 	}
-	f := &pdf.Font{V: font}
-	e := f.Encoder()
+	lf := &pdf.Font{V: font}
+	e := lf.Encoder()
 	if encoding.Kind() == pdf.Dict {
 		e = newPDFByteTable(e)
 	}
-	x.encoders[key] = e
-	return e, nil
+	f := pdfFontWidths(font)
+	f.enc = e
+	x.fonts[key] = f
+	return f, nil
 }
 
 type pdfNopEncoding struct{}

@@ -474,10 +474,7 @@ func isPDFNumber(b []byte, real bool) bool {
 type pdfParser struct {
 	lex  *pdfLexer
 	refs bool // read "n g R" as a reference (file objects; content streams have none)
-	// noNumbers makes numbers come out as nil: the text of a content stream
-	// depends on none, and boxing millions of them would cost allocations.
-	noNumbers bool
-	left      int
+	left int
 }
 
 func (p *pdfParser) charge(n int) bool {
@@ -498,9 +495,6 @@ func (p *pdfParser) object(tok pdfToken, depth int) (any, error) {
 	case pdfEOF:
 		return nil, io.ErrUnexpectedEOF
 	case pdfInt:
-		if p.noNumbers {
-			return nil, nil
-		}
 		if p.refs {
 			t2 := p.lex.next()
 			if t2.kind == pdfInt {
@@ -514,9 +508,6 @@ func (p *pdfParser) object(tok pdfToken, depth int) (any, error) {
 		}
 		return tok.i, nil
 	case pdfReal:
-		if p.noNumbers {
-			return nil, nil
-		}
 		return tok.f, nil
 	case pdfStr:
 		if !p.charge(len(tok.s)) {

@@ -147,5 +147,5 @@ func ExampleClientWithResponses_RetrieveWithResponse() {
 	for _, r := range found.JSON200.Records {
 		fmt.Printf("%s: %s\n", r.Segment.Document.Name, r.Segment.Content)
 	}
-	// Output: Refunds.txt: Refunds are paid within 14 days of a return.
+	// Output: Refunds: Refunds are paid within 14 days of a return.
 }

@@ -2,9 +2,13 @@ package conformance
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/internal/store/storetest"
 )
@@ -66,4 +70,67 @@ func (p *Parley) run(args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// TestCLIOutput: what a command produces is on stdout alone (scripts capture it), everything
+// else on stderr: an import prints the app's name and says that a Chatflow refuses runs until
+// published, publish prints the new version's id, an unknown app is reported with the config
+// file read and the apps known, an unresolvable model suggests --model-fallback, and debug logs
+// never reach stdout.
+func TestCLIOutput(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs the locally built binary")
+	}
+	p := &Parley{engine: storetest.NewEngine(t, storetest.SQLite)}
+	p.env = append(cliEnv(p.engine), "PARLEY_LOG_LEVEL=debug")
+	flow := filepath.Join("..", "docs", "examples", "chatflow-basic.yml")
+
+	stdout, stderr, err := p.cliOut("apps", "import", flow)
+	if err != nil || stdout != "Turn Counter\n" {
+		t.Fatalf("import: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, `"Turn Counter" is not published: it refuses runs until it is (parley apps publish 'Turn Counter')`) {
+		t.Errorf("import without --publish says nothing of publishing:\n%s", stderr)
+	}
+	stdout, stderr, err = p.cliOut("apps", "publish", "Turn Counter")
+	if id, perr := uuid.Parse(strings.TrimSuffix(stdout, "\n")); err != nil || perr != nil || stdout != id.String()+"\n" {
+		t.Fatalf("publish printed %q on stdout (%v); want the version id alone\nstderr %s", stdout, err, stderr)
+	}
+	if !strings.Contains(stderr, `published "Turn Counter" version 1 (`+strings.TrimSpace(stdout)+`)`) {
+		t.Errorf("publish stderr: %s", stderr)
+	}
+	stdout, stderr, err = p.cliOut("apps", "import", "--name", "Second Counter", "--publish", flow)
+	if err != nil || stdout != "Second Counter\n" || strings.Contains(stderr, "not published") || !strings.Contains(stderr, "version 1") {
+		t.Errorf("import --publish: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
+
+	for _, args := range [][]string{{"apps", "publish", "Turn Countr"}, {"apps", "export", "Turn Countr"}, {"keys", "create", "--app", "Turn Countr"}} {
+		stdout, stderr, err := p.cliOut(args...)
+		if err == nil || stdout != "" || !strings.Contains(stderr, `no app named "Turn Countr" in the config file (testdata/parley.yaml)`) ||
+			!strings.Contains(stderr, "chatbot (chat)") || !strings.Contains(stderr, "Turn Counter (advanced-chat)") {
+			t.Errorf("parley %s: %v\nstdout %q\nstderr %s", strings.Join(args, " "), err, stdout, stderr)
+		}
+	}
+
+	data, err := os.ReadFile(flow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing-model.yml")
+	if err := os.WriteFile(missing, bytes.Replace(data, []byte("name: gpt-4o-mini"), []byte("name: gpt-nowhere"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err = p.cliOut("apps", "import", "--name", "Nowhere", missing)
+	if err == nil || stdout != "" || !strings.Contains(stderr, `model "gpt-nowhere" is not configured`) || !strings.Contains(stderr, "--model-fallback PROVIDER:MODEL") {
+		t.Errorf("unresolvable model: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
+	stdout, stderr, err = p.cliOut("apps", "import", "--name", "Nowhere", "--model-fallback", "openai:gpt-4o-mini", missing)
+	if err != nil || stdout != "Nowhere\n" || !strings.Contains(stderr, "substituted") {
+		t.Errorf("with a fallback: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
+
+	stdout, stderr, err = p.cliOut("keys", "create", "--knowledge")
+	if err != nil || !strings.HasPrefix(stdout, "dataset-") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stderr, "key created") {
+		t.Errorf("keys create with debug logs: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
 }

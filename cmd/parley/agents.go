@@ -60,10 +60,10 @@ func newAgentsDraftCmd(getenv func(string) string, f *flags) *cobra.Command {
 			}
 			res, err := dsl.Import(data, denv, opts)
 			if err != nil {
-				return err
+				return importErr(err, opts)
 			}
 			if err := e.apps.SaveAgentDraft(ctx, args[0], res.App.Bound.Draft); err != nil {
-				return appErr(err, args[0])
+				return appErr(ctx, e, err, args[0])
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintln(cmd.ErrOrStderr(), "parley: "+n.String())
@@ -85,7 +85,7 @@ func newAgentsPublishCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Short: "Publish the draft of an Agent app's agent as its next version (as `apps publish`)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
-			return publishApp(cmd.Context(), e, args[0], cmd.ErrOrStderr())
+			return printPublished(cmd, e, args[0])
 		}),
 	}
 }
@@ -99,7 +99,7 @@ func newAgentsArchiveCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
 			if err := e.apps.ArchiveAgent(cmd.Context(), args[0]); err != nil {
-				return appErr(err, args[0])
+				return appErr(cmd.Context(), e, err, args[0])
 			}
 			e.log.Info("agent archived", "app", args[0])
 			return nil

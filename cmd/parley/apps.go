@@ -42,8 +42,9 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Use:   "import [--name NAME] [--publish] [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
 		Short: "Import a Dify DSL file as an app and print its name",
 		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + "; Chatbot, Completion, Legacy Agent,\n" +
-			"Agent apps, an Agent's agent starting as an unpublished draft, and Chatflows whose\n" +
-			"nodes Parley runs; a Chatflow runs once published) and\n" +
+			"Agent apps, an Agent's agent starting as an unpublished draft, and Chatflow and Workflow\n" +
+			"apps whose nodes Parley runs; Agent, Chatflow and Workflow apps run once published, so\n" +
+			"import them with --publish or run `parley apps publish NAME` after) and\n" +
 			"print the app's name on stdout; notes (substitutions, settings kept but not run) go to\n" +
 			"stderr. Every model, knowledge base and tool the file names must resolve on this server,\n" +
 			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
@@ -79,7 +80,7 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 			opts.NodeTypes = nodes.Registry(nodes.Deps{}).Supports
 			res, err := dsl.Import(data, denv, opts)
 			if err != nil {
-				return err
+				return importErr(err, opts)
 			}
 			a, err := e.apps.Create(ctx, res.App)
 			if err != nil {
@@ -89,10 +90,15 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 			for _, n := range res.Notes {
 				fmt.Fprintln(stderr, "parley: "+n.String())
 			}
-			if publish {
-				if err := publishApp(ctx, e, a.Name, stderr); err != nil {
+			switch {
+			case publish:
+				// The import prints the app's name; what publishing did goes with the notes.
+				if _, err := publishApp(ctx, e, a.Name, stderr); err != nil {
 					return err
 				}
+			case a.Versioned():
+				fmt.Fprintf(stderr, "parley: %q is not published: it refuses runs until it is (parley apps publish %s)\n",
+					a.Name, shellQuote(a.Name))
 			}
 			e.log.Info("app imported", "app", a.Name, "id", a.ID, "mode", a.Mode, "dsl_version", a.DSLVersion)
 			fmt.Fprintln(cmd.OutOrStdout(), a.Name)
@@ -201,7 +207,7 @@ func newAppsExportCmd(getenv func(string) string, f *flags) *cobra.Command {
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
 			a, err := e.apps.ByName(cmd.Context(), args[0])
 			if err != nil {
-				return appErr(err, args[0])
+				return appErr(cmd.Context(), e, err, args[0])
 			}
 			out, err := dsl.Export(a, dsl.Env{Providers: e.file.Providers})
 			if err != nil {
@@ -217,30 +223,42 @@ func newAppsPublishCmd(getenv func(string) string, f *flags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "publish NAME",
 		Short: "Publish an imported app's current definition as a new version",
-		Long: "Publish an imported app. For the kinds that have versions (Agents, workflow graphs) the\n" +
-			"current definition becomes a new, immutable version, which the API runs from then on, and\n" +
-			"its id is printed; for an Agent app, the draft of its bound agent does.  Chatbot and Completion apps have no versions: they are served as\n" +
-			"imported, so publishing them is accepted and changes nothing.",
+		Long: "Publish an imported app. For the kinds that have versions (Agent, Chatflow and Workflow\n" +
+			"apps) the current definition becomes a new, immutable version, which the API runs from then\n" +
+			"on, and the version's id is printed on stdout (its number goes to stderr); for an Agent app,\n" +
+			"the draft of its bound agent does. Chatbot, Completion and Legacy Agent apps have no versions:\n" +
+			"they are served as imported, so publishing them is accepted, changes nothing and prints nothing\n" +
+			"on stdout.",
 		Args: cobra.ExactArgs(1),
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
-			return publishApp(cmd.Context(), e, args[0], cmd.ErrOrStderr())
+			return printPublished(cmd, e, args[0])
 		}),
 	}
 }
 
-// publishApp publishes the app and says what that did on w.
-func publishApp(ctx context.Context, e *env, name string, w io.Writer) error {
+// printPublished publishes the app and prints the new version's id on stdout.
+func printPublished(cmd *cobra.Command, e *env, name string) error {
+	p, err := publishApp(cmd.Context(), e, name, cmd.ErrOrStderr())
+	if err != nil || !p.Versioned {
+		return err
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), p.VersionID)
+	return err
+}
+
+// publishApp publishes the app and says what that did on w (stderr).
+func publishApp(ctx context.Context, e *env, name string, w io.Writer) (apps.Published, error) {
 	p, err := e.apps.Publish(ctx, name)
 	if err != nil {
-		return appErr(err, name)
+		return p, appErr(ctx, e, err, name)
 	}
 	if !p.Versioned {
 		fmt.Fprintf(w, "parley: %s apps have no versions; %q is served as imported\n", p.App.Mode, name)
-		return nil
+		return p, nil
 	}
 	fmt.Fprintf(w, "parley: published %q version %d (%s)\n", name, p.Version, p.VersionID)
-	e.log.Info("app published", "app", name, "version", p.Version, "version_id", p.VersionID)
-	return nil
+	e.log.Debug("app published", "app", name, "version", p.Version, "version_id", p.VersionID)
+	return p, nil
 }
 
 func newAppsDeleteCmd(getenv func(string) string, f *flags) *cobra.Command {
@@ -253,7 +271,7 @@ func newAppsDeleteCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
 			if err := e.apps.Delete(cmd.Context(), args[0]); err != nil {
-				return appErr(err, args[0])
+				return appErr(cmd.Context(), e, err, args[0])
 			}
 			e.log.Info("app deleted", "app", args[0])
 			return nil
@@ -261,10 +279,44 @@ func newAppsDeleteCmd(getenv func(string) string, f *flags) *cobra.Command {
 	}
 }
 
-// appErr words a registry error for the command line.
-func appErr(err error, name string) error {
-	if errors.Is(err, apps.ErrNotFound) {
-		return fmt.Errorf("no app named %q", name)
+// appErr words a registry error for the command line: an unknown name is reported with the
+// config file that was read and the apps this server knows, so a typo or the wrong config (or
+// data dir) shows at once.
+func appErr(ctx context.Context, e *env, err error, name string) error {
+	if !errors.Is(err, apps.ErrNotFound) {
+		return err
+	}
+	msg := fmt.Sprintf("no app named %q in the config file (%s) or among the imported apps", name, configName(e.cfg.ConfigPath))
+	list, lerr := e.apps.List(ctx)
+	switch {
+	case lerr != nil:
+	case len(list) == 0:
+		msg += "; there are no apps yet: declare one in the config file or import a Dify DSL file (parley apps import FILE)"
+	default:
+		known := make([]string, 0, len(list))
+		for _, a := range list {
+			known = append(known, fmt.Sprintf("%s (%s)", a.Name, a.Mode))
+		}
+		msg += "; the apps are: " + strings.Join(known, ", ")
+	}
+	return errors.New(msg)
+}
+
+// importErr adds to a failed import the flag that gets past an unresolvable model.
+func importErr(err error, opts dsl.Options) error {
+	var ie *dsl.Error
+	if opts.ModelFallback == "" && errors.As(err, &ie) && ie.HasUnresolvedModel() {
+		return fmt.Errorf("%w\nhint: --model-fallback PROVIDER:MODEL uses a configured model for every model that does not resolve", err)
 	}
 	return err
+}
+
+// shellQuote quotes s for a shell command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

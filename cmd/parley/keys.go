@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -36,11 +35,8 @@ func newKeysCmd(getenv func(string) string, f *flags) *cobra.Command {
 			kind, appID := auth.KindKnowledge, ""
 			if appName != "" {
 				app, err := e.apps.ByName(cmd.Context(), appName)
-				if errors.Is(err, apps.ErrNotFound) {
-					return fmt.Errorf("no app named %q in the config file or among the imported apps", appName)
-				}
 				if err != nil {
-					return err
+					return appErr(cmd.Context(), e, err, appName)
 				}
 				kind, appID = auth.KindApp, app.ID
 			}

@@ -26,6 +26,9 @@ type Problem struct {
 	// model_config.user_input_form[2].select.options); empty for the file as a whole.
 	Path    string
 	Message string
+	// UnresolvedModel marks an llm reference the server cannot resolve: an import with
+	// --model-fallback (Options.ModelFallback) replaces it instead of failing.
+	UnresolvedModel bool
 }
 
 func (p Problem) String() string {
@@ -38,6 +41,16 @@ func (p Problem) String() string {
 // Error is a failed import: every problem found, in the order of the file.
 type Error struct {
 	Problems []Problem
+}
+
+// HasUnresolvedModel reports whether a fallback model would have solved one of the problems.
+func (e *Error) HasUnresolvedModel() bool {
+	for _, p := range e.Problems {
+		if p.UnresolvedModel {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Error) Error() string {
@@ -91,6 +104,11 @@ type problems struct {
 
 func (p *problems) add(path, format string, args ...any) {
 	p.list = append(p.list, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// addUnresolvedModel records an llm reference that did not resolve (see Problem.UnresolvedModel).
+func (p *problems) addUnresolvedModel(path, why string) {
+	p.list = append(p.list, Problem{Path: path, Message: why, UnresolvedModel: true})
 }
 
 func (p *problems) note(kind NoteKind, path, format string, args ...any) {

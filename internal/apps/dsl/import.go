@@ -329,7 +329,7 @@ func (c *converter) readModel(mc *section) {
 func (c *converter) useModel(path, why, fileMode string, m *resolvedModel) {
 	if why != "" {
 		if c.fallback == nil {
-			c.p.add(path, "%s", why)
+			c.p.addUnresolvedModel(path, why)
 			return
 		}
 		c.p.note(NoteSubstituted, path, "%s; using %s:%s (--model-fallback)", why, c.fallback.provider.Name, c.fallback.model.Name)

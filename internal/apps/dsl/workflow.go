@@ -102,7 +102,7 @@ func (c *converter) resolveNodeModel(path string, m map[string]any) {
 	r, why := c.env.resolveModel(modelLLM, provider, name)
 	if why != "" {
 		if c.fallback == nil {
-			c.p.add(path, "%s", why)
+			c.p.addUnresolvedModel(path, why)
 			return
 		}
 		c.p.note(NoteSubstituted, path, "%s; using %s:%s (--model-fallback)", why, c.fallback.provider.Name, c.fallback.model.Name)

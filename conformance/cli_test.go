@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,5 +133,48 @@ func TestCLIOutput(t *testing.T) {
 	stdout, stderr, err = p.cliOut("keys", "create", "--knowledge")
 	if err != nil || !strings.HasPrefix(stdout, "dataset-") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stderr, "key created") {
 		t.Errorf("keys create with debug logs: %v\nstdout %q\nstderr %s", err, stdout, stderr)
+	}
+}
+
+// TestStartupBanner: a starting server says where it listens, which apps it serves (name and
+// mode) and how to make a key for one; the replica's internals stay at debug level.
+func TestStartupBanner(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs the server's logs")
+	}
+	p := startParley(t, storetest.SQLite)
+	logs := p.logs.String()
+	var listening, serving map[string]any
+	for _, line := range strings.Split(logs, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch rec["msg"] {
+		case "listening":
+			listening = rec
+		case "serving apps":
+			serving = rec
+		}
+	}
+	if listening == nil || serving == nil {
+		t.Fatalf("no listening or serving line:\n%s", logs)
+	}
+	for _, internal := range []string{"jobs_owner", "shared_coordination", "response_validation"} {
+		if _, ok := listening[internal]; ok || strings.Contains(logs, `"`+internal+`"`) {
+			t.Errorf("%s is logged at info level:\n%s", internal, logs)
+		}
+	}
+	if listening["version"] == "" || listening["url"] != p.URL {
+		t.Errorf("listening: %v", listening)
+	}
+	apps, _ := serving["apps"].(string)
+	for _, want := range []string{"chatbot (chat)", "writer (completion)", "limited (chat)"} {
+		if !strings.Contains(apps, want) {
+			t.Errorf("serving apps %q lacks %q", apps, want)
+		}
+	}
+	if key, _ := serving["key"].(string); !strings.HasPrefix(key, "parley keys create --app ") {
+		t.Errorf("serving apps: key hint %q", serving["key"])
 	}
 }

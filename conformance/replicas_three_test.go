@@ -198,6 +198,8 @@ func TestThreeReplicas(t *testing.T) {
 		fmt.Sprintf("APP_DEFAULT_ACTIVE_REQUESTS=%d", capN),
 		// A dead replica's slots, jobs and runs are released within seconds.
 		"PARLEY_SLOT_LEASE=2s", "PARLEY_JOB_LEASE=3s", "PARLEY_RUN_STALE_AFTER=2s",
+		// The name each replica's jobs are leased under is logged at debug level.
+		"PARLEY_LOG_LEVEL=debug",
 	}
 	var ps []*Parley
 	for i := range 3 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
@@ -37,6 +38,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/vectorindex"
+	"github.com/parleyhq/parley/internal/version"
 	"github.com/parleyhq/parley/server"
 )
 
@@ -256,9 +258,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
+	logAppsServed(ctx, e.log, appRegistry)
 	e.log.Info("listening", "addr", addr, "url", "http://"+addr+server.BasePath,
 		"database", e.store.Dialect(), "files", fileStore.kind, "data_dir", cfg.DataDir, "config", configName(cfg.ConfigPath),
-		"response_validation", string(mode), "shared_coordination", coord.shared,
+		"version", version.String())
+	e.log.Debug("replica", "response_validation", string(mode), "shared_coordination", coord.shared,
 		// The name this replica's jobs are leased under (the jobs table's lease_owner).
 		"jobs_owner", indexQueue.Owner())
 
@@ -300,6 +304,33 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	e.log.Info("stopped")
 	return err
+}
+
+// bannerApps is how many apps the start-up banner names; `parley apps list` shows them all.
+const bannerApps = 20
+
+// logAppsServed tells who just started a server which apps it serves and how to make a key for
+// one, the step before any API call.
+func logAppsServed(ctx context.Context, log *slog.Logger, r *apps.Registry) {
+	list, err := r.List(ctx)
+	if err != nil {
+		log.Warn("could not list the apps served", "error", err)
+		return
+	}
+	if len(list) == 0 {
+		log.Info("no apps yet: declare one in the config file, or import a Dify DSL file (parley apps import FILE --publish)")
+		return
+	}
+	names := make([]string, 0, min(len(list), bannerApps)+1)
+	for i, a := range list {
+		if i == bannerApps {
+			names = append(names, fmt.Sprintf("and %d more (parley apps list)", len(list)-bannerApps))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%s)", a.Name, a.Mode))
+	}
+	log.Info("serving apps", "apps", strings.Join(names, ", "),
+		"key", fmt.Sprintf("parley keys create --app %s", shellQuote(list[0].Name)))
 }
 
 // appsUsing counts the apps that use a knowledge base, config and imported ones. When the

@@ -159,17 +159,31 @@ func TestModelCallCap(t *testing.T) {
 // directory, so a server started after a crash knows the runs it finds running are its
 // predecessor's and ends them before it listens, whatever the age of their heartbeat. Right
 // after the restart, with the default PARLEY_RUN_STALE_AFTER (60 s), history shows the
-// interrupted message with status error, its partial answer and the interrupted error.
+// interrupted message with status error, its partial answer and the interrupted error, and a
+// Workflow app's run cut at the same time reads as failed with that error.
 func TestKilledMidStreamEndsAtRestartOnSQLite(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs control of the server process")
 	}
 	t.Parallel()
 	p := startParley(t, storetest.SQLite)
+	ctx := context.Background()
+	flowKey := exampleApp(t, p, workflowExample, "Topic Writer", "Cut Topic Writer")
+	flow := hangingWorkflow(t, newClient(t, p, flowKey), marker(t, "a topic cut short"), "kit")
+	var runID string
+	for runID == "" {
+		if !flow.Next() {
+			t.Fatalf("workflow stream ended: %v", flow.Err())
+		}
+		if workflowEventName(t, flow.Event()) == "text_chunk" {
+			tc, _ := flow.Event().AsTextChunkEvent()
+			runID = tc.WorkflowRunId.String()
+		}
+	}
 	c := newClient(t, p, p.AppKey)
 	q := marker(t, "a story cut short")
 	upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-	resp, err := c.SendChatMessage(context.Background(), chatBody(q, "kit", true))
+	resp, err := c.SendChatMessage(ctx, chatBody(q, "kit", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +217,11 @@ func TestKilledMidStreamEndsAtRestartOnSQLite(t *testing.T) {
 	}
 	if m := h[0]; m.Status != client.HistoryMessageStatusError || m.Answer != "Once upon" || m.Error == nil || *m.Error != interruptedError {
 		t.Fatalf("right after restart: status %q answer %q error %v", m.Status, m.Answer, m.Error)
+	}
+	got, err := newClient(t, p, flowKey).GetWorkflowRunWithResponse(ctx, runID)
+	if err != nil || got.JSON200 == nil || got.JSON200.Status != "failed" || got.JSON200.Error == nil ||
+		*got.JSON200.Error != interruptedError || got.JSON200.FinishedAt == nil {
+		t.Fatalf("workflow run right after restart: %v %s", err, got.Body)
 	}
 }
 

@@ -1,13 +1,16 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/store/storetest"
 )
 
 // interruptedError is what history shows for an answer cut by the end of its server.
@@ -150,4 +153,111 @@ func TestModelCallCap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKilledMidStreamEndsAtRestartOnSQLite: with SQLite one `parley serve` owns the data
+// directory, so a server started after a crash knows the runs it finds running are its
+// predecessor's and ends them before it listens, whatever the age of their heartbeat. Right
+// after the restart, with the default PARLEY_RUN_STALE_AFTER (60 s), history shows the
+// interrupted message with status error, its partial answer and the interrupted error, and a
+// Workflow app's run cut at the same time reads as failed with that error.
+func TestKilledMidStreamEndsAtRestartOnSQLite(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	t.Parallel()
+	p := startParley(t, storetest.SQLite)
+	ctx := context.Background()
+	flowKey := exampleApp(t, p, workflowExample, "Topic Writer", "Cut Topic Writer")
+	flow := hangingWorkflow(t, newClient(t, p, flowKey), marker(t, "a topic cut short"), "kit")
+	var runID string
+	for runID == "" {
+		if !flow.Next() {
+			t.Fatalf("workflow stream ended: %v", flow.Err())
+		}
+		if workflowEventName(t, flow.Event()) == "text_chunk" {
+			tc, _ := flow.Event().AsTextChunkEvent()
+			runID = tc.WorkflowRunId.String()
+		}
+	}
+	c := newClient(t, p, p.AppKey)
+	q := marker(t, "a story cut short")
+	upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
+	resp, err := c.SendChatMessage(ctx, chatBody(q, "kit", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.NewEventStream(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var conv string
+	for conv == "" {
+		if !stream.Next() {
+			t.Fatalf("stream ended: %v", stream.Err())
+		}
+		if m, err := stream.Event().AsMessageEvent(); err == nil && eventName(t, stream.Event()) == "message" {
+			conv = m.ConversationId.String()
+		}
+	}
+	eventually(t, "the answer so far in history", func() (bool, any) {
+		h := historyOf(t, c, conv, "kit")
+		return len(h) == 1 && h[0].Answer == "Once upon", h
+	})
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+
+	p.Start(t)
+	c = newClient(t, p, p.AppKey)
+	h := historyOf(t, c, conv, "kit")
+	if len(h) != 1 {
+		t.Fatalf("history after restart: %+v", h)
+	}
+	if m := h[0]; m.Status != client.HistoryMessageStatusError || m.Answer != "Once upon" || m.Error == nil || *m.Error != interruptedError {
+		t.Fatalf("right after restart: status %q answer %q error %v", m.Status, m.Answer, m.Error)
+	}
+	got, err := newClient(t, p, flowKey).GetWorkflowRunWithResponse(ctx, runID)
+	if err != nil || got.JSON200 == nil || got.JSON200.Status != "failed" || got.JSON200.Error == nil ||
+		*got.JSON200.Error != interruptedError || got.JSON200.FinishedAt == nil {
+		t.Fatalf("workflow run right after restart: %v %s", err, got.Body)
+	}
+}
+
+// TestOneServerPerSQLiteDataDir: a second `parley serve` on the data directory of a running
+// SQLite server exits at once with an error naming the directory and the running server,
+// while the other commands keep working beside it.
+func TestOneServerPerSQLiteDataDir(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	t.Parallel()
+	p := startParley(t, storetest.SQLite)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	second := exec.CommandContext(ctx, binary, "serve")
+	second.Env = p.env
+	var out bytes.Buffer
+	second.Stdout, second.Stderr = &out, &out
+	err := second.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the second serve did not exit; output:\n%s", out.String())
+	}
+	if err == nil || !strings.Contains(out.String(), p.engine.DataDir) || !strings.Contains(out.String(), "another parley serve") {
+		t.Fatalf("second serve: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), `"msg":"listening"`) {
+		t.Fatalf("the second serve listened:\n%s", out.String())
+	}
+
+	key := p.CLI(t, "keys", "create", "--app", "chatbot")
+	if !strings.HasPrefix(key, "app-") {
+		t.Fatalf("keys create beside a running server printed %q", key)
+	}
+	// The running server accepts the new key: both share the database.
+	r, err := newClient(t, p, key).GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
+	if err != nil || r.StatusCode() != 200 {
+		t.Fatalf("parameters with the new key: %v %v", err, r.Status())
+	}
 }

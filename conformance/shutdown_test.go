@@ -11,8 +11,9 @@ import (
 
 // TestGracefulShutdown sends SIGTERM while two streams are open: one that finishes within the
 // grace period completes normally; one that would never finish ends with an `error` event
-// once the grace period is over. The process exits cleanly, and after a restart history shows
-// both messages, the cut one with its partial answer and an error status.
+// once the grace period is over: 503 service_unavailable, naming the shutdown. The process
+// exits cleanly, and after a restart history shows both messages, the cut one with its partial
+// answer, an error status and the shutdown as its error.
 func TestGracefulShutdown(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		// Restart with a short grace period.
@@ -46,18 +47,24 @@ func TestGracefulShutdown(t *testing.T) {
 		stopped := make(chan error, 1)
 		go func() { stopped <- p.Stop() }()
 
-		last := func(s *client.EventStream) string {
-			name := ""
+		last := func(s *client.EventStream) client.ChatStreamEvent {
+			var ev client.ChatStreamEvent
 			for s.Next() {
-				name = eventName(t, s.Event())
+				ev = s.Event()
 			}
-			return name
+			return ev
 		}
-		if got := last(fs); got != "message_end" {
+		if got := eventName(t, last(fs)); got != "message_end" {
 			t.Fatalf("stream finishing within the grace period ended with %q", got)
 		}
-		if got := last(hs); got != "error" {
+		cut := last(hs)
+		if got := eventName(t, cut); got != "error" {
 			t.Fatalf("hanging stream ended with %q", got)
+		}
+		// The error says what happened: the server is going away, not failing.
+		if e, err := cut.AsErrorEvent(); err != nil || e.Status != 503 || e.Code != "service_unavailable" ||
+			e.Message != "The server is shutting down; the answer was not completed." {
+			t.Fatalf("error event of the cut stream: %+v %v", e, err)
 		}
 		select {
 		case err := <-stopped:
@@ -81,8 +88,12 @@ func TestGracefulShutdown(t *testing.T) {
 			if err != nil || h.JSON200 == nil || len(h.JSON200.Data) != 1 {
 				t.Fatalf("history: %v %s", err, h.Body)
 			}
-			if m := h.JSON200.Data[0]; m.Answer != tc.answer || string(m.Status) != tc.status {
+			m := h.JSON200.Data[0]
+			if m.Answer != tc.answer || string(m.Status) != tc.status {
 				t.Fatalf("after restart: answer %q status %q, want %q %q", m.Answer, m.Status, tc.answer, tc.status)
+			}
+			if tc.status == "error" && (m.Error == nil || *m.Error != "server is shutting down") {
+				t.Fatalf("after restart: error %v, want the shutdown", m.Error)
 			}
 		}
 	})

@@ -42,6 +42,8 @@ const (
 		"(its api_key_env in the config file) and restart Parley."
 	msgModelNotSupported  = "The app's model is currently not supported."
 	msgFileTypeNotAllowed = "File type not allowed."
+	// msgShuttingDown is Parley's own: Dify has no answer for a stream its server stops.
+	msgShuttingDown = "The server is shutting down; the answer was not completed."
 )
 
 // mapError gives the contract error — status, code and client-safe message — for an error of
@@ -112,6 +114,10 @@ func domainOutcome(err error) *APIError {
 		return errUnavailable(unavailable.Dependency)
 	case store.IsUnavailable(err):
 		return errUnavailable("database")
+	// A run cut by the end of the shutdown grace period, or refused because the server is
+	// stopping: the client may retry against a server that is up.
+	case errors.Is(err, run.ErrShuttingDown):
+		return apiError(http.StatusServiceUnavailable, "service_unavailable", msgShuttingDown)
 	// internal/workflow/humaninput
 	case errors.Is(err, humaninput.ErrFormNotFound):
 		return apiError(http.StatusNotFound, "not_found", "Form not found")

@@ -256,7 +256,6 @@ func internalFailures() map[string]struct {
 		"blob.ErrTooLarge":                         {blob.ErrTooLarge, "storage; the files service turns it into a *files.TooLargeError"},
 		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
 		"store.ErrLeaseLost":                       {store.ErrLeaseLost, "a background job's worker lost its lease (another replica took the job over); the job is cancelled and nothing is recorded, no request sees it"},
-		"run.ErrShuttingDown":                      {run.ErrShuttingDown, "the server is stopping; it ends as a 500 as it always has (the contract's 503 is for an unreachable database or Redis)"},
 		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
 		"run.ErrOutputModerated":                   {run.ErrOutputModerated, "an answer output moderation replaced ends with message_end, never as an error"},
 		"moderation.ErrInvalid":                    {moderation.ErrInvalid, "an import refuses a rule that cannot run (a dsl.Error); only an app stored by other means could carry one"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/redisx"
+	"github.com/parleyhq/parley/internal/run"
 )
 
 const (
@@ -22,10 +23,12 @@ const (
 	msgRedisDown    = "The service is temporarily unavailable: the Redis server its replicas share cannot be reached. Please try again later."
 )
 
-// unavailableOutcomes are the errors of a dependency that cannot be reached: 503
-// service_unavailable, naming which one.
+// unavailableOutcomes are the errors of a dependency that cannot be reached, and of a server
+// shutting down: 503 service_unavailable, naming which one or the shutdown.
 func unavailableOutcomes() map[string]outcome {
 	return map[string]outcome{
+		"run.ErrShuttingDown": {run.ErrShuttingDown,
+			wire{status: 503, code: "service_unavailable", msg: "The server is shutting down; the answer was not completed."}},
 		"health.UnavailableError": {&health.UnavailableError{Dependency: "database", Err: errors.New("x")},
 			wire{status: 503, code: "service_unavailable", msg: msgDatabaseDown}},
 		"redisx.ErrUnavailable": {redisx.Classify(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
@@ -35,8 +38,17 @@ func unavailableOutcomes() map[string]outcome {
 
 // TestUnavailableIs503: a database or Redis that cannot be reached answers 503 with the
 // contract's Error body naming which one — as returned and wrapped, never a 500 — while
-// ordinary failures of the database stay 500.
+// ordinary failures of the database stay 500. A run cut by shutdown, whose stream's error
+// event goes through the same mapping, answers 503 naming the shutdown.
 func TestUnavailableIs503(t *testing.T) {
+	for name, o := range unavailableOutcomes() {
+		for _, err := range []error{o.err, fmt.Errorf("handler: %w", o.err)} {
+			got := mapError(err)
+			if got.Status != o.want.status || got.Code != o.want.code || got.Message != o.want.msg || !errors.Is(got, err) {
+				t.Errorf("%s: %d %s %q (cause kept: %v)", name, got.Status, got.Code, got.Message, errors.Is(got, err))
+			}
+		}
+	}
 	cases := map[string]struct {
 		err  error
 		want string

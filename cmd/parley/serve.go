@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
+	"github.com/parleyhq/parley/internal/datadir"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/health"
 	"github.com/parleyhq/parley/internal/jobs"
@@ -62,7 +63,12 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
-	defer e.store.Close()
+	// The data directory's lock (below) is given up after the database is closed.
+	var lock *datadir.Lock
+	defer func() {
+		e.store.Close()
+		_ = lock.Release()
+	}()
 	cfg := e.cfg
 
 	ws, err := e.store.Workspace(ctx)
@@ -76,6 +82,15 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if len(e.nameClashes) > 0 {
 		return fmt.Errorf("config apps %q have the names of imported apps: rename them in the config file, "+
 			"or delete the imported apps (parley apps delete NAME)", e.nameClashes)
+	}
+	// On SQLite this server owns the data directory, so it knows that no other server is alive
+	// on its database; the other commands of the CLI run beside it without the lock. A second
+	// server fails here, before it changes anything but what those commands change too.
+	sole := e.store.Dialect() == store.DialectSQLite
+	if sole {
+		if lock, err = datadir.Acquire(cfg.DataDir); err != nil {
+			return err
+		}
 	}
 	appRegistry := e.apps
 	keys := auth.New(e.store, auth.WithLogger(e.log))
@@ -188,9 +203,14 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	humanInput = humaninput.New(humaninput.Options{Store: e.store, Runs: engine, Logger: e.log,
 		Resumers: map[string]humaninput.Resumer{apps.ModeAdvancedChat: chatflowRunner, apps.ModeWorkflow: chatflowRunner},
 		App:      appRegistry.Get})
-	// Answers a stopped server left running end before any client can read them; those of
-	// live replicas keep a fresh heartbeat and are left alone.
-	if n, err := engine.EndInterrupted(ctx); err != nil {
+	// Answers a stopped server left running end before any client can read them. Alone on
+	// SQLite, every running answer is a predecessor's and ends at once; with replicas, those of
+	// live ones keep a fresh heartbeat and are left alone.
+	endInterrupted := engine.EndInterrupted
+	if sole {
+		endInterrupted = engine.EndAllInterrupted
+	}
+	if n, err := endInterrupted(ctx); err != nil {
 		return err
 	} else if n > 0 {
 		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
@@ -231,7 +251,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	// Timers of human-input forms are durable jobs, stored with their forms; decisions a
 	// stopped server took without acting on them are acted on now.
 	indexQueue.Handle(store.JobKindHumanInputTimer, humanInput.HandleTimer)
-	if e.store.Dialect() == store.DialectSQLite {
+	if sole {
 		// SQLite serves one process: the jobs its previous run held are free at once.
 		if _, err := e.store.ReleaseAllJobLeases(ctx); err != nil {
 			return err

@@ -18,7 +18,8 @@ import (
 //     the model sends nothing;
 //   - at start-up (EndInterrupted, before the server listens) and every StaleAfter/2, the
 //     running messages whose heartbeat is older than StaleAfter are ended with status error,
-//     InterruptedError and the answer stored so far.
+//     InterruptedError and the answer stored so far. A server alone on its store (SQLite) ends
+//     all of them at start-up instead (EndAllInterrupted), without waiting for StaleAfter.
 //
 // The heartbeat, not the process identity, decides: replicas sharing a PostgreSQL database
 // end only the runs of processes that stopped writing, never those of a live one. Clocks of
@@ -155,4 +156,13 @@ func (e *Engine) endStale(now time.Time) {
 // listens; the same sweep then runs every StaleAfter/2.
 func (e *Engine) EndInterrupted(ctx context.Context) (int64, error) {
 	return e.store.EndStaleMessages(ctx, time.Now().Add(-e.staleAfter), InterruptedError)
+}
+
+// EndAllInterrupted is EndInterrupted for a server that knows no other process uses its store
+// (SQLite, whose data directory one `parley serve` holds locked): every message still running
+// is its predecessor's, so it ends them all at once, whatever the age of their heartbeat, with
+// their workflow runs. Paused runs are left alone. It must be called before this engine starts
+// any run.
+func (e *Engine) EndAllInterrupted(ctx context.Context) (int64, error) {
+	return e.store.EndRunningMessages(ctx, InterruptedError)
 }

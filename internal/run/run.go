@@ -40,6 +40,7 @@ type Store interface {
 	FinishMessage(ctx context.Context, id string, r store.MessageResult) error
 	SaveMessageProgress(ctx context.Context, at time.Time, ps []store.MessageProgress) error
 	EndStaleMessages(ctx context.Context, before time.Time, errText string) (int64, error)
+	EndRunningMessages(ctx context.Context, errText string) (int64, error)
 }
 
 // Kind is how the engine runs the apps of one mode.

@@ -68,21 +68,42 @@ func (s *Store) SaveMessageProgress(ctx context.Context, at time.Time, ps []Mess
 // EndStaleMessages ends every running message whose heartbeat (updated_at) is older than
 // before: its status becomes MessageStatusError with errText as its error, and the answer
 // stored so far is kept; the running workflow run of such a message fails with the same error.
-// It returns how many messages it ended. Running it concurrently, or again, is harmless.
+// It returns how many messages it ended. The messages of paused runs (waiting for human input)
+// are left alone.
 func (s *Store) EndStaleMessages(ctx context.Context, before time.Time, errText string) (int64, error) {
+	return s.endRunning(ctx, errText, &before)
+}
+
+// EndRunningMessages is EndStaleMessages for a process that knows no other process uses the
+// database (SQLite, whose data directory one `parley serve` holds locked): every running
+// message ends, whatever the age of its heartbeat, and so does every running workflow run,
+// a Chatflow's or a Workflow app's, whatever its message. Paused runs are left alone.
+func (s *Store) EndRunningMessages(ctx context.Context, errText string) (int64, error) {
+	return s.endRunning(ctx, errText, nil)
+}
+
+// endRunning ends the running messages, those whose heartbeat is older than before if it is
+// set, and fails their workflow runs (every running one if before is nil).
+func (s *Store) endRunning(ctx context.Context, errText string, before *time.Time) (int64, error) {
 	now := time.Now().Unix()
+	endRuns := `UPDATE workflow_runs SET status = 'failed', error = ?, finished_at = ? WHERE status = 'running'`
+	runArgs := []any{errText, now}
+	endMessages := `UPDATE messages SET status = ?, error = ?, updated_at = ? WHERE status = ?
+AND id NOT IN (SELECT message_id FROM workflow_runs WHERE status = 'paused' AND message_id IS NOT NULL)`
+	messageArgs := []any{MessageStatusError, nullString(errText), now, MessageStatusRunning}
+	if before != nil {
+		endRuns += ` AND message_id IN (SELECT id FROM messages WHERE status = ? AND updated_at < ?)`
+		runArgs = append(runArgs, MessageStatusRunning, before.Unix())
+		endMessages += ` AND updated_at < ?`
+		messageArgs = append(messageArgs, before.Unix())
+	}
 	var n int64
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		// The workflow runs of those messages (Chatflows) end with them, failed.
-		if _, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE workflow_runs SET status = 'failed', error = ?, finished_at = ?
-WHERE status = 'running' AND message_id IN (SELECT id FROM messages WHERE status = ? AND updated_at < ?)`),
-			errText, now, MessageStatusRunning, before.Unix()); err != nil {
+		// The workflow runs of those messages (Chatflows, Workflow apps) end with them, failed.
+		if _, err := s.inTx(tx).ExecContext(ctx, s.Rebind(endRuns), runArgs...); err != nil {
 			return err
 		}
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE messages SET status = ?, error = ?, updated_at = ?
-WHERE status = ? AND updated_at < ?
-AND id NOT IN (SELECT message_id FROM workflow_runs WHERE status = 'paused' AND message_id IS NOT NULL)`),
-			MessageStatusError, nullString(errText), now, MessageStatusRunning, before.Unix())
+		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(endMessages), messageArgs...)
 		if err != nil {
 			return err
 		}
@@ -90,7 +111,7 @@ AND id NOT IN (SELECT message_id FROM workflow_runs WHERE status = 'paused' AND 
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: end stale messages: %w", mapError(err))
+		return 0, fmt.Errorf("store: end interrupted messages: %w", mapError(err))
 	}
 	return n, nil
 }

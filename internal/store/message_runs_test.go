@@ -256,3 +256,67 @@ func BenchmarkSaveMessageProgress(b *testing.B) {
 		})
 	}
 }
+
+// TestEndRunningMessages: a process that knows it is alone on the database ends every running
+// message at once, however fresh its heartbeat, keeping its answer, and fails every running
+// workflow run, whatever its message; paused runs and finished messages are left alone.
+func TestEndRunningMessages(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		f := newChatFixture(t, s)
+		conv := newConversation(t, s, f.app, f.alice)
+		create := func(status string) Message {
+			t.Helper()
+			m, err := s.CreateMessage(ctx, Message{AppID: f.app, ConversationID: conv.ID, EndUserID: f.alice.ID, Query: "q", Status: status})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		running, normal := create(MessageStatusRunning), create(MessageStatusNormal)
+		// Beat a moment ago: a heartbeat no staleness cut-off would find old.
+		if err := s.SaveMessageProgress(ctx, time.Now(), []MessageProgress{{ID: running.ID, Answer: "Once upon", Changed: true}}); err != nil {
+			t.Fatal(err)
+		}
+		withMessage := WorkflowRun{ID: NewID(), AppID: f.app, WorkflowID: "v", MessageID: running.ID, Status: "running"}
+		// A run whose message already ended: a crash between the two writes.
+		ofFinished := WorkflowRun{ID: NewID(), AppID: f.app, WorkflowID: "v", MessageID: normal.ID, Status: "running"}
+		for _, r := range []WorkflowRun{withMessage, ofFinished} {
+			if err := s.SaveWorkflowRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paused, _ := pausedRun(t, s, f, "review")
+
+		n, err := s.EndRunningMessages(ctx, "The server stopped.")
+		if err != nil || n != 1 {
+			t.Fatalf("EndRunningMessages = %d, %v; want 1", n, err)
+		}
+		get := func(id string) Message {
+			t.Helper()
+			m, err := s.Message(ctx, f.app, f.alice.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		if m := get(running.ID); m.Status != MessageStatusError || m.Error != "The server stopped." || m.Answer != "Once upon" {
+			t.Errorf("running message: %+v", m)
+		}
+		if m := get(normal.ID); m.Status != MessageStatusNormal || m.Error != "" {
+			t.Errorf("finished message: %+v", m)
+		}
+		if m := get(paused.MessageID); m.Status != MessageStatusRunning {
+			t.Errorf("message of a paused run: %+v", m)
+		}
+		for name, id := range map[string]string{"of the running message": withMessage.ID, "of a finished message": ofFinished.ID} {
+			if r, err := s.WorkflowRunByID(ctx, id); err != nil || r.Status != "failed" || r.Error != "The server stopped." || r.FinishedAt == nil {
+				t.Errorf("workflow run %s: %+v %v", name, r, err)
+			}
+		}
+		if r, err := s.WorkflowRunByID(ctx, paused.ID); err != nil || r.Status != "paused" {
+			t.Errorf("paused workflow run: %+v %v", r, err)
+		}
+	})
+}

@@ -70,9 +70,38 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "-"
 		}
-		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
-			slog.String("method", c.Request().Method), slog.String("route", route),
-			slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+		method, elapsed := slog.String("method", c.Request().Method), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
+		if status < 400 {
+			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
+				method, slog.String("route", route), slog.Int("status", status), elapsed)
+			return nil
+		}
+		// A refused request says why (the error code the client got) and, for an app key, whose
+		// app it was: the first things to look at when a client reports an error.
+		attrs := []slog.Attr{method, slog.String("route", route), slog.Int("status", status), elapsed}
+		if code, ok := c.Get(errorCodeEchoKey).(string); ok {
+			attrs = append(attrs, slog.String("code", code))
+		}
+		if name := s.appName(c); name != "" {
+			attrs = append(attrs, slog.String("app", name))
+		}
+		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", attrs...)
 		return nil
 	}
+}
+
+// errorCodeEchoKey holds the code of the Error body a request was answered with.
+const errorCodeEchoKey = "parley.error_code"
+
+// appName is the name of the app whose key the request carried, as the registry last loaded it
+// (no store query); "" for other keys, no key, or an app not loaded.
+func (s *Server) appName(c echo.Context) string {
+	p, ok := c.Get(principalEchoKey).(Principal)
+	if !ok || p.AppID == "" || s.apps == nil {
+		return ""
+	}
+	if a, ok := s.apps.ByID(p.AppID); ok {
+		return a.Name
+	}
+	return ""
 }

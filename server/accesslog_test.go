@@ -67,8 +67,19 @@ func TestAccessLogAndRequestID(t *testing.T) {
 	if rec, line = send("/v1/parameters", "", "abc"); rec.Code != 401 || line["status"] != 401.0 {
 		t.Fatalf("%d %v", rec.Code, line)
 	}
-	if rec, line = send("/v1/nowhere", f.appKey, ""); rec.Code != 404 || line["status"] != 404.0 {
+	if rec, line = send("/v1/nowhere", f.appKey, ""); rec.Code != 404 || line["status"] != 404.0 || line["code"] != "not_found" {
 		t.Fatalf("%d %v", rec.Code, line)
+	}
+	// A refused request carries its error code, and the app's name when an app key was used.
+	if rec, line = send("/v1/parameters", "", ""); line["code"] != "unauthorized" || line["app"] != nil {
+		t.Fatalf("%d %v", rec.Code, line)
+	}
+	if rec, line = send("/v1/messages?conversation_id=not-a-uuid", f.appKey, ""); rec.Code/100 != 4 || line["code"] == nil || line["code"] == "" || line["app"] != "chatbot" {
+		t.Fatalf("%d %s %v", rec.Code, rec.Body, line)
+	}
+	// A successful request's line has neither.
+	if _, line = send("/v1/parameters", f.appKey, ""); line["code"] != nil || line["app"] != nil {
+		t.Fatalf("%v", line)
 	}
 	// An id that is too long or has other characters is replaced.
 	for _, bad := range []string{strings.Repeat("a", 129), "has space", "näive", "a\"b", "x<y>"} {

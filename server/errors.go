@@ -80,6 +80,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	e := toAPIError(err, c.Request())
 	op, _ := c.Get(operationEchoKey).(string)
 	e = forOperation(op, e)
+	c.Set(errorCodeEchoKey, e.Code)
 	if e.Status >= 500 {
 		s.log.ErrorContext(c.Request().Context(), "request failed", slog.Group("request",
 			"method", c.Request().Method, "path", c.Request().URL.Path, "operation", op),

@@ -7,6 +7,7 @@ package logctx
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 )
 
@@ -52,11 +53,35 @@ func NewHandler(h slog.Handler) slog.Handler {
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
 
+// Detailer is an error that has more to tell the log than its message, which is written for
+// API clients: a provider's URL, the underlying cause, a hint. A line that logs such an error
+// (anywhere in its chain) as an attribute gets those attributes too.
+type Detailer interface {
+	LogDetails() []slog.Attr
+}
+
 // Handle implements slog.Handler.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	var details []slog.Attr
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Value.Kind() != slog.KindAny {
+			return true
+		}
+		if err, ok := a.Value.Any().(error); ok {
+			var d Detailer
+			if errors.As(err, &d) {
+				details = append(details, d.LogDetails()...)
+			}
+		}
+		return true
+	})
+	id := RequestID(ctx)
+	if id != "" || len(details) > 0 {
 		r = r.Clone()
-		r.AddAttrs(slog.String(Key, id))
+		r.AddAttrs(details...)
+		if id != "" {
+			r.AddAttrs(slog.String(Key, id))
+		}
 	}
 	return h.inner.Handle(ctx, r)
 }

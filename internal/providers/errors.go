@@ -2,6 +2,7 @@ package providers
 
 import (
 	"errors"
+	"log/slog"
 	"unicode/utf8"
 )
 
@@ -59,6 +60,10 @@ type Error struct {
 	Provider string
 	// Message is the client-safe description.
 	Message string
+	// URL is the address the failed request went to; Hint says what may be wrong with the
+	// provider's configuration. Both are for the operator's log only (see LogDetails): a
+	// provider's address is not the API clients' business.
+	URL, Hint string
 
 	cause error
 }
@@ -90,6 +95,22 @@ func (e *Error) SafeMessage() string { return e.Message }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.cause }
+
+// LogDetails implements logctx.Detailer: a line that logs the error also names the URL that
+// failed, the cause the message leaves out, and the hint.
+func (e *Error) LogDetails() []slog.Attr {
+	out := make([]slog.Attr, 0, 3)
+	if e.URL != "" {
+		out = append(out, slog.String("provider_url", e.URL))
+	}
+	if e.cause != nil {
+		out = append(out, slog.String("provider_cause", e.cause.Error()))
+	}
+	if e.Hint != "" {
+		out = append(out, slog.String("hint", e.Hint))
+	}
+	return out
+}
 
 // KindOf returns the Kind of the first *Error in err's chain, and
 // KindInvocation for any other non-nil error. It returns "" for nil.

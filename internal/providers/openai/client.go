@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/parleyhq/parley/internal/providers"
@@ -85,12 +86,14 @@ type Client struct {
 	// sttURL and ttsURL are the audio endpoints (audio.go).
 	sttURL, ttsURL string
 	urlErr         error
-	apiKey         string
-	azure          bool
-	timeout        time.Duration
-	idle           time.Duration
-	callCap        time.Duration
-	hc             *http.Client
+	// base is the provider's base URL, for the hints of failed requests.
+	base    *url.URL
+	apiKey  string
+	azure   bool
+	timeout time.Duration
+	idle    time.Duration
+	callCap time.Duration
+	hc      *http.Client
 
 	// noStreamOptions is set once the upstream rejected stream_options
 	// and accepted the same stream without it (older vLLM and Ollama
@@ -140,6 +143,7 @@ func New(cfg Config) *Client {
 	case (base.Scheme != "http" && base.Scheme != "https") || base.Host == "":
 		c.urlErr = fmt.Errorf("base URL %q must be an absolute http(s) URL", cfg.BaseURL)
 	default:
+		c.base = base
 		c.chatURL = base.JoinPath("chat/completions").String()
 		c.embedURL = base.JoinPath("embeddings").String()
 		c.rerankURL = base.JoinPath("rerank").String()
@@ -261,7 +265,7 @@ func (c *Client) send(ctx context.Context, endpoint string, body []byte, content
 	if err != nil {
 		e := c.transportError(cctx, err, false)
 		x.finish(false)
-		return nil, e
+		return nil, c.locate(e, endpoint)
 	}
 	x.body, x.header = resp.Body, resp.Header
 	x.watch.Stop() // re-armed by each body read
@@ -271,9 +275,28 @@ func (c *Client) send(ctx context.Context, endpoint string, body []byte, content
 		raw, rerr := io.ReadAll(io.LimitReader(x, maxErrorBody))
 		e := c.statusError(resp.StatusCode, raw)
 		x.finish(rerr == nil)
-		return nil, e
+		return nil, c.locate(e, endpoint)
 	}
 	return x, nil
+}
+
+// locate adds to e, for the log, the URL that failed and a hint when the failure looks like a
+// wrong base URL: a 404 from a base URL without /v1 (OpenAI-compatible servers serve the API
+// under /v1), or a refused connection.
+func (c *Client) locate(e *providers.Error, endpoint string) *providers.Error {
+	e.URL = endpoint
+	if u, err := url.Parse(endpoint); err == nil {
+		u.RawQuery = "" // an Azure api-version, nothing the operator needs here
+		e.URL = u.String()
+	}
+	switch {
+	case e.StatusCode == http.StatusNotFound && !c.azure && !strings.Contains(c.base.Path, "/v1"):
+		e.Hint = fmt.Sprintf("the provider's base_url %s has no /v1; OpenAI-compatible servers (vLLM, Ollama, llama.cpp, LM Studio) serve the API under /v1: try %s",
+			c.base.String(), c.base.JoinPath("v1").String())
+	case e.StatusCode == 0 && errors.Is(e, syscall.ECONNREFUSED):
+		e.Hint = fmt.Sprintf("nothing listens at %s: is the model server running, and is the provider's base_url right?", c.base.Host)
+	}
+	return e
 }
 
 // maxErrorBody bounds how much of an error response is read.

@@ -128,7 +128,7 @@ func hiAnswer(t *testing.T, p *Parley, key, conv, user string) string {
 func TestHumanInput(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
-		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
+		key := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name)
 		q := marker(t, "the launch post")
 		runID, token, conv, _ := hiPause(t, p, key, q, "rev")
 
@@ -208,7 +208,7 @@ func TestHumanInput(t *testing.T) {
 
 		// A form that times out resumes down its __timeout branch.
 		tname := name + " timeout"
-		tkey := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", tname, "timeout: 3\n", "timeout: 0.0005\n",
+		tkey := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", tname, "timeout: 3\n", "timeout: 0.0005\n",
 			"timeout_unit: day", "timeout_unit: hour")
 		tq := marker(t, "the quiet post")
 		trun, ttoken, _, _ := hiPause(t, p, tkey, tq, "rev")
@@ -232,8 +232,8 @@ func TestHumanInput(t *testing.T) {
 func TestHumanInputSurvivesKill(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
-		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
-		tkey := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name+" short", "timeout: 3\n", "timeout: 0.0005\n",
+		key := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name)
+		tkey := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name+" short", "timeout: 3\n", "timeout: 0.0005\n",
 			"timeout_unit: day", "timeout_unit: hour")
 		q := marker(t, "the crash post")
 		runID, token, conv, _ := hiPause(t, p, key, q, "rev")
@@ -303,7 +303,7 @@ func TestHumanInputGolden(t *testing.T) {
 		{"timeout", "human_input_timeout", []string{"timeout: 3\n", "timeout: 0.0005\n", "timeout_unit: day", "timeout_unit: hour"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Golden Review "+tc.name, tc.edit...)
+			key := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", "Golden Review "+tc.name, tc.edit...)
 			body := `{"query":"golden post","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
 			req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
 			resp, raw := rawDo(t, req)
@@ -339,7 +339,7 @@ func TestHumanInputGolden(t *testing.T) {
 func TestHumanInputStreams(t *testing.T) {
 	forEachOwnServer(t, func(t *testing.T, p *Parley) {
 		name := "Review Desk " + strings.ReplaceAll(t.Name(), "/", "-")
-		key := exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", name)
+		key := exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name)
 
 		// Blocking: the answer so far.
 		q := marker(t, "the blocking post")

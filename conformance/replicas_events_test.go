@@ -22,7 +22,7 @@ func TestReplicasEventFanOut(t *testing.T) {
 	r := startReplicas(t, 2, "")
 	a, b := r.ps[0], r.ps[1]
 
-	key := exampleApp(t, a, "testdata/chatflow-human-input.yml", "Review Desk", "Review Desk Replicas")
+	key := exampleApp(t, a, "../docs/examples/chatflow-review.yml", "Review Desk", "Review Desk Replicas")
 	runID, token, conv, _ := hiPause(t, a, key, marker(t, "the replicated review"), "rev")
 	resumed := "workflow_started node_started(review) human_input_form_filled node_finished(review) message message " +
 		"node_started(no) node_finished(no) message_end workflow_finished"

@@ -221,7 +221,7 @@ func TestThreeReplicas(t *testing.T) {
 		ps = append(ps, p)
 	}
 	limitedKey := ps[0].CLI(t, "keys", "create", "--app", "limited")
-	hiKey := exampleApp(t, ps[0], "testdata/chatflow-human-input.yml", "Review Desk", "Review Desk Three Replicas")
+	hiKey := exampleApp(t, ps[0], "../docs/examples/chatflow-review.yml", "Review Desk", "Review Desk Three Replicas")
 	lb := newRRProxy(t, ps)
 	front := &Parley{URL: lb.srv.URL + "/v1", AppKey: ps[0].AppKey, KnowledgeKey: ps[0].KnowledgeKey}
 	chat, know, limited := newClient(t, front, front.AppKey), newClient(t, front, front.KnowledgeKey), newClient(t, front, limitedKey)

@@ -59,7 +59,7 @@ func TestDifyNodeSDK(t *testing.T) {
 			"PARLEY_COMPLETION_KEY="+p.CompletionKey(t),
 			"PARLEY_AGENT_KEY="+p.CLI(t, "keys", "create", "--app", "agent"),
 			"PARLEY_AGENT_APP_KEY="+publishedAgentApp(t, p),
-			"PARLEY_HUMAN_INPUT_KEY="+exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Review Desk Node SDK"),
+			"PARLEY_HUMAN_INPUT_KEY="+exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", "Review Desk Node SDK"),
 			"PARLEY_WORKFLOW_KEY="+exampleApp(t, p, workflowExample, "Topic Writer", "Node SDK Topic Writer"),
 			"PARLEY_SDK_SCRIPT="+script,
 			"NO_COLOR=1",

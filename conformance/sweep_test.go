@@ -391,7 +391,7 @@ func sweepHumanInput(t *testing.T, p *Parley) (key, token string) {
 	for _, name := range []string{"tone", "name", "topic"} {
 		fields.WriteString("        - {type: paragraph, output_variable_name: " + name + ", default: null}\n")
 	}
-	key = exampleApp(t, p, "testdata/chatflow-human-input.yml", "Review Desk", "Sweep Review "+strings.ReplaceAll(t.Name(), "/", "-"),
+	key = exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", "Sweep Review "+strings.ReplaceAll(t.Name(), "/", "-"),
 		"        - type: paragraph\n          output_variable_name: comment\n          default: {type: constant, selector: [], value: ''}\n",
 		fields.String())
 	_, token, _, _ = hiPause(t, p, key, "sweep review", "sweeper")

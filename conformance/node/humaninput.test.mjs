@@ -3,7 +3,7 @@
 // stream, without message_end. The SDK has no call for forms or the events of a resumed run, so
 // the form and events operations are driven over raw HTTP (fetch) with the token from the
 // stream. Run by conformance/sdk_test.go (TestDifyNodeSDK) with, besides what sdk.test.mjs reads:
-//   PARLEY_HUMAN_INPUT_KEY  key of a published Chatflow that asks a reviewer (testdata/chatflow-human-input.yml)
+//   PARLEY_HUMAN_INPUT_KEY  key of a published Chatflow that asks a reviewer (docs/examples/chatflow-review.yml)
 
 import assert from "node:assert/strict";
 import { ChatClient } from "dify-client";

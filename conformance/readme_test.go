@@ -99,7 +99,7 @@ func TestREADMEQuickstart(t *testing.T) {
 	out := run("chat")
 	for _, want := range []string{
 		`"event":"message"`, `"event":"message_end"`, // the streamed answer
-		"I answer questions.\n",              // the continued conversation's blocking answer
+		"I answer questions.\n", // the continued conversation's blocking answer
 		"What can you do? -> I answer questions about anything.\nSay it shorter. -> I answer questions.\n",
 		"204\n", // the deletion
 	} {

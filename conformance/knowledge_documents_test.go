@@ -547,5 +547,14 @@ func TestTextDocumentKeepsItsName(t *testing.T) {
 				t.Errorf("%q: chunks %+v", name, segs.Data)
 			}
 		}
+		// A document needs a name to be told apart; nothing is stored without one.
+		for _, name := range []string{"", "   "} {
+			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, client.CreateDocumentByTextJSONRequestBody{
+				Name: name, Text: "Nameless.", ProcessRule: &client.ProcessRule{Mode: "automatic"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, fmt.Sprintf("name %q", name), r.StatusCode(), r.Body, 400, "invalid_param")
+		}
 	})
 }

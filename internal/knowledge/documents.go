@@ -208,6 +208,11 @@ func checkFormMode(docForm, mode string) error {
 // cannot read, before anything is stored.
 func checkSource(src Source) error {
 	if src.Text {
+		// The name is the document's, kept as sent; Dify takes an empty one, but a document
+		// nobody can tell apart in a list is a mistake worth refusing.
+		if strings.TrimSpace(src.Filename) == "" {
+			return invalidParam("name is required")
+		}
 		return nil
 	}
 	if err := files.CheckName(src.Filename); err != nil {

@@ -45,6 +45,42 @@ func eventually(t *testing.T, what string, cond func() (bool, any)) {
 	}
 }
 
+// hangingChat streams query for user to an upstream that sends "Once upon" and then hangs, reads
+// the stream until that much arrived, and waits until history shows it as the answer so far (it
+// reaches the database within the progress interval; until the run ends, history shows a normal
+// message). It returns the conversation; the stream stays open until t ends.
+func hangingChat(t *testing.T, c *client.ClientWithResponses, query, user string) string {
+	t.Helper()
+	upstream.On(query, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
+	resp, err := c.SendChatMessage(context.Background(), chatBody(query, user, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.NewEventStream(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stream.Close() })
+	var streamed strings.Builder
+	var conv string
+	for streamed.String() != "Once upon" {
+		if !stream.Next() {
+			t.Fatalf("stream ended after %q: %v", streamed.String(), stream.Err())
+		}
+		m, err := stream.Event().AsMessageEvent()
+		if err != nil || eventName(t, stream.Event()) != "message" {
+			t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
+		}
+		streamed.WriteString(m.Answer)
+		conv = m.ConversationId.String()
+	}
+	eventually(t, "the answer so far in history", func() (bool, any) {
+		h := historyOf(t, c, conv, user)
+		return len(h) == 1 && h[0].Answer == "Once upon", h
+	})
+	return conv
+}
+
 // TestKilledMidStream kills the server (SIGKILL) while it streams an answer. The answer so
 // far was stored while it streamed; after a restart history shows the message with that
 // answer, status error and an error saying the server stopped, as Dify shows a failed
@@ -54,36 +90,7 @@ func TestKilledMidStream(t *testing.T) {
 		c := newClient(t, p, p.AppKey)
 		ctx := context.Background()
 		q := marker(t, "tell me a long story")
-		upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-
-		resp, err := c.SendChatMessage(ctx, chatBody(q, "kim", true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := client.NewEventStream(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stream.Close()
-		var streamed strings.Builder
-		var conv string
-		for streamed.String() != "Once upon" {
-			if !stream.Next() {
-				t.Fatalf("stream ended after %q: %v", streamed.String(), stream.Err())
-			}
-			m, err := stream.Event().AsMessageEvent()
-			if err != nil || eventName(t, stream.Event()) != "message" {
-				t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
-			}
-			streamed.WriteString(m.Answer)
-			conv = m.ConversationId.String()
-		}
-		// The answer so far reaches the database within the progress interval; until the
-		// run ends, history shows it as a normal message.
-		eventually(t, "the answer so far in history", func() (bool, any) {
-			h := historyOf(t, c, conv, "kim")
-			return len(h) == 1 && h[0].Answer == "Once upon", h
-		})
+		conv := hangingChat(t, c, q, "kim")
 
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
@@ -181,30 +188,7 @@ func TestKilledMidStreamEndsAtRestartOnSQLite(t *testing.T) {
 		}
 	}
 	c := newClient(t, p, p.AppKey)
-	q := marker(t, "a story cut short")
-	upstream.On(q, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-	resp, err := c.SendChatMessage(ctx, chatBody(q, "kit", true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := client.NewEventStream(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	var conv string
-	for conv == "" {
-		if !stream.Next() {
-			t.Fatalf("stream ended: %v", stream.Err())
-		}
-		if m, err := stream.Event().AsMessageEvent(); err == nil && eventName(t, stream.Event()) == "message" {
-			conv = m.ConversationId.String()
-		}
-	}
-	eventually(t, "the answer so far in history", func() (bool, any) {
-		h := historyOf(t, c, conv, "kit")
-		return len(h) == 1 && h[0].Answer == "Once upon", h
-	})
+	conv := hangingChat(t, c, marker(t, "a story cut short"), "kit")
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/parleytest"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 )
 
@@ -50,11 +49,8 @@ func runExamplesServer(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	pkgDir := filepath.Dir(file)
 	binary := filepath.Join(dir, "parley")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/parley")
-	build.Dir = filepath.Join(pkgDir, "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+	if err := parleytest.Build(context.Background(), filepath.Join(pkgDir, ".."), binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
@@ -141,24 +137,10 @@ func serve(binary string, env []string) (logs *bytes.Buffer, stop func() error, 
 		return nil, nil, err
 	}
 	logs = &bytes.Buffer{}
-	done := make(chan struct{}) // closed when the log has been read to its end
-	addr := make(chan string, 1)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
-		for sc.Scan() {
-			logs.Write(sc.Bytes())
-			logs.WriteByte('\n')
-			var rec struct{ Msg, Addr string }
-			if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				addr <- rec.Addr
-				sent = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
+	addr, done := parleytest.ReadLog(stderr, func(line []byte) {
+		logs.Write(line)
+		logs.WriteByte('\n')
+	})
 	stop = func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-done

@@ -1,9 +1,7 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/parleytest"
 )
 
 // kdLargeText is a few MB of varied prose, so that economy indexing takes a few seconds.
@@ -55,19 +54,7 @@ func TestKnowledgeIndexingSurvivesKill(t *testing.T) {
 				_ = cmd.Wait()
 			}
 		})
-		addr := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			sent := false
-			for sc.Scan() {
-				var rec struct{ Msg, Addr string }
-				if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-					addr <- rec.Addr
-					sent = true
-				}
-			}
-		}()
+		addr, _ := parleytest.ReadLog(stderr, nil)
 		select {
 		case a := <-addr:
 			p.URL = "http://" + a + "/v1"

@@ -4,12 +4,9 @@
 package conformance
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/parleytest"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
 )
@@ -48,11 +46,8 @@ func TestMain(m *testing.M) {
 			defer os.RemoveAll(dir)
 			binary = filepath.Join(dir, "parley")
 			_, file, _, _ := runtime.Caller(0)
-			build := exec.Command("go", "build", "-buildvcs=true", "-o", binary, "./cmd/parley")
-			build.Dir = filepath.Join(filepath.Dir(file), "..")
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := build.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+			if err := parleytest.Build(context.Background(), filepath.Join(filepath.Dir(file), ".."), binary); err != nil {
+				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
 		}
@@ -198,24 +193,7 @@ func (p *Parley) Start(t *testing.T, extraEnv ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logs.Write(append(append([]byte(nil), line...), '\n'))
-			if !sent {
-				var rec struct{ Msg, Addr string }
-				if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
-					addr <- rec.Addr
-					sent = true
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
+	addr, _ := parleytest.ReadLog(stderr, func(line []byte) { p.logs.Write(append(append([]byte(nil), line...), '\n')) })
 	var once sync.Once
 	p.stop = func() error {
 		var err error

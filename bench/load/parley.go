@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/parleyhq/parley/internal/parleytest"
 )
 
 // benchConfig is the config file the server runs with: one chat app and one Completion app
@@ -75,13 +76,7 @@ func buildParley(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "parley")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/parley")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/parley: %w\n%s", err, out)
-	}
-	return bin, nil
+	return bin, parleytest.Build(ctx, root, bin)
 }
 
 // serverLog, when set (-server-log), receives a copy of every line the servers log.
@@ -99,8 +94,8 @@ type parley struct {
 	dataDir                            string
 
 	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been waited for
-	logged chan struct{} // closed once its log pipe hit EOF
+	exited chan struct{}   // closed once the process has been waited for
+	logged <-chan struct{} // closed once its log pipe hit EOF
 	once   sync.Once
 
 	mu       sync.Mutex
@@ -209,7 +204,7 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 // spawnParley starts `parley serve` with env (whose database already has its keys) and waits
 // for its address.
 func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parley, error) {
-	p := &parley{dataDir: dataDir, exited: make(chan struct{}), logged: make(chan struct{})}
+	p := &parley{dataDir: dataDir, exited: make(chan struct{})}
 
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -232,8 +227,12 @@ func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parle
 		_ = cmd.Wait()
 		close(p.exited)
 	}()
-	addr := make(chan string, 1)
-	go p.readLog(r, addr)
+	addr, logged := parleytest.ReadLog(r, p.logLine)
+	p.logged = logged
+	go func() {
+		<-logged
+		_ = r.Close()
+	}()
 
 	select {
 	case a := <-addr:
@@ -251,49 +250,38 @@ func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parle
 	}
 }
 
-// readLog consumes the server's JSON log: it reports the listening address, counts warnings,
-// errors and contract violations, and keeps the last lines.
-func (p *parley) readLog(r *os.File, addr chan<- string) {
-	defer close(p.logged)
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	sent := false
-	for sc.Scan() {
-		line := sc.Text()
-		var rec struct{ Level, Msg, Addr string }
-		_ = json.Unmarshal([]byte(line), &rec)
-		if !sent && rec.Msg == "listening" {
-			addr <- rec.Addr
-			sent = true
-		}
-		bad := false
-		switch rec.Level {
-		case "WARN":
-			p.warnings.Add(1)
-			bad = true
-		case "ERROR":
-			p.errs.Add(1)
-			bad = true
-		}
-		if strings.Contains(rec.Msg, "response violates the contract") {
-			p.contract.Add(1)
-		}
-		if bad {
-			p.firstBad.CompareAndSwap(nil, line)
-		}
-		serverLog.Lock()
-		if serverLog.w != nil {
-			fmt.Fprintf(serverLog.w, "[pid %d] %s\n", p.pid, line)
-		}
-		serverLog.Unlock()
-		p.mu.Lock()
-		p.tail = append(p.tail, line)
-		if len(p.tail) > 40 {
-			p.tail = p.tail[len(p.tail)-40:]
-		}
-		p.mu.Unlock()
+// logLine takes one line of the server's JSON log: it counts warnings, errors and contract
+// violations, and keeps the last lines.
+func (p *parley) logLine(raw []byte) {
+	line := string(raw)
+	var rec struct{ Level, Msg string }
+	_ = json.Unmarshal(raw, &rec)
+	bad := false
+	switch rec.Level {
+	case "WARN":
+		p.warnings.Add(1)
+		bad = true
+	case "ERROR":
+		p.errs.Add(1)
+		bad = true
 	}
+	if strings.Contains(rec.Msg, "response violates the contract") {
+		p.contract.Add(1)
+	}
+	if bad {
+		p.firstBad.CompareAndSwap(nil, line)
+	}
+	serverLog.Lock()
+	if serverLog.w != nil {
+		fmt.Fprintf(serverLog.w, "[pid %d] %s\n", p.pid, line)
+	}
+	serverLog.Unlock()
+	p.mu.Lock()
+	p.tail = append(p.tail, line)
+	if len(p.tail) > 40 {
+		p.tail = p.tail[len(p.tail)-40:]
+	}
+	p.mu.Unlock()
 }
 
 func (p *parley) logTail() string {

@@ -8,26 +8,8 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
-
-// pdfPolicyChunks are the chunks expected of each fixture: its two pages.
-var pdfPolicyChunks = func() map[string][]string {
-	page1 := "Parking policy\n\n" +
-		"Each employee gets one parking permit. Permits\n" +
-		"are issued by the facilities office and must be\n" +
-		"displayed behind the windscreen at all times.\n\n" +
-		"Visitors park in the marked bays near the main\n" +
-		"entrance. A visitor permit is valid for one day\n" +
-		"and can be requested at the reception desk; an\n" +
-		"unused permit expires automatically at midnight."
-	left := "Bicycle racks stand in\nthe inner courtyard.\nShowers are on the\nground floor."
-	right := "Charging points are\non level two of the\ngarage. Book a slot\nin the staff portal."
-	return map[string][]string{
-		// Ghostscript sets both column headings with one TJ before the columns.
-		"ps2pdf-policy.pdf": {page1, "Cycling Electric cars\n" + left + "\n\n" + right},
-		"cairo-policy.pdf":  {page1, "Cycling\n" + left + "\n\nElectric cars\n" + right},
-	}
-}()
 
 // TestKnowledgePDFLineBreaks (issue 20): the lines of a PDF were joined with nothing between
 // them ("Parking policyEach employee gets one parking permit."), so a keyword search for
@@ -57,7 +39,7 @@ func TestKnowledgePDFLineBreaks(t *testing.T) {
 				for _, s := range segs {
 					got = append(got, s.Content)
 				}
-				if want := pdfPolicyChunks[file]; !slices.Equal(got, want) {
+				if want := extracttest.PolicyPages[file]; !slices.Equal(got, want[:]) {
 					t.Errorf("chunks =\n%q\nwant\n%q", got, want)
 				}
 				for _, glued := range []string{"policyEach", "Permitsare", "automat-"} {

@@ -10,25 +10,6 @@ import (
 	"github.com/parleyhq/parley/internal/extract/extracttest"
 )
 
-// policyText is page 1 of the fixtures in testdata/pdf: a heading and two
-// paragraphs, "automat-" / "ically" hyphenated across a line break.
-const policyText = "Parking policy\n\n" +
-	"Each employee gets one parking permit. Permits\n" +
-	"are issued by the facilities office and must be\n" +
-	"displayed behind the windscreen at all times.\n\n" +
-	"Visitors park in the marked bays near the main\n" +
-	"entrance. A visitor permit is valid for one day\n" +
-	"and can be requested at the reception desk; an\n" +
-	"unused permit expires automatically at midnight."
-
-// Page 2 of the fixtures: two columns, each written as one run of lines.
-// Ghostscript sets both headings with one TJ (a wide gap between them) before
-// the columns; Cairo sets each heading with its column.
-const (
-	columnsLeft  = "Bicycle racks stand in\nthe inner courtyard.\nShowers are on the\nground floor."
-	columnsRight = "Charging points are\non level two of the\ngarage. Book a slot\nin the staff portal."
-)
-
 // TestPDFLineBreaksFromProducers (issue 20): lines were joined with nothing
 // between them ("Parking policyEach employee"), so a search for "policy"
 // missed the document. PDFs of two real producers (testdata/pdf/make.sh) now
@@ -37,11 +18,7 @@ const (
 // column's lines apart.
 func TestPDFLineBreaksFromProducers(t *testing.T) {
 	t.Parallel()
-	tests := map[string]string{
-		"ps2pdf-policy.pdf": "Cycling Electric cars\n" + columnsLeft + "\n\n" + columnsRight,
-		"cairo-policy.pdf":  "Cycling\n" + columnsLeft + "\n\nElectric cars\n" + columnsRight,
-	}
-	for file, columns := range tests {
+	for file, pages := range extracttest.PolicyPages {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
 			data, err := os.ReadFile(filepath.Join("testdata", "pdf", file))
@@ -52,11 +29,10 @@ func TestPDFLineBreaksFromProducers(t *testing.T) {
 			if len(doc.Pages) != 2 {
 				t.Fatalf("pages = %d, want 2", len(doc.Pages))
 			}
-			if got := doc.Pages[0].Text; got != policyText {
-				t.Errorf("page 1 =\n%q\nwant\n%q", got, policyText)
-			}
-			if got := doc.Pages[1].Text; got != columns {
-				t.Errorf("page 2 =\n%q\nwant\n%q", got, columns)
+			for i, want := range pages {
+				if got := doc.Pages[i].Text; got != want {
+					t.Errorf("page %d =\n%q\nwant\n%q", i+1, got, want)
+				}
 			}
 			if strings.Contains(doc.Text, "policyEach") {
 				t.Errorf("lines glued: %q", doc.Text)

@@ -77,8 +77,8 @@ func (s *Store) SharedSecret(ctx context.Context, name string, candidate []byte)
 	if name == "" || len(candidate) == 0 {
 		return nil, errors.New("store: shared secret: name and candidate are required")
 	}
-	_, err := s.db.ExecContext(ctx, s.Rebind(
-		"INSERT INTO shared_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING"),
+	_, err := s.exec(ctx,
+		"INSERT INTO shared_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
 		name, candidate, time.Now().Unix())
 	if err != nil {
 		return nil, fmt.Errorf("store: shared secret %s: %w", name, mapError(err))

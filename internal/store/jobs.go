@@ -137,9 +137,9 @@ func (s *Store) InsertJob(ctx context.Context, j JobRow) error {
 	if j.Payload == nil {
 		j.Payload = []byte{}
 	}
-	_, err := s.db.ExecContext(ctx, s.Rebind(`INSERT INTO jobs
+	_, err := s.exec(ctx, `INSERT INTO jobs
 		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
-		VALUES (?, ?, ?, 'queued', 0, ?, ?, 0, '', ?, ?)`),
+		VALUES (?, ?, ?, 'queued', 0, ?, ?, 0, '', ?, ?)`,
 		j.ID, j.Kind, j.Payload, j.MaxAttempts, j.RunAfter.UnixMilli(), now, now)
 	if err != nil {
 		return fmt.Errorf("store: insert job: %w", mapError(err))
@@ -162,9 +162,9 @@ func (s *Store) ClaimJob(ctx context.Context, kinds []string, owner string, now 
 	if s.dialect == DialectPostgres {
 		pick += " FOR UPDATE SKIP LOCKED"
 	}
-	q := s.Rebind(`UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+	q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
 		WHERE id = (` + pick + `)
-		RETURNING id, kind, payload, attempts, max_attempts, run_after, created_at`)
+		RETURNING id, kind, payload, attempts, max_attempts, run_after, created_at`
 	args := []any{owner, ms + lease.Milliseconds(), ms}
 	for _, k := range kinds {
 		args = append(args, k)
@@ -174,7 +174,9 @@ func (s *Store) ClaimJob(ctx context.Context, kinds []string, owner string, now 
 		j                 JobRow
 		runAfter, created int64
 	)
-	err := s.db.QueryRowContext(ctx, q, args...).Scan(&j.ID, &j.Kind, &j.Payload, &j.Attempts, &j.MaxAttempts, &runAfter, &created)
+	err := s.writeRow(ctx, q, args, func(r *sql.Row) error {
+		return r.Scan(&j.ID, &j.Kind, &j.Payload, &j.Attempts, &j.MaxAttempts, &runAfter, &created)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -190,8 +192,8 @@ func (s *Store) ClaimJob(ctx context.Context, kinds []string, owner string, now 
 // leased runs an UPDATE of the job that applies only while owner holds its lease for attempt.
 func (s *Store) leased(ctx context.Context, what, set string, args []any, id, owner string, attempt int) error {
 	args = append(args, id, owner, attempt)
-	res, err := s.db.ExecContext(ctx, s.Rebind(`UPDATE jobs SET `+set+
-		` WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`), args...)
+	res, err := s.exec(ctx, `UPDATE jobs SET `+set+
+		` WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`, args...)
 	if err != nil {
 		return fmt.Errorf("store: %s job: %w", what, mapError(err))
 	}
@@ -211,7 +213,7 @@ func (s *Store) RenewJobLease(ctx context.Context, id, owner string, attempt int
 
 // CompleteJob removes a job whose attempt succeeded.
 func (s *Store) CompleteJob(ctx context.Context, id, owner string, attempt int) error {
-	res, err := s.db.ExecContext(ctx, s.Rebind(`DELETE FROM jobs WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`),
+	res, err := s.exec(ctx, `DELETE FROM jobs WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?`,
 		id, owner, attempt)
 	if err != nil {
 		return fmt.Errorf("store: complete job: %w", mapError(err))
@@ -247,7 +249,7 @@ func (s *Store) ReleaseJob(ctx context.Context, id, owner string, attempt int) e
 // process uses (SQLite): at start, the jobs its previous run held are free at once instead of
 // after their leases.
 func (s *Store) ReleaseAllJobLeases(ctx context.Context) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.Rebind(`UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = 0, updated_at = ? WHERE state = 'running'`),
+	res, err := s.exec(ctx, `UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_until = 0, updated_at = ? WHERE state = 'running'`,
 		time.Now().UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("store: release job leases: %w", mapError(err))
@@ -277,7 +279,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (JobRow, error) {
 
 // DeleteJob removes a job whatever its state (a deadline that no longer applies).
 func (s *Store) DeleteJob(ctx context.Context, id string) error {
-	if _, err := s.db.ExecContext(ctx, s.Rebind(`DELETE FROM jobs WHERE id = ?`), id); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("store: delete job: %w", mapError(err))
 	}
 	return nil

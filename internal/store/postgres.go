@@ -58,7 +58,8 @@ func openPostgres(databaseURL string) (*Store, error) {
 	db.SetMaxIdleConns(pgMaxIdleConns)
 	db.SetConnMaxLifetime(pgConnMaxLifetime)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
-	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes)}, nil
+	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
+		writes: newWriteGate(DialectPostgres)}, nil
 }
 
 // withConnectTimeout adds connect_timeout=pgConnectTimeout to a URL that sets none.

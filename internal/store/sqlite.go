@@ -93,7 +93,8 @@ func openSQLite(dataDir, synchronous string) (*Store, error) {
 	// (every open reapplies the pragmas), so never expire them.
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	return &Store{db: db, dialect: DialectSQLite, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes)}, nil
+	return &Store{db: db, dialect: DialectSQLite, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
+		writes: newWriteGate(DialectSQLite)}, nil
 }
 
 // isBusy reports whether err is SQLite's "database is locked" family

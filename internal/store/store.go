@@ -62,6 +62,9 @@ type Store struct {
 	indexHook atomic.Pointer[func(datasetID string)]
 	pendingMu sync.Mutex
 	pending   map[*sql.Tx][]string
+
+	// writes is the one writer path of a SQLite database (writegate.go); nil on PostgreSQL.
+	writes writeGate
 }
 
 // Open connects to the database and checks that it answers.
@@ -199,19 +202,24 @@ func rebindDollar(query string) string {
 // when it begins (BEGIN IMMEDIATE), so fn is never re-run: only the BEGIN is
 // retried while the database is busy.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	if err := s.writes.enter(ctx); err != nil {
+		return err
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
+		s.writes.leave()
 		return fmt.Errorf("store: begin transaction: %w", err)
 	}
 	committed := false
 	defer func() {
+		if !committed {
+			if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && err != nil {
+				err = errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
+			}
+		}
+		// The next writer goes in before the hooks of this transaction run: they may write.
+		s.writes.leave()
 		s.endTx(tx, committed)
-		if committed {
-			return
-		}
-		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && err != nil {
-			err = errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
-		}
 	}()
 	if err := fn(tx); err != nil {
 		return err
@@ -246,6 +254,10 @@ type execer interface {
 // exec runs one rebound write statement outside any transaction. On SQLite
 // a busy error means the statement did not apply, so it is safe to retry.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := s.writes.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.writes.leave()
 	query = s.Rebind(query)
 	if s.dialect != DialectSQLite {
 		res, err := s.conn().ExecContext(ctx, query, args...)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +177,35 @@ func TestStartupBanner(t *testing.T) {
 	}
 	if key, _ := serving["key"].(string); !strings.HasPrefix(key, "parley keys create --app ") {
 		t.Errorf("serving apps: key hint %q", serving["key"])
+	}
+}
+
+// TestDebugListener: with PARLEY_DEBUG_ADDR the server serves Go's profiles there, and only
+// there: the API's listener knows nothing of them.
+func TestDebugListener(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	t.Parallel()
+	addr := freeAddr(t)
+	p := newParley(storetest.NewEngine(t, storetest.SQLite), "PARLEY_DEBUG_ADDR="+addr)
+	p.Start(t)
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("heap profile: %d %.200s", resp.StatusCode, body)
+	}
+	api := strings.TrimSuffix(p.URL, "/v1")
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/v1/debug/pprof/"} {
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, "the API listener's "+path, resp, readAll(t, resp), 404, "not_found")
+	}
+	if !strings.Contains(p.logs.String(), `"msg":"debug listener","url":"http://`+addr+`/debug/pprof/"`) {
+		t.Errorf("the debug listener is not in the log:\n%s", p.logs.String())
 	}
 }

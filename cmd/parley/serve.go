@@ -28,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/debugsrv"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/datadir"
 	"github.com/parleyhq/parley/internal/files"
@@ -265,6 +266,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	// Profiles are served on an address of their own, never on the API's listener.
+	if cfg.DebugAddr != "" {
+		dbg, err := debugsrv.Start(cfg.DebugAddr, e.log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = dbg.Shutdown(ctx)
+		}()
 	}
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()

@@ -36,6 +36,8 @@ import (
 // exported so that the CLI can override Addr, DataDir, ConfigPath and
 // DatabaseURL from flags after [Load]; call [Config.Validate] after doing so.
 type Config struct {
+	// DebugAddr is where the admin listener (profiles) listens (PARLEY_DEBUG_ADDR); empty: off.
+	DebugAddr string
 	// Addr is the TCP listen address (PARLEY_ADDR).
 	Addr string
 	// DataDir holds the SQLite database and uploaded files (PARLEY_DATA_DIR).
@@ -296,6 +298,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkAddr(c.Addr); err != nil {
 		bad("PARLEY_ADDR", "%v", err)
+	}
+	if c.DebugAddr != "" && c.DebugAddr == c.Addr {
+		bad("PARLEY_DEBUG_ADDR", "must differ from PARLEY_ADDR (%s): profiles are never served on the API's listener", c.Addr)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("PARLEY_DATA_DIR", "must not be empty")

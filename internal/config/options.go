@@ -23,6 +23,9 @@ func options() []option {
 	return []option{
 		{name: "PARLEY_ADDR", def: "127.0.0.1:5001",
 			parse: set(parseString, func(c *Config) *string { return &c.Addr })},
+		// The admin listener (profiles); off unless set, loopback unless a host is given.
+		{name: "PARLEY_DEBUG_ADDR", def: "",
+			parse: set(parseDebugAddr, func(c *Config) *string { return &c.DebugAddr })},
 		{name: "PARLEY_DATA_DIR", def: "./data",
 			parse: set(parseString, func(c *Config) *string { return &c.DataDir })},
 		{name: "PARLEY_CONFIG", def: "",

@@ -17,6 +17,22 @@ import (
 
 func parseString(v string) (string, error) { return v, nil }
 
+// parseDebugAddr reads PARLEY_DEBUG_ADDR: empty (off), or a listen address, where a bare port
+// (":6060") means loopback, never every interface.
+func parseDebugAddr(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if strings.HasPrefix(v, ":") {
+		v = "127.0.0.1" + v
+	}
+	if err := checkAddr(v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
 func parseSynchronous(v string) (string, error) {
 	switch v = strings.ToLower(v); v {
 	case "normal", "full":

@@ -643,11 +643,17 @@ func (o sweepOp) baselineJSON(mt *openapi3.MediaType, fx sweepFixtures) any {
 	if ex == nil {
 		ex = sample(mt.Schema.Value, 0)
 	}
-	// A deep copy through JSON, so that the contract's example is never modified.
-	var v any
-	_ = json.Unmarshal(mustMarshal(ex), &v)
+	// A deep copy, so that the contract's example is never modified.
+	v := jsonCopy(ex)
 	fillFixtures(v, mt.Schema.Value, fx, 0)
 	return useFixtures(v, fx)
+}
+
+// jsonCopy is a deep copy of a JSON value, made through its encoding.
+func jsonCopy(v any) any {
+	var c any
+	_ = json.Unmarshal(mustMarshal(v), &c)
+	return c
 }
 
 // bodyFixtures are members that are not strings: the chatbot's form requires its inputs, and a
@@ -665,7 +671,8 @@ func fillFixtures(v any, s *openapi3.Schema, fx sweepFixtures, depth int) {
 		props, _ := schemaProps(s)
 		for name, ps := range props {
 			if f, ok := bodyFixtures[name]; ok {
-				x[name] = f
+				// A copy: useFixtures writes into the body, and the engines' sweeps run at once.
+				x[name] = jsonCopy(f)
 				continue
 			}
 			if _, set := x[name]; !set {

@@ -37,6 +37,17 @@ func apiError(status int, code, message string) *APIError {
 	return &APIError{Status: status, Code: code, Message: message}
 }
 
+// body is the contract's Error body of e, {code, message, status}: the one place it is encoded
+// for a JSON response (a stream's error event carries the same members, written in runs.go).
+func (e *APIError) body() []byte {
+	b, _ := json.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Status  int    `json:"status"`
+	}{e.Code, e.Message, e.Status})
+	return b
+}
+
 // withCause returns a copy of e that remembers cause for the log.
 func (e *APIError) withCause(cause error) *APIError {
 	c := *e
@@ -99,7 +110,7 @@ func writeError(w http.ResponseWriter, r *http.Request, e *APIError) {
 	if e.Status == http.StatusUnauthorized {
 		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
 	}
-	body, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "status": e.Status})
+	body := e.body()
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {

@@ -344,7 +344,8 @@ func (w *captureWriter) finish() {
 		w.v.violation(w.req, "response "+strconv.Itoa(w.status), err)
 		if w.v.mode == ValidationEnforce {
 			e := errInternal(err)
-			body, _ = json.Marshal(map[string]any{"code": e.Code, "message": "The response violated the API contract.", "status": e.Status})
+			e.Message = "The response violated the API contract."
+			body = e.body()
 			h := w.Header()
 			h.Del(echo.HeaderWWWAuthenticate)
 			h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)

@@ -7,7 +7,8 @@
 # synchronous commit, full page writes; Redis saves nothing to disk): these
 # servers are for tests and CI only, never for real data.
 #
-# Idempotent: installs postgresql-15 and redis-server only when they are
+# Idempotent: installs postgresql-15 and redis-server (and the Debian packages the
+# tests use: bubblewrap, python3, python3-requests, curl, jq) only when they are
 # missing, creates the cluster only when it is missing, reloads instead of
 # restarting a running server, and leaves a Redis that answers alone. A re-run on a machine where everything is already up takes well
 # under a second. Runs as root; does not need systemd.
@@ -34,6 +35,13 @@ if [ ! -x "${PG_BIN}/postgres" ] || ! command -v pg_ctlcluster >/dev/null 2>&1; 
 	need+=("postgresql-${PG_VERSION}")
 fi
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# What the tests need besides the servers: the code-node sandbox (bubblewrap, the system python3
+# and the requests many exported code nodes import), and curl and jq for the README's quickstart.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+[ -x /usr/bin/python3 ] || need+=(python3)
+/usr/bin/python3 -c 'import requests' 2>/dev/null || need+=(python3-requests)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -q >/dev/null
 	apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null

@@ -344,14 +344,8 @@ const operationEchoKey = "parley.operation"
 // recordOperation is a strict middleware that leaves the operation's id on the Echo context, for
 // the error handler's per-operation exceptions and its log.
 func recordOperation(f gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
-	// The models listing links to the server's own default icon, from the request's origin.
-	needsOrigin := operationID == "ListAvailableModels"
 	return func(c echo.Context, req any) (any, error) {
 		c.Set(operationEchoKey, operationID)
-		if needsOrigin {
-			r := c.Request()
-			c.SetRequest(r.WithContext(withOrigin(r.Context(), r)))
-		}
 		return f(c, req)
 	}
 }

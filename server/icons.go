@@ -5,6 +5,10 @@ import (
 	_ "embed"
 	"net/http"
 	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/gen"
 )
 
 // ProviderIconPath is where the server serves the icon of a model provider that declares none,
@@ -43,10 +47,18 @@ func Assets(next http.Handler) http.Handler {
 
 type originKey struct{}
 
-// withOrigin keeps the scheme and host the client reached the server at, for operations that
-// answer absolute links to the server's own resources.
-func withOrigin(ctx context.Context, r *http.Request) context.Context {
-	return context.WithValue(ctx, originKey{}, requestOrigin(r))
+// linksOrigin is a strict middleware that keeps, for the operations whose answers link to the
+// server's own resources (the models listing's default icon), the scheme and host the client
+// reached the server at; every other operation runs as it is.
+func linksOrigin(f gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	if operationID != "ListAvailableModels" {
+		return f
+	}
+	return func(c echo.Context, req any) (any, error) {
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), originKey{}, requestOrigin(r))))
+		return f(c, req)
+	}
 }
 
 // requestOrigin is "scheme://host" of the request, as a reverse proxy in front reports it

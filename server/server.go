@@ -219,7 +219,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
 	e.Use(principalToRequest, storableText(doc, BasePath))
-	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation}), BasePath)
+	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation, linksOrigin}), BasePath)
 	return e, s, nil
 }
 

@@ -254,17 +254,9 @@ type execer interface {
 // exec runs one rebound write statement outside any transaction. On SQLite
 // a busy error means the statement did not apply, so it is safe to retry.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := s.writes.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer s.writes.leave()
 	query = s.Rebind(query)
-	if s.dialect != DialectSQLite {
-		res, err := s.conn().ExecContext(ctx, query, args...)
-		return res, mapError(err)
-	}
 	var res sql.Result
-	err := retryBusy(ctx, func() error {
+	err := s.write(ctx, func() error {
 		var err error
 		res, err = s.conn().ExecContext(ctx, query, args...)
 		return err

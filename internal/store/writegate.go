@@ -35,11 +35,6 @@ func (g writeGate) enter(ctx context.Context) error {
 	select {
 	case g <- struct{}{}:
 		return nil
-	default:
-	}
-	select {
-	case g <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("store: wait to write: %w", context.Cause(ctx))
 	}
@@ -52,17 +47,22 @@ func (g writeGate) leave() {
 	}
 }
 
-// writeRow runs one write statement that returns a row (UPDATE … RETURNING) outside any
-// transaction, through the gate, and scans its row with scan. On SQLite a busy error means the
-// statement did not apply, so it is retried.
-func (s *Store) writeRow(ctx context.Context, query string, args []any, scan func(*sql.Row) error) error {
+// write runs fn, one write statement outside any transaction, through the gate; on SQLite a
+// busy error means the statement did not apply, so fn is retried (retryBusy).
+func (s *Store) write(ctx context.Context, fn func() error) error {
 	if err := s.writes.enter(ctx); err != nil {
 		return err
 	}
 	defer s.writes.leave()
-	query = s.Rebind(query)
 	if s.dialect != DialectSQLite {
-		return scan(s.conn().QueryRowContext(ctx, query, args...))
+		return fn()
 	}
-	return retryBusy(ctx, func() error { return scan(s.conn().QueryRowContext(ctx, query, args...)) })
+	return retryBusy(ctx, fn)
+}
+
+// writeRow runs one write statement that returns a row (UPDATE … RETURNING) outside any
+// transaction, through write, and scans its row with scan.
+func (s *Store) writeRow(ctx context.Context, query string, args []any, scan func(*sql.Row) error) error {
+	query = s.Rebind(query)
+	return s.write(ctx, func() error { return scan(s.conn().QueryRowContext(ctx, query, args...)) })
 }

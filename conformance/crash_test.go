@@ -52,25 +52,11 @@ func eventually(t *testing.T, what string, cond func() (bool, any)) {
 func hangingChat(t *testing.T, c *client.ClientWithResponses, query, user string) string {
 	t.Helper()
 	upstream.On(query, openaitest.Reply{Chunks: []string{"Once", " upon", " a", " time"}, HangAfterChunks: 2})
-	resp, err := c.SendChatMessage(context.Background(), chatBody(query, user, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := client.NewEventStream(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stream.Close() })
+	stream := streamChat(t, c, query, user)
 	var streamed strings.Builder
 	var conv string
 	for streamed.String() != "Once upon" {
-		if !stream.Next() {
-			t.Fatalf("stream ended after %q: %v", streamed.String(), stream.Err())
-		}
-		m, err := stream.Event().AsMessageEvent()
-		if err != nil || eventName(t, stream.Event()) != "message" {
-			t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
-		}
+		m := nextMessage(t, stream)
 		streamed.WriteString(m.Answer)
 		conv = m.ConversationId.String()
 	}

@@ -57,7 +57,14 @@ func startReplicas(t *testing.T, n int, redisURL string, extraEnv ...string) *re
 func openStream(t *testing.T, c *client.ClientWithResponses, query, user string) (*client.EventStream, client.MessageEvent) {
 	t.Helper()
 	upstream.On(query, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-	// A stream a stop never reaches fails the test at this deadline instead of hanging it.
+	stream := streamChat(t, c, query, user)
+	return stream, nextMessage(t, stream)
+}
+
+// streamChat sends query for user as a streamed chat and returns its event stream, closed when
+// t ends. A stream that never ends fails the test at a deadline instead of hanging it.
+func streamChat(t *testing.T, c *client.ClientWithResponses, query, user string) *client.EventStream {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	resp, err := c.SendChatMessage(ctx, chatBody(query, user, true))
@@ -69,14 +76,20 @@ func openStream(t *testing.T, c *client.ClientWithResponses, query, user string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stream.Close() })
+	return stream
+}
+
+// nextMessage reads the stream's next event, which must be a `message` event.
+func nextMessage(t *testing.T, stream *client.EventStream) client.MessageEvent {
+	t.Helper()
 	if !stream.Next() {
-		t.Fatalf("no first event: %v", stream.Err())
+		t.Fatalf("stream ended: %v", stream.Err())
 	}
 	m, err := stream.Event().AsMessageEvent()
 	if err != nil || eventName(t, stream.Event()) != "message" {
-		t.Fatalf("first event %s: %v", eventName(t, stream.Event()), err)
+		t.Fatalf("event %s: %v", eventName(t, stream.Event()), err)
 	}
-	return stream, m
+	return m
 }
 
 // TestStopFromAnotherReplica: a stream runs on replica A; the stop request goes to replica B,

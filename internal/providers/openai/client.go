@@ -284,11 +284,7 @@ func (c *Client) send(ctx context.Context, endpoint string, body []byte, content
 // wrong base URL: a 404 from a base URL without /v1 (OpenAI-compatible servers serve the API
 // under /v1), or a refused connection.
 func (c *Client) locate(e *providers.Error, endpoint string) *providers.Error {
-	e.URL = endpoint
-	if u, err := url.Parse(endpoint); err == nil {
-		u.RawQuery = "" // an Azure api-version, nothing the operator needs here
-		e.URL = u.String()
-	}
+	e.URL, _, _ = strings.Cut(endpoint, "?") // an Azure api-version: nothing the operator needs here
 	switch {
 	case e.StatusCode == http.StatusNotFound && !c.azure && !strings.Contains(c.base.Path, "/v1"):
 		e.Hint = fmt.Sprintf("the provider's base_url %s has no /v1; OpenAI-compatible servers (vLLM, Ollama, llama.cpp, LM Studio) serve the API under /v1: try %s",

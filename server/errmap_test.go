@@ -32,6 +32,7 @@ import (
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
@@ -246,6 +247,7 @@ func internalFailures() map[string]struct {
 		"apps/dsl.Error":                           {&dsl.Error{}, cliOnly},
 		"tools.ErrUnknownTool":                     {tools.ErrUnknownTool, "an agent reports an unknown or unavailable tool to the model as the observation"},
 		"agent.ErrMaxIterations":                   {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
+		"llm.ErrMaxRounds":                         {llm.ErrMaxRounds, "the agent loop's; a Legacy Agent reports it as agent.ErrMaxIterations, a workflow agent node as a node failure"},
 		"tools.ErrBadArguments":                    {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
 		"netguard.ErrForbidden":                    {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
 		"tools/toolreg.ErrInvalid":                 {toolreg.ErrInvalid, "raised only by the tools commands of the CLI (add-api, add-mcp, refresh, delete); no route returns it"},

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"strings"
@@ -20,11 +19,10 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/files"
-	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/tools"
 )
 
@@ -39,16 +37,8 @@ const (
 	maxIterationCap     = 99
 )
 
-// DefaultToolTimeout bounds a tool call when Options set no other limit.
-const DefaultToolTimeout = 60 * time.Second
-
 // saveTimeout bounds the storing of one step.
 const saveTimeout = 10 * time.Second
-
-// MaxToolFiles bounds the files kept for one answer: a tool (an MCP server, say) that returns
-// thousands of files must not fill the disk or the stream. Those past it are told to the model
-// as not kept.
-const MaxToolFiles = 50
 
 // Store is what the runner needs from storage; *store.Store implements it.
 type Store interface {
@@ -83,8 +73,8 @@ type Options struct {
 	Knowledge Knowledge
 	// Files stores the files tools return as the answer's files; without it they are dropped.
 	Files ToolFiles
-	// ToolTimeout bounds one tool call (default DefaultToolTimeout); a tool that takes longer
-	// is told to the model as a failure.
+	// ToolTimeout bounds one tool call (default llm.DefaultToolTimeout); a tool that takes
+	// longer is told to the model as a failure.
 	ToolTimeout time.Duration
 	// HistoryMessages bounds the earlier exchanges considered for the prompt (default 50).
 	HistoryMessages int
@@ -100,9 +90,6 @@ type Runner struct {
 func New(o Options) *Runner {
 	if o.HistoryMessages <= 0 {
 		o.HistoryMessages = 50
-	}
-	if o.ToolTimeout <= 0 {
-		o.ToolTimeout = DefaultToolTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -132,18 +119,19 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			return run.Job{}, err
 		}
 	}
+	spec := base.Model.Spec
 	w := &work{
-		r: r, base: base, prompt: buildPrompt(app, base.Spec, t.Inputs, history, thoughts, t.Query),
-		rounds: rounds(app.Agent), user: t.EndUser.ID, appID: app.ID, cite: app.Features.RetrieverResource.Enabled,
+		r: r, base: base, prompt: buildPrompt(app, spec, t.Inputs, history, thoughts, t.Query),
+		user: t.EndUser.ID, appID: app.ID, cite: app.Features.RetrieverResource.Enabled,
 	}
+	strategy := ""
 	if app.Agent != nil {
-		w.react = useReAct(app.Agent.Strategy, base.Spec)
-	} else {
-		w.react = useReAct("", base.Spec)
+		strategy = app.Agent.Strategy
 	}
-	w.text = w.react && completionModel(app, base.Spec)
-	w.tools = r.tools(ctx, app, w)
-	return run.Job{Provider: base.Spec.Provider, Model: base.Spec.Name, Files: base.Files, Work: w, After: base.After}, nil
+	react := useReAct(strategy, spec)
+	w.agent = llm.Agent{Model: base.Model, Params: base.Params, Offers: r.offers(ctx, app, w), Rounds: rounds(app.Agent),
+		ReAct: react, Text: react && completionModel(app, spec), User: t.EndUser.ID, ToolTimeout: r.o.ToolTimeout}
+	return run.Job{Provider: spec.Provider, Model: spec.Name, Files: base.Files, Work: w, After: base.After}, nil
 }
 
 // rounds is how many times the model may be called: max_iteration (default 10, at most 99)
@@ -156,20 +144,12 @@ func rounds(a *apps.Agent) int {
 	return min(n, maxIterationCap) + 1
 }
 
-// agentTool is a tool as the agent offers it: its model-facing name, and either the tool or why
-// it cannot run.
-type agentTool struct {
-	name    string
-	labels  map[string]string
-	tool    tools.Tool
-	missing error
-}
-
-// tools resolves the app's enabled tools. A tool Parley does not have is still offered under its
-// name, so that the model calling it learns why it failed. The names offered are what model APIs
-// accept (an MCP tool may be called "files.read"), unique; each maps back to its tool.
-func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool {
-	var out []agentTool
+// offers are the app's enabled tools as the model is offered them, with the knowledge bases
+// the agent searches as tools first. A tool Parley does not have is still offered under its
+// name, so that the model calling it learns why it failed. The names offered are what model
+// APIs accept (an MCP tool may be called "files.read"), unique; each maps back to its tool.
+func (r *Runner) offers(ctx context.Context, app *apps.App, w *work) []llm.Offer {
+	var out []llm.Offer
 	seen := map[string]bool{}
 	if r.o.Knowledge != nil {
 		for _, kb := range app.KnowledgeBases {
@@ -179,7 +159,7 @@ func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool 
 			}
 			seen[name] = true
 			tool := &datasetTool{k: r.o.Knowledge, kb: kb, name: name, found: w.found}
-			out = append(out, agentTool{name: name, tool: tool, labels: tool.Identity().Label})
+			out = append(out, llm.Offer{Name: name, Tool: tool, Labels: tool.Identity().Label})
 		}
 	}
 	if app.Agent == nil {
@@ -194,14 +174,14 @@ func (r *Runner) tools(ctx context.Context, app *apps.App, w *work) []agentTool 
 		listed[t.Name] = true
 		name := tools.ModelName(t.Name, seen)
 		seen[name] = true
-		at := agentTool{name: name}
+		o := llm.Offer{Name: name}
 		if tool, err := resolve(ctx, r.o.Tools, t); err != nil {
-			at.missing = err
+			o.Missing = err
 		} else {
-			at.tool, at.labels = tool, tool.Identity().Label
+			o.Tool, o.Labels = tool, tool.Identity().Label
 		}
-		at.labels = labelsOf(at.labels, t.Label, t.Name)
-		out = append(out, at)
+		o.Labels = labelsOf(o.Labels, t.Label, t.Name)
+		out = append(out, o)
 	}
 	return out
 }
@@ -246,36 +226,19 @@ func labelsOf(known map[string]string, label, name string) map[string]string {
 	return out
 }
 
-// definitions are the tools as the model is offered them.
-func definitions(ts []agentTool) []providers.Tool {
-	out := make([]providers.Tool, 0, len(ts))
-	for _, t := range ts {
-		d := providers.Tool{Name: t.name}
-		if t.tool != nil {
-			d.Description, d.Parameters = t.tool.Description(), t.tool.Parameters()
-		} else {
-			d.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-// work is one agent answer; it implements run.Work.
+// work is one agent answer; it implements run.Work, and llm.Observer for its rounds.
 type work struct {
 	r      *Runner
 	base   chat.Base
 	prompt []providers.Message
-	tools  []agentTool
-	rounds int
+	agent  llm.Agent
 	user   string
 	appID  string
+	out    *run.Output
+	// st is the step of the round under way.
+	st *step
 	// files are the files the tools returned, as message_end lists them.
 	files []map[string]any
-	// react runs the ReAct strategy instead of function calling.
-	react bool
-	// text sends a ReAct round to a completion model as one text (reactText).
-	text bool
 	// cite returns the chunks the knowledge tools found as retriever resources.
 	cite      bool
 	resources []store.RetrieverResource
@@ -308,15 +271,7 @@ type thoughtEvent struct {
 // tool. Every step is stored before it is streamed; the usage of all rounds is summed, also when
 // a round fails. message_end lists the files the tools returned.
 func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
-	o, err := w.run(ctx, out)
-	if len(w.files) > 0 {
-		o.Files = w.files
-	}
-	return o, err
-}
-
-func (w *work) run(ctx context.Context, out *run.Output) (run.Outcome, error) {
-	var total models.Usage
+	w.out = out
 	prompt := w.prompt
 	if w.base.Images != nil {
 		images, err := w.base.Images(ctx)
@@ -324,50 +279,98 @@ func (w *work) run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 			return run.Outcome{}, err
 		}
 		if len(images) > 0 {
-			prompt = chat.WithImages(prompt, images)
+			prompt = llm.WithImages(prompt, images)
 		}
 	}
-	if w.react {
-		return w.runReAct(ctx, out, prompt)
+	usage, err := w.agent.Run(ctx, prompt, w)
+	if errors.Is(err, llm.ErrMaxRounds) {
+		err = fmt.Errorf("%w (max_iteration %d)", ErrMaxIterations, w.agent.Rounds-1)
 	}
-	for position := 1; ; position++ {
-		last := position == w.rounds
-		st := &step{w: w, out: out, t: newThought(out, position)}
-		calls, usage, err := st.call(ctx, prompt, last)
-		total = models.AddUsage(total, usage)
-		outcome := run.Outcome{Usage: total, Resources: w.resources}
-		if err != nil {
-			return outcome, err
-		}
-		if len(calls) == 0 {
-			return outcome, nil
-		}
-		if last {
-			return outcome, fmt.Errorf("%w (max_iteration %d)", ErrMaxIterations, w.rounds-1)
-		}
-		results, err := st.invoke(ctx, calls)
-		if err != nil {
-			return run.Outcome{Usage: total, Resources: w.resources}, err
-		}
-		prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: st.t.Thought, ToolCalls: calls})
-		for i, c := range calls {
-			prompt = append(prompt, providers.Message{Role: providers.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i]})
-		}
+	o := run.Outcome{Usage: usage, Resources: w.resources}
+	if len(w.files) > 0 {
+		o.Files = w.files
 	}
+	return o, err
+}
+
+// Begin implements llm.Observer: each round is a step at its position in the answer.
+func (w *work) Begin(_ context.Context, r *llm.Round) error {
+	w.st = &step{w: w, t: store.AgentThought{ID: store.NewID(), MessageID: w.out.MessageID(), Position: r.N}}
+	return nil
+}
+
+// Started implements llm.Observer: the step is stored and streamed, empty, when the model's
+// answer begins.
+func (w *work) Started(ctx context.Context, _ *llm.Round) error {
+	w.st.started = true
+	return w.st.save(ctx)
+}
+
+// Delta implements llm.Observer: what the model says streams as agent_message events.
+func (w *work) Delta(_ *llm.Round, text string) {
+	w.out.Emit(run.Event{Kind: run.EventAgentMessage, Answer: text})
+}
+
+// Said implements llm.Observer: the step records the round's tokens, what the model said and
+// the tools it called, also when the call failed part-way, and is stored. A step with tool
+// calls is streamed again; a ReAct model's final answer streams as agent_message.
+func (w *work) Said(ctx context.Context, r *llm.Round, err error) error {
+	st := w.st
+	tok := r.Result.Tokens
+	st.t.MessageTokens, st.t.AnswerTokens, st.t.Latency = int64(tok.PromptTokens), int64(tok.CompletionTokens), r.Result.Latency.Seconds()
+	if !st.started {
+		return err
+	}
+	st.t.Thought += r.Thought
+	var serr error
+	switch {
+	case r.Final:
+		w.out.Emit(run.Event{Kind: run.EventAgentMessage, Answer: r.Answer})
+		st.t.Thought += r.Answer
+		serr = st.store(ctx)
+	case w.agent.ReAct && (len(r.Calls) == 0 || r.Last):
+		// Stored, not streamed: a ReAct step is streamed again only once its action runs.
+		serr = st.store(ctx)
+	default:
+		if len(r.Calls) > 0 {
+			st.describeCalls(r.Calls)
+		}
+		serr = st.save(ctx)
+	}
+	if err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Calling implements llm.Observer.
+func (w *work) Calling(context.Context, *llm.Round, int) {}
+
+// Called implements llm.Observer: the files the tool returned are kept, and the result is the
+// step's observation of that tool.
+func (w *work) Called(ctx context.Context, r *llm.Round, i int, result string, files []tools.File) string {
+	name := r.Calls[i].Name
+	result += w.st.keepFiles(ctx, name, files)
+	if w.st.observations == nil {
+		w.st.observations = newObject()
+	}
+	w.st.observations.set(name, result)
+	return result
+}
+
+// Done implements llm.Observer: the step, with its observation, is stored and streamed.
+func (w *work) Done(ctx context.Context, _ *llm.Round) error {
+	w.st.t.Observation = w.st.observations.String()
+	return w.st.save(ctx)
 }
 
 // step is one round of the agent and the thought that records it.
 type step struct {
-	w       *work
-	out     *run.Output
-	t       store.AgentThought
-	labels  map[string]any
-	started bool
-}
-
-// newThought is the empty step at position of the message being answered.
-func newThought(out *run.Output, position int) store.AgentThought {
-	return store.AgentThought{ID: store.NewID(), MessageID: out.MessageID(), Position: position}
+	w            *work
+	t            store.AgentThought
+	labels       map[string]any
+	observations *object
+	started      bool
 }
 
 // save stores the step as it is now and streams it.
@@ -399,100 +402,10 @@ func (s *step) emit() {
 	if labels == nil {
 		labels = map[string]any{}
 	}
-	s.out.Emit(run.Event{Kind: run.EventAgentThought, Data: thoughtEvent{
+	s.w.out.Emit(run.Event{Kind: run.EventAgentThought, Data: thoughtEvent{
 		ID: t.ID, Position: t.Position, Thought: t.Thought, Observation: t.Observation, Tool: t.Tool,
 		ToolLabels: labels, ToolInput: t.ToolInput, MessageFiles: t.Files,
 	}})
-}
-
-// start stores and streams the empty step, once, when the model's answer begins.
-func (s *step) start(ctx context.Context) error {
-	if s.started {
-		return nil
-	}
-	s.started = true
-	return s.save(ctx)
-}
-
-// stream calls the model once and passes each piece of its text to onDelta; it returns the tool
-// calls the model made and the usage of the call, and records the call's tokens and latency on
-// the step. The step starts with the model's answer.
-func (s *step) stream(ctx context.Context, prompt []providers.Message, tools []providers.Tool, params map[string]any,
-	onDelta func(string)) ([]providers.ToolCall, models.Usage, error) {
-	w := s.w
-	started := time.Now()
-	req := providers.ChatRequest{Model: w.base.Spec.Name, Messages: prompt, Tools: tools,
-		Parameters: chat.FitReply(params, w.base.Spec, prompt), User: w.user}
-	var (
-		text     strings.Builder
-		calls    []providers.ToolCall
-		reported *providers.Usage
-	)
-	err := func() error {
-		stream, err := w.base.Model.ChatStream(ctx, req)
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for {
-			chunk, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return s.start(ctx)
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.start(ctx); err != nil {
-				return err
-			}
-			if chunk.Usage != nil {
-				reported = chunk.Usage
-			}
-			calls = append(calls, chunk.ToolCalls...)
-			if chunk.Delta != "" {
-				text.WriteString(chunk.Delta)
-				onDelta(chunk.Delta)
-			}
-		}
-	}()
-	u := providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(text.String())}
-	if reported != nil {
-		u = *reported
-	}
-	latency := time.Since(started)
-	s.t.MessageTokens, s.t.AnswerTokens, s.t.Latency = int64(u.PromptTokens), int64(u.CompletionTokens), latency.Seconds()
-	return calls, models.ComputeUsage(w.base.Spec.Pricing, u.PromptTokens, u.CompletionTokens, latency), err
-}
-
-// call calls the model once, streaming its text as agent_message events, and records what it
-// said and the tools it called. The last round offers no tools.
-func (s *step) call(ctx context.Context, prompt []providers.Message, last bool) ([]providers.ToolCall, models.Usage, error) {
-	var tools []providers.Tool
-	if !last {
-		tools = definitions(s.w.tools)
-	}
-	var text strings.Builder
-	calls, usage, err := s.stream(ctx, prompt, tools, s.w.base.Params, func(delta string) {
-		text.WriteString(delta)
-		s.out.Emit(run.Event{Kind: run.EventAgentMessage, Answer: delta})
-	})
-	if !s.started {
-		return nil, usage, err
-	}
-	// The step records what the round produced, also when it failed part-way.
-	s.t.Thought += text.String()
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = "call_" + store.NewID()
-		}
-	}
-	if len(calls) > 0 {
-		s.describeCalls(calls)
-	}
-	if serr := s.save(ctx); serr != nil && err == nil {
-		err = serr
-	}
-	return calls, usage, err
 }
 
 // describeCalls fills in the step's tool, tool_input and tool_labels from the calls.
@@ -513,8 +426,8 @@ func (s *step) describeCalls(calls []providers.ToolCall) {
 		}
 		input.set(c.Name, args)
 		l := labelsOf(nil, "", c.Name)
-		if t := s.w.find(c.Name); t != nil {
-			l = t.labels
+		if o := llm.Find(s.w.agent.Offers, c.Name); o != nil {
+			l = o.Labels
 		}
 		s.labels[c.Name] = l
 		labelsJSON.set(c.Name, l)
@@ -522,78 +435,6 @@ func (s *step) describeCalls(calls []providers.ToolCall) {
 	s.t.Tool = strings.Join(names, ";")
 	s.t.ToolInput = input.String()
 	s.t.ToolLabels = json.RawMessage(labelsJSON.String())
-}
-
-// find returns the app's tool the model calls name, or nil.
-func (w *work) find(name string) *agentTool {
-	for i := range w.tools {
-		if w.tools[i].name == name {
-			return &w.tools[i]
-		}
-	}
-	return nil
-}
-
-// invoke runs the calls in order and records their results as the step's observation. A tool
-// that fails, is unknown or gets bad arguments is a result the model reads, not an error; only
-// the end of the run (stop, shutdown) or storage stops the agent.
-func (s *step) invoke(ctx context.Context, calls []providers.ToolCall) ([]string, error) {
-	results := make([]string, len(calls))
-	obs := newObject()
-	for i, c := range calls {
-		var produced []tools.File
-		results[i], produced = s.w.invokeOne(ctx, c)
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx)
-		}
-		results[i] += s.keepFiles(ctx, c.Name, produced)
-		obs.set(c.Name, results[i])
-	}
-	s.t.Observation = obs.String()
-	return results, s.save(ctx)
-}
-
-// invokeOne runs one call and returns what the model reads, in the words Dify uses, and the
-// files the tool returned.
-func (w *work) invokeOne(ctx context.Context, c providers.ToolCall) (string, []tools.File) {
-	t := w.find(c.Name)
-	if t == nil {
-		return fmt.Sprintf("there is not a tool named %s", c.Name), nil
-	}
-	if t.tool == nil {
-		return fmt.Sprintf("tool invoke error: the tool %s is not available on this server: %v", c.Name, t.missing), nil
-	}
-	return Invoke(ctx, t.tool, c, w.r.o.ToolTimeout)
-}
-
-// Invoke runs one call of the model to tool and returns what the model reads, in the words Dify
-// uses (a failure, bad arguments or a timeout are results, not errors), and the files the tool
-// returned. A workflow agent node calls its tools with it too.
-func Invoke(ctx context.Context, tool tools.Tool, c providers.ToolCall, timeout time.Duration) (string, []tools.File) {
-	if timeout <= 0 {
-		timeout = DefaultToolTimeout
-	}
-	args := json.RawMessage(c.Arguments)
-	if strings.TrimSpace(c.Arguments) == "" {
-		args = json.RawMessage("{}")
-	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := tool.Invoke(callCtx, args)
-	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("tool invoke error: the tool %s did not answer within %v", c.Name, timeout), nil
-	}
-	switch {
-	case err != nil && errors.Is(err, tools.ErrBadArguments):
-		return fmt.Sprintf("tool parameters validation error: %v, please check your tool parameters", err), nil
-	case err != nil:
-		return fmt.Sprintf("tool invoke error: %v", err), nil
-	case res.IsError && strings.Contains(res.Text, tools.ErrBadArguments.Error()):
-		return fmt.Sprintf("tool parameters validation error: %s, please check your tool parameters", res.Text), res.Files
-	case res.IsError:
-		return fmt.Sprintf("tool invoke error: %s", res.Text), res.Files
-	}
-	return res.Text, res.Files
 }
 
 // messageFileEvent is the payload of a message_file event.
@@ -619,23 +460,23 @@ func (s *step) keepFiles(ctx context.Context, tool string, produced []tools.File
 	}
 	var note strings.Builder
 	for i, f := range produced {
-		if len(w.files) >= MaxToolFiles {
-			fmt.Fprintf(&note, "\n(%d files the tool returned were not kept: an answer keeps at most %d)", len(produced)-i, MaxToolFiles)
+		if len(w.files) >= llm.MaxToolFiles {
+			fmt.Fprintf(&note, "\n(%d files the tool returned were not kept: an answer keeps at most %d)", len(produced)-i, llm.MaxToolFiles)
 			break
 		}
 		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 		saved, err := w.r.o.Files.SaveToolFile(saveCtx, files.ToolFile{
-			AppID: w.appID, MessageID: s.out.MessageID(), CreatedBy: w.user, Name: f.Name, MIMEType: f.MIMEType, Data: f.Data,
+			AppID: w.appID, MessageID: w.out.MessageID(), CreatedBy: w.user, Name: f.Name, MIMEType: f.MIMEType, Data: f.Data,
 		})
 		cancel()
 		if err != nil {
-			w.r.o.Logger.WarnContext(ctx, "agent: a tool file was not kept", "tool", tool, "message_id", s.out.MessageID(), "error", err)
+			w.r.o.Logger.WarnContext(ctx, "agent: a tool file was not kept", "tool", tool, "message_id", w.out.MessageID(), "error", err)
 			fmt.Fprintf(&note, "\n(a file the tool returned was not kept: %s)", fileRefusal(err))
 			continue
 		}
 		mf := saved.Message
 		s.t.Files = append(s.t.Files, mf.ID)
-		s.out.Emit(run.Event{Kind: run.EventMessageFile, Data: messageFileEvent{
+		w.out.Emit(run.Event{Kind: run.EventMessageFile, Data: messageFileEvent{
 			ID: mf.ID, Type: mf.Type, BelongsTo: mf.BelongsTo, URL: saved.URL,
 		}})
 		up := saved.Upload

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/jsonenc"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
@@ -126,9 +127,9 @@ func (o *object) String() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.Write(marshal(k))
+		b.Write(jsonenc.Marshal(k))
 		b.WriteString(": ")
-		b.Write(marshal(o.values[k]))
+		b.Write(jsonenc.Marshal(o.values[k]))
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -178,7 +179,7 @@ func pyJSON(text string) (json.RawMessage, bool) {
 		case json.Number:
 			b.WriteString(v.String())
 		default:
-			b.Write(marshal(v))
+			b.Write(jsonenc.Marshal(v))
 		}
 		if isKey {
 			b.WriteString(": ")
@@ -189,18 +190,4 @@ func pyJSON(text string) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return b.Bytes(), true
-}
-
-// marshal encodes v without escaping HTML characters.
-func marshal(v any) []byte {
-	if raw, ok := v.(json.RawMessage); ok {
-		return raw
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return []byte("null")
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
 }

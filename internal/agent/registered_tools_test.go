@@ -195,8 +195,8 @@ func TestOfferedToolNames(t *testing.T) {
 		{ProviderType: "api", Name: "get weather", Enabled: true},
 	}}}
 	var names []string
-	for _, at := range r.tools(context.Background(), app, &work{}) {
-		names = append(names, at.name)
+	for _, o := range r.offers(context.Background(), app, &work{}) {
+		names = append(names, o.Name)
 	}
 	if got := strings.Join(names, " "); got != "notes_search notes_search_2 get_weather" {
 		t.Fatalf("offered %s", got)

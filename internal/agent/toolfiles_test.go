@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/blob"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/run"
@@ -245,14 +246,14 @@ func (m manyFiles) Invoke(context.Context, json.RawMessage) (tools.Result, error
 	return res, nil
 }
 
-// TestToolFilesCapped: an answer keeps at most MaxToolFiles files, over all its steps; the
+// TestToolFilesCapped: an answer keeps at most llm.MaxToolFiles files, over all its steps; the
 // model is told of the others, and no event or row is made for them.
 func TestToolFilesCapped(t *testing.T) {
 	var fs *files.Service
 	env := newEnv(t, storetest.NewEngine(t, storetest.SQLite), apps.Agent{Enabled: true, Strategy: "function_call", Tools: []apps.Tool{
 		{ProviderType: "builtin", ProviderID: "gen", Name: "many_files", Enabled: true},
 	}}, withChartTool(t, "http://127.0.0.1:1", defaultLimits, &fs), func(_ *apps.App, o *Options) {
-		o.Tools = func(context.Context, tools.Ref) (tools.Tool, error) { return manyFiles{n: MaxToolFiles - 2}, nil }
+		o.Tools = func(context.Context, tools.Ref) (tools.Tool, error) { return manyFiles{n: llm.MaxToolFiles - 2}, nil }
 	})
 	call := openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "many_files", Arguments: `{}`}}}
 	env.upstream.OnEach("lots of files", call, call, openaitest.Reply{Chunks: []string{"Done."}})
@@ -269,14 +270,14 @@ func TestToolFilesCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != MaxToolFiles || len(mfs[rn.MessageID]) != MaxToolFiles || len(stored) != 3 ||
-		len(stored[0].Files) != MaxToolFiles-2 || len(stored[1].Files) != 2 {
+	if n != llm.MaxToolFiles || len(mfs[rn.MessageID]) != llm.MaxToolFiles || len(stored) != 3 ||
+		len(stored[0].Files) != llm.MaxToolFiles-2 || len(stored[1].Files) != 2 {
 		t.Fatalf("%d events, %d rows, steps %+v", n, len(mfs[rn.MessageID]), stored)
 	}
 	if !strings.Contains(stored[1].Observation, "46 files the tool returned were not kept: an answer keeps at most 50") {
 		t.Fatalf("observation %s", stored[1].Observation)
 	}
-	if end := evs[len(evs)-1].End; len(end.Files.([]map[string]any)) != MaxToolFiles {
+	if end := evs[len(evs)-1].End; len(end.Files.([]map[string]any)) != llm.MaxToolFiles {
 		t.Fatalf("message_end lists %d files", len(end.Files.([]map[string]any)))
 	}
 }

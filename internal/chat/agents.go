@@ -4,20 +4,20 @@ import (
 	"context"
 
 	"github.com/parleyhq/parley/internal/apps"
-	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 // What agent kinds (internal/agent) share with Chatbot apps: the model, its parameters, the
-// message's files, and the head of a simple prompt. The agent builds the rest of its prompt
+// message's files, the naming of a new conversation, and the head of a simple prompt. The agent builds the rest of its prompt
 // itself, since its history replays tool calls.
 
 // Base is what an answer of a chat kind starts from.
 type Base struct {
-	Spec   models.ModelSpec
-	Model  providers.ChatModel
+	Model llm.Model
+	// Params are the app's completion parameters as sent upstream (llm.Params).
 	Params map[string]any
 	// Files are the rows recording the user's files.
 	Files []store.MessageFile
@@ -36,11 +36,11 @@ func (s *Service) Base(ctx context.Context, t run.Turn) (Base, error) {
 	if err != nil {
 		return Base{}, err
 	}
-	b := Base{Spec: a.spec, Model: a.model, Params: a.params, Files: messageFiles(a.atts),
-		Images: func(ctx context.Context) ([]providers.Part, error) { return s.imageParts(ctx, a.spec, a.atts) }}
+	b := Base{Model: a.m, Params: a.params, Files: messageFiles(a.atts),
+		Images: func(ctx context.Context) ([]providers.Part, error) { return s.imageParts(ctx, a.m.Spec, a.atts) }}
 	if t.NewConversation && t.AutoGenerateName {
 		app, endUser, conv, query := t.App, t.EndUser.ID, t.Conversation.ID, t.Query
-		b.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, a.spec, a.model, query) }
+		b.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, a.m, query) }
 	}
 	return b, nil
 }
@@ -56,17 +56,4 @@ func Head(app *apps.App, inputs map[string]any) []providers.Message {
 		head = append(head, providers.Message{Role: providers.RoleAssistant, Content: render(app.OpeningStatement, inputs)})
 	}
 	return head
-}
-
-// ReplyBudget is the part of the model's context kept for its reply.
-func ReplyBudget(app *apps.App, spec models.ModelSpec) int { return replyBudget(app, spec) }
-
-// FitReply lowers max_tokens when the prompt leaves less room than it asks for.
-func FitReply(params map[string]any, spec models.ModelSpec, prompt []providers.Message) map[string]any {
-	return fitReply(params, spec, prompt)
-}
-
-// WithImages puts images in the prompt's last user message, after its text.
-func WithImages(prompt []providers.Message, images []providers.Part) []providers.Message {
-	return withImages(prompt, images)
 }

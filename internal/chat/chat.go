@@ -6,14 +6,12 @@ package chat
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
-	"time"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
@@ -27,16 +25,6 @@ type Store interface {
 	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
 }
 
-// Models finds an app's model; *models.Catalog implements it.
-type Models interface {
-	Lookup(t models.Type, provider, name string) (models.ModelSpec, error)
-}
-
-// Providers gives the client for a model's provider.
-type Providers interface {
-	ChatModel(spec models.ModelSpec) (providers.ChatModel, error)
-}
-
 // Knowledge retrieves the context of a message from knowledge bases; *knowledge.Service
 // implements it.
 type Knowledge interface {
@@ -46,8 +34,8 @@ type Knowledge interface {
 // Options configure a Service.
 type Options struct {
 	Store     Store
-	Models    Models
-	Providers Providers
+	Models    llm.Catalog
+	Providers llm.Clients
 	// Files resolves message files; without it, uploaded files cannot be referenced.
 	Files  Files
 	Logger *slog.Logger
@@ -69,8 +57,8 @@ type Options struct {
 // does the model work around conversations: titles and follow-up suggestions.
 type Service struct {
 	store     Store
-	models    Models
-	providers Providers
+	models    llm.Catalog
+	providers llm.Clients
 	files     Files
 	log       *slog.Logger
 	history   int
@@ -104,7 +92,7 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if err != nil {
 		return run.Job{}, err
 	}
-	spec, model := a.spec, a.model
+	spec := a.m.Spec
 	var history []store.Message
 	if !t.NewConversation {
 		if history, err = s.store.RecentMessages(ctx, t.Conversation.ID, s.history); err != nil {
@@ -123,8 +111,8 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	}
 	job := a.job()
 	if t.NewConversation && t.AutoGenerateName {
-		endUser, conv, query := t.EndUser.ID, t.Conversation.ID, t.Query
-		job.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, spec, model, query) }
+		endUser, conv, query, m := t.EndUser.ID, t.Conversation.ID, t.Query, a.m
+		job.After = func(ctx context.Context) { s.generateName(ctx, app, endUser, conv, m, query) }
 	}
 	return job, nil
 }
@@ -132,7 +120,7 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 // prepare resolves what every runner of this package needs before its prompt: the app's model,
 // its provider's client and the message's files.
 func (s *Service) prepare(ctx context.Context, t run.Turn) (*answer, error) {
-	spec, model, err := s.model(t.App)
+	m, err := s.model(t.App)
 	if err != nil {
 		return nil, err
 	}
@@ -140,26 +128,18 @@ func (s *Service) prepare(ctx context.Context, t run.Turn) (*answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &answer{s: s, model: model, spec: spec, params: completionParams(t.App, spec), atts: atts,
+	return &answer{s: s, m: m, params: llm.Params(t.App.Model.Parameters, m.Spec), atts: atts,
 		cite: t.App.Features.RetrieverResource.Enabled}, nil
 }
 
 // job is the run job that produces a.
 func (a *answer) job() run.Job {
-	return run.Job{Provider: a.spec.Provider, Model: a.spec.Name, Files: messageFiles(a.atts), Work: a}
+	return run.Job{Provider: a.m.Spec.Provider, Model: a.m.Spec.Name, Files: messageFiles(a.atts), Work: a}
 }
 
 // model looks up the app's model and its provider's client.
-func (s *Service) model(app *apps.App) (models.ModelSpec, providers.ChatModel, error) {
-	spec, err := s.models.Lookup(models.TypeLLM, app.Model.Provider, app.Model.Name)
-	if err != nil {
-		return models.ModelSpec{}, nil, err
-	}
-	model, err := s.providers.ChatModel(spec)
-	if err != nil {
-		return models.ModelSpec{}, nil, err
-	}
-	return spec, model, nil
+func (s *Service) model(app *apps.App) (llm.Model, error) {
+	return llm.Resolve(s.models, s.providers, app.Model.Provider, app.Model.Name)
 }
 
 // retriever retrieves the knowledge context of query from the app's knowledge bases.
@@ -172,9 +152,9 @@ func (s *Service) retriever(app *apps.App, query string) func(context.Context) (
 // answer is one call of the app's model whose answer streams as message events; it is the
 // run.Work of both kinds.
 type answer struct {
-	s      *Service
-	model  providers.ChatModel
-	spec   models.ModelSpec
+	s *Service
+	m llm.Model
+	// params are the upstream parameters (llm.Params).
 	params map[string]any
 	atts   []attachment
 	// prompt is a Chatbot's simple prompt, to which the knowledge context is added; completion,
@@ -205,70 +185,37 @@ func (a *answer) messages(kctx knowledge.ChatContext) []providers.Message {
 // Run implements run.Work: it streams the model's answer to out; the outcome carries the usage
 // (also of a partial answer) and the knowledge chunks used.
 func (a *answer) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
-	started := time.Now()
-	var reported *providers.Usage
 	var kctx knowledge.ChatContext
-	var prompt []providers.Message
-	err := func() error {
-		if a.retrieve != nil {
-			var err error
-			if kctx, err = a.retrieve(ctx); err != nil {
-				prompt = a.messages(knowledge.ChatContext{})
-				return err
-			}
-		}
-		prompt = a.messages(kctx)
-		images, err := a.s.imageParts(ctx, a.spec, a.atts)
-		if err != nil {
-			return err
-		}
-		if len(images) > 0 {
-			prompt = withImages(prompt, images)
-		}
-		creq := providers.ChatRequest{Model: a.spec.Name, Messages: prompt, Parameters: fitReply(a.params, a.spec, prompt)}
-		stream, err := a.model.ChatStream(ctx, creq)
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for {
-			chunk, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if chunk.Usage != nil {
-				reported = chunk.Usage
-			}
-			if chunk.Delta != "" {
-				out.Emit(run.Event{Kind: run.EventMessage, Answer: chunk.Delta})
-			}
-		}
-	}()
-	var u providers.Usage
-	if reported != nil {
-		u = *reported
+	prompt, err := a.build(ctx, &kctx)
+	var res llm.Result
+	if err == nil {
+		res, err = a.m.Stream(ctx, llm.Request{Messages: prompt, Params: a.params, OnDelta: func(d string) {
+			out.Emit(run.Event{Kind: run.EventMessage, Answer: d})
+		}})
 	} else {
-		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(out.Answer())}
+		// The call never started: its usage is the prompt's tokens.
+		res.Usage = models.ComputeUsage(a.m.Spec.Pricing, tokens.CountMessages(prompt), 0, 0)
 	}
-	usage := models.ComputeUsage(a.spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
-	outcome := run.Outcome{Usage: usage}
+	outcome := run.Outcome{Usage: res.Usage}
 	if a.cite {
 		outcome.Resources = kctx.Resources
 	}
 	return outcome, err
 }
 
-// withImages puts the message's images in the last user message, after its text. A prompt that
-// does not end with one (an advanced prompt without a query) gets an empty user message to carry
-// them, as in Dify.
-func withImages(prompt []providers.Message, images []providers.Part) []providers.Message {
-	if len(prompt) == 0 || prompt[len(prompt)-1].Role != providers.RoleUser {
-		prompt = append(prompt, providers.Message{Role: providers.RoleUser})
+// build retrieves the knowledge context, if the app has one, into kctx and builds the prompt
+// with it and the message's images. When retrieval fails, the prompt is built without it.
+func (a *answer) build(ctx context.Context, kctx *knowledge.ChatContext) ([]providers.Message, error) {
+	if a.retrieve != nil {
+		var err error
+		if *kctx, err = a.retrieve(ctx); err != nil {
+			return a.messages(knowledge.ChatContext{}), err
+		}
 	}
-	last := &prompt[len(prompt)-1]
-	last.Parts = append([]providers.Part{{Type: providers.PartText, Text: last.Content}}, images...)
-	return prompt
+	prompt := a.messages(*kctx)
+	images, err := a.s.imageParts(ctx, a.m.Spec, a.atts)
+	if err != nil || len(images) == 0 {
+		return prompt, err
+	}
+	return llm.WithImages(prompt, images), nil
 }

@@ -31,7 +31,7 @@ func (c completion) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		query = datasetQuery(app, t.Inputs)
 	}
 	if app.PromptType == apps.PromptAdvanced {
-		if a.advanced, err = advancedCompletion(app, a.spec, t.Inputs, query); err != nil {
+		if a.advanced, err = advancedCompletion(app, a.m.Spec, t.Inputs, query); err != nil {
 			return run.Job{}, err
 		}
 	} else {

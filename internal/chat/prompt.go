@@ -2,11 +2,11 @@ package chat
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"strconv"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
@@ -38,22 +38,11 @@ func render(tmpl string, inputs map[string]any) string {
 // long an answer may be.
 const defaultReply = 1024
 
-// completionParams are the app's completion parameters as sent upstream (params.go).
-func completionParams(app *apps.App, spec models.ModelSpec) map[string]any {
-	p := maps.Clone(app.Model.Parameters)
-	if p == nil {
-		p = map[string]any{}
-	}
-	upstreamParams(p)
-	if _, ok := p["max_tokens"]; !ok && spec.MaxOutputTokens > 0 {
-		p["max_tokens"] = spec.MaxOutputTokens
-	}
-	return p
-}
-
-// replyBudget is how many tokens of the context the answer may need.
-func replyBudget(app *apps.App, spec models.ModelSpec) int {
-	if n, ok := intParam(app.Model.Parameters["max_tokens"]); ok {
+// ReplyBudget is how many tokens of the model's context an app's answer may need: the app's
+// max_tokens, else the model's output cap, else a default share of the context. An agent's
+// prompt keeps it free too.
+func ReplyBudget(app *apps.App, spec models.ModelSpec) int {
+	if n, ok := llm.IntParam(app.Model.Parameters["max_tokens"]); ok {
 		return n
 	}
 	if spec.MaxOutputTokens > 0 {
@@ -80,12 +69,12 @@ func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, hi
 	}
 	last := providers.Message{Role: providers.RoleUser, Content: query}
 
-	budget := spec.ContextSize - replyBudget(app, spec)
+	budget := spec.ContextSize - ReplyBudget(app, spec)
 	msgs := make([]providers.Message, 0, len(head)+2*len(history)+1)
 	msgs = append(msgs, head...)
-	// A token covers at least one byte, so a prompt whose bytes fit the budget fits in tokens:
-	// the common case needs no tokenizer, which costs far more than the rest of a request.
-	if upperBound(head)+upperBound(history)+upperBound([]providers.Message{last}) <= budget {
+	// A prompt whose bytes fit the budget fits in tokens (llm.UpperBound): the common case
+	// needs no tokenizer.
+	if llm.UpperBound(head)+historyBound(history)+llm.UpperBound([]providers.Message{last}) <= budget {
 		for _, m := range history {
 			msgs = appendExchange(msgs, m)
 		}
@@ -111,22 +100,11 @@ func buildPrompt(app *apps.App, spec models.ModelSpec, inputs map[string]any, hi
 	return append(msgs, last)
 }
 
-// perMessage bounds the tokens a message adds besides its text (role and framing).
-const perMessage = 8
-
-// upperBound is more than the tokens the messages (or exchanges) can take.
-func upperBound[T providers.Message | store.Message](ms []T) int {
+// historyBound is more than the tokens the exchanges can take (llm.UpperBound for history).
+func historyBound(ms []store.Message) int {
 	n := 3
 	for _, m := range ms {
-		switch v := any(m).(type) {
-		case providers.Message:
-			n += len(v.Content) + perMessage
-			for _, p := range v.Parts {
-				n += len(p.Text) + tokens.ImageTokens + perMessage
-			}
-		case store.Message:
-			n += len(v.Query) + len(v.Answer) + 2*perMessage
-		}
+		n += len(m.Query) + len(m.Answer) + 2*llm.MessageOverhead
 	}
 	return n
 }

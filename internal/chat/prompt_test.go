@@ -69,3 +69,20 @@ func BenchmarkBuildPromptShort(b *testing.B) {
 		buildPrompt(app, spec, map[string]any{"name": "Ada"}, history, "And Rust?")
 	}
 }
+
+// TestReplyBudgetImported: an imported app's max_tokens (a number as JSON gives it back from the
+// store) sizes the history as an int would; without it, the model's output cap does.
+func TestReplyBudgetImported(t *testing.T) {
+	spec := models.ModelSpec{ContextSize: 16385, MaxOutputTokens: 4096}
+	app := &apps.App{Model: apps.Model{Parameters: map[string]any{}}}
+	for _, n := range []any{1000, int64(1000), float64(1000)} {
+		app.Model.Parameters["max_tokens"] = n
+		if got := ReplyBudget(app, spec); got != 1000 {
+			t.Errorf("max_tokens %T: reply budget %d", n, got)
+		}
+	}
+	delete(app.Model.Parameters, "max_tokens")
+	if got := ReplyBudget(app, spec); got != 4096 {
+		t.Errorf("without max_tokens: reply budget %d", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/apps"
-	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -20,11 +19,7 @@ const suggestPrompt = `Given the conversation below, predict the three questions
 // Suggest returns up to three follow-up questions after a message. A model failure gives no
 // questions and no error, as in Dify.
 func (s *Service) Suggest(ctx context.Context, app *apps.App, history []store.Message) []string {
-	spec, err := s.models.Lookup(models.TypeLLM, app.Model.Provider, app.Model.Name)
-	if err != nil {
-		return []string{}
-	}
-	model, err := s.providers.ChatModel(spec)
+	m, err := s.model(app)
 	if err != nil {
 		return []string{}
 	}
@@ -37,8 +32,8 @@ func (s *Service) Suggest(ctx context.Context, app *apps.App, history []store.Me
 	}
 	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
 	defer cancel()
-	resp, err := model.Chat(ctx, providers.ChatRequest{
-		Model: spec.Name,
+	resp, err := m.Client.Chat(ctx, providers.ChatRequest{
+		Model: m.Spec.Name,
 		Messages: []providers.Message{
 			{Role: providers.RoleUser, Content: suggestPrompt + "\n\nThe conversation:\n" + convo.String()},
 		},

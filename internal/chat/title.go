@@ -11,7 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/jobs"
-	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -30,22 +30,18 @@ const nameTimeout = 30 * time.Second
 
 // Title asks the app's model for a conversation title from the conversation's first query.
 func (s *Service) Title(ctx context.Context, app *apps.App, query string) (string, error) {
-	spec, err := s.models.Lookup(models.TypeLLM, app.Model.Provider, app.Model.Name)
+	m, err := s.model(app)
 	if err != nil {
 		return "", err
 	}
-	model, err := s.providers.ChatModel(spec)
-	if err != nil {
-		return "", err
-	}
-	return title(ctx, model, spec, query)
+	return title(ctx, m, query)
 }
 
-func title(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, query string) (string, error) {
+func title(ctx context.Context, m llm.Model, query string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
 	defer cancel()
-	resp, err := model.Chat(ctx, providers.ChatRequest{
-		Model: spec.Name,
+	resp, err := m.Client.Chat(ctx, providers.ChatRequest{
+		Model: m.Spec.Name,
 		// One user message with the instruction and the text: small local models follow that
 		// more reliably than a system prompt.
 		Messages: []providers.Message{
@@ -88,7 +84,7 @@ type nameJob struct {
 // it never delays it; a failure leaves the default name. ctx ends at shutdown. With a job queue,
 // the naming is queued as a durable job (run at once by this process's workers, or by another
 // replica if this one dies first); if queuing fails, it is done here.
-func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
+func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, conversationID string, m llm.Model, query string) {
 	if s.jobs != nil && s.app != nil {
 		payload, err := json.Marshal(nameJob{AppID: app.ID, EndUserID: endUserID, ConversationID: conversationID, Query: query})
 		if err == nil {
@@ -99,7 +95,7 @@ func (s *Service) generateName(ctx context.Context, app *apps.App, endUserID, co
 		}
 		s.log.WarnContext(ctx, "queue conversation naming; naming here", "conversation_id", conversationID, "error", err)
 	}
-	s.name(ctx, app, endUserID, conversationID, spec, model, query)
+	s.name(ctx, app, endUserID, conversationID, m, query)
 }
 
 // HandleNameJob is the jobs.Handler of NameJobKind. Like naming in process, a model that fails
@@ -117,18 +113,18 @@ func (s *Service) HandleNameJob(ctx context.Context, job jobs.Job) error {
 		s.log.WarnContext(ctx, "generate conversation name: app", "app_id", p.AppID, "conversation_id", p.ConversationID, "error", err)
 		return nil
 	}
-	spec, model, err := s.model(app)
+	m, err := s.model(app)
 	if err != nil {
 		s.log.WarnContext(ctx, "generate conversation name: model", "conversation_id", p.ConversationID, "error", err)
 		return nil
 	}
-	s.name(ctx, app, p.EndUserID, p.ConversationID, spec, model, p.Query)
+	s.name(ctx, app, p.EndUserID, p.ConversationID, m, p.Query)
 	return ctx.Err() // cut short by shutdown: the job goes back to the queue
 }
 
 // name asks the model for the conversation's name and stores it.
-func (s *Service) name(ctx context.Context, app *apps.App, endUserID, conversationID string, spec models.ModelSpec, model providers.ChatModel, query string) {
-	name, err := title(ctx, model, spec, query)
+func (s *Service) name(ctx context.Context, app *apps.App, endUserID, conversationID string, m llm.Model, query string) {
+	name, err := title(ctx, m, query)
 	if err != nil {
 		s.log.WarnContext(ctx, "generate conversation name", "conversation_id", conversationID, "error", err)
 		return

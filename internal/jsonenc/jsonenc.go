@@ -1,7 +1,12 @@
-// Package jsonenc appends JSON strings to byte slices without encoding/json's reflection.
+// Package jsonenc appends JSON strings to byte slices without encoding/json's reflection, and
+// encodes values as Dify writes JSON (HTML characters kept).
 package jsonenc
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -54,4 +59,20 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// Marshal encodes v as encoding/json does, but without escaping HTML characters (<, >, &), as
+// Dify's stored and prompted JSON keeps them; a json.RawMessage is returned as it is, and a
+// value that cannot be encoded is null.
+func Marshal(v any) []byte {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte("null")
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
 }

@@ -2,14 +2,14 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/run"
@@ -24,8 +24,8 @@ import (
 // finds its one), the tools it calls run between rounds and their results go back to it, until
 // it answers without calling one or the rounds run out (the last round offers no tools). Every
 // round, model call and tool call is an agent_log event; the model's text streams to the
-// answers that show the node's text. A tool is called with agent.Invoke, as a Legacy Agent
-// calls it, so a failing tool is an observation for the model, not a failure of the node.
+// answers that show the node's text. The rounds are llm.Agent's, as a Legacy Agent's are, so a
+// failing tool is an observation for the model, not a failure of the node.
 type agentNode struct {
 	d           Deps
 	provider    string
@@ -142,15 +142,6 @@ func agentToolRef(tm map[string]any) tools.Ref {
 		Name: str(tm["tool_name"]), Configured: configured}
 }
 
-// offered is a tool as the model is offered it: its unique model-facing name, and the tool or
-// why it cannot run.
-type offered struct {
-	name    string
-	ref     tools.Ref
-	tool    tools.Tool
-	missing error
-}
-
 // agentLog is the data of an agent_log event.
 type agentLog struct {
 	NodeExecutionID string         `json:"node_execution_id"`
@@ -165,7 +156,7 @@ type agentLog struct {
 }
 
 func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
-	spec, model, err := a.d.model(a.provider, a.name)
+	m, err := a.d.model(a.provider, a.name)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -196,243 +187,205 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 	}
 	prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: query})
 
-	offers := a.resolve(ctx)
-	defs := make([]providers.Tool, len(offers))
-	for i, o := range offers {
-		defs[i] = providers.Tool{Name: o.name, Parameters: []byte(`{"type":"object","properties":{}}`)}
-		if o.tool != nil {
-			defs[i].Description, defs[i].Parameters = o.tool.Description(), o.tool.Parameters()
-		}
-	}
-	var (
-		total  models.Usage
-		text   strings.Builder
-		kept   []tools.File
-		logs   []any
-		failed error
-		// scratchpad holds a ReAct agent's steps so far.
-		scratchpad strings.Builder
-	)
-	emit := func(l agentLog) {
-		l.NodeExecutionID, l.NodeID = x.ExecutionID, x.Node.ID
-		if l.Data == nil {
-			l.Data = map[string]any{}
-		}
-		x.Emit(run.Event{Kind: run.EventAgentLog, Data: l})
-		if l.Status != "start" {
-			logs = append(logs, l)
-		}
-	}
-	for round := 1; round <= a.rounds; round++ {
-		last := round == a.rounds
-		roundID, started := uuid.NewString(), time.Now()
-		roundLabel := fmt.Sprintf("ROUND %d", round)
-		emit(agentLog{ID: roundID, Label: roundLabel, Status: "start", Metadata: map[string]any{"started_at": started.Unix()}})
-		var offer []providers.Tool
-		if !last {
-			offer = defs
-		}
-		thoughtID := uuid.NewString()
-		emit(agentLog{ID: thoughtID, Label: a.name + " Thought", ParentID: &roundID, Status: "start",
-			Metadata: map[string]any{"started_at": time.Now().Unix(), "provider": a.provider}})
-		stream := func(d string) {
-			text.WriteString(d)
-			x.Stream("text", d)
-		}
-		var (
-			said  string
-			calls []providers.ToolCall
-			usage models.Usage
-			err   error
-			step  agent.ReActStep
-		)
-		if a.react {
-			said, step, usage, err = a.reactRound(ctx, model, spec, prompt, scratchpad.String(), offer, stream)
-			if step.Call.Name != "" {
-				calls = []providers.ToolCall{step.Call}
-			}
-		} else {
-			said, calls, usage, err = callTools(ctx, model, spec, a.params, prompt, stream, offer)
-		}
-		total = models.AddUsage(total, usage)
-		meta := func(begin time.Time, u *models.Usage) map[string]any {
-			m := map[string]any{"started_at": begin.Unix(), "finished_at": time.Now().Unix(),
-				"elapsed_time": time.Since(begin).Seconds(), "provider": a.provider}
-			if u != nil {
-				m["total_tokens"], m["total_price"], m["currency"] = u.TotalTokens, u.TotalPrice, u.Currency
-			}
-			return m
-		}
-		if err != nil {
-			msg := safeMessage(err)
-			if ctx.Err() != nil {
-				msg = "stopped"
-			}
-			emit(agentLog{ID: thoughtID, Label: a.name + " Thought", ParentID: &roundID, Status: "error", Error: &msg, Metadata: meta(started, &usage)})
-			emit(agentLog{ID: roundID, Label: roundLabel, Status: "error", Error: &msg, Metadata: meta(started, &total)})
-			if ctx.Err() != nil {
-				return res, context.Cause(ctx)
-			}
-			failed = workflow.Errorf(agentErrorType, "%s", msg)
-			break
-		}
-		callNames := make([]any, len(calls))
-		for i := range calls {
-			if calls[i].ID == "" {
-				calls[i].ID = "call_" + uuid.NewString()
-			}
-			callNames[i] = value.ObjectOf("name", calls[i].Name, "args", calls[i].Arguments)
-		}
-		emit(agentLog{ID: thoughtID, Label: a.name + " Thought", ParentID: &roundID, Status: "success",
-			Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_calls": callNames}}, Metadata: meta(started, &usage)})
-		if len(calls) == 0 {
-			emit(agentLog{ID: roundID, Label: roundLabel, Status: "success",
-				Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_responses": []any{}}}, Metadata: meta(started, &total)})
-			break
-		}
-		if last {
-			// Offered no tools, the model still called one: as a Legacy Agent, the agent fails.
-			msg := fmt.Sprintf("the model called a tool in the last allowed round (maximum_iterations %d)", a.rounds)
-			emit(agentLog{ID: roundID, Label: roundLabel, Status: "error", Error: &msg, Metadata: meta(started, &total)})
-			failed = workflow.Errorf(agentErrorType, "%s", msg)
-			break
-		}
-		if !a.react {
-			prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: said, ToolCalls: calls})
-		}
-		responses := make([]any, 0, len(calls))
-		for _, c := range calls {
-			callStarted := time.Now()
-			callID := uuid.NewString()
-			emit(agentLog{ID: callID, Label: "CALL " + c.Name, ParentID: &roundID, Status: "start",
-				Metadata: map[string]any{"started_at": callStarted.Unix()}})
-			observation, produced := a.invoke(ctx, offers, c)
-			if ctx.Err() != nil {
-				return res, context.Cause(ctx)
-			}
-			kept = append(kept, produced...)
-			provider := ""
-			if o := find(offers, c.Name); o != nil {
-				provider = o.ref.Provider()
-			}
-			m := meta(callStarted, nil)
-			m["provider"] = provider
-			emit(agentLog{ID: callID, Label: "CALL " + c.Name, ParentID: &roundID, Status: "success", Metadata: m,
-				Data: map[string]any{"output": map[string]any{"tool_call_id": c.ID, "tool_call_name": c.Name,
-					"tool_call_input": c.Arguments, "tool_response": observation}}})
-			responses = append(responses, value.ObjectOf("tool_call_id", c.ID, "tool_call_name", c.Name, "tool_response", observation))
-			if a.react {
-				fmt.Fprintf(&scratchpad, "Thought: %s\nAction: ```%s```\nObservation: %s\n", step.Thought, step.Raw, observation)
-			} else {
-				prompt = append(prompt, providers.Message{Role: providers.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: observation})
-			}
-		}
-		emit(agentLog{ID: roundID, Label: roundLabel, Status: "success",
-			Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_responses": responses}}, Metadata: meta(started, &total)})
-	}
+	ag := llm.Agent{Model: m, Params: llm.Params(a.params, m.Spec), Offers: a.resolve(ctx), Rounds: a.rounds,
+		ReAct: a.react, ToolTimeout: a.d.ToolTimeout}
+	obs := &agentRun{a: a, x: x, offers: ag.Offers}
+	total, err := ag.Run(ctx, prompt, obs)
 	res.Usage = &total
-	res.Metadata = map[string]any{"agent_log": logs}
+	res.Metadata = map[string]any{"agent_log": obs.logs}
 	res.ProcessData = map[string]any{"model_provider": a.provider, "model_name": a.name, "strategy": "function_calling"}
 	if a.react {
 		res.ProcessData["strategy"] = "ReAct"
 	}
-	if failed != nil {
-		return res, failed
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return res, context.Cause(ctx)
+	case errors.Is(err, llm.ErrMaxRounds):
+		// Offered no tools, the model still called one: as a Legacy Agent, the agent fails.
+		msg := fmt.Sprintf("the model called a tool in the last allowed round (maximum_iterations %d)", a.rounds)
+		obs.emit(agentLog{ID: obs.roundID, Label: obs.roundLabel, Status: "error", Error: &msg, Metadata: obs.meta(obs.started, &total)})
+		return res, workflow.Errorf(agentErrorType, "%s", msg)
+	default:
+		return res, workflow.Errorf(agentErrorType, "%s", safeMessage(err))
 	}
-	fs, err := a.d.keepFiles(ctx, env(x), kept)
+	fs, err := a.d.keepFiles(ctx, env(x), obs.kept)
 	if err != nil {
 		return res, workflow.Errorf(agentErrorType, "%v", err)
 	}
 	// json lists the finished logs, then {"data": []}, as Dify's agent node gives its logs to
 	// the nodes after it.
-	jsonOut := make([]any, 0, len(logs)+1)
-	for _, l := range logs {
+	jsonOut := make([]any, 0, len(obs.logs)+1)
+	for _, l := range obs.logs {
 		jsonOut = append(jsonOut, value.FromGo(logDict(l.(agentLog))))
 	}
 	jsonOut = append(jsonOut, value.ObjectOf("data", []any{}))
-	res.Outputs = map[string]any{"text": text.String(), "files": fs, "json": jsonOut,
+	res.Outputs = map[string]any{"text": obs.text.String(), "files": fs, "json": jsonOut,
 		"usage": value.FromGo(total)}
 	return res, nil
 }
 
 // resolve finds the node's tools. A tool this server does not have is still offered under its
 // name, so that the model calling it learns why it failed, as a Legacy Agent offers it.
-func (a *agentNode) resolve(ctx context.Context) []offered {
+func (a *agentNode) resolve(ctx context.Context) []llm.Offer {
 	taken := map[string]bool{}
-	out := make([]offered, 0, len(a.tools))
+	out := make([]llm.Offer, 0, len(a.tools))
 	for _, t := range a.tools {
 		name := tools.ModelName(t.Name, taken)
 		taken[name] = true
-		o := offered{name: name, ref: t}
+		o := llm.Offer{Name: name, Provider: t.Provider()}
 		if a.d.Tools == nil {
-			o.missing = tools.ErrUnknownTool
+			o.Missing = tools.ErrUnknownTool
 		} else if found, err := a.d.Tools(ctx, t); err != nil {
-			o.missing = err
+			o.Missing = err
 		} else {
-			o.tool = found
+			o.Tool = found
 		}
 		out = append(out, o)
 	}
 	return out
 }
 
-func find(offers []offered, name string) *offered {
-	for i := range offers {
-		if offers[i].name == name {
-			return &offers[i]
+// agentRun is one run of an agent node, as the llm.Observer of its rounds: every round, model
+// call and tool call is an agent_log event; the model's answer streams as the node's text.
+type agentRun struct {
+	a      *agentNode
+	x      *workflow.Exec
+	offers []llm.Offer
+	// logs are the finished logs, as the node's json output and metadata list them.
+	logs []any
+	text strings.Builder
+	kept []tools.File
+	// The round under way: its log, its model call's log and its tool responses.
+	roundID, roundLabel, thoughtID string
+	started                        time.Time
+	responses                      []any
+	// The tool call under way: its log and when it began.
+	callID      string
+	callStarted time.Time
+	total       models.Usage
+}
+
+func (o *agentRun) emit(l agentLog) {
+	l.NodeExecutionID, l.NodeID = o.x.ExecutionID, o.x.Node.ID
+	if l.Data == nil {
+		l.Data = map[string]any{}
+	}
+	o.x.Emit(run.Event{Kind: run.EventAgentLog, Data: l})
+	if l.Status != "start" {
+		o.logs = append(o.logs, l)
+	}
+}
+
+// parent is the parent id of the round's logs: a copy, as the logs outlive the round.
+func (o *agentRun) parent() *string {
+	id := o.roundID
+	return &id
+}
+
+// meta is the metadata of a log that began at begin, with the usage u when it has one.
+func (o *agentRun) meta(begin time.Time, u *models.Usage) map[string]any {
+	m := map[string]any{"started_at": begin.Unix(), "finished_at": time.Now().Unix(),
+		"elapsed_time": time.Since(begin).Seconds(), "provider": o.a.provider}
+	if u != nil {
+		m["total_tokens"], m["total_price"], m["currency"] = u.TotalTokens, u.TotalPrice, u.Currency
+	}
+	return m
+}
+
+// Begin implements llm.Observer: a round's log and its model call's log start.
+func (o *agentRun) Begin(_ context.Context, r *llm.Round) error {
+	o.roundID, o.started, o.roundLabel = uuid.NewString(), time.Now(), fmt.Sprintf("ROUND %d", r.N)
+	o.emit(agentLog{ID: o.roundID, Label: o.roundLabel, Status: "start", Metadata: map[string]any{"started_at": o.started.Unix()}})
+	o.thoughtID = uuid.NewString()
+	o.emit(agentLog{ID: o.thoughtID, Label: o.a.name + " Thought", ParentID: o.parent(), Status: "start",
+		Metadata: map[string]any{"started_at": time.Now().Unix(), "provider": o.a.provider}})
+	o.responses = nil
+	return nil
+}
+
+// Started implements llm.Observer.
+func (o *agentRun) Started(context.Context, *llm.Round) error { return nil }
+
+// Delta implements llm.Observer: a function-calling model's text is the node's text as it
+// streams. A ReAct model's thoughts are not: its answer is streamed once read (Said).
+func (o *agentRun) Delta(_ *llm.Round, d string) {
+	if !o.a.react {
+		o.stream(d)
+	}
+}
+
+func (o *agentRun) stream(d string) {
+	o.text.WriteString(d)
+	o.x.Stream("text", d)
+}
+
+// Said implements llm.Observer: the model call's log ends, and the round's too when the model
+// answered or failed.
+func (o *agentRun) Said(ctx context.Context, r *llm.Round, err error) error {
+	o.total = models.AddUsage(o.total, r.Result.Usage)
+	usage := r.Result.Usage
+	if err != nil {
+		msg := safeMessage(err)
+		if ctx.Err() != nil {
+			msg = "stopped"
 		}
+		o.emit(agentLog{ID: o.thoughtID, Label: o.a.name + " Thought", ParentID: o.parent(), Status: "error", Error: &msg, Metadata: o.meta(o.started, &usage)})
+		o.emit(agentLog{ID: o.roundID, Label: o.roundLabel, Status: "error", Error: &msg, Metadata: o.meta(o.started, &o.total)})
+		return err
+	}
+	said := r.Thought
+	switch {
+	case r.Plain:
+		said = r.Answer
+		o.stream(r.Answer)
+	case r.Final:
+		o.stream(r.Answer)
+	}
+	callNames := make([]any, len(r.Calls))
+	for i, c := range r.Calls {
+		callNames[i] = value.ObjectOf("name", c.Name, "args", c.Arguments)
+	}
+	o.emit(agentLog{ID: o.thoughtID, Label: o.a.name + " Thought", ParentID: o.parent(), Status: "success",
+		Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_calls": callNames}}, Metadata: o.meta(o.started, &usage)})
+	if len(r.Calls) == 0 {
+		o.emit(agentLog{ID: o.roundID, Label: o.roundLabel, Status: "success",
+			Data: map[string]any{"output": map[string]any{"llm_response": said, "tool_responses": []any{}}}, Metadata: o.meta(o.started, &o.total)})
 	}
 	return nil
 }
 
-// invoke runs one call of the model and returns what the model reads and the tool's files.
-func (a *agentNode) invoke(ctx context.Context, offers []offered, c providers.ToolCall) (string, []tools.File) {
-	o := find(offers, c.Name)
-	switch {
-	case o == nil:
-		return fmt.Sprintf("there is not a tool named %s", c.Name), nil
-	case o.tool == nil:
-		return fmt.Sprintf("tool invoke error: the tool %s is not available on this server: %v", c.Name, o.missing), nil
-	}
-	return agent.Invoke(ctx, o.tool, c, a.d.ToolTimeout)
+// Calling implements llm.Observer: a tool call's log starts.
+func (o *agentRun) Calling(_ context.Context, r *llm.Round, i int) {
+	c := r.Calls[i]
+	o.callID, o.callStarted = uuid.NewString(), time.Now()
+	o.emit(agentLog{ID: o.callID, Label: "CALL " + c.Name, ParentID: o.parent(), Status: "start",
+		Metadata: map[string]any{"started_at": o.callStarted.Unix()}})
 }
 
-// reactRound is one round of the ReAct strategy, with the text protocol Legacy Agents use: the
-// instruction and the offered tools become the system message, the steps so far the assistant's
-// turn, and the model (stopped at "Observation") writes a thought and an action. A final answer,
-// or a text that is not the protocol, streams as the node's text; a tool action is returned as
-// the step's call.
-func (a *agentNode) reactRound(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, base []providers.Message,
-	scratchpad string, offer []providers.Tool, stream func(string)) (string, agent.ReActStep, models.Usage, error) {
-	instruction, rest := "", base
-	if len(rest) > 0 && rest[0].Role == providers.RoleSystem {
-		instruction, rest = rest[0].Content, rest[1:]
+// Called implements llm.Observer: the tool call's log ends with its response; its files are
+// kept for the node's output.
+func (o *agentRun) Called(_ context.Context, r *llm.Round, i int, result string, files []tools.File) string {
+	c := r.Calls[i]
+	o.kept = append(o.kept, files...)
+	provider := ""
+	if f := llm.Find(o.offers, c.Name); f != nil {
+		provider = f.Provider
 	}
-	prompt := append([]providers.Message{{Role: providers.RoleSystem, Content: agent.ReActSystem(instruction, offer)}}, rest...)
-	if scratchpad != "" {
-		prompt = append(prompt, providers.Message{Role: providers.RoleAssistant, Content: scratchpad},
-			providers.Message{Role: providers.RoleUser, Content: "continue"})
-	}
-	params := maps.Clone(a.params)
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["stop"] = agent.ReActStop(params["stop"])
-	text, _, usage, err := callTools(ctx, model, spec, params, prompt, nil, nil)
-	if err != nil {
-		return text, agent.ReActStep{}, usage, err
-	}
-	step, ok := agent.ParseReAct(text)
-	switch {
-	case !ok:
-		stream(text)
-		return text, agent.ReActStep{}, usage, nil
-	case step.Final:
-		stream(step.Answer)
-		return step.Thought, agent.ReActStep{Final: true, Answer: step.Answer}, usage, nil
-	}
-	step.Call.ID = "react_" + uuid.NewString()
-	return step.Thought, step, usage, nil
+	m := o.meta(o.callStarted, nil)
+	m["provider"] = provider
+	o.emit(agentLog{ID: o.callID, Label: "CALL " + c.Name, ParentID: o.parent(), Status: "success", Metadata: m,
+		Data: map[string]any{"output": map[string]any{"tool_call_id": c.ID, "tool_call_name": c.Name,
+			"tool_call_input": c.Arguments, "tool_response": result}}})
+	o.responses = append(o.responses, value.ObjectOf("tool_call_id", c.ID, "tool_call_name", c.Name, "tool_response", result))
+	return result
+}
+
+// Done implements llm.Observer: the round's log ends with the tools' responses.
+func (o *agentRun) Done(_ context.Context, r *llm.Round) error {
+	o.emit(agentLog{ID: o.roundID, Label: o.roundLabel, Status: "success",
+		Data: map[string]any{"output": map[string]any{"llm_response": r.Thought, "tool_responses": o.responses}}, Metadata: o.meta(o.started, &o.total)})
+	return nil
 }
 
 // logDict is an agent log as the node's json output lists it.
@@ -446,12 +399,4 @@ func logDict(l agentLog) map[string]any {
 	}
 	return map[string]any{"id": l.ID, "parent_id": parent, "error": errText, "status": l.Status, "data": l.Data,
 		"label": l.Label, "metadata": l.Metadata, "node_id": l.NodeID}
-}
-
-// callTools streams one answer of the model offered the tools: its text, its tool calls and the
-// usage (the upstream's, or counted when it reports none).
-func callTools(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
-	prompt []providers.Message, onDelta func(string), offer []providers.Tool) (string, []providers.ToolCall, models.Usage, error) {
-	c, err := callModel(ctx, model, spec, params, prompt, onDelta, offer...)
-	return c.text.String(), c.toolCalls, c.usage, err
 }

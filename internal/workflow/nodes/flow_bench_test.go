@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/workflow"
@@ -69,16 +68,12 @@ func BenchmarkChatflow20NodesLLM(b *testing.B) {
 	env := &nodes.Env{Inputs: map[string]any{"name": "Ada"}}
 	const want = "Hello there! Hello there! Hello there! Hello there!"
 
-	spec, err := d.Models.Lookup(models.TypeLLM, "openai", "gpt-4o-mini")
+	m, err := llm.Resolve(d.Models, d.Providers, "openai", "gpt-4o-mini")
 	if err != nil {
 		b.Fatal(err)
 	}
-	model, err := d.Providers.ChatModel(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prompt := []providers.Message{{Role: providers.RoleUser, Content: "bench hi"}}
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(nil, spec, prompt)}
+	model, prompt := m.Client, []providers.Message{{Role: providers.RoleUser, Content: "bench hi"}}
+	req := providers.ChatRequest{Model: m.Spec.Name, Messages: prompt, Parameters: llm.FitReply(llm.Params(nil, m.Spec), m.Spec, prompt)}
 	direct := func() {
 		stream, err := model.ChatStream(context.Background(), req)
 		if err != nil {

@@ -4,31 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
 	"github.com/parleyhq/parley/internal/workflow/template/jinja"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
-// llm calls a chat model with the node's prompt and streams its text to the answers that show
+// llmNode calls a chat model with the node's prompt and streams its text to the answers that show
 // it. The prompt is built as Dify's LLM node builds it for chat models: the template's
 // messages with their {{#node.var#}} references and {{#context#}} filled in, then, when the
 // node has memory, the conversation's earlier exchanges (the last window.size when the window
 // is enabled) and the query (memory.query_prompt_template, by default the user's message). A
 // completion-style template (one text) is sent as one user message, with the memory written as
 // "Human: …" / "Assistant: …" lines where it says {{#histories#}}.
-type llm struct {
+type llmNode struct {
 	d        Deps
 	provider string
 	name     string
@@ -72,7 +69,7 @@ const llmErrorType = "LLMNodeError"
 
 func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 	m := mapping(n.Data["model"])
-	l := &llm{d: d, provider: str(m["provider"]), name: str(m["name"]), params: mapping(m["completion_params"])}
+	l := &llmNode{d: d, provider: str(m["provider"]), name: str(m["name"]), params: mapping(m["completion_params"])}
 	if l.provider == "" || l.name == "" {
 		return nil, configError("the node names no model")
 	}
@@ -158,11 +155,12 @@ func (d Deps) newLLM(n *workflow.Node) (workflow.NodeRunner, error) {
 // historyCap bounds the exchanges a memory without a window reads.
 const historyCap = 50
 
-func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
-	spec, model, err := l.d.model(l.provider, l.name)
+func (l *llmNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
+	m, err := l.d.model(l.provider, l.name)
 	if err != nil {
 		return workflow.Result{}, err
 	}
+	spec := m.Spec
 	ctxText, resources := l.contextText(x.Pool)
 	lookup := x.Pool.Get
 	prompt := make([]providers.Message, 0, len(l.messages)+8)
@@ -246,9 +244,9 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		think, sep = newReasoningSplitter(x), ""
 		onDelta = think.write
 	}
-	call, err := callModel(ctx, thinkTagged{ChatModel: model, sep: sep}, spec, params, prompt, onDelta)
-	usage, finish := call.usage, call.finish
-	text := &call.text
+	m.Client = thinkTagged{ChatModel: m.Client, sep: sep}
+	call, err := m.Stream(ctx, llm.Request{Messages: prompt, Params: llm.Params(params, spec), OnDelta: onDelta})
+	usage, finish := call.Usage, call.FinishReason
 	prompts := make([]any, len(prompt))
 	for i, m := range prompt {
 		prompts[i] = value.ObjectOf("role", m.Role, "text", m.Content, "files", []any{})
@@ -266,7 +264,7 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
 	res.Resources = resources
-	answer, reasoning := text.String(), ""
+	answer, reasoning := call.Text, ""
 	if think != nil {
 		think.finish(x)
 		answer, reasoning = think.text.String(), think.reasoning.String()
@@ -286,7 +284,7 @@ func (l *llm) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error
 // message when it is the user's, else in a user message of their own, as Dify's LLM node does.
 // Images go as data URLs, as a Chatbot sends them, so that local models that cannot fetch URLs
 // see them too; other kinds of files are not sent.
-func (l *llm) withImages(ctx context.Context, x *workflow.Exec, prompt []providers.Message) ([]providers.Message, error) {
+func (l *llmNode) withImages(ctx context.Context, x *workflow.Exec, prompt []providers.Message) ([]providers.Message, error) {
 	v, _ := x.Pool.Get(l.visionFiles)
 	fs, _ := fileValues(v)
 	var parts []providers.Part
@@ -317,7 +315,7 @@ func (l *llm) withImages(ctx context.Context, x *workflow.Exec, prompt []provide
 
 // contextText is the node's context: a string as it is, or the `content` of each retrieved
 // chunk, one per line, as Dify joins a knowledge-retrieval result, with the chunks' citations.
-func (l *llm) contextText(p *workflow.Pool) (string, []store.RetrieverResource) {
+func (l *llmNode) contextText(p *workflow.Pool) (string, []store.RetrieverResource) {
 	if l.context == nil {
 		return "", nil
 	}
@@ -378,70 +376,15 @@ func safeMessage(err error) string {
 	return "the model call failed"
 }
 
-// modelCall is the result of one streamed model call.
-type modelCall struct {
-	text      strings.Builder
-	usage     models.Usage
-	finish    string
-	toolCalls []providers.ToolCall
-}
-
-// callModel streams one answer of the model, passing each text delta to onDelta (if set). The
-// usage is the upstream's, or counted when it reports none; it is set also when the call fails.
-func callModel(ctx context.Context, model providers.ChatModel, spec models.ModelSpec, params map[string]any,
-	prompt []providers.Message, onDelta func(string), tools ...providers.Tool) (*modelCall, error) {
-	started := time.Now()
-	c := &modelCall{}
-	req := providers.ChatRequest{Model: spec.Name, Messages: prompt, Parameters: chat.ModelParameters(params, spec, prompt), Tools: tools}
-	var reported *providers.Usage
-	err := func() error {
-		stream, err := model.ChatStream(ctx, req)
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for {
-			chunk, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if chunk.Usage != nil {
-				reported = chunk.Usage
-			}
-			if chunk.FinishReason != "" {
-				c.finish = chunk.FinishReason
-			}
-			c.toolCalls = append(c.toolCalls, chunk.ToolCalls...)
-			if chunk.Delta != "" {
-				c.text.WriteString(chunk.Delta)
-				if onDelta != nil {
-					onDelta(chunk.Delta)
-				}
-			}
-		}
-	}()
-	var u providers.Usage
-	if reported != nil {
-		u = *reported
-	} else {
-		u = providers.Usage{PromptTokens: tokens.CountMessages(prompt), CompletionTokens: tokens.Count(c.text.String())}
-	}
-	c.usage = models.ComputeUsage(spec.Pricing, u.PromptTokens, u.CompletionTokens, time.Since(started))
-	return c, err
-}
-
 // model looks up a node's model and its provider's client.
-func (d Deps) model(provider, name string) (models.ModelSpec, providers.ChatModel, error) {
+func (d Deps) model(provider, name string) (llm.Model, error) {
 	spec, err := d.Models.Lookup(models.TypeLLM, provider, name)
 	if err != nil {
-		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "model %s/%s: %v", provider, name, err)
+		return llm.Model{}, workflow.Errorf(llmErrorType, "model %s/%s: %v", provider, name, err)
 	}
-	model, err := d.Providers.ChatModel(spec)
+	client, err := d.Providers.ChatModel(spec)
 	if err != nil {
-		return models.ModelSpec{}, nil, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
+		return llm.Model{}, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
-	return spec, model, nil
+	return llm.Model{Spec: spec, Client: client}, nil
 }

@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/parleyhq/parley/internal/agent"
-
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow"
@@ -25,12 +23,12 @@ import (
 // Deps are the services node types call.
 type Deps struct {
 	// Models and Providers give an LLM node its model.
-	Models    chat.Models
-	Providers chat.Providers
+	Models    llm.Catalog
+	Providers llm.Clients
 	// Tools finds the tool a tool or agent node names (builtin.Find, or the workspace
 	// registry's Find, as agents use it); nil offers none.
 	Tools func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
-	// ToolTimeout bounds one tool call (default agent.DefaultToolTimeout).
+	// ToolTimeout bounds one tool call (default llm.DefaultToolTimeout).
 	ToolTimeout time.Duration
 	// Knowledge serves knowledge-retrieval nodes; without it they cannot run.
 	Knowledge Knowledge
@@ -57,9 +55,6 @@ type HTTP struct {
 	// Transports, one per server, shares connections between runs; the server closes it.
 	Transports *httpreq.Transports
 }
-
-// ToolFiles keeps the files tools return; *files.Service implements it.
-type ToolFiles = agent.ToolFiles
 
 // Env is what the runner tells nodes about the run (workflow.Exec.Env).
 type Env struct {

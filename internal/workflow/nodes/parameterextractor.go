@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -107,14 +108,14 @@ func jsonSchema(p parameter) (map[string]any, error) {
 }
 
 func (p *parameterExtractor) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
-	spec, model, err := p.d.model(p.provider, p.name)
+	m, err := p.d.model(p.provider, p.name)
 	if err != nil {
 		return workflow.Result{}, err
 	}
 	qv, _ := x.Pool.Get(p.query)
 	query := value.Text(qv)
 	instruction := template.Render(p.instruction, x.Pool.Get, value.Text)
-	useFunctions := p.mode != "prompt" && (spec.HasFeature("tool-call") || spec.HasFeature("multi-tool-call"))
+	useFunctions := p.mode != "prompt" && (m.Spec.HasFeature("tool-call") || m.Spec.HasFeature("multi-tool-call"))
 	sys := "You extract structured parameters from the user's text."
 	var tools []providers.Tool
 	if useFunctions {
@@ -127,18 +128,18 @@ func (p *parameterExtractor) Run(ctx context.Context, x *workflow.Exec) (workflo
 		sys += "\nInstructions: " + instruction
 	}
 	prompt := []providers.Message{{Role: providers.RoleSystem, Content: sys}, {Role: providers.RoleUser, Content: query}}
-	call, err := callModel(ctx, model, spec, p.params, prompt, nil, tools...)
-	res := workflow.Result{Inputs: map[string]any{"query": query, "instruction": instruction}, Usage: &call.usage,
-		ProcessData: map[string]any{"model_mode": "chat", "prompts": promptValues(prompt), "usage": call.usage,
-			"finish_reason": call.finish, "model_provider": p.provider, "model_name": p.name, "reasoning_mode": map[bool]string{true: "function_call", false: "prompt"}[useFunctions]}}
+	call, err := m.Stream(ctx, llm.Request{Messages: prompt, Params: llm.Params(p.params, m.Spec), Tools: tools})
+	res := workflow.Result{Inputs: map[string]any{"query": query, "instruction": instruction}, Usage: &call.Usage,
+		ProcessData: map[string]any{"model_mode": "chat", "prompts": promptValues(prompt), "usage": call.Usage,
+			"finish_reason": call.FinishReason, "model_provider": p.provider, "model_name": p.name, "reasoning_mode": map[bool]string{true: "function_call", false: "prompt"}[useFunctions]}}
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
-	raw := call.text.String()
-	for _, tc := range call.toolCalls {
+	raw := call.Text
+	for _, tc := range call.ToolCalls {
 		if tc.Name == extractFunction {
 			raw = tc.Arguments
 			break
@@ -154,7 +155,7 @@ func (p *parameterExtractor) Run(ctx context.Context, x *workflow.Exec) (workflo
 	if reason != "" {
 		out["__is_success"], out["__reason"] = int64(0), reason
 	}
-	out["__usage"] = value.FromGo(call.usage)
+	out["__usage"] = value.FromGo(call.Usage)
 	res.Outputs = out
 	return res, nil
 }

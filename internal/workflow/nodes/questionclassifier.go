@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -62,7 +63,7 @@ const classifierSystem = `You are a text classifier. Read the input text and ass
 Answer with one JSON object, {"category_id": "...", "category_name": "..."}, naming the category you chose, and nothing else.`
 
 func (q *questionClassifier) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, error) {
-	spec, model, err := q.d.model(q.provider, q.name)
+	m, err := q.d.model(q.provider, q.name)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -99,18 +100,18 @@ func (q *questionClassifier) Run(ctx context.Context, x *workflow.Exec) (workflo
 	input, _ := json.Marshal(map[string]any{"input_text": []string{query}, "categories": cats,
 		"classification_instructions": []string{instruction}})
 	prompt := []providers.Message{{Role: providers.RoleSystem, Content: sys}, {Role: providers.RoleUser, Content: string(input)}}
-	call, err := callModel(ctx, model, spec, q.params, prompt, nil)
-	res := workflow.Result{Inputs: map[string]any{"query": query}, Usage: &call.usage,
-		ProcessData: map[string]any{"model_mode": "chat", "prompts": promptValues(prompt), "usage": call.usage,
-			"finish_reason": call.finish, "model_provider": q.provider, "model_name": q.name}}
+	call, err := m.Stream(ctx, llm.Request{Messages: prompt, Params: llm.Params(q.params, m.Spec)})
+	res := workflow.Result{Inputs: map[string]any{"query": query}, Usage: &call.Usage,
+		ProcessData: map[string]any{"model_mode": "chat", "prompts": promptValues(prompt), "usage": call.Usage,
+			"finish_reason": call.FinishReason, "model_provider": q.provider, "model_name": q.name}}
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		return res, workflow.Errorf(llmErrorType, "%s", safeMessage(err))
 	}
-	chosen := q.pick(call.text.String())
-	res.Outputs = map[string]any{"class_name": chosen.name, "class_id": chosen.id, "usage": value.FromGo(call.usage)}
+	chosen := q.pick(call.Text)
+	res.Outputs = map[string]any{"class_name": chosen.name, "class_id": chosen.id, "usage": value.FromGo(call.Usage)}
 	res.Handle = chosen.id
 	return res, nil
 }

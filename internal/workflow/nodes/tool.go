@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
@@ -118,7 +118,7 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	timeout := t.d.ToolTimeout
 	if timeout <= 0 {
-		timeout = agent.DefaultToolTimeout
+		timeout = llm.DefaultToolTimeout
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -200,7 +200,7 @@ func (d Deps) keepFiles(ctx context.Context, e *Env, produced []tools.File) ([]a
 		return out, nil
 	}
 	for i, f := range produced {
-		if i >= agent.MaxToolFiles {
+		if i >= llm.MaxToolFiles {
 			break
 		}
 		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -1,11 +1,10 @@
-package chat
+package llm
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/tokens"
@@ -37,27 +36,25 @@ func TestUpstreamParams(t *testing.T) {
 	}
 }
 
-// TestCompletionParamsImported: an imported app's parameters (numbers as JSON gives them back
-// from the store) are sent cleaned, and its max_tokens sizes the history as an int would.
-func TestCompletionParamsImported(t *testing.T) {
+// TestParamsImported: an imported app's parameters (numbers as JSON gives them back from the
+// store) are sent cleaned, without changing the app's own; without max_tokens the model's
+// output cap is sent.
+func TestParamsImported(t *testing.T) {
 	spec := models.ModelSpec{ContextSize: 16385, MaxOutputTokens: 4096}
-	app := &apps.App{Model: apps.Model{Parameters: map[string]any{"stop": []any{}, "max_tokens": float64(1000), "temperature": float64(0)}}}
-	p := completionParams(app, spec)
+	own := map[string]any{"stop": []any{}, "max_tokens": float64(1000), "temperature": float64(0)}
+	p := Params(own, spec)
 	if !reflect.DeepEqual(p, map[string]any{"max_tokens": float64(1000), "temperature": float64(0)}) {
 		t.Errorf("params %v", p)
 	}
-	if _, ok := app.Model.Parameters["stop"]; !ok {
+	if _, ok := own["stop"]; !ok {
 		t.Error("the app's own parameters were changed")
 	}
-	for _, n := range []any{1000, int64(1000), float64(1000)} {
-		app.Model.Parameters["max_tokens"] = n
-		if got := replyBudget(app, spec); got != 1000 {
-			t.Errorf("max_tokens %T: reply budget %d", n, got)
-		}
-	}
-	delete(app.Model.Parameters, "max_tokens")
-	if p := completionParams(app, spec); p["max_tokens"] != 4096 {
+	delete(own, "max_tokens")
+	if p := Params(own, spec); p["max_tokens"] != 4096 {
 		t.Errorf("model's max output not used: %v", p)
+	}
+	if p := Params(nil, models.ModelSpec{}); p == nil || len(p) != 0 {
+		t.Errorf("no parameters: %v", p)
 	}
 }
 
@@ -80,7 +77,7 @@ func TestFitReply(t *testing.T) {
 		if tc.max != nil {
 			params["max_tokens"] = tc.max
 		}
-		got := fitReply(params, spec, prompt)
+		got := FitReply(params, spec, prompt)
 		if got["max_tokens"] != tc.want || got["temperature"] != 0.1 {
 			t.Errorf("max_tokens %v: %v, want %v", tc.max, got, tc.want)
 		}
@@ -88,25 +85,28 @@ func TestFitReply(t *testing.T) {
 			t.Errorf("max_tokens %v: the app's parameters were changed", tc.max)
 		}
 	}
-	if got := fitReply(map[string]any{"max_tokens": 10000}, models.ModelSpec{ContextSize: used + 5}, prompt); got["max_tokens"] != minReply {
+	if got := FitReply(map[string]any{"max_tokens": 10000}, models.ModelSpec{ContextSize: used + 5}, prompt); got["max_tokens"] != minReply {
 		t.Errorf("no room left: %v", got)
 	}
-	if got := fitReply(map[string]any{"max_tokens": 10000}, models.ModelSpec{}, prompt); got["max_tokens"] != 10000 {
+	if got := FitReply(map[string]any{"max_tokens": 10000}, models.ModelSpec{}, prompt); got["max_tokens"] != 10000 {
 		t.Errorf("unknown context: %v", got)
 	}
 }
 
 func TestWithImages(t *testing.T) {
+	sys := func(s string) providers.Message { return providers.Message{Role: providers.RoleSystem, Content: s} }
+	user := func(s string) providers.Message { return providers.Message{Role: providers.RoleUser, Content: s} }
+	asst := func(s string) providers.Message { return providers.Message{Role: providers.RoleAssistant, Content: s} }
 	img := providers.Part{Type: providers.PartImageURL}
-	got := withImages([]providers.Message{sys("S"), user("Q")}, []providers.Part{img})
+	got := WithImages([]providers.Message{sys("S"), user("Q")}, []providers.Part{img})
 	if len(got) != 2 || len(got[1].Parts) != 2 || got[1].Parts[0].Text != "Q" {
 		t.Errorf("after a query: %+v", got)
 	}
-	got = withImages([]providers.Message{sys("S"), asst("A")}, []providers.Part{img})
+	got = WithImages([]providers.Message{sys("S"), asst("A")}, []providers.Part{img})
 	if len(got) != 3 || got[2].Role != providers.RoleUser || len(got[2].Parts) != 2 || got[2].Parts[0].Text != "" {
 		t.Errorf("without a query: %+v", got)
 	}
-	if got := withImages(nil, []providers.Part{img}); len(got) != 1 || got[0].Role != providers.RoleUser {
+	if got := WithImages(nil, []providers.Part{img}); len(got) != 1 || got[0].Role != providers.RoleUser {
 		t.Errorf("empty prompt: %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package chat
+package llm
 
 import (
 	"encoding/json"
@@ -13,7 +13,22 @@ import (
 // that (Dify's floor).
 const minReply = 16
 
-// upstreamParams rewrites an app's completion parameters, in place, into what an
+// Params are completion parameters as a Dify file writes them (an app's, or a workflow node's
+// completion_params) made ready for the upstream: a copy, rewritten by upstreamParams, with the
+// model's own output cap as max_tokens when none is set. Stream fits max_tokens to each prompt.
+func Params(params map[string]any, spec models.ModelSpec) map[string]any {
+	p := maps.Clone(params)
+	if p == nil {
+		p = make(map[string]any, 1)
+	}
+	upstreamParams(p)
+	if _, ok := p["max_tokens"]; !ok && spec.MaxOutputTokens > 0 {
+		p["max_tokens"] = spec.MaxOutputTokens
+	}
+	return p
+}
+
+// upstreamParams rewrites completion parameters, in place, into what an
 // OpenAI-compatible API accepts, as Dify's OpenAI and OpenAI-compatible providers send them:
 //
 //   - stop words are sent only when there are some: exports carry "stop: []", which some
@@ -83,8 +98,9 @@ func schemaValue(v any) any {
 	return out
 }
 
-// intParam reads a whole-number parameter; numbers from YAML are ints, from JSON float64.
-func intParam(v any) (int, bool) {
+// IntParam reads a whole-number parameter (max_tokens, say); numbers from YAML are ints, from
+// JSON float64.
+func IntParam(v any) (int, bool) {
 	switch n := v.(type) {
 	case int:
 		return n, true
@@ -96,12 +112,12 @@ func intParam(v any) (int, bool) {
 	return 0, false
 }
 
-// fitReply lowers max_tokens when the prompt and the answer together would overflow the
+// FitReply lowers max_tokens when the prompt and the answer together would overflow the
 // model's context, as Dify does before every call: the answer gets what the prompt leaves, and
 // at least minReply tokens. params is not changed; the result is params or a copy.
-func fitReply(params map[string]any, spec models.ModelSpec, prompt []providers.Message) map[string]any {
-	limit, ok := intParam(params["max_tokens"])
-	if !ok || spec.ContextSize <= 0 || upperBound(prompt)+limit <= spec.ContextSize {
+func FitReply(params map[string]any, spec models.ModelSpec, prompt []providers.Message) map[string]any {
+	limit, ok := IntParam(params["max_tokens"])
+	if !ok || spec.ContextSize <= 0 || UpperBound(prompt)+limit <= spec.ContextSize {
 		return params
 	}
 	used := tokens.CountMessages(prompt)
@@ -111,4 +127,21 @@ func fitReply(params map[string]any, spec models.ModelSpec, prompt []providers.M
 	out := maps.Clone(params)
 	out["max_tokens"] = max(spec.ContextSize-used, minReply)
 	return out
+}
+
+// MessageOverhead bounds the tokens a message adds besides its text (role and framing).
+const MessageOverhead = 8
+
+// UpperBound is more than the tokens the messages can take: a token covers at least one byte,
+// so a prompt whose bytes fit a budget fits it in tokens, and the common case needs no
+// tokenizer, which costs far more than the rest of a request.
+func UpperBound(ms []providers.Message) int {
+	n := 3
+	for _, m := range ms {
+		n += len(m.Content) + MessageOverhead
+		for _, p := range m.Parts {
+			n += len(p.Text) + tokens.ImageTokens + MessageOverhead
+		}
+	}
+	return n
 }

@@ -57,21 +57,44 @@ func (m Model) Stream(ctx context.Context, req Request) (Result, error) {
 		text     strings.Builder
 		reported *providers.Usage
 	)
-	err := m.stream(ctx, req, func(c *providers.Chunk) {
-		if c.Usage != nil {
-			reported = c.Usage
+	err := func() error {
+		creq := providers.ChatRequest{Model: m.Spec.Name, Messages: req.Messages, Tools: req.Tools,
+			Parameters: FitReply(req.Params, m.Spec, req.Messages), User: req.User}
+		s, err := m.Client.ChatStream(ctx, creq)
+		if err != nil {
+			return err
 		}
-		if c.FinishReason != "" {
-			res.FinishReason = c.FinishReason
-		}
-		res.ToolCalls = append(res.ToolCalls, c.ToolCalls...)
-		if c.Delta != "" {
-			text.WriteString(c.Delta)
-			if req.OnDelta != nil {
-				req.OnDelta(c.Delta)
+		defer s.Close()
+		begun := req.OnStart == nil
+		for {
+			c, err := s.Recv()
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if !begun {
+				begun = true
+				if serr := req.OnStart(); serr != nil {
+					return serr
+				}
+			}
+			if err != nil {
+				return nil
+			}
+			if c.Usage != nil {
+				reported = c.Usage
+			}
+			if c.FinishReason != "" {
+				res.FinishReason = c.FinishReason
+			}
+			res.ToolCalls = append(res.ToolCalls, c.ToolCalls...)
+			if c.Delta != "" {
+				text.WriteString(c.Delta)
+				if req.OnDelta != nil {
+					req.OnDelta(c.Delta)
+				}
 			}
 		}
-	})
+	}()
 	res.Text = text.String()
 	if reported != nil {
 		res.Tokens = *reported
@@ -81,32 +104,4 @@ func (m Model) Stream(ctx context.Context, req Request) (Result, error) {
 	res.Latency = time.Since(started)
 	res.Usage = models.ComputeUsage(m.Spec.Pricing, res.Tokens.PromptTokens, res.Tokens.CompletionTokens, res.Latency)
 	return res, err
-}
-
-// stream sends the request and passes each chunk to each until the answer ends.
-func (m Model) stream(ctx context.Context, req Request, each func(*providers.Chunk)) error {
-	creq := providers.ChatRequest{Model: m.Spec.Name, Messages: req.Messages, Tools: req.Tools,
-		Parameters: FitReply(req.Params, m.Spec, req.Messages), User: req.User}
-	s, err := m.Client.ChatStream(ctx, creq)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	started := req.OnStart == nil
-	for {
-		chunk, err := s.Recv()
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if !started {
-			started = true
-			if serr := req.OnStart(); serr != nil {
-				return serr
-			}
-		}
-		if err != nil {
-			return nil
-		}
-		each(&chunk)
-	}
 }

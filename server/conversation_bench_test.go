@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/parleytest"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
@@ -178,15 +178,6 @@ func childUpstream(b *testing.B) (url, key string) {
 	return "", ""
 }
 
-// processCPU is the user and system CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkChatConversation compares, in one run, the server's CPU per blocking chat that
 // continues a conversation of historyWindow earlier exchanges with one that starts a
 // conversation, named as the API's defaults ask (a second model call) or not; with short answers
@@ -281,7 +272,7 @@ func benchConversations(b *testing.B, h http.Handler, key string) {
 			b.SetParallelism(parallelism)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := processCPU(b)
+			cpu := parleytest.ProcessCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				mine := bodies[int(next.Add(1)-1)%clients]
 				for pb.Next() {
@@ -291,7 +282,7 @@ func benchConversations(b *testing.B, h http.Handler, key string) {
 					}
 				}
 			})
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(parleytest.ProcessCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/internal/store"
@@ -72,6 +73,10 @@ type Durable struct {
 	o    DurableOptions
 	wake chan struct{}
 	done chan struct{}
+	// handoff carries jobs this pool queued already claimed to its idle workers (EnqueueAt);
+	// idle counts the workers waiting on it.
+	handoff chan *store.JobRow
+	idle    atomic.Int32
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -110,8 +115,12 @@ func NewDurable(opts DurableOptions) *Durable {
 		opts.Owner = "pool-" + rand.Text()
 	}
 	return &Durable{o: opts, wake: make(chan struct{}, opts.Workers), done: make(chan struct{}),
-		handlers: make(map[string]Handler)}
+		handoff: make(chan *store.JobRow, opts.Workers), handlers: make(map[string]Handler)}
 }
+
+// Idle reports whether a worker of the pool is waiting for work, so that a job queued now is
+// handed to it.
+func (q *Durable) Idle() bool { return q.idle.Load() > 0 }
 
 // Owner is the name this pool takes leases under.
 func (q *Durable) Owner() string { return q.o.Owner }
@@ -139,9 +148,13 @@ func (q *Durable) Enqueue(ctx context.Context, job Job) error {
 
 // EnqueueAt stores job to run once at has passed (at once for the zero time) and returns its
 // id: job.ID if set (a second job with the same id fails), a new one otherwise.
+//
+// A job due now while one of this pool's workers is idle is stored already claimed by this
+// pool and handed to that worker: one write instead of an insert, a claim and the empty claim
+// that follows, with the same lease and attempt counting as a claimed job.
 func (q *Durable) EnqueueAt(ctx context.Context, job Job, at time.Time) (string, error) {
 	q.mu.RLock()
-	closed, known := q.closed, q.handlers[job.Kind] != nil
+	closed, started, known := q.closed, q.started, q.handlers[job.Kind] != nil
 	q.mu.RUnlock()
 	if closed {
 		return "", ErrClosed
@@ -153,21 +166,42 @@ func (q *Durable) EnqueueAt(ctx context.Context, job Job, at time.Time) (string,
 	if id == "" {
 		id = store.NewID()
 	}
+	now := time.Now()
 	if at.IsZero() {
-		at = time.Now()
+		at = now
 	}
-	err := q.o.Store.InsertJob(ctx, store.JobRow{ID: id, Kind: job.Kind, Payload: bytes.Clone(job.Payload),
-		MaxAttempts: q.o.MaxAttempts, RunAfter: at})
-	if err != nil {
+	row := store.JobRow{ID: id, Kind: job.Kind, Payload: bytes.Clone(job.Payload), MaxAttempts: q.o.MaxAttempts, RunAfter: at}
+	if started && !at.After(now) && int(q.idle.Load()) > len(q.handoff) {
+		row.State, row.Attempts, row.LeaseOwner, row.LeaseUntil = store.JobRunning, 1, q.o.Owner, now.Add(q.o.Lease)
+		if err := q.o.Store.InsertJob(ctx, row); err != nil {
+			return "", err
+		}
+		select {
+		case q.handoff <- &row:
+		default:
+			// Every worker took other work meanwhile: the job goes back to the queue.
+			if err := q.o.Store.ReleaseJob(context.WithoutCancel(ctx), id, q.o.Owner, 1); err != nil {
+				q.o.Logger.WarnContext(ctx, "jobs: release a job no worker took; it runs once its lease expires", "job_id", id, "error", err)
+			}
+			q.nudge()
+		}
+		return id, nil
+	}
+	if err := q.o.Store.InsertJob(ctx, row); err != nil {
 		return "", err
 	}
 	if !at.After(time.Now()) {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.nudge()
 	}
 	return id, nil
+}
+
+// nudge wakes an idle worker to look for due jobs.
+func (q *Durable) nudge() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Start launches the workers. Handlers run with a context derived from ctx. Start fails if
@@ -202,44 +236,95 @@ func (q *Durable) Stop(ctx context.Context) error {
 		return nil
 	}
 	stop()
+	var err error
 	select {
 	case <-q.done:
-		cancel()
-		return nil
 	case <-ctx.Done():
 		cancel()
 		<-q.done
-		return fmt.Errorf("jobs: stop: %w", ctx.Err())
+		err = fmt.Errorf("jobs: stop: %w", ctx.Err())
+	}
+	cancel()
+	q.releaseHandoffs()
+	return err
+}
+
+// releaseHandoffs puts the jobs handed to workers that stopped before taking them back in the
+// queue, for the next start or another pool, rather than leaving them until their leases
+// expire.
+func (q *Durable) releaseHandoffs() {
+	for {
+		select {
+		case j := <-q.handoff:
+			if err := q.o.Store.ReleaseJob(context.Background(), j.ID, q.o.Owner, j.Attempts); err != nil {
+				q.o.Logger.Warn("jobs: release a job at stop", "job_id", j.ID, "error", err)
+			}
+		default:
+			return
+		}
 	}
 }
 
-// loop claims and runs jobs until lctx ends; handlers run with hctx.
+// loop claims and runs jobs until lctx ends; handlers run with hctx. A worker claims again
+// after each job it claimed, to drain the due jobs, and waits after one handed to it (whose
+// queue had no backlog when it was handed over), for a job handed over, a wake-up or the poll.
 func (q *Durable) loop(lctx, hctx context.Context, kinds []string) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	claim := true
 	for {
-		j, err := q.o.Store.ClaimJob(lctx, kinds, q.o.Owner, time.Now(), q.o.Lease)
-		if lctx.Err() != nil {
-			if j != nil { // claimed as we stopped: give it back
-				_ = q.o.Store.ReleaseJob(context.WithoutCancel(lctx), j.ID, q.o.Owner, j.Attempts)
+		if claim {
+			j, err := q.o.Store.ClaimJob(lctx, kinds, q.o.Owner, time.Now(), q.o.Lease)
+			if lctx.Err() != nil {
+				if j != nil { // claimed as we stopped: give it back
+					_ = q.o.Store.ReleaseJob(context.WithoutCancel(lctx), j.ID, q.o.Owner, j.Attempts)
+				}
+				return
 			}
-			return
-		}
-		if err != nil {
-			q.o.Logger.ErrorContext(lctx, "jobs: claim", "error", err)
-		}
-		if j != nil {
-			q.run(hctx, j)
-			continue
+			if err != nil {
+				q.o.Logger.ErrorContext(lctx, "jobs: claim", "error", err)
+			}
+			if j != nil {
+				q.run(hctx, j)
+				continue
+			}
 		}
 		timer.Reset(q.o.Poll)
+		q.idle.Add(1)
+		var handed *store.JobRow
 		select {
 		case <-lctx.Done():
-			return
+		case handed = <-q.handoff:
 		case <-q.wake:
 		case <-timer.C:
 		}
+		q.idle.Add(-1)
+		if lctx.Err() != nil {
+			if handed != nil {
+				_ = q.o.Store.ReleaseJob(context.WithoutCancel(lctx), handed.ID, q.o.Owner, handed.Attempts)
+			}
+			return
+		}
+		claim = handed == nil
+		if handed != nil && q.take(hctx, handed) {
+			q.run(hctx, handed)
+		}
 	}
+}
+
+// take readies a job handed over for its run: one that waited long for its worker has its
+// lease renewed first, and is left alone if the lease was lost meanwhile.
+func (q *Durable) take(ctx context.Context, j *store.JobRow) bool {
+	if time.Until(j.LeaseUntil) > q.o.Lease*2/3 {
+		return true
+	}
+	until := time.Now().Add(q.o.Lease)
+	if err := q.o.Store.RenewJobLease(ctx, j.ID, q.o.Owner, j.Attempts, until); err != nil {
+		q.o.Logger.WarnContext(ctx, "jobs: a job handed over lost its lease before it ran", "job_id", j.ID, "error", err)
+		return false
+	}
+	j.LeaseUntil = until
+	return true
 }
 
 // run runs one claimed job, renewing its lease until the handler returns, and records the

@@ -371,3 +371,87 @@ func TestDurableTwoPoolsRunEachJobOnce(t *testing.T) {
 		t.Logf("runs per pool: %d, %d", perPool[0].Load(), perPool[1].Load())
 	})
 }
+
+// TestDurableHandsOverToAnIdleWorker: a job due now, queued while a worker of the pool is idle,
+// is stored already claimed by the pool (running, its first attempt counted, leased) and runs
+// at once, without a claim query; it is deleted when it succeeds. A job queued while every
+// worker is busy waits in the queue and is claimed after.
+func TestDurableHandsOverToAnIdleWorker(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
+		ctx := t.Context()
+		s := openStore(t, e)
+		cs := &countingStore{Store: s}
+		// The poll is an hour: only the handover or a wake-up can start a job in time.
+		q := jobs.NewDurable(jobs.DurableOptions{Store: cs, Workers: 1, Poll: time.Hour})
+		seen := make(chan store.JobRow, 2)
+		release := make(chan struct{})
+		q.Handle("k", func(ctx context.Context, j jobs.Job) error {
+			row, err := s.GetJob(ctx, j.ID)
+			if err != nil {
+				return err
+			}
+			seen <- row
+			<-release
+			return nil
+		})
+		startPool(t, q)
+		waitIdle := func() {
+			// The worker's first claim finds nothing; then it waits, idle.
+			deadline := time.Now().Add(5 * time.Second)
+			for !q.Idle() {
+				if time.Now().After(deadline) {
+					t.Fatal("the worker never became idle")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		waitIdle()
+		first, err := q.EnqueueAt(ctx, jobs.Job{Kind: "k"}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := <-seen
+		if row.ID != first || row.State != store.JobRunning || row.LeaseOwner != q.Owner() || row.Attempts != 1 ||
+			!row.LeaseUntil.After(time.Now()) {
+			t.Fatalf("the job handed over is %+v", row)
+		}
+		// The only worker is busy: the next job is queued, and runs once the first is done.
+		second, err := q.EnqueueAt(ctx, jobs.Job{Kind: "k"}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row, err := s.GetJob(ctx, second); err != nil || row.State != store.JobQueued {
+			t.Fatalf("a job queued while every worker is busy is %+v, %v", row, err)
+		}
+		release <- struct{}{}
+		if row := <-seen; row.ID != second || row.Attempts != 1 {
+			t.Fatalf("the queued job ran as %+v", row)
+		}
+		release <- struct{}{}
+		if err := q.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{first, second} {
+			if _, err := s.GetJob(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("job %s is still stored after it succeeded: %v", id, err)
+			}
+		}
+		// The claims: the worker's first (empty), the second job's and the empty one after it.
+		// The job handed over took none.
+		if n := cs.claims.Load(); n != 3 {
+			t.Fatalf("%d claim queries, want 3", n)
+		}
+	})
+}
+
+// countingStore counts the claim queries of a pool.
+type countingStore struct {
+	*store.Store
+	claims atomic.Int64
+}
+
+func (c *countingStore) ClaimJob(ctx context.Context, kinds []string, owner string, now time.Time, lease time.Duration) (*store.JobRow, error) {
+	c.claims.Add(1)
+	return c.Store.ClaimJob(ctx, kinds, owner, now, lease)
+}

@@ -128,19 +128,29 @@ type JobRow struct {
 	CreatedAt   time.Time
 }
 
-// InsertJob queues a job to run once run_after has passed.
+// InsertJob queues a job to run once run_after has passed. A job given in state running with a
+// lease owner and expiry is stored already claimed by that owner, its first attempt counted: the
+// queue that inserts it runs it at once, saving the claim's round trip, and the lease protects
+// it as any claimed job's does.
 func (s *Store) InsertJob(ctx context.Context, j JobRow) error {
 	if j.ID == "" || j.Kind == "" || j.MaxAttempts <= 0 {
 		return errors.New("store: insert job: id, kind and max attempts are required")
+	}
+	state, attempts, owner, until := JobQueued, 0, sql.NullString{}, int64(0)
+	if j.State == JobRunning {
+		if j.LeaseOwner == "" || j.LeaseUntil.IsZero() {
+			return errors.New("store: insert job: a running job needs a lease owner and expiry")
+		}
+		state, attempts, owner, until = JobRunning, 1, sql.NullString{String: j.LeaseOwner, Valid: true}, j.LeaseUntil.UnixMilli()
 	}
 	now := time.Now().UnixMilli()
 	if j.Payload == nil {
 		j.Payload = []byte{}
 	}
 	_, err := s.exec(ctx, `INSERT INTO jobs
-		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
-		VALUES (?, ?, ?, 'queued', 0, ?, ?, 0, '', ?, ?)`,
-		j.ID, j.Kind, j.Payload, j.MaxAttempts, j.RunAfter.UnixMilli(), now, now)
+		(id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?)`,
+		j.ID, j.Kind, j.Payload, state, attempts, j.MaxAttempts, j.RunAfter.UnixMilli(), owner, until, now, now)
 	if err != nil {
 		return fmt.Errorf("store: insert job: %w", mapError(err))
 	}

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/idlemem"
 	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -263,6 +265,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	go humanInput.ResumeDecided(jobsCtx)
 
+	// The tokenizer (tens of megabytes of tables) loads in the background now rather than in
+	// the first request that counts tokens, which would wait for it; the server's idle size
+	// then includes it, as it will after that request anyway.
+	go tokens.Warm()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -282,9 +288,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	// Memory a burst of requests grew the heap by goes back to the system once the server is
+	// quiet, instead of staying resident until the next burst.
+	idle := idlemem.New()
+	go idle.Run(base, time.Second)
 	srv := &http.Server{
 		// The probes (/health, /ready) sit in front of the API, outside /v1.
-		Handler:           server.Identify(server.Assets(health.Handler(handler, e.log, coord.checks...)), cfg.DeployEnv),
+		Handler:           idle.Wrap(server.Identify(server.Assets(health.Handler(handler, e.log, coord.checks...)), cfg.DeployEnv)),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -68,6 +68,7 @@ type options struct {
 	open                        int
 	releaseWait                 time.Duration
 	validation, sqliteSync      string
+	debugAddr                   string
 	binary, out, tmp, serverLog string
 	phases                      string
 	postgres, redis             string
@@ -76,6 +77,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
+	flag.StringVar(&o.debugAddr, "debug-addr", "", "PARLEY_DEBUG_ADDR of the server, to profile it under load (go tool pprof http://ADDR/debug/pprof/profile); off when empty")
 	flag.IntVar(&o.streams, "streams", 200, "concurrent streams in the latency phase")
 	flag.IntVar(&o.light, "light", 10, "also measure the latency at this many concurrent streams, as an unsaturated reference (0: skip)")
 	flag.IntVar(&o.per, "per", 5, "measured requests per stream and round (each stream also sends one unmeasured request before and after)")
@@ -213,7 +215,8 @@ func bench(ctx context.Context, o options, rep *report) error {
 
 	fake := newFake(o)
 	defer fake.Close()
-	settings := serverSettings{upstreamURL: fake.URL(), upstreamKey: upstreamKey, validation: o.validation, sqliteSync: o.sqliteSync}
+	settings := serverSettings{upstreamURL: fake.URL(), upstreamKey: upstreamKey, validation: o.validation, sqliteSync: o.sqliteSync,
+		debugAddr: o.debugAddr}
 	direct := func(conns int) *target {
 		return &target{name: "direct", client: newClient(conns), url: fake.URL() + "/chat/completions", key: upstreamKey}
 	}

@@ -115,6 +115,9 @@ type serverSettings struct {
 	validation string
 	// sqliteSync is PARLEY_SQLITE_SYNCHRONOUS; empty leaves the server's default.
 	sqliteSync string
+	// debugAddr is PARLEY_DEBUG_ADDR: the server's profiling listener, to profile it while
+	// the benchmark loads it; empty leaves it off.
+	debugAddr string
 	// extraEnv is added last (the replicas phase: PostgreSQL and Redis).
 	extraEnv []string
 }
@@ -142,6 +145,9 @@ func parleyEnv(dataDir, configPath string, s serverSettings) []string {
 	)
 	if s.sqliteSync != "" {
 		env = append(env, "PARLEY_SQLITE_SYNCHRONOUS="+s.sqliteSync)
+	}
+	if s.debugAddr != "" {
+		env = append(env, "PARLEY_DEBUG_ADDR="+s.debugAddr)
 	}
 	return append(env, s.extraEnv...)
 }

@@ -83,6 +83,7 @@ func freshDatabase(ctx context.Context, admin string) (string, func(), error) {
 // replicasPhase measures blocking chats per second and open streams with 1 and with 3
 // replicas on PostgreSQL and Redis, each deployment behind the same round-robin proxy.
 func replicasPhase(ctx context.Context, o options, bin, tmp string, settings serverSettings) ([]*replicasSide, error) {
+	settings.debugAddr = "" // replicas run side by side: one listener address would clash
 	var sides []*replicasSide
 	for _, n := range []int{1, 3} {
 		side, err := replicasRun(ctx, o, bin, filepath.Join(tmp, fmt.Sprintf("replicas-%d", n)), settings, n)

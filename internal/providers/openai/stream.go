@@ -40,8 +40,13 @@ type stream struct {
 	closed bool
 }
 
+// streamBuffer is the stream's line buffer. The transport under it buffers the connection
+// already, so this one only saves copies: a chunk's line is a few hundred bytes, a longer one
+// is assembled in line, and an open stream holds this much for as long as it lasts.
+const streamBuffer = 1 << 10
+
 func newStream(c *Client, x *exchange) *stream {
-	return &stream{c: c, x: x, br: bufio.NewReaderSize(x, 4<<10)}
+	return &stream{c: c, x: x, br: bufio.NewReaderSize(x, streamBuffer)}
 }
 
 var doneMarker = []byte("[DONE]")

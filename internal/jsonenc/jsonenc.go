@@ -20,7 +20,20 @@ func AppendString(b []byte, s string) []byte {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
+				// Most text is plain ASCII: a run longer than a word is skipped eight bytes at a
+				// time, then byte by byte up to what ends it.
 				i++
+				for n := 0; n < 8 && i < len(s) && plainByte(s[i]); n++ {
+					i++
+				}
+				if i < len(s) && plainByte(s[i]) {
+					for i+8 <= len(s) && plain(s[i:i+8]) {
+						i += 8
+					}
+					for i < len(s) && plainByte(s[i]) {
+						i++
+					}
+				}
 				continue
 			}
 			b = append(b, s[start:i]...)
@@ -59,6 +72,29 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// Bytes of eight lanes, for the word-at-a-time test in plain.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// plainByte reports whether c needs no escape: ASCII, not a control character, a quote or a
+// backslash.
+func plainByte(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+
+// plain reports whether the eight bytes of w need no escape: each is ASCII, not a control
+// character, a quote or a backslash. It tests the eight at once (a lane is below n when
+// subtracting n borrows into its top bit without the byte having had it).
+func plain(w string) bool {
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	quote, backslash := x^(lanes01*'"'), x^(lanes01*'\\')
+	control := (x - lanes01*0x20) & ^x
+	quoted := (quote - lanes01) & ^quote
+	escaped := (backslash - lanes01) & ^backslash
+	return (x|control|quoted|escaped)&lanes80 == 0
 }
 
 // Marshal encodes v as encoding/json does, but without escaping HTML characters (<, >, &), as

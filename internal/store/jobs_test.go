@@ -1,7 +1,10 @@
 package store
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestJobsMigrationQueuesEarlierWork: upgrading to durable jobs queues what the scans of an
@@ -41,6 +44,47 @@ func TestJobsMigrationQueuesEarlierWork(t *testing.T) {
 		j, err := s.GetJob(ctx, JobKindHumanInputTimer+":"+forms[0].ID)
 		if err != nil || j.RunAfter.Unix() != forms[0].Expiration.Unix() || string(j.Payload) != forms[0].ID {
 			t.Fatalf("timer of the waiting form: %+v %v", j, err)
+		}
+	})
+}
+
+// TestClaimPlanReadsInIndexOrder: a claim finds the due job by walking an index in order, never
+// by collecting every due job and sorting them, which made each claim cost as much as the
+// backlog was long.
+func TestClaimPlanReadsInIndexOrder(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		q, args := s.claimQuery([]string{"a", "b"}, "owner", 1000, time.Minute)
+		explain := "EXPLAIN QUERY PLAN "
+		if s.dialect == DialectPostgres {
+			explain = "EXPLAIN "
+		}
+		rows, err := s.db.QueryContext(t.Context(), s.Rebind(explain+q), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var plan strings.Builder
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&plan, vals[len(vals)-1])
+		}
+		p := plan.String()
+		for _, sorted := range []string{"TEMP B-TREE", "Sort", "MULTI-INDEX OR", "BitmapOr"} {
+			if strings.Contains(p, sorted) {
+				t.Fatalf("the claim sorts or merges the due jobs (%s):\n%s", sorted, p)
+			}
+		}
+		if s.dialect == DialectSQLite && (!strings.Contains(p, "jobs_due") || !strings.Contains(p, "jobs_lease")) {
+			t.Fatalf("the claim does not read the jobs' indexes:\n%s", p)
 		}
 	})
 }

@@ -22,7 +22,7 @@ import (
 // Store is what the Chatbot runner needs from storage; *store.Store implements it.
 type Store interface {
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
-	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
+	NameConversation(ctx context.Context, appID, endUserID, id, name string) error
 }
 
 // Knowledge retrieves the context of a message from knowledge bases; *knowledge.Service

@@ -131,7 +131,7 @@ func (s *Service) name(ctx context.Context, app *apps.App, endUserID, conversati
 	}
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := s.store.RenameConversation(saveCtx, app.ID, endUserID, conversationID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.store.NameConversation(saveCtx, app.ID, endUserID, conversationID, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.WarnContext(ctx, "save conversation name", "conversation_id", conversationID, "error", err)
 	}
 }

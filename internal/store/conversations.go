@@ -271,19 +271,11 @@ func (s *Store) ListConversations(ctx context.Context, q ConversationQuery) (ite
 func (s *Store) RenameConversation(ctx context.Context, appID, endUserID, id, name string) (Conversation, error) {
 	var c Conversation
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		now := time.Now().Unix()
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE conversations
-SET name = ?, updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
-WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
-			name, now, now, id, appID, endUserID)
-		if err != nil {
+		q, args := conversationNameUpdate(appID, endUserID, id, name)
+		if err := oneRow(s.inTx(tx).ExecContext(ctx, s.Rebind(q), args...)); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
-		}
+		var err error
 		c, err = scanConversation(s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT "+conversationColumns+" FROM conversations WHERE id = ?"), id))
 		return err
 	})
@@ -291,6 +283,41 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 		return Conversation{}, fmt.Errorf("store: rename conversation %s: %w", id, err)
 	}
 	return c, nil
+}
+
+// NameConversation renames a conversation as RenameConversation does, in one statement and
+// without reading it back: the naming of new conversations, which needs nothing back, runs
+// after every first chat.
+func (s *Store) NameConversation(ctx context.Context, appID, endUserID, id, name string) error {
+	q, args := conversationNameUpdate(appID, endUserID, id, name)
+	if err := oneRow(s.exec(ctx, q, args...)); err != nil {
+		return fmt.Errorf("store: name conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// conversationNameUpdate renames a live conversation of the end user, moving its updated_at
+// forward to now.
+func conversationNameUpdate(appID, endUserID, id, name string) (string, []any) {
+	now := time.Now().Unix()
+	return `UPDATE conversations
+SET name = ?, updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
+WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`,
+		[]any{name, now, now, id, appID, endUserID}
+}
+
+// oneRow is the error of a statement that must change one row: its own, or ErrNotFound when it
+// changed none.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // TouchConversation moves the conversation's updated_at forward to at. It

@@ -74,6 +74,9 @@ func TestConversationRoundTripAndIsolation(t *testing.T) {
 		if _, err := s.Conversation(ctx, f.app, f.alice.ID, NewID()); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown id: err = %v, want ErrNotFound", err)
 		}
+		if err := s.NameConversation(ctx, f.app, f.bob.ID, c.ID, "mine now"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("NameConversation by another user: err = %v, want ErrNotFound", err)
+		}
 		if _, err := s.RenameConversation(ctx, f.app, f.bob.ID, c.ID, "mine now"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("rename by another user: err = %v, want ErrNotFound", err)
 		}
@@ -106,6 +109,13 @@ func TestConversationRoundTripAndIsolation(t *testing.T) {
 			}
 		}
 
+		// Naming (the title job's rename) changes the name and nothing else a rename would not.
+		if err := s.NameConversation(ctx, f.app, f.alice.ID, c.ID, "Named"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Conversation(ctx, f.app, f.alice.ID, c.ID); err != nil || got.Name != "Named" {
+			t.Fatalf("named = %+v, %v", got, err)
+		}
 		// Rename moves updated_at to now; status changes leave it alone.
 		before := time.Now().Add(-time.Second)
 		renamed, err := s.RenameConversation(ctx, f.app, f.alice.ID, c.ID, "Trip to Paris")
@@ -145,6 +155,9 @@ func TestConversationRoundTripAndIsolation(t *testing.T) {
 		}
 		if _, err := s.RenameConversation(ctx, f.app, f.alice.ID, c.ID, "x"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("rename deleted: err = %v, want ErrNotFound", err)
+		}
+		if err := s.NameConversation(ctx, f.app, f.alice.ID, c.ID, "x"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("name deleted: err = %v, want ErrNotFound", err)
 		}
 		if err := s.SetConversationStatus(ctx, f.app, c.ID, ConversationStatusNormal); !errors.Is(err, ErrNotFound) {
 			t.Errorf("status of deleted: err = %v, want ErrNotFound", err)

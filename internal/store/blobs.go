@@ -128,7 +128,7 @@ func (b *DBBlobs) withPgx(ctx context.Context, fn func(c *pgx.Conn) error) error
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
+		sc, ok := unwrapConn(dc).(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("store: blobs: unexpected driver connection %T", dc)
 		}

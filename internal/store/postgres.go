@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,12 +54,13 @@ func openPostgres(databaseURL string) (*Store, error) {
 		}
 		return &markedConn{Conn: c}, nil
 	}
-	db := stdlib.OpenDB(*cfg)
+	counter := new(atomic.Uint64)
+	db := openCounted(stdlib.GetConnector(*cfg), counter)
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	db.SetMaxIdleConns(pgMaxIdleConns)
 	db.SetConnMaxLifetime(pgConnMaxLifetime)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
-	return &Store{db: db, dialect: DialectPostgres, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
+	return &Store{db: db, dialect: DialectPostgres, counter: counter, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
 		writes: newWriteGate(DialectPostgres)}, nil
 }
 

@@ -2,13 +2,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -83,17 +83,19 @@ func openSQLite(dataDir, synchronous string) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("store: sqlite synchronous mode %q: want normal or full", synchronous)
 	}
-	db, err := sql.Open("sqlite", sqliteDSN(abs, synchronous))
+	connector, err := sqlite.NewConnector(sqliteDSN(abs, synchronous))
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
+	counter := new(atomic.Uint64)
+	db := openCounted(connector, counter)
 	db.SetMaxOpenConns(sqliteMaxConns)
 	db.SetMaxIdleConns(sqliteMaxConns)
 	// Connections to a local file are cheap to keep and costly to reopen
 	// (every open reapplies the pragmas), so never expire them.
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	return &Store{db: db, dialect: DialectSQLite, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
+	return &Store{db: db, dialect: DialectSQLite, counter: counter, stmts: newStmtCache(db), history: newHistoryCache(historyCacheBytes),
 		writes: newWriteGate(DialectSQLite)}, nil
 }
 

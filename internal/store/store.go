@@ -45,6 +45,8 @@ type Store struct {
 	db      *sql.DB
 	dialect string
 	stmts   *stmtCache
+	// counter counts the statements sent to the database (counting.go).
+	counter *atomic.Uint64
 
 	// workspace caches the single workspace row once it is known; its id
 	// never changes for the life of the database.

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"sync/atomic"
+)
+
+// The store counts the statements it sends to the database, so that tests can pin how many a
+// request costs (a change that adds a query to a hot path then fails a test rather than going
+// unnoticed) and operators can read it. The count is kept below database/sql, by a connector
+// that wraps the driver's connections, so no path of the package escapes it: cached
+// statements, transactions, migrations and raw queries alike.
+//
+// Counted: every statement executed (Exec and Query, prepared or not), and the beginning and
+// the end (commit or rollback) of every transaction. Not counted: preparing a statement (once
+// per connection and text, thanks to the statement cache), pings and connection resets, and
+// what the PostgreSQL blob store sends through pgx directly (COPY of blob chunks).
+
+// Statements is the number of statements this store has sent to the database since it was
+// opened (see above for what counts).
+func (s *Store) Statements() uint64 { return s.counter.Load() }
+
+// countingConnector opens the driver's connections wrapped in countingConn.
+type countingConnector struct {
+	driver.Connector
+	n *atomic.Uint64
+}
+
+func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: conn, n: c.n}, nil
+}
+
+// openCounted opens a database whose statements are counted in n.
+func openCounted(c driver.Connector, n *atomic.Uint64) *sql.DB {
+	return sql.OpenDB(countingConnector{Connector: c, n: n})
+}
+
+// countingConn counts what runs on one connection. It offers every optional interface
+// database/sql looks for, passing each call to the driver's connection when it has the
+// interface and answering as database/sql would without it otherwise.
+type countingConn struct {
+	driver.Conn
+	n *atomic.Uint64
+}
+
+// unwrapConn is the driver's own connection behind a counted one (for conn.Raw).
+func unwrapConn(dc any) any {
+	if c, ok := dc.(*countingConn); ok {
+		return c.Conn
+	}
+	return dc
+}
+
+func (c *countingConn) Prepare(query string) (driver.Stmt, error) {
+	st, err := c.Conn.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStmt{Stmt: st, n: c.n}, nil
+}
+
+func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	pc, ok := c.Conn.(driver.ConnPrepareContext)
+	if !ok {
+		return c.Prepare(query)
+	}
+	st, err := pc.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStmt{Stmt: st, n: c.n}, nil
+}
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ec, ok := c.Conn.(driver.ExecerContext)
+	if !ok {
+		return nil, driver.ErrSkip // database/sql prepares and runs it, counted there
+	}
+	res, err := ec.ExecContext(ctx, query, args)
+	if err != driver.ErrSkip {
+		c.n.Add(1)
+	}
+	return res, err
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	qc, ok := c.Conn.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	rows, err := qc.QueryContext(ctx, query, args)
+	if err != driver.ErrSkip {
+		c.n.Add(1)
+	}
+	return rows, err
+}
+
+func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	var (
+		tx  driver.Tx
+		err error
+	)
+	if bc, ok := c.Conn.(driver.ConnBeginTx); ok {
+		tx, err = bc.BeginTx(ctx, opts)
+	} else {
+		tx, err = c.Conn.Begin() //nolint:staticcheck // the fallback database/sql itself uses
+	}
+	c.n.Add(1)
+	if err != nil {
+		return nil, err
+	}
+	return countingTx{Tx: tx, n: c.n}, nil
+}
+
+func (c *countingConn) Ping(ctx context.Context) error {
+	if p, ok := c.Conn.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+func (c *countingConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *countingConn) IsValid() bool {
+	if v, ok := c.Conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *countingConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := c.Conn.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// countingTx counts a transaction's end.
+type countingTx struct {
+	driver.Tx
+	n *atomic.Uint64
+}
+
+func (t countingTx) Commit() error {
+	t.n.Add(1)
+	return t.Tx.Commit()
+}
+
+func (t countingTx) Rollback() error {
+	t.n.Add(1)
+	return t.Tx.Rollback()
+}
+
+// countingStmt counts the runs of a prepared statement.
+type countingStmt struct {
+	driver.Stmt
+	n *atomic.Uint64
+}
+
+func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) {
+	s.n.Add(1)
+	return s.Stmt.Exec(args) //nolint:staticcheck // the fallback database/sql itself uses
+}
+
+func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) {
+	s.n.Add(1)
+	return s.Stmt.Query(args) //nolint:staticcheck // the fallback database/sql itself uses
+}
+
+func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.n.Add(1)
+	if ec, ok := s.Stmt.(driver.StmtExecContext); ok {
+		return ec.ExecContext(ctx, args)
+	}
+	vals, err := namedValues(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.Exec(vals) //nolint:staticcheck // the fallback database/sql itself uses
+}
+
+func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.n.Add(1)
+	if qc, ok := s.Stmt.(driver.StmtQueryContext); ok {
+		return qc.QueryContext(ctx, args)
+	}
+	vals, err := namedValues(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.Query(vals) //nolint:staticcheck // the fallback database/sql itself uses
+}
+
+func (s *countingStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := s.Stmt.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// namedValues are positional values for a statement that takes no names.
+func namedValues(args []driver.NamedValue) ([]driver.Value, error) {
+	out := make([]driver.Value, len(args))
+	for i, a := range args {
+		if a.Name != "" {
+			return nil, driver.ErrSkip
+		}
+		out[i] = a.Value
+	}
+	return out, nil
+}
+
+var (
+	_ driver.ConnPrepareContext = (*countingConn)(nil)
+	_ driver.ExecerContext      = (*countingConn)(nil)
+	_ driver.QueryerContext     = (*countingConn)(nil)
+	_ driver.ConnBeginTx        = (*countingConn)(nil)
+	_ driver.Pinger             = (*countingConn)(nil)
+	_ driver.SessionResetter    = (*countingConn)(nil)
+	_ driver.Validator          = (*countingConn)(nil)
+	_ driver.NamedValueChecker  = (*countingConn)(nil)
+	_ driver.StmtExecContext    = (*countingStmt)(nil)
+	_ driver.StmtQueryContext   = (*countingStmt)(nil)
+	_ driver.NamedValueChecker  = (*countingStmt)(nil)
+)

@@ -42,6 +42,7 @@ type benchStack struct {
 	h                      http.Handler
 	chatKey, completionKey string
 	up                     *openaitest.Server
+	st                     *store.Store
 }
 
 func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {
@@ -88,7 +89,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up}
+	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st}
 }
 
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/parleytest"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
@@ -60,48 +61,65 @@ func collect(t *testing.T, rn *run.Run) []run.Event {
 // and reads back what it stored: the workflow run with its status and counts, one node execution
 // per node with its outputs and tokens, and the conversation variables carried from one turn to
 // the next.
+// basicEnv is the example Chatflow (docs/examples/chatflow-basic.yml) published and served by
+// the run engine, on engine e.
+type basicEnv struct {
+	engine *run.Engine
+	app    *apps.App
+	st     *store.Store
+	up     *openaitest.Server
+}
+
+func newBasicEnv(t testing.TB, e storetest.Engine) *basicEnv {
+	t.Helper()
+	ctx := context.Background()
+	up, file := openaitest.NewConfigured(t, testConfig)
+	st := testdb.Open(t, e)
+	reg, err := apps.NewRegistry(nil, nil, func(n int) int { return n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg = reg.WithStore(st)
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "examples", "chatflow-basic.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registryNodes := nodes.Registry(nodes.Deps{})
+	res, err := dsl.Import(data, dsl.Env{Providers: file.Providers}, dsl.Options{NodeTypes: registryNodes.Supports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := reg.Create(ctx, res.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Publish(ctx, created.Name); err != nil {
+		t.Fatal(err)
+	}
+	app, err := reg.Get(ctx, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := models.NewCatalog(file.Providers, up.Getenv)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
+	runner := chatflow.New(chatflow.Options{Store: st, Logger: log, Files: chatSvc.MessageFiles,
+		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: registry.New(catalog.APIKey)})})
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+		Kinds: map[string]run.Kind{apps.ModeAdvancedChat: {Runner: runner}}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = engine.Shutdown(ctx)
+	})
+	return &basicEnv{engine: engine, app: app, st: st, up: up}
+}
+
 func TestRunsAreStored(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, e storetest.Engine) {
 		ctx := context.Background()
-		up, file := openaitest.NewConfigured(t, testConfig)
-		st := testdb.Open(t, e)
-		reg, err := apps.NewRegistry(nil, nil, func(n int) int { return n })
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg = reg.WithStore(st)
-		data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "examples", "chatflow-basic.yml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		registryNodes := nodes.Registry(nodes.Deps{})
-		res, err := dsl.Import(data, dsl.Env{Providers: file.Providers}, dsl.Options{NodeTypes: registryNodes.Supports})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created, err := reg.Create(ctx, res.App)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := reg.Publish(ctx, created.Name); err != nil {
-			t.Fatal(err)
-		}
-		app, err := reg.Get(ctx, created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		catalog := models.NewCatalog(file.Providers, up.Getenv)
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		chatSvc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
-		runner := chatflow.New(chatflow.Options{Store: st, Logger: log, Files: chatSvc.MessageFiles,
-			Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: registry.New(catalog.APIKey)})})
-		engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
-			Kinds: map[string]run.Kind{apps.ModeAdvancedChat: {Runner: runner}}})
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = engine.Shutdown(ctx)
-		})
+		env := newBasicEnv(t, e)
+		engine, app, st, up := env.engine, env.app, env.st, env.up
 		up.On("first question", openaitest.Reply{Chunks: []string{"One."}})
 		up.On("second question", openaitest.Reply{Chunks: []string{"Two."}})
 
@@ -192,5 +210,31 @@ func TestRunsAreStored(t *testing.T) {
 		if m.Answer != "Hi Ada: Two." || m.Status != store.MessageStatusNormal {
 			t.Fatalf("message %+v", m)
 		}
+	})
+}
+
+// Budget of a run of the example Chatflow (start, assigner, LLM, answer) in a new conversation,
+// through the run engine on SQLite, the fake upstream's allocations included. Measured on
+// 2026-11-28, the same in three runs: 1,542 allocations and 25 statements. The allocation budget
+// leaves about 10%; the statements are exact.
+var chatflowRunBudget = parleytest.Budget{Allocs: 1700, Statements: 25}
+
+// TestChatflowRunBudget pins what a Chatflow run costs in allocations and SQL statements
+// (parleytest.CheckBudget): a change that adds work to a run fails here.
+func TestChatflowRunBudget(t *testing.T) {
+	env := newBasicEnv(t, storetest.Engine{Name: storetest.SQLite, DataDir: t.TempDir()})
+	env.up.On("budget question", openaitest.Reply{Chunks: []string{"One."}})
+	parleytest.CheckBudget(t, chatflowRunBudget, 20, env.st.Statements, func() {
+		rn, err := env.engine.Start(t.Context(), run.Request{App: env.app, User: "u1", Query: "budget question",
+			Inputs: map[string]any{"name": "Ada"}, Streaming: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range rn.Events() {
+			if ev.Kind == run.EventError {
+				t.Fatal(ev.Err)
+			}
+		}
+		<-rn.Done()
 	})
 }

@@ -168,12 +168,10 @@ func (es *eventsStream) envelope(taskID string) *run.Run {
 // VisitStreamWorkflowEventsResponse implements gen.StreamWorkflowEventsResponseObject.
 func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
 	s, i := es.srv, es.info
+	out := s.startStream(w)
+	defer out.Close()
 	if i.Run.Status != workflow.StatusPaused && i.Run.Status != workflow.StatusRunning && len(es.caught) == 0 {
 		// A finished run whose last segment the log no longer holds: its one workflow_finished.
-		sse.Headers(w)
-		w.WriteHeader(http.StatusOK)
-		out := sse.NewWriter(w, s.streamStall)
-		defer out.Close()
 		data, err := newEventEncoder(es.envelope(i.Run.ID)).encode(es.finished())
 		if err != nil {
 			return err
@@ -183,10 +181,6 @@ func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter)
 		}
 		return out.Flush()
 	}
-	sse.Headers(w)
-	w.WriteHeader(http.StatusOK)
-	out := sse.NewWriter(w, s.streamStall)
-	defer out.Close()
 	if err := out.Ping(); err != nil {
 		return nil
 	}
@@ -199,61 +193,58 @@ func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter)
 			return nil
 		}
 	}
-	lastEvent := time.Now()
-	// write sends evs; it says whether the stream ends (at its last event, or the client left).
-	write := func(evs []eventlog.Entry) bool {
-		for _, ev := range evs {
-			if err := out.Queue(ev.Data); err != nil {
-				return true
-			}
-			lastEvent = time.Now()
-			switch ev.Event {
-			case finishedEvent, errorEvent:
-				_ = out.Flush()
-				return true
-			case pausedEvent:
-				if !es.continueOnPause {
-					_ = out.Flush()
-					return true
-				}
-			}
-		}
-		return out.Flush() != nil
-	}
-	if write(es.caught) {
-		return nil
-	}
-	cur := es.cur
-	for {
-		wait := s.pingInterval - time.Since(out.LastWrite())
-		if idle := idleClose - time.Since(lastEvent); idle < wait {
+	pump(es.ctx, out, &logFrames{es: es, pending: es.caught, cur: es.cur, lastEvent: time.Now()}, s.pingInterval)
+	return nil
+}
+
+// logFrames is the frameSource of an events stream: the entries caught up with, then the log's
+// new entries as they come. The stream ends after the run's last event (workflow_finished or
+// error, or workflow_paused unless the client asked to continue past it), or when no event came
+// for idleClose.
+type logFrames struct {
+	es        *eventsStream
+	pending   []eventlog.Entry
+	cur       eventlog.Cursor
+	lastEvent time.Time
+}
+
+func (f *logFrames) next(ctx context.Context, wait time.Duration, out *sse.Writer) (bool, error) {
+	es := f.es
+	evs := f.pending
+	f.pending = nil
+	if len(evs) == 0 {
+		if idle := idleClose - time.Since(f.lastEvent); idle < wait {
 			wait = idle
 		}
-		evs, next, err := s.events.Next(es.ctx, i.Run.ID, cur, max(wait, time.Millisecond))
-		if es.ctx.Err() != nil {
-			return nil
+		var err error
+		evs, f.cur, err = es.srv.events.Next(ctx, es.info.Run.ID, f.cur, max(wait, time.Millisecond))
+		if ctx.Err() != nil {
+			return false, ctx.Err()
 		}
 		if err != nil {
 			// The log is unreachable (Redis down): end the stream; the client reconnects.
-			s.log.Error("read workflow run events", "workflow_run_id", i.Run.ID, "error", err)
-			return nil
+			es.srv.log.Error("read workflow run events", "workflow_run_id", es.info.Run.ID, "error", err)
+			return false, err
 		}
-		cur = next
-		if len(evs) > 0 {
-			if write(evs) {
-				return nil
-			}
-			continue
+		if len(evs) == 0 {
+			return time.Since(f.lastEvent) >= idleClose, nil
 		}
-		if time.Since(lastEvent) >= idleClose {
-			return nil
+	}
+	for _, ev := range evs {
+		if err := out.Queue(ev.Data); err != nil {
+			return false, err
 		}
-		if time.Since(out.LastWrite()) >= s.pingInterval {
-			if err := out.Ping(); err != nil {
-				return nil
+		f.lastEvent = time.Now()
+		switch ev.Event {
+		case finishedEvent, errorEvent:
+			return true, nil
+		case pausedEvent:
+			if !es.continueOnPause {
+				return true, nil
 			}
 		}
 	}
+	return false, nil
 }
 
 // The names of the events that end an events stream.

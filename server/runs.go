@@ -47,9 +47,7 @@ func (rs *runStream) VisitSendCompletionMessageResponse(w http.ResponseWriter) e
 }
 
 func (rs *runStream) write(w http.ResponseWriter) error {
-	sse.Headers(w)
-	w.WriteHeader(http.StatusOK)
-	out := sse.NewWriter(w, rs.srv.streamStall)
+	out := rs.srv.startStream(w)
 	defer out.Close()
 	r := rs.run
 	// The first byte goes out at once, so clients and proxies see the stream has started.
@@ -57,54 +55,60 @@ func (rs *runStream) write(w http.ResponseWriter) error {
 		r.Detach()
 		return nil
 	}
-	enc := newEventEncoder(r)
-	ping := rs.srv.pingInterval
-	ticker := time.NewTicker(ping)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-rs.ctx.Done():
-			r.Detach()
-			return nil
-		case <-ticker.C:
-			if time.Since(out.LastWrite()) >= ping {
-				if err := out.Ping(); err != nil {
-					r.Detach()
-					return nil
-				}
+	src := &runFrames{srv: rs.srv, run: r, enc: newEventEncoder(r), timer: time.NewTimer(0)}
+	defer src.timer.Stop()
+	if !pump(rs.ctx, out, src, rs.srv.pingInterval) {
+		// The client went away (or stopped reading): the run goes on without it.
+		r.Detach()
+	}
+	return nil
+}
+
+// runFrames is the frameSource of a live run: its events, as they come, until the run closes
+// its channel.
+type runFrames struct {
+	srv   *Server
+	run   *run.Run
+	enc   *eventEncoder
+	timer *time.Timer
+}
+
+// next queues the next event and any already waiting behind it.
+func (f *runFrames) next(ctx context.Context, wait time.Duration, out *sse.Writer) (bool, error) {
+	f.timer.Reset(wait)
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-f.timer.C:
+		return false, nil
+	case ev, ok := <-f.run.Events():
+		for {
+			if !ok {
+				return true, nil
 			}
-		case ev, ok := <-r.Events():
-			// Write this event and any that are already waiting, then flush once: under load a
-			// stream gets one write per burst instead of one per event.
-			for more := true; more; {
-				if !ok {
-					_ = out.Flush()
-					return nil
-				}
-				var err error
-				if ev.Kind == run.EventPing {
-					err = out.Ping()
-				} else if data, eerr := enc.encode(ev); eerr != nil {
-					rs.srv.log.ErrorContext(rs.ctx, "encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", eerr)
-				} else {
-					err = out.Queue(data)
-				}
-				if err != nil {
-					r.Detach()
-					return nil
-				}
-				select {
-				case ev, ok = <-r.Events():
-				default:
-					more = false
-				}
+			if err := f.queue(ctx, ev, out); err != nil {
+				return false, err
 			}
-			if err := out.Flush(); err != nil {
-				r.Detach()
-				return nil
+			select {
+			case ev, ok = <-f.run.Events():
+			default:
+				return false, nil
 			}
 		}
 	}
+}
+
+// queue queues one event; an event that cannot be encoded is logged and left out.
+func (f *runFrames) queue(ctx context.Context, ev run.Event, out *sse.Writer) error {
+	if ev.Kind == run.EventPing {
+		return out.Ping()
+	}
+	data, err := f.enc.encode(ev)
+	if err != nil {
+		f.srv.log.ErrorContext(ctx, "encode event", "task_id", f.run.TaskID, "event", ev.Kind.String(), "error", err)
+		return nil
+	}
+	return out.Queue(data)
 }
 
 // reply is a run's whole answer, as a blocking request returns it.

@@ -109,7 +109,8 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 	if bc, ok := c.Conn.(driver.ConnBeginTx); ok {
 		tx, err = bc.BeginTx(ctx, opts)
 	} else {
-		tx, err = c.Conn.Begin() //nolint:staticcheck // the fallback database/sql itself uses
+		//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
+		tx, err = c.Conn.Begin()
 	}
 	c.n.Add(1)
 	if err != nil {
@@ -170,12 +171,14 @@ type countingStmt struct {
 
 func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.n.Add(1)
-	return s.Stmt.Exec(args) //nolint:staticcheck // the fallback database/sql itself uses
+	//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
+	return s.Stmt.Exec(args)
 }
 
 func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.n.Add(1)
-	return s.Stmt.Query(args) //nolint:staticcheck // the fallback database/sql itself uses
+	//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
+	return s.Stmt.Query(args)
 }
 
 func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -187,7 +190,8 @@ func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Exec(vals) //nolint:staticcheck // the fallback database/sql itself uses
+	//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
+	return s.Stmt.Exec(vals)
 }
 
 func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -199,7 +203,8 @@ func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Query(vals) //nolint:staticcheck // the fallback database/sql itself uses
+	//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
+	return s.Stmt.Query(vals)
 }
 
 func (s *countingStmt) CheckNamedValue(nv *driver.NamedValue) error {

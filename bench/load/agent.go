@@ -208,9 +208,16 @@ func agentPhase(ctx context.Context, o options, p *parley, through *target) (age
 		return r.steps, err
 	}}
 	res.variants = []*agentVariant{res.chat, res.agent}
+	return res, measureCPU(ctx, o, p, "agent", o.agentRounds, res.variants)
+}
+
+// measureCPU runs interleaved windows of the variants (a warm-up, then rounds measured ones),
+// each with the phase's workers sending back to back, and records each window's requests, steps,
+// latencies and the server's CPU over it and its settling.
+func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds int, variants []*agentVariant) error {
 	warm := min(o.duration, time.Second)
-	for round := 0; round <= o.agentRounds; round++ {
-		for _, v := range res.variants {
+	for round := 0; round <= rounds; round++ {
+		for _, v := range variants {
 			d := o.duration
 			if round == 0 {
 				d = warm
@@ -227,16 +234,16 @@ func agentPhase(ctx context.Context, o options, p *parley, through *target) (age
 				return err
 			})
 			if ctx.Err() != nil {
-				return res, ctx.Err()
+				return ctx.Err()
 			}
 			if !p.alive() {
-				return res, fmt.Errorf("parley exited during the agent phase; log:\n%s", p.logTail())
+				return fmt.Errorf("parley exited during the %s phase; log:\n%s", phase, p.logTail())
 			}
 			win.selfCPU = selfCPU() - self0
 			p.settle(ctx)
 			cpu1, _ := procCPU(p.pid)
 			win.serverCPU = cpu1 - cpu0
-			label := fmt.Sprintf("round %d/%d", round, o.agentRounds)
+			label := fmt.Sprintf("round %d/%d", round, rounds)
 			if round == 0 {
 				label = "warm-up"
 			}
@@ -244,7 +251,7 @@ func agentPhase(ctx context.Context, o options, p *parley, through *target) (age
 			if n := steps.Load(); n > 0 {
 				perStep = us(win.serverCPU) / float64(n)
 			}
-			logf("agent %s %-40s %6.0f req/s  p50 %s p99 %s  %.0f µs server CPU/step  errors %d", label, v.name, win.rate(),
+			logf("%s %s %-40s %6.0f req/s  p50 %s p99 %s  %.0f µs server CPU/step  errors %d", phase, label, v.name, win.rate(),
 				fmtUS(win.p50), fmtUS(win.p99), perStep, win.errs)
 			if win.firstErr != nil {
 				logf("  error: %v", win.firstErr)
@@ -255,5 +262,5 @@ func agentPhase(ctx context.Context, o options, p *parley, through *target) (age
 			}
 		}
 	}
-	return res, nil
+	return nil
 }

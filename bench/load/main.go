@@ -10,7 +10,11 @@
 //  4. the server's CPU per Legacy Agent step (a built-in tool step, then the answer), next to its
 //     CPU per streamed Chatbot request under the same load and to the Chatbot figures of 1 and 2
 //     (phase "agent", reported as 2b: it runs on the server of 1 and 2);
-//  5. with -postgres and -redis (phase "replicas", reported as 4): blocking chats per second and
+//  5. the server's CPU per blocking run of a 20-node Chatflow (two LLM nodes, if-else, templates,
+//     an assigner, aggregators and an iteration; no code node), next to its CPU per blocking
+//     Chatbot request under the same load: what the graph engine costs over its model calls
+//     (phase "graph", reported as 2c, on the same server);
+//  6. with -postgres and -redis (phase "replicas", reported as 4): blocking chats per second and
 //     open streams with 1 and with 3 replicas on a fresh PostgreSQL database and that Redis, each
 //     deployment behind a round-robin reverse proxy in this process, as a ratio.
 //
@@ -19,7 +23,7 @@
 //
 //	go run ./bench/load [-streams 200] [-rounds 7] [-duration 5s] [-open 1000] [-validation log]
 //
-// A quick run: go run ./bench/load -streams 50 -rounds 2 -duration 1s -block-rounds 1 -agent-rounds 1 -open 200.
+// A quick run: go run ./bench/load -streams 50 -rounds 2 -duration 1s -block-rounds 1 -agent-rounds 1 -graph-rounds 1 -open 200.
 // Every loop is bounded by a count or a deadline, every request by a timeout, and the whole run
 // by -timeout; the server and the temporary directories are removed on every exit path (and the
 // kernel kills the server if this process dies). Linux only: it reads /proc for the server's
@@ -63,7 +67,7 @@ type options struct {
 	chunks                      int
 	chunkDelay, firstByte       time.Duration
 	workers, blockRounds        int
-	agentRounds                 int
+	agentRounds, graphRounds    int
 	duration                    time.Duration
 	open                        int
 	releaseWait                 time.Duration
@@ -88,6 +92,7 @@ func parseFlags() options {
 	flag.IntVar(&o.workers, "workers", 8*runtime.GOMAXPROCS(0), "concurrent workers in the blocking phase (throughput plateaus from about 8×GOMAXPROCS on; more only adds queueing)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured blocking window")
 	flag.IntVar(&o.blockRounds, "block-rounds", 5, "measured rounds of the blocking phase (each: direct and every Parley variant), after a 1 s warm-up")
+	flag.IntVar(&o.graphRounds, "graph-rounds", 3, "measured rounds of the graph phase (each: a Chatbot window, then a Chatflow window), after a 1 s warm-up")
 	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
@@ -97,7 +102,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,memory,replicas", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,memory,replicas", "phases to run, comma-separated")
 	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
@@ -107,8 +112,8 @@ func parseFlags() options {
 
 func (o options) validate() error {
 	switch {
-	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.open < 1:
-		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds and -open must be at least 1")
+	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.graphRounds < 1 || o.open < 1:
+		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds, -graph-rounds and -open must be at least 1")
 	case o.light < 0:
 		return errors.New("-light must not be negative")
 	case o.duration <= 0:
@@ -125,7 +130,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "memory", "replicas"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "memory", "replicas"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -221,7 +226,7 @@ func bench(ctx context.Context, o options, rep *report) error {
 		return &target{name: "direct", client: newClient(conns), url: fake.URL() + "/chat/completions", key: upstreamKey}
 	}
 
-	if o.runs("latency") || o.runs("blocking") || o.runs("agent") {
+	if o.runs("latency") || o.runs("blocking") || o.runs("agent") || o.runs("graph") {
 		p, err := startParley(ctx, bin, filepath.Join(tmp, "main"), settings)
 		if err != nil {
 			return err
@@ -261,6 +266,14 @@ func bench(ctx context.Context, o options, rep *report) error {
 			logf("agent phase: %d workers, %s windows, %d rounds + warm-up", o.workers, o.duration, o.agentRounds)
 			ag, err := agentPhase(ctx, o, p, through)
 			rep.agent = &ag
+			if err != nil {
+				return err
+			}
+		}
+		if o.runs("graph") {
+			logf("graph phase: %d workers, %s windows, %d rounds + warm-up", o.workers, o.duration, o.graphRounds)
+			gr, err := graphPhase(ctx, o, p, through)
+			rep.graph = &gr
 			if err != nil {
 				return err
 			}

@@ -90,8 +90,10 @@ type parley struct {
 	// base is the API root, ending in /v1; key an app key of the bench app, completionKey one
 	// of the writer app, agentKey one of the bench-agent app (a Legacy Agent).
 	base, key, completionKey, agentKey string
-	pid                                int
-	dataDir                            string
+	// graphKey is a key of the bench-graph app (a Chatflow).
+	graphKey string
+	pid      int
+	dataDir  string
 
 	cmd    *exec.Cmd
 	exited chan struct{}   // closed once the process has been waited for
@@ -199,11 +201,26 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 	if err != nil {
 		return nil, err
 	}
+	// So does the Chatflow of the graph phase.
+	graphPath := filepath.Join(dir, "graph.yml")
+	if err := os.WriteFile(graphPath, []byte(graphDSL), 0o600); err != nil {
+		return nil, err
+	}
+	// An imported Chatflow is a draft until it is published.
+	imp = exec.CommandContext(kctx, bin, "apps", "import", "--publish", graphPath)
+	imp.Env = env
+	if out, err := imp.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("parley apps import --publish %s: %w\n%s", graphPath, err, out)
+	}
+	graphKey, err := newKey("bench-graph")
+	if err != nil {
+		return nil, err
+	}
 	p, err := spawnParley(ctx, bin, dataDir, env)
 	if err != nil {
 		return nil, err
 	}
-	p.key, p.completionKey, p.agentKey = key, completionKey, agentKey
+	p.key, p.completionKey, p.agentKey, p.graphKey = key, completionKey, agentKey, graphKey
 	return p, nil
 }
 

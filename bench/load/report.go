@@ -23,6 +23,7 @@ type report struct {
 	latency, light     *latencyResult
 	blocking           *blockingResult
 	agent              *agentPhaseResult
+	graph              *graphPhaseResult
 	memory             *memoryResult
 	mainLog, memoryLog string
 	replicas           []*replicasSide
@@ -44,7 +45,7 @@ func (r *report) String() string {
 	for _, l := range r.env {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
-	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench` (chat mode), app `writer` (completion mode), app `bench-agent` (agent-chat, imported)\n", o.validation)
+	fmt.Fprintf(&b, "  server      parley serve, PARLEY_RESPONSE_VALIDATION=%s, log level info (JSON); app `bench` (chat mode), app `writer` (completion mode), app `bench-agent` (agent-chat, imported), app `bench-graph` (advanced-chat, imported)\n", o.validation)
 	fmt.Fprintf(&b, "  upstream    internal/providers/openaitest fake, request log off, fixed usage (no token counting)\n")
 	if r.latency != nil {
 		r.writeLatency(&b, r.latency, true)
@@ -58,8 +59,11 @@ func (r *report) String() string {
 	if r.agent != nil {
 		r.writeAgent(&b)
 	}
+	if r.graph != nil {
+		r.writeGraph(&b)
+	}
 	if r.mainLog != "" {
-		fmt.Fprintf(&b, "\n  server log (phases 1, 2 and 2b): %s\n", r.mainLog)
+		fmt.Fprintf(&b, "\n  server log (phases 1, 2, 2b and 2c): %s\n", r.mainLog)
 	}
 	if r.memory != nil {
 		r.writeMemory(&b)
@@ -261,6 +265,55 @@ func (r *report) writeAgent(b *strings.Builder) {
 	tw.Flush()
 	fmt.Fprintf(b, "\n   CPU: the server process over each window and its settling, divided by completed requests, turns\n")
 	fmt.Fprintf(b, "   or steps; a Chatbot request is one step. bench: this process (load generator + fake upstream)\n")
+}
+
+// graphTarget is the issue's target for the graph engine: server CPU per run over its model
+// calls.
+const graphTarget = 1000.0 // µs
+
+func (r *report) writeGraph(b *strings.Builder) {
+	o, g := r.opts, r.graph
+	fmt.Fprintf(b, "\n2c. Chatflow: server CPU per run of a %d-node graph, next to Chatbot requests\n", graphNodes)
+	fmt.Fprintf(b, "   %d workers, each its own user, a new conversation each, auto_generate_name=false, blocking, back to\n", g.workers)
+	fmt.Fprintf(b, "   back for %s per window; %d measured rounds after a warm-up, interleaved (Chatbot, then Chatflow);\n", o.duration, o.graphRounds)
+	fmt.Fprintf(b, "   zero-delay upstream. The Chatflow: start, LLM, if-else, template, assigner, aggregator, iteration\n")
+	fmt.Fprintf(b, "   (3 items, a template inside), LLM, 8 aggregators, template, answer: %d model calls a run\n\n", graphModelCalls)
+	if g.chat == nil || len(g.chat.rounds) == 0 || len(g.graph.rounds) == 0 {
+		fmt.Fprintf(b, "   (no measured round)\n")
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \treq/s\tp50 µs\tp99 µs\terrors\tparley CPU/req\tbench CPU/req\t\n")
+	perReq := map[*agentVariant]float64{}
+	for _, v := range g.variants {
+		n, _, cpu, self, errs := v.totals()
+		var p50, p99 []float64
+		for _, w := range v.rounds {
+			p50 = append(p50, us(w.p50))
+			p99 = append(p99, us(w.p99))
+		}
+		if n == 0 {
+			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t\n", v.name, errs)
+			continue
+		}
+		perReq[v] = us(cpu) / float64(n)
+		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
+			median(p50), median(p99), errs, perReq[v], us(self)/float64(n))
+	}
+	tw.Flush()
+	chat, run := perReq[g.chat], perReq[g.graph]
+	if chat <= 0 || run <= 0 {
+		return
+	}
+	over := run - chat
+	verdict := "met"
+	if over > graphTarget {
+		verdict = "MISSED"
+	}
+	fmt.Fprintf(b, "\n   a run costs %.2f× a Chatbot request (%.0f µs against %.0f µs); over it, %.0f µs: the graph engine,\n", run/chat, run, chat, over)
+	fmt.Fprintf(b, "   its %d nodes, events and stored node executions, and its second model call\n", graphNodes)
+	fmt.Fprintf(b, "   target: ≤ %.0f µs of server CPU per run over its model calls (here bounded above by the figure\n", graphTarget)
+	fmt.Fprintf(b, "   over a Chatbot request, which also counts the second call): %s (%.0f µs)\n", verdict, over)
 }
 
 func rates(ws []window) []float64 {

@@ -474,7 +474,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	}
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
-	e.save(ctx, rec)
+	settle := e.saveRunning(ctx, rec)
 	spec.Out.Emit(run.Event{Kind: run.EventNodeStarted, Data: nodeStarted{
 		ID: x.ExecutionID, NodeID: n.ID, NodeType: n.Type, Title: n.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), CreatedAt: created.Unix(), Extras: map[string]any{},
@@ -509,6 +509,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 		// The node waits for a human: no node_finished; the execution is stored as paused.
 		o.status, o.pause = NodePaused, p.Form
 		rec.Inputs, rec.Status = res.Inputs, NodePaused
+		settle()
 		e.save(ctx, rec)
 		return o
 	}
@@ -549,6 +550,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	if errMsg != nil {
 		rec.Error = errMsg.Error()
 	}
+	settle()
 	e.save(ctx, rec)
 	spec.Out.Emit(run.Event{Kind: run.EventNodeFinished, Data: data})
 	return o
@@ -578,6 +580,32 @@ func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result
 		err = &NodeError{Type: "TimeoutError", Err: context.Cause(actx)}
 	}
 	return res, err
+}
+
+// runningSaveDelay is how long a node runs before its execution is stored as running. Most
+// nodes (templates, aggregators, conditions, assigners) finish well within it and are stored
+// once, finished: storing each twice was most of a Chatflow run's cost. A node that takes longer
+// (a model call, a request, a container) is stored as running, for the snapshots and for what
+// a crash leaves.
+const runningSaveDelay = 50 * time.Millisecond
+
+// saveRunning stores rec, a node's running execution, if the node is still running after
+// runningSaveDelay. settle, called before the node's next state is stored, cancels that save
+// or waits for it, so that the last state stored is the last state.
+func (e *Engine) saveRunning(ctx context.Context, rec NodeExecution) (settle func()) {
+	if e.store == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	t := time.AfterFunc(runningSaveDelay, func() {
+		defer close(done)
+		e.save(ctx, rec)
+	})
+	return func() {
+		if !t.Stop() {
+			<-done
+		}
+	}
 }
 
 func (e *Engine) save(ctx context.Context, rec NodeExecution) {

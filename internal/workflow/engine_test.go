@@ -607,3 +607,53 @@ func TestEndNodesStreamTextChunks(t *testing.T) {
 		t.Fatalf("text chunks\n got %q\nwant %q", got, want)
 	}
 }
+
+// savedStates records the states a store was given, by node.
+type savedStates struct {
+	mu     sync.Mutex
+	states map[string][]string
+}
+
+func (s *savedStates) SaveNodeExecution(_ context.Context, rec workflow.NodeExecution) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.states == nil {
+		s.states = map[string][]string{}
+	}
+	s.states[rec.NodeID] = append(s.states[rec.NodeID], rec.Status)
+	return nil
+}
+
+// TestQuickNodesAreStoredOnce: a node that finishes at once is stored once, finished; one that
+// runs longer is stored as running first, then finished, never in the other order.
+func TestQuickNodesAreStoredOnce(t *testing.T) {
+	t.Parallel()
+	f := &fixtures{}
+	r := f.registry()
+	r["slow"] = func(*workflow.Node) (workflow.NodeRunner, error) {
+		return workflow.NodeFunc(func(ctx context.Context, _ *workflow.Exec) (workflow.Result, error) {
+			time.Sleep(200 * time.Millisecond)
+			return workflow.Result{Outputs: map[string]any{"out": "late"}}, nil
+		}), nil
+	}
+	g := graph(t, []any{
+		node("start", "start", map[string]any{"variables": []any{}}),
+		node("slow", "slow", nil),
+		node("end", "answer", map[string]any{"answer": "{{#slow.out#}}"}),
+	}, []any{edge("start", "source", "slow"), edge("slow", "source", "end")})
+	saved := &savedStates{}
+	e := workflow.NewEngine(workflow.Options{Nodes: r, Store: saved})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "hello")
+	rep := e.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: &sink{}, Env: &nodes.Env{}})
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	saved.mu.Lock()
+	defer saved.mu.Unlock()
+	for id, want := range map[string]string{"start": "succeeded", "slow": "running,succeeded", "end": "succeeded"} {
+		if got := strings.Join(saved.states[id], ","); got != want {
+			t.Errorf("node %s stored as %s, want %s", id, got, want)
+		}
+	}
+}

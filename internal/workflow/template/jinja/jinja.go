@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -122,12 +123,33 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	return "", fmt.Errorf("%w: %s", ErrRender, cleanMessage(err))
 }
 
-// Check parses text without rendering it, for import-time validation.
+// Check parses text without rendering it, for import-time validation. Its answer depends on the
+// text alone and workflow nodes ask it each time a run builds them, so it is remembered, for
+// texts up to maxCheckedBytes in all.
 func Check(text string) error {
+	if err, ok := checked.Load(text); ok {
+		return err.(checkResult).err
+	}
 	lim := Limits{}.withDefaults()
 	_, err := parse(text, &guard{ctx: context.Background(), maxOutput: lim.MaxOutput, maxItems: lim.MaxRange})
+	if checkedBytes.Load()+int64(len(text)) <= maxCheckedBytes {
+		if _, loaded := checked.LoadOrStore(text, checkResult{err}); !loaded {
+			checkedBytes.Add(int64(len(text)))
+		}
+	}
 	return err
 }
+
+// checked remembers Check's answers (a checkResult by text); checkedBytes is the size of the
+// texts it holds, at most maxCheckedBytes.
+var (
+	checked      sync.Map
+	checkedBytes atomic.Int64
+)
+
+const maxCheckedBytes = 4 << 20
+
+type checkResult struct{ err error }
 
 func parse(text string, g *guard) (*exec.Template, error) {
 	env := &exec.Environment{

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -27,17 +26,7 @@ var (
 // (parleytest.CheckBudget): a change that adds work on the hot path fails here.
 func TestChatRequestBudgets(t *testing.T) {
 	s := newBenchStack(t, ValidationLog)
-	send := func(body string) string {
-		req := httptest.NewRequest("POST", "/v1/chat-messages", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+s.chatKey)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		s.h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("%d %s", rec.Code, rec.Body)
-		}
-		return rec.Body.String()
-	}
+	send := func(body string) string { return post(t, s.h, "/v1/chat-messages", s.chatKey, body).Body.String() }
 	chat := func(mode, conversation string) string {
 		return fmt.Sprintf(`{"query":"hi","inputs":{},"user":"budget","response_mode":%q,"conversation_id":%q,"auto_generate_name":false}`,
 			mode, conversation)

@@ -92,6 +92,20 @@ apps:
 	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st}
 }
 
+// post sends a JSON body with an app key to the handler and returns the recorded response,
+// failing tb on any status but 200.
+func post(tb testing.TB, h http.Handler, path, key, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		tb.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	return rec
+}
+
 // BenchmarkChatBlocking is one blocking chat (new conversation, no naming) through the whole
 // in-process stack; it exists to be profiled (-cpuprofile).
 func BenchmarkChatBlocking(b *testing.B) {
@@ -100,15 +114,7 @@ func BenchmarkChatBlocking(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			body := fmt.Sprintf(`{"query":"hi","inputs":{},"user":"u%d","auto_generate_name":false}`, n.Add(1))
-			req := httptest.NewRequest("POST", "/v1/chat-messages", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				b.Fatalf("%d %s", rec.Code, rec.Body)
-			}
+			post(b, h, "/v1/chat-messages", key, fmt.Sprintf(`{"query":"hi","inputs":{},"user":"u%d","auto_generate_name":false}`, n.Add(1)))
 		}
 	})
 }
@@ -122,15 +128,8 @@ func BenchmarkCompletionBlocking(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			body := fmt.Sprintf(`{"inputs":{"topic":"hi"},"query":"","user":"u%d","response_mode":"blocking"}`, n.Add(1))
-			req := httptest.NewRequest("POST", "/v1/completion-messages", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+s.completionKey)
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			s.h.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				b.Fatalf("%d %s", rec.Code, rec.Body)
-			}
+			post(b, s.h, "/v1/completion-messages", s.completionKey,
+				fmt.Sprintf(`{"inputs":{"topic":"hi"},"query":"","user":"u%d","response_mode":"blocking"}`, n.Add(1)))
 		}
 	})
 }

@@ -187,30 +187,29 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 	if err != nil {
 		return nil, err
 	}
-	// The Legacy Agent app comes from a Dify export, as agent apps do.
-	agentPath := filepath.Join(dir, "agent.yml")
-	if err := os.WriteFile(agentPath, []byte(agentDSL), 0o600); err != nil {
-		return nil, err
+	// The Legacy Agent app and the Chatflow of the graph phase come from Dify exports, as such
+	// apps do; an imported Chatflow is a draft until it is published.
+	importApp := func(name, dsl string, flags ...string) error {
+		path := filepath.Join(dir, name+".yml")
+		if err := os.WriteFile(path, []byte(dsl), 0o600); err != nil {
+			return err
+		}
+		imp := exec.CommandContext(kctx, bin, append(append([]string{"apps", "import"}, flags...), path)...)
+		imp.Env = env
+		if out, err := imp.CombinedOutput(); err != nil {
+			return fmt.Errorf("parley apps import %s: %w\n%s", path, err, out)
+		}
+		return nil
 	}
-	imp := exec.CommandContext(kctx, bin, "apps", "import", agentPath)
-	imp.Env = env
-	if out, err := imp.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("parley apps import %s: %w\n%s", agentPath, err, out)
+	if err := importApp("agent", agentDSL); err != nil {
+		return nil, err
 	}
 	agentKey, err := newKey("bench-agent")
 	if err != nil {
 		return nil, err
 	}
-	// So does the Chatflow of the graph phase.
-	graphPath := filepath.Join(dir, "graph.yml")
-	if err := os.WriteFile(graphPath, []byte(graphDSL), 0o600); err != nil {
+	if err := importApp("graph", graphDSL, "--publish"); err != nil {
 		return nil, err
-	}
-	// An imported Chatflow is a draft until it is published.
-	imp = exec.CommandContext(kctx, bin, "apps", "import", "--publish", graphPath)
-	imp.Env = env
-	if out, err := imp.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("parley apps import --publish %s: %w\n%s", graphPath, err, out)
 	}
 	graphKey, err := newKey("bench-graph")
 	if err != nil {

@@ -225,18 +225,14 @@ func (r *report) writeAgent(b *strings.Builder) {
 	perStep := map[*agentVariant]float64{}
 	for _, v := range a.variants {
 		n, steps, cpu, self, errs := v.totals()
-		var p50, p99 []float64
-		for _, w := range v.rounds {
-			p50 = append(p50, us(w.p50))
-			p99 = append(p99, us(w.p99))
-		}
+		p50, p99 := latencyMedians(v.rounds)
 		if n == 0 || steps == 0 {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t-\t-\t\n", v.name, errs)
 			continue
 		}
 		perReq[v], perStep[v] = us(cpu)/float64(n), us(cpu)/float64(steps)
 		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t%.0f µs\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
-			median(p50), median(p99), errs, float64(steps)/float64(n), perReq[v], perStep[v], us(self)/float64(n))
+			p50, p99, errs, float64(steps)/float64(n), perReq[v], perStep[v], us(self)/float64(n))
 	}
 	tw.Flush()
 	chat, turn, step := perReq[a.chat], perReq[a.agent], perStep[a.agent]
@@ -287,18 +283,14 @@ func (r *report) writeGraph(b *strings.Builder) {
 	perReq := map[*agentVariant]float64{}
 	for _, v := range g.variants {
 		n, _, cpu, self, errs := v.totals()
-		var p50, p99 []float64
-		for _, w := range v.rounds {
-			p50 = append(p50, us(w.p50))
-			p99 = append(p99, us(w.p99))
-		}
+		p50, p99 := latencyMedians(v.rounds)
 		if n == 0 {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t\n", v.name, errs)
 			continue
 		}
 		perReq[v] = us(cpu) / float64(n)
 		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
-			median(p50), median(p99), errs, perReq[v], us(self)/float64(n))
+			p50, p99, errs, perReq[v], us(self)/float64(n))
 	}
 	tw.Flush()
 	chat, run := perReq[g.chat], perReq[g.graph]
@@ -314,6 +306,15 @@ func (r *report) writeGraph(b *strings.Builder) {
 	fmt.Fprintf(b, "   its %d nodes, events and stored node executions, and its second model call\n", graphNodes)
 	fmt.Fprintf(b, "   target: ≤ %.0f µs of server CPU per run over its model calls (here bounded above by the figure\n", graphTarget)
 	fmt.Fprintf(b, "   over a Chatbot request, which also counts the second call): %s (%.0f µs)\n", verdict, over)
+}
+
+// latencyMedians are the medians over windows of their p50 and p99 latencies, in µs.
+func latencyMedians(ws []window) (p50, p99 float64) {
+	var a, b []float64
+	for _, w := range ws {
+		a, b = append(a, us(w.p50)), append(b, us(w.p99))
+	}
+	return median(a), median(b)
 }
 
 func rates(ws []window) []float64 {

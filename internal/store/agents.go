@@ -165,15 +165,10 @@ WHERE a.app_id = ? AND a.status = ?`), appID, AgentActive)
 func (s *Store) changeAgent(ctx context.Context, appID string, fn func(tx *sql.Tx, agentID string, now int64) error) error {
 	now := time.Now().Unix()
 	return s.WithTx(ctx, func(tx *sql.Tx) error {
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE apps SET revision = revision + 1, updated_at = ?
-WHERE id = ? AND deleted_at IS NULL`), now, appID)
+		err := oneRow(s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE apps SET revision = revision + 1, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL`), now, appID))
 		if err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
 		}
 		var agentID string
 		err = s.inTx(tx).QueryRowContext(ctx, s.Rebind("SELECT id FROM agents WHERE app_id = ? AND status = ?"), appID, AgentActive).Scan(&agentID)

@@ -246,15 +246,10 @@ func (s *Store) PublishApp(ctx context.Context, id string) (AppVersion, error) {
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
 		// Bumping the revision first locks the row on PostgreSQL, so concurrent publishes of
 		// one app number their versions one after the other.
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE apps SET revision = revision + 1, updated_at = ?
-WHERE id = ? AND deleted_at IS NULL AND definition IS NOT NULL`), now.Unix(), id)
+		err := oneRow(s.inTx(tx).ExecContext(ctx, s.Rebind(`UPDATE apps SET revision = revision + 1, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL AND definition IS NOT NULL`), now.Unix(), id))
 		if err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
 		}
 		var def string
 		if err := s.inTx(tx).QueryRowContext(ctx, s.Rebind(`SELECT definition,

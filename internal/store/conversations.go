@@ -306,20 +306,6 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`,
 		[]any{name, now, now, id, appID, endUserID}
 }
 
-// oneRow is the error of a statement that must change one row: its own, or ErrNotFound when it
-// changed none.
-func oneRow(res sql.Result, err error) error {
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
 // TouchConversation moves the conversation's updated_at forward to at. It
 // never moves it back, and an unknown id is silently a no-op, so it is safe
 // to call after any activity.

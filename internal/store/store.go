@@ -278,3 +278,17 @@ func mapError(err error) error {
 		return err
 	}
 }
+
+// oneRow is the error of a statement that must change one row: its own, or ErrNotFound when it
+// changed none.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -173,15 +173,9 @@ func (s *Store) ReplaceToolProvider(ctx context.Context, p ToolProvider) (ToolPr
 // gives an error wrapping [ErrNotFound].
 func (s *Store) UpdateToolProviderDefinition(ctx context.Context, name, definition string) error {
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind("UPDATE tool_providers SET definition = ?, updated_at = ? WHERE name = ?"),
-			definition, time.Now().Unix(), name)
-		if err != nil {
+		if err := oneRow(s.inTx(tx).ExecContext(ctx, s.Rebind("UPDATE tool_providers SET definition = ?, updated_at = ? WHERE name = ?"),
+			definition, time.Now().Unix(), name)); err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
 		}
 		return s.bumpToolProviders(ctx, tx)
 	})
@@ -195,14 +189,8 @@ func (s *Store) UpdateToolProviderDefinition(ctx context.Context, name, definiti
 // [ErrNotFound]. Apps naming its tools keep them, and calling one fails with an observation.
 func (s *Store) DeleteToolProvider(ctx context.Context, name string) error {
 	err := s.WithTx(ctx, func(tx *sql.Tx) error {
-		res, err := s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM tool_providers WHERE name = ?"), name)
-		if err != nil {
+		if err := oneRow(s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM tool_providers WHERE name = ?"), name)); err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
 		}
 		return s.bumpToolProviders(ctx, tx)
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -119,26 +120,51 @@ FROM workflow_runs WHERE id = ?`), id).Scan(&r.ID, &r.AppID, &r.WorkflowID, &con
 
 // SaveNodeExecution writes e: a node that started, or the new state of one already written.
 func (s *Store) SaveNodeExecution(ctx context.Context, e NodeExecution) error {
-	e.CreatedAt = nowOr(e.CreatedAt)
-	var finished sql.NullInt64
-	if e.FinishedAt != nil {
-		finished = sql.NullInt64{Int64: e.FinishedAt.Unix(), Valid: true}
-	}
-	_, err := s.exec(ctx, `INSERT INTO workflow_node_executions
+	return s.SaveNodeExecutions(ctx, []NodeExecution{e})
+}
+
+// SaveNodeExecutions stores node executions as SaveNodeExecution does, in one statement (of at
+// most maxNodeExecutionsPerStatement rows at a time): a Chatflow run stores those of its quick
+// nodes together, in one commit rather than one each.
+func (s *Store) SaveNodeExecutions(ctx context.Context, es []NodeExecution) error {
+	for len(es) > 0 {
+		n := min(len(es), maxNodeExecutionsPerStatement)
+		var q strings.Builder
+		q.WriteString(`INSERT INTO workflow_node_executions
 (id, workflow_run_id, node_id, node_type, title, idx, predecessor_node_id, inputs, process_data, outputs, status,
  error, elapsed, execution_metadata, created_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES `)
+		args := make([]any, 0, 16*n)
+		for i, e := range es[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			e.CreatedAt = nowOr(e.CreatedAt)
+			var finished sql.NullInt64
+			if e.FinishedAt != nil {
+				finished = sql.NullInt64{Int64: e.FinishedAt.Unix(), Valid: true}
+			}
+			args = append(args, e.ID, e.WorkflowRunID, e.NodeID, e.NodeType, e.Title, e.Index, nullString(e.PredecessorNodeID),
+				optJSON(e.Inputs), optJSON(e.ProcessData), optJSON(e.Outputs), e.Status, e.Error, e.Elapsed,
+				optJSON(e.Metadata), e.CreatedAt.Unix(), finished)
+		}
+		q.WriteString(`
 ON CONFLICT (id) DO UPDATE SET inputs = excluded.inputs, process_data = excluded.process_data,
  outputs = excluded.outputs, status = excluded.status, error = excluded.error, elapsed = excluded.elapsed,
- execution_metadata = excluded.execution_metadata, finished_at = excluded.finished_at`,
-		e.ID, e.WorkflowRunID, e.NodeID, e.NodeType, e.Title, e.Index, nullString(e.PredecessorNodeID),
-		optJSON(e.Inputs), optJSON(e.ProcessData), optJSON(e.Outputs), e.Status, e.Error, e.Elapsed,
-		optJSON(e.Metadata), e.CreatedAt.Unix(), finished)
-	if err != nil {
-		return fmt.Errorf("store: save node execution %s: %w", e.ID, err)
+ execution_metadata = excluded.execution_metadata, finished_at = excluded.finished_at`)
+		if _, err := s.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("store: save node executions of %s: %w", es[0].WorkflowRunID, err)
+		}
+		es = es[n:]
 	}
 	return nil
 }
+
+// maxNodeExecutionsPerStatement bounds the rows of one SaveNodeExecutions statement (16
+// parameters each, far below either engine's limit), and so the texts the statement cache
+// keeps for it.
+const maxNodeExecutionsPerStatement = 32
 
 // NodeExecutions returns the node executions of a run, in execution order.
 func (s *Store) NodeExecutions(ctx context.Context, runID string) ([]NodeExecution, error) {

@@ -146,6 +146,8 @@ type Spec struct {
 	steps *atomic.Int64
 	// exceptions counts the node exceptions of the whole run, inside container bodies too.
 	exceptions *atomic.Int64
+	// saves holds the run's node executions until they are stored (saves.go).
+	saves *nodeSaves
 }
 
 // TextChunk is the data of a text_chunk event.
@@ -208,11 +210,14 @@ type outcome struct {
 // happen; workflow_started and workflow_finished are the caller's.
 func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 	spec.scope, spec.steps, spec.exceptions = "", new(atomic.Int64), new(atomic.Int64)
+	spec.saves = &nodeSaves{e: e}
 	if spec.From != nil {
 		spec.steps.Store(spec.From.Steps)
 		spec.exceptions.Store(spec.From.Exceptions)
 	}
 	rep := e.execute(ctx, spec, spec.Graph.Root)
+	// Every node execution is stored before the run's outcome is.
+	spec.saves.flush(ctx)
 	rep.Steps, rep.Exceptions = int(spec.steps.Load()), int(spec.exceptions.Load())
 	if rep.Status == StatusSucceeded && rep.Exceptions > 0 {
 		// An exception inside a container's body counts as one in the graph does.
@@ -474,7 +479,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	}
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
-	settle := e.saveRunning(ctx, rec)
+	settle := e.saveRunning(ctx, spec.saves, rec)
 	spec.Out.Emit(run.Event{Kind: run.EventNodeStarted, Data: nodeStarted{
 		ID: x.ExecutionID, NodeID: n.ID, NodeType: n.Type, Title: n.Title, Index: index,
 		PredecessorNodeID: nullable(predecessor), CreatedAt: created.Unix(), Extras: map[string]any{},
@@ -510,7 +515,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 		o.status, o.pause = NodePaused, p.Form
 		rec.Inputs, rec.Status = res.Inputs, NodePaused
 		settle()
-		e.save(ctx, rec)
+		spec.saves.add(ctx, rec, false)
 		return o
 	}
 	switch {
@@ -551,7 +556,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 		rec.Error = errMsg.Error()
 	}
 	settle()
-	e.save(ctx, rec)
+	spec.saves.add(ctx, rec, false)
 	spec.Out.Emit(run.Event{Kind: run.EventNodeFinished, Data: data})
 	return o
 }
@@ -589,17 +594,18 @@ func (e *Engine) attempt(ctx context.Context, x *Exec, r NodeRunner) (res Result
 // a crash leaves.
 const runningSaveDelay = 50 * time.Millisecond
 
-// saveRunning stores rec, a node's running execution, if the node is still running after
-// runningSaveDelay. settle, called before the node's next state is stored, cancels that save
-// or waits for it, so that the last state stored is the last state.
-func (e *Engine) saveRunning(ctx context.Context, rec NodeExecution) (settle func()) {
+// saveRunning stores rec, a node's running execution, with the run's executions kept so far,
+// if the node is still running after runningSaveDelay. settle, called before the node's next
+// state is stored, cancels that save or waits for it, so that the last state stored is the
+// last state.
+func (e *Engine) saveRunning(ctx context.Context, saves *nodeSaves, rec NodeExecution) (settle func()) {
 	if e.store == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
 	t := time.AfterFunc(runningSaveDelay, func() {
 		defer close(done)
-		e.save(ctx, rec)
+		saves.add(ctx, rec, true)
 	})
 	return func() {
 		if !t.Stop() {

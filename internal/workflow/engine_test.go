@@ -657,3 +657,56 @@ func TestQuickNodesAreStoredOnce(t *testing.T) {
 		}
 	}
 }
+
+// batchStates is savedStates that stores batches, recording each.
+type batchStates struct {
+	savedStates
+	batches []string
+}
+
+func (b *batchStates) SaveNodeExecutions(ctx context.Context, recs []workflow.NodeExecution) error {
+	var ids []string
+	for _, rec := range recs {
+		_ = b.SaveNodeExecution(ctx, rec)
+		ids = append(ids, rec.NodeID+":"+rec.Status)
+	}
+	b.mu.Lock()
+	b.batches = append(b.batches, strings.Join(ids, " "))
+	b.mu.Unlock()
+	return nil
+}
+
+// TestNodeExecutionsAreStoredTogether: with a store that takes batches, a run's quick nodes are
+// stored together; a slow node's running state goes out with what was kept before it, and the
+// rest when the run ends, before Execute returns.
+func TestNodeExecutionsAreStoredTogether(t *testing.T) {
+	t.Parallel()
+	f := &fixtures{}
+	r := f.registry()
+	r["slow"] = func(*workflow.Node) (workflow.NodeRunner, error) {
+		return workflow.NodeFunc(func(ctx context.Context, _ *workflow.Exec) (workflow.Result, error) {
+			time.Sleep(200 * time.Millisecond)
+			return workflow.Result{Outputs: map[string]any{"out": "late"}}, nil
+		}), nil
+	}
+	g := graph(t, []any{
+		node("start", "start", map[string]any{"variables": []any{}}),
+		node("slow", "slow", nil),
+		node("quote", "template-transform", map[string]any{"template": "{{ x }}!",
+			"variables": []any{map[string]any{"variable": "x", "value_selector": []any{"slow", "out"}}}}),
+		node("end", "answer", map[string]any{"answer": "{{#quote.output#}}"}),
+	}, []any{edge("start", "source", "slow"), edge("slow", "source", "quote"), edge("quote", "source", "end")})
+	saved := &batchStates{}
+	e := workflow.NewEngine(workflow.Options{Nodes: r, Store: saved})
+	pool := workflow.NewPool()
+	pool.Set(workflow.ScopeSys, workflow.SysQuery, "hello")
+	rep := e.Execute(context.Background(), workflow.Spec{Graph: g, Pool: pool, RunID: "r", Out: &sink{}, Env: &nodes.Env{}})
+	if rep.Status != workflow.StatusSucceeded {
+		t.Fatalf("report = %+v", rep)
+	}
+	saved.mu.Lock()
+	defer saved.mu.Unlock()
+	if got := strings.Join(saved.batches, " | "); got != "start:succeeded slow:running | slow:succeeded quote:succeeded end:succeeded" {
+		t.Fatalf("batches: %s", got)
+	}
+}

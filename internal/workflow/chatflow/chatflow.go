@@ -69,7 +69,7 @@ type Store interface {
 	AppVersion(ctx context.Context, id string) (store.AppVersion, error)
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]store.Message, error)
 	SaveWorkflowRun(ctx context.Context, r store.WorkflowRun) error
-	SaveNodeExecution(ctx context.Context, e store.NodeExecution) error
+	SaveNodeExecutions(ctx context.Context, es []store.NodeExecution) error
 	ConversationVariables(ctx context.Context, conversationID string) ([]store.ConversationVariable, error)
 	SaveConversationVariables(ctx context.Context, vs []store.ConversationVariable) error
 	SaveRunSegment(ctx context.Context, seg store.RunSegment) error
@@ -570,6 +570,20 @@ func fileValue(ref run.File, up store.UploadFile) *value.File {
 type executions struct{ s Store }
 
 func (e executions) SaveNodeExecution(ctx context.Context, rec workflow.NodeExecution) error {
+	return e.s.SaveNodeExecutions(ctx, []store.NodeExecution{storedExecution(rec)})
+}
+
+// SaveNodeExecutions implements workflow.BatchStore: a run's quick nodes are stored together.
+func (e executions) SaveNodeExecutions(ctx context.Context, recs []workflow.NodeExecution) error {
+	out := make([]store.NodeExecution, len(recs))
+	for i, rec := range recs {
+		out[i] = storedExecution(rec)
+	}
+	return e.s.SaveNodeExecutions(ctx, out)
+}
+
+// storedExecution is a node execution as the store keeps it, its maps in JSON.
+func storedExecution(rec workflow.NodeExecution) store.NodeExecution {
 	enc := func(m map[string]any) json.RawMessage {
 		if m == nil {
 			return nil
@@ -580,11 +594,13 @@ func (e executions) SaveNodeExecution(ctx context.Context, rec workflow.NodeExec
 		}
 		return raw
 	}
-	return e.s.SaveNodeExecution(ctx, store.NodeExecution{ID: rec.ID, WorkflowRunID: rec.RunID, NodeID: rec.NodeID,
+	return store.NodeExecution{ID: rec.ID, WorkflowRunID: rec.RunID, NodeID: rec.NodeID,
 		NodeType: rec.NodeType, Title: rec.Title, Index: rec.Index, PredecessorNodeID: rec.PredecessorNodeID,
 		Inputs: enc(rec.Inputs), ProcessData: enc(rec.ProcessData), Outputs: enc(rec.Outputs), Metadata: enc(rec.Metadata),
-		Status: rec.Status, Error: rec.Error, Elapsed: rec.Elapsed, CreatedAt: rec.CreatedAt, FinishedAt: rec.FinishedAt})
+		Status: rec.Status, Error: rec.Error, Elapsed: rec.Elapsed, CreatedAt: rec.CreatedAt, FinishedAt: rec.FinishedAt}
 }
+
+var _ workflow.BatchStore = executions{}
 
 func str(v any) string {
 	s, _ := v.(string)

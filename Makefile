@@ -48,8 +48,14 @@ run: build ## Build, then run the server on the embedded default (SQLite under .
 migrate: ## Apply database migrations.
 	$(GO) run ./cmd/parley migrate
 
-test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance.
+# BUDGET_PKGS hold the tests that pin allocations and SQL statements per request (the
+# TestXxxBudget(s) tests, parleytest.CheckBudget). The race detector adds allocations of its
+# own, so under -race they check statements only; test runs them once more without it.
+BUDGET_PKGS := ./server ./internal/agent ./internal/workflow/chatflow ./internal/jobs
+
+test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance; then the allocation budgets without the race detector.
 	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'Budgets?$$' $(BUDGET_PKGS)
 
 bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...; its replicas phase runs 1 and 3 replicas on PostgreSQL and Redis), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).
 	@mkdir -p $(dir $(BENCH_OUT)) bench

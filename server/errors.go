@@ -37,8 +37,8 @@ func apiError(status int, code, message string) *APIError {
 	return &APIError{Status: status, Code: code, Message: message}
 }
 
-// body is the contract's Error body of e, {code, message, status}: the one place it is encoded
-// for a JSON response (a stream's error event carries the same members, written in runs.go).
+// body is the contract's Error body of e, {code, message, status}: the one place it is
+// encoded, for a JSON response and, through appendMembers, for a stream's error event.
 func (e *APIError) body() []byte {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
@@ -46,6 +46,13 @@ func (e *APIError) body() []byte {
 		Status  int    `json:"status"`
 	}{e.Code, e.Message, e.Status})
 	return b
+}
+
+// appendMembers appends the members of e's Error body to a JSON object being written: a
+// stream's error event carries them after its envelope, exactly as a JSON response has them.
+func (e *APIError) appendMembers(b []byte) []byte {
+	body := e.body()
+	return append(append(b, ','), body[1:len(body)-1]...)
 }
 
 // withCause returns a copy of e that remembers cause for the log.

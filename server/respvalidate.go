@@ -343,9 +343,7 @@ func (w *captureWriter) finish() {
 	if err := w.validate(body); err != nil {
 		w.v.violation(w.req, "response "+strconv.Itoa(w.status), err)
 		if w.v.mode == ValidationEnforce {
-			e := errInternal(err)
-			e.Message = "The response violated the API contract."
-			body = e.body()
+			body = errContractViolation(err).body()
 			h := w.Header()
 			h.Del(echo.HeaderWWWAuthenticate)
 			h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
@@ -477,24 +475,31 @@ func (s *sseChecker) check(frame []byte) error {
 	return schema.VisitJSON(doc, openapi3.MultiErrors())
 }
 
+// errContractViolation is what a client gets, in enforce mode, instead of a response or an
+// event that broke the contract.
+func errContractViolation(cause error) *APIError {
+	e := errInternal(cause)
+	e.Message = "The response violated the API contract."
+	return e
+}
+
 // replacement is the `error` event that ends a stream whose event broke the contract; it keeps
 // the envelope of the offending event so that it is itself valid.
 func (s *sseChecker) replacement(frame []byte) []byte {
-	ev := map[string]any{"event": "error", "status": http.StatusInternalServerError,
-		"code": "internal_server_error", "message": "The response violated the API contract."}
-	var bad map[string]any
+	var bad map[string]json.RawMessage
 	for line := range bytes.SplitSeq(frame, []byte("\n")) {
 		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 			_ = json.Unmarshal(bytes.TrimSpace(rest), &bad)
 		}
 	}
+	b := []byte(`data: {"event":"error"`)
 	for _, k := range []string{"conversation_id", "message_id", "created_at", "workflow_run_id"} {
 		if val, ok := bad[k]; ok {
-			ev[k] = val
+			b = append(append(append(append(b, `,"`...), k...), `":`...), val...)
 		}
 	}
-	b, _ := json.Marshal(ev)
-	return append(append([]byte("data: "), b...), frameSep...)
+	b = append(errContractViolation(nil).appendMembers(b), '}')
+	return append(b, frameSep...)
 }
 
 var _ io.Writer = (*captureWriter)(nil)

@@ -205,11 +205,7 @@ func (enc *eventEncoder) encode(ev run.Event) ([]byte, error) {
 	var err error
 	switch k := ev.Kind; {
 	case k == run.EventError:
-		e := mapError(ev.Err)
-		b = append(b, enc.workflowRun...)
-		b = strconv.AppendInt(append(b, `,"status":`...), int64(e.Status), 10)
-		b = jsonenc.AppendString(append(b, `,"code":`...), e.Code)
-		b = jsonenc.AppendString(append(b, `,"message":`...), e.Message)
+		b = mapError(ev.Err).appendMembers(append(b, enc.workflowRun...))
 	case k == run.EventMessage:
 		b = append(append(b, enc.task...), enc.id...)
 		b = jsonenc.AppendString(append(b, `,"answer":`...), ev.Answer)

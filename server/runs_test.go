@@ -149,7 +149,7 @@ func TestEncodeWorkflowEvents(t *testing.T) {
 		{run.Event{Kind: run.EventTextChunk, Data: map[string]any{"text": "Hi", "from_variable_selector": []string{"llm", "text"}}},
 			fmt.Sprintf(head, "text_chunk") + `,"task_id":"` + testTask + `","data":{"from_variable_selector":["llm","text"],"text":"Hi"}}`},
 		{run.Event{Kind: run.EventError, Err: errors.New("boom")},
-			fmt.Sprintf(head, "error") + `,"status":500,"code":"internal_server_error","message":"Internal Server Error."}`},
+			fmt.Sprintf(head, "error") + `,"code":"internal_server_error","message":"Internal Server Error.","status":500}`},
 	} {
 		data, err := enc.encode(tc.ev)
 		if err != nil {
@@ -186,7 +186,7 @@ func TestEncodeChatEventsExactly(t *testing.T) {
 		{run.Event{Kind: run.EventMessage, Answer: "Hi \"you\"\n"},
 			`{"event":"message",` + env + `,"task_id":"` + testTask + `","id":"` + testMessage + `","answer":"Hi \"you\"\n","from_variable_selector":null}`},
 		{run.Event{Kind: run.EventError, Err: errors.New("boom")},
-			`{"event":"error",` + env + `,"status":500,"code":"internal_server_error","message":"Internal Server Error."}`},
+			`{"event":"error",` + env + `,"code":"internal_server_error","message":"Internal Server Error.","status":500}`},
 		{run.Event{Kind: run.EventAgentThought, Data: map[string]any{"id": "t", "position": 2}},
 			`{"event":"agent_thought",` + env + `,"task_id":"` + testTask + `","id":"t","position":2}`},
 	} {

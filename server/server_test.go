@@ -251,8 +251,14 @@ func TestEnforceEndsViolatingStream(t *testing.T) {
 	if len(frames) != 3 {
 		t.Fatalf("frames: %q", frames)
 	}
-	if !strings.Contains(frames[2], `"event":"error"`) || !strings.Contains(frames[2], `"code":"internal_server_error"`) {
-		t.Fatalf("last frame %q is not the error event", frames[2])
+	// The error event keeps the offending event's envelope and carries the Error body's members.
+	want := `data: {"event":"error","conversation_id":"7b0b2b1c-5a4f-4f4e-9a55-3c0b5d0e9c11","message_id":"8c1c3c2d-6b5f-4f5f-8b66-4d1c6e1fad22","created_at":1705398420,` +
+		`"code":"internal_server_error","message":"The response violated the API contract.","status":500}`
+	if frames[2] != want {
+		t.Fatalf("last frame\n got %s\nwant %s", frames[2], want)
+	}
+	if err := f.srv.validator.CheckEvent("sendChatMessage", []byte(frames[2])); err != nil {
+		t.Fatalf("the error event breaks the contract itself: %v", err)
 	}
 	if writeErr == nil {
 		t.Fatal("the producer was not told to stop")

@@ -15,8 +15,10 @@ import (
 //
 // Counted: every statement executed (Exec and Query, prepared or not), and the beginning and
 // the end (commit or rollback) of every transaction. Not counted: preparing a statement (once
-// per connection and text, thanks to the statement cache), pings and connection resets, and
-// what the PostgreSQL blob store sends through pgx directly (COPY of blob chunks).
+// per connection and text, thanks to the statement cache), pings and connection resets, what
+// the PostgreSQL blob store sends through pgx directly (COPY of blob chunks), and what SQLite's
+// writer path adds to run several writes in one commit (the batch's transaction and savepoints,
+// writegate.go): how many writes meet in a batch depends on timing, and the count must not.
 
 // Statements is the number of statements this store has sent to the database since it was
 // opened (see above for what counts).
@@ -77,13 +79,23 @@ func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver
 	return &countingStmt{Stmt: st, n: c.n}, nil
 }
 
+// uncountedKey marks the context of statements the count leaves out (see above).
+type uncountedKey struct{}
+
+// uncounted returns ctx with its statements and transactions left out of the count.
+func uncounted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, uncountedKey{}, true)
+}
+
+func isUncounted(ctx context.Context) bool { return ctx.Value(uncountedKey{}) != nil }
+
 func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	ec, ok := c.Conn.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares and runs it, counted there
 	}
 	res, err := ec.ExecContext(ctx, query, args)
-	if err != driver.ErrSkip {
+	if err != driver.ErrSkip && !isUncounted(ctx) {
 		c.n.Add(1)
 	}
 	return res, err
@@ -112,11 +124,14 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 		//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
 		tx, err = c.Conn.Begin()
 	}
-	c.n.Add(1)
+	skip := isUncounted(ctx)
+	if !skip {
+		c.n.Add(1)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return countingTx{Tx: tx, n: c.n}, nil
+	return countingTx{Tx: tx, n: c.n, skip: skip}, nil
 }
 
 func (c *countingConn) Ping(ctx context.Context) error {
@@ -150,16 +165,21 @@ func (c *countingConn) CheckNamedValue(nv *driver.NamedValue) error {
 // countingTx counts a transaction's end.
 type countingTx struct {
 	driver.Tx
-	n *atomic.Uint64
+	n    *atomic.Uint64
+	skip bool // an uncounted transaction
 }
 
 func (t countingTx) Commit() error {
-	t.n.Add(1)
+	if !t.skip {
+		t.n.Add(1)
+	}
 	return t.Tx.Commit()
 }
 
 func (t countingTx) Rollback() error {
-	t.n.Add(1)
+	if !t.skip {
+		t.n.Add(1)
+	}
 	return t.Tx.Rollback()
 }
 

@@ -65,10 +65,10 @@ type cached struct {
 }
 
 // conn is the statement-caching execer for queries outside a transaction.
-func (s *Store) conn() execer { return cached{c: s.stmts, db: s.db} }
+func (s *Store) conn() cached { return cached{c: s.stmts, db: s.db} }
 
 // inTx is the statement-caching execer for queries inside tx.
-func (s *Store) inTx(tx *sql.Tx) execer { return cached{c: s.stmts, db: s.db, tx: tx} }
+func (s *Store) inTx(tx *sql.Tx) cached { return cached{c: s.stmts, db: s.db, tx: tx} }
 
 func (q cached) stmt(ctx context.Context, query string) *sql.Stmt {
 	st := q.c.get(ctx, query)

@@ -66,7 +66,7 @@ type Store struct {
 	pending   map[*sql.Tx][]string
 
 	// writes is the one writer path of a SQLite database (writegate.go); nil on PostgreSQL.
-	writes writeGate
+	writes *writeGate
 }
 
 // Open connects to the database and checks that it answers.
@@ -203,34 +203,44 @@ func rebindDollar(query string) string {
 // error is returned as is. On SQLite the transaction takes the write lock
 // when it begins (BEGIN IMMEDIATE), so fn is never re-run: only the BEGIN is
 // retried while the database is busy.
-func (s *Store) WithTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	if err := s.writes.enter(ctx); err != nil {
+func (s *Store) WithTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.writes != nil {
+		_, err := s.pass(pendingWrite{ctx: ctx, tx: fn})
 		return err
 	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		s.writes.leave()
-		return fmt.Errorf("store: begin transaction: %w", err)
+	tx, committed, err := s.runTx(ctx, fn)
+	if tx != nil {
+		s.endTx(tx, committed)
 	}
-	committed := false
+	return err
+}
+
+// runTx runs fn in a transaction of its own, as WithTx says, and returns the transaction and
+// whether it committed; the caller tells the hooks (endTx).
+func (s *Store) runTx(ctx context.Context, fn func(tx *sql.Tx) error) (tx *sql.Tx, committed bool, err error) {
+	tx, err = s.begin(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: begin transaction: %w", err)
+	}
 	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			s.endTx(tx, false)
+			panic(p)
+		}
 		if !committed {
 			if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && err != nil {
 				err = errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
 			}
 		}
-		// The next writer goes in before the hooks of this transaction run: they may write.
-		s.writes.leave()
-		s.endTx(tx, committed)
 	}()
 	if err := fn(tx); err != nil {
-		return err
+		return tx, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", mapError(err))
+		return tx, false, fmt.Errorf("store: commit: %w", mapError(err))
 	}
-	committed = true
-	return nil
+	return tx, true, nil
 }
 
 func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
@@ -251,19 +261,6 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// exec runs one rebound write statement outside any transaction. On SQLite
-// a busy error means the statement did not apply, so it is safe to retry.
-func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	query = s.Rebind(query)
-	var res sql.Result
-	err := s.write(ctx, func() error {
-		var err error
-		res, err = s.conn().ExecContext(ctx, query, args...)
-		return err
-	})
-	return res, mapError(err)
 }
 
 // mapError turns driver-specific constraint errors into the package

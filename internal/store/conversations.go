@@ -97,6 +97,14 @@ func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message
 	if err := prepareMessage(&m); err != nil {
 		return Conversation{}, Message{}, err
 	}
+	// The conversation is new: the message is its owner's, and its creation is the
+	// conversation's latest update, with no statement to touch it.
+	if m.AppID != c.AppID || m.EndUserID != c.EndUserID {
+		return Conversation{}, Message{}, fmt.Errorf("store: start conversation: conversation %s: %w", c.ID, ErrNotFound)
+	}
+	if c.UpdatedAt.Before(m.CreatedAt) {
+		c.UpdatedAt = m.CreatedAt
+	}
 	fs, err := prepareMessageFiles(files, m.ID)
 	if err != nil {
 		return Conversation{}, Message{}, fmt.Errorf("store: start conversation: %w", err)
@@ -105,7 +113,7 @@ func (s *Store) StartConversation(ctx context.Context, c Conversation, m Message
 		if err := s.insertConversation(ctx, s.inTx(tx), c); err != nil {
 			return err
 		}
-		if err := s.insertMessage(ctx, s.inTx(tx), m); err != nil {
+		if err := s.insertMessageRow(ctx, s.inTx(tx), m); err != nil {
 			return err
 		}
 		return s.insertMessageFiles(ctx, s.inTx(tx), fs)

@@ -212,8 +212,15 @@ func prepareMessage(m *Message) error {
 // insertMessage writes a prepared message through q, which must be a transaction: the touch of
 // the conversation and the insert go together.
 func (s *Store) insertMessage(ctx context.Context, q execer, m Message) error {
-	// The touch doubles as the ownership check: it matches only a
-	// live conversation of this app and end user.
+	if err := s.touchConversation(ctx, q, m); err != nil {
+		return err
+	}
+	return s.insertMessageRow(ctx, q, m)
+}
+
+// touchConversation moves the updated_at of m's conversation on to m's creation. It doubles as
+// the ownership check: it matches only a live conversation of m's app and end user.
+func (s *Store) touchConversation(ctx context.Context, q execer, m Message) error {
 	created := m.CreatedAt.Unix()
 	res, err := q.ExecContext(ctx, s.Rebind(`UPDATE conversations
 SET updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END
@@ -227,7 +234,12 @@ WHERE id = ? AND app_id = ? AND end_user_id = ? AND deleted_at IS NULL`),
 	} else if n == 0 {
 		return fmt.Errorf("conversation %s: %w", m.ConversationID, ErrNotFound)
 	}
-	_, err = q.ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
+	return nil
+}
+
+// insertMessageRow inserts a prepared message's row through q.
+func (s *Store) insertMessageRow(ctx context.Context, q execer, m Message) error {
+	_, err := q.ExecContext(ctx, s.Rebind("INSERT INTO messages ("+messageColumns+
 		") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
 		m.ID, m.AppID, m.ConversationID, m.EndUserID, nullString(m.ParentMessageID), m.Query, m.Answer, string(m.Inputs), m.Status, nullString(m.Error),
 		m.MessageTokens, m.AnswerTokens, m.TotalTokens, m.MessageUnitPrice, m.AnswerUnitPrice, m.PriceUnit, m.TotalPrice, m.Currency,

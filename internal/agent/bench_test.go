@@ -23,11 +23,11 @@ var turnCases = []struct {
 	// statements, its step stored as it starts, once the model called the tool and once the
 	// tool answered). The allocation budgets leave about 10%; the statements are exact.
 	{"answer", []openaitest.Reply{{Chunks: []string{"a", " b", " c"}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 3}}},
-		parleytest.Budget{Allocs: 790, Statements: 9}},
+		parleytest.Budget{Allocs: 775, Statements: 8}},
 	{"tool", []openaitest.Reply{
 		{ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression":"6*7"}`}}, Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 8}},
 		{Chunks: []string{"a", " b", " c"}, Usage: &providers.Usage{PromptTokens: 30, CompletionTokens: 3}},
-	}, parleytest.Budget{Allocs: 1530, Statements: 12}},
+	}, parleytest.Budget{Allocs: 1515, Statements: 11}},
 }
 
 // turn runs one agent turn through the run engine, the upstream scripted with replies, and

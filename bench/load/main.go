@@ -102,7 +102,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,memory,replicas", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,jobs,memory,replicas", "phases to run, comma-separated")
 	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
@@ -130,7 +130,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "memory", "replicas"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "jobs", "memory", "replicas"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -281,6 +281,14 @@ func bench(ctx context.Context, o options, rep *report) error {
 		rep.mainLog = p.logSummary()
 		p.stop()
 		rep.mainLog = p.logSummary()
+	}
+	if o.runs("jobs") {
+		logf("jobs phase: durable jobs one at a time for %s + warm-up", o.duration)
+		j, err := jobPhase(ctx, o, jobDir(tmp))
+		rep.jobs = &j
+		if err != nil {
+			return err
+		}
 	}
 	if o.runs("memory") {
 		// A fresh server, so that the idle figure is not the heap the earlier phases left.

@@ -8,14 +8,6 @@ import (
 	"time"
 )
 
-// Targets the report checks against.
-const (
-	targetAddedTTFTP99 = time.Millisecond
-	targetBlockingRate = 3000.0
-	targetOpenRSS      = 100e6 // bytes, for targetOpenStreams streams
-	targetOpenStreams  = 1000
-)
-
 // report collects the phases' results and renders them.
 type report struct {
 	opts               options
@@ -24,6 +16,7 @@ type report struct {
 	blocking           *blockingResult
 	agent              *agentPhaseResult
 	graph              *graphPhaseResult
+	jobs               *jobResult
 	memory             *memoryResult
 	mainLog, memoryLog string
 	replicas           []*replicasSide
@@ -62,6 +55,9 @@ func (r *report) String() string {
 	if r.graph != nil {
 		r.writeGraph(&b)
 	}
+	if r.jobs != nil {
+		r.writeJobs(&b)
+	}
 	if r.mainLog != "" {
 		fmt.Fprintf(&b, "\n  server log (phases 1, 2, 2b and 2c): %s\n", r.mainLog)
 	}
@@ -71,6 +67,7 @@ func (r *report) String() string {
 	if r.replicas != nil || r.replicasSkipped != "" {
 		r.writeReplicas(&b)
 	}
+	r.writeTargets(&b)
 	if r.endLoad != "" {
 		fmt.Fprintf(&b, "\n  load avg %s at the end (1/5/15 min)\n", r.endLoad)
 	}
@@ -117,7 +114,7 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult, target bool)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  \tdirect µs\tparley µs\tadded µs\tratio\tadded, range over rounds\t\n")
 	latencyRow(tw, "TTFT p50", l.direct, l.parley, func(s latencySide) time.Duration { return s.ttftP50 })
-	addedTTFT99 := latencyRow(tw, "TTFT p99", l.direct, l.parley, func(s latencySide) time.Duration { return s.ttftP99 })
+	latencyRow(tw, "TTFT p99", l.direct, l.parley, func(s latencySide) time.Duration { return s.ttftP99 })
 	latencyRow(tw, "total p50", l.direct, l.parley, func(s latencySide) time.Duration { return s.totalP50 })
 	latencyRow(tw, "total p99", l.direct, l.parley, func(s latencySide) time.Duration { return s.totalP99 })
 	tw.Flush()
@@ -132,9 +129,6 @@ func (r *report) writeLatency(b *strings.Builder, l *latencyResult, target bool)
 	if target && l.parleyReqs > 0 {
 		fmt.Fprintf(b, "   parley CPU: %.0f µs per streamed chat (%d chats, incl. conversation naming after each)\n",
 			us(l.parleyCPU)/float64(l.parleyReqs), l.parleyReqs)
-	}
-	if target {
-		fmt.Fprintf(b, "   target: added TTFT p99 ≤ %.0f µs: %s (%+.0f µs)\n", us(targetAddedTTFTP99), verdict(addedTTFT99 <= us(targetAddedTTFTP99)), addedTTFT99)
 	}
 }
 
@@ -186,10 +180,6 @@ func (r *report) writeBlocking(b *strings.Builder) {
 	tw.Flush()
 	fmt.Fprintf(b, "\n   CPU/req: CPU time per completed request (parley: the server process, incl. settling after the\n")
 	fmt.Fprintf(b, "   window; bench: this process = load generator + fake upstream); %d CPUs are shared\n", runtimeCPUs())
-	if nv := bl.variants[1]; len(nv.rounds) > 0 {
-		m := median(rates(nv.rounds))
-		fmt.Fprintf(b, "   target: ≥ %.0f blocking chats/s (new conversation each, API defaults): %s (%.0f/s)\n", targetBlockingRate, verdict(m >= targetBlockingRate), m)
-	}
 }
 
 // cpuPerRequest is the server's CPU per completed request of a blocking variant, in µs (0 when
@@ -262,10 +252,6 @@ func (r *report) writeAgent(b *strings.Builder) {
 	fmt.Fprintf(b, "\n   CPU: the server process over each window and its settling, divided by completed requests, turns\n")
 	fmt.Fprintf(b, "   or steps; a Chatbot request is one step. bench: this process (load generator + fake upstream)\n")
 }
-
-// graphTarget is the target for the graph engine: server CPU per run over its model
-// calls.
-const graphTarget = 1000.0 // µs
 
 func (r *report) writeGraph(b *strings.Builder) {
 	o, g := r.opts, r.graph
@@ -356,12 +342,6 @@ func (r *report) writeMemory(b *strings.Builder) {
 	if r.memoryLog != "" {
 		fmt.Fprintf(b, "   server log: %s\n", r.memoryLog)
 	}
-	projected := m.idle.RSS + delta*targetOpenStreams/int64(m.open)
-	fmt.Fprintf(b, "   target: %d open streams in ≤ %s RSS: %s (%s", targetOpenStreams, mb(targetOpenRSS), verdict(projected <= targetOpenRSS), mb(projected))
-	if m.open != targetOpenStreams {
-		fmt.Fprintf(b, ", projected from %d streams", m.open)
-	}
-	fmt.Fprintf(b, ")\n")
 }
 
 func signedMB(b int64) string {

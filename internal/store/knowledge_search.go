@@ -92,21 +92,24 @@ func (s *Store) SearchKeywords(ctx context.Context, datasetIDs, keywords []strin
 		// token it holds. json_each must drive the join (CROSS JOIN fixes the order): index_fts
 		// can only be searched with a MATCH value in hand. The key is -count, so that lower
 		// ranks first as with bm25.
-		in, err := s.fts5Scope(ctx, datasets)
+		scope, err := s.fts5Scope(ctx, datasets)
 		if err != nil {
 			return nil, fmt.Errorf("store: search keywords: %w", err)
 		}
+		if scope.empty {
+			return nil, nil
+		}
 		matches := make([]string, len(kws))
 		for i, kw := range kws {
-			matches[i] = in + `keywords : "` + keywordToken(kw) + `"`
+			matches[i] = scope.match + `keywords : "` + keywordToken(kw) + `"`
 		}
 		text, err := json.Marshal(matches)
 		if err != nil {
 			return nil, fmt.Errorf("store: search keywords: %w", err)
 		}
 		hits, err = s.rankSQLite(ctx, `SELECT index_fts.rowid, -COUNT(*) AS k FROM json_each(?) q
-CROSS JOIN index_fts ON index_fts MATCH q.value
-GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, string(text), datasets, topK)
+CROSS JOIN index_fts ON index_fts MATCH q.value AND index_fts.rowid BETWEEN ? AND ?
+GROUP BY index_fts.rowid ORDER BY k, index_fts.rowid LIMIT ?`, []any{string(text), scope.lo, scope.hi}, datasets, topK)
 		if err != nil {
 			return nil, fmt.Errorf("store: search keywords: %w", err)
 		}
@@ -157,20 +160,23 @@ func (s *Store) SearchFullText(ctx context.Context, datasetIDs, terms []string, 
 	if len(datasets) == 0 || len(kept) == 0 || topK < 1 {
 		return nil, nil
 	}
-	var in string
+	var scope ftsScope
 	if s.dialect == DialectSQLite {
-		if in, err = s.fts5Scope(ctx, datasets); err != nil {
+		if scope, err = s.fts5Scope(ctx, datasets); err != nil {
 			return nil, fmt.Errorf("store: search full text: %w", err)
+		}
+		if scope.empty {
+			return nil, nil
 		}
 	}
 	all := false
-	if kept, all, err = s.dropCommonTerms(ctx, in, datasets, kept); err != nil {
+	if kept, all, err = s.dropCommonTerms(ctx, scope, datasets, kept); err != nil {
 		return nil, fmt.Errorf("store: search full text: %w", err)
 	}
-	hits, err := s.searchTerms(ctx, in, datasets, kept, all, topK)
+	hits, err := s.searchTerms(ctx, scope, datasets, kept, all, topK)
 	if err == nil && all && len(hits) < topK {
 		// Too few nodes hold every common term: rank those holding any of them after all.
-		hits, err = s.searchTerms(ctx, in, datasets, kept, false, topK)
+		hits, err = s.searchTerms(ctx, scope, datasets, kept, false, topK)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: search full text: %w", err)
@@ -180,14 +186,14 @@ func (s *Store) SearchFullText(ctx context.Context, datasetIDs, terms []string, 
 
 // searchTerms ranks the searchable nodes of the datasets holding any of terms (all of them
 // when all is set) by BM25 (ts_rank on PostgreSQL), scores mapped to 0..1.
-func (s *Store) searchTerms(ctx context.Context, scope string, datasets, terms []string, all bool, topK int) ([]NodeHit, error) {
+func (s *Store) searchTerms(ctx context.Context, scope ftsScope, datasets, terms []string, all bool, topK int) ([]NodeHit, error) {
 	if s.dialect == DialectSQLite {
 		match := fts5Terms(terms)
 		if all {
 			match = strings.ReplaceAll(match, `" OR "`, `" AND "`)
 		}
 		hits, err := s.rankSQLite(ctx, `SELECT rowid, bm25(index_fts, 1.0, 0.0, 0.0) AS k FROM index_fts
-WHERE index_fts MATCH ? ORDER BY k, rowid LIMIT ?`, scope+match, datasets, topK)
+WHERE index_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY k, rowid LIMIT ?`, []any{scope.match + match, scope.lo, scope.hi}, datasets, topK)
 		if err != nil {
 			return nil, err
 		}
@@ -317,7 +323,7 @@ const commonTermNodes = 2000
 // common it keeps them all and says so (all): the caller then ranks the nodes holding all of
 // them, far fewer than those holding any. On SQLite counting stops at the threshold, so a
 // common term costs a bounded scan.
-func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, terms []string) (kept []string, all bool, err error) {
+func (s *Store) dropCommonTerms(ctx context.Context, scope ftsScope, datasets, terms []string) (kept []string, all bool, err error) {
 	if len(terms) < 2 {
 		return terms, false, nil
 	}
@@ -341,8 +347,8 @@ func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, ter
 			break
 		}
 		var n int
-		err := s.conn().QueryRowContext(ctx, "SELECT count(*) FROM (SELECT rowid FROM index_fts WHERE index_fts MATCH ? LIMIT ?)",
-			scope+fts5Terms([]string{t}), commonTermNodes).Scan(&n)
+		err := s.conn().QueryRowContext(ctx, "SELECT count(*) FROM (SELECT rowid FROM index_fts WHERE index_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?)",
+			scope.match+fts5Terms([]string{t}), scope.lo, scope.hi, commonTermNodes).Scan(&n)
 		if err != nil {
 			return nil, false, err
 		}
@@ -359,7 +365,7 @@ func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, ter
 // rankSQLite runs a SQLite search in two stages and returns up to topK hits ordered by key
 // (lower first), ties in index order (rid), with Score set to the key.
 //
-// Stage one, rank, is a query over index_fts alone taking (arg, limit) and returning
+// Stage one, rank, is a query over index_fts alone taking args then a limit and returning
 // (rowid, key) ordered by key then rowid: it ranks every match, which is cheap in FTS5. Stage two
 // resolves the best candidates to nodes, keeping only searchable nodes of the datasets: a join
 // of three tables per row, which done for every match cost most of a search (at 100k nodes, a
@@ -371,7 +377,7 @@ func (s *Store) dropCommonTerms(ctx context.Context, scope string, datasets, ter
 // common in keyword search (counts are small integers), so ordering them by node id would mean
 // resolving every tied match. rid order is the order nodes were indexed, which for ids made by
 // NewID is nearly always id order.
-func (s *Store) rankSQLite(ctx context.Context, rank, arg string, datasets []string, topK int) ([]NodeHit, error) {
+func (s *Store) rankSQLite(ctx context.Context, rank string, args []any, datasets []string, topK int) ([]NodeHit, error) {
 	type candidate struct {
 		rid int64
 		key float64
@@ -380,7 +386,7 @@ func (s *Store) rankSQLite(ctx context.Context, rank, arg string, datasets []str
 	resolve := `SELECT n.rid, n.node_id` + searchableFrom + `
 WHERE n.rid IN (SELECT value FROM json_each(?)) AND n.dataset_id IN (` + dph + `) AND ` + searchableWhere
 	for limit := max(4*topK, 32); ; limit *= 8 {
-		rows, err := s.conn().QueryContext(ctx, rank, arg, limit+1)
+		rows, err := s.conn().QueryContext(ctx, rank, append(slices.Clone(args), limit+1)...)
 		if err != nil {
 			return nil, err
 		}
@@ -448,23 +454,54 @@ func fts5Terms(terms []string) string {
 	return "terms : (" + strings.Join(parts, " OR ") + ")"
 }
 
-// fts5Scope returns the start of an FTS5 MATCH expression that keeps the rows of the datasets:
-// "dataset : (…) AND ", or "" when no other dataset exists. Matching the dataset token costs a
-// walk of its rows' doclist per search (at 100k nodes it doubled a keyword search), so it is
-// done only when it spares ranking other datasets' rows. Either way the second stage of
-// rankSQLite filters by dataset, so a dataset created meanwhile changes nothing.
-func (s *Store) fts5Scope(ctx context.Context, datasets []string) (string, error) {
-	ph, args := inList(datasets)
-	var others bool
-	err := s.conn().QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM datasets WHERE id NOT IN ("+ph+"))", args...).Scan(&others)
-	if err != nil || !others {
-		return "", err
+// ftsScope keeps a SQLite search to the index_fts rows of its datasets: rowids lo to hi, the
+// least and greatest rid of the datasets' nodes, and, when nodes of other datasets lie between
+// them, match, the start of a MATCH expression naming the datasets' tokens ("dataset : (…) AND
+// "). empty means the datasets have no nodes.
+type ftsScope struct {
+	match  string
+	lo, hi int64
+	empty  bool
+}
+
+// fts5Scope returns the scope of a search of the datasets. A rowid range costs FTS5 nothing (it
+// starts and stops each term's doclist walk there), but matching the dataset token walks the
+// token's doclist, every row of the datasets, in step with the terms' (at 100k nodes it took
+// three times as long as the rest of a full-text search, and doubled a keyword search). Nodes
+// get rids in the order they are indexed, so a dataset's nodes usually form a run of their own,
+// and the token is matched only when another dataset's nodes interleave with them. Either way
+// the second stage of rankSQLite filters by dataset, so a dataset indexed meanwhile changes
+// nothing.
+func (s *Store) fts5Scope(ctx context.Context, datasets []string) (ftsScope, error) {
+	ids, err := json.Marshal(datasets)
+	if err != nil {
+		return ftsScope{}, err
+	}
+	// One index seek per dataset for each bound (a min or max over an IN list would read every
+	// entry of the datasets), and one per other dataset for a node between them.
+	var lo, hi sql.NullInt64
+	err = s.conn().QueryRowContext(ctx, `SELECT min(lo), max(hi) FROM (SELECT
+(SELECT min(rid) FROM index_nodes WHERE dataset_id = j.value) AS lo,
+(SELECT max(rid) FROM index_nodes WHERE dataset_id = j.value) AS hi FROM json_each(?) j)`, string(ids)).Scan(&lo, &hi)
+	if err != nil {
+		return ftsScope{}, err
+	}
+	if !lo.Valid {
+		return ftsScope{empty: true}, nil
+	}
+	sc := ftsScope{lo: lo.Int64, hi: hi.Int64}
+	var mixed bool
+	err = s.conn().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM datasets d WHERE d.id NOT IN (SELECT value FROM json_each(?))
+AND EXISTS (SELECT 1 FROM index_nodes n WHERE n.dataset_id = d.id AND n.rid BETWEEN ? AND ?))`, string(ids), sc.lo, sc.hi).Scan(&mixed)
+	if err != nil || !mixed {
+		return sc, err
 	}
 	parts := make([]string, len(datasets))
 	for i, id := range datasets {
 		parts[i] = `"` + datasetToken(id) + `"`
 	}
-	return "dataset : (" + strings.Join(parts, " OR ") + ") AND ", nil
+	sc.match = "dataset : (" + strings.Join(parts, " OR ") + ") AND "
+	return sc, nil
 }
 
 // tsQuery is a to_tsquery expression for any of terms: each a quoted lexeme with its quotes and

@@ -140,6 +140,75 @@ func TestSearchability(t *testing.T) {
 	})
 }
 
+// TestFTS5Scope pins how a SQLite search keeps to its datasets: by the range of their rids
+// alone while their nodes form a run of their own, adding the dataset token to the match only
+// when another dataset's nodes lie in that range. Matching the token walks every node of the
+// datasets on each search, which took most of the time of a search at 100k nodes.
+func TestFTS5Scope(t *testing.T) {
+	t.Parallel()
+	s := openEngine(t, storetest.NewEngine(t, storetest.SQLite), true)
+	ctx := t.Context()
+	a, b, c := kbDataset(t, s, "a"), kbDataset(t, s, "b"), kbDataset(t, s, "empty")
+	// a's nodes, then b's, then a's again: b's run lies inside a's range.
+	a1 := kbIndex(t, s, kbDocument(t, s, a.ID, "a1", nil), 1, "zebra a one", "zebra a two")
+	b1 := kbIndex(t, s, kbDocument(t, s, b.ID, "b1", nil), 1, "zebra b one")
+	a2 := kbIndex(t, s, kbDocument(t, s, a.ID, "a2", nil), 1, "zebra a three")
+	for _, tt := range []struct {
+		name      string
+		datasets  []string
+		token     bool
+		empty     bool
+		want      []Segment
+		firstLast [2]Segment
+	}{
+		{"a run of its own", []string{b.ID}, false, false, b1, [2]Segment{b1[0], b1[0]}},
+		{"interleaved", []string{a.ID}, true, false, append(slices.Clone(a1), a2...), [2]Segment{a1[0], a2[0]}},
+		{"both", []string{a.ID, b.ID}, false, false, append(append(slices.Clone(a1), b1...), a2...), [2]Segment{a1[0], a2[0]}},
+		{"no nodes", []string{c.ID}, false, true, nil, [2]Segment{}},
+		{"unknown", []string{NewID()}, false, true, nil, [2]Segment{}},
+	} {
+		sc, err := s.fts5Scope(ctx, tt.datasets)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if sc.empty != tt.empty || (sc.match != "") != tt.token {
+			t.Errorf("%s: scope %+v, want empty %v, token match %v", tt.name, sc, tt.empty, tt.token)
+		}
+		if !tt.empty {
+			var lo, hi int64
+			for i, seg := range tt.firstLast {
+				rid := &lo
+				if i == 1 {
+					rid = &hi
+				}
+				if err := s.DB().QueryRowContext(ctx, "SELECT rid FROM index_nodes WHERE node_id = ?", seg.IndexNodeID).Scan(rid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sc.lo != lo || sc.hi != hi {
+				t.Errorf("%s: rids %d..%d, want %d..%d", tt.name, sc.lo, sc.hi, lo, hi)
+			}
+		}
+		want := nodeIDs(tt.want...)
+		slices.Sort(want)
+		kw, err := s.SearchKeywords(ctx, tt.datasets, []string{"zebra"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := s.SearchFullText(ctx, tt.datasets, []string{"zebra"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kind, hits := range map[string][]NodeHit{"keyword": kw, "full-text": ft} {
+			got := hitIDs(hits)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %s search = %v, want %v", tt.name, kind, got, want)
+			}
+		}
+	}
+}
+
 // TestSearchPastUnsearchableMatches pins that the best matches being unsearchable (more of them
 // than SQLite's first round of candidates) does not hide a worse searchable one.
 func TestSearchPastUnsearchableMatches(t *testing.T) {

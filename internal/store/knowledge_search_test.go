@@ -140,6 +140,61 @@ func TestSearchability(t *testing.T) {
 	})
 }
 
+// TestSearchFullTextCommonTerms pins the search of a query whose terms are all common: the nodes
+// holding all of them rank, then, when too few do, those holding all but the most common term,
+// never the nodes holding any of them (which, for real stop words, is most of the index).
+func TestSearchFullTextCommonTerms(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		s.commonTerms = 4
+		ds := kbDataset(t, s, "kb")
+		// gamma is in 5 nodes, beta in 6, alpha in 7: all common at 4. The dense node holds
+		// alpha and beta often, which the nodes holding any term would have ranked high.
+		segs := kbIndex(t, s, kbDocument(t, s, ds.ID, "doc", nil), 1,
+			"alpha beta", "alpha beta", "alpha alpha alpha beta beta beta", "alpha",
+			"alpha beta gamma", "beta gamma", "beta gamma filler", "gamma", "gamma", "alpha", "alpha")
+		if s.Dialect() == DialectPostgres {
+			// Which terms are common comes from the column's statistics.
+			if _, err := s.DB().ExecContext(ctx, "ANALYZE index_nodes"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		search := func(topK int) []string {
+			t.Helper()
+			hits, err := s.SearchFullText(ctx, []string{ds.ID}, []string{"alpha", "beta", "gamma"}, topK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := hitIDs(hits)
+			slices.Sort(got)
+			return got
+		}
+		sorted := func(segs ...Segment) []string {
+			ids := nodeIDs(segs...)
+			slices.Sort(ids)
+			return ids
+		}
+		if got, want := search(1), sorted(segs[4]); !slices.Equal(got, want) {
+			t.Errorf("top 1 = %v, want the node holding every term %v", got, want)
+		}
+		// One node holds all three, three hold beta and gamma.
+		got := search(2)
+		if len(got) != 2 {
+			t.Errorf("top 2 = %v, want 2 hits", got)
+		}
+		for _, id := range got {
+			if !slices.Contains(sorted(segs[4], segs[5], segs[6]), id) {
+				t.Errorf("top 2 = %v: %s does not hold both beta and gamma", got, id)
+			}
+		}
+		// Fewer nodes than asked for hold even gamma: every node holding a term ranks.
+		if got := search(20); len(got) != len(segs) {
+			t.Errorf("top 20 = %d hits, want all %d nodes", len(got), len(segs))
+		}
+	})
+}
+
 // TestFTS5Scope pins how a SQLite search keeps to its datasets: by the range of their rids
 // alone while their nodes form a run of their own, adding the dataset token to the match only
 // when another dataset's nodes lie in that range. Matching the token walks every node of the

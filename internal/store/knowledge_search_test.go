@@ -195,6 +195,76 @@ func TestSearchFullTextCommonTerms(t *testing.T) {
 	})
 }
 
+func TestTSPairs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		terms []string
+		want  string
+	}{
+		{[]string{"a", "b"}, "'a' & 'b'"},
+		{[]string{"a", "b2", "c"}, "'a' & 'b2' | 'a' & 'c' | 'b2' & 'c'"},
+		// One term, too many to pair, or a term PostgreSQL may split, fold or quote.
+		{[]string{"a"}, ""},
+		{strings.Fields("a b c d e f g h i j k l m n o p q"), ""},
+		{[]string{"a", "e-mail"}, ""},
+		{[]string{"a", "Apple"}, ""},
+		{[]string{"a", "café"}, ""},
+		{[]string{"a", "it's"}, ""},
+	} {
+		got, ok := tsPairs(tt.terms)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("tsPairs(%q) = %q, %v; want %q", tt.terms, got, ok, tt.want)
+		}
+	}
+}
+
+// TestSearchFullTextPairs pins PostgreSQL's ranking of the nodes holding two of the terms
+// alone when at least topK do: their hits and scores are those of ranking every node holding
+// a term, as a node holding one term never outranks one holding two, however often it holds it.
+func TestSearchFullTextPairs(t *testing.T) {
+	t.Parallel()
+	s := openEngine(t, storetest.NewEngine(t, storetest.Postgres), true)
+	ctx := t.Context()
+	ds := kbDataset(t, s, "kb")
+	segs := kbIndex(t, s, kbDocument(t, s, ds.ID, "doc", nil), 1,
+		"apple banana", "apple apple apple apple apple banana", "apple apple apple apple apple apple apple apple",
+		"cherry banana", "cherry", "nothing here")
+	terms := []string{"apple", "banana", "cherry"}
+	pairs, ok := tsPairs(terms)
+	if !ok {
+		t.Fatal("tsPairs refused plain words")
+	}
+	var n int
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM index_nodes WHERE tsv @@ to_tsquery('simple', $1)", pairs).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("the pairs match %d nodes, want the 3 holding two terms", n)
+	}
+	three, err := s.SearchFullText(ctx, []string{ds.ID}, terms, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ties := nodeIDs(segs[0], segs[3])
+	slices.Sort(ties)
+	if got, want := hitIDs(three), append(nodeIDs(segs[1]), ties...); !slices.Equal(got, want) {
+		t.Errorf("top 3 = %v, want %v", got, want)
+	}
+	// Five is more than hold two terms: every node holding one ranks, with the same scores.
+	five, err := s.SearchFullText(ctx, []string{ds.ID}, terms, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(five) != 5 || !slices.Equal(hitIDs(five[:3]), hitIDs(three)) {
+		t.Fatalf("top 5 = %v, want the top 3 %v first", hitIDs(five), hitIDs(three))
+	}
+	for i := range three {
+		if five[i].Score != three[i].Score {
+			t.Errorf("hit %d: score %v among the pairs, %v among all", i, three[i].Score, five[i].Score)
+		}
+	}
+}
+
 // TestFTS5Scope pins how a SQLite search keeps to its datasets: by the range of their rids
 // alone while their nodes form a run of their own, adding the dataset token to the match only
 // when another dataset's nodes lie in that range. Matching the token walks every node of the

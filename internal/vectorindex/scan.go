@@ -141,26 +141,36 @@ func scanRange(vecs []float32, dim int, q []float32, lo, hi, k int, floor float3
 	return t.h
 }
 
-// scan returns the k best rows of vecs against q with score >= floor, best
-// first. Slabs of more than parallelMin rows are split among workers
-// goroutines, each keeping its own top k, merged at the end.
-func scan(vecs []float32, dim int, q []float32, k int, floor float32, parallelMin, workers int) []cand {
+// scan returns the k best rows of the slab s against q with score >= floor,
+// best first. Slabs of more than parallelMin rows are split among workers
+// goroutines, each keeping its own top k, merged at the end. A coded slab
+// is scanned through its codes (scanCodes), with the same result.
+func scan(s *slab, q []float32, k int, floor float32, parallelMin, workers int) []cand {
+	dim := s.dim
 	n := 0
 	if dim > 0 {
-		n = len(vecs) / dim
+		n = len(s.vecs) / dim
 	}
 	if n == 0 || k <= 0 {
 		return nil
 	}
+	part := func(lo, hi int) []cand { return scanRange(s.vecs, dim, q, lo, hi, k, floor) }
+	if s.coded {
+		qq := quantizeQuery(q)
+		part = func(lo, hi int) []cand {
+			best, _ := scanCodes(s, q, &qq, lo, hi, k, floor)
+			return best
+		}
+	}
 	if n <= parallelMin || workers < 2 {
-		return sorted(scanRange(vecs, dim, q, 0, n, k, floor))
+		return sorted(part(0, n))
 	}
 	workers = min(workers, n)
 	parts := make([][]cand, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() { parts[w] = scanRange(vecs, dim, q, lo, hi, k, floor) })
+		wg.Go(func() { parts[w] = part(lo, hi) })
 	}
 	wg.Wait()
 	all := slices.Concat(parts...)

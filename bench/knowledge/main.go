@@ -46,6 +46,7 @@ func main() {
 		pgURL   = flag.String("postgres", os.Getenv("PARLEY_BENCH_POSTGRES_URL"), "PostgreSQL server URL (empty: SQLite only)")
 		out     = flag.String("o", "", "also write the report to this file")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the indexing benchmark here")
+		retProf = flag.String("retrieval-cpuprofile", "", "write a CPU profile of each engine's retrieval queries to this path plus .sqlite or .postgres")
 		keep    = flag.Bool("keep", false, "keep the databases (and print where they are) for inspection")
 	)
 	flag.Parse()
@@ -90,7 +91,11 @@ func main() {
 			}
 			fmt.Fprintf(tw, "%s\tindexing %s\t%.2f MB/s\n", eng, tech, mbps)
 		}
-		res, err := b.retrieval(*chunks, *queries)
+		prof := ""
+		if *retProf != "" {
+			prof = *retProf + "." + eng
+		}
+		res, err := b.retrieval(*chunks, *queries, prof)
 		if err != nil {
 			fatal(err)
 		}
@@ -268,7 +273,9 @@ type latency struct {
 	p50, p99 float64
 }
 
-func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
+// retrieval builds the datasets and measures the search methods; with prof set, the searches
+// (not the building) are CPU profiled there.
+func (b *bench) retrieval(chunks, queries int, prof string) ([]latency, error) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(5, 6))
 	// Documents of 2,000 chunks each (about 1 MB).
@@ -322,6 +329,17 @@ func (b *bench) retrieval(chunks, queries int) ([]latency, error) {
 		if _, err := b.st.DB().ExecContext(ctx, "ANALYZE"); err != nil {
 			return nil, err
 		}
+	}
+	if prof != "" {
+		f, err := os.Create(prof)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var out []latency
 	small := map[string]string{eco.ID: ecoSmall.ID, hq.ID: hqSmall.ID}

@@ -26,9 +26,11 @@ package store
 //     unlike an implicit rowid survives VACUUM). Column terms holds the full-text terms;
 //     column keywords holds one token per keyword, keywordToken(keyword): its hex, so that the
 //     tokenizer neither splits nor folds it and a match is exact. Column dataset holds the
-//     token of the node's dataset (datasetToken), so that a search ranks only the rows of its
-//     datasets instead of every dataset's and filtering afterwards. The table is contentless (the text is only matched, never read back)
-//     with contentless_delete, so a node's row is removed exactly by rowid.
+//     token of the node's dataset (datasetToken), so that a search of datasets whose nodes
+//     interleave with other datasets' (by rid) ranks only the rows of its datasets instead of
+//     every row in their range and filtering afterwards (see fts5Scope). The table is
+//     contentless (the text is only matched, never read back) with contentless_delete, so a
+//     node's row is removed exactly by rowid.
 //     A B-tree keyword table was measured first, as on PostgreSQL: inserting 10 keywords per
 //     node at random positions of a 1M-row B-tree dirtied most of its leaf pages on every
 //     commit and capped indexing at about 4k nodes/s whatever the cache size. FTS5 buffers

@@ -140,6 +140,200 @@ func TestSearchability(t *testing.T) {
 	})
 }
 
+// TestSearchFullTextCommonTerms pins the search of a query whose terms are all common: the nodes
+// holding all of them rank, then, when too few do, those holding all but the most common term,
+// never the nodes holding any of them (which, for real stop words, is most of the index).
+func TestSearchFullTextCommonTerms(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		s.commonTerms = 4
+		ds := kbDataset(t, s, "kb")
+		// gamma is in 5 nodes, beta in 6, alpha in 7: all common at 4. The dense node holds
+		// alpha and beta often, which the nodes holding any term would have ranked high.
+		segs := kbIndex(t, s, kbDocument(t, s, ds.ID, "doc", nil), 1,
+			"alpha beta", "alpha beta", "alpha alpha alpha beta beta beta", "alpha",
+			"alpha beta gamma", "beta gamma", "beta gamma filler", "gamma", "gamma", "alpha", "alpha")
+		if s.Dialect() == DialectPostgres {
+			// Which terms are common comes from the column's statistics.
+			if _, err := s.DB().ExecContext(ctx, "ANALYZE index_nodes"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		search := func(topK int) []string {
+			t.Helper()
+			hits, err := s.SearchFullText(ctx, []string{ds.ID}, []string{"alpha", "beta", "gamma"}, topK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := hitIDs(hits)
+			slices.Sort(got)
+			return got
+		}
+		sorted := func(segs ...Segment) []string {
+			ids := nodeIDs(segs...)
+			slices.Sort(ids)
+			return ids
+		}
+		if got, want := search(1), sorted(segs[4]); !slices.Equal(got, want) {
+			t.Errorf("top 1 = %v, want the node holding every term %v", got, want)
+		}
+		// One node holds all three, three hold beta and gamma.
+		got := search(2)
+		if len(got) != 2 {
+			t.Errorf("top 2 = %v, want 2 hits", got)
+		}
+		for _, id := range got {
+			if !slices.Contains(sorted(segs[4], segs[5], segs[6]), id) {
+				t.Errorf("top 2 = %v: %s does not hold both beta and gamma", got, id)
+			}
+		}
+		// Fewer nodes than asked for hold even gamma: every node holding a term ranks.
+		if got := search(20); len(got) != len(segs) {
+			t.Errorf("top 20 = %d hits, want all %d nodes", len(got), len(segs))
+		}
+	})
+}
+
+func TestTSPairs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		terms []string
+		want  string
+	}{
+		{[]string{"a", "b"}, "'a' & 'b'"},
+		{[]string{"a", "b2", "c"}, "'a' & 'b2' | 'a' & 'c' | 'b2' & 'c'"},
+		// One term, too many to pair, or a term PostgreSQL may split, fold or quote.
+		{[]string{"a"}, ""},
+		{strings.Fields("a b c d e f g h i j k l m n o p q"), ""},
+		{[]string{"a", "e-mail"}, ""},
+		{[]string{"a", "Apple"}, ""},
+		{[]string{"a", "café"}, ""},
+		{[]string{"a", "it's"}, ""},
+	} {
+		got, ok := tsPairs(tt.terms)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("tsPairs(%q) = %q, %v; want %q", tt.terms, got, ok, tt.want)
+		}
+	}
+}
+
+// TestSearchFullTextPairs pins PostgreSQL's ranking of the nodes holding two of the terms
+// alone when at least topK do: their hits and scores are those of ranking every node holding
+// a term, as a node holding one term never outranks one holding two, however often it holds it.
+func TestSearchFullTextPairs(t *testing.T) {
+	t.Parallel()
+	s := openEngine(t, storetest.NewEngine(t, storetest.Postgres), true)
+	ctx := t.Context()
+	ds := kbDataset(t, s, "kb")
+	segs := kbIndex(t, s, kbDocument(t, s, ds.ID, "doc", nil), 1,
+		"apple banana", "apple apple apple apple apple banana", "apple apple apple apple apple apple apple apple",
+		"cherry banana", "cherry", "nothing here")
+	terms := []string{"apple", "banana", "cherry"}
+	pairs, ok := tsPairs(terms)
+	if !ok {
+		t.Fatal("tsPairs refused plain words")
+	}
+	var n int
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM index_nodes WHERE tsv @@ to_tsquery('simple', $1)", pairs).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("the pairs match %d nodes, want the 3 holding two terms", n)
+	}
+	three, err := s.SearchFullText(ctx, []string{ds.ID}, terms, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ties := nodeIDs(segs[0], segs[3])
+	slices.Sort(ties)
+	if got, want := hitIDs(three), append(nodeIDs(segs[1]), ties...); !slices.Equal(got, want) {
+		t.Errorf("top 3 = %v, want %v", got, want)
+	}
+	// Five is more than hold two terms: every node holding one ranks, with the same scores.
+	five, err := s.SearchFullText(ctx, []string{ds.ID}, terms, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(five) != 5 || !slices.Equal(hitIDs(five[:3]), hitIDs(three)) {
+		t.Fatalf("top 5 = %v, want the top 3 %v first", hitIDs(five), hitIDs(three))
+	}
+	for i := range three {
+		if five[i].Score != three[i].Score {
+			t.Errorf("hit %d: score %v among the pairs, %v among all", i, three[i].Score, five[i].Score)
+		}
+	}
+}
+
+// TestFTS5Scope pins how a SQLite search keeps to its datasets: by the range of their rids
+// alone while their nodes form a run of their own, adding the dataset token to the match only
+// when another dataset's nodes lie in that range. Matching the token walks every node of the
+// datasets on each search, which took most of the time of a search at 100k nodes.
+func TestFTS5Scope(t *testing.T) {
+	t.Parallel()
+	s := openEngine(t, storetest.NewEngine(t, storetest.SQLite), true)
+	ctx := t.Context()
+	a, b, c := kbDataset(t, s, "a"), kbDataset(t, s, "b"), kbDataset(t, s, "empty")
+	// a's nodes, then b's, then a's again: b's run lies inside a's range.
+	a1 := kbIndex(t, s, kbDocument(t, s, a.ID, "a1", nil), 1, "zebra a one", "zebra a two")
+	b1 := kbIndex(t, s, kbDocument(t, s, b.ID, "b1", nil), 1, "zebra b one")
+	a2 := kbIndex(t, s, kbDocument(t, s, a.ID, "a2", nil), 1, "zebra a three")
+	for _, tt := range []struct {
+		name      string
+		datasets  []string
+		token     bool
+		empty     bool
+		want      []Segment
+		firstLast [2]Segment
+	}{
+		{"a run of its own", []string{b.ID}, false, false, b1, [2]Segment{b1[0], b1[0]}},
+		{"interleaved", []string{a.ID}, true, false, append(slices.Clone(a1), a2...), [2]Segment{a1[0], a2[0]}},
+		{"both", []string{a.ID, b.ID}, false, false, append(append(slices.Clone(a1), b1...), a2...), [2]Segment{a1[0], a2[0]}},
+		{"no nodes", []string{c.ID}, false, true, nil, [2]Segment{}},
+		{"unknown", []string{NewID()}, false, true, nil, [2]Segment{}},
+	} {
+		sc, err := s.fts5Scope(ctx, tt.datasets)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if sc.empty != tt.empty || (sc.match != "") != tt.token {
+			t.Errorf("%s: scope %+v, want empty %v, token match %v", tt.name, sc, tt.empty, tt.token)
+		}
+		if !tt.empty {
+			var lo, hi int64
+			for i, seg := range tt.firstLast {
+				rid := &lo
+				if i == 1 {
+					rid = &hi
+				}
+				if err := s.DB().QueryRowContext(ctx, "SELECT rid FROM index_nodes WHERE node_id = ?", seg.IndexNodeID).Scan(rid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sc.lo != lo || sc.hi != hi {
+				t.Errorf("%s: rids %d..%d, want %d..%d", tt.name, sc.lo, sc.hi, lo, hi)
+			}
+		}
+		want := nodeIDs(tt.want...)
+		slices.Sort(want)
+		kw, err := s.SearchKeywords(ctx, tt.datasets, []string{"zebra"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := s.SearchFullText(ctx, tt.datasets, []string{"zebra"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kind, hits := range map[string][]NodeHit{"keyword": kw, "full-text": ft} {
+			got := hitIDs(hits)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %s search = %v, want %v", tt.name, kind, got, want)
+			}
+		}
+	}
+}
+
 // TestSearchPastUnsearchableMatches pins that the best matches being unsearchable (more of them
 // than SQLite's first round of candidates) does not hide a worse searchable one.
 func TestSearchPastUnsearchableMatches(t *testing.T) {

@@ -312,7 +312,8 @@ func keywordToken(keyword string) string {
 }
 
 // datasetToken is the index_fts token of a dataset (SQLite), in the dataset column of each of
-// its nodes' rows: searches match it, so that they rank only the rows of their datasets. It is
+// its nodes' rows: a search whose datasets' nodes interleave with another dataset's matches it,
+// so that it ranks only the rows of its datasets (see fts5Scope). It is
 // a 64-bit hash, short to tokenize on every row; a collision only lets another dataset's rows
 // into the ranking, and rankSQLite's second stage filters by dataset id.
 func datasetToken(datasetID string) string {

@@ -54,6 +54,8 @@ type Store struct {
 
 	// lexemes caches PostgreSQL's common full-text lexemes (see commonLexemes).
 	lexemes atomic.Pointer[lexemeStats]
+	// commonTerms, when set, replaces commonTermNodes (tests lower it to keep their corpora small).
+	commonTerms int
 
 	// history keeps the text of messages replayed as conversation history (see
 	// RecentMessages).

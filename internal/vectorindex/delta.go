@@ -104,6 +104,11 @@ func (s *slab) appendRow(n store.SearchableNode) bool {
 		s.vecs = s.vecs[:start]
 		return false
 	}
+	if s.coded {
+		var rq rowQuant
+		s.codes, rq = quantizeRow(s.codes, s.vecs[start:])
+		s.quants = append(s.quants, rq)
+	}
 	s.pos[n.NodeID] = len(s.ids)
 	s.ids = append(s.ids, n.NodeID)
 	s.docs = append(s.docs, n.DocumentID)
@@ -119,6 +124,13 @@ func (s *slab) removeRow(i int) {
 		copy(s.vecs[i*s.dim:(i+1)*s.dim], s.vecs[last*s.dim:])
 		s.ids[i], s.docs[i], s.segs[i] = s.ids[last], s.docs[last], s.segs[last]
 		s.pos[s.ids[i]] = i
+		if s.coded {
+			copy(s.codes[i*s.dim:(i+1)*s.dim], s.codes[last*s.dim:])
+			s.quants[i] = s.quants[last]
+		}
+	}
+	if s.coded {
+		s.codes, s.quants = s.codes[:last*s.dim], s.quants[:last]
 	}
 	s.vecs = s.vecs[:last*s.dim]
 	s.ids, s.docs, s.segs = s.ids[:last], s.docs[:last], s.segs[:last]

@@ -23,7 +23,10 @@ const DefaultParallelMin = 20_000
 // searchable vector, normalised, in one contiguous []float32 slab with the
 // node ids beside it, and answers by scanning the whole slab: exact top-k
 // by cosine, no approximation, no tuning. Scanning is linear in
-// vectors×dimensions (see BenchmarkSearch for the figures).
+// vectors×dimensions (see BenchmarkSearch for the figures). With AVX2 the
+// slab also holds each vector as int8 codes, and the scan reads those,
+// scoring exactly only the rows the codes cannot rule out (quant.go): the
+// same result from a quarter of the bytes.
 //
 // Freshness: every search asks the Source for the dataset's index version
 // and, when the slab is behind, catches up before answering, so a search
@@ -40,7 +43,8 @@ const DefaultParallelMin = 20_000
 // ties between equal scores.
 //
 // Memory bound: a dataset's slab takes 4×dim bytes per vector plus its node
-// id (100k chunks of 1536 dimensions ≈ 615 MB; of 256 ≈ 103 MB), held from
+// id, 5×dim+12 with the codes (100k chunks of 1536 dimensions ≈ 615 MB, 770
+// MB with codes; of 256 ≈ 103 MB, 130 MB with codes), held from
 // the dataset's first search until [Memory.Invalidate]. A reload briefly
 // holds the old slab, the rows read from the Source and the new slab, about
 // three times that. Past a few million vectors per process, use a
@@ -52,6 +56,7 @@ type Memory struct {
 	parallelMin int
 	workers     int // 0: GOMAXPROCS at search time
 	maxDelta    int
+	coded       bool // slabs keep int8 codes (see quant.go)
 	log         *slog.Logger
 
 	refreshed func(datasetID string, version int64)
@@ -86,6 +91,10 @@ func WithWorkers(n int) Option {
 		}
 	}
 }
+
+// withCodes sets whether slabs keep int8 codes to scan (by default when the processor has
+// AVX2), so that tests cover both scans on any machine.
+func withCodes(on bool) Option { return func(m *Memory) { m.coded = on } }
 
 // WithLogger sets where reload anomalies (vectors skipped because their
 // length differs from the dataset's or they are zero) are logged; by
@@ -140,7 +149,7 @@ func (m *Memory) Version(datasetID string) (int64, bool) {
 
 // NewMemory returns an empty index that loads datasets from src on demand.
 func NewMemory(src Source, opts ...Option) *Memory {
-	m := &Memory{src: src, parallelMin: DefaultParallelMin, maxDelta: DefaultMaxDelta, sets: map[string]*entry{}}
+	m := &Memory{src: src, parallelMin: DefaultParallelMin, maxDelta: DefaultMaxDelta, coded: haveAVX2, sets: map[string]*entry{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -160,6 +169,12 @@ type slab struct {
 	docs    []string
 	segs    []string
 	pos     map[string]int // node id → row
+
+	// coded slabs also keep row i as the int8 codes codes[i*dim:(i+1)*dim], bounded by
+	// quants[i] (see quant.go).
+	coded  bool
+	codes  []int8
+	quants []rowQuant
 }
 
 // entry is one dataset's slot: its current slab and the reload in flight.
@@ -239,7 +254,7 @@ func (m *Memory) Search(ctx context.Context, datasetIDs []string, query []float3
 			s.mu.RUnlock()
 			return nil, fmt.Errorf("dataset %s holds %d-dimensional vectors, the query has %d: %w", id, s.dim, len(q), ErrDimensionMismatch)
 		}
-		for _, c := range scan(s.vecs, s.dim, q, k, floor, m.parallelMin, workers) {
+		for _, c := range scan(s, q, k, floor, m.parallelMin, workers) {
 			hits = append(hits, hit{cand: c, set: i, id: s.ids[c.pos]})
 		}
 		s.mu.RUnlock()
@@ -371,7 +386,10 @@ func (m *Memory) build(ctx context.Context, id string) (*slab, error) {
 		}
 	}
 	s := &slab{dim: dim, vecs: make([]float32, 0, count*dim), ids: make([]string, 0, count),
-		docs: make([]string, 0, count), segs: make([]string, 0, count), pos: make(map[string]int, count)}
+		docs: make([]string, 0, count), segs: make([]string, 0, count), pos: make(map[string]int, count), coded: m.coded}
+	if s.coded {
+		s.codes, s.quants = make([]int8, 0, count*dim), make([]rowQuant, 0, count)
+	}
 	s.version.Store(version)
 	var wrongDim, invalid int
 	for _, n := range nodes {

@@ -21,6 +21,30 @@ func TestDot(t *testing.T) {
 	}
 }
 
+// TestDots pins that dots gives dot's bits for every row, whatever the dimension (a multiple
+// of 8 or not, below 8) and the number of rows (a multiple of 4 or not): a search must rank
+// the same whichever code computed the scores.
+func TestDots(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, dim := range []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100, 256, 1536} {
+		for _, n := range []int{0, 1, 3, 4, 5, 8, 11} {
+			q := randomVector(r, dim)
+			vecs := make([]float32, 0, n*dim)
+			for range n {
+				vecs = append(vecs, randomVector(r, dim)...)
+			}
+			out := make([]float32, n)
+			dots(q, vecs, dim, out)
+			for i := range out {
+				if want := dot(q, vecs[i*dim:]); math.Float32bits(out[i]) != math.Float32bits(want) {
+					t.Errorf("dim %d, %d rows: row %d = %v, dot gives %v", dim, n, i, out[i], want)
+				}
+			}
+		}
+	}
+}
+
 func TestFloor32(t *testing.T) {
 	t.Parallel()
 	for _, x := range []float64{0.1, 0.3, -0.7, 0.5, 1, 1.0000001, 0.99999999} {

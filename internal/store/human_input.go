@@ -64,6 +64,9 @@ type RunSegment struct {
 	Forms []HumanInputForm
 	// Consumed are the forms whose decision the segment took.
 	Consumed []string
+	// First says the segment is the run's first: no earlier one paused it, so there is no
+	// pause and no waiting form of the run to clean up when it finishes.
+	First bool
 }
 
 // SaveRunSegment writes the end of a run segment in one commit.
@@ -94,7 +97,7 @@ VALUES (?, ?, ?, ?, ?) ON CONFLICT (workflow_run_id) DO UPDATE SET state = exclu
  updated_at = excluded.updated_at`), r.ID, string(p.State), string(p.Context), now, now); err != nil {
 				return err
 			}
-		} else {
+		} else if !seg.First {
 			if _, err := x.ExecContext(ctx, s.Rebind(`DELETE FROM workflow_pauses WHERE workflow_run_id = ?`), r.ID); err != nil {
 				return err
 			}

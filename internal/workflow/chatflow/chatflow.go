@@ -362,12 +362,13 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
 	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: w.isApp()})
-	return w.finish(ctx, out, pool, rep, rec, nil)
+	return w.finish(ctx, out, pool, rep, rec, nil, true)
 }
 
 // finish ends a segment of the run: paused again, or finished (persisted, workflow_finished);
-// consumed are the forms whose decisions the segment took.
-func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool, rep workflow.Report, rec store.WorkflowRun, consumed []string) (run.Outcome, error) {
+// consumed are the forms whose decisions the segment took; first says the segment is the run's
+// first (it did not resume a pause).
+func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool, rep workflow.Report, rec store.WorkflowRun, consumed []string, first bool) (run.Outcome, error) {
 	t, a, created := w.t, w.v.app, rec.CreatedAt
 	persist := context.WithoutCancel(ctx)
 	if rep.Status == workflow.StatusPaused {
@@ -389,7 +390,7 @@ func (w *work) finish(ctx context.Context, out *run.Output, pool *workflow.Pool,
 		}
 		rec.Error, errText = s, &s
 	}
-	if err := w.r.store.SaveRunSegment(persist, store.RunSegment{Run: rec, Consumed: consumed}); err != nil {
+	if err := w.r.store.SaveRunSegment(persist, store.RunSegment{Run: rec, Consumed: consumed, First: first}); err != nil {
 		w.r.log.ErrorContext(ctx, "persist workflow run", "workflow_run_id", w.runID, "error", err)
 	}
 	fin := run.Event{Kind: run.EventWorkflowFinished, Data: workflowFinished{

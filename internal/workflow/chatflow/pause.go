@@ -142,5 +142,5 @@ func (rs *resumed) Run(ctx context.Context, out *run.Output) (run.Outcome, error
 	env := &nodes.Env{Inputs: w.t.Inputs, History: w.historyFunc(), AppID: w.v.app.ID, MessageID: out.MessageID(), EndUserID: w.t.EndUser.ID}
 	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env,
 		From: rs.state, Resume: decisions, TextChunks: w.isApp()})
-	return w.finish(ctx, out, pool, rep, rec, consumed)
+	return w.finish(ctx, out, pool, rep, rec, consumed, false)
 }

@@ -49,6 +49,21 @@ func openCounted(c driver.Connector, n *atomic.Uint64) *sql.DB {
 type countingConn struct {
 	driver.Conn
 	n *atomic.Uint64
+	// batch is set while the connection runs a batch of SQLite's writer path (writegate.go).
+	// Its statements then run to their end whatever their callers' contexts do: the driver
+	// stops a statement whose context ends with sqlite3_interrupt, and SQLite answers an
+	// interrupted write inside a transaction by rolling back the whole transaction, every other
+	// write of the batch with it. A write whose context ended before its turn is not run.
+	// database/sql uses a connection from one goroutine at a time, so a plain field does.
+	batch bool
+}
+
+// shield is the context a statement runs under on c: ctx, or, in a batch, ctx without its end.
+func (c *countingConn) shield(ctx context.Context) context.Context {
+	if c.batch {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // unwrapConn is the driver's own connection behind a counted one (for conn.Raw).
@@ -64,7 +79,7 @@ func (c *countingConn) Prepare(query string) (driver.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingStmt{Stmt: st, n: c.n}, nil
+	return &countingStmt{Stmt: st, n: c.n, conn: c}, nil
 }
 
 func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -76,7 +91,7 @@ func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver
 	if err != nil {
 		return nil, err
 	}
-	return &countingStmt{Stmt: st, n: c.n}, nil
+	return &countingStmt{Stmt: st, n: c.n, conn: c}, nil
 }
 
 // uncountedKey marks the context of statements the count leaves out (see above).
@@ -94,7 +109,7 @@ func (c *countingConn) ExecContext(ctx context.Context, query string, args []dri
 	if !ok {
 		return nil, driver.ErrSkip // database/sql prepares and runs it, counted there
 	}
-	res, err := ec.ExecContext(ctx, query, args)
+	res, err := ec.ExecContext(c.shield(ctx), query, args)
 	if err != driver.ErrSkip && !isUncounted(ctx) {
 		c.n.Add(1)
 	}
@@ -106,7 +121,7 @@ func (c *countingConn) QueryContext(ctx context.Context, query string, args []dr
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	rows, err := qc.QueryContext(ctx, query, args)
+	rows, err := qc.QueryContext(c.shield(ctx), query, args)
 	if err != driver.ErrSkip {
 		c.n.Add(1)
 	}
@@ -124,6 +139,7 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 		//lint:ignore SA1019 the fallback database/sql itself uses for a driver without the newer interface
 		tx, err = c.Conn.Begin()
 	}
+	// The writer path's batches, and only they, begin with an uncounted context.
 	skip := isUncounted(ctx)
 	if !skip {
 		c.n.Add(1)
@@ -131,7 +147,8 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 	if err != nil {
 		return nil, err
 	}
-	return countingTx{Tx: tx, n: c.n, skip: skip}, nil
+	c.batch = skip
+	return countingTx{Tx: tx, n: c.n, skip: skip, conn: c}, nil
 }
 
 func (c *countingConn) Ping(ctx context.Context) error {
@@ -166,13 +183,15 @@ func (c *countingConn) CheckNamedValue(nv *driver.NamedValue) error {
 type countingTx struct {
 	driver.Tx
 	n    *atomic.Uint64
-	skip bool // an uncounted transaction
+	skip bool // an uncounted transaction: a batch of the writer path
+	conn *countingConn
 }
 
 func (t countingTx) Commit() error {
 	if !t.skip {
 		t.n.Add(1)
 	}
+	t.conn.batch = false
 	return t.Tx.Commit()
 }
 
@@ -180,13 +199,15 @@ func (t countingTx) Rollback() error {
 	if !t.skip {
 		t.n.Add(1)
 	}
+	t.conn.batch = false
 	return t.Tx.Rollback()
 }
 
 // countingStmt counts the runs of a prepared statement.
 type countingStmt struct {
 	driver.Stmt
-	n *atomic.Uint64
+	n    *atomic.Uint64
+	conn *countingConn
 }
 
 func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) {
@@ -204,7 +225,7 @@ func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) {
 func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	s.n.Add(1)
 	if ec, ok := s.Stmt.(driver.StmtExecContext); ok {
-		return ec.ExecContext(ctx, args)
+		return ec.ExecContext(s.conn.shield(ctx), args)
 	}
 	vals, err := namedValues(args)
 	if err != nil {
@@ -217,7 +238,7 @@ func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	s.n.Add(1)
 	if qc, ok := s.Stmt.(driver.StmtQueryContext); ok {
-		return qc.QueryContext(ctx, args)
+		return qc.QueryContext(s.conn.shield(ctx), args)
 	}
 	vals, err := namedValues(args)
 	if err != nil {

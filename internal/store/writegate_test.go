@@ -229,3 +229,51 @@ func BenchmarkChatWrites(b *testing.B) {
 		})
 	}
 }
+
+// TestWriteGateBatchOutlivesACancelledWrite: a write whose context ends while its statement runs
+// in a batch does not take the batch down. The driver stops such a statement with
+// sqlite3_interrupt, and SQLite rolls back the whole transaction of an interrupted write, so
+// without the shield the writes committed beside it would fail (or, had their callers been told
+// of success, be lost).
+func TestWriteGateBatchOutlivesACancelledWrite(t *testing.T) {
+	s := openGateTest(t)
+	ctx := t.Context()
+	release := holdGate(t, s)
+	before := make(chan error, 1)
+	go func() {
+		_, err := s.exec(ctx, "INSERT INTO gate_rows (id) VALUES ('before')")
+		before <- err
+	}()
+	waitQueued(t, s, 1)
+	slowCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slow := make(chan error, 1)
+	go func() {
+		// An insert that takes a while to compute its one row.
+		_, err := s.exec(slowCtx, `INSERT INTO gate_rows (id) SELECT 'slow-' || max(n) FROM
+(WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 200000) SELECT n FROM c)`)
+		slow <- err
+	}()
+	waitQueued(t, s, 2)
+	after := make(chan error, 1)
+	go func() {
+		_, err := s.exec(ctx, "INSERT INTO gate_rows (id) VALUES ('after')")
+		after <- err
+	}()
+	waitQueued(t, s, 3)
+	release()
+	// Cancel the slow write once its statement runs: the batch has taken it off the queue.
+	waitQueued(t, s, 0)
+	time.Sleep(5 * time.Millisecond)
+	cancel()
+	for name, ch := range map[string]chan error{"before": before, "after": after} {
+		if err := <-ch; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	<-slow // done or not: what matters is the others
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM gate_rows WHERE id IN ('before', 'after')").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d of the other writes stored (%v), want both", n, err)
+	}
+}

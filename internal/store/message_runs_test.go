@@ -218,6 +218,23 @@ func TestFinishMessageWithResources(t *testing.T) {
 	})
 }
 
+// benchChatApp opens a migrated store on engine with a chat app "bench" and its end user "u".
+func benchChatApp(b *testing.B, engine string) (*Store, string, EndUser) {
+	b.Helper()
+	ctx := b.Context()
+	s := openEngine(b, storetest.NewEngine(b, engine), true)
+	apps, err := s.SyncApps(ctx, []AppSpec{{"bench", "chat"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	app := apps["bench"].ID
+	u, err := s.EndUser(ctx, app, "u")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, app, u
+}
+
 // BenchmarkSaveMessageProgress is one pass of the run bookkeeping of a process with 100 long
 // streams: the answer so far of each (2 KB) written in one call, as happens once a second;
 // ns/run is the cost per stream and second.
@@ -225,16 +242,7 @@ func BenchmarkSaveMessageProgress(b *testing.B) {
 	for _, engine := range []string{storetest.SQLite, storetest.Postgres} {
 		b.Run(engine, func(b *testing.B) {
 			ctx := b.Context()
-			s := openEngine(b, storetest.NewEngine(b, engine), true)
-			apps, err := s.SyncApps(ctx, []AppSpec{{"bench", "chat"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			app := apps["bench"].ID
-			u, err := s.EndUser(ctx, app, "u")
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, app, u := benchChatApp(b, engine)
 			conv, err := s.CreateConversation(ctx, Conversation{AppID: app, EndUserID: u.ID})
 			if err != nil {
 				b.Fatal(err)

@@ -200,16 +200,7 @@ func BenchmarkChatWrites(b *testing.B) {
 	for _, engine := range []string{storetest.SQLite, storetest.Postgres} {
 		b.Run(engine, func(b *testing.B) {
 			ctx := b.Context()
-			s := openEngine(b, storetest.NewEngine(b, engine), true)
-			apps, err := s.SyncApps(ctx, []AppSpec{{"bench", "chat"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			app := apps["bench"].ID
-			u, err := s.EndUser(ctx, app, "u")
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, app, u := benchChatApp(b, engine)
 			b.SetParallelism(8) // 16 writers on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

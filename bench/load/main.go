@@ -71,6 +71,7 @@ type options struct {
 	duration                    time.Duration
 	open                        int
 	releaseWait                 time.Duration
+	hold                        time.Duration
 	validation, sqliteSync      string
 	debugAddr                   string
 	binary, out, tmp, serverLog string
@@ -96,6 +97,7 @@ func parseFlags() options {
 	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
+	flag.DurationVar(&o.hold, "hold", time.Second, "how long the memory phase's streams stay open, once all have had their first event, before the server's RSS is read")
 	flag.StringVar(&o.validation, "validation", "log", "PARLEY_RESPONSE_VALIDATION of the server: log (the production default), off or enforce")
 	flag.StringVar(&o.sqliteSync, "sqlite-sync", "", "PARLEY_SQLITE_SYNCHRONOUS of the server: normal or full (default: the server's default)")
 	flag.StringVar(&o.binary, "binary", "", "parley binary to run (default: build ./cmd/parley)")

@@ -121,7 +121,7 @@ func memoryPhase(ctx context.Context, o options, p *parley, fake *openaitest.Ser
 	}
 	res.openTime = time.Since(t0)
 	// Let the last frames and goroutines settle, then read the figures.
-	time.Sleep(time.Second)
+	time.Sleep(o.hold)
 	res.upstreamOpen = fake.ActiveStreams()
 	held, err := readProc(p.pid)
 	if err != nil {

@@ -315,7 +315,7 @@ func (r *report) writeMemory(b *strings.Builder) {
 	m := r.memory
 	fmt.Fprintf(b, "\n3. Memory per open stream (fresh server on a fresh database)\n")
 	fmt.Fprintf(b, "   %d concurrent streaming chats whose upstream hangs after one chunk; figures read from\n", m.open)
-	fmt.Fprintf(b, "   /proc/<pid>/status once every stream had its first message event (+1 s)\n\n")
+	fmt.Fprintf(b, "   /proc/<pid>/status once every stream had its first message event (+%s)\n\n", r.opts.hold)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  \tRSS\tvs idle\tanon\tfile\tfds\tthreads\t\n")
 	row := func(name string, s procStat) {

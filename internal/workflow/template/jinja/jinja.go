@@ -80,7 +80,6 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
 	stopped := func() error {
 		if err := parent.Err(); err != nil {
 			return fmt.Errorf("template render stopped: %w", err)
@@ -88,10 +87,11 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 		return ErrTimeout
 	}
 
-	tpl, err := parse(text, g)
+	pt, pool, err := acquire(ctx, text, lim)
 	if err != nil {
 		return "", err
 	}
+	tpl, g := pt.tpl, pt.g
 	data := exec.NewContext(map[string]any{"range": rangeFunc(lim.MaxRange)})
 	for k, v := range vars {
 		data.Set(k, toGonja(v))
@@ -108,6 +108,11 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 	}()
 	select {
 	case err = <-done:
+		// The render is over: the next one may use the template. (One that timed out may
+		// still be running; its template is dropped.)
+		if pool != nil {
+			pool.Put(pt)
+		}
 	case <-ctx.Done():
 		g.stop.Store(true)
 		return "", stopped()
@@ -150,6 +155,60 @@ var (
 const maxCheckedBytes = 4 << 20
 
 type checkResult struct{ err error }
+
+// parsedTemplate is a template parsed for one render at a time, with the guard its filters,
+// loops and macros consult, reset for each render.
+type parsedTemplate struct {
+	tpl *exec.Template
+	g   *guard
+}
+
+// parseKey is what a parsed template depends on: its text and the limits its filters bake in.
+type parseKey struct {
+	text                string
+	maxOutput, maxItems int
+}
+
+// parsed keeps templates once parsed, a pool of them per parseKey, so that a node rendering the
+// same text on every run parses it once per concurrent render rather than on every render.
+// parsedBytes is the size of the texts it has pools for, at most maxParsedBytes; past that a
+// text is parsed for each render.
+var (
+	parsed      sync.Map
+	parsedBytes atomic.Int64
+)
+
+const maxParsedBytes = 4 << 20
+
+// acquire returns a parsed template of text for one render under ctx and lim, with the pool to
+// put it back in once the render is over (nil when texts past maxParsedBytes are not kept).
+func acquire(ctx context.Context, text string, lim Limits) (*parsedTemplate, *sync.Pool, error) {
+	key := parseKey{text: text, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
+	var pool *sync.Pool
+	if p, ok := parsed.Load(key); ok {
+		pool = p.(*sync.Pool)
+		if v := pool.Get(); v != nil {
+			pt := v.(*parsedTemplate)
+			pt.g.ctx = ctx
+			pt.g.stop.Store(false)
+			pt.g.depth.Store(0)
+			return pt, pool, nil
+		}
+	}
+	g := &guard{ctx: ctx, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
+	tpl, err := parse(text, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pool == nil && parsedBytes.Load()+int64(len(text)) <= maxParsedBytes {
+		p, loaded := parsed.LoadOrStore(key, &sync.Pool{})
+		if !loaded {
+			parsedBytes.Add(int64(len(text)))
+		}
+		pool = p.(*sync.Pool)
+	}
+	return &parsedTemplate{tpl: tpl, g: g}, pool, nil
+}
 
 func parse(text string, g *guard) (*exec.Template, error) {
 	env := &exec.Environment{

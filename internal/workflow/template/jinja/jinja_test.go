@@ -3,7 +3,9 @@ package jinja
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,5 +229,62 @@ func TestDictAndListFilters(t *testing.T) {
 		if got := render(t, tpl, vars); got != want {
 			t.Errorf("%s\n got %q\nwant %q", tpl, got, want)
 		}
+	}
+}
+
+// TestRenderReusesParsedTemplates: a text is parsed once and its parsed template serves the
+// renders after it, each with its own variables, macros, set values and guard: a render that
+// ran out of time or hit the macro depth leaves nothing behind for the next, and renders of one
+// text at once each get their own template.
+func TestRenderReusesParsedTemplates(t *testing.T) {
+	const tpl = `{% macro deep(n) %}{% if n > 0 %}{{ deep(n - 1) }}{% else %}{{ who }}{% endif %}{% endmacro %}` +
+		`{% set greeting = "hi " ~ who %}{{ greeting }}:{{ deep(depth) }}`
+	if got := render(t, tpl, map[string]any{"who": "ann", "depth": 3}); got != "hi ann:ann" {
+		t.Fatalf("first render %q", got)
+	}
+	key := parseKey{text: tpl, maxOutput: Limits{}.withDefaults().MaxOutput, maxItems: DefaultMaxRange}
+	if _, ok := parsed.Load(key); !ok {
+		t.Fatal("the parsed template was not kept")
+	}
+	if got := render(t, tpl, map[string]any{"who": "bob", "depth": 1}); got != "hi bob:bob" {
+		t.Fatalf("second render %q: the first one's values leaked", got)
+	}
+	// Too deep: the macro guard stops it; the next render starts from depth 0 again.
+	if out, err := Render(context.Background(), tpl, map[string]any{"who": "x", "depth": maxMacroDepth + 5}, Limits{}); err == nil && !strings.Contains(out, "nested deeper") {
+		t.Fatalf("a render past the macro depth gave %q", out)
+	}
+	if got := render(t, tpl, map[string]any{"who": "cy", "depth": maxMacroDepth - 10}); got != "hi cy:cy" {
+		t.Fatalf("render after a too-deep one %q", got)
+	}
+
+	// A render that runs out of time does not stop the next one.
+	const slow = `{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}done {{ who }}`
+	if _, err := Render(context.Background(), slow, map[string]any{"who": "a"}, Limits{Timeout: 20 * time.Millisecond}); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("slow render: %v, want a timeout", err)
+	}
+	const quick = `{% for i in range(3) %}{{ i }}{% endfor %} {{ who }}`
+	if got := render(t, quick, map[string]any{"who": "z"}); got != "012 z" {
+		t.Fatalf("quick render %q", got)
+	}
+	if got := render(t, quick, map[string]any{"who": "y"}); got != "012 y" {
+		t.Fatalf("quick render again %q", got)
+	}
+
+	// Renders of one text at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Go(func() {
+			who := fmt.Sprintf("u%d", i)
+			out, err := Render(context.Background(), tpl, map[string]any{"who": who, "depth": i % 5}, Limits{})
+			if err != nil || out != "hi "+who+":"+who {
+				errs <- fmt.Errorf("render %d: %q, %v", i, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -110,7 +110,8 @@ func (c *countingConn) ExecContext(ctx context.Context, query string, args []dri
 		return nil, driver.ErrSkip // database/sql prepares and runs it, counted there
 	}
 	res, err := ec.ExecContext(c.shield(ctx), query, args)
-	if err != driver.ErrSkip && !isUncounted(ctx) {
+	// Only a batch's own statements are uncounted, so the context is looked into only there.
+	if err != driver.ErrSkip && !(c.batch && isUncounted(ctx)) {
 		c.n.Add(1)
 	}
 	return res, err

@@ -56,12 +56,13 @@ type pendingWrite struct {
 	scan  func(*sql.Row) error
 	res   sql.Result
 
-	// wake gets one value: the write ran (err and panicked are set), or it leads the next batch.
+	// wake gets one value: the write ran (err or panicked is set), or it leads the next batch.
+	// panicked is what its body panicked with (never nil: panic(nil) recovers as a
+	// *runtime.PanicNilError).
 	wake     chan struct{}
 	lead     bool
 	err      error
 	panicked any
-	didPanic bool
 }
 
 // newWriteGate is the gate of a database of dialect: one writer path on SQLite, none on
@@ -187,7 +188,7 @@ func (s *Store) handOff(ran []*pendingWrite, tx *sql.Tx, committed bool) {
 
 // outcome is what the caller of w gets: its result and error, or its body's panic raised again.
 func (w *pendingWrite) outcome() (sql.Result, error) {
-	if w.didPanic {
+	if w.panicked != nil {
 		panic(w.panicked)
 	}
 	return w.res, w.err
@@ -208,9 +209,7 @@ func (s *Store) runAlone(w *pendingWrite) (tx *sql.Tx, committed bool) {
 
 // recover, deferred around a write's body, keeps its panic for the caller's goroutine.
 func (w *pendingWrite) recover() {
-	if p := recover(); p != nil {
-		w.panicked, w.didPanic = p, true
-	}
+	w.panicked = recover()
 }
 
 // runBatch runs the writes of batch in one transaction, each in a savepoint, and commits it. It
@@ -238,7 +237,7 @@ func (s *Store) runBatch(batch []*pendingWrite) (*sql.Tx, bool) {
 			return tx, false
 		}
 		s.runInBatch(w, tx)
-		if w.err == nil && !w.didPanic {
+		if w.err == nil && w.panicked == nil {
 			ran++
 		} else if _, err := tx.ExecContext(ctx, "ROLLBACK TO batch_write"); err != nil {
 			// The transaction is in an unknown state: nothing of it may be committed.
@@ -277,7 +276,7 @@ func (s *Store) failBatch(tx *sql.Tx, batch []*pendingWrite, err error) {
 		err = errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
 	}
 	for _, w := range batch {
-		if w.err == nil && !w.didPanic {
+		if w.err == nil && w.panicked == nil {
 			w.err = err
 		}
 	}

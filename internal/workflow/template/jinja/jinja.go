@@ -130,29 +130,41 @@ func Render(ctx context.Context, text string, vars map[string]any, lim Limits) (
 
 // Check parses text without rendering it, for import-time validation. Its answer depends on the
 // text alone and workflow nodes ask it each time a run builds them, so it is remembered, for
-// texts up to maxCheckedBytes in all.
+// texts up to maxMemoBytes in all.
 func Check(text string) error {
-	if err, ok := checked.Load(text); ok {
+	if err, ok := checked.m.Load(text); ok {
 		return err.(checkResult).err
 	}
 	lim := Limits{}.withDefaults()
 	_, err := parse(text, &guard{ctx: context.Background(), maxOutput: lim.MaxOutput, maxItems: lim.MaxRange})
-	if checkedBytes.Load()+int64(len(text)) <= maxCheckedBytes {
-		if _, loaded := checked.LoadOrStore(text, checkResult{err}); !loaded {
-			checkedBytes.Add(int64(len(text)))
-		}
-	}
+	checked.store(text, len(text), checkResult{err})
 	return err
 }
 
-// checked remembers Check's answers (a checkResult by text); checkedBytes is the size of the
-// texts it holds, at most maxCheckedBytes.
-var (
-	checked      sync.Map
-	checkedBytes atomic.Int64
-)
+// textMemo is a map of what depends on a template's text alone that stops taking texts once
+// they add up to maxMemoBytes, so that a stream of distinct texts cannot grow it without bound.
+type textMemo struct {
+	m     sync.Map
+	bytes atomic.Int64
+}
 
-const maxCheckedBytes = 4 << 20
+const maxMemoBytes = 4 << 20
+
+// store keeps v under key, a text of size bytes, unless the memo is full, and returns what the
+// memo holds under key then (v, or what another caller stored first), or nil.
+func (t *textMemo) store(key any, size int, v any) any {
+	if t.bytes.Load()+int64(size) > maxMemoBytes {
+		return nil
+	}
+	got, loaded := t.m.LoadOrStore(key, v)
+	if !loaded {
+		t.bytes.Add(int64(size))
+	}
+	return got
+}
+
+// checked remembers Check's answers, a checkResult by text.
+var checked textMemo
 
 type checkResult struct{ err error }
 
@@ -170,22 +182,16 @@ type parseKey struct {
 }
 
 // parsed keeps templates once parsed, a pool of them per parseKey, so that a node rendering the
-// same text on every run parses it once per concurrent render rather than on every render.
-// parsedBytes is the size of the texts it has pools for, at most maxParsedBytes; past that a
-// text is parsed for each render.
-var (
-	parsed      sync.Map
-	parsedBytes atomic.Int64
-)
-
-const maxParsedBytes = 4 << 20
+// same text on every run parses it once per concurrent render rather than on every render; once
+// the memo is full, a new text is parsed for each render.
+var parsed textMemo
 
 // acquire returns a parsed template of text for one render under ctx and lim, with the pool to
-// put it back in once the render is over (nil when texts past maxParsedBytes are not kept).
+// put it back in once the render is over (nil when the text is not kept).
 func acquire(ctx context.Context, text string, lim Limits) (*parsedTemplate, *sync.Pool, error) {
 	key := parseKey{text: text, maxOutput: lim.MaxOutput, maxItems: lim.MaxRange}
 	var pool *sync.Pool
-	if p, ok := parsed.Load(key); ok {
+	if p, ok := parsed.m.Load(key); ok {
 		pool = p.(*sync.Pool)
 		if v := pool.Get(); v != nil {
 			pt := v.(*parsedTemplate)
@@ -200,12 +206,8 @@ func acquire(ctx context.Context, text string, lim Limits) (*parsedTemplate, *sy
 	if err != nil {
 		return nil, nil, err
 	}
-	if pool == nil && parsedBytes.Load()+int64(len(text)) <= maxParsedBytes {
-		p, loaded := parsed.LoadOrStore(key, &sync.Pool{})
-		if !loaded {
-			parsedBytes.Add(int64(len(text)))
-		}
-		pool = p.(*sync.Pool)
+	if pool == nil {
+		pool, _ = parsed.store(key, len(text), &sync.Pool{}).(*sync.Pool)
 	}
 	return &parsedTemplate{tpl: tpl, g: g}, pool, nil
 }

@@ -243,7 +243,7 @@ func TestRenderReusesParsedTemplates(t *testing.T) {
 		t.Fatalf("first render %q", got)
 	}
 	key := parseKey{text: tpl, maxOutput: Limits{}.withDefaults().MaxOutput, maxItems: DefaultMaxRange}
-	if _, ok := parsed.Load(key); !ok {
+	if _, ok := parsed.m.Load(key); !ok {
 		t.Fatal("the parsed template was not kept")
 	}
 	if got := render(t, tpl, map[string]any{"who": "bob", "depth": 1}); got != "hi bob:bob" {

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/parleyhq/parley/internal/jobs"
-	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/jobs/jobstest"
 )
 
 // jobResult is the job phase: durable jobs run one at a time through the queue on SQLite.
@@ -25,34 +23,12 @@ type jobResult struct {
 // figure is the queue's cost over the work itself; the rest of this process is idle meanwhile.
 func jobPhase(ctx context.Context, o options, dir string) (jobResult, error) {
 	var res jobResult
-	s, err := store.Open(ctx, "", dir)
+	p, err := jobstest.Open(ctx, dir)
 	if err != nil {
 		return res, err
 	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		return res, err
-	}
-	q := jobs.NewDurable(jobs.DurableOptions{Store: s})
-	var wg sync.WaitGroup
-	q.Handle("bench", func(context.Context, jobs.Job) error {
-		wg.Done()
-		return nil
-	})
-	if err := q.Start(ctx); err != nil {
-		return res, err
-	}
-	defer func() { _ = q.Stop(context.Background()) }()
-	payload := []byte(`{"app_id":"a","end_user_id":"u","conversation_id":"c","query":"hello"}`)
-	one := func() error {
-		wg.Add(1)
-		if err := q.Enqueue(ctx, jobs.Job{Kind: "bench", Payload: payload}); err != nil {
-			wg.Done()
-			return err
-		}
-		wg.Wait()
-		return nil
-	}
+	defer p.Close()
+	one := func() error { return p.One(ctx) }
 	for end := time.Now().Add(min(o.duration, time.Second)); time.Now().Before(end); {
 		if err := one(); err != nil {
 			return res, fmt.Errorf("warm-up job: %w", err)
@@ -66,7 +42,7 @@ func jobPhase(ctx context.Context, o options, dir string) (jobResult, error) {
 		res.jobs++
 	}
 	// The last job's completion is recorded after its handler returned.
-	if err := q.Stop(ctx); err != nil {
+	if err := p.Queue.Stop(ctx); err != nil {
 		return res, err
 	}
 	res.cpu, res.wall = selfCPU()-cpu0, time.Since(start)

@@ -3,53 +3,27 @@ package jobs_test
 import (
 	"context"
 	"runtime"
-	"sync"
 	"testing"
 
-	"github.com/parleyhq/parley/internal/jobs"
+	"github.com/parleyhq/parley/internal/jobs/jobstest"
 	"github.com/parleyhq/parley/internal/parleytest"
-	"github.com/parleyhq/parley/internal/store"
 )
 
-// jobPool is a started durable queue on a fresh SQLite store whose "bench" handler does
-// nothing, and a way to run one job through it and wait for its handler.
-type jobPool struct {
-	s  *store.Store
-	q  *jobs.Durable
-	wg sync.WaitGroup
-}
-
-func newJobPool(tb testing.TB) *jobPool {
-	s, err := store.Open(tb.Context(), "", tb.TempDir())
+// newJobPool is a jobstest.Pool in a temporary directory, closed when tb ends.
+func newJobPool(tb testing.TB) *jobstest.Pool {
+	p, err := jobstest.Open(tb.Context(), tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(tb.Context()); err != nil {
-		tb.Fatal(err)
-	}
-	p := &jobPool{s: s, q: jobs.NewDurable(jobs.DurableOptions{Store: s})}
-	p.q.Handle("bench", func(context.Context, jobs.Job) error {
-		p.wg.Done()
-		return nil
-	})
-	if err := p.q.Start(tb.Context()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = p.q.Stop(context.Background()) })
+	tb.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
-// payload is a conversation-naming job's size.
-var payload = []byte(`{"app_id":"a","end_user_id":"u","conversation_id":"c","query":"hello"}`)
-
-// one runs one job and waits for its handler (its completion is recorded just after).
-func (p *jobPool) one(tb testing.TB) {
-	p.wg.Add(1)
-	if err := p.q.Enqueue(tb.Context(), jobs.Job{Kind: "bench", Payload: payload}); err != nil {
+// one runs one job through p and waits for its handler.
+func one(tb testing.TB, p *jobstest.Pool) {
+	if err := p.One(tb.Context()); err != nil {
 		tb.Fatal(err)
 	}
-	p.wg.Wait()
 }
 
 // BenchmarkDurableJob measures a durable job's whole life on SQLite, one at a time, as a
@@ -61,10 +35,10 @@ func BenchmarkDurableJob(b *testing.B) {
 	b.ReportAllocs()
 	cpu := parleytest.ProcessCPU(b)
 	for b.Loop() {
-		p.one(b)
+		one(b, p)
 	}
 	// The last job's completion is recorded after its handler returned.
-	if err := p.q.Stop(context.Background()); err != nil {
+	if err := p.Queue.Stop(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(parleytest.ProcessCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
@@ -79,11 +53,11 @@ var durableJobBudget = parleytest.Budget{Allocs: 54, Statements: 2}
 // statements (parleytest.CheckBudget).
 func TestDurableJobBudget(t *testing.T) {
 	p := newJobPool(t)
-	parleytest.CheckBudget(t, durableJobBudget, 30, p.s.Statements, func() {
+	parleytest.CheckBudget(t, durableJobBudget, 30, p.Store.Statements, func() {
 		// The worker must be waiting again, as after a chat, for the job to be handed over.
-		for !p.q.Idle() {
+		for !p.Queue.Idle() {
 			runtime.Gosched()
 		}
-		p.one(t)
+		one(t, p)
 	})
 }

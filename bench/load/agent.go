@@ -171,6 +171,18 @@ func (v *agentVariant) totals() (n int, steps int64, cpu, self time.Duration, er
 	return
 }
 
+// cpuPer is the server's CPU per completed request and per step, in µs (0 when there were none).
+func (v *agentVariant) cpuPer() (perReq, perStep float64) {
+	n, steps, cpu, _, _ := v.totals()
+	if n > 0 {
+		perReq = us(cpu) / float64(n)
+	}
+	if steps > 0 {
+		perStep = us(cpu) / float64(steps)
+	}
+	return perReq, perStep
+}
+
 // agentPhase measures the server's CPU per Legacy Agent turn and per agent step: windows of
 // workers sending streamed agent turns back to back (each a tool step and an answer step), and,
 // interleaved with them under the same load, streamed Chatbot requests with a zero-delay answer,

@@ -74,15 +74,22 @@ func (r *report) String() string {
 	return b.String()
 }
 
+// sideMedians are the medians over rounds of one figure on the direct and the parley side, in µs.
+func sideMedians(direct, parley []latencySide, get func(latencySide) time.Duration) (md, mp float64) {
+	var d, p []float64
+	for i := range direct {
+		d, p = append(d, us(get(direct[i]))), append(p, us(get(parley[i])))
+	}
+	return median(d), median(p)
+}
+
 // latencyRow is one figure across rounds on both sides.
 func latencyRow(tw *tabwriter.Writer, name string, direct, parley []latencySide, get func(latencySide) time.Duration) float64 {
-	var d, p, added []float64
+	var added []float64
 	for i := range direct {
-		d = append(d, us(get(direct[i])))
-		p = append(p, us(get(parley[i])))
 		added = append(added, us(get(parley[i]))-us(get(direct[i])))
 	}
-	md, mp := median(d), median(p)
+	md, mp := sideMedians(direct, parley, get)
 	lo, hi := spread(added)
 	ratio := 0.0
 	if md > 0 {
@@ -214,13 +221,13 @@ func (r *report) writeAgent(b *strings.Builder) {
 	perReq := map[*agentVariant]float64{}
 	perStep := map[*agentVariant]float64{}
 	for _, v := range a.variants {
-		n, steps, cpu, self, errs := v.totals()
+		n, steps, _, self, errs := v.totals()
 		p50, p99 := latencyMedians(v.rounds)
 		if n == 0 || steps == 0 {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t-\t-\t\n", v.name, errs)
 			continue
 		}
-		perReq[v], perStep[v] = us(cpu)/float64(n), us(cpu)/float64(steps)
+		perReq[v], perStep[v] = v.cpuPer()
 		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.2f\t%.0f µs\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
 			p50, p99, errs, float64(steps)/float64(n), perReq[v], perStep[v], us(self)/float64(n))
 	}
@@ -268,13 +275,13 @@ func (r *report) writeGraph(b *strings.Builder) {
 	fmt.Fprintf(tw, "  \treq/s\tp50 µs\tp99 µs\terrors\tparley CPU/req\tbench CPU/req\t\n")
 	perReq := map[*agentVariant]float64{}
 	for _, v := range g.variants {
-		n, _, cpu, self, errs := v.totals()
+		n, _, _, self, errs := v.totals()
 		p50, p99 := latencyMedians(v.rounds)
 		if n == 0 {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\t%d\t-\t-\t\n", v.name, errs)
 			continue
 		}
-		perReq[v] = us(cpu) / float64(n)
+		perReq[v], _ = v.cpuPer()
 		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%d\t%.0f µs\t%.0f µs\t\n", v.name, median(rates(v.rounds)),
 			p50, p99, errs, perReq[v], us(self)/float64(n))
 	}

@@ -64,11 +64,7 @@ func (r *report) writeTargets(b *strings.Builder) {
 		}
 	}
 	ttft := func(l *latencyResult, get func(latencySide) time.Duration) (added, ratio float64) {
-		var d, p []float64
-		for i := range l.direct {
-			d, p = append(d, us(get(l.direct[i]))), append(p, us(get(l.parley[i])))
-		}
-		md, mp := median(d), median(p)
+		md, mp := sideMedians(l.direct, l.parley, get)
 		return mp - md, mp / max(md, 1)
 	}
 	p50 := func(s latencySide) time.Duration { return s.ttftP50 }
@@ -96,10 +92,9 @@ func (r *report) writeTargets(b *strings.Builder) {
 		}
 	}
 	if a := r.agent; a != nil && a.agent != nil && a.chat != nil {
-		n, steps, cpu, _, _ := a.agent.totals()
-		cn, _, ccpu, _, _ := a.chat.totals()
-		if n > 0 && steps > 0 && cn > 0 {
-			step, chat := us(cpu)/float64(steps), us(ccpu)/float64(cn)
+		_, step := a.agent.cpuPer()
+		chat, _ := a.chat.cpuPer()
+		if step > 0 && chat > 0 {
 			add("server CPU per Legacy Agent step", fmt.Sprintf("%.0f µs", step), fmt.Sprintf("%.2f× a streamed Chatbot request", step/chat),
 				fmt.Sprintf("≤ %.0f µs", targetAgentStepCPU), step <= targetAgentStepCPU)
 		}
@@ -109,10 +104,9 @@ func (r *report) writeTargets(b *strings.Builder) {
 			fmt.Sprintf("≤ %.0f µs plus the work", targetJobCPU), j.perJob() <= targetJobCPU)
 	}
 	if g := r.graph; g != nil && g.graph != nil && g.chat != nil {
-		n, _, cpu, _, _ := g.graph.totals()
-		cn, _, ccpu, _, _ := g.chat.totals()
-		if n > 0 && cn > 0 {
-			run, chat := us(cpu)/float64(n), us(ccpu)/float64(cn)
+		run, _ := g.graph.cpuPer()
+		chat, _ := g.chat.cpuPer()
+		if run > 0 && chat > 0 {
 			add(fmt.Sprintf("%d-node Chatflow run, server CPU over its model calls", graphNodes), fmt.Sprintf("%.0f µs", run-chat),
 				fmt.Sprintf("run %.2f× a Chatbot request", run/chat), fmt.Sprintf("≤ %.0f µs", graphTarget), run-chat <= graphTarget)
 		}

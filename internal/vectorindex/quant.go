@@ -162,7 +162,10 @@ func scanCodes(s *slab, q []float32, qq *queryQuant, lo, hi, k int, floor float3
 	return t.h, scored
 }
 
-// lowest keeps the k largest values pushed in a min-heap whose root is the smallest kept.
+// lowest keeps the k largest values pushed in a min-heap whose root is the smallest kept. It is
+// topK's heap for float64 bounds, written apart on purpose: one generic heap ordered through a
+// function value made BenchmarkSearch (256 dimensions, 100k rows) about 15% slower, every
+// candidate row of a coded scan passing through push.
 type lowest struct {
 	k int
 	h []float64

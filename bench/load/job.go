@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,6 +69,3 @@ func (j *jobResult) perJob() float64 {
 	}
 	return us(j.cpu) / float64(j.jobs)
 }
-
-// jobDir is where the job phase keeps its database.
-func jobDir(tmp string) string { return filepath.Join(tmp, "jobs") }

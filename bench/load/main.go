@@ -286,7 +286,7 @@ func bench(ctx context.Context, o options, rep *report) error {
 	}
 	if o.runs("jobs") {
 		logf("jobs phase: durable jobs one at a time for %s + warm-up", o.duration)
-		j, err := jobPhase(ctx, o, jobDir(tmp))
+		j, err := jobPhase(ctx, o, filepath.Join(tmp, "jobs"))
 		rep.jobs = &j
 		if err != nil {
 			return err

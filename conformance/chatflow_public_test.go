@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -148,21 +149,37 @@ func publicCorpus(t *testing.T, mode string) ([]string, *Parley) {
 }
 
 // importPublic imports the export at path as the published app name, with a model fallback.
-// Its datasets are Dify ids: each is mapped to the handbook knowledge base, as a user would map
-// them to theirs. It returns the import's arguments without the path (to import again with more
-// flags), and the import's stderr and error.
+// Its datasets are Dify ids, which import unmapped: the app is deleted and imported again with
+// each mapped to the handbook knowledge base, as a user would map them to theirs, so that the
+// run retrieves (TestUnmappedDatasetsRun runs one unmapped). It returns the import's arguments
+// without the path (to import again with more flags), and the import's stderr and error.
 func importPublic(p *Parley, path, name string) (args []string, stderr string, err error) {
 	args = []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
 	_, stderr, err = p.cliOut(append(args, path)...)
-	if err != nil && strings.Contains(stderr, "map it with --dataset ") {
-		for _, line := range strings.Split(stderr, "\n") {
-			if _, ref, ok := strings.Cut(line, "map it with --dataset "); ok {
-				args = append(args, "--dataset", strings.TrimSuffix(strings.TrimSpace(ref), "=KNOWLEDGE_BASE")+"=handbook")
-			}
+	if refs := unmappedRefs(stderr); err == nil && len(refs) > 0 {
+		if _, stderr, err = p.cliOut("apps", "delete", name); err != nil {
+			return args, stderr, err
+		}
+		for _, ref := range refs {
+			args = append(args, "--dataset", ref+"=handbook")
 		}
 		_, stderr, err = p.cliOut(append(args, path)...)
 	}
 	return args, stderr, err
+}
+
+// unmappedRefs are the datasets an import's notes say it left unmapped.
+func unmappedRefs(stderr string) []string {
+	var refs []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if _, rest, ok := strings.Cut(line, "import again with --dataset "); ok && strings.Contains(line, "unmapped dataset: ") {
+			ref, _, _ := strings.Cut(rest, "=KNOWLEDGE_BASE")
+			if !slices.Contains(refs, ref) {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	return refs
 }
 
 // sampleInputs fills the required inputs of an app's form for the user "corpus": an option of a

@@ -45,13 +45,15 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 			"Agent apps, an Agent's agent starting as an unpublished draft, and Chatflow and Workflow\n" +
 			"apps whose nodes Parley runs; Agent, Chatflow and Workflow apps run once published, so\n" +
 			"import them with --publish or run `parley apps publish NAME` after) and\n" +
-			"print the app's name on stdout; notes (substitutions, settings kept but not run) go to\n" +
-			"stderr. Every model, knowledge base and tool the file names must resolve on this server,\n" +
+			"print the app's name on stdout; notes (substitutions, settings kept but not run, datasets\n" +
+			"not mapped) go to stderr. Every model and tool the file names must resolve on this server,\n" +
 			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
 			"Models: a provider reference matches a configured provider by name, then by the last\n" +
 			"segment of a plugin id (langgenius/openai/openai finds openai), then by type.\n" +
 			"Datasets: Dify's dataset ids mean nothing here; map each to a knowledge base with\n" +
-			"--dataset ID=NAME (a file exported by Parley names its knowledge bases and needs none).",
+			"--dataset ID=NAME (a file exported by Parley names its knowledge bases and needs none).\n" +
+			"A dataset left unmapped is imported as Dify imports it: retrieval leaves it out, and\n" +
+			"`parley apps list` and `parley apps export` show it until an import maps it.",
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(*cobra.Command, []string) error {
 			opts.Datasets = map[string]string{}
@@ -192,9 +194,34 @@ func newAppsListCmd(getenv func(string) string, f *flags) *cobra.Command {
 			for _, name := range e.nameClashes {
 				fmt.Fprintf(tw, "%s\t-\tconfig\tnot served: an imported app has this name\t-\t-\n", name)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return listUnmapped(cmd.OutOrStdout(), list)
 		}),
 	}
+}
+
+// listUnmapped follows the app list with the datasets imports left unmapped, app by app, and
+// how to map them; it prints nothing when every dataset is mapped.
+func listUnmapped(w io.Writer, list []*apps.App) error {
+	first := true
+	for _, a := range list {
+		if len(a.UnmappedDatasets) == 0 {
+			continue
+		}
+		if first {
+			first = false
+			if _, err := fmt.Fprintln(w, "\nDatasets not mapped to a knowledge base (retrieval leaves them out; export the app and\n"+
+				"import it again with --dataset ID=KNOWLEDGE_BASE to map them):"); err != nil {
+				return err
+			}
+		}
+		if _, err := fmt.Fprintf(w, "  %s: %s\n", a.Name, strings.Join(a.UnmappedDatasets, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newAppsExportCmd(getenv func(string) string, f *flags) *cobra.Command {

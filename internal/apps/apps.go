@@ -118,6 +118,11 @@ type App struct {
 
 	// KnowledgeBases names the Parley knowledge bases the app retrieves from.
 	KnowledgeBases []string `json:"knowledge_bases,omitempty"`
+	// UnmappedDatasets are the dataset references (Dify ids) of an imported file that no
+	// knowledge base of this server matched and no --dataset flag mapped. Retrieval leaves
+	// them out, as Dify leaves out datasets that are not in its workspace; an export writes
+	// them back where they were, so that importing it again with --dataset maps them.
+	UnmappedDatasets []string `json:"unmapped_datasets,omitempty"`
 	// Retrieval is how the app retrieves from its knowledge bases.
 	Retrieval Retrieval `json:"retrieval,omitzero"`
 	// DatasetQueryVariable is, for completion apps, the input whose value is the retrieval query.

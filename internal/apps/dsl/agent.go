@@ -264,7 +264,7 @@ func (e exporter) exportAgent() (map[string]any, error) {
 		tools = append(tools, exportTool(t, "runtime_parameters"))
 	}
 	datasets := make([]any, 0, len(ac.KnowledgeBases))
-	for _, kb := range ac.KnowledgeBases {
+	for _, kb := range slices.Concat(ac.KnowledgeBases, a.UnmappedDatasets) {
 		datasets = append(datasets, map[string]any{"id": kb, "name": kb})
 	}
 	vars := make([]any, 0, len(ac.UserInputForm))

@@ -80,6 +80,9 @@ const (
 	NoteNotRun NoteKind = "not run"
 	// NoteChanged: the import read something differently from how the file says it.
 	NoteChanged NoteKind = "changed"
+	// NoteUnmappedDataset: a dataset of the file is not a knowledge base of this server and
+	// nothing maps it; retrieval leaves it out (App.UnmappedDatasets).
+	NoteUnmappedDataset NoteKind = "unmapped dataset"
 )
 
 // Note is something an import did that the user should know about, without failing it.

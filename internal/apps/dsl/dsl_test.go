@@ -392,7 +392,6 @@ model_config:
 		`model_config.user_input_form[2]: expected a mapping with one key, the input's type (text-input, paragraph, select, number, …)`,
 		`model_config.user_input_form[3].select.variable: missing`,
 		`model_config.suggested_questions: expected a list, found the text "not a list"`,
-		`model_config.dataset_configs.datasets.datasets[0].dataset.id: dataset "0f3c-unknown" is not a knowledge base of this server; map it with --dataset 0f3c-unknown=KNOWLEDGE_BASE`,
 		`model_config.dataset_configs.datasets.datasets[1].dataset.id: --dataset kb-1111=missing-kb: there is no knowledge base "missing-kb"`,
 		`model_config.dataset_configs.datasets.datasets[2].dataset.id: missing`,
 		`model_config.dataset_query_variable: "nope" is not a variable of user_input_form`,
@@ -408,14 +407,34 @@ model_config:
 		t.Fatalf("message:\n%s", e)
 	}
 
-	// The rerank model is checked when reranking runs: with a resolvable knowledge base.
-	rerank := strings.Replace(doc, "id: 0f3c-unknown", "id: faq", 1)
-	e = importErr(t, rerank, testEnv(), Options{})
-	if !slices.ContainsFunc(e.Problems, func(p Problem) bool {
-		return p.Path == "model_config.dataset_configs.reranking_model" && strings.Contains(p.Message, `provider "cohere" model "rerank-english-v3" is not configured`)
-	}) {
-		t.Fatalf("rerank model not checked: %v", e)
+}
+
+// TestRerankModelNotHere: a rerank model no provider serves does not stop an import, as it does
+// not stop Dify's: retrieval follows each knowledge base's own settings, so the app's model is
+// kept as written, with a note.
+func TestRerankModelNotHere(t *testing.T) {
+	t.Parallel()
+	doc := "version: 0.6.0\n" + chatBody + `  dataset_configs:
+    retrieval_model: multiple
+    reranking_enable: true
+    reranking_mode: reranking_model
+    reranking_model: {reranking_provider_name: cohere, reranking_model_name: rerank-english-v3}
+    datasets:
+      datasets:
+      - dataset: {enabled: true, id: faq}
+`
+	res, err := Import([]byte(doc), testEnv(), Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if rm := res.App.Retrieval.RerankingModel; rm == nil || *rm != (apps.ModelRef{Provider: "cohere", Name: "rerank-english-v3"}) {
+		t.Fatalf("rerank model %+v, want it as written", rm)
+	}
+	if len(res.Notes) != 1 || res.Notes[0].Kind != NoteNotRun || res.Notes[0].Path != "model_config.dataset_configs.reranking_model" ||
+		!strings.Contains(res.Notes[0].Message, `provider "cohere" model "rerank-english-v3" is not configured`) {
+		t.Fatalf("notes %v", res.Notes)
+	}
+	roundTrip(t, res.App, testEnv(), Options{})
 }
 
 func TestMissingPieces(t *testing.T) {
@@ -781,7 +800,7 @@ func TestPublicExports(t *testing.T) {
 				var e *Error
 				if errors.As(err, &e) {
 					for _, p := range e.Problems {
-						if !strings.Contains(p.String(), "is not supported yet") && !strings.Contains(p.String(), "map it with --dataset") &&
+						if !strings.Contains(p.String(), "is not supported yet") &&
 							!strings.Contains(p.String(), "agent strategy") &&
 							// A Workflow app started by a trigger node has no start node.
 							!(head.App.Mode == apps.ModeWorkflow && strings.Contains(p.String(), "the graph has no start node")) &&
@@ -855,11 +874,24 @@ func TestPublicExports(t *testing.T) {
 	}
 	t.Logf("public exports imported: %v; Chatflows refused for node types not run yet: %v", imported, refused)
 
-	// Without its mapping, the file that names a dataset fails and says how to map it.
+	// Without its mapping, the file that names a dataset imports, as Dify imports it: the
+	// dataset is noted, with how to map it, and left out of retrieval. The export writes it
+	// back, and importing the export with the mapping maps it.
+	const ref = "02f3eff0-ce59-4c38-ab3d-aecbb33c6e2c"
 	data := read(t, filepath.Join("testdata", "public", "chat", "rosehill-preparedness-helper-dataset.yml"))
-	if _, err := Import(data, env, Options{ModelFallback: "openai:gpt-4o-mini"}); err == nil ||
-		!strings.Contains(err.Error(), "map it with --dataset 02f3eff0-ce59-4c38-ab3d-aecbb33c6e2c=KNOWLEDGE_BASE") {
-		t.Fatalf("unmapped dataset: %v", err)
+	res, err := Import(data, env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || len(res.App.KnowledgeBases) != 0 || !slices.Equal(res.App.UnmappedDatasets, []string{ref}) {
+		t.Fatalf("unmapped dataset: %v %+v", err, res)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n Note) bool {
+		return n.Kind == NoteUnmappedDataset && strings.Contains(n.Message, "--dataset "+ref+"=KNOWLEDGE_BASE")
+	}) {
+		t.Fatalf("no note says how to map the dataset: %v", res.Notes)
+	}
+	out := roundTrip(t, res.App, env, Options{})
+	mapped, err := Import(out, env, Options{Datasets: map[string]string{ref: "handbook"}})
+	if err != nil || !slices.Equal(mapped.App.KnowledgeBases, []string{"handbook"}) || len(mapped.App.UnmappedDatasets) != 0 {
+		t.Fatalf("the export imported with --dataset: %v %+v", err, mapped)
 	}
 }
 
@@ -1084,9 +1116,20 @@ dependencies: []
 		!strings.Contains(string(out), "sets:") || strings.Contains(string(out), "kb-1111") {
 		t.Fatalf("knowledge sets exported as\n%s", out)
 	}
-	if e := importErr(t, strings.Replace(sets, "id: kb-1111", "id: kb-9", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
+	// A dataset of a set that is not here imports unmapped, and the export keeps it; a mapping
+	// to a knowledge base that does not exist is still refused.
+	unknown := strings.Replace(sets, "id: kb-1111", "id: kb-9", 1)
+	res, err = Import([]byte(unknown), env, Options{ModelFallback: "openai:gpt-4o-mini"})
+	if err != nil || len(res.App.Bound.Draft.KnowledgeBases) != 0 || !slices.Equal(res.App.UnmappedDatasets, []string{"kb-9"}) ||
+		len(res.Notes) != 2 || res.Notes[1].Kind != NoteUnmappedDataset || res.Notes[1].Path != "agent_packages.agent_1.soul.knowledge.sets[0].datasets[0].id" {
+		t.Fatalf("an unknown dataset in a set: %v %+v", err, res)
+	}
+	if out := roundTrip(t, res.App, env, Options{}); !strings.Contains(string(out), "id: kb-9") {
+		t.Fatalf("an unmapped dataset exported as\n%s", out)
+	}
+	if e := importErr(t, unknown, env, Options{ModelFallback: "openai:gpt-4o-mini", Datasets: map[string]string{"kb-9": "nowhere"}}); len(e.Problems) != 1 ||
 		e.Problems[0].Path != "agent_packages.agent_1.soul.knowledge.sets[0].datasets[0].id" {
-		t.Fatalf("an unknown dataset in a set: %v", e)
+		t.Fatalf("a mapping to a knowledge base that does not exist: %v", e)
 	}
 	if e := importErr(t, strings.Replace(bare, "soul: {schema_version: 1}", "soul: {schema_version: 2}", 1), env, Options{ModelFallback: "openai:gpt-4o-mini"}); len(e.Problems) != 1 ||
 		!strings.Contains(e.Error(), "agent soul schema version 2 is not supported") {
@@ -1153,5 +1196,55 @@ func TestExportChatflows(t *testing.T) {
 	}
 	if _, err := Export(&apps.App{Name: "flow", Mode: apps.ModeAdvancedChat}, env); err == nil {
 		t.Fatal("exported a Chatflow with no graph")
+	}
+}
+
+// TestUnmappedNodeDatasets: the knowledge-retrieval nodes of public Chatflow and Workflow exports
+// name datasets of their authors' workspaces. They import unmapped, as Dify imports them: the
+// node retrieves from the knowledge bases that resolved (here none), the app lists the
+// references, and the export writes them back into the node's dataset_ids.
+func TestUnmappedNodeDatasets(t *testing.T) {
+	t.Parallel()
+	env := testEnv()
+	env.Tool = builtinTool
+	opts := Options{ModelFallback: "openai:gpt-4o-mini", NodeTypes: nodes.Registry(nodes.Deps{}).Supports, Lenient: true}
+	checked := 0
+	for _, name := range []string{"advanced-chat/amypg-contextual-rag.yml", "advanced-chat/svcvit-thinking-assistant.yml",
+		"workflow/svcvit-document-chat-template.yml", "workflow/svcvit-intent-reply.yml"} {
+		data := read(t, filepath.Join("testdata", "public", name))
+		res, err := Import(data, env, opts)
+		if err != nil {
+			t.Logf("%s does not import: %v", name, err)
+			continue
+		}
+		var want []string
+		for _, n := range list(res.App.Workflow.Graph["nodes"]) {
+			d, _ := n.(map[string]any)["data"].(map[string]any)
+			if d["type"] != "knowledge-retrieval" {
+				continue
+			}
+			if len(list(d["dataset_ids"])) != 0 || len(list(d[unmappedDatasetIDs])) == 0 {
+				t.Fatalf("%s: node data %v", name, d)
+			}
+			for _, id := range list(d[unmappedDatasetIDs]) {
+				want = append(want, id.(string))
+			}
+		}
+		if len(want) == 0 || !slices.Equal(slices.Compact(slices.Sorted(slices.Values(want))), slices.Sorted(slices.Values(res.App.UnmappedDatasets))) {
+			t.Fatalf("%s: the nodes hold %v, the app lists %v", name, want, res.App.UnmappedDatasets)
+		}
+		out := roundTrip(t, res.App, env, Options{NodeTypes: opts.NodeTypes, Lenient: true})
+		if strings.Contains(string(out), unmappedDatasetIDs) {
+			t.Fatalf("%s: the export shows Parley's key", name)
+		}
+		for _, id := range want {
+			if !strings.Contains(string(out), id) {
+				t.Fatalf("%s: the export lost dataset %s", name, id)
+			}
+		}
+		checked++
+	}
+	if checked < 2 {
+		t.Fatalf("only %d public files with knowledge-retrieval nodes imported", checked)
 	}
 }

@@ -309,7 +309,7 @@ func (e exporter) fileUpload(p string) map[string]any {
 func (e exporter) datasets() map[string]any {
 	r := e.a.Retrieval
 	entries := make([]any, 0, len(e.a.KnowledgeBases))
-	for _, kb := range e.a.KnowledgeBases {
+	for _, kb := range slices.Concat(e.a.KnowledgeBases, e.a.UnmappedDatasets) {
 		entries = append(entries, map[string]any{"dataset": map[string]any{"enabled": true, "id": kb}})
 	}
 	mode := r.Mode

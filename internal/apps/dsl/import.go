@@ -481,7 +481,10 @@ func (c *converter) readDatasets(mc *section) {
 		if r.RerankingEnabled && r.RerankingMode != "weighted_score" && len(c.a.KnowledgeBases) > 0 {
 			m, why := c.env.resolveModel(modelRerank, ref.Provider, ref.Name)
 			if why != "" {
-				c.p.add(rm.path, "%s; configure a rerank model or turn reranking off", why)
+				// Dify imports it and reports the missing plugin. Parley's chat retrieval
+				// follows each knowledge base's own retrieval settings, so the app's rerank
+				// model is kept as written and changes nothing.
+				c.p.note(NoteNotRun, rm.path, "%s; kept as written: retrieval follows each knowledge base's own settings, reranking included", why)
 			} else {
 				ref = apps.ModelRef{Provider: m.provider.Name, Name: m.model.Name}
 			}
@@ -512,21 +515,42 @@ func (c *converter) addDataset(d *section) string {
 		c.p.add(d.at("id"), "missing")
 		return ""
 	}
-	if _, ok := c.opts.Datasets[id]; ok {
-		if c.mapped == nil {
-			c.mapped = map[string]bool{}
-		}
-		c.mapped[id] = true
-	}
-	name, why := c.env.resolveDataset(id, c.opts.Datasets)
-	if why != "" {
-		c.p.add(d.at("id"), "%s", why)
+	name, ok := c.resolveDataset(d.at("id"), id)
+	if !ok {
 		return ""
 	}
 	if !slices.Contains(c.a.KnowledgeBases, name) {
 		c.a.KnowledgeBases = append(c.a.KnowledgeBases, name)
 	}
 	return name
+}
+
+// resolveDataset resolves a dataset reference of the file found at path to the name of a
+// knowledge base of this server. A reference the --dataset flags map must resolve: naming a
+// knowledge base that does not exist is a problem. One nothing maps and no knowledge base
+// matches is imported unmapped, as Dify imports an app whose datasets are not in the
+// workspace: it is noted, kept in the app's UnmappedDatasets (so that `apps list` and
+// `apps export` show it, and an import of the export can map it), and retrieval leaves it out.
+func (c *converter) resolveDataset(path, ref string) (string, bool) {
+	if _, ok := c.opts.Datasets[ref]; ok {
+		if c.mapped == nil {
+			c.mapped = map[string]bool{}
+		}
+		c.mapped[ref] = true
+	}
+	name, why := c.env.resolveDataset(ref, c.opts.Datasets)
+	switch {
+	case why == "":
+		return name, true
+	case c.opts.Datasets[ref] != "":
+		c.p.add(path, "%s", why)
+	default:
+		c.p.note(NoteUnmappedDataset, path, "%s: retrieval leaves it out until it is mapped (import again with --dataset %s=KNOWLEDGE_BASE)", why, ref)
+		if !slices.Contains(c.a.UnmappedDatasets, ref) {
+			c.a.UnmappedDatasets = append(c.a.UnmappedDatasets, ref)
+		}
+	}
+	return "", false
 }
 
 // readOldDatasets moves datasets that very old exports list among agent_mode's tools

@@ -128,7 +128,7 @@ func (e Env) resolveDataset(ref string, mapping map[string]string) (string, stri
 	if kb, ok := e.knowledgeBase(ref); ok {
 		return kb.Name, ""
 	}
-	return "", fmt.Sprintf("dataset %q is not a knowledge base of this server; map it with --dataset %s=KNOWLEDGE_BASE", ref, ref)
+	return "", fmt.Sprintf("dataset %q is not a knowledge base of this server", ref)
 }
 
 func (e Env) knowledgeBase(ref string) (KnowledgeBase, bool) {

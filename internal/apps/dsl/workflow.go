@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/apps"
@@ -113,25 +114,32 @@ func (c *converter) resolveNodeModel(path string, m map[string]any) {
 
 // resolveNodeDatasets rewrites a knowledge-retrieval node's dataset references to the knowledge
 // bases they resolve to, as an app's datasets are resolved (--dataset maps Dify's ids).
+//
+// References that stay unmapped (see converter.resolveDataset) are moved to the node's
+// unmappedDatasetIDs key, which the node does not read and the export writes back.
 func (c *converter) resolveNodeDatasets(path string, data map[string]any) {
-	var names []any
+	var names, unmapped []any
 	for i, v := range list(data["dataset_ids"]) {
 		ref, _ := scalarText(v)
-		if _, ok := c.opts.Datasets[ref]; ok {
-			if c.mapped == nil {
-				c.mapped = map[string]bool{}
-			}
-			c.mapped[ref] = true
-		}
-		name, why := c.env.resolveDataset(ref, c.opts.Datasets)
-		if why != "" {
-			c.p.add(index(path, i), "%s", why)
+		if ref == "" {
+			c.p.note(NoteChanged, index(path, i), "an empty dataset id was left out")
 			continue
 		}
-		names = append(names, name)
+		if name, ok := c.resolveDataset(index(path, i), ref); ok {
+			names = append(names, name)
+		} else if slices.Contains(c.a.UnmappedDatasets, ref) {
+			unmapped = append(unmapped, ref)
+		}
 	}
 	data["dataset_ids"] = names
+	if unmapped != nil {
+		data[unmappedDatasetIDs] = unmapped
+	}
 }
+
+// unmappedDatasetIDs is the key under which a knowledge-retrieval node of an imported app keeps
+// the dataset references the import could not map (Dify ids of another workspace).
+const unmappedDatasetIDs = "unmapped_dataset_ids"
 
 // readStartForm turns the start node's variables into the app's input form.
 func (c *converter) readStartForm(path string, data map[string]any) {

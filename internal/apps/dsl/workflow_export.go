@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // exportWorkflow writes the workflow section of a Chatflow: its graph as the import kept it
@@ -36,7 +37,7 @@ func (e exporter) exportWorkflow() (map[string]any, error) {
 		features["annotation_reply"] = e.annotationReply(fp)
 	}
 	return e.with(p, map[string]any{
-		"graph":                  w.Graph,
+		"graph":                  withUnmappedDatasets(w.Graph),
 		"features":               e.with(fp, features),
 		"environment_variables":  variables(w.EnvironmentVariables),
 		"conversation_variables": variables(w.ConversationVariables),
@@ -49,4 +50,35 @@ func variables(vs []map[string]any) []any {
 		out = append(out, maps.Clone(v))
 	}
 	return out
+}
+
+// withUnmappedDatasets returns graph with the dataset references its knowledge-retrieval nodes
+// could not map on import written back into their dataset_ids, after the knowledge bases that
+// did resolve (see resolveNodeDatasets). graph is not changed; what is rewritten is copied.
+func withUnmappedDatasets(graph map[string]any) map[string]any {
+	nodes, _ := graph["nodes"].([]any)
+	var out []any
+	for i, n := range nodes {
+		node, _ := n.(map[string]any)
+		data, _ := node["data"].(map[string]any)
+		unmapped, ok := data[unmappedDatasetIDs].([]any)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(nodes)
+		}
+		d := maps.Clone(data)
+		delete(d, unmappedDatasetIDs)
+		d["dataset_ids"] = slices.Concat(list(data["dataset_ids"]), unmapped)
+		c := maps.Clone(node)
+		c["data"] = d
+		out[i] = c
+	}
+	if out == nil {
+		return graph
+	}
+	g := maps.Clone(graph)
+	g["nodes"] = out
+	return g
 }

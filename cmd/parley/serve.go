@@ -167,6 +167,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
+	mcpClient, err := toolsClient(e)
+	if err != nil {
+		return err
+	}
 	nodeTransports := &httpreq.Transports{}
 	defer nodeTransports.Close()
 	var humanInput *humaninput.Service
@@ -176,7 +180,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store:                   e.store, Logger: e.log, Files: chatSvc.MessageFiles,
 		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc, Tools: toolReg.Find,
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
-			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}}),
+			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}, MCPClient: mcpClient}),
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
 		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})

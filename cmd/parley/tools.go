@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -19,11 +20,17 @@ import (
 // toolRegistry is the workspace's tool registry, reaching APIs and MCP servers through the
 // network guard with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through.
 func toolRegistry(e *env) (*toolreg.Registry, error) {
-	hc, err := netguard.ClientAllowing(nil, e.cfg.ToolsAllowedNetworks, nil)
+	hc, err := toolsClient(e)
 	if err != nil {
 		return nil, err
 	}
 	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtin.Find, HTTPClient: hc, Logger: e.log})
+}
+
+// toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network
+// guard, with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through.
+func toolsClient(e *env) (*http.Client, error) {
+	return netguard.ClientAllowing(nil, e.cfg.ToolsAllowedNetworks, nil)
 }
 
 // withTools is withEnv with the tool registry.

@@ -3,7 +3,6 @@ package dsl
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/workflow"
@@ -197,10 +196,8 @@ func (c *converter) checkNodeTools(path, id string, n *workflow.Node) {
 	case "agent":
 		provider, _ := scalarText(n.Data["agent_strategy_provider_name"])
 		strategy, _ := scalarText(n.Data["agent_strategy_name"])
-		if (provider != "" && !strings.HasPrefix(provider, "langgenius/agent")) ||
-			(strategy != "" && strategy != "function_calling" && strategy != "ReAct") {
-			// Parley runs the strategies of Dify's own agent plugin only.
-			c.p.add(path, "node %s: agent strategy %q of %q is not supported yet (langgenius/agent's function_calling and ReAct are)", id, strategy, provider)
+		if _, ok := workflow.LookupAgentStrategy(provider, strategy); !ok {
+			c.p.add(path, "node %s: agent strategy %q of %q is not supported yet (%s are)", id, strategy, provider, workflow.SupportedAgentStrategies)
 			return
 		}
 		params, _ := n.Data["agent_parameters"].(map[string]any)

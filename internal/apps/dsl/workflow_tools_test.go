@@ -50,8 +50,14 @@ func TestChatflowToolNodes(t *testing.T) {
 		}
 	}
 
+	// hjlarry/agent's MCP strategy imports; a strategy plugin Parley does not have is refused,
+	// naming it.
 	data = read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-mcp.yml"))
-	if _, err := Import(data, env, opts); err == nil || !strings.Contains(err.Error(), `node 1742957995972: agent strategy "function_calling" of "hjlarry/agent/mcp_agent" is not supported yet`) {
+	if _, err := Import(data, env, opts); err != nil {
+		t.Fatalf("the MCP agent strategy: %v", err)
+	}
+	tod := read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-tod-agent-demo.yml"))
+	if _, err := Import(tod, env, opts); err == nil || !strings.Contains(err.Error(), `agent strategy "TOD" of "svcvit/agent/agent" is not supported yet`) {
 		t.Fatalf("another strategy plugin: %v", err)
 	}
 }

@@ -386,6 +386,10 @@ func structured(content any) json.RawMessage {
 	return b
 }
 
+// SafeError is err's text without the credentials the server URL may carry, for an error of
+// this provider that users read (see scrub).
+func (p *Provider) SafeError(err error) string { return p.scrub(err) }
+
 // scrub is err's text without the credentials the server URL may carry (a password, query
 // values such as a token), which the model and the app's users would otherwise read.
 func (p *Provider) scrub(err error) string {

@@ -39,12 +39,14 @@ type agentNode struct {
 	// react runs the ReAct strategy: the tools are described in the prompt and the model answers
 	// in the protocol's text, instead of calling them natively.
 	react bool
+	// mcpServers is the mcp_server parameter of the MCP agent strategy (a template): the MCP
+	// servers whose tools the model is offered beside the node's own (mcpagent.go).
+	mcpServers string
 }
 
 // Agent strategies the node runs.
 const (
-	agentStrategyProvider = "langgenius/agent"
-	agentErrorType        = "AgentNodeError"
+	agentErrorType = "AgentNodeError"
 	// defaultAgentRounds is maximum_iterations when the node sets none, as Dify's strategy has it.
 	defaultAgentRounds = 3
 	maxAgentRounds     = 99
@@ -69,20 +71,21 @@ func agentText(data map[string]any, name string) string {
 }
 
 func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
-	provider := str(n.Data["agent_strategy_provider_name"])
-	if provider != "" && !strings.HasPrefix(provider, agentStrategyProvider) {
-		return nil, configError("agent strategy provider %q is not supported (only %s)", provider, agentStrategyProvider)
-	}
-	strategy := str(n.Data["agent_strategy_name"])
-	switch strategy {
-	case "", "function_calling", "ReAct":
-	default:
-		return nil, configError("agent strategy %q is not supported (function_calling, ReAct)", strategy)
+	provider, strategy := str(n.Data["agent_strategy_provider_name"]), str(n.Data["agent_strategy_name"])
+	st, ok := workflow.LookupAgentStrategy(provider, strategy)
+	if !ok {
+		return nil, configError("agent strategy %q of %q is not supported (%s are)", strategy, provider, workflow.SupportedAgentStrategies)
 	}
 	m := mapping(agentParam(n.Data, "model"))
 	a := &agentNode{d: d, provider: str(m["provider"]), name: str(m["model"]), params: mapping(m["completion_params"]),
 		instruction: agentText(n.Data, "instruction"), query: agentText(n.Data, "query"),
-		rounds: defaultAgentRounds, react: strategy == "ReAct"}
+		rounds: defaultAgentRounds, react: st.ReAct}
+	if st.MCP {
+		a.mcpServers = agentText(n.Data, "mcp_server")
+		if strings.TrimSpace(a.mcpServers) != "" && d.MCPClient == nil {
+			return nil, configError("MCP servers are not available")
+		}
+	}
 	if a.provider == "" || a.name == "" {
 		return nil, configError("the node names no model")
 	}
@@ -187,7 +190,18 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 	}
 	prompt = append(prompt, providers.Message{Role: providers.RoleUser, Content: query})
 
-	ag := llm.Agent{Model: m, Params: llm.Params(a.params, m.Spec), Offers: a.resolve(ctx), Rounds: a.rounds,
+	offers := a.resolve(ctx)
+	if a.mcpServers != "" {
+		servers, err := a.connectMCP(ctx, template.Render(a.mcpServers, x.Pool.Get, value.Text))
+		defer servers.close()
+		if err != nil {
+			return res, err
+		}
+		if offers, err = servers.offer(ctx, offers); err != nil {
+			return res, err
+		}
+	}
+	ag := llm.Agent{Model: m, Params: llm.Params(a.params, m.Spec), Offers: offers, Rounds: a.rounds,
 		ReAct: a.react, ToolTimeout: a.d.ToolTimeout}
 	obs := &agentRun{a: a, x: x, offers: ag.Offers}
 	total, err := ag.Run(ctx, prompt, obs)

@@ -41,6 +41,9 @@ type Deps struct {
 	Files *files.Service
 	// HTTP is what http-request nodes send with.
 	HTTP HTTP
+	// MCPClient makes the requests to the MCP servers an MCP agent strategy names: the
+	// network-guarded client the workspace's tools use.
+	MCPClient *http.Client
 	// Extract extracts a document's text for document-extractor nodes (the knowledge base's
 	// extraction, in a child process with limits); nil: extract.Extract in process.
 	Extract func(ctx context.Context, filename string, r io.Reader, size int64) (extract.Document, error)

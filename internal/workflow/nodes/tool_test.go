@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -461,4 +464,99 @@ func TestToolTimeouts(t *testing.T) {
 	if !strings.Contains(obs, "did not answer within") {
 		t.Fatalf("observation %q", obs)
 	}
+}
+
+// mcpAgentGraph is a Chatflow whose agent node runs hjlarry/agent's MCP strategy with the
+// mcp_server parameter given and the built-in maths tool of its own.
+func mcpAgentGraph(t *testing.T, mcpServer string) *workflow.Graph {
+	return parse(t, []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("ag", "agent", map[string]any{
+			"agent_strategy_provider_name": "hjlarry/agent/mcp_agent", "agent_strategy_name": "function_calling",
+			"agent_parameters": map[string]any{
+				"model": map[string]any{"type": "constant", "value": map[string]any{"provider": "openai", "model": "gpt-4o-mini",
+					"mode": "chat", "completion_params": map[string]any{}}},
+				"instruction":        map[string]any{"type": "constant", "value": "You keep notes."},
+				"query":              map[string]any{"type": "constant", "value": "{{#sys.query#}}"},
+				"maximum_iterations": map[string]any{"type": "constant", "value": 3},
+				"mcp_server":         map[string]any{"type": "constant", "value": mcpServer},
+				"tools": map[string]any{"type": "constant", "value": []any{
+					map[string]any{"enabled": true, "provider_name": "maths", "tool_name": "eval_expression", "type": "builtin"},
+				}},
+			}}),
+		nodeOf("a", "answer", map[string]any{"answer": "{{#ag.text#}}"}),
+	}, []any{edgeOf("start", "source", "ag"), edgeOf("ag", "source", "a")})
+}
+
+// TestAgentNodeMCPStrategy: hjlarry/agent's MCP strategy offers the tools of the MCP servers
+// its mcp_server parameter names (one URL, or a JSON object of servers with headers) beside the
+// node's own, and calls them on the server; a server it cannot reach fails the node, naming it
+// without the credentials of its URL.
+func TestAgentNodeMCPStrategy(t *testing.T) {
+	t.Parallel()
+	notes := toolregtest.NewMCP(t)
+	hc, err := netguard.ClientAllowing(nil, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range map[string]string{
+		"a URL":         notes.URL,
+		"a JSON object": `{"notes": {"url": "` + notes.URL + `", "headers": {"Authorization": "Bearer n0tes"}, "timeout": 5}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, up := deps(t)
+			d.Tools = toolRegistry(t).Find
+			d.MCPClient = hc
+			up.OnEach("notes on "+name, openaitest.Reply{ToolCalls: []providers.ToolCall{
+				{Name: "notes_search", Arguments: `{"query": "budget"}`},
+				{Name: "eval_expression", Arguments: `{"expression": "2 + 2"}`},
+			}}, openaitest.Reply{Chunks: []string{"Found ", "it."}})
+			rep, s, _ := runGraph(t, d, mcpAgentGraph(t, spec), "notes on "+name+"?")
+			if rep.Status != workflow.StatusSucceeded || s.answer() != "Found it." {
+				t.Fatalf("%+v, answer %q", rep, s.answer())
+			}
+			reqs := up.Requests()
+			var offered []string
+			for _, tl := range reqs[0].Tools {
+				offered = append(offered, tl.Name)
+			}
+			if !slices.Contains(offered, "eval_expression") || !slices.Contains(offered, "notes_search") || !slices.Contains(offered, "stats") {
+				t.Fatalf("offered %v", offered)
+			}
+			var results []string
+			for _, m := range reqs[1].Messages {
+				if m.Role == "tool" {
+					results = append(results, m.Text())
+				}
+			}
+			if len(results) != 2 || results[0] != "found: BUDGET" || results[1] != "4" {
+				t.Fatalf("tool results %q", results)
+			}
+			if name == "a JSON object" && notes.Auth.Load() != "Bearer n0tes" {
+				t.Fatalf("the server was called with Authorization %q", notes.Auth.Load())
+			}
+		})
+	}
+
+	t.Run("a server that is down", func(t *testing.T) {
+		d, up := deps(t)
+		d.MCPClient = hc
+		down := httptest.NewServer(http.NotFoundHandler())
+		down.Close()
+		rep, _, _ := runGraph(t, d, mcpAgentGraph(t, down.URL+"/sse?key=s3cret"), "anyone there?")
+		if rep.Status != workflow.StatusFailed || rep.Err == nil || !strings.Contains(rep.Err.Error(), `MCP server "default_server"`) || strings.Contains(rep.Err.Error(), "s3cret") {
+			t.Fatalf("%+v", rep)
+		}
+		if len(up.Requests()) != 0 {
+			t.Fatal("the model was called without the server's tools")
+		}
+	})
+	t.Run("not a server", func(t *testing.T) {
+		d, _ := deps(t)
+		d.MCPClient = hc
+		if rep, _, _ := runGraph(t, d, mcpAgentGraph(t, "my notes server"), "hello"); rep.Status != workflow.StatusFailed ||
+			rep.Err == nil || !strings.Contains(rep.Err.Error(), "neither an MCP server's URL nor a JSON object") {
+			t.Fatalf("%+v", rep)
+		}
+	})
 }

@@ -1,0 +1,47 @@
+package workflow
+
+import "strings"
+
+// AgentStrategy is how an agent node runs the strategy its data names (Dify's
+// agent_strategy_provider_name and agent_strategy_name): the strategy plugins Parley runs are
+// built in, one entry each.
+type AgentStrategy struct {
+	// ReAct describes the tools in the prompt and reads the model's answer in the ReAct text
+	// protocol, instead of calling them natively (function calling).
+	ReAct bool
+	// MCP adds the tools of the MCP servers the node's mcp_server parameter names to its own
+	// (hjlarry/agent's mcp_agent, function calling).
+	MCP bool
+}
+
+// Strategy plugins the agent node runs.
+const (
+	// AgentPluginDify is Dify's own agent plugin: function_calling and ReAct.
+	AgentPluginDify = "langgenius/agent"
+	// AgentProviderMCP is the strategy provider of hjlarry/agent, "MCP agent": function_calling
+	// with MCP servers' tools.
+	AgentProviderMCP = "hjlarry/agent/mcp_agent"
+)
+
+// SupportedAgentStrategies says which strategies LookupAgentStrategy finds, for messages.
+const SupportedAgentStrategies = "langgenius/agent's function_calling and ReAct, hjlarry/agent/mcp_agent's function_calling"
+
+// LookupAgentStrategy finds the strategy an agent node names: provider is the strategy
+// provider (langgenius/agent/agent, hjlarry/agent/mcp_agent), name the strategy; an empty
+// provider is Dify's own plugin and an empty name function calling, as early exports write them.
+func LookupAgentStrategy(provider, name string) (AgentStrategy, bool) {
+	switch {
+	case provider == "" || strings.HasPrefix(provider, AgentPluginDify+"/") || provider == AgentPluginDify:
+		switch name {
+		case "", "function_calling":
+			return AgentStrategy{}, true
+		case "ReAct":
+			return AgentStrategy{ReAct: true}, true
+		}
+	case provider == AgentProviderMCP:
+		if name == "" || name == "function_calling" {
+			return AgentStrategy{MCP: true}, true
+		}
+	}
+	return AgentStrategy{}, false
+}

@@ -9,10 +9,17 @@ type AgentStrategy struct {
 	// ReAct describes the tools in the prompt and reads the model's answer in the ReAct text
 	// protocol, instead of calling them natively (function calling).
 	ReAct bool
-	// MCP adds the tools of the MCP servers the node's mcp_server parameter names to its own
-	// (hjlarry/agent's mcp_agent, function calling).
-	MCP bool
+	// MCPServers names the agent parameter that lists MCP servers whose tools are added to the
+	// node's own: mcp_server (hjlarry/agent's mcp_agent: one URL or a JSON object of servers) or
+	// mcp_servers_config (junjiem/mcp_see_agent: a JSON object of servers); "" for none.
+	MCPServers string
 }
+
+// The agent parameters that name MCP servers (AgentStrategy.MCPServers).
+const (
+	MCPServerParam        = "mcp_server"
+	MCPServersConfigParam = "mcp_servers_config"
+)
 
 // Strategy plugins the agent node runs.
 const (
@@ -21,10 +28,14 @@ const (
 	// AgentProviderMCP is the strategy provider of hjlarry/agent, "MCP agent": function_calling
 	// with MCP servers' tools.
 	AgentProviderMCP = "hjlarry/agent/mcp_agent"
+	// AgentProviderMCPSee is the strategy provider of junjiem/mcp_see_agent, "Agent strategies
+	// (support MCP tools)": mcp_sse_function_calling and mcp_sse_ReAct.
+	AgentProviderMCPSee = "junjiem/mcp_see_agent/mcp_see_agent"
 )
 
 // SupportedAgentStrategies says which strategies LookupAgentStrategy finds, for messages.
-const SupportedAgentStrategies = "langgenius/agent's function_calling and ReAct, hjlarry/agent/mcp_agent's function_calling"
+const SupportedAgentStrategies = "langgenius/agent's function_calling and ReAct, hjlarry/agent/mcp_agent's function_calling, " +
+	"junjiem/mcp_see_agent's mcp_sse_function_calling and mcp_sse_ReAct"
 
 // LookupAgentStrategy finds the strategy an agent node names: provider is the strategy
 // provider (langgenius/agent/agent, hjlarry/agent/mcp_agent), name the strategy; an empty
@@ -40,7 +51,14 @@ func LookupAgentStrategy(provider, name string) (AgentStrategy, bool) {
 		}
 	case provider == AgentProviderMCP:
 		if name == "" || name == "function_calling" {
-			return AgentStrategy{MCP: true}, true
+			return AgentStrategy{MCPServers: MCPServerParam}, true
+		}
+	case provider == AgentProviderMCPSee:
+		switch name {
+		case "mcp_sse_function_calling":
+			return AgentStrategy{MCPServers: MCPServersConfigParam}, true
+		case "mcp_sse_ReAct":
+			return AgentStrategy{ReAct: true, MCPServers: MCPServersConfigParam}, true
 		}
 	}
 	return AgentStrategy{}, false

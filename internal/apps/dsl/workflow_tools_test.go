@@ -56,6 +56,16 @@ func TestChatflowToolNodes(t *testing.T) {
 	if _, err := Import(data, env, opts); err != nil {
 		t.Fatalf("the MCP agent strategy: %v", err)
 	}
+	// junjiem/mcp_see_agent's strategies import too (the file is the same agent node under
+	// that plugin's names).
+	see := strings.NewReplacer("hjlarry/agent/mcp_agent", "junjiem/mcp_see_agent/mcp_see_agent",
+		"agent_strategy_name: function_calling", "agent_strategy_name: mcp_sse_ReAct").Replace(string(data))
+	if _, err := Import([]byte(see), env, opts); err != nil {
+		t.Fatalf("junjiem/mcp_see_agent: %v", err)
+	}
+	if _, err := Import([]byte(strings.Replace(see, "mcp_sse_ReAct", "mcp_sse_planning", 1)), env, opts); err == nil {
+		t.Fatal("a strategy mcp_see_agent does not have imported")
+	}
 	tod := read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-tod-agent-demo.yml"))
 	if _, err := Import(tod, env, opts); err == nil || !strings.Contains(err.Error(), `agent strategy "TOD" of "svcvit/agent/agent" is not supported yet`) {
 		t.Fatalf("another strategy plugin: %v", err)

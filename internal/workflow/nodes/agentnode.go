@@ -39,9 +39,10 @@ type agentNode struct {
 	// react runs the ReAct strategy: the tools are described in the prompt and the model answers
 	// in the protocol's text, instead of calling them natively.
 	react bool
-	// mcpServers is the mcp_server parameter of the MCP agent strategy (a template): the MCP
-	// servers whose tools the model is offered beside the node's own (mcpagent.go).
-	mcpServers string
+	// mcpServers is the parameter of an MCP strategy that names MCP servers (a template): the
+	// servers whose tools the model is offered beside the node's own (mcpagent.go); mcpParam
+	// is which parameter it is, as its forms differ.
+	mcpServers, mcpParam string
 }
 
 // Agent strategies the node runs.
@@ -80,8 +81,8 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	a := &agentNode{d: d, provider: str(m["provider"]), name: str(m["model"]), params: mapping(m["completion_params"]),
 		instruction: agentText(n.Data, "instruction"), query: agentText(n.Data, "query"),
 		rounds: defaultAgentRounds, react: st.ReAct}
-	if st.MCP {
-		a.mcpServers = agentText(n.Data, "mcp_server")
+	if st.MCPServers != "" {
+		a.mcpServers, a.mcpParam = agentText(n.Data, st.MCPServers), st.MCPServers
 		if strings.TrimSpace(a.mcpServers) != "" && d.MCPClient == nil {
 			return nil, configError("MCP servers are not available")
 		}
@@ -192,7 +193,7 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 
 	offers := a.resolve(ctx)
 	if a.mcpServers != "" {
-		servers, err := a.connectMCP(ctx, template.Render(a.mcpServers, x.Pool.Get, value.Text))
+		servers, err := a.connectMCP(ctx, a.mcpParam, template.Render(a.mcpServers, x.Pool.Get, value.Text))
 		defer servers.close()
 		if err != nil {
 			return res, err

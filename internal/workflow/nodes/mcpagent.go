@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -15,12 +16,16 @@ import (
 	"github.com/parleyhq/parley/internal/workflow"
 )
 
-// The MCP agent strategy (hjlarry/agent's mcp_agent) is function calling whose tools are the
-// node's own plus those of the MCP servers its mcp_server parameter names: one server's URL,
-// or a JSON object of servers by name, each {"url", "headers", "timeout", "sse_read_timeout"}
-// (timeouts in seconds), as the plugin reads it. The servers are connected for the node's run
-// and their tools listed then; a server that cannot be reached or listed fails the node, as
-// it fails the plugin's strategy.
+// The MCP strategies are function calling (or ReAct) whose tools are the node's own plus those
+// of the MCP servers a parameter names, as the plugins read it:
+//   - hjlarry/agent's mcp_agent: mcp_server, one server's URL or a JSON object of servers by
+//     name, each {"url", "headers", "timeout", "sse_read_timeout"} (timeouts in seconds);
+//   - junjiem/mcp_see_agent: mcp_servers_config, a JSON object of servers by name, each also
+//     with "transport" (sse or streamable_http), possibly wrapped in double quotes by the
+//     variable it was injected from; server names are letters, digits, _ and -.
+//
+// The servers are connected for the node's run and their tools listed then; a server that
+// cannot be reached or listed fails the node, as it fails the plugins' strategies.
 
 // maxMCPServers bounds the servers one node may name.
 const maxMCPServers = 8
@@ -37,6 +42,9 @@ type mcpServerConfig struct {
 	// SSEReadTimeout is how long the plugin's client waits for an event of an HTTP+SSE
 	// stream; Parley's calls are bounded by Timeout instead, so it is read and not used.
 	SSEReadTimeout float64 `json:"sse_read_timeout"`
+	// Transport is sse or streamable_http (junjiem/mcp_see_agent); the client finds the
+	// transport a server speaks by itself, so it is read and not needed.
+	Transport string `json:"transport"`
 }
 
 // mcpServers are the MCP servers of one run of an MCP agent node, by name.
@@ -45,12 +53,21 @@ type mcpServers struct {
 	providers []*mcp.Provider
 }
 
-// parseMCPServers reads an mcp_server parameter's text: a URL, or a JSON object of servers.
-func parseMCPServers(spec string) (map[string]mcpServerConfig, error) {
+// mcpServerName is what junjiem/mcp_see_agent allows a server's name to be.
+var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// parseMCPServers reads the text of param, the parameter that names an MCP strategy's servers.
+func parseMCPServers(param, spec string) (map[string]mcpServerConfig, error) {
 	spec = strings.TrimSpace(spec)
+	if param == workflow.MCPServersConfigParam {
+		spec = strings.Trim(spec, `"`)
+	}
 	var servers map[string]mcpServerConfig
 	if err := json.Unmarshal([]byte(spec), &servers); err != nil {
-		if !strings.HasPrefix(spec, "http") || strings.ContainsAny(spec, " \n\t{[") {
+		if param != workflow.MCPServerParam || !strings.HasPrefix(spec, "http") || strings.ContainsAny(spec, " \n\t{[") {
+			if param == workflow.MCPServersConfigParam {
+				return nil, workflow.Errorf(agentErrorType, "mcp_servers_config must be a JSON object of servers: %v", err)
+			}
 			return nil, workflow.Errorf(agentErrorType, "mcp_server is neither an MCP server's URL nor a JSON object of servers")
 		}
 		return map[string]mcpServerConfig{mcpDefaultServer: {URL: spec}}, nil
@@ -62,18 +79,21 @@ func parseMCPServers(spec string) (map[string]mcpServerConfig, error) {
 		if c.URL == "" {
 			return nil, workflow.Errorf(agentErrorType, "MCP server %q has no url", name)
 		}
+		if param == workflow.MCPServersConfigParam && !mcpServerName.MatchString(name) {
+			return nil, workflow.Errorf(agentErrorType, "MCP server name %q: use only letters, digits, _ and -", name)
+		}
 	}
 	return servers, nil
 }
 
-// connectMCP opens the servers spec names (their sessions open on first use). The caller closes
+// connectMCP opens the servers spec, the text of param, names (their sessions open on first use). The caller closes
 // what it returns, error or not.
-func (a *agentNode) connectMCP(ctx context.Context, spec string) (*mcpServers, error) {
+func (a *agentNode) connectMCP(ctx context.Context, param, spec string) (*mcpServers, error) {
 	out := &mcpServers{}
 	if strings.TrimSpace(spec) == "" {
 		return out, nil
 	}
-	configs, err := parseMCPServers(spec)
+	configs, err := parseMCPServers(param, spec)
 	if err != nil {
 		return out, err
 	}

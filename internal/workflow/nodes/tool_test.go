@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -469,17 +470,23 @@ func TestToolTimeouts(t *testing.T) {
 // mcpAgentGraph is a Chatflow whose agent node runs hjlarry/agent's MCP strategy with the
 // mcp_server parameter given and the built-in maths tool of its own.
 func mcpAgentGraph(t *testing.T, mcpServer string) *workflow.Graph {
+	return mcpStrategyGraph(t, workflow.AgentProviderMCP, "function_calling", workflow.MCPServerParam, mcpServer)
+}
+
+// mcpStrategyGraph is mcpAgentGraph with the strategy, and the parameter that names its
+// servers, given.
+func mcpStrategyGraph(t *testing.T, provider, strategy, param, servers string) *workflow.Graph {
 	return parse(t, []any{
 		nodeOf("start", "start", map[string]any{}),
 		nodeOf("ag", "agent", map[string]any{
-			"agent_strategy_provider_name": "hjlarry/agent/mcp_agent", "agent_strategy_name": "function_calling",
+			"agent_strategy_provider_name": provider, "agent_strategy_name": strategy,
 			"agent_parameters": map[string]any{
 				"model": map[string]any{"type": "constant", "value": map[string]any{"provider": "openai", "model": "gpt-4o-mini",
 					"mode": "chat", "completion_params": map[string]any{}}},
 				"instruction":        map[string]any{"type": "constant", "value": "You keep notes."},
 				"query":              map[string]any{"type": "constant", "value": "{{#sys.query#}}"},
 				"maximum_iterations": map[string]any{"type": "constant", "value": 3},
-				"mcp_server":         map[string]any{"type": "constant", "value": mcpServer},
+				param:                map[string]any{"type": "constant", "value": servers},
 				"tools": map[string]any{"type": "constant", "value": []any{
 					map[string]any{"enabled": true, "provider_name": "maths", "tool_name": "eval_expression", "type": "builtin"},
 				}},
@@ -537,6 +544,57 @@ func TestAgentNodeMCPStrategy(t *testing.T) {
 			}
 		})
 	}
+
+	// junjiem/mcp_see_agent: a JSON object of servers, quoted as an injected variable leaves it,
+	// with function calling and with ReAct.
+	config := `"{\"notes\": {\"transport\": \"streamable_http\", \"url\": \"` + notes.URL + `\"}}"`
+	var quoted string
+	if err := json.Unmarshal([]byte(config), &quoted); err != nil {
+		t.Fatal(err)
+	}
+	quoted = `"` + quoted + `"`
+	t.Run("mcp_see_agent function calling", func(t *testing.T) {
+		d, up := deps(t)
+		d.Tools = toolRegistry(t).Find
+		d.MCPClient = hc
+		up.OnEach("see notes", openaitest.Reply{ToolCalls: []providers.ToolCall{{Name: "notes_search", Arguments: `{"query": "plan"}`}}},
+			openaitest.Reply{Chunks: []string{"Seen."}})
+		g := mcpStrategyGraph(t, workflow.AgentProviderMCPSee, "mcp_sse_function_calling", workflow.MCPServersConfigParam, quoted)
+		rep, s, _ := runGraph(t, d, g, "see notes?")
+		if rep.Status != workflow.StatusSucceeded || s.answer() != "Seen." {
+			t.Fatalf("%+v, answer %q", rep, s.answer())
+		}
+		if res := up.Requests()[1].Messages; res[len(res)-1].Text() != "found: PLAN" {
+			t.Fatalf("tool result %q", res[len(res)-1].Text())
+		}
+	})
+	t.Run("mcp_see_agent ReAct", func(t *testing.T) {
+		d, up := deps(t)
+		d.Tools = toolRegistry(t).Find
+		d.MCPClient = hc
+		up.On("react notes", openaitest.Reply{Text: "Thought: search\nAction:\n```\n{\"action\": \"notes_search\", \"action_input\": {\"query\": \"memo\"}}\n```"})
+		// The next round asks the model to continue its scratchpad.
+		up.On("continue", openaitest.Reply{Text: "Thought: done\nAction:\n```\n{\"action\": \"Final Answer\", \"action_input\": \"Memo found.\"}\n```"})
+		g := mcpStrategyGraph(t, workflow.AgentProviderMCPSee, "mcp_sse_ReAct", workflow.MCPServersConfigParam, quoted)
+		rep, s, _ := runGraph(t, d, g, "react notes?")
+		if rep.Status != workflow.StatusSucceeded || s.answer() != "Memo found." {
+			t.Fatalf("%+v, answer %q", rep, s.answer())
+		}
+		reqs := up.Requests()
+		if len(reqs) != 2 || !strings.Contains(reqs[0].Messages[0].Text(), "notes_search") || !strings.Contains(fmt.Sprint(reqs[1].Messages), "found: MEMO") {
+			t.Fatalf("requests %+v", reqs)
+		}
+	})
+	t.Run("mcp_see_agent bad server name", func(t *testing.T) {
+		d, _ := deps(t)
+		d.MCPClient = hc
+		g := mcpStrategyGraph(t, workflow.AgentProviderMCPSee, "mcp_sse_function_calling", workflow.MCPServersConfigParam,
+			`{"my notes": {"url": "`+notes.URL+`"}}`)
+		if rep, _, _ := runGraph(t, d, g, "hello"); rep.Status != workflow.StatusFailed || rep.Err == nil ||
+			!strings.Contains(rep.Err.Error(), `MCP server name "my notes"`) {
+			t.Fatalf("%+v", rep)
+		}
+	})
 
 	t.Run("a server that is down", func(t *testing.T) {
 		d, up := deps(t)

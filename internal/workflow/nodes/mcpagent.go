@@ -2,13 +2,10 @@ package nodes
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/tools"
@@ -27,25 +24,8 @@ import (
 // The servers are connected for the node's run and their tools listed then; a server that
 // cannot be reached or listed fails the node, as it fails the plugins' strategies.
 
-// maxMCPServers bounds the servers one node may name.
-const maxMCPServers = 8
-
-// mcpDefaultServer is the name a lone URL's server goes by, as the plugin names it.
+// mcpDefaultServer is the name a lone URL's server goes by, as hjlarry/agent names it.
 const mcpDefaultServer = "default_server"
-
-// mcpServerConfig is one server of a JSON mcp_server parameter.
-type mcpServerConfig struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	// Timeout bounds connecting, listing and each call, in seconds (0: the client's default).
-	Timeout float64 `json:"timeout"`
-	// SSEReadTimeout is how long the plugin's client waits for an event of an HTTP+SSE
-	// stream; Parley's calls are bounded by Timeout instead, so it is read and not used.
-	SSEReadTimeout float64 `json:"sse_read_timeout"`
-	// Transport is sse or streamable_http (junjiem/mcp_see_agent); the client finds the
-	// transport a server speaks by itself, so it is read and not needed.
-	Transport string `json:"transport"`
-}
 
 // mcpServers are the MCP servers of one run of an MCP agent node, by name.
 type mcpServers struct {
@@ -57,30 +37,25 @@ type mcpServers struct {
 var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // parseMCPServers reads the text of param, the parameter that names an MCP strategy's servers.
-func parseMCPServers(param, spec string) (map[string]mcpServerConfig, error) {
+func parseMCPServers(param, spec string) (map[string]mcp.ServerConfig, error) {
 	spec = strings.TrimSpace(spec)
 	if param == workflow.MCPServersConfigParam {
 		spec = strings.Trim(spec, `"`)
+	} else if strings.HasPrefix(spec, "http") && !strings.ContainsAny(spec, " \n\t{[") {
+		return map[string]mcp.ServerConfig{mcpDefaultServer: {URL: spec}}, nil
 	}
-	var servers map[string]mcpServerConfig
-	if err := json.Unmarshal([]byte(spec), &servers); err != nil {
-		if param != workflow.MCPServerParam || !strings.HasPrefix(spec, "http") || strings.ContainsAny(spec, " \n\t{[") {
-			if param == workflow.MCPServersConfigParam {
-				return nil, workflow.Errorf(agentErrorType, "mcp_servers_config must be a JSON object of servers: %v", err)
+	servers, err := mcp.ParseServers([]byte(spec))
+	if err != nil {
+		if param == workflow.MCPServerParam {
+			return nil, workflow.Errorf(agentErrorType, "mcp_server is neither an MCP server's URL nor a JSON object of servers: %v", err)
+		}
+		return nil, workflow.Errorf(agentErrorType, "%s: %v", param, err)
+	}
+	if param == workflow.MCPServersConfigParam {
+		for name := range servers {
+			if !mcpServerName.MatchString(name) {
+				return nil, workflow.Errorf(agentErrorType, "MCP server name %q: use only letters, digits, _ and -", name)
 			}
-			return nil, workflow.Errorf(agentErrorType, "mcp_server is neither an MCP server's URL nor a JSON object of servers")
-		}
-		return map[string]mcpServerConfig{mcpDefaultServer: {URL: spec}}, nil
-	}
-	if len(servers) > maxMCPServers {
-		return nil, workflow.Errorf(agentErrorType, "mcp_server names %d servers; at most %d are allowed", len(servers), maxMCPServers)
-	}
-	for name, c := range servers {
-		if c.URL == "" {
-			return nil, workflow.Errorf(agentErrorType, "MCP server %q has no url", name)
-		}
-		if param == workflow.MCPServersConfigParam && !mcpServerName.MatchString(name) {
-			return nil, workflow.Errorf(agentErrorType, "MCP server name %q: use only letters, digits, _ and -", name)
 		}
 	}
 	return servers, nil
@@ -98,13 +73,7 @@ func (a *agentNode) connectMCP(ctx context.Context, param, spec string) (*mcpSer
 		return out, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
-		c := configs[name]
-		h := http.Header{}
-		for k, v := range c.Headers {
-			h.Set(k, v)
-		}
-		p, err := mcp.New(mcp.Options{URL: c.URL, Provider: name, HTTPClient: a.d.MCPClient, Headers: h,
-			Timeout: time.Duration(c.Timeout * float64(time.Second))})
+		p, err := mcp.New(configs[name].Options(name, a.d.MCPClient))
 		if err != nil {
 			return out, workflow.Errorf(agentErrorType, "MCP server %q: %v", name, err)
 		}

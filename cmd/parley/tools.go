@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
+	"github.com/parleyhq/parley/internal/tools/mcptools"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 )
 
@@ -24,7 +27,15 @@ func toolRegistry(e *env) (*toolreg.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtin.Find, HTTPClient: hc, Logger: e.log})
+	mcpTools := mcptools.New(hc)
+	find := func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
+		t, err := builtin.Find(ctx, ref)
+		if errors.Is(err, tools.ErrUnknownTool) {
+			return mcpTools.Find(ctx, ref)
+		}
+		return t, err
+	}
+	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, HTTPClient: hc, Logger: e.log})
 }
 
 // toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network

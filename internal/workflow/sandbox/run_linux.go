@@ -102,6 +102,11 @@ func (r *Runner) bwrapArgs() []string {
 			"/etc/ssl", "/etc/ca-certificates", "/etc/pki"} {
 			a = append(a, "--ro-bind-try", p, p)
 		}
+	} else {
+		// The public CA certificates only: requests (Debian's) checks that its bundle exists
+		// before it opens a connection, so without them an https call would fail on a missing
+		// file instead of on the network, and not be reported as the network being off.
+		a = append(a, "--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs")
 	}
 	for _, p := range o.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
@@ -131,7 +136,7 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 	case Python3:
 		args = append(args, "--remount-ro", "/", "--seccomp", "4", "--", o.Python, "-I", "-B", "-c", pythonRunner,
 			strconv.FormatInt(o.Memory, 10), strconv.FormatInt(cpuSecs, 10),
-			strconv.FormatInt(o.MaxFileSize, 10), strconv.Itoa(o.MaxOpenFiles))
+			strconv.FormatInt(o.MaxFileSize, 10), strconv.Itoa(o.MaxOpenFiles), onOff(o.Network))
 	case JavaScript:
 		args = append(args, "--ro-bind", o.Worker.Path, workerPath)
 		for _, kv := range o.Worker.Env {
@@ -229,6 +234,8 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 				return Result{}, execErr(KindCPU, "Code execution exceeded the CPU time limit of %s.", time.Duration(cpuSecs)*time.Second)
 			case doc.Error != nil && doc.Kind == KindMemory:
 				return Result{}, execErr(KindMemory, "Code execution exceeded the memory limit of %d MB (%s).", o.Memory>>20, *doc.Error)
+			case doc.Error != nil && doc.Kind == KindNetwork && !o.Network:
+				return Result{}, execErr(KindNetwork, "%s", networkOff(*doc.Error))
 			case doc.Error != nil:
 				kind := doc.Kind
 				if kind != KindResult {
@@ -279,6 +286,14 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 }
 
 var errTimedOut = errors.New("code execution timed out")
+
+// onOff is how the Python runner is told whether the network is on.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
 
 func orEmpty(m map[string]any) map[string]any {
 	if m == nil {

@@ -309,13 +309,92 @@ func TestNetwork(t *testing.T) {
 	host, port, _ := net.SplitHostPort(addr)
 	in := map[string]any{"host": host, "port": port}
 	off := newRunner(t, sandbox.Options{})
-	mustFailWith(t, off, sandbox.Python3, connectCode, in, sandbox.KindRuntime, "ConnectionRefusedError")
-	mustFailWith(t, off, sandbox.Python3, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindRuntime, "Network is unreachable")
+	mustFailWith(t, off, sandbox.Python3, connectCode, in, sandbox.KindNetwork, "ConnectionRefusedError")
+	mustFailWith(t, off, sandbox.Python3, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindNetwork, "Network is unreachable")
 	on := newRunner(t, sandbox.Options{Network: true})
 	out, serr := run(t, on, sandbox.Python3, connectCode, in)
 	if serr != nil || out != `{"got": "hi"}` {
 		t.Fatalf("network on: %s %v", out, serr)
 	}
+}
+
+// TestNetworkOffSaysSo: code that fails on a network call while the network is off fails with
+// a message that says so and names the setting, above the code's own error (issue 22: many
+// exported nodes call out, which Dify's sandbox allows). Only a refused network call counts:
+// an error of the same class the code raises itself, a network error the code caught before
+// failing otherwise, and any failure with the network on keep the code's own message.
+func TestNetworkOffSaysSo(t *testing.T) {
+	t.Parallel()
+	addr, _ := listener(t)
+	host, port, _ := net.SplitHostPort(addr)
+	closed := closedPort(t)
+	off := newRunner(t, sandbox.Options{})
+	on := newRunner(t, sandbox.Options{Network: true})
+	urlopen := "import urllib.request\ndef main(url):\n    return {'body': urllib.request.urlopen(url, timeout=5).read().decode()}\n"
+	cases := []struct {
+		name   string
+		r      *sandbox.Runner
+		code   string
+		inputs map[string]any
+		kind   string
+		want   string // in the message, besides the note when kind is KindNetwork
+	}{
+		{"refused on loopback", off, connectCode, map[string]any{"host": host, "port": port}, sandbox.KindNetwork,
+			"ConnectionRefusedError: [Errno 111] Connection refused"},
+		{"no route", off, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindNetwork,
+			"OSError: [Errno 101] Network is unreachable"},
+		{"no DNS", off, connectCode, map[string]any{"host": "api.example.com", "port": "443"}, sandbox.KindNetwork,
+			"socket.gaierror: [Errno -3]"},
+		{"wrapped by urllib", off, urlopen, map[string]any{"url": "http://api.example.com/x"}, sandbox.KindNetwork,
+			"urllib.error.URLError: <urlopen error [Errno -3]"},
+		{"at import time", off, "import socket\nsocket.create_connection(('192.0.2.1', 80))\ndef main():\n    return {}\n", nil,
+			sandbox.KindNetwork, "Network is unreachable"},
+		{"raised by the code", off, "def main():\n    raise ConnectionRefusedError(111, 'Connection refused')\n", nil,
+			sandbox.KindRuntime, "ConnectionRefusedError: [Errno 111] Connection refused"},
+		{"caught, then another error", off, `import socket
+def main():
+    try:
+        socket.create_connection(("192.0.2.1", 80))
+    except OSError:
+        pass
+    open("/nonexistent/file")
+`, nil, sandbox.KindRuntime, "FileNotFoundError"},
+		{"unix socket", off, "import socket\ndef main():\n    socket.socket(socket.AF_UNIX).connect('/tmp/none')\n", nil,
+			sandbox.KindRuntime, "FileNotFoundError"},
+		{"network on", on, connectCode, map[string]any{"host": "127.0.0.1", "port": closed}, sandbox.KindRuntime,
+			"ConnectionRefusedError: [Errno 111] Connection refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, serr := run(t, c.r, sandbox.Python3, c.code, c.inputs)
+			if serr == nil {
+				t.Fatalf("succeeded with %s", out)
+			}
+			if serr.Kind != c.kind || !strings.Contains(serr.Message, c.want) {
+				t.Fatalf("failed with %s: %q; want %s containing %q", serr.Kind, serr.Message, c.kind, c.want)
+			}
+			note := strings.Contains(serr.Message, sandbox.NetworkSetting)
+			if note != (c.kind == sandbox.KindNetwork) {
+				t.Fatalf("message %q: names %s = %v, want %v", serr.Message, sandbox.NetworkSetting, note, !note)
+			}
+			if note && !strings.HasPrefix(serr.Message, "The code failed on a network call, and the network is off for code nodes") {
+				t.Fatalf("message %q does not start with the note", serr.Message)
+			}
+		})
+	}
+}
+
+// closedPort returns a port of the host's loopback that nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return port
 }
 
 // TestRequests: code that imports requests (as many real exports do) runs; with the network
@@ -342,7 +421,9 @@ def main(url):
 		t.Fatalf("network on: %s %v", out, serr)
 	}
 	off := newRunner(t, sandbox.Options{})
-	mustFailWith(t, off, sandbox.Python3, code, in, sandbox.KindRuntime, "requests.exceptions.ConnectionError")
+	mustFailWith(t, off, sandbox.Python3, code, in, sandbox.KindNetwork, "requests.exceptions.ConnectionError")
+	mustFailWith(t, off, sandbox.Python3, code, map[string]any{"url": "https://api.example.com/v1"}, sandbox.KindNetwork,
+		sandbox.NetworkSetting)
 }
 
 // TestStop: ending the context kills a running sandbox and returns the context's error.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +44,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if _, err := os.Stat(opts.Python); err != nil {
 		return nil, fmt.Errorf("%w: python3 (%s) is not installed: %v (Debian package python3)", ErrUnavailable, opts.Python, err)
 	}
-	r := &Runner{opts: opts, seccomp: prog, slots: make(chan struct{}, opts.MaxConcurrent)}
+	pyDirs, err := interpreterDirs(opts.Python, slices.Concat(systemDirs, opts.ReadOnly))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	r := &Runner{opts: opts, seccomp: prog, slots: make(chan struct{}, opts.MaxConcurrent), pythonDirs: pyDirs}
 	probe := func(lang, code string) error {
 		// The probe is bounded by its own limit, not the code's: a short code timeout must not
 		// refuse a sandbox that is merely slow to start on a loaded machine.
@@ -84,7 +89,7 @@ func (r *Runner) bwrapArgs() []string {
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
 		"--ro-bind", "/usr", "/usr")
 	// /bin, /lib… are symlinks into /usr on merged-/usr systems, directories elsewhere.
-	for _, dir := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+	for _, dir := range systemDirs[1:] {
 		fi, err := os.Lstat(dir)
 		switch {
 		case err != nil:
@@ -108,12 +113,18 @@ func (r *Runner) bwrapArgs() []string {
 		// file instead of on the network, and not be reported as the network being off.
 		a = append(a, "--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs")
 	}
-	for _, p := range o.ReadOnly {
-		a = append(a, "--ro-bind", p, p)
-	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
 		"--size", strconv.FormatInt(o.Scratch, 10), "--tmpfs", "/tmp", "--chdir", "/tmp")
-	return a
+	// After the scratch /tmp, which would hide a path under /tmp mounted before it.
+	return appendReadOnly(a, o.ReadOnly)
+}
+
+// appendReadOnly adds bwrap arguments that mount each host path read-only at the same place.
+func appendReadOnly(args, paths []string) []string {
+	for _, p := range paths {
+		args = append(args, "--ro-bind", p, p)
+	}
+	return args
 }
 
 // probeTimeout bounds each start-up probe of New.
@@ -134,6 +145,7 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 	args := r.bwrapArgs()
 	switch req.Language {
 	case Python3:
+		args = appendReadOnly(args, r.pythonDirs)
 		args = append(args, "--remount-ro", "/", "--seccomp", "4", "--", o.Python, "-I", "-B", "-c", pythonRunner,
 			strconv.FormatInt(o.Memory, 10), strconv.FormatInt(cpuSecs, 10),
 			strconv.FormatInt(o.MaxFileSize, 10), strconv.Itoa(o.MaxOpenFiles), onOff(o.Network))

@@ -78,7 +78,9 @@ type Options struct {
 	MaxResult int
 	// MaxConcurrent bounds the runs in flight; more wait their turn (0: twice the CPUs).
 	MaxConcurrent int
-	// Python is the interpreter for python3 code; it must live under /usr or in ReadOnly.
+	// Python is the interpreter for python3 code, an absolute path: the system's, or the
+	// python of a virtual environment (bin/python3), which is then mounted read-only in the
+	// sandbox with the installation its interpreter comes from when that is not under /usr.
 	Python string
 	// Bubblewrap is the bwrap executable.
 	Bubblewrap string
@@ -203,6 +205,9 @@ type Runner struct {
 	opts    Options
 	seccomp []byte
 	slots   chan struct{}
+	// pythonDirs are the host directories Python runs mount beside the system's: the
+	// interpreter's virtual environment and installation (see interpreterDirs).
+	pythonDirs []string
 }
 
 // Run runs req.Code in a new sandbox and returns what main returned. A failure of the code or

@@ -167,7 +167,8 @@ const (
 // CodeSettings configure the sandbox that runs code nodes (PARLEY_CODE_*) and the limits Dify
 // puts on their outputs (Dify's CODE_* names).
 type CodeSettings struct {
-	// Network lets code reach the network (PARLEY_CODE_NETWORK); off by default.
+	// Network lets code reach the network (PARLEY_CODE_NETWORK); off by default, and code that
+	// fails on a network call then names the setting.
 	Network bool
 	// Timeout is the wall-clock limit of one run (PARLEY_CODE_TIMEOUT).
 	Timeout time.Duration
@@ -175,7 +176,8 @@ type CodeSettings struct {
 	CPULimit time.Duration
 	// MemoryLimitMB is the memory of one run, in megabytes (PARLEY_CODE_MEMORY_LIMIT_MB).
 	MemoryLimitMB int
-	// Python is the python3 interpreter (PARLEY_CODE_PYTHON).
+	// Python is the python3 interpreter (PARLEY_CODE_PYTHON): the system's, or the python of
+	// a virtual environment, which the sandbox then mounts.
 	Python string
 	// MaxStringLength (CODE_MAX_STRING_LENGTH), MaxNumber and MinNumber (CODE_MAX_NUMBER,
 	// CODE_MIN_NUMBER), MaxPrecision (CODE_MAX_PRECISION), MaxDepth (CODE_MAX_DEPTH) and the

@@ -137,6 +137,37 @@ func TestCodeNodeOutputChecks(t *testing.T) {
 	}
 }
 
+// TestCodeNodeNetworkOff: a node whose code calls out while the network is off (the default;
+// Dify's sandbox reaches the network) fails as CodeExecutionError with a message that says the
+// network is off and names the setting, followed by the code's own error; its error strategy
+// sees that message.
+func TestCodeNodeNetworkOff(t *testing.T) {
+	t.Parallel()
+	d := nodes.Deps{Code: codeSandbox(t)}
+	code := map[string]any{
+		"code_language": "python3",
+		"code": `import urllib.request
+def main() -> dict:
+    return {"body": urllib.request.urlopen("http://api.example.com/v1", timeout=5).read().decode()}
+`,
+		"outputs":        map[string]any{"body": map[string]any{"type": "string"}},
+		"error_strategy": "fail-branch",
+	}
+	ns := []any{
+		nodeOf("start", "start", map[string]any{}),
+		nodeOf("code", "code", code),
+		nodeOf("ok", "answer", map[string]any{"answer": "ok"}),
+		nodeOf("bad", "answer", map[string]any{"answer": "{{#code.error_type#}}: {{#code.error_message#}}"}),
+	}
+	rep, ev := execute(t, d, nil, nil, ns, []any{edgeOf("start", "source", "code"), edgeOf("code", "source", "ok"), edgeOf("code", "fail-branch", "bad")})
+	got := ev.answer.String()
+	if rep.Status != workflow.StatusPartialSucceeded ||
+		!strings.HasPrefix(got, "CodeExecutionError: The code failed on a network call, and the network is off for code nodes") ||
+		!strings.Contains(got, "PARLEY_CODE_NETWORK=true") || !strings.Contains(got, "urllib.error.URLError") {
+		t.Fatalf("%+v answer %q", rep, got)
+	}
+}
+
 // TestCodeNodeWithoutSandbox: a server whose machine lacks the sandbox runs other nodes; a code
 // node fails with the reason, naming what to install.
 func TestCodeNodeWithoutSandbox(t *testing.T) {

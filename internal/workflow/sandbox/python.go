@@ -8,8 +8,12 @@ package sandbox
 // parent drains and ignores, so prints cannot corrupt the result.
 //
 // Tracebacks keep only the frames of the user's code, with its source lines.
+//
+// With the network off (argv[5] is "off") an audit hook notes whether the code tried to reach
+// the network; a run that then fails with the error a refused network call raises is reported
+// with kind "network" rather than "runtime" (see KindNetwork).
 const pythonRunner = `
-import json, linecache, os, resource, sys, traceback
+import _socket, errno, json, linecache, os, resource, sys, traceback
 
 def _emit(doc):
     data = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
@@ -36,8 +40,44 @@ def _limit(res, soft, hard):
             hard = min(hard, cur)
         resource.setrlimit(res, (min(soft, hard), hard))
 
+# The calls that reach out, by address or by name.
+_NET_EVENTS = frozenset(("socket.connect", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+    "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo"))
+_INET = (_socket.AF_INET, _socket.AF_INET6)
+# What the sandbox's own network namespace answers: no route out, nothing listening on its
+# loopback; name lookups fail as socket.gaierror, there being no DNS.
+_REFUSED = frozenset((errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.EADDRNOTAVAIL))
+_net_tried = False
+
+def _net_audit(event, args):
+    # An audit hook runs before the call and cannot be removed: the code can neither dodge
+    # nor undo the note.
+    global _net_tried
+    if _net_tried or event not in _NET_EVENTS:
+        return
+    if event in ("socket.connect", "socket.sendto", "socket.sendmsg") and getattr(args[0], "family", None) not in _INET:
+        return  # a Unix socket is not the network
+    _net_tried = True
+
+def _net_failure(exc):
+    # Libraries wrap the socket's error (requests' ConnectionError, urllib's URLError, httpx's
+    # ConnectError): look for it among the causes and contexts of what the code raised.
+    if not _net_tried:
+        return False
+    todo, seen = [exc], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, (_socket.gaierror, _socket.herror)) or (isinstance(e, OSError) and e.errno in _REFUSED):
+            return True
+        todo += [e.__cause__, e.__context__]
+    return False
+
 _req = json.loads(sys.stdin.buffer.read())
 _mem, _cpu, _fsize, _nofile = (int(a) for a in sys.argv[1:5])
+_net_off = sys.argv[5] == "off"
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 _limit(resource.RLIMIT_AS, _mem, _mem)
 _limit(resource.RLIMIT_CPU, _cpu, _cpu + 1)
@@ -49,6 +89,8 @@ linecache.cache["<code>"] = (len(_code), None, _code.splitlines(True), "<code>")
 _scope = {"__name__": "__main__", "__builtins__": __builtins__}
 _out_of_memory = False
 _result = None
+if _net_off:
+    sys.addaudithook(_net_audit)
 try:
     exec(compile(_code, "<code>", "exec"), _scope)
     _main = _scope.get("main")
@@ -60,7 +102,7 @@ try:
 except MemoryError:
     _out_of_memory = True
 except BaseException as exc:
-    _fail("runtime", _describe(exc))
+    _fail("network" if _net_failure(exc) else "runtime", _describe(exc))
 if _out_of_memory:
     _scope.clear()
     _fail("memory", "MemoryError")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +44,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if _, err := os.Stat(opts.Python); err != nil {
 		return nil, fmt.Errorf("%w: python3 (%s) is not installed: %v (Debian package python3)", ErrUnavailable, opts.Python, err)
 	}
-	r := &Runner{opts: opts, seccomp: prog, slots: make(chan struct{}, opts.MaxConcurrent)}
+	pyDirs, err := interpreterDirs(opts.Python, slices.Concat(systemDirs, opts.ReadOnly))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	r := &Runner{opts: opts, seccomp: prog, slots: make(chan struct{}, opts.MaxConcurrent), pythonDirs: pyDirs}
 	probe := func(lang, code string) error {
 		// The probe is bounded by its own limit, not the code's: a short code timeout must not
 		// refuse a sandbox that is merely slow to start on a loaded machine.
@@ -84,7 +89,7 @@ func (r *Runner) bwrapArgs() []string {
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
 		"--ro-bind", "/usr", "/usr")
 	// /bin, /lib… are symlinks into /usr on merged-/usr systems, directories elsewhere.
-	for _, dir := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+	for _, dir := range systemDirs[1:] {
 		fi, err := os.Lstat(dir)
 		switch {
 		case err != nil:
@@ -102,13 +107,24 @@ func (r *Runner) bwrapArgs() []string {
 			"/etc/ssl", "/etc/ca-certificates", "/etc/pki"} {
 			a = append(a, "--ro-bind-try", p, p)
 		}
-	}
-	for _, p := range o.ReadOnly {
-		a = append(a, "--ro-bind", p, p)
+	} else {
+		// The public CA certificates only: requests (Debian's) checks that its bundle exists
+		// before it opens a connection, so without them an https call would fail on a missing
+		// file instead of on the network, and not be reported as the network being off.
+		a = append(a, "--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs")
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
 		"--size", strconv.FormatInt(o.Scratch, 10), "--tmpfs", "/tmp", "--chdir", "/tmp")
-	return a
+	// After the scratch /tmp, which would hide a path under /tmp mounted before it.
+	return appendReadOnly(a, o.ReadOnly)
+}
+
+// appendReadOnly adds bwrap arguments that mount each host path read-only at the same place.
+func appendReadOnly(args, paths []string) []string {
+	for _, p := range paths {
+		args = append(args, "--ro-bind", p, p)
+	}
+	return args
 }
 
 // probeTimeout bounds each start-up probe of New.
@@ -129,9 +145,10 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 	args := r.bwrapArgs()
 	switch req.Language {
 	case Python3:
+		args = appendReadOnly(args, r.pythonDirs)
 		args = append(args, "--remount-ro", "/", "--seccomp", "4", "--", o.Python, "-I", "-B", "-c", pythonRunner,
 			strconv.FormatInt(o.Memory, 10), strconv.FormatInt(cpuSecs, 10),
-			strconv.FormatInt(o.MaxFileSize, 10), strconv.Itoa(o.MaxOpenFiles))
+			strconv.FormatInt(o.MaxFileSize, 10), strconv.Itoa(o.MaxOpenFiles), onOff(o.Network))
 	case JavaScript:
 		args = append(args, "--ro-bind", o.Worker.Path, workerPath)
 		for _, kv := range o.Worker.Env {
@@ -229,6 +246,8 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 				return Result{}, execErr(KindCPU, "Code execution exceeded the CPU time limit of %s.", time.Duration(cpuSecs)*time.Second)
 			case doc.Error != nil && doc.Kind == KindMemory:
 				return Result{}, execErr(KindMemory, "Code execution exceeded the memory limit of %d MB (%s).", o.Memory>>20, *doc.Error)
+			case doc.Error != nil && doc.Kind == KindNetwork && !o.Network:
+				return Result{}, execErr(KindNetwork, "%s", networkOff(*doc.Error))
 			case doc.Error != nil:
 				kind := doc.Kind
 				if kind != KindResult {
@@ -279,6 +298,14 @@ func (r *Runner) run(ctx context.Context, req Request, timeout time.Duration) (R
 }
 
 var errTimedOut = errors.New("code execution timed out")
+
+// onOff is how the Python runner is told whether the network is on.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
 
 func orEmpty(m map[string]any) map[string]any {
 	if m == nil {

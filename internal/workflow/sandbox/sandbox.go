@@ -78,7 +78,9 @@ type Options struct {
 	MaxResult int
 	// MaxConcurrent bounds the runs in flight; more wait their turn (0: twice the CPUs).
 	MaxConcurrent int
-	// Python is the interpreter for python3 code; it must live under /usr or in ReadOnly.
+	// Python is the interpreter for python3 code, an absolute path: the system's, or the
+	// python of a virtual environment (bin/python3), which is then mounted read-only in the
+	// sandbox with the installation its interpreter comes from when that is not under /usr.
 	Python string
 	// Bubblewrap is the bwrap executable.
 	Bubblewrap string
@@ -150,6 +152,9 @@ const (
 	KindMemory = "memory"
 	// KindRuntime: the code raised an error (its message and traceback are the Error's).
 	KindRuntime = "runtime"
+	// KindNetwork: with the network off, the code tried to reach it and failed with the error
+	// the refused call raised (a runtime error whose Message also says how to turn it on).
+	KindNetwork = "network"
 	// KindResult: main is missing or did not return a dict / object.
 	KindResult = "result"
 	// KindCrash: the process died without a result (a signal, a broken interpreter).
@@ -176,6 +181,18 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// NetworkSetting is the server setting that lets code nodes reach the network, named by the
+// error of code that fails on a network call while it is off.
+const NetworkSetting = "PARLEY_CODE_NETWORK=true"
+
+// networkOff is the message of a KindNetwork failure: the code's own error comes after it,
+// because a code node that worked in Dify (whose sandbox reaches the network through its SSRF
+// proxy) fails here only for want of the setting, and the traceback alone does not say so.
+func networkOff(codeErr string) string {
+	return "The code failed on a network call, and the network is off for code nodes on this server " +
+		"(set " + NetworkSetting + " to let code nodes reach it):\n" + codeErr
+}
+
 func execErr(kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Type: TypeExecution, Message: fmt.Sprintf(format, args...)}
 }
@@ -188,6 +205,9 @@ type Runner struct {
 	opts    Options
 	seccomp []byte
 	slots   chan struct{}
+	// pythonDirs are the host directories Python runs mount beside the system's: the
+	// interpreter's virtual environment and installation (see interpreterDirs).
+	pythonDirs []string
 }
 
 // Run runs req.Code in a new sandbox and returns what main returned. A failure of the code or

@@ -309,13 +309,92 @@ func TestNetwork(t *testing.T) {
 	host, port, _ := net.SplitHostPort(addr)
 	in := map[string]any{"host": host, "port": port}
 	off := newRunner(t, sandbox.Options{})
-	mustFailWith(t, off, sandbox.Python3, connectCode, in, sandbox.KindRuntime, "ConnectionRefusedError")
-	mustFailWith(t, off, sandbox.Python3, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindRuntime, "Network is unreachable")
+	mustFailWith(t, off, sandbox.Python3, connectCode, in, sandbox.KindNetwork, "ConnectionRefusedError")
+	mustFailWith(t, off, sandbox.Python3, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindNetwork, "Network is unreachable")
 	on := newRunner(t, sandbox.Options{Network: true})
 	out, serr := run(t, on, sandbox.Python3, connectCode, in)
 	if serr != nil || out != `{"got": "hi"}` {
 		t.Fatalf("network on: %s %v", out, serr)
 	}
+}
+
+// TestNetworkOffSaysSo: code that fails on a network call while the network is off fails with
+// a message that says so and names the setting, above the code's own error (issue 22: many
+// exported nodes call out, which Dify's sandbox allows). Only a refused network call counts:
+// an error of the same class the code raises itself, a network error the code caught before
+// failing otherwise, and any failure with the network on keep the code's own message.
+func TestNetworkOffSaysSo(t *testing.T) {
+	t.Parallel()
+	addr, _ := listener(t)
+	host, port, _ := net.SplitHostPort(addr)
+	closed := closedPort(t)
+	off := newRunner(t, sandbox.Options{})
+	on := newRunner(t, sandbox.Options{Network: true})
+	urlopen := "import urllib.request\ndef main(url):\n    return {'body': urllib.request.urlopen(url, timeout=5).read().decode()}\n"
+	cases := []struct {
+		name   string
+		r      *sandbox.Runner
+		code   string
+		inputs map[string]any
+		kind   string
+		want   string // in the message, besides the note when kind is KindNetwork
+	}{
+		{"refused on loopback", off, connectCode, map[string]any{"host": host, "port": port}, sandbox.KindNetwork,
+			"ConnectionRefusedError: [Errno 111] Connection refused"},
+		{"no route", off, connectCode, map[string]any{"host": "192.0.2.1", "port": "80"}, sandbox.KindNetwork,
+			"OSError: [Errno 101] Network is unreachable"},
+		{"no DNS", off, connectCode, map[string]any{"host": "api.example.com", "port": "443"}, sandbox.KindNetwork,
+			"socket.gaierror: [Errno -3]"},
+		{"wrapped by urllib", off, urlopen, map[string]any{"url": "http://api.example.com/x"}, sandbox.KindNetwork,
+			"urllib.error.URLError: <urlopen error [Errno -3]"},
+		{"at import time", off, "import socket\nsocket.create_connection(('192.0.2.1', 80))\ndef main():\n    return {}\n", nil,
+			sandbox.KindNetwork, "Network is unreachable"},
+		{"raised by the code", off, "def main():\n    raise ConnectionRefusedError(111, 'Connection refused')\n", nil,
+			sandbox.KindRuntime, "ConnectionRefusedError: [Errno 111] Connection refused"},
+		{"caught, then another error", off, `import socket
+def main():
+    try:
+        socket.create_connection(("192.0.2.1", 80))
+    except OSError:
+        pass
+    open("/nonexistent/file")
+`, nil, sandbox.KindRuntime, "FileNotFoundError"},
+		{"unix socket", off, "import socket\ndef main():\n    socket.socket(socket.AF_UNIX).connect('/tmp/none')\n", nil,
+			sandbox.KindRuntime, "FileNotFoundError"},
+		{"network on", on, connectCode, map[string]any{"host": "127.0.0.1", "port": closed}, sandbox.KindRuntime,
+			"ConnectionRefusedError: [Errno 111] Connection refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, serr := run(t, c.r, sandbox.Python3, c.code, c.inputs)
+			if serr == nil {
+				t.Fatalf("succeeded with %s", out)
+			}
+			if serr.Kind != c.kind || !strings.Contains(serr.Message, c.want) {
+				t.Fatalf("failed with %s: %q; want %s containing %q", serr.Kind, serr.Message, c.kind, c.want)
+			}
+			note := strings.Contains(serr.Message, sandbox.NetworkSetting)
+			if note != (c.kind == sandbox.KindNetwork) {
+				t.Fatalf("message %q: names %s = %v, want %v", serr.Message, sandbox.NetworkSetting, note, !note)
+			}
+			if note && !strings.HasPrefix(serr.Message, "The code failed on a network call, and the network is off for code nodes") {
+				t.Fatalf("message %q does not start with the note", serr.Message)
+			}
+		})
+	}
+}
+
+// closedPort returns a port of the host's loopback that nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return port
 }
 
 // TestRequests: code that imports requests (as many real exports do) runs; with the network
@@ -342,7 +421,134 @@ def main(url):
 		t.Fatalf("network on: %s %v", out, serr)
 	}
 	off := newRunner(t, sandbox.Options{})
-	mustFailWith(t, off, sandbox.Python3, code, in, sandbox.KindRuntime, "requests.exceptions.ConnectionError")
+	mustFailWith(t, off, sandbox.Python3, code, in, sandbox.KindNetwork, "requests.exceptions.ConnectionError")
+	mustFailWith(t, off, sandbox.Python3, code, map[string]any{"url": "https://api.example.com/v1"}, sandbox.KindNetwork,
+		sandbox.NetworkSetting)
+}
+
+// TestDebianPackages: a Debian python3-* package on the default interpreter is importable in
+// the sandbox from Debian's dist-packages, its dependencies too (python3-requests, which .ci/run
+// installs). Its CA bundle (Debian points certifi at the system's) is there with the network off
+// as well, so that an https call fails on the network rather than on a missing file.
+func TestDebianPackages(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command(sandbox.DefaultPython, "-c", "import requests").Run(); err != nil && os.Getenv("CI") == "" {
+		t.Skip("SKIPPING: python3-requests is not installed")
+	}
+	code := `import certifi, charset_normalizer, idna, os, requests, urllib3
+def main():
+    mods = [requests, urllib3, idna, certifi, charset_normalizer]
+    return {"dist": sorted({os.path.dirname(os.path.dirname(m.__file__)) for m in mods}),
+            "ca": os.path.isfile(certifi.where())}
+`
+	want := `{"dist": ["/usr/lib/python3/dist-packages"], "ca": true}`
+	for _, network := range []bool{false, true} {
+		out, serr := run(t, newRunner(t, sandbox.Options{Network: network}), sandbox.Python3, code, nil)
+		if serr != nil || out != want {
+			t.Fatalf("network %v: %s %v; want %s", network, out, serr, want)
+		}
+	}
+}
+
+// TestVirtualEnvironment: Options.Python may be the python of a virtual environment kept
+// anywhere (here a temporary directory, which the sandbox's own /tmp would otherwise hide): the
+// sandbox mounts the environment read-only, and code imports what is installed in it. Nothing
+// else of the directory around it is visible.
+func TestVirtualEnvironment(t *testing.T) {
+	t.Parallel()
+	// Skips only where the sandbox cannot run at all; the environment's must then work.
+	system := newRunner(t, sandbox.Options{})
+	for _, byHand := range []bool{false, true} {
+		name := "python3 -m venv"
+		if byHand {
+			name = "by hand"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			venv := filepath.Join(dir, "venv")
+			python := makeVenv(t, venv, byHand)
+			site := pyOut(t, python, "import sysconfig; print(sysconfig.get_path('purelib'))")
+			if !strings.HasPrefix(site, venv+"/") {
+				t.Fatalf("site-packages %s is not in the environment %s", site, venv)
+			}
+			if err := os.MkdirAll(site, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(site, "parley_venv_probe.py"), []byte("GREETING = 'hello from the venv'\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			secret := filepath.Join(dir, "secret.txt")
+			if err := os.WriteFile(secret, []byte("s3cret"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := sandbox.New(context.Background(), sandbox.Options{Python: python})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, serr := run(t, r, sandbox.Python3, `import os, sys, parley_venv_probe
+def main():
+    return {"greeting": parley_venv_probe.GREETING, "prefix": sys.prefix,
+            "from_venv": parley_venv_probe.__file__.startswith(sys.prefix + "/")}
+`, nil)
+			want := `{"greeting": "hello from the venv", "prefix": "` + venv + `", "from_venv": true}`
+			if serr != nil || out != want {
+				t.Fatalf("import from the venv: %s %v; want %s", out, serr, want)
+			}
+			mustFailWith(t, r, sandbox.Python3, "def main(p):\n    return {'s': open(p).read()}\n",
+				map[string]any{"p": secret}, sandbox.KindRuntime, "FileNotFoundError")
+			mustFailWith(t, r, sandbox.Python3, "def main(p):\n    open(p, 'w').write('x')\n    return {}\n",
+				map[string]any{"p": filepath.Join(site, "evil.py")}, sandbox.KindRuntime, "Read-only file system")
+			// The default interpreter does not see the environment's packages.
+			mustFail(t, system, sandbox.Python3, "import parley_venv_probe\ndef main():\n    return {}\n",
+				sandbox.KindRuntime, "ModuleNotFoundError")
+		})
+	}
+}
+
+// makeVenv creates a virtual environment of the default interpreter at dir and returns its
+// python: with the venv module (without pip, which needs Debian's python3-venv), or by hand
+// (bin/python3 linked to the interpreter and a pyvenv.cfg, which is all Python looks for) when
+// byHand is set or the module is missing.
+func makeVenv(t *testing.T, dir string, byHand bool) string {
+	t.Helper()
+	python := filepath.Join(dir, "bin", "python3")
+	if !byHand {
+		out, err := exec.Command(sandbox.DefaultPython, "-m", "venv", "--without-pip", dir).CombinedOutput()
+		if err == nil {
+			return python
+		}
+		t.Logf("python3 -m venv failed (%v: %s); making the environment by hand", err, out)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(sandbox.DefaultPython)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(python), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, python); err != nil {
+		t.Fatal(err)
+	}
+	version := pyOut(t, sandbox.DefaultPython, "import platform; print(platform.python_version())")
+	cfg := "home = " + filepath.Dir(real) + "\ninclude-system-site-packages = false\nversion = " + version + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return python
+}
+
+// pyOut runs a Python program on the host and returns what it printed, trimmed.
+func pyOut(t *testing.T, python, program string) string {
+	t.Helper()
+	out, err := exec.Command(python, "-I", "-c", program).Output()
+	if err != nil {
+		t.Fatalf("%s -c %q: %v", python, program, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestStop: ending the context kills a running sandbox and returns the context's error.

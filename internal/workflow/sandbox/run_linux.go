@@ -102,9 +102,12 @@ func (r *Runner) bwrapArgs() []string {
 		}
 	}
 	if o.Network {
-		// Name resolution and TLS need these; nothing else of /etc is visible.
+		// Name resolution and TLS need these; nothing else of /etc is visible. Only the public
+		// certificates of /etc/ssl and /etc/pki: their private directories hold the host's keys,
+		// which code run as root (the sandbox's root is the server's user) could otherwise read.
 		for _, p := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
-			"/etc/ssl", "/etc/ca-certificates", "/etc/pki"} {
+			"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/pki/ca-trust", "/etc/pki/tls/certs",
+			"/etc/pki/tls/cert.pem", "/etc/pki/tls/openssl.cnf"} {
 			a = append(a, "--ro-bind-try", p, p)
 		}
 	} else {

@@ -316,6 +316,13 @@ func TestNetwork(t *testing.T) {
 	if serr != nil || out != `{"got": "hi"}` {
 		t.Fatalf("network on: %s %v", out, serr)
 	}
+	// TLS needs the public certificates; the host's private keys stay out of reach.
+	seen := "import os\ndef main():\n    return {'certs': os.path.isdir('/etc/ssl/certs'), 'private': os.path.exists('/etc/ssl/private')}\n"
+	if _, err := os.Stat("/etc/ssl/private"); err == nil {
+		if out, serr := run(t, on, sandbox.Python3, seen, nil); serr != nil || out != `{"certs": true, "private": false}` {
+			t.Fatalf("/etc/ssl with the network on: %s %v", out, serr)
+		}
+	}
 }
 
 // TestNetworkOffSaysSo: code that fails on a network call while the network is off fails with

@@ -110,49 +110,38 @@ func (s *Server) runWorkflow(ctx context.Context, b *gen.WorkflowRunRequest, wor
 // workflow_finished, whatever the status, is the reply; an error event (shutdown) is the
 // request's error.
 func collectWorkflow(ctx context.Context, r *run.Run) (gen.WorkflowRunResult, error) {
-	var version string // workflow_started's workflow_id
-	for {
-		select {
-		case <-ctx.Done():
-			r.Detach()
-			return gen.WorkflowRunResult{}, ctx.Err()
-		case ev, ok := <-r.Events():
-			if !ok {
-				return gen.WorkflowRunResult{}, errInternal(errors.New("workflow run ended without workflow_finished"))
-			}
-			switch ev.Kind {
-			case run.EventWorkflowStarted:
-				var d struct {
-					WorkflowID string `json:"workflow_id"`
-				}
-				if raw, err := json.Marshal(ev.Data); err == nil && json.Unmarshal(raw, &d) == nil {
-					version = d.WorkflowID
-				}
-			case run.EventWorkflowPaused:
-				// Paused at a human-input form: the reply is the run so far, status paused; it
-				// resumes through the form and events operations.
-				r.Detach()
-				p, _ := ev.Data.(humaninput.WorkflowPaused)
-				return gen.WorkflowRunResult{Id: mustUUID(p.WorkflowRunID), WorkflowId: version, Status: gen.WorkflowRunStatusPaused,
-					Outputs: &p.Outputs, ElapsedTime: p.ElapsedTime, TotalTokens: int(p.TotalTokens), TotalSteps: p.TotalSteps,
-					CreatedAt: p.CreatedAt}, nil
-			case run.EventError:
-				return gen.WorkflowRunResult{}, ev.Err
-			case run.EventWorkflowFinished:
-				r.Detach()
-				// The event's data is the reply's data (with members the reply leaves out).
-				raw, err := json.Marshal(ev.Data)
-				if err != nil {
-					return gen.WorkflowRunResult{}, errInternal(err)
-				}
-				var res gen.WorkflowRunResult
-				if err := json.Unmarshal(raw, &res); err != nil {
-					return gen.WorkflowRunResult{}, errInternal(err)
-				}
-				return res, nil
-			}
-		}
+	started, end, err := r.WaitWorkflow(ctx)
+	switch {
+	case errors.Is(err, run.ErrNoEnd):
+		return gen.WorkflowRunResult{}, errInternal(err)
+	case err != nil:
+		return gen.WorkflowRunResult{}, err
 	}
+	var version string // workflow_started's workflow_id
+	var d struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	if raw, err := json.Marshal(started.Data); err == nil && json.Unmarshal(raw, &d) == nil {
+		version = d.WorkflowID
+	}
+	if end.Kind == run.EventWorkflowPaused {
+		// Paused at a human-input form: the reply is the run so far, status paused; it resumes
+		// through the form and events operations.
+		p, _ := end.Data.(humaninput.WorkflowPaused)
+		return gen.WorkflowRunResult{Id: mustUUID(p.WorkflowRunID), WorkflowId: version, Status: gen.WorkflowRunStatusPaused,
+			Outputs: &p.Outputs, ElapsedTime: p.ElapsedTime, TotalTokens: int(p.TotalTokens), TotalSteps: p.TotalSteps,
+			CreatedAt: p.CreatedAt}, nil
+	}
+	// workflow_finished's data is the reply's data (with members the reply leaves out).
+	raw, err := json.Marshal(end.Data)
+	if err != nil {
+		return gen.WorkflowRunResult{}, errInternal(err)
+	}
+	var res gen.WorkflowRunResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return gen.WorkflowRunResult{}, errInternal(err)
+	}
+	return res, nil
 }
 
 // VisitRunWorkflowResponse implements gen.RunWorkflowResponseObject.

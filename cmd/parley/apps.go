@@ -137,7 +137,7 @@ func readDSL(path string, stdin io.Reader) ([]byte, error) {
 // dslEnv is what an import resolves against: the config file's providers and the knowledge
 // bases that exist or that the config file declares (the server creates those when it starts).
 func dslEnv(ctx context.Context, e *env) (dsl.Env, error) {
-	reg, err := toolRegistry(e)
+	reg, err := toolRegistry(e, nil)
 	if err != nil {
 		return dsl.Env{}, err
 	}

@@ -152,7 +152,10 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Files: fileSvc, Logger: e.log, Knowledge: knowledgeSvc, Jobs: indexQueue, App: appRegistry.Get,
 	})
 	indexQueue.Handle(chat.NameJobKind, chatSvc.HandleNameJob)
-	toolReg, err := toolRegistry(e)
+	// Workflow tools run on the engine, which is built further down with the runners that use
+	// the tools.
+	var engine *run.Engine
+	toolReg, err := toolRegistry(e, workflowToolRuns(&engine))
 	if err != nil {
 		return err
 	}
@@ -194,7 +197,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		return err
 	}
 	defer stopSharing()
-	engine := run.New(run.Options{
+	engine = run.New(run.Options{
 		Store: e.store, Limiter: coord.limiter, Tasks: coord.tasks, Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
 		Annotations: annotationSvc, Speech: audioSvc,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +14,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
+	"github.com/parleyhq/parley/internal/tools/workflowtool"
 )
 
 // toolRegistry is the workspace's tool registry, reaching APIs and MCP servers through the
-// network guard with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through.
-func toolRegistry(e *env) (*toolreg.Registry, error) {
+// network guard with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through. Its
+// workflow tools are the Workflow apps of e; they run through runWorkflow, which is nil outside
+// the server (a command only resolves tools).
+func toolRegistry(e *env, runWorkflow func(ctx context.Context, app *apps.App, user string, inputs map[string]any) (workflowtool.Outcome, error)) (*toolreg.Registry, error) {
 	hc, err := toolsClient(e)
 	if err != nil {
 		return nil, err
@@ -35,7 +41,51 @@ func toolRegistry(e *env) (*toolreg.Registry, error) {
 		}
 		return t, err
 	}
-	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, HTTPClient: hc, Logger: e.log})
+	if runWorkflow == nil {
+		runWorkflow = func(context.Context, *apps.App, string, map[string]any) (workflowtool.Outcome, error) {
+			return workflowtool.Outcome{}, errors.New("workflows run only in the server")
+		}
+	}
+	workflows := workflowtool.New(workflowtool.Options{App: e.apps.ByName, Run: runWorkflow})
+	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, Workflow: workflows.Find, HTTPClient: hc, Logger: e.log})
+}
+
+// workflowToolRuns runs the Workflow apps called as tools on the engine *engine points to once
+// the server has built it, and waits for each run's end.
+func workflowToolRuns(engine **run.Engine) func(ctx context.Context, app *apps.App, user string, inputs map[string]any) (workflowtool.Outcome, error) {
+	return func(ctx context.Context, app *apps.App, user string, inputs map[string]any) (workflowtool.Outcome, error) {
+		if *engine == nil {
+			return workflowtool.Outcome{}, errors.New("the server is not ready to run workflows")
+		}
+		r, err := (*engine).Start(ctx, run.Request{App: app, User: user, Inputs: inputs})
+		if err != nil {
+			return workflowtool.Outcome{}, err
+		}
+		_, end, err := r.WaitWorkflow(ctx)
+		if err != nil {
+			return workflowtool.Outcome{}, err
+		}
+		if end.Kind == run.EventWorkflowPaused {
+			return workflowtool.Outcome{}, errors.New("the workflow paused for a human input form, which a tool call cannot wait for")
+		}
+		raw, err := json.Marshal(end.Data)
+		if err != nil {
+			return workflowtool.Outcome{}, err
+		}
+		var d struct {
+			Status  string         `json:"status"`
+			Outputs map[string]any `json:"outputs"`
+			Error   *string        `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return workflowtool.Outcome{}, err
+		}
+		out := workflowtool.Outcome{Status: d.Status, Outputs: d.Outputs}
+		if d.Error != nil {
+			out.Error = *d.Error
+		}
+		return out, nil
+	}
 }
 
 // toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network
@@ -47,7 +97,7 @@ func toolsClient(e *env) (*http.Client, error) {
 // withTools is withEnv with the tool registry.
 func withTools(getenv func(string) string, f *flags, fn func(cmd *cobra.Command, args []string, e *env, r *toolreg.Registry) error) func(*cobra.Command, []string) error {
 	return withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
-		r, err := toolRegistry(e)
+		r, err := toolRegistry(e, nil)
 		if err != nil {
 			return err
 		}

@@ -532,3 +532,33 @@ func resourceJSON(r store.RetrieverResource) ResourceJSON {
 		IndexNodeHash: r.IndexNodeHash, Content: r.Content, Score: r.Score, HitCount: r.HitCount,
 		WordCount: r.WordCount, CreatedAt: r.CreatedAt.Unix()}
 }
+
+// ErrNoEnd: a run's events ended without the event that ends it.
+var ErrNoEnd = errors.New("run: the events ended without the run's end")
+
+// WaitWorkflow reads a workflow kind's run, for a caller that waits for its end (a blocking
+// request, a workflow called as a tool): it returns workflow_started and the event that ended
+// the run, workflow_finished or workflow_paused (the run detached then: it waits for a form).
+// An error event is the error; ctx ending detaches the run and is the error.
+func (r *Run) WaitWorkflow(ctx context.Context) (started, end Event, err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			r.Detach()
+			return started, Event{}, ctx.Err()
+		case ev, ok := <-r.Events():
+			if !ok {
+				return started, Event{}, ErrNoEnd
+			}
+			switch ev.Kind {
+			case EventWorkflowStarted:
+				started = ev
+			case EventError:
+				return started, Event{}, ev.Err
+			case EventWorkflowFinished, EventWorkflowPaused:
+				r.Detach()
+				return started, ev, nil
+			}
+		}
+	}
+}

@@ -15,6 +15,8 @@ const (
 	TypeAPI = "api"
 	// TypeMCP is a tool of a registered MCP server.
 	TypeMCP = "mcp"
+	// TypeWorkflow is a published Workflow app of this server offered as a tool.
+	TypeWorkflow = "workflow"
 )
 
 // Ref is how an app names a tool, in the words of Dify's DSL.

@@ -61,6 +61,9 @@ type Options struct {
 	Store Store
 	// Builtin finds the built-in tools (builtin.Find); nil offers none.
 	Builtin func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+	// Workflow finds the workflow tools, Workflow apps of this server (workflowtool.Set.Find);
+	// nil offers none.
+	Workflow func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
 	// HTTPClient makes every request to an API or MCP server: the network-guarded client.
 	// Required.
 	HTTPClient *http.Client
@@ -468,7 +471,7 @@ func redactURL(raw string) string {
 }
 
 // Find returns the tool ref names, configured with the app's values: built-in tools through
-// Options.Builtin, API tools by provider id or name and the tool's name (its operationId or the
+// Options.Builtin, workflow tools through Options.Workflow, API tools by provider id or name and the tool's name (its operationId or the
 // name derived from its path), MCP tools by server identifier, provider name or id and the
 // tool's name. An unknown tool gives an error wrapping tools.ErrUnknownTool that says why.
 func (r *Registry) Find(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
@@ -478,6 +481,11 @@ func (r *Registry) Find(ctx context.Context, ref tools.Ref) (tools.Tool, error) 
 			return nil, fmt.Errorf("%w: no built-in tools", tools.ErrUnknownTool)
 		}
 		return r.o.Builtin(ctx, ref)
+	case tools.TypeWorkflow:
+		if r.o.Workflow == nil {
+			return nil, fmt.Errorf("%w: no workflow tools", tools.ErrUnknownTool)
+		}
+		return r.o.Workflow(ctx, ref)
 	case tools.TypeAPI, tools.TypeMCP:
 	default:
 		return nil, fmt.Errorf("%w: %s tools are not supported", tools.ErrUnknownTool, ref.Type)

@@ -1,0 +1,69 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
+)
+
+// TestChatflowMCPGolden pins the bytes of a Chatflow that reaches an MCP server it has not
+// registered, as exported apps do: hjlarry/agent's MCP agent strategy (its agent_log events,
+// the server's tool called between two rounds) and a tool node of the junjiem/mcp_sse tool
+// plugin, after normalising ids, times and the MCP server's port.
+func TestChatflowMCPGolden(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	notes := toolregtest.NewMCP(t)
+	raw, err := os.ReadFile(filepath.Join("testdata", "chatflow-mcp.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flow.yml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(raw), "MCP_URL", notes.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startParley(t, "sqlite")
+	p.Restart(t, allowLoopback)
+	p.CLI(t, "apps", "import", "--publish", path)
+	key := p.CLI(t, "keys", "create", "--app", "MCP Desk")
+	q := "golden mcp"
+	usage := &providers.Usage{PromptTokens: 30, CompletionTokens: 5}
+	upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
+		{ID: "call_1", Name: "notes_search", Arguments: `{"query": "roadmap"}`},
+	}, Usage: usage}, openaitest.Reply{Chunks: []string{"The roadmap ", "is in the notes."}, Usage: usage})
+	body := `{"query":"` + q + `","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
+	req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
+	resp, err := newContractClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
+	got = normalize(strings.TrimRight(got, "\n") + "\n")
+	got = toolTimeRE.ReplaceAllString(got, `"$1":<seconds>`)
+	got = finishedRE.ReplaceAllString(got, `"finished_at":<ts>`)
+	got = startedRE.ReplaceAllString(got, `"started_at":<ts>`)
+	got = loopbackRE.ReplaceAllString(got, `127.0.0.1:<port>`)
+	for _, line := range strings.Split(got, "\n") {
+		if rest, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(strings.NewReplacer("<seconds>", "0", "<ts>", "0").Replace(rest))) {
+			t.Fatalf("not JSON: %s", line)
+		}
+	}
+	if !strings.Contains(got, "The roadmap is in the notes. / found: GOLDEN MCP") || !strings.Contains(got, `"label":"CALL notes_search"`) {
+		t.Fatalf("stream:\n%s", got)
+	}
+	golden(t, "chatflow_mcp_streaming.sse.golden", got)
+}

@@ -114,7 +114,7 @@ func New(opts Options) (*Provider, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &boundedTransport{base: base, headers: opts.Headers.Clone(), max: opts.MaxResponseBytes}
+	hc.Transport = &boundedTransport{base: base, headers: opts.Headers.Clone(), max: opts.MaxResponseBytes, origin: originOf(u)}
 	return &Provider{
 		opts:   opts,
 		client: sdk.NewClient(&sdk.Implementation{Name: "parley", Version: "1"}, nil),

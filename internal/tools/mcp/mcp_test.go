@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,5 +392,44 @@ func TestFailureHidesURLCredentials(t *testing.T) {
 	res := invoke(t, p.Bind(ToolInfo{Name: "echo"}), `{}`)
 	if !res.IsError || strings.Contains(res.Text, "hunter2") || strings.Contains(res.Text, "abc123") || !strings.Contains(res.Text, "could not be reached") {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestRedirectToAnotherOriginRefused: a server that redirects elsewhere is not followed, so the
+// configured headers (a token) and the request never reach the other origin.
+func TestRedirectToAnotherOriginRefused(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	defer elsewhere.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	_, err := Connect(context.Background(), Options{URL: srv.URL + "/mcp", HTTPClient: &http.Client{},
+		Headers: http.Header{"Authorization": {"Bearer s3cret"}}})
+	if err == nil || !strings.Contains(err.Error(), "not the server's origin") {
+		t.Fatalf("Connect: %v", err)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the other origin saw %d requests", n)
+	}
+}
+
+func TestOriginOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Example.com/mcp":         "http://example.com:80",
+		"http://example.com:80/sse":      "http://example.com:80",
+		"HTTPS://example.com/":           "https://example.com:443",
+		"https://example.com:8443/x?y=1": "https://example.com:8443",
+		"http://[::1]:9000/mcp":          "http://[::1]:9000",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := originOf(u); got != want {
+			t.Errorf("originOf(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -9,7 +9,7 @@
 //	parley apps import FILE            import a Dify DSL file as an app (prints its name)
 //	parley apps list|export|publish|delete
 //	parley tools add-api NAME --schema FILE   register a custom API tool provider (OpenAPI/Swagger)
-//	parley tools add-mcp NAME URL            register an MCP server (Streamable HTTP)
+//	parley tools add-mcp NAME URL            register an MCP server (Streamable HTTP or HTTP+SSE)
 //	parley tools list|refresh|delete
 //
 // Settings come from the environment (PARLEY_ADDR, PARLEY_DATA_DIR, PARLEY_CONFIG,

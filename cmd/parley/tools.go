@@ -111,9 +111,9 @@ func newToolsCmd(getenv func(string) string, f *flags) *cobra.Command {
 		Use:   "tools",
 		Short: "Register the workspace's custom API tools and MCP servers for agent apps",
 		Long: "Agent apps use built-in tools, custom API tools (the operations of an OpenAPI 3 or Swagger 2\n" +
-			"document) and the tools of MCP servers (Streamable HTTP). API and MCP providers are registered\n" +
-			"once for the workspace; a running server uses a change at once. Tools reach internal\n" +
-			"addresses only within PARLEY_TOOLS_ALLOWED_NETWORKS.",
+			"document) and the tools of MCP servers (Streamable HTTP or HTTP+SSE). API and MCP providers\n" +
+			"are registered once for the workspace; a running server uses a change at once. Tools reach\n" +
+			"internal addresses only within PARLEY_TOOLS_ALLOWED_NETWORKS.",
 	}
 	cmd.AddCommand(newToolsAddAPICmd(getenv, f), newToolsAddMCPCmd(getenv, f), newToolsRefreshCmd(getenv, f),
 		newToolsListCmd(getenv, f), newToolsDeleteCmd(getenv, f))
@@ -223,9 +223,10 @@ func newToolsAddMCPCmd(getenv func(string) string, f *flags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "add-mcp NAME URL [--id SERVER_ID] [--header NAME=VALUE]... [--header-env NAME=VAR]... [--timeout 30s] [--replace]",
-		Short: "Register an MCP server (Streamable HTTP) as a tool provider",
-		Long: "Register the MCP server at URL (Streamable HTTP): Parley connects, lists its tools and keeps\n" +
-			"the list (parley tools refresh NAME lists them again). Apps name the server by its identifier\n" +
+		Short: "Register an MCP server (Streamable HTTP or HTTP+SSE) as a tool provider",
+		Long: "Register the MCP server at URL (HTTP+SSE when its path ends in /sse, otherwise Streamable\n" +
+			"HTTP, falling back to HTTP+SSE when the server answers 4xx): Parley connects, lists its tools\n" +
+			"and keeps the list (parley tools refresh NAME lists them again). Apps name the server by its identifier\n" +
 			"(--id, Dify's provider_id; NAME when omitted: 1 to 24 of a-z 0-9 _ -) or by NAME, and each\n" +
 			"tool by its MCP name.",
 		Args: cobra.ExactArgs(2),

@@ -1,11 +1,14 @@
-// Package mcp exposes the tools of an MCP server reached over Streamable HTTP as [tools.Tool]s,
-// through the official Go SDK. A Provider holds one client session; a session the transport broke
-// (an HTTP 500, a dropped connection, an oversized answer) is dropped and opened again on the next
-// call.
+// Package mcp exposes the tools of an MCP server as [tools.Tool]s, through the official Go SDK. The
+// server is reached over Streamable HTTP or over the older HTTP+SSE transport, which most MCP
+// servers in Dify exports still speak: a URL whose path ends in /sse gets HTTP+SSE, any other
+// Streamable HTTP first and HTTP+SSE when the handshake's POST is answered with a 4xx. A Provider
+// holds one client session; a session the transport broke (an HTTP 500, a dropped connection, an
+// oversized answer) or the server ended is dropped and opened again on the next call.
 //
 // What a server can do to us is bounded: every request goes through the caller's HTTP client (the
-// network guard), each response body is capped, each call has a timeout, and the tool list is
-// capped in number and in schema size.
+// network guard) and stays on the server's origin, each response body (each event of an HTTP+SSE
+// stream) is capped, each call has a timeout, and the tool list is capped in number and in schema
+// size.
 package mcp
 
 import (
@@ -37,7 +40,9 @@ const (
 
 // Options configures a connection to one MCP server.
 type Options struct {
-	// URL is the server's Streamable HTTP endpoint (http or https).
+	// URL is the server's MCP endpoint (http or https): its Streamable HTTP endpoint, or the SSE
+	// endpoint of the older HTTP+SSE transport (see the package documentation for how the
+	// transport is chosen).
 	URL string
 	// Provider is the name the server was registered under; it becomes each tool's
 	// Identity.Provider.
@@ -65,8 +70,10 @@ type Provider struct {
 	http   *http.Client
 
 	mu      sync.Mutex
-	session *sdk.ClientSession
-	closed  bool
+	session *session
+	// kind is the transport of the server, once known.
+	kind   transportKind
+	closed bool
 }
 
 // Connect checks opts and opens a session with the server (the MCP handshake), so that a
@@ -114,11 +121,12 @@ func New(opts Options) (*Provider, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &boundedTransport{base: base, headers: opts.Headers.Clone(), max: opts.MaxResponseBytes}
+	hc.Transport = &boundedTransport{base: base, headers: opts.Headers.Clone(), max: opts.MaxResponseBytes, origin: originOf(u)}
 	return &Provider{
 		opts:   opts,
 		client: sdk.NewClient(&sdk.Implementation{Name: "parley", Version: "1"}, nil),
 		http:   &hc,
+		kind:   kindOf(u),
 	}, nil
 }
 
@@ -159,27 +167,17 @@ func (p *Provider) Bind(info ToolInfo) tools.Tool {
 	return &tool{p: p, name: info.Name, label: label, description: info.Description, schema: schema, output: info.OutputSchema}
 }
 
-// currentSession returns the open session, opening one if there is none.
-func (p *Provider) currentSession(ctx context.Context) (*sdk.ClientSession, error) {
+// currentSession returns the open session, opening one if there is none or if it has ended.
+func (p *Provider) currentSession(ctx context.Context) (*session, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, errors.New("mcp: provider is closed")
 	}
-	if p.session != nil {
+	if p.session != nil && !p.session.done() {
 		return p.session, nil
 	}
-	t := &sdk.StreamableClientTransport{
-		Endpoint:   p.opts.URL,
-		HTTPClient: p.http,
-		// No retries: a failed answer is reported to the model, not retried behind its back.
-		MaxRetries: -1,
-		// Server-initiated messages are not used, and a standing stream would only hold a
-		// connection open.
-		DisableStandaloneSSE: true,
-		MaxEventSize:         int(p.opts.MaxResponseBytes),
-	}
-	s, err := p.client.Connect(ctx, t, nil)
+	s, err := p.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +186,7 @@ func (p *Provider) currentSession(ctx context.Context) (*sdk.ClientSession, erro
 }
 
 // drop forgets s if it is still the current session, so the next call opens a new one.
-func (p *Provider) drop(s *sdk.ClientSession) {
+func (p *Provider) drop(s *session) {
 	p.mu.Lock()
 	if p.session != s {
 		p.mu.Unlock()
@@ -229,7 +227,7 @@ func (p *Provider) Tools(ctx context.Context) ([]tools.Tool, error) {
 			if !isProtocolError(err) {
 				p.drop(s)
 			}
-			return nil, p.listErr(ctx, err)
+			return nil, p.listErr(ctx, p.explain(s, err))
 		}
 		for _, t := range res.Tools {
 			if len(out) >= p.opts.MaxTools {
@@ -361,7 +359,7 @@ func (t *tool) Invoke(ctx context.Context, args json.RawMessage) (tools.Result, 
 			return failed("the MCP server rejected the call: %s", we.Message), nil
 		}
 		t.p.drop(s)
-		if oversize.Load() {
+		if oversize.Load() || s.streamOver.Load() {
 			return failed("the answer of tool %s is larger than %d bytes", t.name, t.p.opts.MaxResponseBytes), nil
 		}
 		return failed("calling tool %s failed: %s", t.name, t.p.scrub(err)), nil

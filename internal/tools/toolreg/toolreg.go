@@ -1,8 +1,8 @@
 // Package toolreg is the workspace's registry of tool providers: custom API tools (an OpenAPI 3
-// or Swagger 2 document with its credentials) and MCP servers (Streamable HTTP), registered once
-// and used by every agent app that names them. Registrations live in the store, so that the CLI
-// can change them while a server runs; the server re-reads them when their revision changes
-// (one primary-key read per lookup).
+// or Swagger 2 document with its credentials) and MCP servers (Streamable HTTP or HTTP+SSE),
+// registered once and used by every agent app that names them. Registrations live in the store,
+// so that the CLI can change them while a server runs; the server re-reads them when their
+// revision changes (one primary-key read per lookup).
 //
 // Registering validates: an API document must parse into tools, an MCP server must answer the
 // handshake and list its tools, which are kept with the registration (as Dify keeps them), so
@@ -125,7 +125,8 @@ type API struct {
 type MCP struct {
 	// ServerIdentifier is how apps (Dify's DSL: provider_id) name the server.
 	ServerIdentifier string `json:"server_identifier"`
-	// URL is the server's Streamable HTTP endpoint.
+	// URL is the server's Streamable HTTP endpoint or HTTP+SSE (SSE) endpoint; see package mcp
+	// for how the transport is chosen.
 	URL string `json:"url"`
 	// Headers are sent with every request (e.g. Authorization).
 	Headers map[string]string `json:"headers,omitempty"`

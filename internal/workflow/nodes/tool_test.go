@@ -508,6 +508,7 @@ func TestAgentNodeMCPStrategy(t *testing.T) {
 	}
 	for name, spec := range map[string]string{
 		"a URL":         notes.URL,
+		"an SSE URL":    notes.URL + "/sse",
 		"a JSON object": `{"notes": {"url": "` + notes.URL + `", "headers": {"Authorization": "Bearer n0tes"}, "timeout": 5}}`,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -119,7 +119,8 @@ paths:
 // MCPToolSearch is the MCP server's search tool: its name has a dot, which model APIs refuse.
 const MCPToolSearch = "notes.search"
 
-// MCP is a loopback MCP server (Streamable HTTP) with the tools
+// MCP is a loopback MCP server (Streamable HTTP; at /sse, the older HTTP+SSE transport) with
+// the tools
 //
 //	notes.search  {"query": …} → "found: <query>"
 //	chart         the text "the chart" and ChartPNG as an image
@@ -170,8 +171,14 @@ func NewMCP(tb testing.TB) *MCP {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late"}}}, nil
 		})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	sse := sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s }, nil)
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.Auth.Store(r.Header.Get("Authorization"))
+		if strings.HasPrefix(r.URL.Path, "/sse") {
+			// The older HTTP+SSE transport, where most servers of Dify exports are.
+			sse.ServeHTTP(w, r)
+			return
+		}
 		h.ServeHTTP(w, r)
 	}))
 	tb.Cleanup(func() {

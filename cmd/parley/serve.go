@@ -183,7 +183,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		Store:                   e.store, Logger: e.log, Files: chatSvc.MessageFiles,
 		Nodes: nodes.Registry(nodes.Deps{Models: catalog, Providers: providerSet, Knowledge: knowledgeSvc, Tools: toolReg.Find,
 			Code: lazyCodeSandbox(cfg.Code, e.log), Files: fileSvc, Extract: extractor.Extract,
-			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}, MCPClient: mcpClient}),
+			HTTP: nodes.HTTP{Client: nodeClient, Transports: nodeTransports}, MCPClient: mcpClient, Storage: e.store}),
 		RefusePinnedVersions: cfg.WorkflowVersionExecution == config.WorkflowVersionExecutionNotAllowed,
 		NodeTimeout:          cfg.WorkflowNodeTimeout,
 	})

@@ -326,6 +326,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationBlobs,
 	migrationJobs,
 	migrationIndexChanges,
+	migrationStrategyStorage,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -13,6 +13,10 @@ type AgentStrategy struct {
 	// node's own: mcp_server (hjlarry/agent's mcp_agent: one URL or a JSON object of servers) or
 	// mcp_servers_config (junjiem/mcp_see_agent: a JSON object of servers); "" for none.
 	MCPServers string
+	// TOD is svcvit/agent's task-oriented dialogue: it asks the questions of an information
+	// schema over the turns of a conversation, keeping the answers between them, instead of
+	// calling tools.
+	TOD bool
 }
 
 // The agent parameters that name MCP servers (AgentStrategy.MCPServers).
@@ -31,11 +35,13 @@ const (
 	// AgentProviderMCPSee is the strategy provider of junjiem/mcp_see_agent, "Agent strategies
 	// (support MCP tools)": mcp_sse_function_calling and mcp_sse_ReAct.
 	AgentProviderMCPSee = "junjiem/mcp_see_agent/mcp_see_agent"
+	// AgentProviderDialogue is the strategy provider of svcvit/agent, "Dialogue Agent": TOD.
+	AgentProviderDialogue = "svcvit/agent/agent"
 )
 
 // SupportedAgentStrategies says which strategies LookupAgentStrategy finds, for messages.
 const SupportedAgentStrategies = "langgenius/agent's function_calling and ReAct, hjlarry/agent/mcp_agent's function_calling, " +
-	"junjiem/mcp_see_agent's mcp_sse_function_calling and mcp_sse_ReAct"
+	"junjiem/mcp_see_agent's mcp_sse_function_calling and mcp_sse_ReAct, svcvit/agent's TOD"
 
 // LookupAgentStrategy finds the strategy an agent node names: provider is the strategy
 // provider (langgenius/agent/agent, hjlarry/agent/mcp_agent), name the strategy; an empty
@@ -52,6 +58,10 @@ func LookupAgentStrategy(provider, name string) (AgentStrategy, bool) {
 	case provider == AgentProviderMCP:
 		if name == "" || name == "function_calling" {
 			return AgentStrategy{MCPServers: MCPServerParam}, true
+		}
+	case provider == AgentProviderDialogue:
+		if name == "TOD" {
+			return AgentStrategy{TOD: true}, true
 		}
 	case provider == AgentProviderMCPSee:
 		switch name {

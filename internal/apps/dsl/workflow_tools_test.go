@@ -66,8 +66,13 @@ func TestChatflowToolNodes(t *testing.T) {
 	if _, err := Import([]byte(strings.Replace(see, "mcp_sse_ReAct", "mcp_sse_planning", 1)), env, opts); err == nil {
 		t.Fatal("a strategy mcp_see_agent does not have imported")
 	}
+	// svcvit/agent's TOD imports; its MTD, which Parley does not have, is refused, naming it.
 	tod := read(t, filepath.Join("testdata", "public", "advanced-chat", "svcvit-tod-agent-demo.yml"))
-	if _, err := Import(tod, env, opts); err == nil || !strings.Contains(err.Error(), `agent strategy "TOD" of "svcvit/agent/agent" is not supported yet`) {
-		t.Fatalf("another strategy plugin: %v", err)
+	if _, err := Import(tod, env, opts); err != nil {
+		t.Fatalf("svcvit/agent's TOD: %v", err)
+	}
+	mtd := strings.Replace(string(tod), "agent_strategy_name: TOD", "agent_strategy_name: MTD", 1)
+	if _, err := Import([]byte(mtd), env, opts); err == nil || !strings.Contains(err.Error(), `agent strategy "MTD" of "svcvit/agent/agent" is not supported yet`) {
+		t.Fatalf("another strategy: %v", err)
 	}
 }

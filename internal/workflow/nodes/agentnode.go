@@ -43,6 +43,10 @@ type agentNode struct {
 	// servers whose tools the model is offered beside the node's own (mcpagent.go); mcpParam
 	// is which parameter it is, as its forms differ.
 	mcpServers, mcpParam string
+	// tod runs svcvit/agent's TOD strategy (todagent.go) with its schema and storage key
+	// (templates), instead of the tool-calling rounds.
+	tod                   bool
+	todSchema, storageKey string
 }
 
 // Agent strategies the node runs.
@@ -81,6 +85,12 @@ func (d Deps) newAgent(n *workflow.Node) (workflow.NodeRunner, error) {
 	a := &agentNode{d: d, provider: str(m["provider"]), name: str(m["model"]), params: mapping(m["completion_params"]),
 		instruction: agentText(n.Data, "instruction"), query: agentText(n.Data, "query"),
 		rounds: defaultAgentRounds, react: st.ReAct}
+	if st.TOD {
+		a.tod, a.todSchema, a.storageKey = true, agentText(n.Data, "information_schema"), agentText(n.Data, "storage_key")
+		if d.Storage == nil {
+			return nil, configError("agent strategy storage is not available")
+		}
+	}
 	if st.MCPServers != "" {
 		a.mcpServers, a.mcpParam = agentText(n.Data, st.MCPServers), st.MCPServers
 		if strings.TrimSpace(a.mcpServers) != "" && d.MCPClient == nil {
@@ -163,6 +173,9 @@ func (a *agentNode) Run(ctx context.Context, x *workflow.Exec) (workflow.Result,
 	m, err := a.d.model(a.provider, a.name)
 	if err != nil {
 		return workflow.Result{}, err
+	}
+	if a.tod {
+		return a.runTOD(ctx, x, m)
 	}
 	instruction := template.Render(a.instruction, x.Pool.Get, value.Text)
 	query := template.Render(a.query, x.Pool.Get, value.Text)

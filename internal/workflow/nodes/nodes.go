@@ -41,6 +41,8 @@ type Deps struct {
 	Files *files.Service
 	// HTTP is what http-request nodes send with.
 	HTTP HTTP
+	// Storage keeps what agent strategies keep between runs (svcvit/agent's TOD); the store.
+	Storage StrategyStorage
 	// MCPClient makes the requests to the MCP servers an MCP agent strategy names: the
 	// network-guarded client the workspace's tools use.
 	MCPClient *http.Client

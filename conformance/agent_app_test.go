@@ -65,11 +65,11 @@ func TestAgentApp(t *testing.T) {
 		if err := os.WriteFile(v2, []byte(agentAppDSL("Second instructions for {{who}} "+mark+".", "Version two.")), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, stderr, err := p.cliOut("apps", "import", v1); err == nil ||
+		if _, stderr, err := p.cliOut("apps", "import", "--strict", v1); err == nil ||
 			!strings.Contains(stderr, `agent_packages.agent-1.soul.tools.dify_tools[1]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server`) {
 			t.Fatalf("import with a missing tool: %v\n%s", err, stderr)
 		}
-		if name := p.CLI(t, "apps", "import", "--lenient", v1); name != "Desk Agent" {
+		if name := p.CLI(t, "apps", "import", v1); name != "Desk Agent" {
 			t.Fatalf("import printed %q", name)
 		}
 		key := p.CLI(t, "keys", "create", "--app", "Desk Agent")

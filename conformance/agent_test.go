@@ -45,12 +45,15 @@ func TestLegacyAgent(t *testing.T) {
 		if err := os.WriteFile(path, []byte(importedAgent), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, stderr, err := p.cliOut("apps", "import", path); err == nil ||
+		if _, stderr, err := p.cliOut("apps", "import", "--strict", path); err == nil ||
 			!strings.Contains(stderr, `model_config.agent_mode.tools[1]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server`) {
 			t.Fatalf("import with a missing tool: %v\n%s", err, stderr)
 		}
-		if name := p.CLI(t, "apps", "import", "--lenient", path); name != "Maths Agent" {
-			t.Fatalf("import printed %q", name)
+		// Without --strict, as Dify imports a file whose tool plugins are not installed: the
+		// tool is kept, marked missing, with a note.
+		if name, stderr, err := p.cliOut("apps", "import", path); err != nil || strings.TrimSpace(name) != "Maths Agent" ||
+			!strings.Contains(stderr, `parley: missing tool: model_config.agent_mode.tools[1]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server; kept`) {
+			t.Fatalf("import printed %q (%v)\n%s", name, err, stderr)
 		}
 		key := p.CLI(t, "keys", "create", "--app", "Maths Agent")
 		c := newClient(t, p, key)

@@ -151,10 +151,12 @@ func publicCorpus(t *testing.T, mode string) ([]string, *Parley) {
 // importPublic imports the export at path as the published app name, with a model fallback.
 // Its datasets are Dify ids, which import unmapped: the app is deleted and imported again with
 // each mapped to the handbook knowledge base, as a user would map them to theirs, so that the
-// run retrieves (TestUnmappedDatasetsRun runs one unmapped). It returns the import's arguments
+// run retrieves (TestUnmappedDatasetsRun runs one unmapped). It imports with --strict, so that
+// a file whose tools are missing is refused and counted, and imported again with --lenient
+// (what an import without --strict does). It returns the import's arguments
 // without the path (to import again with more flags), and the import's stderr and error.
 func importPublic(p *Parley, path, name string) (args []string, stderr string, err error) {
-	args = []string{"apps", "import", "--publish", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
+	args = []string{"apps", "import", "--publish", "--strict", "--model-fallback", "openai:gpt-4o-mini", "--name", name}
 	_, stderr, err = p.cliOut(append(args, path)...)
 	if refs := unmappedRefs(stderr); err == nil && len(refs) > 0 {
 		if _, stderr, err = p.cliOut("apps", "delete", name); err != nil {

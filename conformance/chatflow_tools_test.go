@@ -38,7 +38,7 @@ func TestChatflowTools(t *testing.T) {
 		}
 		api := toolregtest.NewAPI(t)
 		p.Restart(t, allowLoopback)
-		if _, stderr, err := p.cliOut("apps", "import", path); err == nil ||
+		if _, stderr, err := p.cliOut("apps", "import", "--strict", path); err == nil ||
 			!strings.Contains(stderr, `node chart: tool "getChart" of provider "inventory" (api) is not available on this server`) ||
 			!strings.Contains(stderr, `node clerk: tool "getItem" of provider "inventory" (api) is not available on this server`) {
 			t.Fatalf("import before registration: %v\n%s", err, stderr)

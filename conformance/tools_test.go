@@ -43,7 +43,7 @@ func TestRegisteredAPITool(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, stderr, err := p.cliOut("apps", "import", dsl); err == nil ||
+		if _, stderr, err := p.cliOut("apps", "import", "--strict", dsl); err == nil ||
 			!strings.Contains(stderr, `tool "getItem" of provider "inventory" (api) is not available on this server`) {
 			t.Fatalf("import before registration: %v\n%s", err, stderr)
 		}

@@ -18,7 +18,7 @@ func TestWorkflowAsTool(t *testing.T) {
 	}
 	p := startParley(t, "sqlite")
 	ctx := context.Background()
-	if _, stderr, err := p.cliOut("apps", "import", "--publish", "testdata/workflow-calls-tool.yml"); err == nil ||
+	if _, stderr, err := p.cliOut("apps", "import", "--publish", "--strict", "testdata/workflow-calls-tool.yml"); err == nil ||
 		!strings.Contains(stderr, `tool "shout_it" of provider "6145e242-98ad-4597-9b84-64cc95191212" (workflow) is not available on this server`) {
 		t.Fatalf("an import whose workflow tool is missing: %v\n%s", err, stderr)
 	}

@@ -30,7 +30,7 @@ func newAgentsDraftCmd(getenv func(string) string, f *flags) *cobra.Command {
 		datasets []string
 	)
 	cmd := &cobra.Command{
-		Use:   "draft [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... APP FILE",
+		Use:   "draft [--strict] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... APP FILE",
 		Short: "Replace the draft of an Agent app's agent with the agent of a DSL file",
 		Long: "Read a Dify DSL export of an Agent app (mode agent) and make its agent package the draft of\n" +
 			"the Agent bound to APP. References resolve as for `parley apps import`. The published\n" +
@@ -73,7 +73,7 @@ func newAgentsDraftCmd(getenv func(string) string, f *flags) *cobra.Command {
 		}),
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&opts.Lenient, "lenient", false, "keep tools this server does not have; calling one fails at run time")
+	toolFlags(fl, &opts)
 	fl.StringVar(&opts.ModelFallback, "model-fallback", "", "PROVIDER:MODEL, a configured llm used for every model reference that does not resolve")
 	fl.StringArrayVar(&datasets, "dataset", nil, "DATASET_ID=KNOWLEDGE_BASE: the knowledge base (name or id) a dataset of the file means; repeatable")
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/workflow/nodes"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
@@ -39,15 +41,17 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 		datasets []string
 	)
 	cmd := &cobra.Command{
-		Use:   "import [--name NAME] [--publish] [--lenient] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
+		Use:   "import [--name NAME] [--publish] [--strict] [--model-fallback PROVIDER:MODEL] [--dataset ID=KB]... FILE",
 		Short: "Import a Dify DSL file as an app and print its name",
 		Long: "Import a Dify DSL export (versions " + dsl.MinVersion + " to " + dsl.MaxVersion + "; Chatbot, Completion, Legacy Agent,\n" +
 			"Agent apps, an Agent's agent starting as an unpublished draft, and Chatflow and Workflow\n" +
 			"apps whose nodes Parley runs; Agent, Chatflow and Workflow apps run once published, so\n" +
 			"import them with --publish or run `parley apps publish NAME` after) and\n" +
 			"print the app's name on stdout; notes (substitutions, settings kept but not run, datasets\n" +
-			"not mapped) go to stderr. Every model and tool the file names must resolve on this server,\n" +
-			"or the import fails listing every problem and stores nothing. FILE - reads stdin.\n\n" +
+			"not mapped, tools missing) go to stderr. Every model the file names must resolve on this\n" +
+			"server, or the import fails listing every problem and stores nothing. FILE - reads stdin.\n" +
+			"A tool this server does not have is imported marked missing, as Dify imports a file whose\n" +
+			"plugins are not installed (calling it fails at run time); --strict refuses it instead.\n\n" +
 			"Models: a provider reference matches a configured provider by name, then by the last\n" +
 			"segment of a plugin id (langgenius/openai/openai finds openai), then by type.\n" +
 			"Datasets: Dify's dataset ids mean nothing here; map each to a knowledge base with\n" +
@@ -110,11 +114,43 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Name, "name", "", "name of the app (default: the file's app.name)")
 	fl.BoolVar(&publish, "publish", false, "publish the app once imported (for the kinds that have versions)")
-	fl.BoolVar(&opts.Lenient, "lenient", false, "import tools this server does not have; calling one fails at run time")
+	toolFlags(fl, &opts)
 	fl.StringVar(&opts.ModelFallback, "model-fallback", "", "PROVIDER:MODEL, a configured llm used for every model reference that does not resolve")
 	fl.StringArrayVar(&datasets, "dataset", nil, "DATASET_ID=KNOWLEDGE_BASE: the knowledge base (name or id) a dataset of the file means; repeatable")
 	return cmd
 }
+
+// toolFlags adds --strict, and --lenient for the scripts written when it was needed, to an
+// import's flags. Tools this server does not have are imported, marked missing, with a note, as
+// Dify imports a file whose tool plugins are not installed; --strict refuses them instead.
+func toolFlags(fl *pflag.FlagSet, opts *dsl.Options) {
+	opts.Lenient = true
+	fl.Var(strictFlag{opts}, "strict", "refuse a file whose tools this server does not have (by default they are imported, marked missing, with a note)")
+	fl.Lookup("strict").NoOptDefVal = "true"
+	fl.BoolVar(&opts.Lenient, "lenient", true, "import tools this server does not have (the default; kept for scripts)")
+	_ = fl.MarkHidden("lenient")
+}
+
+// strictFlag is --strict: the opposite of dsl.Options.Lenient.
+type strictFlag struct{ opts *dsl.Options }
+
+func (f strictFlag) String() string {
+	if f.opts == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!f.opts.Lenient)
+}
+
+func (f strictFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	f.opts.Lenient = !v
+	return nil
+}
+
+func (strictFlag) Type() string { return "bool" }
 
 // readDSL reads the file to import (stdin for "-"), no more than one byte past the size limit.
 func readDSL(path string, stdin io.Reader) ([]byte, error) {

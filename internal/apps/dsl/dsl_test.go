@@ -645,7 +645,7 @@ model_config:
 	agents := Options{Modes: []string{apps.ModeAgentChat}}
 	e := importErr(t, doc, testEnv(), agents)
 	if len(e.Problems) != 1 || e.Problems[0].String() !=
-		`model_config.agent_mode.tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import with --lenient to keep it anyway` {
+		`model_config.agent_mode.tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import without --strict to keep it anyway` {
 		t.Fatalf("problems %v", e.Problems)
 	}
 	lenient := agents
@@ -696,9 +696,9 @@ func TestPublicAgentWithBuiltinTool(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
-		`model_config.agent_mode.tools[0]: tool "bar_chart" of provider "chart" (builtin) is not available on this server; import with --lenient to keep it anyway`,
-		`model_config.agent_mode.tools[2]: tool "youtube_video_statistics" of provider "youtube" (builtin) is not available on this server; import with --lenient to keep it anyway`,
-		`model_config.agent_mode.tools[3]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server; import with --lenient to keep it anyway`,
+		`model_config.agent_mode.tools[0]: tool "bar_chart" of provider "chart" (builtin) is not available on this server; import without --strict to keep it anyway`,
+		`model_config.agent_mode.tools[2]: tool "youtube_video_statistics" of provider "youtube" (builtin) is not available on this server; import without --strict to keep it anyway`,
+		`model_config.agent_mode.tools[3]: tool "wikipedia_search" of provider "wikipedia" (builtin) is not available on this server; import without --strict to keep it anyway`,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("problems\n%s", strings.Join(got, "\n"))
@@ -804,7 +804,7 @@ func TestPublicExports(t *testing.T) {
 							!strings.Contains(p.String(), "agent strategy") &&
 							// A Workflow app started by a trigger node has no start node.
 							!(head.App.Mode == apps.ModeWorkflow && strings.Contains(p.String(), "the graph has no start node")) &&
-							!strings.Contains(p.String(), "is not available on this server; import with --lenient") {
+							!strings.Contains(p.String(), "is not available on this server; import without --strict") {
 							t.Fatalf("problem %s", p)
 						}
 					}
@@ -831,7 +831,7 @@ func TestPublicExports(t *testing.T) {
 				var e *Error
 				if errors.As(err, &e) {
 					for _, p := range e.Problems {
-						if !strings.Contains(p.String(), "is not available on this server; import with --lenient") {
+						if !strings.Contains(p.String(), "is not available on this server; import without --strict") {
 							t.Fatalf("problem %s", p)
 						}
 					}
@@ -1043,8 +1043,8 @@ func TestAgentAppProblems(t *testing.T) {
 	const pkg = "agent_packages.agent-4f1c2a9e0b7d3e55.soul"
 	wantProblems := []string{
 		pkg + `.model: provider "langgenius/openai/openai" model "gpt-5" is not configured`,
-		pkg + `.tools.dify_tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import with --lenient to keep it anyway`,
-		pkg + `.tools.dify_tools[1]: tool "eval_expression" of provider "maths" () is not available on this server; import with --lenient to keep it anyway`,
+		pkg + `.tools.dify_tools[0]: tool "current_time" of provider "time" (builtin) is not available on this server; import without --strict to keep it anyway`,
+		pkg + `.tools.dify_tools[1]: tool "eval_expression" of provider "maths" () is not available on this server; import without --strict to keep it anyway`,
 	}
 	if len(got) != len(wantProblems) {
 		t.Fatalf("problems\n%s", strings.Join(got, "\n"))

@@ -24,7 +24,8 @@ type Options struct {
 	// not resolve; each replacement is reported as a note.
 	ModelFallback string
 	// Lenient imports tools the server does not have, each reported as a note; calling one
-	// fails at run time.
+	// fails at run time. Dify imports such a file and reports the plugins it lacks, so the CLI
+	// sets it unless --strict.
 	Lenient bool
 	// Datasets maps dataset references of the file (Dify dataset ids) to Parley knowledge
 	// bases (names or ids).
@@ -620,7 +621,7 @@ func (c *converter) checkTool(path string, t *apps.Tool) {
 	}
 	what := fmt.Sprintf("tool %q of provider %q (%s) is not available on this server", t.Name, provider, t.ProviderType)
 	if !c.opts.Lenient {
-		c.p.add(path, "%s; import with --lenient to keep it anyway", what)
+		c.p.add(path, "%s; import without --strict to keep it anyway", what)
 		return
 	}
 	t.Missing = true

@@ -65,8 +65,8 @@ func TestRegisteredTools(t *testing.T) {
 	for _, p := range e.Problems {
 		got = append(got, p.String())
 	}
-	want := `model_config.agent_mode.tools[0]: tool "getItem" of provider "inventory" (api) is not available on this server; import with --lenient to keep it anyway
-model_config.agent_mode.tools[1]: tool "notes.search" of provider "notes" (mcp) is not available on this server; import with --lenient to keep it anyway`
+	want := `model_config.agent_mode.tools[0]: tool "getItem" of provider "inventory" (api) is not available on this server; import without --strict to keep it anyway
+model_config.agent_mode.tools[1]: tool "notes.search" of provider "notes" (mcp) is not available on this server; import without --strict to keep it anyway`
 	if strings.Join(got, "\n") != want {
 		t.Fatalf("problems:\n%s", strings.Join(got, "\n"))
 	}

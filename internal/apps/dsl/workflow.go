@@ -238,7 +238,7 @@ func (c *converter) checkNodeTools(path, id string, n *workflow.Node) {
 		}
 		what := fmt.Sprintf("node %s: tool %q of provider %q (%s) is not available on this server", id, t.Name, provider, t.ProviderType)
 		if !c.opts.Lenient {
-			c.p.add(path, "%s; import with --lenient to keep it anyway", what)
+			c.p.add(path, "%s; import without --strict to keep it anyway", what)
 			continue
 		}
 		c.p.note(NoteMissingTool, path, "%s; kept, and running the node fails", what)

@@ -115,7 +115,13 @@ func (s *Service) Transcribe(ctx context.Context, app *apps.App, filename, conte
 	if !app.Features.SpeechToText.Enabled {
 		return "", ErrSpeechToTextDisabled
 	}
-	spec, ok := s.model(models.TypeSpeech2Text)
+	return s.TranscribeWith(ctx, "", filename, contentType, data)
+}
+
+// TranscribeWith returns the text spoken in data with the speech-to-text model ref names
+// (see ModelRef; "" for the default), whatever an app's features say: the audio tools call it.
+func (s *Service) TranscribeWith(ctx context.Context, ref, filename, contentType string, data []byte) (string, error) {
+	spec, ok := s.modelRef(models.TypeSpeech2Text, ref)
 	if !ok {
 		return "", ErrNoSpeechToTextModel
 	}
@@ -126,25 +132,51 @@ func (s *Service) Transcribe(ctx context.Context, app *apps.App, filename, conte
 	return c.Transcribe(ctx, spec.Name, filename, contentType, data)
 }
 
+// modelRef is the model of type t that ref names: Dify's "provider#model", the provider as
+// configured here or as a plugin id whose last segment is (langgenius/openai/openai). An empty
+// ref, or one whose provider or model is not configured here (an imported app names its
+// workspace's), is the default model of that type.
+func (s *Service) modelRef(t models.Type, ref string) (models.ModelSpec, bool) {
+	if provider, name, ok := strings.Cut(ref, "#"); ok && name != "" {
+		if spec, err := s.catalog.Lookup(t, provider, name); err == nil {
+			return spec, true
+		}
+		if i := strings.LastIndexByte(provider, '/'); i >= 0 {
+			if spec, err := s.catalog.Lookup(t, provider[i+1:], name); err == nil {
+				return spec, true
+			}
+		}
+	}
+	return s.model(t)
+}
+
 // Synthesize reads text aloud for app: the audio streams from the reader (closed by the caller),
 // of the returned content type. voice may be empty: the app's, else DefaultVoice.
 func (s *Service) Synthesize(ctx context.Context, app *apps.App, text, voice string) (io.ReadCloser, string, error) {
 	if !app.Features.TextToSpeech.Enabled {
 		return nil, "", ErrTextToSpeechDisabled
 	}
+	if voice == "" {
+		voice = app.Features.TextToSpeech.Voice
+	}
+	return s.SynthesizeWith(ctx, "", text, voice)
+}
+
+// SynthesizeWith reads text aloud with the text-to-speech model ref names (see modelRef; ""
+// for the default) and voice (DefaultVoice if empty), whatever an app's features say: the audio
+// tools call it. The audio streams from the reader (closed by the caller), of the returned
+// content type.
+func (s *Service) SynthesizeWith(ctx context.Context, ref, text, voice string) (io.ReadCloser, string, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, "", ErrNoText
 	}
-	spec, ok := s.model(models.TypeTTS)
+	spec, ok := s.modelRef(models.TypeTTS, ref)
 	if !ok {
 		return nil, "", ErrNoTextToSpeechModel
 	}
 	c, err := s.clients.Synthesizer(spec)
 	if err != nil {
 		return nil, "", err
-	}
-	if voice == "" {
-		voice = app.Features.TextToSpeech.Voice
 	}
 	if voice == "" {
 		voice = DefaultVoice

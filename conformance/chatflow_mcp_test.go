@@ -1,9 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,28 +37,7 @@ func TestChatflowMCPGolden(t *testing.T) {
 	upstream.OnEach(q, openaitest.Reply{ToolCalls: []providers.ToolCall{
 		{ID: "call_1", Name: "notes_search", Arguments: `{"query": "roadmap"}`},
 	}, Usage: usage}, openaitest.Reply{Chunks: []string{"The roadmap ", "is in the notes."}, Usage: usage})
-	body := `{"query":"` + q + `","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`
-	req, _ := newRequest("POST", p.URL+"/chat-messages", body, key)
-	resp, err := newContractClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := fmt.Sprintf("HTTP %d %s\n\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), out)
-	got = normalize(strings.TrimRight(got, "\n") + "\n")
-	got = toolTimeRE.ReplaceAllString(got, `"$1":<seconds>`)
-	got = finishedRE.ReplaceAllString(got, `"finished_at":<ts>`)
-	got = startedRE.ReplaceAllString(got, `"started_at":<ts>`)
-	got = loopbackRE.ReplaceAllString(got, `127.0.0.1:<port>`)
-	for _, line := range strings.Split(got, "\n") {
-		if rest, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(strings.NewReplacer("<seconds>", "0", "<ts>", "0").Replace(rest))) {
-			t.Fatalf("not JSON: %s", line)
-		}
-	}
+	got := streamGolden(t, p, key, `{"query":"`+q+`","inputs":{},"user":"golden","response_mode":"streaming","auto_generate_name":false}`)
 	if !strings.Contains(got, "The roadmap is in the notes. / found: GOLDEN MCP") || !strings.Contains(got, `"label":"CALL notes_search"`) {
 		t.Fatalf("stream:\n%s", got)
 	}

@@ -11,9 +11,11 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Tool is one callable tool.
@@ -71,3 +73,36 @@ var ErrUnknownTool = errors.New("tools: unknown tool")
 // Invoke implementations report it in the Result (IsError) rather than returning it; it exists so
 // that implementations can wrap and tests can recognise it.
 var ErrBadArguments = errors.New("tools: bad arguments")
+
+// MergeArgs is a call's arguments: the model's (raw, a JSON object, numbers as json.Number so
+// that integers stay exact) over the values an app configured for the tool. An empty string or
+// a null counts as unset, as Dify's exports leave unset parameters as "". Arguments that are not
+// one JSON object are ErrBadArguments.
+func MergeArgs(configured map[string]any, raw json.RawMessage) (map[string]any, error) {
+	a := map[string]any{}
+	for k, v := range configured {
+		if s, ok := v.(string); (ok && s == "") || v == nil {
+			continue
+		}
+		a[k] = v
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return a, nil
+	}
+	var model map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&model); err != nil || model == nil {
+		return nil, fmt.Errorf("%w: the arguments must be a JSON object", ErrBadArguments)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: the arguments must be one JSON object", ErrBadArguments)
+	}
+	for k, v := range model {
+		if v == nil {
+			continue
+		}
+		a[k] = v
+	}
+	return a, nil
+}

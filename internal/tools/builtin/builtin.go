@@ -166,32 +166,7 @@ func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, e
 type args map[string]any
 
 func mergeArgs(configured map[string]any, raw json.RawMessage) (args, error) {
-	a := args{}
-	for k, v := range configured {
-		if s, ok := v.(string); ok && s == "" {
-			continue
-		}
-		a[k] = v
-	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return a, nil
-	}
-	var model map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&model); err != nil || model == nil {
-		return nil, fmt.Errorf("%w: the arguments must be a JSON object", tools.ErrBadArguments)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: the arguments must be one JSON object", tools.ErrBadArguments)
-	}
-	for k, v := range model {
-		if v == nil {
-			continue
-		}
-		a[k] = v
-	}
-	return a, nil
+	return tools.MergeArgs(configured, raw)
 }
 
 // str returns argument name as text ("" if absent); numbers and booleans are spelled out.

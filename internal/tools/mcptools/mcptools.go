@@ -84,8 +84,8 @@ var specs = []spec{
 		run:         listServerTools},
 	{plugin: duringUsePlugin, provider: duringUseName, name: "mcp_call_tool", label: "Call MCP Tool",
 		description: "Call a tool on an MCP Server.",
-		parameters: schema(withCallParams(serverParams()), "server_url", "tool_name"),
-		run: callServerTool},
+		parameters:  schema(withCallParams(serverParams()), "server_url", "tool_name"),
+		run:         callServerTool},
 }
 
 // serverParams are the parameters that name mcp_config_during_use's server.
@@ -138,22 +138,9 @@ func (t *tool) Parameters() json.RawMessage { return t.parameters }
 // Invoke runs the tool with the model's arguments over the app's values. As the plugins do,
 // what goes wrong past bad arguments is the tool's answer, for the model to read.
 func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, error) {
-	a := args{}
-	for k, v := range t.configured {
-		if v != nil && v != "" {
-			a[k] = v
-		}
-	}
-	if len(raw) > 0 {
-		var given map[string]any
-		if err := json.Unmarshal(raw, &given); err != nil {
-			return tools.Result{Text: fmt.Sprintf("%v: the arguments are not a JSON object", tools.ErrBadArguments), IsError: true}, nil
-		}
-		for k, v := range given {
-			if v != nil && v != "" {
-				a[k] = v
-			}
-		}
+	a, err := tools.MergeArgs(t.configured, raw)
+	if err != nil {
+		return tools.Result{Text: err.Error(), IsError: true}, nil
 	}
 	res := t.run(ctx, t.set, a)
 	if ctx.Err() != nil {
@@ -182,6 +169,9 @@ func (a args) text(name string) string {
 // number is a numeric parameter (a number or its text); 0 when absent or not a number.
 func (a args) number(name string) float64 {
 	switch v := a[name].(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
 	case float64:
 		return v
 	case string:
@@ -269,44 +259,20 @@ func serversConfig(a args) (map[string]mcp.ServerConfig, string) {
 }
 
 // listServersTools is mcp_sse_list_tools: the tools of every server, as the model is offered
-// tools ({name, description, parameters}).
+// tools ({name, description, parameters}), after "MCP Server tools list:".
 func listServersTools(ctx context.Context, s *Set, a args) tools.Result {
 	servers, msg := serversConfig(a)
-	if msg != "" {
-		return failed("%s", msg)
-	}
-	sess, err := s.open(servers)
-	if err != nil {
-		return failed("Error listing MCP Server tools: %v", err)
-	}
-	defer sess.close()
-	ts, err := sess.list(ctx)
-	if err != nil {
-		return failed("Error listing MCP Server tools: %v", err)
-	}
-	out := make([]map[string]any, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, map[string]any{"name": t.name, "description": t.tool.Description(), "parameters": t.tool.Parameters()})
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return failed("Error listing MCP Server tools: %v", err)
-	}
-	return tools.Result{Text: "MCP Server tools list: \n" + string(b)}
+	return s.withSession(servers, msg, "Error listing MCP Server tools", func(sess *session) tools.Result {
+		return listTools(ctx, sess, "MCP Server tools list: \n", "parameters")
+	})
 }
 
 // callServersTool is mcp_sse_call_tool: the tool named tool_name, on the server that lists it.
 func callServersTool(ctx context.Context, s *Set, a args) tools.Result {
 	servers, msg := serversConfig(a)
-	if msg != "" {
-		return failed("%s", msg)
-	}
-	sess, err := s.open(servers)
-	if err != nil {
-		return failed("Error calling MCP Server tool: %v", err)
-	}
-	defer sess.close()
-	return call(ctx, sess, a, true)
+	return s.withSession(servers, msg, "Error calling MCP Server tool", func(sess *session) tools.Result {
+		return call(ctx, sess, a, true)
+	})
 }
 
 // oneServer is mcp_config_during_use's server of a call, or the plugin's message for what is
@@ -332,41 +298,50 @@ func oneServer(a args) (map[string]mcp.ServerConfig, string) {
 // description, inputSchema}).
 func listServerTools(ctx context.Context, s *Set, a args) tools.Result {
 	server, msg := oneServer(a)
+	return s.withSession(server, msg, "Error listing MCP Server tools", func(sess *session) tools.Result {
+		return listTools(ctx, sess, "", "inputSchema")
+	})
+}
+
+// callServerTool is mcp_call_tool: the tool named tool_name on the server.
+func callServerTool(ctx context.Context, s *Set, a args) tools.Result {
+	server, msg := oneServer(a)
+	return s.withSession(server, msg, "Error calling MCP Server tool", func(sess *session) tools.Result {
+		return call(ctx, sess, a, false)
+	})
+}
+
+// withSession runs fn with a session of servers, closed after; msg, when set, is what is wrong
+// with the servers' configuration, the answer instead. A session that cannot be opened is the
+// answer, after failing (the plugins' wording).
+func (s *Set) withSession(servers map[string]mcp.ServerConfig, msg, failing string, fn func(*session) tools.Result) tools.Result {
 	if msg != "" {
 		return failed("%s", msg)
 	}
-	sess, err := s.open(server)
+	sess, err := s.open(servers)
 	if err != nil {
-		return failed("Error listing MCP Server tools: %v", err)
+		return failed("%s: %v", failing, err)
 	}
 	defer sess.close()
+	return fn(sess)
+}
+
+// listTools answers the session's tools as a JSON list of {name, description, schemaKey}
+// after prefix.
+func listTools(ctx context.Context, sess *session, prefix, schemaKey string) tools.Result {
 	ts, err := sess.list(ctx)
 	if err != nil {
 		return failed("Error listing MCP Server tools: %v", err)
 	}
 	out := make([]map[string]any, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, map[string]any{"name": t.name, "description": t.tool.Description(), "inputSchema": t.tool.Parameters()})
+		out = append(out, map[string]any{"name": t.name, "description": t.tool.Description(), schemaKey: t.tool.Parameters()})
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return failed("Error listing MCP Server tools: %v", err)
 	}
-	return tools.Result{Text: string(b)}
-}
-
-// callServerTool is mcp_call_tool: the tool named tool_name on the server.
-func callServerTool(ctx context.Context, s *Set, a args) tools.Result {
-	server, msg := oneServer(a)
-	if msg != "" {
-		return failed("%s", msg)
-	}
-	sess, err := s.open(server)
-	if err != nil {
-		return failed("Error calling MCP Server tool: %v", err)
-	}
-	defer sess.close()
-	return call(ctx, sess, a, false)
+	return tools.Result{Text: prefix + string(b)}
 }
 
 // call calls the tool tool_name of the session with arguments (a JSON object, or its text;

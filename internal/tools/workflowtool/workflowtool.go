@@ -153,19 +153,16 @@ func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, e
 	if depth >= MaxDepth {
 		return tools.Result{Text: fmt.Sprintf("workflow %q is called as a tool more than %d deep", t.app.Name, MaxDepth), IsError: true}, nil
 	}
-	inputs := map[string]any{}
-	for k, v := range t.configured {
-		if v != nil && v != "" {
-			inputs[k] = v
-		}
+	inputs, err := tools.MergeArgs(t.configured, raw)
+	if err != nil {
+		return tools.Result{Text: err.Error(), IsError: true}, nil
 	}
-	if len(raw) > 0 {
-		var given map[string]any
-		if err := json.Unmarshal(raw, &given); err != nil {
-			return tools.Result{Text: fmt.Sprintf("%v: the arguments are not a JSON object", tools.ErrBadArguments), IsError: true}, nil
-		}
-		for k, v := range given {
-			inputs[k] = v
+	for k, v := range inputs {
+		// A run's inputs hold numbers as a request's JSON does.
+		if n, ok := v.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				inputs[k] = f
+			}
 		}
 	}
 	out, err := t.set.o.Run(context.WithValue(ctx, depthKey{}, depth+1), t.app, User, inputs)

@@ -219,10 +219,15 @@ func TestImportedApps(t *testing.T) {
 		kb := mustDataset(t, kc, client.CreateDatasetJSONRequestBody{Name: "Imported KB " + strings.ReplaceAll(t.Name(), "/", "-")})
 		withKB := write("kb.yml", strings.Replace(importedChatbot("Use the knowledge base."), "datasets: {datasets: []}",
 			"datasets: {datasets: [{dataset: {enabled: true, id: 3f9a-dify-dataset}}]}", 1))
-		if _, stderr, err := p.cliOut("apps", "import", "--name", "Librarian 2", withKB); err == nil ||
-			!strings.Contains(stderr, `dataset "3f9a-dify-dataset" is not a knowledge base of this server; map it with --dataset 3f9a-dify-dataset=KNOWLEDGE_BASE`) {
+		// Unmapped, the dataset imports as Dify imports it, noted, and holds no knowledge base.
+		if _, stderr, err := p.cliOut("apps", "import", "--name", "Librarian 2", withKB); err != nil ||
+			!strings.Contains(stderr, `parley: unmapped dataset: model_config.dataset_configs.datasets.datasets[0].dataset.id: dataset "3f9a-dify-dataset" is not a knowledge base of this server: retrieval leaves it out until it is mapped (import again with --dataset 3f9a-dify-dataset=KNOWLEDGE_BASE)`) {
 			t.Fatalf("import with an unmapped dataset: %v\n%s", err, stderr)
 		}
+		if g, _ := kc.GetDatasetWithResponse(ctx, kb.Id.String()); g.JSON200 == nil || g.JSON200.AppCount != 0 {
+			t.Fatalf("dataset used by an app that left it unmapped: %d %s", g.StatusCode(), g.Body)
+		}
+		p.CLI(t, "apps", "delete", "Librarian 2")
 		p.CLI(t, "apps", "import", "--name", "Librarian 2", "--dataset", "3f9a-dify-dataset="+kb.Id.String(), withKB)
 		if g, _ := kc.GetDatasetWithResponse(ctx, kb.Id.String()); g.JSON200 == nil || g.JSON200.AppCount != 1 {
 			t.Fatalf("dataset used by an imported app: %d %s", g.StatusCode(), g.Body)

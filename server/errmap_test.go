@@ -259,6 +259,7 @@ func internalFailures() map[string]struct {
 		"blob.ErrInvalidKey":                       {blob.ErrInvalidKey, "a key the server built itself"},
 		"store.ErrLeaseLost":                       {store.ErrLeaseLost, "a background job's worker lost its lease (another replica took the job over); the job is cancelled and nothing is recorded, no request sees it"},
 		"run.ErrStopped":                           {run.ErrStopped, "a stopped run ends with message_end, never as an error"},
+		"run.ErrNoEnd":                             {run.ErrNoEnd, "a workflow run's events ending without its end is the engine's bug; a blocking reply answers it 500"},
 		"run.ErrOutputModerated":                   {run.ErrOutputModerated, "an answer output moderation replaced ends with message_end, never as an error"},
 		"moderation.ErrInvalid":                    {moderation.ErrInvalid, "an import refuses a rule that cannot run (a dsl.Error); only an app stored by other means could carry one"},
 		"config.FieldError":                        {&config.FieldError{Path: "apps.0.mode", Message: "unknown mode"}, "config loading, before the server serves"},

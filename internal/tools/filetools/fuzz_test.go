@@ -1,0 +1,46 @@
+package filetools_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/tools/filetools"
+)
+
+// The tools read what anyone sends. These fuzz tests feed them arbitrary input: nothing may
+// panic, an answer stays within its bound, and the JSON a tool writes is JSON. Their seeds run
+// with every `go test`; `go test -fuzz FuzzX ./internal/tools/filetools` explores further.
+
+var fuzzSet = filetools.New(filetools.Options{MaxTextBytes: 1 << 20, MaxDecodedBytes: 1 << 20, MaxFileBytes: 1 << 20})
+
+// FuzzBase64Decoders: any text to the decoders. Files stay within the bounds; text that the
+// standard encoder wrote decodes back to its bytes.
+func FuzzBase64Decoders(f *testing.F) {
+	f.Add("aGVsbG8=", []byte("hello"), "\n\n")
+	f.Add("data:image/png;base64,iVBORw0KGgo=\n\n====", []byte("\x89PNG\r\n\x1a\n"), "---")
+	f.Add("YQ\n\nYWJjZ", []byte{}, "")
+	f.Add("%%%\xff\xfe", []byte{0xff, 0}, "\\n")
+	f.Fuzz(func(t *testing.T, text string, data []byte, splitter string) {
+		for _, tool := range []string{"base64_file_decoder", "base64_image_decoder", "base64_decoder", "base64_to_hex", "hex_to_base64"} {
+			res := invoke(t, fuzzSet, "base64_codec", tool, nil, jsonOf(t, map[string]any{"encoded_text": text, "hex_text": text, "splitter_str": splitter}))
+			total := 0
+			for _, file := range res.Files {
+				total += len(file.Data)
+			}
+			if total > 1<<20 || len(res.Files) > filetools.DefaultMaxFiles || len(res.Text) > 4<<20 {
+				t.Fatalf("%s: %d files, %d bytes, %d of text", tool, len(res.Files), total, len(res.Text))
+			}
+		}
+		enc := base64.StdEncoding.EncodeToString(data)
+		res := invoke(t, fuzzSet, "base64_codec", "base64_file_decoder", nil, jsonOf(t, map[string]any{"encoded_text": enc}))
+		switch {
+		case len(data) == 0:
+			if !res.IsError || res.Text != "Empty input encoded_text" {
+				t.Fatalf("empty: %+v", res)
+			}
+		case res.IsError || len(res.Files) != 1 || !bytes.Equal(res.Files[0].Data, data):
+			t.Fatalf("%x: %+v", data, res)
+		}
+	})
+}

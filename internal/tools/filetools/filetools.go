@@ -2,7 +2,9 @@
 // files and data, so that the apps that use those plugins resolve:
 //
 //   - bowenliang123/base64_codec (provider base64_codec): Base64 to and from text, hex, files and
-//     images (base64.go).
+//     images (base64.go);
+//   - langgenius/echarts (provider echarts): bar_chart, line_chart and pie_chart, an ECharts
+//     option in an ```echarts block, as the plugin writes it (echarts.go).
 //
 // The tools need no network and no service: a file parameter's value carries the file's bytes
 // (tools.FileArg, put there by the workflow tool node; see tools.FileTaker). Every input, every
@@ -32,12 +34,15 @@ type Options struct {
 	MaxDecodedBytes int
 	// MaxFiles bounds the files one decoder call returns (default 20).
 	MaxFiles int
+	// MaxOutputBytes bounds the JSON a chart writes (default 8 MiB).
+	MaxOutputBytes int
 }
 
 // Defaults of [Options].
 const (
-	DefaultMaxTextBytes = 24 << 20
-	DefaultMaxFiles     = 20
+	DefaultMaxTextBytes   = 24 << 20
+	DefaultMaxFiles       = 20
+	DefaultMaxOutputBytes = 8 << 20
 )
 
 // Set is the tools, with their bounds.
@@ -56,6 +61,7 @@ func New(o Options) *Set {
 	def(&o.MaxTextBytes, DefaultMaxTextBytes)
 	def(&o.MaxDecodedBytes, tools.MaxFileArgBytes)
 	def(&o.MaxFiles, DefaultMaxFiles)
+	def(&o.MaxOutputBytes, DefaultMaxOutputBytes)
 	return &Set{o: o}
 }
 
@@ -109,7 +115,7 @@ type param struct {
 	required          bool
 }
 
-var specs = slices.Concat(base64Specs)
+var specs = slices.Concat(base64Specs, echartsSpecs)
 
 // tool is a spec configured for one app.
 type tool struct {

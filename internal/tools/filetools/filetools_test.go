@@ -72,6 +72,7 @@ func TestFind(t *testing.T) {
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_file_encoder", []string{"input_file"}, nil},
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_file_decoder", nil, []string{"encoded_text", "output_filename", "splitter_str"}},
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_encoder", nil, []string{"plain_text"}},
+		{"langgenius/echarts/echarts", "echarts", "pie_chart", nil, []string{"categories", "data", "title"}},
 	} {
 		for _, provider := range []string{tc.plugin, tc.provider} {
 			for _, typ := range []string{"", tools.TypeBuiltin, tools.TypePlugin} {
@@ -105,14 +106,15 @@ func TestFind(t *testing.T) {
 		}
 	}
 	for _, ref := range []tools.Ref{
+		{ProviderID: "echarts", Name: "radar_chart"},
 		{ProviderID: "langgenius/charts/charts", Name: "bar_chart"},
-		{Type: tools.TypeAPI, ProviderID: "base64_codec", Name: "base64_encoder"},
+		{Type: tools.TypeAPI, ProviderID: "echarts", Name: "bar_chart"},
 	} {
 		if _, err := s.Find(context.Background(), ref); !errors.Is(err, tools.ErrUnknownTool) {
 			t.Errorf("%+v: %v", ref, err)
 		}
 	}
-	if got := len(s.All()); got != 8 {
+	if got := len(s.All()); got != 11 {
 		t.Fatalf("%d tools", got)
 	}
 }
@@ -132,7 +134,11 @@ func TestConfiguredValues(t *testing.T) {
 	if res := invoke(t, s, "base64_codec", "base64_encoder", configured, `{"plain_text": "", "urlsafe_enabled": "false"}`); res.Text != "Y29uZmlndXJlZD8+" {
 		t.Fatalf("given standard alphabet: %+v", res)
 	}
-	wantError(t, invoke(t, s, "base64_codec", "base64_encoder", nil, `["not", "an object"]`), "not a JSON object")
+	res := invoke(t, s, "echarts", "bar_chart", map[string]any{"title": "Sales", "x_axis": "Q1;Q2"}, `{"data": "3;4"}`)
+	if res.IsError || !strings.Contains(res.Text, `"text": "Sales"`) || !strings.Contains(res.Text, `"Q2"`) {
+		t.Fatalf("chart over the app's title and axis: %+v", res)
+	}
+	wantError(t, invoke(t, s, "echarts", "bar_chart", nil, `["not", "an object"]`), "not a JSON object")
 }
 
 // TestInvokeCancelled: a call whose context has ended is an error, not an answer.

@@ -3,6 +3,8 @@ package filetools_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/tools/filetools"
@@ -12,7 +14,37 @@ import (
 // panic, an answer stays within its bound, and the JSON a tool writes is JSON. Their seeds run
 // with every `go test`; `go test -fuzz FuzzX ./internal/tools/filetools` explores further.
 
-var fuzzSet = filetools.New(filetools.Options{MaxTextBytes: 1 << 20, MaxDecodedBytes: 1 << 20, MaxFileBytes: 1 << 20})
+// fuzzBound is the output bound of the fuzzed tools, small so that big answers are refused.
+const fuzzBound = 64 << 10
+
+var fuzzSet = filetools.New(filetools.Options{MaxOutputBytes: fuzzBound, MaxTextBytes: 1 << 20, MaxDecodedBytes: 1 << 20, MaxFileBytes: 1 << 20})
+
+// FuzzCharts: any data and labels. A chart is an ```echarts block of valid JSON within the
+// bound, or a refusal.
+func FuzzCharts(f *testing.F) {
+	f.Add("1;2;3", "a;b;c", "t")
+	f.Add("1.5; 2e3;1_0", "", "标题")
+	f.Add("nan;inf", "x", "")
+	f.Add("0x1p3;;", "\x00;\"", "\\")
+	f.Add(strings.Repeat("9", 400), "a", "t")
+	f.Fuzz(func(t *testing.T, data, labels, title string) {
+		for _, chart := range []string{"bar_chart", "pie_chart"} {
+			label := "x_axis"
+			if chart == "pie_chart" {
+				label = "categories"
+			}
+			res := invoke(t, fuzzSet, "echarts", chart, nil, jsonOf(t, map[string]any{"data": data, label: labels, "title": title}))
+			if res.IsError {
+				continue
+			}
+			_, block, ok := strings.Cut(res.Text, "```echarts\n")
+			body, ok2 := strings.CutSuffix(block, "\n```")
+			if !ok || !ok2 || len(body) > fuzzBound || !json.Valid([]byte(body)) {
+				t.Fatalf("%s: %.300q", chart, res.Text)
+			}
+		}
+	})
+}
 
 // FuzzBase64Decoders: any text to the decoders. Files stay within the bounds; text that the
 // standard encoder wrote decodes back to its bytes.

@@ -3,6 +3,9 @@
 //
 //   - bowenliang123/base64_codec (provider base64_codec): Base64 to and from text, hex, files and
 //     images (base64.go);
+//   - qiangxinglin/excel_tools (provider excel_tools): excel2json, the rows of an XLSX workbook
+//     as JSON objects keyed by the header row, as the plugin's pandas reading gives them
+//     (excel.go, xlsx.go);
 //   - langgenius/echarts (provider echarts): bar_chart, line_chart and pie_chart, an ECharts
 //     option in an ```echarts block, as the plugin writes it (echarts.go).
 //
@@ -34,15 +37,23 @@ type Options struct {
 	MaxDecodedBytes int
 	// MaxFiles bounds the files one decoder call returns (default 20).
 	MaxFiles int
-	// MaxOutputBytes bounds the JSON a chart writes (default 8 MiB).
+	// MaxOutputBytes bounds the JSON an Excel conversion or a chart writes (default 8 MiB).
 	MaxOutputBytes int
+	// MaxCells bounds the non-empty cells an Excel conversion reads, and (times 8) the cells of
+	// the padded table it writes (default 200,000).
+	MaxCells int
+	// MaxUnzippedBytes bounds what an XLSX file expands to, all its parts together; it is
+	// excelize's UnzipSizeLimit (default 32 MiB).
+	MaxUnzippedBytes int64
 }
 
 // Defaults of [Options].
 const (
-	DefaultMaxTextBytes   = 24 << 20
-	DefaultMaxFiles       = 20
-	DefaultMaxOutputBytes = 8 << 20
+	DefaultMaxTextBytes     = 24 << 20
+	DefaultMaxFiles         = 20
+	DefaultMaxOutputBytes   = 8 << 20
+	DefaultMaxCells         = 200_000
+	DefaultMaxUnzippedBytes = 32 << 20
 )
 
 // Set is the tools, with their bounds.
@@ -62,6 +73,10 @@ func New(o Options) *Set {
 	def(&o.MaxDecodedBytes, tools.MaxFileArgBytes)
 	def(&o.MaxFiles, DefaultMaxFiles)
 	def(&o.MaxOutputBytes, DefaultMaxOutputBytes)
+	def(&o.MaxCells, DefaultMaxCells)
+	if o.MaxUnzippedBytes <= 0 {
+		o.MaxUnzippedBytes = DefaultMaxUnzippedBytes
+	}
 	return &Set{o: o}
 }
 
@@ -115,7 +130,7 @@ type param struct {
 	required          bool
 }
 
-var specs = slices.Concat(base64Specs, echartsSpecs)
+var specs = slices.Concat(base64Specs, excelSpecs, echartsSpecs)
 
 // tool is a spec configured for one app.
 type tool struct {

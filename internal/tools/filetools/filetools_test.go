@@ -72,6 +72,7 @@ func TestFind(t *testing.T) {
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_file_encoder", []string{"input_file"}, nil},
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_file_decoder", nil, []string{"encoded_text", "output_filename", "splitter_str"}},
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_encoder", nil, []string{"plain_text"}},
+		{"qiangxinglin/excel_tools/excel_tools", "excel_tools", "excel2json", []string{"file"}, nil},
 		{"langgenius/echarts/echarts", "echarts", "pie_chart", nil, []string{"categories", "data", "title"}},
 	} {
 		for _, provider := range []string{tc.plugin, tc.provider} {
@@ -109,12 +110,13 @@ func TestFind(t *testing.T) {
 		{ProviderID: "echarts", Name: "radar_chart"},
 		{ProviderID: "langgenius/charts/charts", Name: "bar_chart"},
 		{Type: tools.TypeAPI, ProviderID: "echarts", Name: "bar_chart"},
+		{Type: tools.TypeMCP, ProviderID: "excel_tools", Name: "excel2json"},
 	} {
 		if _, err := s.Find(context.Background(), ref); !errors.Is(err, tools.ErrUnknownTool) {
 			t.Errorf("%+v: %v", ref, err)
 		}
 	}
-	if got := len(s.All()); got != 11 {
+	if got := len(s.All()); got != 12 {
 		t.Fatalf("%d tools", got)
 	}
 }

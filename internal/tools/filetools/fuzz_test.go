@@ -17,7 +17,53 @@ import (
 // fuzzBound is the output bound of the fuzzed tools, small so that big answers are refused.
 const fuzzBound = 64 << 10
 
-var fuzzSet = filetools.New(filetools.Options{MaxOutputBytes: fuzzBound, MaxTextBytes: 1 << 20, MaxDecodedBytes: 1 << 20, MaxFileBytes: 1 << 20})
+var fuzzSet = filetools.New(filetools.Options{MaxOutputBytes: fuzzBound, MaxCells: 2000, MaxUnzippedBytes: 4 << 20,
+	MaxTextBytes: 1 << 20, MaxDecodedBytes: 1 << 20, MaxFileBytes: 1 << 20})
+
+// FuzzExcel2JSON: any bytes as a workbook. An answer is refused or is JSON of at most the
+// bound.
+func FuzzExcel2JSON(f *testing.F) {
+	f.Add(peopleBook(f))
+	f.Add(rawXLSX(f, `<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row><c t="e"><v>#N/A</v></c><c s="1"><v>-1e9</v></c></row>`))
+	f.Add(rawXLSX(f, `<row r="3"><c r="C3" s="5"><v>2958466</v></c><c r="XFD3" t="b"><v>1</v></c></row>`))
+	f.Add([]byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"))
+	f.Add([]byte("PK\x03\x04"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := excel2json(t, fuzzSet, data)
+		if res.IsError {
+			if !strings.HasPrefix(res.Text, "Error processing Excel file: ") {
+				t.Fatalf("refusal %q", res.Text)
+			}
+			return
+		}
+		if len(res.Text) > fuzzBound || !json.Valid([]byte(res.Text)) {
+			t.Fatalf("%d bytes, valid %v: %.200s", len(res.Text), json.Valid([]byte(res.Text)), res.Text)
+		}
+	})
+}
+
+// FuzzExcelSheetXML: any worksheet XML in a well-formed package, so that the fuzzer works on
+// the cells rather than on the zip's checksums. An answer is refused or is JSON within the
+// bound.
+func FuzzExcelSheetXML(f *testing.F) {
+	f.Add(`<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row><c t="inlineStr"><is><r><t>x</t></r><rPh><t>y</t></rPh></is></c><c s="1"><v>1.5</v></c></row>`)
+	f.Add(`<row r="2"><c r="B2" s="2"><v>43881.25</v></c><c r="C2" s="5"><v>-3</v></c><c r="D2" t="d"><v>2020-01-01T10:00:00Z</v></c></row>`)
+	f.Add(`<row><c t="b"><v>0</v></c><c t="e"/><c t="str"><v>NA</v></c><c><v>1E+400</v></c></row><row r="9"/>`)
+	f.Add(`<row><c r="A1" t="s"><v>2</v></c></row><row><c r="A3"><v> 7 </v></c></row>`)
+	f.Fuzz(func(t *testing.T, sheetData string) {
+		res := excel2json(t, fuzzSet, rawXLSX(t, sheetData))
+		if res.IsError {
+			if !strings.HasPrefix(res.Text, "Error processing Excel file: ") {
+				t.Fatalf("refusal %q", res.Text)
+			}
+			return
+		}
+		if len(res.Text) > fuzzBound || !json.Valid([]byte(res.Text)) {
+			t.Fatalf("%d bytes: %.300s", len(res.Text), res.Text)
+		}
+	})
+}
 
 // FuzzCharts: any data and labels. A chart is an ```echarts block of valid JSON within the
 // bound, or a refusal.

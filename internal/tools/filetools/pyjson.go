@@ -38,8 +38,12 @@ type jsonStyle struct {
 	escapeSlash bool
 }
 
-// pythonIndented is json.dumps(v, indent=2, ensure_ascii=False).
-var pythonIndented = jsonStyle{indent: 2}
+var (
+	// pythonIndented is json.dumps(v, indent=2, ensure_ascii=False).
+	pythonIndented = jsonStyle{indent: 2}
+	// pandasCompact is DataFrame.to_json(force_ascii=False).
+	pandasCompact = jsonStyle{escapeSlash: true}
+)
 
 // errTooLarge: the JSON would pass its bound.
 var errTooLarge = errors.New("too large")

@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
+	"github.com/parleyhq/parley/internal/tools/filetools"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 )
@@ -27,15 +28,30 @@ func toolRegistry(e *env) (*toolreg.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	mcpTools := mcptools.New(hc)
-	find := func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
-		t, err := builtin.Find(ctx, ref)
-		if errors.Is(err, tools.ErrUnknownTool) {
-			return mcpTools.Find(ctx, ref)
+	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtinTools(hc), HTTPClient: hc, Logger: e.log})
+}
+
+// finder finds a tool an app names; tools.ErrUnknownTool when it has none of that name.
+type finder func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+
+// builtinTools finds the tools Parley ships with: the built-in tools, then the file and data
+// plugins' tools, then the MCP plugins' tools, which reach servers through hc.
+func builtinTools(hc *http.Client) finder {
+	return firstFound(builtin.Find, filetools.Find, mcptools.New(hc).Find)
+}
+
+// firstFound asks each finder in turn, until one knows the tool or fails otherwise.
+func firstFound(finders ...finder) finder {
+	return func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
+		err := fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, ref.Provider(), ref.Name)
+		for _, find := range finders {
+			var t tools.Tool
+			if t, err = find(ctx, ref); !errors.Is(err, tools.ErrUnknownTool) {
+				return t, err
+			}
 		}
-		return t, err
+		return nil, err
 	}
-	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, HTTPClient: hc, Logger: e.log})
 }
 
 // toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network

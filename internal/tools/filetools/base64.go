@@ -96,7 +96,7 @@ func (s *Set) boundedFile(a args, name string) (tools.FileArg, *tools.Result) {
 		return f, &r
 	}
 	if len(f.Data) > s.o.MaxFileBytes {
-		r := failed("the file %s is %d bytes; this server takes at most %d", f.Filename, len(f.Data), s.o.MaxFileBytes)
+		r := failed("the file is %d bytes; this server takes at most %d", len(f.Data), s.o.MaxFileBytes)
 		return f, &r
 	}
 	return f, nil

@@ -153,7 +153,7 @@ func TestBase64Limits(t *testing.T) {
 	t.Parallel()
 	s := filetools.New(filetools.Options{MaxFileBytes: 10, MaxTextBytes: 64, MaxDecodedBytes: 12, MaxFiles: 2})
 	wantError(t, invoke(t, s, b64, "base64_file_encoder", nil, fileArgs(t, "input_file", tools.FileArg{Filename: "big", Data: make([]byte, 11)}, nil)),
-		"the file big is 11 bytes; this server takes at most 10")
+		"the file is 11 bytes; this server takes at most 10")
 	if res := invoke(t, s, b64, "base64_file_encoder", nil, fileArgs(t, "input_file", tools.FileArg{Data: make([]byte, 10)}, nil)); res.IsError {
 		t.Fatalf("at the bound: %+v", res)
 	}

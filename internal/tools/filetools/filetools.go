@@ -139,10 +139,12 @@ type tool struct {
 	configured map[string]any
 }
 
+// Identity is the plugin's provider name, the tool's name and its English label.
 func (t *tool) Identity() tools.Identity {
 	return tools.Identity{Provider: t.provider, Name: t.name, Label: map[string]string{"en_US": t.label}}
 }
 
+// Description is the plugin's description of the tool for the model.
 func (t *tool) Description() string { return t.description }
 
 // Parameters is the schema the model is offered: text parameters only. File parameters are

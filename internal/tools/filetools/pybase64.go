@@ -24,6 +24,7 @@ var b64Value = func() [256]byte {
 // pyError is an error worded as Python words it, capital letter included.
 type pyError string
 
+// Error is the message as Python words it.
 func (e pyError) Error() string { return string(e) }
 
 // errPadding is Python's complaint about a text that ends inside a group of four.

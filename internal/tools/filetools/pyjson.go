@@ -65,6 +65,7 @@ func (w *jsonWriter) write(v any) error {
 	return nil
 }
 
+// value writes v at depth, the nesting that its lines are indented to.
 func (w *jsonWriter) value(v any, depth int) {
 	if len(w.buf) > w.max {
 		return // the caller fails; stop growing
@@ -106,6 +107,7 @@ func (w *jsonWriter) list(items iter.Seq[any], depth int) {
 	w.buf = append(w.buf, ']')
 }
 
+// object writes the members in their order; an object without any is "{}" in every style.
 func (w *jsonWriter) object(o jsonObject, depth int) {
 	if len(o) == 0 {
 		w.buf = append(w.buf, "{}"...)

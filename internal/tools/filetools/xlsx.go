@@ -105,13 +105,8 @@ const (
 	maxSheetCols = 1 << 14
 )
 
-// errExcel is a reason the workbook cannot be converted, for the answer.
-type errExcel struct{ msg string }
-
-func (e *errExcel) Error() string { return e.msg }
-
-// excelError is an errExcel of the message.
-func excelError(format string, v ...any) error { return &errExcel{msg: fmt.Sprintf(format, v...)} }
+// excelError is a reason the workbook cannot be converted, worded for the answer.
+func excelError(format string, v ...any) error { return fmt.Errorf(format, v...) }
 
 // openBook opens the workbook in data: its parts, its sheets in workbook order, its date system
 // and its shared strings.
@@ -155,6 +150,7 @@ func openError(err error, limit int64) error {
 	return excelError("the file is not an XLSX workbook: %v", err)
 }
 
+// close releases what excelize holds of the file.
 func (b *book) close() { _ = b.xf.Close() }
 
 // readStructure finds the workbook part, its sheets, their parts and the shared strings.
@@ -363,6 +359,8 @@ func (b *book) readSheet(name string) (*sheetTable, error) {
 	return &r.table, nil
 }
 
+// token takes the worksheet's next XML token: the text of a cell's value or inline string is
+// gathered, phonetic runs left out.
 func (r *sheetReader) token(_ *xml.Decoder, tok xml.Token) error {
 	switch t := tok.(type) {
 	case xml.StartElement:
@@ -381,6 +379,7 @@ func (r *sheetReader) token(_ *xml.Decoder, tok xml.Token) error {
 	return nil
 }
 
+// start opens a row (at its position), a cell (at its column), or a part of a cell.
 func (r *sheetReader) start(se xml.StartElement) error {
 	switch se.Name.Local {
 	case "row":
@@ -431,6 +430,7 @@ func (r *sheetReader) start(se xml.StartElement) error {
 	return nil
 }
 
+// end closes a part of a cell, a cell (converted, and kept when it holds a value) or a row.
 func (r *sheetReader) end(local string) error {
 	switch local {
 	case "v":

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
+	"github.com/parleyhq/parley/internal/tools/filetools"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/tools/workflowtool"
@@ -33,21 +34,36 @@ func toolRegistry(e *env, runWorkflow func(ctx context.Context, app *apps.App, u
 	if err != nil {
 		return nil, err
 	}
-	mcpTools := mcptools.New(hc)
-	find := func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
-		t, err := builtin.Find(ctx, ref)
-		if errors.Is(err, tools.ErrUnknownTool) {
-			return mcpTools.Find(ctx, ref)
-		}
-		return t, err
-	}
 	if runWorkflow == nil {
 		runWorkflow = func(context.Context, *apps.App, string, map[string]any) (workflowtool.Outcome, error) {
 			return workflowtool.Outcome{}, errors.New("workflows run only in the server")
 		}
 	}
 	workflows := workflowtool.New(workflowtool.Options{App: e.apps.ByName, Run: runWorkflow})
-	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, Workflow: workflows.Find, HTTPClient: hc, Logger: e.log})
+	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtinTools(hc), Workflow: workflows.Find, HTTPClient: hc, Logger: e.log})
+}
+
+// finder finds a tool an app names; tools.ErrUnknownTool when it has none of that name.
+type finder func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+
+// builtinTools finds the tools Parley ships with: the built-in tools, then the file and data
+// plugins' tools, then the MCP plugins' tools, which reach servers through hc.
+func builtinTools(hc *http.Client) finder {
+	return firstFound(builtin.Find, filetools.Find, mcptools.New(hc).Find)
+}
+
+// firstFound asks each finder in turn, until one knows the tool or fails otherwise.
+func firstFound(finders ...finder) finder {
+	return func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
+		err := fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, ref.Provider(), ref.Name)
+		for _, find := range finders {
+			var t tools.Tool
+			if t, err = find(ctx, ref); !errors.Is(err, tools.ErrUnknownTool) {
+				return t, err
+			}
+		}
+		return nil, err
+	}
 }
 
 // workflowToolRuns runs the Workflow apps called as tools on the engine *engine points to once

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/files"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
@@ -37,6 +38,13 @@ func fileValues(v any) (fs []*value.File, ok bool) {
 // files service, a remote file fetched through its SSRF-guarded client. name is the file's name
 // with its extension, mimeType its media type.
 func (d Deps) readFile(ctx context.Context, e *Env, f *value.File) (data []byte, name, mimeType string, err error) {
+	return d.readFileUpTo(ctx, e, f, -1)
+}
+
+// readFileUpTo is readFile failing with a *files.TooLargeError for a file of more than limit
+// bytes (none when limit is negative); a stored file's recorded size is checked before it is
+// read.
+func (d Deps) readFileUpTo(ctx context.Context, e *Env, f *value.File, limit int64) (data []byte, name, mimeType string, err error) {
 	name, mimeType = fileName(f), f.MimeType
 	if d.Files == nil {
 		return nil, name, mimeType, errors.New("this server reads no files")
@@ -49,6 +57,9 @@ func (d Deps) readFile(ctx context.Context, e *Env, f *value.File) (data []byte,
 		r, err := d.Files.FetchRemote(ctx, url)
 		if err != nil {
 			return nil, name, mimeType, fmt.Errorf("the remote file could not be fetched: %w", remoteError(err))
+		}
+		if limit >= 0 && int64(len(r.Data)) > limit {
+			return nil, name, mimeType, &files.TooLargeError{Limit: limit}
 		}
 		if name == "" {
 			name = r.Filename
@@ -67,13 +78,23 @@ func (d Deps) readFile(ctx context.Context, e *Env, f *value.File) (data []byte,
 	if err != nil {
 		return nil, name, mimeType, err
 	}
+	if limit >= 0 && up.Size > limit {
+		return nil, name, mimeType, &files.TooLargeError{Limit: limit}
+	}
 	rc, err := d.Files.Open(ctx, up)
 	if err != nil {
 		return nil, name, mimeType, err
 	}
 	defer rc.Close()
-	if data, err = io.ReadAll(rc); err != nil {
+	var r io.Reader = rc
+	if limit >= 0 {
+		r = io.LimitReader(rc, limit+1)
+	}
+	if data, err = io.ReadAll(r); err != nil {
 		return nil, name, mimeType, fmt.Errorf("read file %s: %w", up.ID, err)
+	}
+	if limit >= 0 && int64(len(data)) > limit {
+		return nil, name, mimeType, &files.TooLargeError{Limit: limit}
 	}
 	if name == "" {
 		name = up.Name
@@ -85,6 +106,56 @@ func (d Deps) readFile(ctx context.Context, e *Env, f *value.File) (data []byte,
 		mimeType = up.MimeType
 	}
 	return data, name, mimeType, nil
+}
+
+// fileBudget is what one tool call may still be given: bytes and files.
+type fileBudget struct {
+	bytes, files int
+}
+
+// toolFileArg is what a tool's file parameter gets for a value of the pool: a file is a
+// tools.FileArg with the file's bytes, a list of files a list of them; any other value (no
+// file, text) goes as it is, for the tool to refuse. The files take their bytes and count from
+// budget.
+func (d Deps) toolFileArg(ctx context.Context, e *Env, v any, budget *fileBudget) (any, error) {
+	if f, ok := v.(*value.File); ok {
+		return d.fileArg(ctx, e, f, budget)
+	}
+	fs, ok := fileValues(v)
+	if _, isList := v.([]any); !isList || !ok || len(fs) == 0 {
+		return v, nil
+	}
+	out := make([]tools.FileArg, 0, len(fs))
+	for _, f := range fs {
+		a, err := d.fileArg(ctx, e, f, budget)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// fileArg reads one file for a tool.
+func (d Deps) fileArg(ctx context.Context, e *Env, f *value.File, budget *fileBudget) (tools.FileArg, error) {
+	if budget.files == 0 {
+		return tools.FileArg{}, fmt.Errorf("a tool is given at most %d files", tools.MaxFileArgs)
+	}
+	data, name, mimeType, err := d.readFileUpTo(ctx, e, f, int64(budget.bytes))
+	var tooLarge *files.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return tools.FileArg{}, fmt.Errorf("the files given to a tool are at most %d MB together", tools.MaxFileArgBytes>>20)
+	}
+	if err != nil {
+		return tools.FileArg{}, err
+	}
+	budget.bytes -= len(data)
+	budget.files--
+	ext := f.Extension
+	if ext == "" {
+		ext = path.Ext(name)
+	}
+	return tools.FileArg{Filename: name, Extension: ext, MIMEType: mimeType, Size: int64(len(data)), Type: f.Type, Data: data}, nil
 }
 
 // fileName is a file's name with its extension.

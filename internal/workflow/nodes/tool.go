@@ -20,9 +20,11 @@ import (
 // tool runs one tool of the workspace (a built-in tool, an operation of a registered API, a tool
 // of a registered MCP server), found as agents find theirs, with the arguments the node sets:
 // tool_configurations (the tool's form settings) and tool_parameters, each a constant, a
-// variable (a selector) or mixed text whose {{#…#}} references are filled in. The outputs are
-// Dify's: text, files (the files the tool returned, stored as files of the message) and json,
-// then the outputs the tool declares (an MCP tool's structured content under its output schema).
+// variable (a selector) or mixed text whose {{#…#}} references are filled in; a parameter the
+// tool takes files in gets the bytes of the files its variable names (see arguments). The
+// outputs are Dify's: text, files (the files the tool returned, stored as files of the message)
+// and json, then the outputs the tool declares (an MCP tool's structured content under its
+// output schema).
 type tool struct {
 	d      Deps
 	ref    tools.Ref
@@ -91,30 +93,12 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 		}
 		return res, workflow.Errorf(toolNodeErrorType, "tool %q of provider %q is not available on this server: %v", t.ref.Name, t.ref.Provider(), err)
 	}
-	args := value.NewObject()
-	types := paramTypes(found.Parameters())
-	for _, p := range t.params {
-		var v any
-		switch p.kind {
-		case "constant":
-			v = fromGo(p.value)
-		case "mixed":
-			v = template.Render(value.Text(fromGo(p.value)), x.Pool.Get, value.Text)
-		case "variable":
-			sel := workflow.Selector(p.value)
-			got, ok := x.Pool.Get(sel)
-			if !ok {
-				return res, workflow.Errorf(toolParameterErrorType, "variable %s of parameter %s does not exist", strings.Join(sel, "."), p.name)
-			}
-			v = got
-		}
-		v = coerce(v, types[p.name])
-		args.Set(p.name, v)
-		res.Inputs[p.name] = v
-	}
-	raw, err := json.Marshal(args)
+	raw, err := t.arguments(ctx, x, found, res.Inputs)
 	if err != nil {
-		return res, workflow.Errorf(toolParameterErrorType, "the arguments cannot be sent: %v", err)
+		if ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		return res, err
 	}
 	timeout := t.d.ToolTimeout
 	if timeout <= 0 {
@@ -158,6 +142,71 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 		}
 	}
 	return res, nil
+}
+
+// arguments are the node's arguments for the tool found, as the JSON object Invoke takes; inputs
+// gets each as the node's inputs show it. A parameter the tool takes files in (tools.FileTaker)
+// gets the file, or list of files, of its value with their bytes, read through the files service
+// within tools.MaxFileArgBytes and tools.MaxFileArgs for the whole call; its input is the file
+// as Dify shows it, without the bytes.
+func (t *tool) arguments(ctx context.Context, x *workflow.Exec, found tools.Tool, inputs map[string]any) (json.RawMessage, error) {
+	args := value.NewObject()
+	types := paramTypes(found.Parameters())
+	takesFiles := fileParameters(found)
+	budget := fileBudget{bytes: tools.MaxFileArgBytes, files: tools.MaxFileArgs}
+	for _, p := range t.params {
+		v, err := p.resolve(x)
+		if err != nil {
+			return nil, err
+		}
+		if takesFiles[p.name] {
+			inputs[p.name] = v // the file as Dify shows it, never its bytes
+			arg, err := t.d.toolFileArg(ctx, env(x), v, &budget)
+			if err != nil {
+				return nil, workflow.Errorf(toolParameterErrorType, "the file of parameter %s: %v", p.name, err)
+			}
+			args.Set(p.name, arg)
+			continue
+		}
+		v = coerce(v, types[p.name])
+		args.Set(p.name, v)
+		inputs[p.name] = v
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, workflow.Errorf(toolParameterErrorType, "the arguments cannot be sent: %v", err)
+	}
+	return raw, nil
+}
+
+// resolve is the parameter's value: the constant, the mixed text rendered, or the variable's
+// value.
+func (p toolParam) resolve(x *workflow.Exec) (any, error) {
+	switch p.kind {
+	case "mixed":
+		return template.Render(value.Text(fromGo(p.value)), x.Pool.Get, value.Text), nil
+	case "variable":
+		sel := workflow.Selector(p.value)
+		got, ok := x.Pool.Get(sel)
+		if !ok {
+			return nil, workflow.Errorf(toolParameterErrorType, "variable %s of parameter %s does not exist", strings.Join(sel, "."), p.name)
+		}
+		return got, nil
+	}
+	return fromGo(p.value), nil
+}
+
+// fileParameters are the parameters found takes files in.
+func fileParameters(found tools.Tool) map[string]bool {
+	ft, ok := found.(tools.FileTaker)
+	if !ok {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, name := range ft.FileParameters() {
+		out[name] = true
+	}
+	return out
 }
 
 // toolOutput splits a tool's answer into Dify's text and json outputs. An API tool's JSON object

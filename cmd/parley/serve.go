@@ -155,7 +155,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	// Workflow tools run on the engine, which is built further down with the runners that use
 	// the tools.
 	var engine *run.Engine
-	toolReg, err := toolRegistry(e, workflowToolRuns(&engine))
+	toolReg, err := toolRegistry(e, &serverTools{runWorkflow: workflowToolRuns(&engine), audio: audioSvc})
 	if err != nil {
 		return err
 	}

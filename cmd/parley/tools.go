@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/tools/audiotools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/filetools"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
@@ -25,31 +26,40 @@ import (
 	"github.com/parleyhq/parley/internal/tools/workflowtool"
 )
 
+// serverTools is what the tools that run only in the server call: Workflow apps run as
+// workflow tools, and the audio service of the audio tools. Commands outside the server only
+// resolve tools, and pass none.
+type serverTools struct {
+	runWorkflow func(ctx context.Context, app *apps.App, user string, inputs map[string]any) (workflowtool.Outcome, error)
+	audio       audiotools.Audio
+}
+
 // toolRegistry is the workspace's tool registry, reaching APIs and MCP servers through the
 // network guard with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through. Its
-// workflow tools are the Workflow apps of e; they run through runWorkflow, which is nil outside
-// the server (a command only resolves tools).
-func toolRegistry(e *env, runWorkflow func(ctx context.Context, app *apps.App, user string, inputs map[string]any) (workflowtool.Outcome, error)) (*toolreg.Registry, error) {
+// workflow tools are the Workflow apps of e; st (nil outside the server) runs them and the
+// audio tools.
+func toolRegistry(e *env, st *serverTools) (*toolreg.Registry, error) {
 	hc, err := toolsClient(e)
 	if err != nil {
 		return nil, err
 	}
-	if runWorkflow == nil {
-		runWorkflow = func(context.Context, *apps.App, string, map[string]any) (workflowtool.Outcome, error) {
+	if st == nil {
+		st = &serverTools{runWorkflow: func(context.Context, *apps.App, string, map[string]any) (workflowtool.Outcome, error) {
 			return workflowtool.Outcome{}, errors.New("workflows run only in the server")
-		}
+		}}
 	}
-	workflows := workflowtool.New(workflowtool.Options{App: e.apps.ByName, Run: runWorkflow})
-	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtinTools(hc), Workflow: workflows.Find, HTTPClient: hc, Logger: e.log})
+	workflows := workflowtool.New(workflowtool.Options{App: e.apps.ByName, Run: st.runWorkflow})
+	return toolreg.New(toolreg.Options{Store: e.store, Builtin: builtinTools(hc, st.audio), Workflow: workflows.Find, HTTPClient: hc, Logger: e.log})
 }
 
 // finder finds a tool an app names; tools.ErrUnknownTool when it has none of that name.
 type finder func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
 
 // builtinTools finds the tools Parley ships with: the built-in tools, then the file and data
-// plugins' tools, then the MCP plugins' tools, which reach servers through hc.
-func builtinTools(hc *http.Client) finder {
-	return firstFound(builtin.Find, filetools.Find, mcptools.New(hc).Find)
+// plugins' tools, then the audio tools, which call models through a (nil: they only resolve),
+// then the MCP plugins' tools, which reach servers through hc.
+func builtinTools(hc *http.Client, a audiotools.Audio) finder {
+	return firstFound(builtin.Find, filetools.Find, audiotools.New(a).Find, mcptools.New(hc).Find)
 }
 
 // firstFound asks each finder in turn, until one knows the tool or fails otherwise.

@@ -13,7 +13,7 @@ import (
 // file and data plugins', the MCP plugins'); another tool is unknown.
 func TestBuiltinTools(t *testing.T) {
 	t.Parallel()
-	find := builtinTools(http.DefaultClient)
+	find := builtinTools(http.DefaultClient, nil)
 	for _, ref := range []tools.Ref{
 		{Type: tools.TypeBuiltin, ProviderID: "time", Name: "current_time"},
 		{Type: tools.TypeBuiltin, ProviderID: "langgenius/echarts/echarts", Name: "bar_chart"},

@@ -138,14 +138,7 @@ const minPublicChatflowsRun = 16
 // server of the test's own to import them into.
 func publicCorpus(t *testing.T, mode string) ([]string, *Parley) {
 	t.Helper()
-	if binary == "" {
-		t.Skip("needs control of the server process")
-	}
-	files, err := filepath.Glob(filepath.Join("..", "internal", "apps", "dsl", "testdata", "public", mode, "*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("corpus: %v", err)
-	}
-	return files, startParley(t, "sqlite")
+	return publicCorpusFiles(t, mode), startParley(t, "sqlite")
 }
 
 // importPublic imports the export at path as the published app name, with a model fallback.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -69,4 +70,29 @@ func ModelName(name string, taken map[string]bool) string {
 		out = base[:min(len(base), maxModelName-len(suffix))] + suffix
 	}
 	return out
+}
+
+// PluginSpec names a built-in tool of a Dify plugin: the plugin's provider id
+// ("langgenius/echarts/echarts"), its bare provider name ("echarts") and the tool's name.
+type PluginSpec interface {
+	PluginName() (plugin, provider, name string)
+}
+
+// FindPlugin is the spec ref names among specs, by the plugin's provider id or bare name and
+// the tool's name, for a reference of provider type builtin or plugin (or none); an error
+// wrapping ErrUnknownTool otherwise. kind says what the specs are, for that error.
+func FindPlugin[S PluginSpec](ref Ref, kind string, specs []S) (S, error) {
+	var none S
+	switch ref.Type {
+	case "", TypeBuiltin, TypePlugin:
+	default:
+		return none, fmt.Errorf("%w: %s tools are not %s", ErrUnknownTool, ref.Type, kind)
+	}
+	provider := ref.Provider()
+	for _, sp := range specs {
+		if plugin, bare, name := sp.PluginName(); (provider == plugin || provider == bare) && ref.Name == name {
+			return sp, nil
+		}
+	}
+	return none, fmt.Errorf("%w: %s/%s", ErrUnknownTool, provider, ref.Name)
 }

@@ -89,18 +89,11 @@ func Find(ctx context.Context, ref tools.Ref) (tools.Tool, error) { return defau
 // tool of another provider. The provider is the plugin's provider id
 // ("langgenius/echarts/echarts") or its bare name ("echarts").
 func (s *Set) Find(_ context.Context, ref tools.Ref) (tools.Tool, error) {
-	switch ref.Type {
-	case "", tools.TypeBuiltin, tools.TypePlugin:
-	default:
-		return nil, fmt.Errorf("%w: %s tools are not file tools", tools.ErrUnknownTool, ref.Type)
+	sp, err := tools.FindPlugin(ref, "file tools", specs)
+	if err != nil {
+		return nil, err
 	}
-	provider := ref.Provider()
-	for _, sp := range specs {
-		if (provider == sp.plugin || provider == sp.provider) && ref.Name == sp.name {
-			return &tool{spec: sp, set: s, configured: ref.Configured}, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, ref.Name)
+	return &tool{spec: sp, set: s, configured: ref.Configured}, nil
 }
 
 // All lists every tool, unconfigured, in a stable order.
@@ -123,6 +116,9 @@ type spec struct {
 	files []string
 	run   func(ctx context.Context, s *Set, a args) tools.Result
 }
+
+// PluginName implements tools.PluginSpec.
+func (sp spec) PluginName() (plugin, provider, name string) { return sp.plugin, sp.provider, sp.name }
 
 // param is one parameter offered to the model.
 type param struct {

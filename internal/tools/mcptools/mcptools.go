@@ -45,18 +45,11 @@ func New(client *http.Client) *Set { return &Set{client: client} }
 // Find returns the tool ref names, configured with the app's values; tools.ErrUnknownTool for
 // a tool of another provider.
 func (s *Set) Find(_ context.Context, ref tools.Ref) (tools.Tool, error) {
-	switch ref.Type {
-	case "", tools.TypeBuiltin, tools.TypePlugin:
-	default:
-		return nil, fmt.Errorf("%w: %s tools are not MCP plugin tools", tools.ErrUnknownTool, ref.Type)
+	sp, err := tools.FindPlugin(ref, "MCP plugin tools", specs)
+	if err != nil {
+		return nil, err
 	}
-	provider := ref.Provider()
-	for _, sp := range specs {
-		if (provider == sp.plugin || provider == sp.provider) && ref.Name == sp.name {
-			return &tool{spec: sp, set: s, configured: ref.Configured}, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, ref.Name)
+	return &tool{spec: sp, set: s, configured: ref.Configured}, nil
 }
 
 // spec is one tool of the plugins.
@@ -66,6 +59,9 @@ type spec struct {
 	parameters             json.RawMessage
 	run                    func(ctx context.Context, s *Set, a args) tools.Result
 }
+
+// PluginName implements tools.PluginSpec.
+func (sp spec) PluginName() (plugin, provider, name string) { return sp.plugin, sp.provider, sp.name }
 
 var specs = []spec{
 	{plugin: junjiemPlugin, provider: junjiemName, name: "mcp_sse_list_tools", label: "Fetch MCP Tools",

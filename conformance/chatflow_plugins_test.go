@@ -1,14 +1,11 @@
 package conformance
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
-	"github.com/parleyhq/parley/internal/tools/toolreg/toolregtest"
 )
 
 // TestChatflowPluginsGolden pins the bytes of a Chatflow whose nodes use the plugins of exported
@@ -16,22 +13,7 @@ import (
 // MCP function calling over HTTP+SSE, arrenxxxxx's MCP tool and a Workflow app called as a
 // workflow tool, after normalising ids, times and the MCP server's port.
 func TestChatflowPluginsGolden(t *testing.T) {
-	if binary == "" {
-		t.Skip("needs control of the server process")
-	}
-	notes := toolregtest.NewMCP(t)
-	raw, err := os.ReadFile(filepath.Join("testdata", "chatflow-plugins.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "flow.yml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(raw), "MCP_URL", notes.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startParley(t, "sqlite")
-	p.Restart(t, allowLoopback)
-	p.CLI(t, "apps", "import", "--publish", "testdata/workflow-as-tool.yml")
-	p.CLI(t, "apps", "import", "--publish", path)
+	p := mcpFlowServer(t, "chatflow-plugins.yml", "testdata/workflow-as-tool.yml")
 	key := p.CLI(t, "keys", "create", "--app", "Plugin Desk")
 	q := "golden plugins to Lisbon"
 	usage := &providers.Usage{PromptTokens: 30, CompletionTokens: 5}

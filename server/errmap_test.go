@@ -249,6 +249,7 @@ func internalFailures() map[string]struct {
 		"agent.ErrMaxIterations":                   {agent.ErrMaxIterations, "as Dify's AgentMaxIterationError, a plain failure: the stream ends with error internal_server_error"},
 		"llm.ErrMaxRounds":                         {llm.ErrMaxRounds, "the agent loop's; a Legacy Agent reports it as agent.ErrMaxIterations, a workflow agent node as a node failure"},
 		"tools.ErrBadArguments":                    {tools.ErrBadArguments, "reported to the model as the observation, never returned to a handler"},
+		"tools.ErrNoFile":                          {tools.ErrNoFile, "a file tool called without its file answers so, as the tool's failed answer; never returned to a handler"},
 		"netguard.ErrForbidden":                    {netguard.ErrForbidden, "the files service translates it into files.ErrRemoteForbidden; tools report it to the model"},
 		"tools/toolreg.ErrInvalid":                 {toolreg.ErrInvalid, "raised only by the tools commands of the CLI (add-api, add-mcp, refresh, delete); no route returns it"},
 		"tools/toolreg.ErrExists":                  {toolreg.ErrExists, "raised only by the tools commands of the CLI; no route returns it"},

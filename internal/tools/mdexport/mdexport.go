@@ -1,13 +1,16 @@
 // Package mdexport holds built-in tools under the provider and tool names of Dify's popular
 // Markdown Exporter plugin (bowenliang123/md_exporter), so that apps using it resolve: each tool
-// turns the Markdown text the model (or a workflow) gives into a file — HTML, XLSX, CSV, JSON,
-// XML, LaTeX, Markdown, a Jupyter notebook, or the code blocks as script files — and returns it as
-// a tool file.
+// turns the Markdown text the model (or a workflow) gives into a file — DOCX, HTML, PPTX, XLSX,
+// CSV, JSON, XML, LaTeX, Markdown, a Jupyter notebook, or the code blocks as script files — and
+// returns it as a tool file.
 //
 // The plugin converts with pandoc, pandas, xhtml2pdf and lxml in a Python process. Here every
 // format is written in Go from one parse of the Markdown by goldmark (CommonMark with GitHub's
 // tables, strikethrough, task lists and autolinks): the parse becomes a small document model
-// (document.go) that each writer walks. XLSX goes through excelize.
+// (document.go) that each writer walks. XLSX goes through excelize; DOCX and PPTX are written as
+// their OOXML parts directly (docx.go, pptx.go), because no maintained pure-Go library covers
+// both, and the parts a converted Markdown document needs are few and well documented
+// (ECMA-376).
 //
 // Every call is bounded: the Markdown text (MaxInputBytes), the files made (MaxOutputBytes), the
 // parse's work and nesting (parse.go), the time (the caller's context, DefaultTimeout at most)

@@ -12,6 +12,8 @@ import (
 
 // MIME types of the files, as the plugin declares them.
 const (
+	mimeDOCX  = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	mimePPTX  = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 	mimeXLSX  = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 	mimeHTML  = "text/html"
 	mimeXML   = "text/xml"
@@ -57,8 +59,12 @@ const (
 
 // specs are the tools, in the plugin's order. md_to_png is not here (see docs/md-exporter.md).
 var specs = []spec{
+	{name: "md_to_docx", label: "Markdown ⮕ DOCX", description: "Generate DOCX file from Markdown text",
+		target: "DOCX file", stripWrapper: true, schema: fileSchema(mdTextDesc), convert: convertDOCX},
 	{name: "md_to_xlsx", label: "Markdown tables ⮕ XLSX", description: "Generate XLSX file from Markdown tables",
 		target: "XLSX file", stripWrapper: true, schema: fileSchema(tableTextDesc), convert: convertXLSX},
+	{name: "md_to_pptx", label: "Markdown ⮕ PPTX", description: "Generate PPTX file from Markdown text",
+		target: "PPTX file", stripWrapper: true, schema: fileSchema("Markdown text for slides"), convert: convertPPTX},
 	{name: "md_to_ipynb", label: "Markdown ⮕ Jupyter Notebook", description: "Generate Jupyter Notebook file from Markdown text",
 		target: "IPYNB file", stripWrapper: true, schema: fileSchema(mdTextDesc), convert: convertIPYNB},
 	{name: "md_to_html", label: "Markdown ⮕ HTML", description: "Generate HTML file from Markdown text",

@@ -1,16 +1,16 @@
 // Package mdexport holds built-in tools under the provider and tool names of Dify's popular
 // Markdown Exporter plugin (bowenliang123/md_exporter), so that apps using it resolve: each tool
-// turns the Markdown text the model (or a workflow) gives into a file — DOCX, HTML, PPTX, XLSX,
-// CSV, JSON, XML, LaTeX, Markdown, a Jupyter notebook, or the code blocks as script files — and
-// returns it as a tool file.
+// turns the Markdown text the model (or a workflow) gives into a file — DOCX, PDF, HTML, PPTX,
+// XLSX, CSV, JSON, XML, LaTeX, Markdown, a Jupyter notebook, or the code blocks as script files —
+// and returns it as a tool file.
 //
 // The plugin converts with pandoc, pandas, xhtml2pdf and lxml in a Python process. Here every
 // format is written in Go from one parse of the Markdown by goldmark (CommonMark with GitHub's
 // tables, strikethrough, task lists and autolinks): the parse becomes a small document model
-// (document.go) that each writer walks. XLSX goes through excelize; DOCX and PPTX are written as
-// their OOXML parts directly (docx.go, pptx.go), because no maintained pure-Go library covers
-// both, and the parts a converted Markdown document needs are few and well documented
-// (ECMA-376).
+// (document.go) that each writer walks. XLSX goes through excelize and PDF through gopdf with a
+// TrueType font found at run time (fonts.go); DOCX and PPTX are written as their OOXML parts
+// directly (docx.go, pptx.go), because no maintained pure-Go library covers both, and the parts
+// a converted Markdown document needs are few and well documented (ECMA-376).
 //
 // Every call is bounded: the Markdown text (MaxInputBytes), the files made (MaxOutputBytes), the
 // parse's work and nesting (parse.go), the time (the caller's context, DefaultTimeout at most)
@@ -51,16 +51,26 @@ const (
 )
 
 // Options configure a [Set]. The zero value is usable.
-type Options struct{}
+type Options struct {
+	// Fonts are the fonts of PDF files (see FindFonts); nil finds them once, on first use.
+	Fonts *Fonts
+}
 
 // Set is the tools of the plugin.
 type Set struct {
+	fonts func() *Fonts
 	slots chan struct{}
 }
 
 // New returns the tools configured by opts.
 func New(opts Options) *Set {
-	return &Set{slots: make(chan struct{}, MaxConcurrent)}
+	s := &Set{slots: make(chan struct{}, MaxConcurrent)}
+	if opts.Fonts != nil {
+		s.fonts = func() *Fonts { return opts.Fonts }
+	} else {
+		s.fonts = defaultFonts
+	}
+	return s
 }
 
 var defaultSet = New(Options{})

@@ -119,7 +119,7 @@ func TestFind(t *testing.T) {
 	for _, tl := range mdexport.New(mdexport.Options{}).All() {
 		names[tl.Identity().Name] = true
 	}
-	for _, n := range []string{"md_to_docx", "md_to_html", "md_to_html_text", "md_to_pptx", "md_to_xlsx",
+	for _, n := range []string{"md_to_docx", "md_to_pdf", "md_to_html", "md_to_html_text", "md_to_pptx", "md_to_xlsx",
 		"md_to_csv", "md_to_json", "md_to_xml", "md_to_latex", "md_to_md", "md_to_ipynb", "md_to_codeblock"} {
 		if !names[n] {
 			t.Errorf("%s is not listed", n)

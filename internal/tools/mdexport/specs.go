@@ -15,6 +15,7 @@ const (
 	mimeDOCX  = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 	mimePPTX  = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 	mimeXLSX  = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	mimePDF   = "application/pdf"
 	mimeHTML  = "text/html"
 	mimeXML   = "text/xml"
 	mimeCSV   = "text/csv"
@@ -61,6 +62,8 @@ const (
 var specs = []spec{
 	{name: "md_to_docx", label: "Markdown ⮕ DOCX", description: "Generate DOCX file from Markdown text",
 		target: "DOCX file", stripWrapper: true, schema: fileSchema(mdTextDesc), convert: convertDOCX},
+	{name: "md_to_pdf", label: "Markdown ⮕ PDF", description: "Generate PDF file from Markdown text",
+		target: "PDF file", stripWrapper: true, schema: fileSchema(mdTextDesc), convert: convertPDF},
 	{name: "md_to_xlsx", label: "Markdown tables ⮕ XLSX", description: "Generate XLSX file from Markdown tables",
 		target: "XLSX file", stripWrapper: true, schema: fileSchema(tableTextDesc), convert: convertXLSX},
 	{name: "md_to_pptx", label: "Markdown ⮕ PPTX", description: "Generate PPTX file from Markdown text",

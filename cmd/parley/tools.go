@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
+	"github.com/parleyhq/parley/internal/tools/mdexport"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 )
 
@@ -28,14 +29,27 @@ func toolRegistry(e *env) (*toolreg.Registry, error) {
 		return nil, err
 	}
 	mcpTools := mcptools.New(hc)
-	find := func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
-		t, err := builtin.Find(ctx, ref)
-		if errors.Is(err, tools.ErrUnknownTool) {
-			return mcpTools.Find(ctx, ref)
-		}
-		return t, err
-	}
+	find := chainFinders(builtin.Find, mcpTools.Find, mdexport.Find)
 	return toolreg.New(toolreg.Options{Store: e.store, Builtin: find, HTTPClient: hc, Logger: e.log})
+}
+
+// finder finds a tool an app names.
+type finder func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
+
+// chainFinders finds a tool with each finder in turn, on to the next while one answers
+// tools.ErrUnknownTool: Parley's built-in tools, then the built-in tools under plugins' names
+// (the MCP plugins, the Markdown Exporter).
+func chainFinders(finders ...finder) finder {
+	return func(ctx context.Context, ref tools.Ref) (tools.Tool, error) {
+		var err error
+		for _, find := range finders {
+			var t tools.Tool
+			if t, err = find(ctx, ref); !errors.Is(err, tools.ErrUnknownTool) {
+				return t, err
+			}
+		}
+		return nil, err
+	}
 }
 
 // toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network

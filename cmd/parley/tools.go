@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/filetools"
 	"github.com/parleyhq/parley/internal/tools/mcptools"
+	"github.com/parleyhq/parley/internal/tools/mdexport"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/tools/workflowtool"
 )
@@ -57,9 +58,9 @@ type finder func(ctx context.Context, ref tools.Ref) (tools.Tool, error)
 
 // builtinTools finds the tools Parley ships with: the built-in tools, then the file and data
 // plugins' tools, then the audio tools, which call models through a (nil: they only resolve),
-// then the MCP plugins' tools, which reach servers through hc.
+// then the MCP plugins' tools, which reach servers through hc, then the Markdown Exporter's.
 func builtinTools(hc *http.Client, a audiotools.Audio) finder {
-	return firstFound(builtin.Find, filetools.Find, audiotools.New(a).Find, mcptools.New(hc).Find)
+	return firstFound(builtin.Find, filetools.Find, audiotools.New(a).Find, mcptools.New(hc).Find, mdexport.Find)
 }
 
 // firstFound asks each finder in turn, until one knows the tool or fails otherwise.

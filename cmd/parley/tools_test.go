@@ -20,6 +20,8 @@ func TestBuiltinTools(t *testing.T) {
 		{Type: tools.TypePlugin, ProviderID: "qiangxinglin/excel_tools/excel_tools", Name: "excel2json"},
 		{ProviderID: "bowenliang123/base64_codec/base64_codec", Name: "base64_file_decoder"},
 		{Type: tools.TypeBuiltin, ProviderID: "junjiem/mcp_sse/mcp_sse", Name: "mcp_sse_list_tools"},
+		{Type: tools.TypePlugin, ProviderID: "bowenliang123/md_exporter/md_exporter", Name: "md_to_docx"},
+		{Type: tools.TypeBuiltin, ProviderID: "audio", Name: "tts"},
 	} {
 		tl, err := find(context.Background(), ref)
 		if err != nil || tl.Identity().Name != ref.Name {

@@ -99,10 +99,24 @@ func MergeArgs(configured map[string]any, raw json.RawMessage) (map[string]any, 
 		return nil, fmt.Errorf("%w: the arguments must be one JSON object", ErrBadArguments)
 	}
 	for k, v := range model {
-		if v == nil {
+		if s, ok := v.(string); (ok && s == "") || v == nil {
 			continue
 		}
 		a[k] = v
 	}
 	return a, nil
+}
+
+// ArgText is argument name of a (MergeArgs's) as text: a string as it is, anything else as
+// its JSON text (a model may give an object where a plugin asks for JSON text); "" when absent.
+func ArgText(a map[string]any, name string) string {
+	switch v := a[name].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
 }

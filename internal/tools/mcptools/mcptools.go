@@ -148,19 +148,8 @@ func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, e
 // args are a call's parameters by name.
 type args map[string]any
 
-// text is a parameter as text: a string as it is, anything else as JSON (a model may give
-// arguments or headers as an object rather than the JSON text the plugins ask for).
-func (a args) text(name string) string {
-	switch v := a[name].(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	default:
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-}
+// text is argument name as text (tools.ArgText).
+func (a args) text(name string) string { return tools.ArgText(a, name) }
 
 // number is a numeric parameter (a number or its text); 0 when absent or not a number.
 func (a args) number(name string) float64 {

@@ -130,7 +130,7 @@ func (t *tool) Parameters() json.RawMessage { return t.schema }
 // conversion that fails or hits a bound is the tool's answer (IsError), as the plugin answers
 // with a message; only a context that ends first is an error.
 func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, error) {
-	a, err := mergeArgs(t.configured, raw)
+	a, err := tools.MergeArgs(t.configured, raw)
 	if err != nil {
 		return badArguments("%v", err), nil
 	}
@@ -210,42 +210,8 @@ func done(files []tools.File, note string) tools.Result {
 // args are a call's parameters by name.
 type args map[string]any
 
-// mergeArgs is the app's values with the model's over them; empty values count as unset, as
-// Dify's exports leave unset parameters as "".
-func mergeArgs(configured map[string]any, raw json.RawMessage) (args, error) {
-	a := args{}
-	for k, v := range configured {
-		if v != nil && v != "" {
-			a[k] = v
-		}
-	}
-	if len(raw) == 0 {
-		return a, nil
-	}
-	var given map[string]any
-	if err := json.Unmarshal(raw, &given); err != nil {
-		return nil, errors.New("the arguments are not a JSON object")
-	}
-	for k, v := range given {
-		if v != nil && v != "" {
-			a[k] = v
-		}
-	}
-	return a, nil
-}
-
-// text is a parameter as text: a string as it is, a number or boolean as JSON.
-func (a args) text(name string) string {
-	switch v := a[name].(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	default:
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-}
+// text is argument name as text (tools.ArgText).
+func (a args) text(name string) string { return tools.ArgText(a, name) }
 
 // flag is a yes/no select parameter ("true"/"false", or a boolean); def when unset.
 func (a args) flag(name string, def bool) bool {

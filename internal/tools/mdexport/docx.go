@@ -234,32 +234,7 @@ func columnShares(t *table, total, charWidth int) []int {
 	for _, r := range t.rows {
 		measure(r)
 	}
-	out := make([]int, n)
-	fixed := make([]bool, n)
-	left, flexible := total, n
-	for changed := true; changed && flexible > 0; {
-		changed = false
-		share := left / flexible
-		for i, v := range natural {
-			if !fixed[i] && v <= share {
-				fixed[i], out[i] = true, v
-				left -= v
-				flexible--
-				changed = true
-			}
-		}
-	}
-	wide := 0
-	for i, v := range natural {
-		if !fixed[i] {
-			wide += v
-		}
-	}
-	for i, v := range natural {
-		if !fixed[i] {
-			out[i] = max(left*v/wide, 1)
-		}
-	}
+	out, left, flexible := shareWidths(natural, total, 1)
 	if flexible == 0 && left > 0 {
 		used := total - left
 		for i := range out {

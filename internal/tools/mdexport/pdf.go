@@ -673,32 +673,7 @@ func pdfColumnWidths(head [][]frag, body [][][]frag, width float64) []float64 {
 			fit(i, c)
 		}
 	}
-	out := make([]float64, n)
-	fixed := make([]bool, n)
-	left, flexible := width, n
-	for changed := true; changed && flexible > 0; {
-		changed = false
-		share := left / float64(flexible)
-		for i, v := range natural {
-			if !fixed[i] && v <= share {
-				fixed[i], out[i] = true, v
-				left -= v
-				flexible--
-				changed = true
-			}
-		}
-	}
-	wide := 0.0
-	for i, v := range natural {
-		if !fixed[i] {
-			wide += v
-		}
-	}
-	for i, v := range natural {
-		if !fixed[i] {
-			out[i] = left * v / wide
-		}
-	}
+	out, _, _ := shareWidths(natural, width, 0)
 	return out
 }
 

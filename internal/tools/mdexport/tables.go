@@ -265,3 +265,37 @@ var latexReplacer = strings.NewReplacer(
 
 // latexEscape is s as LaTeX text.
 func latexEscape(s string) string { return latexReplacer.Replace(s) }
+
+// shareWidths shares total among columns of natural widths, as docx and PDF tables lay them
+// out: a column narrower than an even share of what is left keeps its width, and the wider ones
+// share what remains in proportion to theirs, each at least floor. It returns the widths, what
+// the narrow columns left, and how many columns shared it.
+func shareWidths[T int | float64](natural []T, total, floor T) (out []T, left T, flexible int) {
+	out = make([]T, len(natural))
+	fixed := make([]bool, len(natural))
+	left, flexible = total, len(natural)
+	for changed := true; changed && flexible > 0; {
+		changed = false
+		share := left / T(flexible)
+		for i, v := range natural {
+			if !fixed[i] && v <= share {
+				fixed[i], out[i] = true, v
+				left -= v
+				flexible--
+				changed = true
+			}
+		}
+	}
+	var wide T
+	for i, v := range natural {
+		if !fixed[i] {
+			wide += v
+		}
+	}
+	for i, v := range natural {
+		if !fixed[i] {
+			out[i] = max(left*v/wide, floor)
+		}
+	}
+	return out, left, flexible
+}

@@ -1,5 +1,6 @@
 // Package mdexport holds built-in tools under the provider and tool names of Dify's popular
-// Markdown Exporter plugin (bowenliang123/md_exporter), so that apps using it resolve: each tool
+// Markdown Exporter plugin (bowenliang123/md_exporter), and the Markdown to PPTX tool of the
+// PPT plugin (stvlynn/ppt, ppt.go), so that apps using them resolve: each tool
 // turns the Markdown text the model (or a workflow) gives into a file — DOCX, PDF, HTML, PPTX,
 // XLSX, CSV, JSON, XML, LaTeX, Markdown, a Jupyter notebook, or the code blocks as script files —
 // and returns it as a tool file.
@@ -87,22 +88,28 @@ func (s *Set) Find(_ context.Context, ref tools.Ref) (tools.Tool, error) {
 		return nil, fmt.Errorf("%w: %s tools are not Markdown Exporter tools", tools.ErrUnknownTool, ref.Type)
 	}
 	provider := ref.Provider()
-	if provider != pluginID && provider != providerName {
-		return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, ref.Name)
-	}
-	for i := range specs {
-		if specs[i].name == ref.Name {
-			return &tool{spec: &specs[i], set: s, configured: ref.Configured}, nil
+	for _, sp := range allSpecs {
+		if p := sp.owner(); sp.name == ref.Name && (provider == p.id || provider == p.provider) {
+			return &tool{spec: sp, set: s, configured: ref.Configured}, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, ref.Name)
 }
 
+// allSpecs are the tools of every plugin of the package.
+var allSpecs = func() []*spec {
+	out := make([]*spec, 0, len(specs)+1)
+	for i := range specs {
+		out = append(out, &specs[i])
+	}
+	return append(out, &pptSpec)
+}()
+
 // All lists the tools, unconfigured.
 func (s *Set) All() []tools.Tool {
-	out := make([]tools.Tool, 0, len(specs))
-	for i := range specs {
-		out = append(out, &tool{spec: &specs[i], set: s})
+	out := make([]tools.Tool, 0, len(allSpecs))
+	for _, sp := range allSpecs {
+		out = append(out, &tool{spec: sp, set: s})
 	}
 	return out
 }
@@ -116,7 +123,7 @@ type tool struct {
 
 // Identity names the tool as the plugin does.
 func (t *tool) Identity() tools.Identity {
-	return tools.Identity{Provider: providerName, Name: t.name, Label: map[string]string{"en_US": t.label}}
+	return tools.Identity{Provider: t.owner().provider, Name: t.name, Label: map[string]string{"en_US": t.label}}
 }
 
 // Description is the plugin's description for the model.
@@ -142,7 +149,11 @@ func (t *tool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Result, e
 	}
 	callCtx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	res := t.call(callCtx, t.set, a)
+	run := t.call
+	if t.run != nil {
+		run = t.run
+	}
+	res := run(callCtx, t.set, a)
 	if ctx.Err() != nil {
 		return tools.Result{}, context.Cause(ctx)
 	}

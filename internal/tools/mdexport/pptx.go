@@ -46,11 +46,13 @@ const (
 
 // pptSlide is one slide: a title and paragraphs, or a title and part of a table.
 type pptSlide struct {
-	title   []span
-	section bool
-	paras   []pptPara
-	table   *table
-	rows    [][]cell
+	title []span
+	// subtitle is a section slide's line under its title (the PPT plugin's title slide).
+	subtitle []span
+	section  bool
+	paras    []pptPara
+	table    *table
+	rows     [][]cell
 }
 
 // pptPara is one paragraph of a slide's body.
@@ -263,7 +265,9 @@ const (
 	bodyTop     = 1825625
 	bodyHeight  = 4351338
 	rowHeight   = 370840
-	levelIndent = 342900
+	// subtitleHeight is the height of a section slide's subtitle box.
+	subtitleHeight = 914400
+	levelIndent    = 342900
 	// tableCharWidth is about the width of a character of table text (14 pt).
 	tableCharWidth = 95000
 )
@@ -373,6 +377,15 @@ func (w *slideWriter) slide(s *pptSlide) string {
 		}
 		w.b.WriteString(`<p:txBody><a:bodyPr/><a:lstStyle/><a:p>`)
 		w.runs(s.title, runStyle{})
+		w.b.WriteString(`</a:p></p:txBody></p:sp>`)
+	}
+	if len(s.subtitle) > 0 {
+		// A text box under a section slide's title, centred.
+		fmt.Fprintf(&w.b, `<p:sp><p:nvSpPr><p:cNvPr id="4" name="Subtitle 3"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr>`+
+			`<p:spPr><a:xfrm><a:off x="%d" y="%d"/><a:ext cx="%d" cy="%d"/></a:xfrm><a:prstGeom prst="rect"><a:avLst/></a:prstGeom></p:spPr>`+
+			`<p:txBody><a:bodyPr wrap="square"><a:normAutofit/></a:bodyPr><a:lstStyle/><a:p><a:pPr algn="ctr"/>`,
+			boxLeft, (slideHeight+titleHeight)/2, boxWidth, subtitleHeight)
+		w.runs(s.subtitle, runStyle{size: 2400})
 		w.b.WriteString(`</a:p></p:txBody></p:sp>`)
 	}
 	switch {

@@ -39,6 +39,25 @@ type spec struct {
 	stripWrapper bool
 	// convert makes the files (and a note for the model, if any) from the prepared Markdown.
 	convert func(ctx context.Context, in convertInput) ([]tools.File, string, error)
+	// plugin is the plugin the tool belongs to: nil for the Markdown Exporter's.
+	plugin *plugin
+	// run, when set, answers a call in place of the Markdown Exporter's call (another plugin's
+	// tool with its own parameters and answers).
+	run func(ctx context.Context, s *Set, a args) tools.Result
+}
+
+// plugin names a plugin whose tools the package holds: its id, and its provider's name.
+type plugin struct{ id, provider string }
+
+// mdExporter is the Markdown Exporter plugin.
+var mdExporter = &plugin{id: pluginID, provider: providerName}
+
+// owner is the plugin of the tool.
+func (sp *spec) owner() *plugin {
+	if sp.plugin != nil {
+		return sp.plugin
+	}
+	return mdExporter
 }
 
 // convertInput is what a conversion works from.

@@ -22,7 +22,8 @@ import (
 const localToolsNotes = "# Quarter\n\n## Numbers first\n\n---\n\n## Sales\n\n| Region | Units |\n|---|---|\n| North | 12 |\n| South | 30 |\n"
 
 // TestLocalToolsGolden: the tools Parley has built in under the names of Dify's plugins that
-// need no outside service (Markdown Exporter, Excel to JSON, PPT, Base64 codec, ECharts, audio)
+// need no outside service (Markdown Exporter, PDF Process, Excel to JSON, PPT, Base64 codec,
+// ECharts, audio)
 // resolve when an export names them (a strict import refuses a missing tool), run one after
 // another in a workflow, each reading what the one before made, and make real files: the DOCX
 // and PPTX files download and open. The stream is pinned.
@@ -56,6 +57,13 @@ func TestLocalToolsGolden(t *testing.T) {
 		!strings.Contains(out["chart"].(string), `"North"`) {
 		t.Errorf("outputs %v", out)
 	}
+	if out["page_count"] != "1" || jsonText(t, out["page_list"]) != `[{"page1":1}]` {
+		t.Errorf("pages %v %v", out["page_count"], out["page_list"])
+	}
+	if images, _ := out["images"].([]any); len(images) != 1 || images[0].(map[string]any)["filename"] != "notes_page1.png" ||
+		images[0].(map[string]any)["mime_type"] != "image/png" {
+		t.Errorf("images %v", out["images"])
+	}
 	slides := zipFile(t, p, out["slides"], "Quarter_review.pptx")
 	if s := slides["ppt/slides/slide1.xml"]; !strings.Contains(s, "Quarter") || !strings.Contains(s, "Numbers first") ||
 		!strings.Contains(slides["ppt/slides/slide2.xml"], "South") {
@@ -87,6 +95,16 @@ func compact(t *testing.T, v any) string {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return b.String()
+}
+
+// jsonText is v as compact JSON.
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // mustBase64 decodes standard Base64.

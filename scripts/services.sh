@@ -36,12 +36,15 @@ if [ ! -x "${PG_BIN}/postgres" ] || ! command -v pg_ctlcluster >/dev/null 2>&1; 
 fi
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # What the tests need besides the servers: the code-node sandbox (bubblewrap, the system python3
-# and the requests many exported code nodes import), and curl and jq for the README's quickstart.
+# and the requests many exported code nodes import), curl and jq for the README's quickstart, and
+# poppler-utils and prlimit for the PDF tools.
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 [ -x /usr/bin/python3 ] || need+=(python3)
 /usr/bin/python3 -c 'import requests' 2>/dev/null || need+=(python3-requests)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)
+command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -q >/dev/null
 	apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null

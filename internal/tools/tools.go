@@ -57,6 +57,9 @@ type Result struct {
 	// and its structured content); a workflow's tool node exposes each member as an output
 	// variable, as Dify's variable messages. Nil for tools without declared outputs.
 	Variables json.RawMessage
+	// JSON is a JSON object the tool sends besides its text, as a Dify plugin's JSON message:
+	// a workflow's tool node has it as its json output. Nil for none.
+	JSON json.RawMessage
 }
 
 // File is a file a tool produced.

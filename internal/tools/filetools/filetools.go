@@ -7,7 +7,10 @@
 //     as JSON objects keyed by the header row, as the plugin's pandas reading gives them
 //     (excel.go, xlsx.go);
 //   - langgenius/echarts (provider echarts): bar_chart, line_chart and pie_chart, an ECharts
-//     option in an ```echarts block, as the plugin writes it (echarts.go).
+//     option in an ```echarts block, as the plugin writes it (echarts.go);
+//   - kalochin/pdf_process (provider pdf_process): a PDF's pages as PNG images, its page count,
+//     chosen pages as a new PDF, every page as a PDF of its own, done by poppler's programs in
+//     bounded child processes (pdf.go, poppler.go).
 //
 // The tools need no network and no service: a file parameter's value carries the file's bytes
 // (tools.FileArg, put there by the workflow tool node; see tools.FileTaker). Every input, every
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/tools"
 )
@@ -45,6 +49,16 @@ type Options struct {
 	// MaxUnzippedBytes bounds what an XLSX file expands to, all its parts together; it is
 	// excelize's UnzipSizeLimit (default 32 MiB).
 	MaxUnzippedBytes int64
+	// MaxPDFPages bounds the pages a PDF tool renders, splits or extracts in one call (default
+	// 100).
+	MaxPDFPages int
+	// PDFMemory bounds the address space of a poppler program, in bytes (default 1 GiB).
+	PDFMemory int64
+	// PDFCPU bounds the CPU time of a poppler program (default 60 s); PDFTimeout its time
+	// from start to end (default 120 s).
+	PDFCPU, PDFTimeout time.Duration
+	// PopplerDir is the directory of poppler's programs (default: found on the PATH).
+	PopplerDir string
 }
 
 // Defaults of [Options].
@@ -54,6 +68,12 @@ const (
 	DefaultMaxOutputBytes   = 8 << 20
 	DefaultMaxCells         = 200_000
 	DefaultMaxUnzippedBytes = 32 << 20
+	DefaultMaxPDFPages      = 100
+	DefaultPDFMemory        = 1 << 30
+	DefaultPDFCPU           = 60 * time.Second
+	DefaultPDFTimeout       = 120 * time.Second
+	// MaxZoom is the largest zoom of pdf_to_png: 5 × 72 = 360 dots per inch.
+	MaxZoom = 5
 )
 
 // Set is the tools, with their bounds.
@@ -74,8 +94,18 @@ func New(o Options) *Set {
 	def(&o.MaxFiles, DefaultMaxFiles)
 	def(&o.MaxOutputBytes, DefaultMaxOutputBytes)
 	def(&o.MaxCells, DefaultMaxCells)
+	def(&o.MaxPDFPages, DefaultMaxPDFPages)
 	if o.MaxUnzippedBytes <= 0 {
 		o.MaxUnzippedBytes = DefaultMaxUnzippedBytes
+	}
+	if o.PDFMemory <= 0 {
+		o.PDFMemory = DefaultPDFMemory
+	}
+	if o.PDFCPU <= 0 {
+		o.PDFCPU = DefaultPDFCPU
+	}
+	if o.PDFTimeout <= 0 {
+		o.PDFTimeout = DefaultPDFTimeout
 	}
 	return &Set{o: o}
 }
@@ -126,7 +156,7 @@ type param struct {
 	required          bool
 }
 
-var specs = slices.Concat(base64Specs, excelSpecs, echartsSpecs)
+var specs = slices.Concat(base64Specs, excelSpecs, echartsSpecs, pdfSpecs)
 
 // tool is a spec configured for one app.
 type tool struct {

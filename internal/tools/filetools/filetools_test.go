@@ -74,6 +74,9 @@ func TestFind(t *testing.T) {
 		{"bowenliang123/base64_codec/base64_codec", "base64_codec", "base64_encoder", nil, []string{"plain_text"}},
 		{"qiangxinglin/excel_tools/excel_tools", "excel_tools", "excel2json", []string{"file"}, nil},
 		{"langgenius/echarts/echarts", "echarts", "pie_chart", nil, []string{"categories", "data", "title"}},
+		{"kalochin/pdf_process/pdf_process", "pdf_process", "pdf_to_png", []string{"pdf_content"}, []string{"zoom"}},
+		{"kalochin/pdf_process/pdf_process", "pdf_process", "pdf_multi_pages_extractor", []string{"pdf_content"}, []string{"dynamic_pages", "fixed_pages"}},
+		{"kalochin/pdf_process/pdf_process", "pdf_process", "pdf_splitter", []string{"pdf_content"}, nil},
 	} {
 		for _, provider := range []string{tc.plugin, tc.provider} {
 			for _, typ := range []string{"", tools.TypeBuiltin, tools.TypePlugin} {
@@ -116,7 +119,7 @@ func TestFind(t *testing.T) {
 			t.Errorf("%+v: %v", ref, err)
 		}
 	}
-	if got := len(s.All()); got != 12 {
+	if got := len(s.All()); got != 17 {
 		t.Fatalf("%d tools", got)
 	}
 }

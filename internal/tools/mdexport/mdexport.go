@@ -82,18 +82,11 @@ func Find(ctx context.Context, ref tools.Ref) (tools.Tool, error) { return defau
 // Find returns the tool ref names, configured with the app's values; tools.ErrUnknownTool for a
 // tool of another provider.
 func (s *Set) Find(_ context.Context, ref tools.Ref) (tools.Tool, error) {
-	switch ref.Type {
-	case "", tools.TypeBuiltin, tools.TypePlugin:
-	default:
-		return nil, fmt.Errorf("%w: %s tools are not Markdown Exporter tools", tools.ErrUnknownTool, ref.Type)
+	sp, err := tools.FindPlugin(ref, "Markdown Exporter tools", allSpecs)
+	if err != nil {
+		return nil, err
 	}
-	provider := ref.Provider()
-	for _, sp := range allSpecs {
-		if p := sp.owner(); sp.name == ref.Name && (provider == p.id || provider == p.provider) {
-			return &tool{spec: sp, set: s, configured: ref.Configured}, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s/%s", tools.ErrUnknownTool, provider, ref.Name)
+	return &tool{spec: sp, set: s, configured: ref.Configured}, nil
 }
 
 // allSpecs are the tools of every plugin of the package.

@@ -52,6 +52,12 @@ type plugin struct{ id, provider string }
 // mdExporter is the Markdown Exporter plugin.
 var mdExporter = &plugin{id: pluginID, provider: providerName}
 
+// PluginName implements tools.PluginSpec.
+func (sp *spec) PluginName() (plugin, provider, name string) {
+	p := sp.owner()
+	return p.id, p.provider, sp.name
+}
+
 // owner is the plugin of the tool.
 func (sp *spec) owner() *plugin {
 	if sp.plugin != nil {

@@ -123,7 +123,7 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	if err != nil {
 		return res, workflow.Errorf(toolNodeErrorType, "%v", err)
 	}
-	text, objects := toolOutput(t.ref.Type, out.Text)
+	text, objects := toolOutput(t.ref.Type, out.Text, out.JSON)
 	res.Outputs = map[string]any{"text": text, "files": fs, "json": objects}
 	res.OutputOrder = []string{"text", "files", "json"}
 	// The tool's declared outputs follow, each a variable of its own (over a built-in output of
@@ -211,10 +211,16 @@ func fileParameters(found tools.Tool) map[string]bool {
 
 // toolOutput splits a tool's answer into Dify's text and json outputs. An API tool's JSON object
 // answer is both the json output and the text; an MCP tool's JSON answer (an object, or a list
-// of them) is json only, as Dify reads an MCP text content; other answers are text. json is
-// never empty: with no object it is [{"data": []}], as Dify's tool node leaves it.
-func toolOutput(providerType, text string) (string, []any) {
+// of them) is json only, as Dify reads an MCP text content; other answers are text. A JSON object
+// the tool sent besides its text (tools.Result.JSON, a plugin's JSON message) comes first in
+// json. json is never empty: with no object it is [{"data": []}], as Dify's tool node leaves it.
+func toolOutput(providerType, text string, sent json.RawMessage) (string, []any) {
 	var objects []any
+	if v, err := value.Decode(sent); err == nil {
+		if o, ok := v.(*value.Object); ok {
+			objects = append(objects, o)
+		}
+	}
 	if providerType == tools.TypeAPI || providerType == tools.TypeMCP {
 		if v, err := value.Decode([]byte(text)); err == nil {
 			switch x := v.(type) {

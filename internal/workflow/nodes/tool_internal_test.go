@@ -8,16 +8,23 @@ import (
 
 // TestToolOutput: how a tool's answer splits into text and json by the tool's kind.
 func TestToolOutput(t *testing.T) {
-	for _, tc := range []struct{ kind, in, text, json string }{
-		{"api", `{"a":1}`, `{"a":1}`, `[{"a":1}]`},
-		{"api", `[{"a":1}]`, `[{"a":1}]`, `[{"data":[]}]`},
-		{"api", `plain`, `plain`, `[{"data":[]}]`},
-		{"mcp", `{"a":1}`, ``, `[{"a":1}]`},
-		{"mcp", `[{"a":1},{"b":2},3]`, ``, `[{"a":1},{"b":2}]`},
-		{"mcp", `found`, `found`, `[{"data":[]}]`},
-		{"builtin", `{"a":1}`, `{"a":1}`, `[{"data":[]}]`},
+	for _, tc := range []struct{ kind, in, sent, text, json string }{
+		{"api", `{"a":1}`, ``, `{"a":1}`, `[{"a":1}]`},
+		{"api", `[{"a":1}]`, ``, `[{"a":1}]`, `[{"data":[]}]`},
+		{"api", `plain`, ``, `plain`, `[{"data":[]}]`},
+		{"mcp", `{"a":1}`, ``, ``, `[{"a":1}]`},
+		{"mcp", `[{"a":1},{"b":2},3]`, ``, ``, `[{"a":1},{"b":2}]`},
+		{"mcp", `found`, ``, `found`, `[{"data":[]}]`},
+		{"builtin", `{"a":1}`, ``, `{"a":1}`, `[{"data":[]}]`},
+		// A JSON object the tool sent besides its text (a plugin's JSON message).
+		{"builtin", `3`, `{"page1":1}`, `3`, `[{"page1":1}]`},
+		{"builtin", `3`, `[1]`, `3`, `[{"data":[]}]`},
 	} {
-		text, objs := toolOutput(tc.kind, tc.in)
+		var sent json.RawMessage
+		if tc.sent != "" {
+			sent = json.RawMessage(tc.sent)
+		}
+		text, objs := toolOutput(tc.kind, tc.in, sent)
 		b, _ := json.Marshal(objs)
 		if text != tc.text || string(b) != tc.json {
 			t.Errorf("%s %s: text %q json %s", tc.kind, tc.in, text, b)

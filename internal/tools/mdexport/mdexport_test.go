@@ -25,7 +25,14 @@ const sample = "# Quarterly Report\n\n" +
 // call finds the tool name of the plugin, configured with configured, and invokes it with args.
 func call(t *testing.T, name string, configured map[string]any, args map[string]any) tools.Result {
 	t.Helper()
-	tl, err := mdexport.Find(context.Background(), tools.Ref{Type: tools.TypePlugin, ProviderID: "bowenliang123/md_exporter/md_exporter",
+	return callOf(t, "bowenliang123/md_exporter/md_exporter", name, configured, args)
+}
+
+// callOf finds the tool name of the provider, configured with configured, and invokes it with
+// args.
+func callOf(t *testing.T, provider, name string, configured map[string]any, args map[string]any) tools.Result {
+	t.Helper()
+	tl, err := mdexport.Find(context.Background(), tools.Ref{Type: tools.TypePlugin, ProviderID: provider,
 		Name: name, Configured: configured})
 	if err != nil {
 		t.Fatal(err)

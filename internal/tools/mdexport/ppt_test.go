@@ -2,7 +2,6 @@ package mdexport_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,19 +14,7 @@ import (
 // callPPT invokes the PPT plugin's tool with args.
 func callPPT(t *testing.T, args map[string]any) tools.Result {
 	t.Helper()
-	tl, err := mdexport.Find(context.Background(), tools.Ref{Type: tools.TypePlugin, ProviderID: "stvlynn/ppt/ppt", Name: "markdown_to_pptx_converter"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := tl.Invoke(context.Background(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return callOf(t, "stvlynn/ppt/ppt", "markdown_to_pptx_converter", nil, args)
 }
 
 // deckSlides is the title and text of each slide of a presentation, after checking that its

@@ -1192,6 +1192,168 @@ func (e NodeStartedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for OpenAIChatCompletionObject.
+const (
+	ChatCompletion OpenAIChatCompletionObject = "chat.completion"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionObject enum.
+func (e OpenAIChatCompletionObject) Valid() bool {
+	switch e {
+	case ChatCompletion:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkChoicesDeltaRole.
+const (
+	OpenAIChatCompletionChunkChoicesDeltaRoleAssistant OpenAIChatCompletionChunkChoicesDeltaRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkChoicesDeltaRole enum.
+func (e OpenAIChatCompletionChunkChoicesDeltaRole) Valid() bool {
+	switch e {
+	case OpenAIChatCompletionChunkChoicesDeltaRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkChoicesFinishReason.
+const (
+	OpenAIChatCompletionChunkChoicesFinishReasonContentFilter OpenAIChatCompletionChunkChoicesFinishReason = "content_filter"
+	OpenAIChatCompletionChunkChoicesFinishReasonLength        OpenAIChatCompletionChunkChoicesFinishReason = "length"
+	OpenAIChatCompletionChunkChoicesFinishReasonStop          OpenAIChatCompletionChunkChoicesFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkChoicesFinishReason enum.
+func (e OpenAIChatCompletionChunkChoicesFinishReason) Valid() bool {
+	switch e {
+	case OpenAIChatCompletionChunkChoicesFinishReasonContentFilter:
+		return true
+	case OpenAIChatCompletionChunkChoicesFinishReasonLength:
+		return true
+	case OpenAIChatCompletionChunkChoicesFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkObject.
+const (
+	ChatCompletionChunk OpenAIChatCompletionChunkObject = "chat.completion.chunk"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkObject enum.
+func (e OpenAIChatCompletionChunkObject) Valid() bool {
+	switch e {
+	case ChatCompletionChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatMessageRole.
+const (
+	OpenAIChatMessageRoleAssistant OpenAIChatMessageRole = "assistant"
+	OpenAIChatMessageRoleDeveloper OpenAIChatMessageRole = "developer"
+	OpenAIChatMessageRoleFunction  OpenAIChatMessageRole = "function"
+	OpenAIChatMessageRoleSystem    OpenAIChatMessageRole = "system"
+	OpenAIChatMessageRoleTool      OpenAIChatMessageRole = "tool"
+	OpenAIChatMessageRoleUser      OpenAIChatMessageRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatMessageRole enum.
+func (e OpenAIChatMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChatMessageRoleAssistant:
+		return true
+	case OpenAIChatMessageRoleDeveloper:
+		return true
+	case OpenAIChatMessageRoleFunction:
+		return true
+	case OpenAIChatMessageRoleSystem:
+		return true
+	case OpenAIChatMessageRoleTool:
+		return true
+	case OpenAIChatMessageRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChoiceMessageRole.
+const (
+	OpenAIChoiceMessageRoleAssistant OpenAIChoiceMessageRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChoiceMessageRole enum.
+func (e OpenAIChoiceMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChoiceMessageRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIFinishReason.
+const (
+	OpenAIFinishReasonContentFilter OpenAIFinishReason = "content_filter"
+	OpenAIFinishReasonLength        OpenAIFinishReason = "length"
+	OpenAIFinishReasonStop          OpenAIFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIFinishReason enum.
+func (e OpenAIFinishReason) Valid() bool {
+	switch e {
+	case OpenAIFinishReasonContentFilter:
+		return true
+	case OpenAIFinishReasonLength:
+		return true
+	case OpenAIFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelObject.
+const (
+	OpenAIModelObjectModel OpenAIModelObject = "model"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelObject enum.
+func (e OpenAIModelObject) Valid() bool {
+	switch e {
+	case OpenAIModelObjectModel:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelListObject.
+const (
+	List OpenAIModelListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelListObject enum.
+func (e OpenAIModelListObject) Valid() bool {
+	switch e {
+	case List:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PauseReasonTYPE.
 const (
 	PauseReasonTYPEHumanInputRequired PauseReasonTYPE = "human_input_required"
@@ -3914,6 +4076,185 @@ type NodeStartedEvent struct {
 // NodeStartedEventEvent defines model for NodeStartedEvent.Event.
 type NodeStartedEventEvent string
 
+// OpenAIChatCompletion defines model for OpenAIChatCompletion.
+type OpenAIChatCompletion struct {
+	Choices []OpenAIChoice `json:"choices"`
+
+	// ConversationId Parley's extension. The conversation the answer belongs to (null for Completion and Workflow apps).
+	ConversationId *string `json:"conversation_id"`
+	Created        int64   `json:"created"`
+
+	// Id `chatcmpl-` and the id of the stored message.
+	Id string `json:"id"`
+
+	// Model The `model` the request named.
+	Model             string                     `json:"model"`
+	Object            OpenAIChatCompletionObject `json:"object"`
+	SystemFingerprint *string                    `json:"system_fingerprint,omitempty"`
+	Usage             OpenAIUsage                `json:"usage"`
+}
+
+// OpenAIChatCompletionObject defines model for OpenAIChatCompletion.Object.
+type OpenAIChatCompletionObject string
+
+// OpenAIChatCompletionChunk defines model for OpenAIChatCompletionChunk.
+type OpenAIChatCompletionChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content *string                                    `json:"content,omitempty"`
+			Role    *OpenAIChatCompletionChunkChoicesDeltaRole `json:"role,omitempty"`
+		} `json:"delta"`
+
+		// FinishReason Set on the chunk that ends the answer, null on the others.
+		FinishReason *OpenAIChatCompletionChunkChoicesFinishReason `json:"finish_reason"`
+		Index        int                                           `json:"index"`
+		Logprobs     *map[string]interface{}                       `json:"logprobs"`
+	} `json:"choices"`
+
+	// ConversationId Parley's extension, as in the blocking answer.
+	ConversationId    *string                         `json:"conversation_id"`
+	Created           int64                           `json:"created"`
+	Id                string                          `json:"id"`
+	Model             string                          `json:"model"`
+	Object            OpenAIChatCompletionChunkObject `json:"object"`
+	SystemFingerprint *string                         `json:"system_fingerprint,omitempty"`
+
+	// Usage On the last chunk (with no choices) when `stream_options.include_usage` is true; null otherwise.
+	Usage *OpenAIUsage `json:"usage,omitempty"`
+}
+
+// OpenAIChatCompletionChunkChoicesDeltaRole defines model for OpenAIChatCompletionChunk.Choices.Delta.Role.
+type OpenAIChatCompletionChunkChoicesDeltaRole string
+
+// OpenAIChatCompletionChunkChoicesFinishReason Set on the chunk that ends the answer, null on the others.
+type OpenAIChatCompletionChunkChoicesFinishReason string
+
+// OpenAIChatCompletionChunkObject defines model for OpenAIChatCompletionChunk.Object.
+type OpenAIChatCompletionChunkObject string
+
+// OpenAIChatCompletionRequest OpenAI's chat completion request. Members not listed are accepted and ignored.
+type OpenAIChatCompletionRequest struct {
+	// ConversationId Parley's extension. Continue this stored conversation (chat apps); the given history is then not replayed.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Inputs Parley's extension. The values of the app's input form.
+	Inputs   *map[string]interface{} `json:"inputs,omitempty"`
+	Messages []OpenAIChatMessage     `json:"messages"`
+
+	// Model The app's name, or anything else (the key decides which app answers).
+	Model string `json:"model"`
+
+	// N Must be 1 when given.
+	N             *int  `json:"n,omitempty"`
+	Stream        *bool `json:"stream,omitempty"`
+	StreamOptions *struct {
+		// IncludeUsage Send a last chunk with the usage and no choices before `[DONE]`.
+		IncludeUsage *bool `json:"include_usage,omitempty"`
+	} `json:"stream_options,omitempty"`
+
+	// User The end user (`openai` when absent).
+	User *string `json:"user,omitempty"`
+}
+
+// OpenAIChatMessage defines model for OpenAIChatMessage.
+type OpenAIChatMessage struct {
+	// Content Text, or a list of content parts (text parts are joined; `image_url` parts with an http or https URL become image files of the query); null for an assistant message with tool calls only.
+	Content    *OpenAIChatMessage_Content `json:"content,omitempty"`
+	Name       *string                    `json:"name,omitempty"`
+	Role       OpenAIChatMessageRole      `json:"role"`
+	ToolCallId *string                    `json:"tool_call_id,omitempty"`
+}
+
+// OpenAIChatMessageContent0 defines model for OpenAIChatMessage.Content.0.
+type OpenAIChatMessageContent0 = string
+
+// OpenAIChatMessageContent1 defines model for OpenAIChatMessage.Content.1.
+type OpenAIChatMessageContent1 = []OpenAIContentPart
+
+// OpenAIChatMessage_Content Text, or a list of content parts (text parts are joined; `image_url` parts with an http or https URL become image files of the query); null for an assistant message with tool calls only.
+type OpenAIChatMessage_Content struct {
+	union json.RawMessage
+}
+
+// OpenAIChatMessageRole defines model for OpenAIChatMessage.Role.
+type OpenAIChatMessageRole string
+
+// OpenAIChoice defines model for OpenAIChoice.
+type OpenAIChoice struct {
+	// FinishReason `length` when the model hit its token limit, `content_filter` when moderation replaced the answer.
+	FinishReason OpenAIFinishReason      `json:"finish_reason"`
+	Index        int                     `json:"index"`
+	Logprobs     *map[string]interface{} `json:"logprobs"`
+	Message      struct {
+		Content *string                 `json:"content"`
+		Refusal *string                 `json:"refusal"`
+		Role    OpenAIChoiceMessageRole `json:"role"`
+	} `json:"message"`
+}
+
+// OpenAIChoiceMessageRole defines model for OpenAIChoice.Message.Role.
+type OpenAIChoiceMessageRole string
+
+// OpenAIContentPart defines model for OpenAIContentPart.
+type OpenAIContentPart struct {
+	ImageUrl *struct {
+		Detail *string `json:"detail,omitempty"`
+		Url    *string `json:"url,omitempty"`
+	} `json:"image_url,omitempty"`
+	Text *string `json:"text,omitempty"`
+	Type string  `json:"type"`
+}
+
+// OpenAIErrorResponse defines model for OpenAIErrorResponse.
+type OpenAIErrorResponse struct {
+	Error struct {
+		Code    *string `json:"code"`
+		Message string  `json:"message"`
+		Param   *string `json:"param"`
+		Type    string  `json:"type"`
+	} `json:"error"`
+}
+
+// OpenAIFinishReason `length` when the model hit its token limit, `content_filter` when moderation replaced the answer.
+type OpenAIFinishReason string
+
+// OpenAIModel defines model for OpenAIModel.
+type OpenAIModel struct {
+	// Created When the app was created (Unix seconds).
+	Created int64 `json:"created"`
+
+	// Id The app's name.
+	Id     string            `json:"id"`
+	Object OpenAIModelObject `json:"object"`
+
+	// OwnedBy The workspace's name.
+	OwnedBy string `json:"owned_by"`
+}
+
+// OpenAIModelObject defines model for OpenAIModel.Object.
+type OpenAIModelObject string
+
+// OpenAIModelList defines model for OpenAIModelList.
+type OpenAIModelList struct {
+	Data   []OpenAIModel         `json:"data"`
+	Object OpenAIModelListObject `json:"object"`
+}
+
+// OpenAIModelListObject defines model for OpenAIModelList.Object.
+type OpenAIModelListObject string
+
+// OpenAIStreamEvent One `data:` line of a chat completion stream (besides the closing `[DONE]`).
+type OpenAIStreamEvent struct {
+	union json.RawMessage
+}
+
+// OpenAIUsage defines model for OpenAIUsage.
+type OpenAIUsage struct {
+	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
 // PauseReason Why a run paused.
 type PauseReason struct {
 	TYPE        PauseReasonTYPE    `json:"TYPE"`
@@ -5265,6 +5606,9 @@ type InternalServerError = Error
 // NotFound The body of every error response, and the payload members of the `error` event.
 type NotFound = Error
 
+// OpenAIError defines model for OpenAIError.
+type OpenAIError = OpenAIErrorResponse
+
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
@@ -5561,6 +5905,9 @@ type SendChatMessageJSONRequestBody = ChatRequest
 
 // StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
 type StopChatMessageJSONRequestBody = UserRequest
+
+// CreateOpenAIChatCompletionJSONRequestBody defines body for CreateOpenAIChatCompletion for application/json ContentType.
+type CreateOpenAIChatCompletionJSONRequestBody = OpenAIChatCompletionRequest
 
 // SendCompletionMessageJSONRequestBody defines body for SendCompletionMessage for application/json ContentType.
 type SendCompletionMessageJSONRequestBody = CompletionRequest
@@ -12961,6 +13308,130 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsOpenAIChatMessageContent0 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent0
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent0() (OpenAIChatMessageContent0, error) {
+	var body OpenAIChatMessageContent0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent0 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent0 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIChatMessageContent1 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent1
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent1() (OpenAIChatMessageContent1, error) {
+	var body OpenAIChatMessageContent1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent1 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent1 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIChatMessage_Content) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIChatCompletionChunk returns the union data inside the OpenAIStreamEvent as a OpenAIChatCompletionChunk
+func (t OpenAIStreamEvent) AsOpenAIChatCompletionChunk() (OpenAIChatCompletionChunk, error) {
+	var body OpenAIChatCompletionChunk
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatCompletionChunk overwrites any union data inside the OpenAIStreamEvent as the provided OpenAIChatCompletionChunk
+func (t *OpenAIStreamEvent) FromOpenAIChatCompletionChunk(v OpenAIChatCompletionChunk) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatCompletionChunk performs a merge with any union data inside the OpenAIStreamEvent, using the provided OpenAIChatCompletionChunk
+func (t *OpenAIStreamEvent) MergeOpenAIChatCompletionChunk(v OpenAIChatCompletionChunk) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIErrorResponse returns the union data inside the OpenAIStreamEvent as a OpenAIErrorResponse
+func (t OpenAIStreamEvent) AsOpenAIErrorResponse() (OpenAIErrorResponse, error) {
+	var body OpenAIErrorResponse
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIErrorResponse overwrites any union data inside the OpenAIStreamEvent as the provided OpenAIErrorResponse
+func (t *OpenAIStreamEvent) FromOpenAIErrorResponse(v OpenAIErrorResponse) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIErrorResponse performs a merge with any union data inside the OpenAIStreamEvent, using the provided OpenAIErrorResponse
+func (t *OpenAIStreamEvent) MergeOpenAIErrorResponse(v OpenAIErrorResponse) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsChatStreamEvent returns the union data inside the ResumedRunEvent as a ChatStreamEvent
 func (t ResumedRunEvent) AsChatStreamEvent() (ChatStreamEvent, error) {
 	var body ChatStreamEvent
@@ -13624,6 +14095,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 	StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOpenAIChatCompletionWithBody Chat with the app through OpenAI's chat API
+	//
+	// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+	// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+	// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+	// anything else: the key decides which app answers (`GET /models` lists it).
+	//
+	// The last `user` message is the query; the messages before it are the history the app
+	// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+	// `system` or `developer` message goes to the app's input named `system` when its form has
+	// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+	// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+	// replaying the given history, and `inputs` gives the values of the app's input form. A
+	// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+	// input named `query` left unset) and its answer is its output named `answer`, else its only
+	// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+	// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+	//
+	// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+	// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+	// after the stream began is one `data:` line with an error object, and the stream ends.
+	// Errors are OpenAI's error object.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+	CreateOpenAIChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
+	//
+	// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+	// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+	// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+	// anything else: the key decides which app answers (`GET /models` lists it).
+	//
+	// The last `user` message is the query; the messages before it are the history the app
+	// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+	// `system` or `developer` message goes to the app's input named `system` when its form has
+	// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+	// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+	// replaying the given history, and `inputs` gives the values of the app's input form. A
+	// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+	// input named `query` left unset) and its answer is its output named `answer`, else its only
+	// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+	// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+	//
+	// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+	// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+	// after the stream began is one `data:` line with an error object, and the stream ends.
+	// Errors are OpenAI's error object.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+	CreateOpenAIChatCompletion(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendCompletionMessageWithBody Send completion message
 	//
@@ -14696,6 +15223,21 @@ type ClientInterface interface {
 	// Corresponds with GET /meta (the `GetAppMeta` operationId).
 	GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListOpenAIModels List the apps the key reaches, as OpenAI models
+	//
+	// OpenAI's model list: the app of the key, named by the app's name (`id`), for clients that
+	// pick a model from the list.
+	//
+	// Corresponds with GET /models (the `ListOpenAIModels` operationId).
+	ListOpenAIModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpenAIModel Describe one app as an OpenAI model
+	//
+	// The app of the key when `model` is its name; 404 `model_not_found` otherwise.
+	//
+	// Corresponds with GET /models/{model} (the `GetOpenAIModel` operationId).
+	GetOpenAIModel(ctx context.Context, model string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAppParameters Get application parameters
 	//
 	// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
@@ -15194,6 +15736,82 @@ func (c *Client) StopChatMessageWithBody(ctx context.Context, taskId TaskId, con
 // Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 func (c *Client) StopChatMessage(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopChatMessageRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOpenAIChatCompletionWithBody Chat with the app through OpenAI's chat API
+//
+// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+// anything else: the key decides which app answers (`GET /models` lists it).
+//
+// The last `user` message is the query; the messages before it are the history the app
+// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+// `system` or `developer` message goes to the app's input named `system` when its form has
+// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+// replaying the given history, and `inputs` gives the values of the app's input form. A
+// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+// input named `query` left unset) and its answer is its output named `answer`, else its only
+// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+//
+// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+// after the stream began is one `data:` line with an error object, and the stream ends.
+// Errors are OpenAI's error object.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+func (c *Client) CreateOpenAIChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIChatCompletionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
+//
+// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+// anything else: the key decides which app answers (`GET /models` lists it).
+//
+// The last `user` message is the query; the messages before it are the history the app
+// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+// `system` or `developer` message goes to the app's input named `system` when its form has
+// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+// replaying the given history, and `inputs` gives the values of the app's input form. A
+// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+// input named `query` left unset) and its answer is its output named `answer`, else its only
+// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+//
+// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+// after the stream began is one `data:` line with an error object, and the stream ends.
+// Errors are OpenAI's error object.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+func (c *Client) CreateOpenAIChatCompletion(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIChatCompletionRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17282,6 +17900,41 @@ func (c *Client) GetAppMeta(ctx context.Context, params *GetAppMetaParams, reqEd
 	return c.Client.Do(req)
 }
 
+// ListOpenAIModels List the apps the key reaches, as OpenAI models
+//
+// OpenAI's model list: the app of the key, named by the app's name (`id`), for clients that
+// pick a model from the list.
+//
+// Corresponds with GET /models (the `ListOpenAIModels` operationId).
+func (c *Client) ListOpenAIModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOpenAIModelsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenAIModel Describe one app as an OpenAI model
+//
+// The app of the key when `model` is its name; 404 `model_not_found` otherwise.
+//
+// Corresponds with GET /models/{model} (the `GetOpenAIModel` operationId).
+func (c *Client) GetOpenAIModel(ctx context.Context, model string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAIModelRequest(c.Server, model)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAppParameters Get application parameters
 //
 // The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
@@ -18070,6 +18723,46 @@ func NewStopChatMessageRequestWithBody(server string, taskId TaskId, contentType
 	}
 
 	operationPath := fmt.Sprintf("/chat-messages/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateOpenAIChatCompletionRequest calls the generic CreateOpenAIChatCompletion builder with application/json body
+func NewCreateOpenAIChatCompletionRequest(server string, body CreateOpenAIChatCompletionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOpenAIChatCompletionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateOpenAIChatCompletionRequestWithBody constructs an http.Request for the CreateOpenAIChatCompletion method, with any body, and a specified content type
+func NewCreateOpenAIChatCompletionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/chat/completions")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -21716,6 +22409,67 @@ func NewGetAppMetaRequest(server string, params *GetAppMetaParams) (*http.Reques
 	return req, nil
 }
 
+// NewListOpenAIModelsRequest constructs an http.Request for the ListOpenAIModels method
+func NewListOpenAIModelsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/models")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenAIModelRequest constructs an http.Request for the GetOpenAIModel method
+func NewGetOpenAIModelRequest(server string, model string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "model", model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/models/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetAppParametersRequest constructs an http.Request for the GetAppParameters method
 func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (*http.Request, error) {
 	var err error
@@ -22514,6 +23268,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /chat-messages/{task_id}/stop (the `StopChatMessage` operationId).
 	StopChatMessageWithResponse(ctx context.Context, taskId TaskId, body StopChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*StopChatMessageResponse, error)
+
+	// CreateOpenAIChatCompletionWithBodyWithResponse Chat with the app through OpenAI's chat API
+	//
+	// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+	// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+	// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+	// anything else: the key decides which app answers (`GET /models` lists it).
+	//
+	// The last `user` message is the query; the messages before it are the history the app
+	// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+	// `system` or `developer` message goes to the app's input named `system` when its form has
+	// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+	// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+	// replaying the given history, and `inputs` gives the values of the app's input form. A
+	// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+	// input named `query` left unset) and its answer is its output named `answer`, else its only
+	// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+	// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+	//
+	// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+	// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+	// after the stream began is one `data:` line with an error object, and the stream ends.
+	// Errors are OpenAI's error object.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+	CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
+
+	// CreateOpenAIChatCompletionWithResponse Chat with the app through OpenAI's chat API
+	//
+	// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+	// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+	// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+	// anything else: the key decides which app answers (`GET /models` lists it).
+	//
+	// The last `user` message is the query; the messages before it are the history the app
+	// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+	// `system` or `developer` message goes to the app's input named `system` when its form has
+	// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+	// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+	// replaying the given history, and `inputs` gives the values of the app's input form. A
+	// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+	// input named `query` left unset) and its answer is its output named `answer`, else its only
+	// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+	// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+	//
+	// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+	// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+	// after the stream began is one `data:` line with an error object, and the stream ends.
+	// Errors are OpenAI's error object.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+	CreateOpenAIChatCompletionWithResponse(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
 
 	// SendCompletionMessageWithBodyWithResponse Send completion message
 	//
@@ -23650,6 +24460,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /meta (the `GetAppMeta` operationId).
 	GetAppMetaWithResponse(ctx context.Context, params *GetAppMetaParams, reqEditors ...RequestEditorFn) (*GetAppMetaResponse, error)
 
+	// ListOpenAIModelsWithResponse List the apps the key reaches, as OpenAI models
+	//
+	// OpenAI's model list: the app of the key, named by the app's name (`id`), for clients that
+	// pick a model from the list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /models (the `ListOpenAIModels` operationId).
+	ListOpenAIModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOpenAIModelsResponse, error)
+
+	// GetOpenAIModelWithResponse Describe one app as an OpenAI model
+	//
+	// The app of the key when `model` is its name; 404 `model_not_found` otherwise.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /models/{model} (the `GetOpenAIModel` operationId).
+	GetOpenAIModelWithResponse(ctx context.Context, model string, reqEditors ...RequestEditorFn) (*GetOpenAIModelResponse, error)
+
 	// GetAppParametersWithResponse Get application parameters
 	//
 	// The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
@@ -24776,6 +25605,117 @@ func (r StopChatMessageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StopChatMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateOpenAIChatCompletionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenAIChatCompletion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *OpenAIError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *OpenAIError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OpenAIError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *OpenAIError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *OpenAIError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *OpenAIError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *OpenAIError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *OpenAIError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *OpenAIError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OpenAIError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON200() *OpenAIChatCompletion {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON400() *OpenAIError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON401() *OpenAIError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON403() *OpenAIError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON404() *OpenAIError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON408() *OpenAIError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON413() *OpenAIError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON415() *OpenAIError {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON429() *OpenAIError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON500() *OpenAIError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON503() *OpenAIError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOpenAIChatCompletionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOpenAIChatCompletionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOpenAIChatCompletionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOpenAIChatCompletionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -31519,6 +32459,158 @@ func (r GetAppMetaResponse) ContentType() string {
 	return ""
 }
 
+type ListOpenAIModelsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenAIModelList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *OpenAIError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *OpenAIError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *OpenAIError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OpenAIError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOpenAIModelsResponse) GetJSON200() *OpenAIModelList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOpenAIModelsResponse) GetJSON401() *OpenAIError {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOpenAIModelsResponse) GetJSON429() *OpenAIError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOpenAIModelsResponse) GetJSON500() *OpenAIError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOpenAIModelsResponse) GetJSON503() *OpenAIError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOpenAIModelsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOpenAIModelsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOpenAIModelsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOpenAIModelsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOpenAIModelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenAIModel
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *OpenAIError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *OpenAIError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *OpenAIError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *OpenAIError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *OpenAIError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OpenAIError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON200() *OpenAIModel {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON400() *OpenAIError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON401() *OpenAIError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON404() *OpenAIError {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON429() *OpenAIError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON500() *OpenAIError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOpenAIModelResponse) GetJSON503() *OpenAIError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAIModelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAIModelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAIModelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAIModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAppParametersResponse401Headers the declared response headers of an HTTP 401 response for GetAppParameters
 type GetAppParametersResponse401Headers struct {
 	WWWAuthenticate *string
@@ -32685,6 +33777,74 @@ func (c *ClientWithResponses) StopChatMessageWithResponse(ctx context.Context, t
 		return nil, err
 	}
 	return ParseStopChatMessageResponse(rsp)
+}
+
+// CreateOpenAIChatCompletionWithBodyWithResponse Chat with the app through OpenAI's chat API
+//
+// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+// anything else: the key decides which app answers (`GET /models` lists it).
+//
+// The last `user` message is the query; the messages before it are the history the app
+// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+// `system` or `developer` message goes to the app's input named `system` when its form has
+// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+// replaying the given history, and `inputs` gives the values of the app's input form. A
+// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+// input named `query` left unset) and its answer is its output named `answer`, else its only
+// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+//
+// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+// after the stream began is one `data:` line with an error object, and the stream ends.
+// Errors are OpenAI's error object.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+func (c *ClientWithResponses) CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
+	rsp, err := c.CreateOpenAIChatCompletionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOpenAIChatCompletionResponse(rsp)
+}
+
+// CreateOpenAIChatCompletionWithResponse Chat with the app through OpenAI's chat API
+//
+// OpenAI's chat completions operation, answered by the app of the key: any OpenAI client
+// (the official SDKs, LangChain, Open WebUI, the Vercel AI SDK) can use a Parley app with the
+// base address `…/v1` and the app key as its API key. `model` may be the app's name or
+// anything else: the key decides which app answers (`GET /models` lists it).
+//
+// The last `user` message is the query; the messages before it are the history the app
+// sees, as pairs of user and assistant turns (tool messages and tool calls are left out). A
+// `system` or `developer` message goes to the app's input named `system` when its form has
+// one, and is ignored otherwise: the app's own prompt governs. `user` names the end user
+// (`openai` when absent). `conversation_id` continues a stored conversation instead of
+// replaying the given history, and `inputs` gives the values of the app's input form. A
+// Completion app answers the query; a Workflow app runs with `inputs` (the query fills an
+// input named `query` left unset) and its answer is its output named `answer`, else its only
+// output, else all outputs as JSON. `n` must be 1. Sampling settings (`temperature`,
+// `max_tokens`, `tools`…) are accepted and ignored: the app's model settings apply.
+//
+// With `stream: true` the reply is a stream of `chat.completion.chunk` objects, one per
+// `data:` line, ending with `data: [DONE]`; keep-alives are SSE comment lines. A failure
+// after the stream began is one `data:` line with an error object, and the stream ends.
+// Errors are OpenAI's error object.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
+func (c *ClientWithResponses) CreateOpenAIChatCompletionWithResponse(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
+	rsp, err := c.CreateOpenAIChatCompletion(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOpenAIChatCompletionResponse(rsp)
 }
 
 // SendCompletionMessageWithBodyWithResponse Send completion message
@@ -34428,6 +35588,37 @@ func (c *ClientWithResponses) GetAppMetaWithResponse(ctx context.Context, params
 	return ParseGetAppMetaResponse(rsp)
 }
 
+// ListOpenAIModelsWithResponse List the apps the key reaches, as OpenAI models
+//
+// OpenAI's model list: the app of the key, named by the app's name (`id`), for clients that
+// pick a model from the list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /models (the `ListOpenAIModels` operationId).
+func (c *ClientWithResponses) ListOpenAIModelsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOpenAIModelsResponse, error) {
+	rsp, err := c.ListOpenAIModels(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOpenAIModelsResponse(rsp)
+}
+
+// GetOpenAIModelWithResponse Describe one app as an OpenAI model
+//
+// The app of the key when `model` is its name; 404 `model_not_found` otherwise.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /models/{model} (the `GetOpenAIModel` operationId).
+func (c *ClientWithResponses) GetOpenAIModelWithResponse(ctx context.Context, model string, reqEditors ...RequestEditorFn) (*GetOpenAIModelResponse, error) {
+	rsp, err := c.GetOpenAIModel(ctx, model, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAIModelResponse(rsp)
+}
+
 // GetAppParametersWithResponse Get application parameters
 //
 // The app's input form, opening statement, suggested questions and feature switches. An Agent app answers from the published version of its Agent: 400 `agent_not_published` before the Agent is published, 400 `app_unavailable` when the app has no bound Agent.
@@ -35539,6 +36730,105 @@ func ParseStopChatMessageResponse(rsp *http.Response) (*StopChatMessageResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOpenAIChatCompletionResponse parses an HTTP response from a CreateOpenAIChatCompletionWithResponse call
+func ParseCreateOpenAIChatCompletionResponse(rsp *http.Response) (*CreateOpenAIChatCompletionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOpenAIChatCompletionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenAIChatCompletion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
 	}
 
 	return response, nil
@@ -41700,6 +42990,128 @@ func ParseGetAppMetaResponse(rsp *http.Response) (*GetAppMetaResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOpenAIModelsResponse parses an HTTP response from a ListOpenAIModelsWithResponse call
+func ParseListOpenAIModelsResponse(rsp *http.Response) (*ListOpenAIModelsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOpenAIModelsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenAIModelList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAIModelResponse parses an HTTP response from a GetOpenAIModelWithResponse call
+func ParseGetOpenAIModelResponse(rsp *http.Response) (*GetOpenAIModelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAIModelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenAIModel
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	return response, nil

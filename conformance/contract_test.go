@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,7 +28,10 @@ type contract struct {
 	doc       *openapi3.T
 	router    routers.Router
 	errSchema *openapi3.Schema
-	events    map[string]*openapi3.Schema // event name → schema of a chat stream (discriminator mapping)
+	// openAIErrSchema is OpenAI's error object, the error body of the OpenAI-compatible
+	// operations (tagged OpenAI), whose paths openAIPaths matches.
+	openAIErrSchema *openapi3.Schema
+	events          map[string]*openapi3.Schema // event name → schema of a chat stream (discriminator mapping)
 	// streams are the event schemas of each operation that answers with an event stream, by
 	// operation id.
 	streams map[string]map[string]*openapi3.Schema
@@ -76,12 +80,18 @@ func loadContract(tb testing.TB) *contract {
 			return out
 		}
 		c := &contract{doc: doc, router: router, errSchema: doc.Components.Schemas["Error"].Value,
-			events: byEvent(doc.Components.Schemas["ChatStreamEvent"].Value), streams: map[string]map[string]*openapi3.Schema{}}
+			openAIErrSchema: doc.Components.Schemas["OpenAIErrorResponse"].Value,
+			events:          byEvent(doc.Components.Schemas["ChatStreamEvent"].Value), streams: map[string]map[string]*openapi3.Schema{}}
 		for _, item := range doc.Paths.Map() {
 			for _, op := range item.Operations() {
 				if r := op.Responses.Status(http.StatusOK); r != nil && r.Value != nil {
 					if mt := r.Value.Content.Get("text/event-stream"); mt != nil && mt.Schema != nil && mt.Schema.Value.Discriminator != nil {
 						c.streams[op.OperationID] = byEvent(mt.Schema.Value)
+					} else if mt != nil && mt.Schema != nil {
+						// Unnamed events (OpenAI's chunks): one schema, and the data line that ends
+						// the stream.
+						done, _ := mt.Extensions["x-stream-done"].(string)
+						c.streams[op.OperationID] = map[string]*openapi3.Schema{"": mt.Schema.Value, streamDone: {Enum: []any{done}}}
 					}
 				}
 			}
@@ -174,8 +184,9 @@ func (ct *contractTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return resp, nil
 	}
 	if route == nil {
-		// No operation (unknown route or method): the body must still be the Error body.
-		if err := validateBody(ct.c.errSchema, body); err != nil {
+		// No operation (unknown route or method): the body must still be the Error body (OpenAI's
+		// error object under the OpenAI-compatible paths).
+		if err := validateBody(ct.c.errSchemaFor(req.URL.Path), body); err != nil {
 			ct.checker.add("%s: %d body is not the Error body: %v", what, resp.StatusCode, err)
 		}
 		return resp, nil
@@ -241,11 +252,30 @@ func (e *eventChecker) Read(p []byte) (int, error) {
 
 func (e *eventChecker) Close() error { return e.rc.Close() }
 
+// streamDone is the key of a stream's closing data line among its event schemas (an enum of
+// the one value), for streams of unnamed events.
+const streamDone = "\x00done"
+
+// openAIPaths matches the paths of the OpenAI-compatible operations, whose errors are OpenAI's
+// error object.
+var openAIPaths = regexp.MustCompile(`^/v1/(chat/completions|models(/.*)?)$`)
+
+// errSchemaFor is the schema of the error bodies under path.
+func (c *contract) errSchemaFor(path string) *openapi3.Schema {
+	if openAIPaths.MatchString(path) {
+		return c.openAIErrSchema
+	}
+	return c.errSchema
+}
+
 // checkFrame checks a frame of a chat stream.
 func (c *contract) checkFrame(frame []byte) error { return checkEventFrame(c.events, frame) }
 
 // checkEventFrame checks a frame against the event schemas of its stream.
 func checkEventFrame(events map[string]*openapi3.Schema, frame []byte) error {
+	if events[""] != nil {
+		return checkUnnamedFrame(events, frame)
+	}
 	var data []byte
 	event := ""
 	for _, line := range strings.Split(string(frame), "\n") {
@@ -281,6 +311,27 @@ func checkEventFrame(events map[string]*openapi3.Schema, frame []byte) error {
 		return fmt.Errorf("unknown event %q", name)
 	}
 	return s.VisitJSON(any(v), openapi3.MultiErrors())
+}
+
+// checkUnnamedFrame checks a frame of a stream of unnamed events (OpenAI's): a comment line
+// (the keep-alive), the closing data line, or one data line of JSON that the stream's schema
+// accepts.
+func checkUnnamedFrame(events map[string]*openapi3.Schema, frame []byte) error {
+	if bytes.HasPrefix(frame, []byte(":")) && !bytes.Contains(frame, []byte("\n")) {
+		return nil
+	}
+	data, ok := bytes.CutPrefix(frame, []byte("data: "))
+	if !ok || bytes.Contains(data, []byte("\n")) {
+		return fmt.Errorf("not one data line or a comment: %q", frame)
+	}
+	if done := events[streamDone]; done != nil && len(done.Enum) == 1 && string(data) == done.Enum[0] {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("data is not JSON: %w", err)
+	}
+	return events[""].VisitJSON(v, openapi3.MultiErrors())
 }
 
 // TestContractCheckerCatchesViolations proves the checker above can fail: without it every

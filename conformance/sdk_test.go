@@ -23,8 +23,10 @@ const sdkTimeout = 2 * time.Minute
 // conformance/node/package.json) against the server, unchanged: conformance/node/*.test.mjs under
 // node's built-in test runner: sdk.test.mjs (ChatClient, DifyClient) and completion.test.mjs
 // (CompletionClient) agent.test.mjs (a Legacy Agent through ChatClient), agentapp.test.mjs (an Agent app),
-// workflow.test.mjs (a Workflow app through runWorkflow), and humaninput.test.mjs (a Chatflow paused at a form, resumed
-// over raw HTTP). Without node it skips, except in CI (CI set), where it fails.
+// workflow.test.mjs (a Workflow app through runWorkflow), humaninput.test.mjs (a Chatflow paused at a form, resumed
+// over raw HTTP), and openai.test.mjs (OpenAI's official Node SDK and the Vercel AI SDK's
+// OpenAI-compatible provider against the OpenAI-compatible operations). Without node it skips,
+// except in CI (CI set), where it fails.
 func TestDifyNodeSDK(t *testing.T) {
 	if os.Getenv("PARLEY_URL") != "" {
 		t.Skip("the Node SDK suite needs this run's fake upstream to script the model's replies")

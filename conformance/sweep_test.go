@@ -175,13 +175,23 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 		var e map[string]any
 		if err := json.Unmarshal(raw, &e); err != nil {
 			t.Errorf("%s %s: %d error body is not JSON: %.300s", op.id, pr.what, resp.StatusCode, raw)
-		} else if err := c.errSchema.VisitJSON(e, openapi3.MultiErrors()); err != nil {
+		} else if err := c.errSchemaFor(req.URL.Path).VisitJSON(e, openapi3.MultiErrors()); err != nil {
 			t.Errorf("%s %s: %d error body is not the Error body: %v", op.id, pr.what, resp.StatusCode, err)
-		} else if st, _ := e["status"].(float64); int(st) != resp.StatusCode {
+		} else if st, _ := e["status"].(float64); int(st) != resp.StatusCode && !openAIPaths.MatchString(req.URL.Path) {
 			t.Errorf("%s %s: body status %v, HTTP status %d", op.id, pr.what, e["status"], resp.StatusCode)
 		}
 	}
 	return resp.StatusCode
+}
+
+// appInfoName is the name of the app of key, as GET /info says.
+func appInfoName(t *testing.T, p *Parley, key string) string {
+	t.Helper()
+	r, err := newClient(t, p, key).GetAppInfoWithResponse(context.Background(), nil)
+	if err != nil || r.JSON200 == nil {
+		t.Fatalf("app info: %v %s", err, r.Body)
+	}
+	return r.JSON200.Name
 }
 
 // sweepSetup creates what the paths and bodies refer to: a high-quality knowledge base with a
@@ -192,7 +202,8 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	t.Helper()
 	ctx := context.Background()
-	fx := sweepFixtures{"user": "sweeper", "query": "vacation days", "rating": "like", "content": "Vacation is granted yearly."}
+	fx := sweepFixtures{"user": "sweeper", "query": "vacation days", "rating": "like", "content": "Vacation is granted yearly.",
+		"model@getOpenAIModel": appInfoName(t, p, p.AppKey)}
 	if binary != "" {
 		// First, as it restarts the server: with links that live an hour, not five minutes, so
 		// that the fixture's never expires during the sweep, however slow the machine.

@@ -1192,6 +1192,168 @@ func (e NodeStartedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for OpenAIChatCompletionObject.
+const (
+	ChatCompletion OpenAIChatCompletionObject = "chat.completion"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionObject enum.
+func (e OpenAIChatCompletionObject) Valid() bool {
+	switch e {
+	case ChatCompletion:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkChoicesDeltaRole.
+const (
+	OpenAIChatCompletionChunkChoicesDeltaRoleAssistant OpenAIChatCompletionChunkChoicesDeltaRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkChoicesDeltaRole enum.
+func (e OpenAIChatCompletionChunkChoicesDeltaRole) Valid() bool {
+	switch e {
+	case OpenAIChatCompletionChunkChoicesDeltaRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkChoicesFinishReason.
+const (
+	OpenAIChatCompletionChunkChoicesFinishReasonContentFilter OpenAIChatCompletionChunkChoicesFinishReason = "content_filter"
+	OpenAIChatCompletionChunkChoicesFinishReasonLength        OpenAIChatCompletionChunkChoicesFinishReason = "length"
+	OpenAIChatCompletionChunkChoicesFinishReasonStop          OpenAIChatCompletionChunkChoicesFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkChoicesFinishReason enum.
+func (e OpenAIChatCompletionChunkChoicesFinishReason) Valid() bool {
+	switch e {
+	case OpenAIChatCompletionChunkChoicesFinishReasonContentFilter:
+		return true
+	case OpenAIChatCompletionChunkChoicesFinishReasonLength:
+		return true
+	case OpenAIChatCompletionChunkChoicesFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatCompletionChunkObject.
+const (
+	ChatCompletionChunk OpenAIChatCompletionChunkObject = "chat.completion.chunk"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatCompletionChunkObject enum.
+func (e OpenAIChatCompletionChunkObject) Valid() bool {
+	switch e {
+	case ChatCompletionChunk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChatMessageRole.
+const (
+	OpenAIChatMessageRoleAssistant OpenAIChatMessageRole = "assistant"
+	OpenAIChatMessageRoleDeveloper OpenAIChatMessageRole = "developer"
+	OpenAIChatMessageRoleFunction  OpenAIChatMessageRole = "function"
+	OpenAIChatMessageRoleSystem    OpenAIChatMessageRole = "system"
+	OpenAIChatMessageRoleTool      OpenAIChatMessageRole = "tool"
+	OpenAIChatMessageRoleUser      OpenAIChatMessageRole = "user"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChatMessageRole enum.
+func (e OpenAIChatMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChatMessageRoleAssistant:
+		return true
+	case OpenAIChatMessageRoleDeveloper:
+		return true
+	case OpenAIChatMessageRoleFunction:
+		return true
+	case OpenAIChatMessageRoleSystem:
+		return true
+	case OpenAIChatMessageRoleTool:
+		return true
+	case OpenAIChatMessageRoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIChoiceMessageRole.
+const (
+	OpenAIChoiceMessageRoleAssistant OpenAIChoiceMessageRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIChoiceMessageRole enum.
+func (e OpenAIChoiceMessageRole) Valid() bool {
+	switch e {
+	case OpenAIChoiceMessageRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIFinishReason.
+const (
+	OpenAIFinishReasonContentFilter OpenAIFinishReason = "content_filter"
+	OpenAIFinishReasonLength        OpenAIFinishReason = "length"
+	OpenAIFinishReasonStop          OpenAIFinishReason = "stop"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIFinishReason enum.
+func (e OpenAIFinishReason) Valid() bool {
+	switch e {
+	case OpenAIFinishReasonContentFilter:
+		return true
+	case OpenAIFinishReasonLength:
+		return true
+	case OpenAIFinishReasonStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelObject.
+const (
+	OpenAIModelObjectModel OpenAIModelObject = "model"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelObject enum.
+func (e OpenAIModelObject) Valid() bool {
+	switch e {
+	case OpenAIModelObjectModel:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIModelListObject.
+const (
+	List OpenAIModelListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIModelListObject enum.
+func (e OpenAIModelListObject) Valid() bool {
+	switch e {
+	case List:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PauseReasonTYPE.
 const (
 	PauseReasonTYPEHumanInputRequired PauseReasonTYPE = "human_input_required"
@@ -3914,6 +4076,185 @@ type NodeStartedEvent struct {
 // NodeStartedEventEvent defines model for NodeStartedEvent.Event.
 type NodeStartedEventEvent string
 
+// OpenAIChatCompletion defines model for OpenAIChatCompletion.
+type OpenAIChatCompletion struct {
+	Choices []OpenAIChoice `json:"choices"`
+
+	// ConversationId Parley's extension. The conversation the answer belongs to (null for Completion and Workflow apps).
+	ConversationId *string `json:"conversation_id"`
+	Created        int64   `json:"created"`
+
+	// Id `chatcmpl-` and the id of the stored message.
+	Id string `json:"id"`
+
+	// Model The `model` the request named.
+	Model             string                     `json:"model"`
+	Object            OpenAIChatCompletionObject `json:"object"`
+	SystemFingerprint *string                    `json:"system_fingerprint,omitempty"`
+	Usage             OpenAIUsage                `json:"usage"`
+}
+
+// OpenAIChatCompletionObject defines model for OpenAIChatCompletion.Object.
+type OpenAIChatCompletionObject string
+
+// OpenAIChatCompletionChunk defines model for OpenAIChatCompletionChunk.
+type OpenAIChatCompletionChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content *string                                    `json:"content,omitempty"`
+			Role    *OpenAIChatCompletionChunkChoicesDeltaRole `json:"role,omitempty"`
+		} `json:"delta"`
+
+		// FinishReason Set on the chunk that ends the answer, null on the others.
+		FinishReason *OpenAIChatCompletionChunkChoicesFinishReason `json:"finish_reason"`
+		Index        int                                           `json:"index"`
+		Logprobs     *map[string]interface{}                       `json:"logprobs"`
+	} `json:"choices"`
+
+	// ConversationId Parley's extension, as in the blocking answer.
+	ConversationId    *string                         `json:"conversation_id"`
+	Created           int64                           `json:"created"`
+	Id                string                          `json:"id"`
+	Model             string                          `json:"model"`
+	Object            OpenAIChatCompletionChunkObject `json:"object"`
+	SystemFingerprint *string                         `json:"system_fingerprint,omitempty"`
+
+	// Usage On the last chunk (with no choices) when `stream_options.include_usage` is true; null otherwise.
+	Usage *OpenAIUsage `json:"usage,omitempty"`
+}
+
+// OpenAIChatCompletionChunkChoicesDeltaRole defines model for OpenAIChatCompletionChunk.Choices.Delta.Role.
+type OpenAIChatCompletionChunkChoicesDeltaRole string
+
+// OpenAIChatCompletionChunkChoicesFinishReason Set on the chunk that ends the answer, null on the others.
+type OpenAIChatCompletionChunkChoicesFinishReason string
+
+// OpenAIChatCompletionChunkObject defines model for OpenAIChatCompletionChunk.Object.
+type OpenAIChatCompletionChunkObject string
+
+// OpenAIChatCompletionRequest OpenAI's chat completion request. Members not listed are accepted and ignored.
+type OpenAIChatCompletionRequest struct {
+	// ConversationId Parley's extension. Continue this stored conversation (chat apps); the given history is then not replayed.
+	ConversationId *string `json:"conversation_id,omitempty"`
+
+	// Inputs Parley's extension. The values of the app's input form.
+	Inputs   *map[string]interface{} `json:"inputs,omitempty"`
+	Messages []OpenAIChatMessage     `json:"messages"`
+
+	// Model The app's name, or anything else (the key decides which app answers).
+	Model string `json:"model"`
+
+	// N Must be 1 when given.
+	N             *int  `json:"n,omitempty"`
+	Stream        *bool `json:"stream,omitempty"`
+	StreamOptions *struct {
+		// IncludeUsage Send a last chunk with the usage and no choices before `[DONE]`.
+		IncludeUsage *bool `json:"include_usage,omitempty"`
+	} `json:"stream_options,omitempty"`
+
+	// User The end user (`openai` when absent).
+	User *string `json:"user,omitempty"`
+}
+
+// OpenAIChatMessage defines model for OpenAIChatMessage.
+type OpenAIChatMessage struct {
+	// Content Text, or a list of content parts (text parts are joined; `image_url` parts with an http or https URL become image files of the query); null for an assistant message with tool calls only.
+	Content    *OpenAIChatMessage_Content `json:"content,omitempty"`
+	Name       *string                    `json:"name,omitempty"`
+	Role       OpenAIChatMessageRole      `json:"role"`
+	ToolCallId *string                    `json:"tool_call_id,omitempty"`
+}
+
+// OpenAIChatMessageContent0 defines model for OpenAIChatMessage.Content.0.
+type OpenAIChatMessageContent0 = string
+
+// OpenAIChatMessageContent1 defines model for OpenAIChatMessage.Content.1.
+type OpenAIChatMessageContent1 = []OpenAIContentPart
+
+// OpenAIChatMessage_Content Text, or a list of content parts (text parts are joined; `image_url` parts with an http or https URL become image files of the query); null for an assistant message with tool calls only.
+type OpenAIChatMessage_Content struct {
+	union json.RawMessage
+}
+
+// OpenAIChatMessageRole defines model for OpenAIChatMessage.Role.
+type OpenAIChatMessageRole string
+
+// OpenAIChoice defines model for OpenAIChoice.
+type OpenAIChoice struct {
+	// FinishReason `length` when the model hit its token limit, `content_filter` when moderation replaced the answer.
+	FinishReason OpenAIFinishReason      `json:"finish_reason"`
+	Index        int                     `json:"index"`
+	Logprobs     *map[string]interface{} `json:"logprobs"`
+	Message      struct {
+		Content *string                 `json:"content"`
+		Refusal *string                 `json:"refusal"`
+		Role    OpenAIChoiceMessageRole `json:"role"`
+	} `json:"message"`
+}
+
+// OpenAIChoiceMessageRole defines model for OpenAIChoice.Message.Role.
+type OpenAIChoiceMessageRole string
+
+// OpenAIContentPart defines model for OpenAIContentPart.
+type OpenAIContentPart struct {
+	ImageUrl *struct {
+		Detail *string `json:"detail,omitempty"`
+		Url    *string `json:"url,omitempty"`
+	} `json:"image_url,omitempty"`
+	Text *string `json:"text,omitempty"`
+	Type string  `json:"type"`
+}
+
+// OpenAIErrorResponse defines model for OpenAIErrorResponse.
+type OpenAIErrorResponse struct {
+	Error struct {
+		Code    *string `json:"code"`
+		Message string  `json:"message"`
+		Param   *string `json:"param"`
+		Type    string  `json:"type"`
+	} `json:"error"`
+}
+
+// OpenAIFinishReason `length` when the model hit its token limit, `content_filter` when moderation replaced the answer.
+type OpenAIFinishReason string
+
+// OpenAIModel defines model for OpenAIModel.
+type OpenAIModel struct {
+	// Created When the app was created (Unix seconds).
+	Created int64 `json:"created"`
+
+	// Id The app's name.
+	Id     string            `json:"id"`
+	Object OpenAIModelObject `json:"object"`
+
+	// OwnedBy The workspace's name.
+	OwnedBy string `json:"owned_by"`
+}
+
+// OpenAIModelObject defines model for OpenAIModel.Object.
+type OpenAIModelObject string
+
+// OpenAIModelList defines model for OpenAIModelList.
+type OpenAIModelList struct {
+	Data   []OpenAIModel         `json:"data"`
+	Object OpenAIModelListObject `json:"object"`
+}
+
+// OpenAIModelListObject defines model for OpenAIModelList.Object.
+type OpenAIModelListObject string
+
+// OpenAIStreamEvent One `data:` line of a chat completion stream (besides the closing `[DONE]`).
+type OpenAIStreamEvent struct {
+	union json.RawMessage
+}
+
+// OpenAIUsage defines model for OpenAIUsage.
+type OpenAIUsage struct {
+	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
 // PauseReason Why a run paused.
 type PauseReason struct {
 	TYPE        PauseReasonTYPE    `json:"TYPE"`
@@ -5265,6 +5606,9 @@ type InternalServerError = Error
 // NotFound The body of every error response, and the payload members of the `error` event.
 type NotFound = Error
 
+// OpenAIError defines model for OpenAIError.
+type OpenAIError = OpenAIErrorResponse
+
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
@@ -5561,6 +5905,9 @@ type SendChatMessageJSONRequestBody = ChatRequest
 
 // StopChatMessageJSONRequestBody defines body for StopChatMessage for application/json ContentType.
 type StopChatMessageJSONRequestBody = UserRequest
+
+// CreateOpenAIChatCompletionJSONRequestBody defines body for CreateOpenAIChatCompletion for application/json ContentType.
+type CreateOpenAIChatCompletionJSONRequestBody = OpenAIChatCompletionRequest
 
 // SendCompletionMessageJSONRequestBody defines body for SendCompletionMessage for application/json ContentType.
 type SendCompletionMessageJSONRequestBody = CompletionRequest
@@ -12961,6 +13308,130 @@ func (t *MetadataValue_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsOpenAIChatMessageContent0 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent0
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent0() (OpenAIChatMessageContent0, error) {
+	var body OpenAIChatMessageContent0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent0 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent0 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent0
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent0(v OpenAIChatMessageContent0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIChatMessageContent1 returns the union data inside the OpenAIChatMessage_Content as a OpenAIChatMessageContent1
+func (t OpenAIChatMessage_Content) AsOpenAIChatMessageContent1() (OpenAIChatMessageContent1, error) {
+	var body OpenAIChatMessageContent1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatMessageContent1 overwrites any union data inside the OpenAIChatMessage_Content as the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) FromOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatMessageContent1 performs a merge with any union data inside the OpenAIChatMessage_Content, using the provided OpenAIChatMessageContent1
+func (t *OpenAIChatMessage_Content) MergeOpenAIChatMessageContent1(v OpenAIChatMessageContent1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIChatMessage_Content) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIChatCompletionChunk returns the union data inside the OpenAIStreamEvent as a OpenAIChatCompletionChunk
+func (t OpenAIStreamEvent) AsOpenAIChatCompletionChunk() (OpenAIChatCompletionChunk, error) {
+	var body OpenAIChatCompletionChunk
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIChatCompletionChunk overwrites any union data inside the OpenAIStreamEvent as the provided OpenAIChatCompletionChunk
+func (t *OpenAIStreamEvent) FromOpenAIChatCompletionChunk(v OpenAIChatCompletionChunk) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIChatCompletionChunk performs a merge with any union data inside the OpenAIStreamEvent, using the provided OpenAIChatCompletionChunk
+func (t *OpenAIStreamEvent) MergeOpenAIChatCompletionChunk(v OpenAIChatCompletionChunk) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIErrorResponse returns the union data inside the OpenAIStreamEvent as a OpenAIErrorResponse
+func (t OpenAIStreamEvent) AsOpenAIErrorResponse() (OpenAIErrorResponse, error) {
+	var body OpenAIErrorResponse
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIErrorResponse overwrites any union data inside the OpenAIStreamEvent as the provided OpenAIErrorResponse
+func (t *OpenAIStreamEvent) FromOpenAIErrorResponse(v OpenAIErrorResponse) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIErrorResponse performs a merge with any union data inside the OpenAIStreamEvent, using the provided OpenAIErrorResponse
+func (t *OpenAIStreamEvent) MergeOpenAIErrorResponse(v OpenAIErrorResponse) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsChatStreamEvent returns the union data inside the ResumedRunEvent as a ChatStreamEvent
 func (t ResumedRunEvent) AsChatStreamEvent() (ChatStreamEvent, error) {
 	var body ChatStreamEvent
@@ -13410,6 +13881,9 @@ type ServerInterface interface {
 	// StopChatMessage Stop response
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessage(ctx echo.Context, taskId TaskId) error
+	// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
+	// (POST /chat/completions)
+	CreateOpenAIChatCompletion(ctx echo.Context) error
 	// SendCompletionMessage Send completion message
 	// (POST /completion-messages)
 	SendCompletionMessage(ctx echo.Context) error
@@ -13626,6 +14100,12 @@ type ServerInterface interface {
 	// GetAppMeta Get application meta information
 	// (GET /meta)
 	GetAppMeta(ctx echo.Context, params GetAppMetaParams) error
+	// ListOpenAIModels List the apps the key reaches, as OpenAI models
+	// (GET /models)
+	ListOpenAIModels(ctx echo.Context) error
+	// GetOpenAIModel Describe one app as an OpenAI model
+	// (GET /models/{model})
+	GetOpenAIModel(ctx echo.Context, model string) error
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
@@ -13841,6 +14321,15 @@ func (w *ServerInterfaceWrapper) StopChatMessage(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StopChatMessage(ctx, taskId)
+	return err
+}
+
+// CreateOpenAIChatCompletion converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOpenAIChatCompletion(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOpenAIChatCompletion(ctx)
 	return err
 }
 
@@ -15455,6 +15944,31 @@ func (w *ServerInterfaceWrapper) GetAppMeta(ctx echo.Context) error {
 	return err
 }
 
+// ListOpenAIModels converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOpenAIModels(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOpenAIModels(ctx)
+	return err
+}
+
+// GetOpenAIModel converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAIModel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "model" -------------
+	var model string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "model", ctx.Param("model"), &model, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAIModel(ctx, model)
+	return err
+}
+
 // GetAppParameters converts echo context to params.
 func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	var err error
@@ -15816,6 +16330,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/audio-to-text", wrapper.AudioToText, options.OperationMiddlewares["audioToText"]...)
 	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
 	router.GET(options.BaseURL+"/", wrapper.GetServiceInfo, options.OperationMiddlewares["getServiceInfo"]...)
+	router.POST(options.BaseURL+"/chat/completions", wrapper.CreateOpenAIChatCompletion, options.OperationMiddlewares["createOpenAIChatCompletion"]...)
+	router.GET(options.BaseURL+"/models", wrapper.ListOpenAIModels, options.OperationMiddlewares["listOpenAIModels"]...)
+	router.GET(options.BaseURL+"/models/:model", wrapper.GetOpenAIModel, options.OperationMiddlewares["getOpenAIModel"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/upload-file", wrapper.GetDocumentUploadFile, options.OperationMiddlewares["getDocumentUploadFile"]...)
 
 }
@@ -15843,6 +16360,8 @@ type FormClosedJSONResponse Error
 type InternalServerErrorJSONResponse Error
 
 type NotFoundJSONResponse Error
+
+type OpenAIErrorJSONResponse OpenAIErrorResponse
 
 type PayloadTooLargeJSONResponse Error
 
@@ -17077,6 +17596,211 @@ func (response StopChatMessage500JSONResponse) VisitStopChatMessageResponse(w ht
 type StopChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response StopChatMessage503JSONResponse) VisitStopChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletionRequestObject struct {
+	Body *CreateOpenAIChatCompletionJSONRequestBody
+}
+
+type CreateOpenAIChatCompletionResponseObject interface {
+	VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error
+}
+
+type CreateOpenAIChatCompletion200JSONResponse OpenAIChatCompletion
+
+func (response CreateOpenAIChatCompletion200JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response CreateOpenAIChatCompletion200TexteventStreamResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type CreateOpenAIChatCompletion400JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response CreateOpenAIChatCompletion400JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion401JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion401JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion403JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion403JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion404JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion404JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion408JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion408JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion413JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion413JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion415JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion415JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion429JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion429JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion500JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion500JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion503JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion503JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -26052,6 +26776,189 @@ func (response GetAppMeta503JSONResponse) VisitGetAppMetaResponse(w http.Respons
 	return err
 }
 
+type ListOpenAIModelsRequestObject struct {
+}
+
+type ListOpenAIModelsResponseObject interface {
+	VisitListOpenAIModelsResponse(w http.ResponseWriter) error
+}
+
+type ListOpenAIModels200JSONResponse OpenAIModelList
+
+func (response ListOpenAIModels200JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModels401JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response ListOpenAIModels401JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModels429JSONResponse OpenAIErrorResponse
+
+func (response ListOpenAIModels429JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModels500JSONResponse OpenAIErrorResponse
+
+func (response ListOpenAIModels500JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOpenAIModels503JSONResponse OpenAIErrorResponse
+
+func (response ListOpenAIModels503JSONResponse) VisitListOpenAIModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModelRequestObject struct {
+	Model string `json:"model"`
+}
+
+type GetOpenAIModelResponseObject interface {
+	VisitGetOpenAIModelResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAIModel200JSONResponse OpenAIModel
+
+func (response GetOpenAIModel200JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel400JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response GetOpenAIModel400JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel401JSONResponse OpenAIErrorResponse
+
+func (response GetOpenAIModel401JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel404JSONResponse OpenAIErrorResponse
+
+func (response GetOpenAIModel404JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel429JSONResponse OpenAIErrorResponse
+
+func (response GetOpenAIModel429JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel500JSONResponse OpenAIErrorResponse
+
+func (response GetOpenAIModel500JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAIModel503JSONResponse OpenAIErrorResponse
+
+func (response GetOpenAIModel503JSONResponse) VisitGetOpenAIModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAppParametersRequestObject struct {
 	Params GetAppParametersParams
 }
@@ -27328,6 +28235,9 @@ type StrictServerInterface interface {
 	// StopChatMessage Stop response
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessage(ctx context.Context, request StopChatMessageRequestObject) (StopChatMessageResponseObject, error)
+	// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
+	// (POST /chat/completions)
+	CreateOpenAIChatCompletion(ctx context.Context, request CreateOpenAIChatCompletionRequestObject) (CreateOpenAIChatCompletionResponseObject, error)
 	// SendCompletionMessage Send completion message
 	// (POST /completion-messages)
 	SendCompletionMessage(ctx context.Context, request SendCompletionMessageRequestObject) (SendCompletionMessageResponseObject, error)
@@ -27544,6 +28454,12 @@ type StrictServerInterface interface {
 	// GetAppMeta Get application meta information
 	// (GET /meta)
 	GetAppMeta(ctx context.Context, request GetAppMetaRequestObject) (GetAppMetaResponseObject, error)
+	// ListOpenAIModels List the apps the key reaches, as OpenAI models
+	// (GET /models)
+	ListOpenAIModels(ctx context.Context, request ListOpenAIModelsRequestObject) (ListOpenAIModelsResponseObject, error)
+	// GetOpenAIModel Describe one app as an OpenAI model
+	// (GET /models/{model})
+	GetOpenAIModel(ctx context.Context, request GetOpenAIModelRequestObject) (GetOpenAIModelResponseObject, error)
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
@@ -27971,6 +28887,52 @@ func (sh *strictHandler) StopChatMessage(ctx echo.Context, taskId TaskId) error 
 		return err
 	} else if validResponse, ok := response.(StopChatMessageResponseObject); ok {
 		return validResponse.VisitStopChatMessageResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOpenAIChatCompletion operation middleware
+func (sh *strictHandler) CreateOpenAIChatCompletion(ctx echo.Context) error {
+	var request CreateOpenAIChatCompletionRequestObject
+
+	var body CreateOpenAIChatCompletionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOpenAIChatCompletion(ctx.Request().Context(), request.(CreateOpenAIChatCompletionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOpenAIChatCompletion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOpenAIChatCompletionResponseObject); ok {
+		return validResponse.VisitCreateOpenAIChatCompletionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -30500,6 +31462,54 @@ func (sh *strictHandler) GetAppMeta(ctx echo.Context, params GetAppMetaParams) e
 		return err
 	} else if validResponse, ok := response.(GetAppMetaResponseObject); ok {
 		return validResponse.VisitGetAppMetaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOpenAIModels operation middleware
+func (sh *strictHandler) ListOpenAIModels(ctx echo.Context) error {
+	var request ListOpenAIModelsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOpenAIModels(ctx.Request().Context(), request.(ListOpenAIModelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOpenAIModels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOpenAIModelsResponseObject); ok {
+		return validResponse.VisitListOpenAIModelsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAIModel operation middleware
+func (sh *strictHandler) GetOpenAIModel(ctx echo.Context, model string) error {
+	var request GetOpenAIModelRequestObject
+
+	request.Model = model
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAIModel(ctx.Request().Context(), request.(GetOpenAIModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAIModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAIModelResponseObject); ok {
+		return validResponse.VisitGetOpenAIModelResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

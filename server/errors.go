@@ -20,6 +20,9 @@ type APIError struct {
 	Code    string
 	Message string
 	cause   error
+	// param names the request member the error is about, for OpenAI's error object ("" when
+	// none is named).
+	param string
 }
 
 // Error implements error.
@@ -46,6 +49,15 @@ func (e *APIError) body() []byte {
 		Status  int    `json:"status"`
 	}{e.Code, e.Message, e.Status})
 	return b
+}
+
+// bodyFor is e's body as the operation r asked for answers errors: OpenAI's error object on
+// the OpenAI-compatible operations, the Error body everywhere else.
+func (e *APIError) bodyFor(r *http.Request) []byte {
+	if isOpenAIPath(r.URL.Path) {
+		return e.openAIBody()
+	}
+	return e.body()
 }
 
 // appendMembers appends the members of e's Error body to a JSON object being written: a
@@ -117,7 +129,7 @@ func writeError(w http.ResponseWriter, r *http.Request, e *APIError) {
 	if e.Status == http.StatusUnauthorized {
 		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
 	}
-	body := e.body()
+	body := e.bodyFor(r)
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {

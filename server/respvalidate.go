@@ -19,6 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
+
+	"github.com/parleyhq/parley/internal/sse"
 )
 
 // ValidationMode says what the response validator does with a response that breaks the contract.
@@ -51,12 +53,14 @@ var ErrStreamViolation = errors.New("stream event violates the contract")
 // ResponseValidator checks every response against api/openapi.yaml: JSON bodies whole, and
 // event streams event by event as they pass, without buffering the stream.
 type ResponseValidator struct {
-	router     routers.Router
-	mode       ValidationMode
-	log        *slog.Logger
-	errSchema  *openapi3.Schema
-	events     map[string]map[string]*openapi3.Schema // operation id → event name → schema
-	violations atomic.Int64
+	router    routers.Router
+	mode      ValidationMode
+	log       *slog.Logger
+	errSchema *openapi3.Schema
+	// openAIErrSchema is OpenAI's error object, the error body of the OpenAI-compatible paths.
+	openAIErrSchema *openapi3.Schema
+	events          map[string]map[string]*openapi3.Schema // operation id → event name → schema
+	violations      atomic.Int64
 }
 
 // NewResponseValidator builds a validator over doc, whose servers must already be relative to
@@ -68,6 +72,11 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 		return nil, errors.New("response validator: the contract has no Error schema")
 	}
 	v.errSchema = ref.Value
+	ref = doc.Components.Schemas["OpenAIErrorResponse"]
+	if ref == nil || ref.Value == nil {
+		return nil, errors.New("response validator: the contract has no OpenAIErrorResponse schema")
+	}
+	v.openAIErrSchema = ref.Value
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			for _, resp := range op.Responses.Map() {
@@ -83,6 +92,10 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 				if err != nil {
 					return nil, fmt.Errorf("response validator: %s: %w", op.OperationID, err)
 				}
+				if done, _ := mt.Extensions["x-stream-done"].(string); done != "" {
+					// A stream ended by a sentinel data line (OpenAI's `[DONE]`).
+					byEvent[doneKey+done] = &openapi3.Schema{}
+				}
 				v.events[op.OperationID] = byEvent
 			}
 		}
@@ -90,11 +103,23 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 	return v, nil
 }
 
+// Keys of an operation's event schemas besides event names: anyEvent holds the one schema of a
+// stream whose events have no name, and doneKey followed by a sentinel marks the data line that
+// ends such a stream.
+const (
+	anyEvent = ""
+	doneKey  = "\x00done:"
+)
+
 // eventSchemas resolves the discriminator mapping of an event-stream schema to the schema of
 // each event name, so an event is checked against its own branch only.
 func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (map[string]*openapi3.Schema, error) {
-	if s.Discriminator == nil || s.Discriminator.PropertyName != "event" {
-		return nil, errors.New("event-stream schema needs a discriminator on `event`")
+	if s.Discriminator == nil {
+		// One schema for every event (OpenAI's chunks, which carry no event name).
+		return map[string]*openapi3.Schema{anyEvent: flattenAllOf(s)}, nil
+	}
+	if s.Discriminator.PropertyName != "event" {
+		return nil, errors.New("event-stream schema needs a discriminator on `event`, or none")
 	}
 	out := make(map[string]*openapi3.Schema, len(s.Discriminator.Mapping))
 	for name, ref := range s.Discriminator.Mapping {
@@ -343,7 +368,7 @@ func (w *captureWriter) finish() {
 	if err := w.validate(body); err != nil {
 		w.v.violation(w.req, "response "+strconv.Itoa(w.status), err)
 		if w.v.mode == ValidationEnforce {
-			body = errContractViolation(err).body()
+			body = errContractViolation(err).bodyFor(w.req)
 			h := w.Header()
 			h.Del(echo.HeaderWWWAuthenticate)
 			h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
@@ -363,7 +388,11 @@ func (w *captureWriter) validate(body []byte) error {
 		return nil
 	}
 	if w.route == nil {
-		// No operation (unknown route, wrong method): the body must still be the Error body.
+		// No operation (unknown route, wrong method): the body must still be the Error body,
+		// or OpenAI's error object under the OpenAI-compatible paths.
+		if isOpenAIPath(w.req.URL.Path) {
+			return validateJSON(w.v.openAIErrSchema, body)
+		}
 		return validateJSON(w.v.errSchema, body)
 	}
 	return openapi3filter.ValidateResponse(context.Background(), w.responseInput(body))
@@ -441,6 +470,7 @@ func (v *ResponseValidator) CheckEvent(operationID string, frame []byte) error {
 func (s *sseChecker) check(frame []byte) error {
 	var data []byte
 	eventField := ""
+	comments := false
 	for line := range bytes.SplitSeq(frame, []byte("\n")) {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
@@ -451,26 +481,33 @@ func (s *sseChecker) check(frame []byte) error {
 			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
 		case bytes.HasPrefix(line, []byte("event:")):
 			eventField = strings.TrimSpace(string(line[len("event:"):]))
-		case len(line) == 0 || line[0] == ':':
+		case len(line) == 0:
+		case line[0] == ':':
+			comments = true
 		default:
 			return fmt.Errorf("unexpected line %q", line)
 		}
 	}
 	if data == nil {
-		if eventField == "ping" {
+		if eventField == "ping" || eventField == "" && comments {
 			return nil
 		}
 		return fmt.Errorf("frame without data (event %q)", eventField)
+	}
+	if s.schemas[doneKey+string(data)] != nil {
+		return nil
 	}
 	var doc any
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("data is not JSON: %w", err)
 	}
-	obj, _ := doc.(map[string]any)
-	name, _ := obj["event"].(string)
-	schema := s.schemas[name]
+	schema := s.schemas[anyEvent]
 	if schema == nil {
-		return fmt.Errorf("unknown event %q", name)
+		obj, _ := doc.(map[string]any)
+		name, _ := obj["event"].(string)
+		if schema = s.schemas[name]; schema == nil {
+			return fmt.Errorf("unknown event %q", name)
+		}
 	}
 	return schema.VisitJSON(doc, openapi3.MultiErrors())
 }
@@ -491,6 +528,10 @@ func (s *sseChecker) replacement(frame []byte) []byte {
 		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 			_ = json.Unmarshal(bytes.TrimSpace(rest), &bad)
 		}
+	}
+	if s.schemas[anyEvent] != nil {
+		// A stream of unnamed events (OpenAI's) ends with its error object.
+		return sse.AppendFrame(nil, errContractViolation(nil).openAIBody())
 	}
 	b := []byte(`data: {"event":"error"`)
 	for _, k := range []string{"conversation_id", "message_id", "created_at", "workflow_run_id"} {

@@ -55,7 +55,10 @@ func (rs *runStream) write(w http.ResponseWriter) error {
 		r.Detach()
 		return nil
 	}
-	src := &runFrames{srv: rs.srv, run: r, enc: newEventEncoder(r), timer: time.NewTimer(0)}
+	enc := newEventEncoder(r)
+	src := rs.srv.runFrames(r, func(ctx context.Context, ev run.Event, out *sse.Writer) (bool, error) {
+		return false, rs.srv.queueEvent(ctx, r, enc, ev, out)
+	})
 	defer src.timer.Stop()
 	if !pump(rs.ctx, out, src, rs.srv.pingInterval) {
 		// The client went away (or stopped reading): the run goes on without it.
@@ -65,12 +68,17 @@ func (rs *runStream) write(w http.ResponseWriter) error {
 }
 
 // runFrames is the frameSource of a live run: its events, as they come, until the run closes
-// its channel.
+// its channel or send says the stream is done.
 type runFrames struct {
-	srv   *Server
 	run   *run.Run
-	enc   *eventEncoder
 	timer *time.Timer
+	// send queues the frames of one event; done ends the stream after them.
+	send func(ctx context.Context, ev run.Event, out *sse.Writer) (done bool, err error)
+}
+
+// runFrames is the frames of r's events, each queued by send.
+func (s *Server) runFrames(r *run.Run, send func(ctx context.Context, ev run.Event, out *sse.Writer) (bool, error)) *runFrames {
+	return &runFrames{run: r, timer: time.NewTimer(0), send: send}
 }
 
 // next queues the next event and any already waiting behind it.
@@ -86,8 +94,8 @@ func (f *runFrames) next(ctx context.Context, wait time.Duration, out *sse.Write
 			if !ok {
 				return true, nil
 			}
-			if err := f.queue(ctx, ev, out); err != nil {
-				return false, err
+			if done, err := f.send(ctx, ev, out); err != nil || done {
+				return done, err
 			}
 			select {
 			case ev, ok = <-f.run.Events():
@@ -98,14 +106,15 @@ func (f *runFrames) next(ctx context.Context, wait time.Duration, out *sse.Write
 	}
 }
 
-// queue queues one event; an event that cannot be encoded is logged and left out.
-func (f *runFrames) queue(ctx context.Context, ev run.Event, out *sse.Writer) error {
+// queueEvent queues one event of r as its contract event; an event that cannot be encoded is
+// logged and left out.
+func (s *Server) queueEvent(ctx context.Context, r *run.Run, enc *eventEncoder, ev run.Event, out *sse.Writer) error {
 	if ev.Kind == run.EventPing {
 		return out.Ping()
 	}
-	data, err := f.enc.encode(ev)
+	data, err := enc.encode(ev)
 	if err != nil {
-		f.srv.log.ErrorContext(ctx, "encode event", "task_id", f.run.TaskID, "event", ev.Kind.String(), "error", err)
+		s.log.ErrorContext(ctx, "encode event", "task_id", r.TaskID, "event", ev.Kind.String(), "error", err)
 		return nil
 	}
 	return out.Queue(data)
@@ -115,6 +124,8 @@ func (f *runFrames) queue(ctx context.Context, ev run.Event, out *sse.Writer) er
 type reply struct {
 	answer string
 	end    *run.End
+	// replaced: output moderation replaced the answer.
+	replaced bool
 }
 
 // collect waits for a run's whole answer, for a blocking request: the text of its message
@@ -123,7 +134,7 @@ type reply struct {
 // finishes and is stored.
 func collect(ctx context.Context, r *run.Run) (reply, error) {
 	var answer []byte
-	paused := false
+	paused, replaced, agent := false, false, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -141,16 +152,23 @@ func collect(ctx context.Context, r *run.Run) (reply, error) {
 			switch ev.Kind {
 			case run.EventWorkflowPaused:
 				paused = true
-			case run.EventMessage, run.EventAgentMessage:
-				answer = append(answer, ev.Answer...)
+			case run.EventAgentMessage:
+				answer, agent = append(answer, ev.Answer...), true
+			case run.EventMessage:
+				if agent {
+					// An Agent app's closing message repeats the whole answer.
+					answer = append(answer[:0], ev.Answer...)
+				} else {
+					answer = append(answer, ev.Answer...)
+				}
 			case run.EventMessageReplace:
-				answer = append(answer[:0], ev.Answer...)
+				answer, replaced = append(answer[:0], ev.Answer...), true
 			case run.EventError:
 				return reply{}, ev.Err
 			case run.EventMessageEnd:
 				// Whatever the run still sends after the answer is not part of this reply.
 				r.Detach()
-				return reply{answer: string(answer), end: ev.End}, nil
+				return reply{answer: string(answer), end: ev.End, replaced: replaced}, nil
 			}
 		}
 	}

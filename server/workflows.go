@@ -127,19 +127,33 @@ func collectWorkflow(ctx context.Context, r *run.Run) (gen.WorkflowRunResult, er
 	if end.Kind == run.EventWorkflowPaused {
 		// Paused at a human-input form: the reply is the run so far, status paused; it resumes
 		// through the form and events operations.
-		p, _ := end.Data.(humaninput.WorkflowPaused)
-		return gen.WorkflowRunResult{Id: mustUUID(p.WorkflowRunID), WorkflowId: version, Status: gen.WorkflowRunStatusPaused,
-			Outputs: &p.Outputs, ElapsedTime: p.ElapsedTime, TotalTokens: int(p.TotalTokens), TotalSteps: p.TotalSteps,
-			CreatedAt: p.CreatedAt}, nil
+		res, err := decodeWorkflowResult(end)
+		res.WorkflowId = version
+		return res, err
 	}
-	// workflow_finished's data is the reply's data (with members the reply leaves out).
-	raw, err := json.Marshal(end.Data)
+	res, err := decodeWorkflowResult(end)
 	if err != nil {
 		return gen.WorkflowRunResult{}, errInternal(err)
 	}
+	return res, nil
+}
+
+// decodeWorkflowResult reads the data of a workflow_finished event (or a workflow_paused one's
+// run so far) as a run's result: workflow_finished's data is the blocking reply's data, with
+// members the reply leaves out.
+func decodeWorkflowResult(end run.Event) (gen.WorkflowRunResult, error) {
+	if p, ok := end.Data.(humaninput.WorkflowPaused); ok {
+		return gen.WorkflowRunResult{Id: mustUUID(p.WorkflowRunID), Status: gen.WorkflowRunStatusPaused,
+			Outputs: &p.Outputs, ElapsedTime: p.ElapsedTime, TotalTokens: int(p.TotalTokens), TotalSteps: p.TotalSteps,
+			CreatedAt: p.CreatedAt}, nil
+	}
+	raw, err := json.Marshal(end.Data)
+	if err != nil {
+		return gen.WorkflowRunResult{}, err
+	}
 	var res gen.WorkflowRunResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return gen.WorkflowRunResult{}, errInternal(err)
+		return gen.WorkflowRunResult{}, err
 	}
 	return res, nil
 }

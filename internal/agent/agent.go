@@ -105,12 +105,13 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if err != nil {
 		return run.Job{}, err
 	}
-	var history []store.Message
+	history, err := t.Prior(ctx, r.o.HistoryMessages, r.o.Store.RecentMessages)
+	if err != nil {
+		return run.Job{}, err
+	}
 	var thoughts map[string][]store.AgentThought
 	if !t.NewConversation {
-		if history, err = r.o.Store.RecentMessages(ctx, t.Conversation.ID, r.o.HistoryMessages); err != nil {
-			return run.Job{}, err
-		}
+		// A stored conversation's answers are replayed with the tool calls they made.
 		ids := make([]string, len(history))
 		for i, m := range history {
 			ids[i] = m.ID

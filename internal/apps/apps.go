@@ -11,6 +11,7 @@ package apps
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // App modes, Dify's AppMode values.
@@ -75,6 +76,8 @@ type App struct {
 	Source Source `json:"-"`
 	// PublishedVersion is the id of the app's published version; empty when it has none.
 	PublishedVersion string `json:"-"`
+	// CreatedAt is when an imported app was stored; zero for an app of the config file.
+	CreatedAt time.Time `json:"-"`
 	// MaxActiveRequests is the app's effective concurrency cap; 0 means unlimited.
 	MaxActiveRequests int `json:"-"`
 	// Bound is the Agent an Agent app (mode agent) is bound to; nil when it has none, and for

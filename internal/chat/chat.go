@@ -93,11 +93,9 @@ func (c chatbot) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 		return run.Job{}, err
 	}
 	spec := a.m.Spec
-	var history []store.Message
-	if !t.NewConversation {
-		if history, err = s.store.RecentMessages(ctx, t.Conversation.ID, s.history); err != nil {
-			return run.Job{}, err
-		}
+	history, err := t.Prior(ctx, s.history, s.store.RecentMessages)
+	if err != nil {
+		return run.Job{}, err
 	}
 	if app.PromptType == apps.PromptAdvanced {
 		if a.advanced, err = advancedChatbot(app, spec, t.Inputs, history, t.NewConversation, t.Query); err != nil {
@@ -196,7 +194,7 @@ func (a *answer) Run(ctx context.Context, out *run.Output) (run.Outcome, error) 
 		// The call never started: its usage is the prompt's tokens.
 		res.Usage = models.ComputeUsage(a.m.Spec.Pricing, tokens.CountMessages(prompt), 0, 0)
 	}
-	outcome := run.Outcome{Usage: res.Usage}
+	outcome := run.Outcome{Usage: res.Usage, FinishReason: res.FinishReason}
 	if a.cite {
 		outcome.Resources = kctx.Resources
 	}

@@ -147,4 +147,7 @@ type End struct {
 	Uncited bool
 	// Annotation is the annotation the answer came from, else nil.
 	Annotation *AnnotationReply
+	// FinishReason is Outcome.FinishReason (no event carries it; the OpenAI-compatible API
+	// reports it).
+	FinishReason string
 }

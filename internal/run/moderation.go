@@ -123,8 +123,11 @@ func preset(out *Output, mode, text string) Outcome {
 			out.Emit(Event{Kind: EventMessage, Answer: text[i : i+utf8.RuneLen(c)]})
 		}
 	}
-	return Outcome{Usage: models.EmptyUsage(), Uncited: mode == apps.ModeAgent}
+	return Outcome{Usage: models.EmptyUsage(), Uncited: mode == apps.ModeAgent, FinishReason: FinishContentFilter}
 }
+
+// FinishContentFilter is the finish reason of an answer moderation gave instead of the model's.
+const FinishContentFilter = "content_filter"
 
 // guard is the output moderation of one run. The Output asks it about each event (intercept);
 // checks run on their own goroutine, one at a time, so the answer never waits for one.

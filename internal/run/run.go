@@ -463,7 +463,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 		return
 	}
 	run.emit(Event{Kind: EventMessageEnd, End: &End{Usage: outcome.Usage, Resources: outcome.Resources, Files: outcome.Files,
-		Uncited: outcome.Uncited, Annotation: outcome.Annotation}})
+		Uncited: outcome.Uncited, Annotation: outcome.Annotation, FinishReason: outcome.FinishReason}})
 	for _, ev := range outcome.Trailer {
 		run.emit(ev)
 	}

@@ -27,6 +27,11 @@ type Request struct {
 	// WorkflowID pins the published version a workflow kind runs (empty: the latest
 	// published); other kinds ignore it.
 	WorkflowID string
+	// History is the earlier exchanges of a new conversation, oldest first, as a stateless
+	// client (the OpenAI-compatible API) gives them: the chat kinds' prompts replay them as
+	// they replay a stored conversation's. They are not stored. A continued conversation
+	// replays its own messages instead.
+	History []store.Message
 }
 
 // File is a file attached to a message, as the request references it.
@@ -48,6 +53,18 @@ type Turn struct {
 	NewConversation bool
 	// Inputs are the conversation's inputs, validated against the app's form.
 	Inputs map[string]any
+}
+
+// Prior is the history the answer replays: the stored conversation's last n messages, read by
+// recent, or (for a new conversation) the request's History, its newest n.
+func (t Turn) Prior(ctx context.Context, n int, recent func(ctx context.Context, conversationID string, n int) ([]store.Message, error)) ([]store.Message, error) {
+	if !t.NewConversation {
+		return recent(ctx, t.Conversation.ID, n)
+	}
+	if h := t.History; len(h) > n {
+		return h[len(h)-n:], nil
+	}
+	return t.History, nil
 }
 
 // Runner runs the apps of one kind.
@@ -114,6 +131,10 @@ type Outcome struct {
 	Paused bool
 	// Annotation is the annotation the answer came from (annotation reply), else nil.
 	Annotation *AnnotationReply
+	// FinishReason is why the model stopped, as the provider said ("stop", "length"), for kinds
+	// whose answer is one model call, or FinishContentFilter for a preset answer to a flagged
+	// request; "" when unknown.
+	FinishReason string
 }
 
 // Output is where a job sends its events.

@@ -14,6 +14,11 @@ import (
 // PingFrame is the keep-alive frame.
 var PingFrame = []byte("event: ping\n\n")
 
+// CommentPingFrame is a keep-alive as a comment line, which every SSE client skips: for streams
+// whose clients read each frame's data as JSON (OpenAI's), where `event: ping` would be an event
+// without data.
+var CommentPingFrame = []byte(": ping\n\n")
+
 // DefaultPingInterval is how long a stream may stay silent before a keep-alive, as in Dify.
 const DefaultPingInterval = 10 * time.Second
 
@@ -53,6 +58,8 @@ type Writer struct {
 	stall time.Duration
 	// armed is set once a write deadline is on the connection.
 	armed bool
+	// ping is the keep-alive frame (PingFrame unless SetPingFrame changed it).
+	ping []byte
 }
 
 // NewWriter returns a Writer on w, which should already have its headers set (see Headers).
@@ -62,8 +69,11 @@ func NewWriter(w http.ResponseWriter, stall time.Duration) *Writer {
 	if stall == 0 {
 		stall = DefaultStallTimeout
 	}
-	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512), stall: stall}
+	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512), stall: stall, ping: PingFrame}
 }
+
+// SetPingFrame makes frame the keep-alive Ping writes (CommentPingFrame, say).
+func (s *Writer) SetPingFrame(frame []byte) { s.ping = frame }
 
 // Close clears the write deadline, so that it cannot reach the next response on the same
 // connection. It writes nothing.
@@ -99,7 +109,7 @@ func (s *Writer) Ping() error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	return s.write(PingFrame)
+	return s.write(s.ping)
 }
 
 // LastWrite is when the last frame went out.

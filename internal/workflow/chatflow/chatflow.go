@@ -152,11 +152,9 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 	if err != nil {
 		return run.Job{}, err
 	}
-	var history []store.Message
-	if !t.NewConversation {
-		if history, err = r.store.RecentMessages(ctx, t.Conversation.ID, historyLimit); err != nil {
-			return run.Job{}, err
-		}
+	history, err := t.Prior(ctx, historyLimit, r.store.RecentMessages)
+	if err != nil {
+		return run.Job{}, err
 	}
 	var convVars []convVar
 	if t.App.Mode != apps.ModeWorkflow {

@@ -4119,6 +4119,9 @@ type OpenAIChatCompletionChunk struct {
 	Object            OpenAIChatCompletionChunkObject `json:"object"`
 	SystemFingerprint *string                         `json:"system_fingerprint,omitempty"`
 
+	// TaskId Parley's extension. The task of the answer, for the stop operations (`/chat-messages/{task_id}/stop`, `/completion-messages/{task_id}/stop`, `/workflows/tasks/{task_id}/stop`).
+	TaskId string `json:"task_id"`
+
 	// Usage On the last chunk (with no choices) when `stream_options.include_usage` is true; null otherwise.
 	Usage *OpenAIUsage `json:"usage,omitempty"`
 }

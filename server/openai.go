@@ -417,10 +417,11 @@ func newOpenAIChunks(r *run.Run, model string, includeUsage bool) *openAIChunks 
 	h = strconv.AppendInt(h, c.created, 10)
 	h = jsonenc.AppendString(append(h, `,"model":`...), model)
 	c.head = append(h, `,"system_fingerprint":null,"choices":`...)
-	c.tail = []byte(`,"conversation_id":null}`)
+	c.tail = []byte(`,"conversation_id":null`)
 	if r.ConversationID != "" {
-		c.tail = append(jsonenc.AppendString([]byte(`,"conversation_id":`), r.ConversationID), '}')
+		c.tail = jsonenc.AppendString([]byte(`,"conversation_id":`), r.ConversationID)
 	}
+	c.tail = append(jsonenc.AppendString(append(c.tail, `,"task_id":`...), r.TaskID), '}')
 	return c
 }
 

@@ -97,3 +97,18 @@ func TestPumpStopsWhenTheClientGoes(t *testing.T) {
 }
 
 var _ http.ResponseWriter = (*countingWriter)(nil)
+
+// TestPumpCommentPings: a stream whose keep-alive is a comment line (the OpenAI-compatible
+// stream's) sends that instead of `event: ping`, which OpenAI's clients would read as an event
+// without data.
+func TestPumpCommentPings(t *testing.T) {
+	w := &countingWriter{ResponseRecorder: httptest.NewRecorder()}
+	out := sse.NewWriter(w, -1)
+	out.SetPingFrame(sse.CommentPingFrame)
+	src := &scripted{steps: [][]string{{}, {}, {`{"a":1}`}}, end: true}
+	pump(context.Background(), out, src, 10*time.Millisecond)
+	body := w.Body.String()
+	if strings.Count(body, string(sse.CommentPingFrame)) < 2 || strings.Contains(body, "event: ping") {
+		t.Fatalf("keep-alives: %q", body)
+	}
+}

@@ -1354,6 +1354,219 @@ func (e OpenAIModelListObject) Valid() bool {
 	}
 }
 
+// Defines values for OpenAIResponseIncompleteDetailsReason.
+const (
+	OpenAIResponseIncompleteDetailsReasonContentFilter   OpenAIResponseIncompleteDetailsReason = "content_filter"
+	OpenAIResponseIncompleteDetailsReasonMaxOutputTokens OpenAIResponseIncompleteDetailsReason = "max_output_tokens"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseIncompleteDetailsReason enum.
+func (e OpenAIResponseIncompleteDetailsReason) Valid() bool {
+	switch e {
+	case OpenAIResponseIncompleteDetailsReasonContentFilter:
+		return true
+	case OpenAIResponseIncompleteDetailsReasonMaxOutputTokens:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseObject.
+const (
+	Response OpenAIResponseObject = "response"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseObject enum.
+func (e OpenAIResponseObject) Valid() bool {
+	switch e {
+	case Response:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseStatus.
+const (
+	OpenAIResponseStatusCompleted  OpenAIResponseStatus = "completed"
+	OpenAIResponseStatusInProgress OpenAIResponseStatus = "in_progress"
+	OpenAIResponseStatusIncomplete OpenAIResponseStatus = "incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseStatus enum.
+func (e OpenAIResponseStatus) Valid() bool {
+	switch e {
+	case OpenAIResponseStatusCompleted:
+		return true
+	case OpenAIResponseStatusInProgress:
+		return true
+	case OpenAIResponseStatusIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseErrorEventType.
+const (
+	OpenAIResponseErrorEventTypeError OpenAIResponseErrorEventType = "error"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseErrorEventType enum.
+func (e OpenAIResponseErrorEventType) Valid() bool {
+	switch e {
+	case OpenAIResponseErrorEventTypeError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseItemEventType.
+const (
+	ResponseOutputItemAdded OpenAIResponseItemEventType = "response.output_item.added"
+	ResponseOutputItemDone  OpenAIResponseItemEventType = "response.output_item.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseItemEventType enum.
+func (e OpenAIResponseItemEventType) Valid() bool {
+	switch e {
+	case ResponseOutputItemAdded:
+		return true
+	case ResponseOutputItemDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseLifecycleEventType.
+const (
+	ResponseCompleted  OpenAIResponseLifecycleEventType = "response.completed"
+	ResponseCreated    OpenAIResponseLifecycleEventType = "response.created"
+	ResponseInProgress OpenAIResponseLifecycleEventType = "response.in_progress"
+	ResponseIncomplete OpenAIResponseLifecycleEventType = "response.incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseLifecycleEventType enum.
+func (e OpenAIResponseLifecycleEventType) Valid() bool {
+	switch e {
+	case ResponseCompleted:
+		return true
+	case ResponseCreated:
+		return true
+	case ResponseInProgress:
+		return true
+	case ResponseIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageRole.
+const (
+	OpenAIResponseOutputMessageRoleAssistant OpenAIResponseOutputMessageRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageRole enum.
+func (e OpenAIResponseOutputMessageRole) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageStatus.
+const (
+	OpenAIResponseOutputMessageStatusCompleted  OpenAIResponseOutputMessageStatus = "completed"
+	OpenAIResponseOutputMessageStatusInProgress OpenAIResponseOutputMessageStatus = "in_progress"
+	OpenAIResponseOutputMessageStatusIncomplete OpenAIResponseOutputMessageStatus = "incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageStatus enum.
+func (e OpenAIResponseOutputMessageStatus) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageStatusCompleted:
+		return true
+	case OpenAIResponseOutputMessageStatusInProgress:
+		return true
+	case OpenAIResponseOutputMessageStatusIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageType.
+const (
+	OpenAIResponseOutputMessageTypeMessage OpenAIResponseOutputMessageType = "message"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageType enum.
+func (e OpenAIResponseOutputMessageType) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageTypeMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputTextType.
+const (
+	OutputText OpenAIResponseOutputTextType = "output_text"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputTextType enum.
+func (e OpenAIResponseOutputTextType) Valid() bool {
+	switch e {
+	case OutputText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponsePartEventType.
+const (
+	ResponseContentPartAdded OpenAIResponsePartEventType = "response.content_part.added"
+	ResponseContentPartDone  OpenAIResponsePartEventType = "response.content_part.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponsePartEventType enum.
+func (e OpenAIResponsePartEventType) Valid() bool {
+	switch e {
+	case ResponseContentPartAdded:
+		return true
+	case ResponseContentPartDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseTextEventType.
+const (
+	ResponseOutputTextDelta OpenAIResponseTextEventType = "response.output_text.delta"
+	ResponseOutputTextDone  OpenAIResponseTextEventType = "response.output_text.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseTextEventType enum.
+func (e OpenAIResponseTextEventType) Valid() bool {
+	switch e {
+	case ResponseOutputTextDelta:
+		return true
+	case ResponseOutputTextDone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PauseReasonTYPE.
 const (
 	PauseReasonTYPEHumanInputRequired PauseReasonTYPE = "human_input_required"
@@ -4246,6 +4459,199 @@ type OpenAIModelList struct {
 // OpenAIModelListObject defines model for OpenAIModelList.Object.
 type OpenAIModelListObject string
 
+// OpenAIResponse defines model for OpenAIResponse.
+type OpenAIResponse struct {
+	// ConversationId Parley's extension. The conversation the answer belongs to (null for Completion and Workflow apps).
+	ConversationId *string                 `json:"conversation_id"`
+	CreatedAt      int64                   `json:"created_at"`
+	Error          *map[string]interface{} `json:"error"`
+
+	// Id `resp_` and the id of the stored message (the workflow run's for a Workflow app).
+	Id string `json:"id"`
+
+	// IncompleteDetails `{"reason": "max_output_tokens"}` or `{"reason": "content_filter"}` for an incomplete answer.
+	IncompleteDetails *struct {
+		Reason *OpenAIResponseIncompleteDetailsReason `json:"reason,omitempty"`
+	} `json:"incomplete_details"`
+	Instructions       *string                       `json:"instructions,omitempty"`
+	Model              string                        `json:"model"`
+	Object             OpenAIResponseObject          `json:"object"`
+	Output             []OpenAIResponseOutputMessage `json:"output"`
+	PreviousResponseId *string                       `json:"previous_response_id,omitempty"`
+	Status             OpenAIResponseStatus          `json:"status"`
+	Usage              *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// OpenAIResponseIncompleteDetailsReason defines model for OpenAIResponse.IncompleteDetails.Reason.
+type OpenAIResponseIncompleteDetailsReason string
+
+// OpenAIResponseObject defines model for OpenAIResponse.Object.
+type OpenAIResponseObject string
+
+// OpenAIResponseStatus defines model for OpenAIResponse.Status.
+type OpenAIResponseStatus string
+
+// OpenAIResponseContentPart defines model for OpenAIResponseContentPart.
+type OpenAIResponseContentPart struct {
+	ImageUrl *string `json:"image_url,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	Type     string  `json:"type"`
+}
+
+// OpenAIResponseErrorEvent defines model for OpenAIResponseErrorEvent.
+type OpenAIResponseErrorEvent struct {
+	Code           *string                      `json:"code"`
+	Message        string                       `json:"message"`
+	Param          *string                      `json:"param"`
+	SequenceNumber int                          `json:"sequence_number"`
+	Type           OpenAIResponseErrorEventType `json:"type"`
+}
+
+// OpenAIResponseErrorEventType defines model for OpenAIResponseErrorEvent.Type.
+type OpenAIResponseErrorEventType string
+
+// OpenAIResponseInputItem A message of the input; items of other types (function calls and their outputs, reasoning) are left out.
+type OpenAIResponseInputItem struct {
+	// Content Text, or a list of content parts (`input_text`, `output_text`, `input_image` with an http or https `image_url`).
+	Content *OpenAIResponseInputItem_Content `json:"content,omitempty"`
+	Role    *string                          `json:"role,omitempty"`
+	Type    *string                          `json:"type,omitempty"`
+}
+
+// OpenAIResponseInputItemContent0 defines model for OpenAIResponseInputItem.Content.0.
+type OpenAIResponseInputItemContent0 = string
+
+// OpenAIResponseInputItemContent1 defines model for OpenAIResponseInputItem.Content.1.
+type OpenAIResponseInputItemContent1 = []OpenAIResponseContentPart
+
+// OpenAIResponseInputItem_Content Text, or a list of content parts (`input_text`, `output_text`, `input_image` with an http or https `image_url`).
+type OpenAIResponseInputItem_Content struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseItemEvent defines model for OpenAIResponseItemEvent.
+type OpenAIResponseItemEvent struct {
+	Item           OpenAIResponseOutputMessage `json:"item"`
+	OutputIndex    int                         `json:"output_index"`
+	SequenceNumber int                         `json:"sequence_number"`
+	Type           OpenAIResponseItemEventType `json:"type"`
+}
+
+// OpenAIResponseItemEventType defines model for OpenAIResponseItemEvent.Type.
+type OpenAIResponseItemEventType string
+
+// OpenAIResponseLifecycleEvent defines model for OpenAIResponseLifecycleEvent.
+type OpenAIResponseLifecycleEvent struct {
+	Response       OpenAIResponse                   `json:"response"`
+	SequenceNumber int                              `json:"sequence_number"`
+	Type           OpenAIResponseLifecycleEventType `json:"type"`
+}
+
+// OpenAIResponseLifecycleEventType defines model for OpenAIResponseLifecycleEvent.Type.
+type OpenAIResponseLifecycleEventType string
+
+// OpenAIResponseOutputMessage defines model for OpenAIResponseOutputMessage.
+type OpenAIResponseOutputMessage struct {
+	Content []OpenAIResponseOutputText        `json:"content"`
+	Id      string                            `json:"id"`
+	Role    OpenAIResponseOutputMessageRole   `json:"role"`
+	Status  OpenAIResponseOutputMessageStatus `json:"status"`
+	Type    OpenAIResponseOutputMessageType   `json:"type"`
+}
+
+// OpenAIResponseOutputMessageRole defines model for OpenAIResponseOutputMessage.Role.
+type OpenAIResponseOutputMessageRole string
+
+// OpenAIResponseOutputMessageStatus defines model for OpenAIResponseOutputMessage.Status.
+type OpenAIResponseOutputMessageStatus string
+
+// OpenAIResponseOutputMessageType defines model for OpenAIResponseOutputMessage.Type.
+type OpenAIResponseOutputMessageType string
+
+// OpenAIResponseOutputText defines model for OpenAIResponseOutputText.
+type OpenAIResponseOutputText struct {
+	Annotations []map[string]interface{}     `json:"annotations"`
+	Text        string                       `json:"text"`
+	Type        OpenAIResponseOutputTextType `json:"type"`
+}
+
+// OpenAIResponseOutputTextType defines model for OpenAIResponseOutputText.Type.
+type OpenAIResponseOutputTextType string
+
+// OpenAIResponsePartEvent defines model for OpenAIResponsePartEvent.
+type OpenAIResponsePartEvent struct {
+	ContentIndex   int                         `json:"content_index"`
+	ItemId         string                      `json:"item_id"`
+	OutputIndex    int                         `json:"output_index"`
+	Part           OpenAIResponseOutputText    `json:"part"`
+	SequenceNumber int                         `json:"sequence_number"`
+	Type           OpenAIResponsePartEventType `json:"type"`
+}
+
+// OpenAIResponsePartEventType defines model for OpenAIResponsePartEvent.Type.
+type OpenAIResponsePartEventType string
+
+// OpenAIResponseRequest OpenAI's Responses API request. Members not listed are accepted and ignored.
+type OpenAIResponseRequest struct {
+	// Input The query, or a list of messages (the last user message is the query).
+	Input OpenAIResponseRequest_Input `json:"input"`
+
+	// Inputs Parley's extension. The values of the app's input form.
+	Inputs *map[string]interface{} `json:"inputs,omitempty"`
+
+	// Instructions A system message (see `POST /chat/completions`).
+	Instructions *string `json:"instructions,omitempty"`
+
+	// Model The app's name, or anything else (the key decides which app answers).
+	Model string `json:"model"`
+
+	// PreviousResponseId Continue the conversation of this earlier answer (`resp_…`) of the app and user.
+	PreviousResponseId *string `json:"previous_response_id,omitempty"`
+	Stream             *bool   `json:"stream,omitempty"`
+
+	// User The end user (`openai` when absent).
+	User *string `json:"user,omitempty"`
+}
+
+// OpenAIResponseRequestInput0 defines model for OpenAIResponseRequest.Input.0.
+type OpenAIResponseRequestInput0 = string
+
+// OpenAIResponseRequestInput1 defines model for OpenAIResponseRequest.Input.1.
+type OpenAIResponseRequestInput1 = []OpenAIResponseInputItem
+
+// OpenAIResponseRequest_Input The query, or a list of messages (the last user message is the query).
+type OpenAIResponseRequest_Input struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseStreamEvent One event of a streamed response; `type` names it, and so does the frame's `event:` line.
+type OpenAIResponseStreamEvent struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseTextEvent defines model for OpenAIResponseTextEvent.
+type OpenAIResponseTextEvent struct {
+	ContentIndex int `json:"content_index"`
+
+	// Delta The text that came (delta events).
+	Delta          *string                  `json:"delta,omitempty"`
+	ItemId         string                   `json:"item_id"`
+	Logprobs       []map[string]interface{} `json:"logprobs"`
+	OutputIndex    int                      `json:"output_index"`
+	SequenceNumber int                      `json:"sequence_number"`
+
+	// Text The whole text (the done event).
+	Text *string                     `json:"text,omitempty"`
+	Type OpenAIResponseTextEventType `json:"type"`
+}
+
+// OpenAIResponseTextEventType defines model for OpenAIResponseTextEvent.Type.
+type OpenAIResponseTextEventType string
+
 // OpenAIStreamEvent One `data:` line of a chat completion stream (besides the closing `[DONE]`).
 type OpenAIStreamEvent struct {
 	union json.RawMessage
@@ -6029,6 +6435,9 @@ type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// CreateOpenAIResponseJSONRequestBody defines body for CreateOpenAIResponse for application/json ContentType.
+type CreateOpenAIResponseJSONRequestBody = OpenAIResponseRequest
 
 // TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
 type TextToAudioJSONRequestBody = TextToAudioRequest
@@ -13373,6 +13782,311 @@ func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsOpenAIResponseInputItemContent0 returns the union data inside the OpenAIResponseInputItem_Content as a OpenAIResponseInputItemContent0
+func (t OpenAIResponseInputItem_Content) AsOpenAIResponseInputItemContent0() (OpenAIResponseInputItemContent0, error) {
+	var body OpenAIResponseInputItemContent0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseInputItemContent0 overwrites any union data inside the OpenAIResponseInputItem_Content as the provided OpenAIResponseInputItemContent0
+func (t *OpenAIResponseInputItem_Content) FromOpenAIResponseInputItemContent0(v OpenAIResponseInputItemContent0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseInputItemContent0 performs a merge with any union data inside the OpenAIResponseInputItem_Content, using the provided OpenAIResponseInputItemContent0
+func (t *OpenAIResponseInputItem_Content) MergeOpenAIResponseInputItemContent0(v OpenAIResponseInputItemContent0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseInputItemContent1 returns the union data inside the OpenAIResponseInputItem_Content as a OpenAIResponseInputItemContent1
+func (t OpenAIResponseInputItem_Content) AsOpenAIResponseInputItemContent1() (OpenAIResponseInputItemContent1, error) {
+	var body OpenAIResponseInputItemContent1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseInputItemContent1 overwrites any union data inside the OpenAIResponseInputItem_Content as the provided OpenAIResponseInputItemContent1
+func (t *OpenAIResponseInputItem_Content) FromOpenAIResponseInputItemContent1(v OpenAIResponseInputItemContent1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseInputItemContent1 performs a merge with any union data inside the OpenAIResponseInputItem_Content, using the provided OpenAIResponseInputItemContent1
+func (t *OpenAIResponseInputItem_Content) MergeOpenAIResponseInputItemContent1(v OpenAIResponseInputItemContent1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseInputItem_Content) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseInputItem_Content) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIResponseRequestInput0 returns the union data inside the OpenAIResponseRequest_Input as a OpenAIResponseRequestInput0
+func (t OpenAIResponseRequest_Input) AsOpenAIResponseRequestInput0() (OpenAIResponseRequestInput0, error) {
+	var body OpenAIResponseRequestInput0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseRequestInput0 overwrites any union data inside the OpenAIResponseRequest_Input as the provided OpenAIResponseRequestInput0
+func (t *OpenAIResponseRequest_Input) FromOpenAIResponseRequestInput0(v OpenAIResponseRequestInput0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseRequestInput0 performs a merge with any union data inside the OpenAIResponseRequest_Input, using the provided OpenAIResponseRequestInput0
+func (t *OpenAIResponseRequest_Input) MergeOpenAIResponseRequestInput0(v OpenAIResponseRequestInput0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseRequestInput1 returns the union data inside the OpenAIResponseRequest_Input as a OpenAIResponseRequestInput1
+func (t OpenAIResponseRequest_Input) AsOpenAIResponseRequestInput1() (OpenAIResponseRequestInput1, error) {
+	var body OpenAIResponseRequestInput1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseRequestInput1 overwrites any union data inside the OpenAIResponseRequest_Input as the provided OpenAIResponseRequestInput1
+func (t *OpenAIResponseRequest_Input) FromOpenAIResponseRequestInput1(v OpenAIResponseRequestInput1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseRequestInput1 performs a merge with any union data inside the OpenAIResponseRequest_Input, using the provided OpenAIResponseRequestInput1
+func (t *OpenAIResponseRequest_Input) MergeOpenAIResponseRequestInput1(v OpenAIResponseRequestInput1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseRequest_Input) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseRequest_Input) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIResponseLifecycleEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseLifecycleEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseLifecycleEvent() (OpenAIResponseLifecycleEvent, error) {
+	var body OpenAIResponseLifecycleEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseLifecycleEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseLifecycleEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseLifecycleEvent(v OpenAIResponseLifecycleEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseLifecycleEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseLifecycleEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseLifecycleEvent(v OpenAIResponseLifecycleEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseItemEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseItemEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseItemEvent() (OpenAIResponseItemEvent, error) {
+	var body OpenAIResponseItemEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseItemEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseItemEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseItemEvent(v OpenAIResponseItemEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseItemEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseItemEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseItemEvent(v OpenAIResponseItemEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponsePartEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponsePartEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponsePartEvent() (OpenAIResponsePartEvent, error) {
+	var body OpenAIResponsePartEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponsePartEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponsePartEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponsePartEvent(v OpenAIResponsePartEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponsePartEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponsePartEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponsePartEvent(v OpenAIResponsePartEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseTextEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseTextEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseTextEvent() (OpenAIResponseTextEvent, error) {
+	var body OpenAIResponseTextEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseTextEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseTextEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseTextEvent(v OpenAIResponseTextEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseTextEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseTextEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseTextEvent(v OpenAIResponseTextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseErrorEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseErrorEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseErrorEvent() (OpenAIResponseErrorEvent, error) {
+	var body OpenAIResponseErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseErrorEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseErrorEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseErrorEvent(v OpenAIResponseErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseErrorEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseErrorEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseErrorEvent(v OpenAIResponseErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t OpenAIResponseStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsOpenAIResponseErrorEvent()
+	case "response.completed":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.content_part.added":
+		return t.AsOpenAIResponsePartEvent()
+	case "response.content_part.done":
+		return t.AsOpenAIResponsePartEvent()
+	case "response.created":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.in_progress":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.incomplete":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.output_item.added":
+		return t.AsOpenAIResponseItemEvent()
+	case "response.output_item.done":
+		return t.AsOpenAIResponseItemEvent()
+	case "response.output_text.delta":
+		return t.AsOpenAIResponseTextEvent()
+	case "response.output_text.done":
+		return t.AsOpenAIResponseTextEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t OpenAIResponseStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsOpenAIChatCompletionChunk returns the union data inside the OpenAIStreamEvent as a OpenAIChatCompletionChunk
 func (t OpenAIStreamEvent) AsOpenAIChatCompletionChunk() (OpenAIChatCompletionChunk, error) {
 	var body OpenAIChatCompletionChunk
@@ -15247,6 +15961,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOpenAIResponseWithBody Ask the app through OpenAI's Responses API
+	//
+	// OpenAI's Responses API, text in and text out, answered by the app of the key as
+	// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+	// the query, or a list of messages whose last user message is the query; `instructions` is a
+	// system message. `previous_response_id` continues the conversation of an earlier answer of
+	// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+	// settings apply.
+	//
+	// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+	// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+	// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+	// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+	// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+	// are comment lines. Errors are OpenAI's error object.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+	CreateOpenAIResponseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
+	//
+	// OpenAI's Responses API, text in and text out, answered by the app of the key as
+	// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+	// the query, or a list of messages whose last user message is the query; `instructions` is a
+	// system message. `previous_response_id` continues the conversation of an earlier answer of
+	// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+	// settings apply.
+	//
+	// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+	// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+	// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+	// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+	// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+	// are comment lines. Errors are OpenAI's error object.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+	CreateOpenAIResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSite Get the app's web-app settings
 	//
@@ -17945,6 +18701,68 @@ func (c *Client) GetOpenAIModel(ctx context.Context, model string, reqEditors ..
 // Corresponds with GET /parameters (the `GetAppParameters` operationId).
 func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAppParametersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOpenAIResponseWithBody Ask the app through OpenAI's Responses API
+//
+// OpenAI's Responses API, text in and text out, answered by the app of the key as
+// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+// the query, or a list of messages whose last user message is the query; `instructions` is a
+// system message. `previous_response_id` continues the conversation of an earlier answer of
+// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+// settings apply.
+//
+// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+// are comment lines. Errors are OpenAI's error object.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+func (c *Client) CreateOpenAIResponseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIResponseRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOpenAIResponse Ask the app through OpenAI's Responses API
+//
+// OpenAI's Responses API, text in and text out, answered by the app of the key as
+// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+// the query, or a list of messages whose last user message is the query; `instructions` is a
+// system message. `previous_response_id` continues the conversation of an earlier answer of
+// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+// settings apply.
+//
+// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+// are comment lines. Errors are OpenAI's error object.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+func (c *Client) CreateOpenAIResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIResponseRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -22527,6 +23345,46 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 	return req, nil
 }
 
+// NewCreateOpenAIResponseRequest calls the generic CreateOpenAIResponse builder with application/json body
+func NewCreateOpenAIResponseRequest(server string, body CreateOpenAIResponseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOpenAIResponseRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateOpenAIResponseRequestWithBody constructs an http.Request for the CreateOpenAIResponse method, with any body, and a specified content type
+func NewCreateOpenAIResponseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/responses")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetSiteRequest constructs an http.Request for the GetSite method
 func NewGetSiteRequest(server string, params *GetSiteParams) (*http.Request, error) {
 	var err error
@@ -24490,6 +25348,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
+
+	// CreateOpenAIResponseWithBodyWithResponse Ask the app through OpenAI's Responses API
+	//
+	// OpenAI's Responses API, text in and text out, answered by the app of the key as
+	// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+	// the query, or a list of messages whose last user message is the query; `instructions` is a
+	// system message. `previous_response_id` continues the conversation of an earlier answer of
+	// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+	// settings apply.
+	//
+	// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+	// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+	// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+	// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+	// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+	// are comment lines. Errors are OpenAI's error object.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+	CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
+
+	// CreateOpenAIResponseWithResponse Ask the app through OpenAI's Responses API
+	//
+	// OpenAI's Responses API, text in and text out, answered by the app of the key as
+	// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+	// the query, or a list of messages whose last user message is the query; `instructions` is a
+	// system message. `previous_response_id` continues the conversation of an earlier answer of
+	// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+	// settings apply.
+	//
+	// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+	// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+	// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+	// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+	// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+	// are comment lines. Errors are OpenAI's error object.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+	CreateOpenAIResponseWithResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
 
 	// GetSiteWithResponse Get the app's web-app settings
 	//
@@ -32690,6 +33590,117 @@ func (r GetAppParametersResponse) ContentType() string {
 	return ""
 }
 
+type CreateOpenAIResponseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenAIResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *OpenAIError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *OpenAIError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *OpenAIError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *OpenAIError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *OpenAIError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *OpenAIError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *OpenAIError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *OpenAIError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *OpenAIError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OpenAIError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON200() *OpenAIResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON400() *OpenAIError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON401() *OpenAIError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON403() *OpenAIError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON404() *OpenAIError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON408() *OpenAIError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON413() *OpenAIError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON415() *OpenAIError {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON429() *OpenAIError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON500() *OpenAIError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON503() *OpenAIError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOpenAIResponseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOpenAIResponseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOpenAIResponseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOpenAIResponseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetSiteResponse401Headers the declared response headers of an HTTP 401 response for GetSite
 type GetSiteResponse401Headers struct {
 	WWWAuthenticate *string
@@ -35635,6 +36646,60 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetAppParametersResponse(rsp)
+}
+
+// CreateOpenAIResponseWithBodyWithResponse Ask the app through OpenAI's Responses API
+//
+// OpenAI's Responses API, text in and text out, answered by the app of the key as
+// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+// the query, or a list of messages whose last user message is the query; `instructions` is a
+// system message. `previous_response_id` continues the conversation of an earlier answer of
+// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+// settings apply.
+//
+// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+// are comment lines. Errors are OpenAI's error object.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+func (c *ClientWithResponses) CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
+	rsp, err := c.CreateOpenAIResponseWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOpenAIResponseResponse(rsp)
+}
+
+// CreateOpenAIResponseWithResponse Ask the app through OpenAI's Responses API
+//
+// OpenAI's Responses API, text in and text out, answered by the app of the key as
+// `POST /chat/completions` answers (the same mapping of messages, inputs and apps). `input` is
+// the query, or a list of messages whose last user message is the query; `instructions` is a
+// system message. `previous_response_id` continues the conversation of an earlier answer of
+// this app and user. Tools, reasoning and structured outputs are not offered: the app's own
+// settings apply.
+//
+// With `stream: true` the reply is OpenAI's response events, each an `event:` line naming it
+// and a `data:` line (`response.created`, `response.in_progress`, `response.output_item.added`,
+// `response.content_part.added`, `response.output_text.delta`…, `response.output_text.done`,
+// `response.content_part.done`, `response.output_item.done`, then `response.completed` or
+// `response.incomplete`); a failure after the stream began is an `error` event. Keep-alives
+// are comment lines. Errors are OpenAI's error object.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
+func (c *ClientWithResponses) CreateOpenAIResponseWithResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
+	rsp, err := c.CreateOpenAIResponse(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOpenAIResponseResponse(rsp)
 }
 
 // GetSiteWithResponse Get the app's web-app settings
@@ -43182,6 +44247,105 @@ func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOpenAIResponseResponse parses an HTTP response from a CreateOpenAIResponseWithResponse call
+func ParseCreateOpenAIResponseResponse(rsp *http.Response) (*CreateOpenAIResponseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOpenAIResponseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenAIResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
 	}
 
 	return response, nil

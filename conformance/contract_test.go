@@ -73,7 +73,8 @@ func loadContract(tb testing.TB) *contract {
 			return
 		}
 		byEvent := func(stream *openapi3.Schema) map[string]*openapi3.Schema {
-			out := map[string]*openapi3.Schema{}
+			// The member that names an event (Dify's `event`, OpenAI's Responses `type`).
+			out := map[string]*openapi3.Schema{eventProp: {Title: stream.Discriminator.PropertyName}}
 			for name, ref := range stream.Discriminator.Mapping {
 				out[name] = doc.Components.Schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Value
 			}
@@ -256,9 +257,13 @@ func (e *eventChecker) Close() error { return e.rc.Close() }
 // the one value), for streams of unnamed events.
 const streamDone = "\x00done"
 
+// eventProp is the key, among a stream's event schemas, of a schema whose title is the member
+// that names an event.
+const eventProp = "\x00prop"
+
 // openAIPaths matches the paths of the OpenAI-compatible operations, whose errors are OpenAI's
 // error object.
-var openAIPaths = regexp.MustCompile(`^/v1/(chat/completions|models(/.*)?)$`)
+var openAIPaths = regexp.MustCompile(`^/v1/(chat/completions|responses|models(/.*)?)$`)
 
 // errSchemaFor is the schema of the error bodies under path.
 func (c *contract) errSchemaFor(path string) *openapi3.Schema {
@@ -275,6 +280,13 @@ func (c *contract) checkFrame(frame []byte) error { return checkEventFrame(c.eve
 func checkEventFrame(events map[string]*openapi3.Schema, frame []byte) error {
 	if events[""] != nil {
 		return checkUnnamedFrame(events, frame)
+	}
+	prop := "event"
+	if p := events[eventProp]; p != nil {
+		prop = p.Title
+	}
+	if prop != "event" && bytes.HasPrefix(frame, []byte(":")) && !bytes.Contains(frame, []byte("\n")) {
+		return nil // OpenAI's streams keep alive with a comment
 	}
 	var data []byte
 	event := ""
@@ -293,19 +305,22 @@ func checkEventFrame(events map[string]*openapi3.Schema, frame []byte) error {
 		}
 	}
 	if data == nil {
-		if event != "ping" {
+		if event != "ping" || prop != "event" {
 			return fmt.Errorf("frame without data is not a ping: %q", frame)
 		}
 		return nil
-	}
-	if event != "" {
-		return fmt.Errorf("JSON events carry no event: line (got %q)", event)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(data, &v); err != nil {
 		return fmt.Errorf("data is not a JSON object: %w", err)
 	}
-	name, _ := v["event"].(string)
+	name, _ := v[prop].(string)
+	switch {
+	case prop == "event" && event != "":
+		return fmt.Errorf("JSON events carry no event: line (got %q)", event)
+	case prop != "event" && event != name:
+		return fmt.Errorf("the event: line names %q, the data %q", event, name)
+	}
 	s := events[name]
 	if s == nil {
 		return fmt.Errorf("unknown event %q", name)

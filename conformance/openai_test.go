@@ -35,7 +35,9 @@ func openAIBody(t *testing.T, stream bool, extra map[string]any, messages ...map
 	return string(raw)
 }
 
-func msg(role, content string) map[string]any { return map[string]any{"role": role, "content": content} }
+func msg(role, content string) map[string]any {
+	return map[string]any{"role": role, "content": content}
+}
 
 // chatcmplRE matches the answer ids and the creation times a transcript pins as placeholders.
 var (
@@ -351,5 +353,62 @@ func TestOpenAIStop(t *testing.T) {
 	}
 	if !stopped || lines[len(lines)-1] != "[DONE]" || finishOf(lines) != "stop" || contentOf(lines) != "Partial " {
 		t.Fatalf("stopped stream: %v", lines)
+	}
+}
+
+// TestOpenAIResponsesGolden pins a blocking response and a streamed one, event by event, and
+// checks a stream that fails after it began ends with an error event, and an answer cut short
+// by the model's token limit is incomplete.
+func TestOpenAIResponsesGolden(t *testing.T) {
+	p := startParley(t, "sqlite")
+	q := marker(t, "golden responses")
+	upstream.On(q, openaitest.Reply{Chunks: []string{"Hello", " there", "!"}, Usage: &providers.Usage{PromptTokens: 24, CompletionTokens: 3}})
+	respRE := regexp.MustCompile(`"(resp|msg)_<uuid-\d+>"`)
+	for _, tc := range []struct {
+		stream bool
+		file   string
+	}{{false, "openai_response_blocking.json.golden"}, {true, "openai_response_streaming.sse.golden"}} {
+		body, _ := json.Marshal(map[string]any{"model": "chatbot", "input": q, "inputs": map[string]any{"tone": "warm"}, "user": "golden", "stream": tc.stream})
+		req, _ := newRequest("POST", p.URL+"/responses", string(body), p.AppKey)
+		got := normalize(httpTranscript(rawDo(t, req)))
+		if !respRE.MatchString(got) {
+			t.Fatalf("no resp_ id:\n%s", got)
+		}
+		golden(t, tc.file, strings.TrimRight(got, "\n")+"\n")
+	}
+
+	q = marker(t, "broken upstream")
+	upstream.On(q, openaitest.Reply{Chunks: []string{"Half ", "an answer"}, CutAfterChunks: 1})
+	body, _ := json.Marshal(map[string]any{"model": "chatbot", "input": q, "inputs": map[string]any{"tone": "warm"}, "stream": true})
+	req, _ := newRequest("POST", p.URL+"/responses", string(body), p.AppKey)
+	_, raw := rawDo(t, req)
+	frames := strings.Split(strings.TrimSpace(string(raw)), "\n\n")
+	if last := frames[len(frames)-1]; !strings.HasPrefix(last, "event: error\ndata: {\"type\":\"error\"") || strings.Contains(string(raw), "response.completed") {
+		t.Fatalf("a failed stream:\n%s", raw)
+	}
+
+	q = marker(t, "a long story")
+	upstream.On(q, openaitest.Reply{Chunks: []string{"Once ", "upon"}, FinishReason: "length"})
+	body, _ = json.Marshal(map[string]any{"model": "chatbot", "input": q, "inputs": map[string]any{"tone": "warm"}})
+	status, raw := rawCall(t, p, "POST", "/responses", string(body), p.AppKey)
+	if status != http.StatusOK || !strings.Contains(string(raw), `"status":"incomplete"`) || !strings.Contains(string(raw), `"incomplete_details":{"reason":"max_output_tokens"}`) {
+		t.Fatalf("cut short: %d %s", status, raw)
+	}
+	for _, tc := range []struct {
+		body   string
+		status int
+		param  string
+	}{
+		{`{"model":"x","input":[{"role":"assistant","content":"no question"}],"inputs":{"tone":"warm"}}`, 400, "input"},
+		{`{"model":"x","input":42}`, 400, ""},
+		{`{"model":"x","input":"hi","previous_response_id":"resp_nope","inputs":{"tone":"warm"}}`, 404, "previous_response_id"},
+	} {
+		status, raw := rawCall(t, p, "POST", "/responses", tc.body, p.AppKey)
+		var e struct {
+			Error struct{ Param *string }
+		}
+		if status != tc.status || json.Unmarshal(raw, &e) != nil || tc.param != "" && (e.Error.Param == nil || *e.Error.Param != tc.param) {
+			t.Errorf("%s: %d %s", tc.body, status, raw)
+		}
 	}
 }

@@ -1354,6 +1354,219 @@ func (e OpenAIModelListObject) Valid() bool {
 	}
 }
 
+// Defines values for OpenAIResponseIncompleteDetailsReason.
+const (
+	OpenAIResponseIncompleteDetailsReasonContentFilter   OpenAIResponseIncompleteDetailsReason = "content_filter"
+	OpenAIResponseIncompleteDetailsReasonMaxOutputTokens OpenAIResponseIncompleteDetailsReason = "max_output_tokens"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseIncompleteDetailsReason enum.
+func (e OpenAIResponseIncompleteDetailsReason) Valid() bool {
+	switch e {
+	case OpenAIResponseIncompleteDetailsReasonContentFilter:
+		return true
+	case OpenAIResponseIncompleteDetailsReasonMaxOutputTokens:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseObject.
+const (
+	Response OpenAIResponseObject = "response"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseObject enum.
+func (e OpenAIResponseObject) Valid() bool {
+	switch e {
+	case Response:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseStatus.
+const (
+	OpenAIResponseStatusCompleted  OpenAIResponseStatus = "completed"
+	OpenAIResponseStatusInProgress OpenAIResponseStatus = "in_progress"
+	OpenAIResponseStatusIncomplete OpenAIResponseStatus = "incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseStatus enum.
+func (e OpenAIResponseStatus) Valid() bool {
+	switch e {
+	case OpenAIResponseStatusCompleted:
+		return true
+	case OpenAIResponseStatusInProgress:
+		return true
+	case OpenAIResponseStatusIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseErrorEventType.
+const (
+	OpenAIResponseErrorEventTypeError OpenAIResponseErrorEventType = "error"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseErrorEventType enum.
+func (e OpenAIResponseErrorEventType) Valid() bool {
+	switch e {
+	case OpenAIResponseErrorEventTypeError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseItemEventType.
+const (
+	ResponseOutputItemAdded OpenAIResponseItemEventType = "response.output_item.added"
+	ResponseOutputItemDone  OpenAIResponseItemEventType = "response.output_item.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseItemEventType enum.
+func (e OpenAIResponseItemEventType) Valid() bool {
+	switch e {
+	case ResponseOutputItemAdded:
+		return true
+	case ResponseOutputItemDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseLifecycleEventType.
+const (
+	ResponseCompleted  OpenAIResponseLifecycleEventType = "response.completed"
+	ResponseCreated    OpenAIResponseLifecycleEventType = "response.created"
+	ResponseInProgress OpenAIResponseLifecycleEventType = "response.in_progress"
+	ResponseIncomplete OpenAIResponseLifecycleEventType = "response.incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseLifecycleEventType enum.
+func (e OpenAIResponseLifecycleEventType) Valid() bool {
+	switch e {
+	case ResponseCompleted:
+		return true
+	case ResponseCreated:
+		return true
+	case ResponseInProgress:
+		return true
+	case ResponseIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageRole.
+const (
+	OpenAIResponseOutputMessageRoleAssistant OpenAIResponseOutputMessageRole = "assistant"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageRole enum.
+func (e OpenAIResponseOutputMessageRole) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageStatus.
+const (
+	OpenAIResponseOutputMessageStatusCompleted  OpenAIResponseOutputMessageStatus = "completed"
+	OpenAIResponseOutputMessageStatusInProgress OpenAIResponseOutputMessageStatus = "in_progress"
+	OpenAIResponseOutputMessageStatusIncomplete OpenAIResponseOutputMessageStatus = "incomplete"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageStatus enum.
+func (e OpenAIResponseOutputMessageStatus) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageStatusCompleted:
+		return true
+	case OpenAIResponseOutputMessageStatusInProgress:
+		return true
+	case OpenAIResponseOutputMessageStatusIncomplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputMessageType.
+const (
+	OpenAIResponseOutputMessageTypeMessage OpenAIResponseOutputMessageType = "message"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputMessageType enum.
+func (e OpenAIResponseOutputMessageType) Valid() bool {
+	switch e {
+	case OpenAIResponseOutputMessageTypeMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseOutputTextType.
+const (
+	OutputText OpenAIResponseOutputTextType = "output_text"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseOutputTextType enum.
+func (e OpenAIResponseOutputTextType) Valid() bool {
+	switch e {
+	case OutputText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponsePartEventType.
+const (
+	ResponseContentPartAdded OpenAIResponsePartEventType = "response.content_part.added"
+	ResponseContentPartDone  OpenAIResponsePartEventType = "response.content_part.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponsePartEventType enum.
+func (e OpenAIResponsePartEventType) Valid() bool {
+	switch e {
+	case ResponseContentPartAdded:
+		return true
+	case ResponseContentPartDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenAIResponseTextEventType.
+const (
+	ResponseOutputTextDelta OpenAIResponseTextEventType = "response.output_text.delta"
+	ResponseOutputTextDone  OpenAIResponseTextEventType = "response.output_text.done"
+)
+
+// Valid indicates whether the value is a known member of the OpenAIResponseTextEventType enum.
+func (e OpenAIResponseTextEventType) Valid() bool {
+	switch e {
+	case ResponseOutputTextDelta:
+		return true
+	case ResponseOutputTextDone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PauseReasonTYPE.
 const (
 	PauseReasonTYPEHumanInputRequired PauseReasonTYPE = "human_input_required"
@@ -4246,6 +4459,199 @@ type OpenAIModelList struct {
 // OpenAIModelListObject defines model for OpenAIModelList.Object.
 type OpenAIModelListObject string
 
+// OpenAIResponse defines model for OpenAIResponse.
+type OpenAIResponse struct {
+	// ConversationId Parley's extension. The conversation the answer belongs to (null for Completion and Workflow apps).
+	ConversationId *string                 `json:"conversation_id"`
+	CreatedAt      int64                   `json:"created_at"`
+	Error          *map[string]interface{} `json:"error"`
+
+	// Id `resp_` and the id of the stored message (the workflow run's for a Workflow app).
+	Id string `json:"id"`
+
+	// IncompleteDetails `{"reason": "max_output_tokens"}` or `{"reason": "content_filter"}` for an incomplete answer.
+	IncompleteDetails *struct {
+		Reason *OpenAIResponseIncompleteDetailsReason `json:"reason,omitempty"`
+	} `json:"incomplete_details"`
+	Instructions       *string                       `json:"instructions,omitempty"`
+	Model              string                        `json:"model"`
+	Object             OpenAIResponseObject          `json:"object"`
+	Output             []OpenAIResponseOutputMessage `json:"output"`
+	PreviousResponseId *string                       `json:"previous_response_id,omitempty"`
+	Status             OpenAIResponseStatus          `json:"status"`
+	Usage              *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// OpenAIResponseIncompleteDetailsReason defines model for OpenAIResponse.IncompleteDetails.Reason.
+type OpenAIResponseIncompleteDetailsReason string
+
+// OpenAIResponseObject defines model for OpenAIResponse.Object.
+type OpenAIResponseObject string
+
+// OpenAIResponseStatus defines model for OpenAIResponse.Status.
+type OpenAIResponseStatus string
+
+// OpenAIResponseContentPart defines model for OpenAIResponseContentPart.
+type OpenAIResponseContentPart struct {
+	ImageUrl *string `json:"image_url,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	Type     string  `json:"type"`
+}
+
+// OpenAIResponseErrorEvent defines model for OpenAIResponseErrorEvent.
+type OpenAIResponseErrorEvent struct {
+	Code           *string                      `json:"code"`
+	Message        string                       `json:"message"`
+	Param          *string                      `json:"param"`
+	SequenceNumber int                          `json:"sequence_number"`
+	Type           OpenAIResponseErrorEventType `json:"type"`
+}
+
+// OpenAIResponseErrorEventType defines model for OpenAIResponseErrorEvent.Type.
+type OpenAIResponseErrorEventType string
+
+// OpenAIResponseInputItem A message of the input; items of other types (function calls and their outputs, reasoning) are left out.
+type OpenAIResponseInputItem struct {
+	// Content Text, or a list of content parts (`input_text`, `output_text`, `input_image` with an http or https `image_url`).
+	Content *OpenAIResponseInputItem_Content `json:"content,omitempty"`
+	Role    *string                          `json:"role,omitempty"`
+	Type    *string                          `json:"type,omitempty"`
+}
+
+// OpenAIResponseInputItemContent0 defines model for OpenAIResponseInputItem.Content.0.
+type OpenAIResponseInputItemContent0 = string
+
+// OpenAIResponseInputItemContent1 defines model for OpenAIResponseInputItem.Content.1.
+type OpenAIResponseInputItemContent1 = []OpenAIResponseContentPart
+
+// OpenAIResponseInputItem_Content Text, or a list of content parts (`input_text`, `output_text`, `input_image` with an http or https `image_url`).
+type OpenAIResponseInputItem_Content struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseItemEvent defines model for OpenAIResponseItemEvent.
+type OpenAIResponseItemEvent struct {
+	Item           OpenAIResponseOutputMessage `json:"item"`
+	OutputIndex    int                         `json:"output_index"`
+	SequenceNumber int                         `json:"sequence_number"`
+	Type           OpenAIResponseItemEventType `json:"type"`
+}
+
+// OpenAIResponseItemEventType defines model for OpenAIResponseItemEvent.Type.
+type OpenAIResponseItemEventType string
+
+// OpenAIResponseLifecycleEvent defines model for OpenAIResponseLifecycleEvent.
+type OpenAIResponseLifecycleEvent struct {
+	Response       OpenAIResponse                   `json:"response"`
+	SequenceNumber int                              `json:"sequence_number"`
+	Type           OpenAIResponseLifecycleEventType `json:"type"`
+}
+
+// OpenAIResponseLifecycleEventType defines model for OpenAIResponseLifecycleEvent.Type.
+type OpenAIResponseLifecycleEventType string
+
+// OpenAIResponseOutputMessage defines model for OpenAIResponseOutputMessage.
+type OpenAIResponseOutputMessage struct {
+	Content []OpenAIResponseOutputText        `json:"content"`
+	Id      string                            `json:"id"`
+	Role    OpenAIResponseOutputMessageRole   `json:"role"`
+	Status  OpenAIResponseOutputMessageStatus `json:"status"`
+	Type    OpenAIResponseOutputMessageType   `json:"type"`
+}
+
+// OpenAIResponseOutputMessageRole defines model for OpenAIResponseOutputMessage.Role.
+type OpenAIResponseOutputMessageRole string
+
+// OpenAIResponseOutputMessageStatus defines model for OpenAIResponseOutputMessage.Status.
+type OpenAIResponseOutputMessageStatus string
+
+// OpenAIResponseOutputMessageType defines model for OpenAIResponseOutputMessage.Type.
+type OpenAIResponseOutputMessageType string
+
+// OpenAIResponseOutputText defines model for OpenAIResponseOutputText.
+type OpenAIResponseOutputText struct {
+	Annotations []map[string]interface{}     `json:"annotations"`
+	Text        string                       `json:"text"`
+	Type        OpenAIResponseOutputTextType `json:"type"`
+}
+
+// OpenAIResponseOutputTextType defines model for OpenAIResponseOutputText.Type.
+type OpenAIResponseOutputTextType string
+
+// OpenAIResponsePartEvent defines model for OpenAIResponsePartEvent.
+type OpenAIResponsePartEvent struct {
+	ContentIndex   int                         `json:"content_index"`
+	ItemId         string                      `json:"item_id"`
+	OutputIndex    int                         `json:"output_index"`
+	Part           OpenAIResponseOutputText    `json:"part"`
+	SequenceNumber int                         `json:"sequence_number"`
+	Type           OpenAIResponsePartEventType `json:"type"`
+}
+
+// OpenAIResponsePartEventType defines model for OpenAIResponsePartEvent.Type.
+type OpenAIResponsePartEventType string
+
+// OpenAIResponseRequest OpenAI's Responses API request. Members not listed are accepted and ignored.
+type OpenAIResponseRequest struct {
+	// Input The query, or a list of messages (the last user message is the query).
+	Input OpenAIResponseRequest_Input `json:"input"`
+
+	// Inputs Parley's extension. The values of the app's input form.
+	Inputs *map[string]interface{} `json:"inputs,omitempty"`
+
+	// Instructions A system message (see `POST /chat/completions`).
+	Instructions *string `json:"instructions,omitempty"`
+
+	// Model The app's name, or anything else (the key decides which app answers).
+	Model string `json:"model"`
+
+	// PreviousResponseId Continue the conversation of this earlier answer (`resp_…`) of the app and user.
+	PreviousResponseId *string `json:"previous_response_id,omitempty"`
+	Stream             *bool   `json:"stream,omitempty"`
+
+	// User The end user (`openai` when absent).
+	User *string `json:"user,omitempty"`
+}
+
+// OpenAIResponseRequestInput0 defines model for OpenAIResponseRequest.Input.0.
+type OpenAIResponseRequestInput0 = string
+
+// OpenAIResponseRequestInput1 defines model for OpenAIResponseRequest.Input.1.
+type OpenAIResponseRequestInput1 = []OpenAIResponseInputItem
+
+// OpenAIResponseRequest_Input The query, or a list of messages (the last user message is the query).
+type OpenAIResponseRequest_Input struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseStreamEvent One event of a streamed response; `type` names it, and so does the frame's `event:` line.
+type OpenAIResponseStreamEvent struct {
+	union json.RawMessage
+}
+
+// OpenAIResponseTextEvent defines model for OpenAIResponseTextEvent.
+type OpenAIResponseTextEvent struct {
+	ContentIndex int `json:"content_index"`
+
+	// Delta The text that came (delta events).
+	Delta          *string                  `json:"delta,omitempty"`
+	ItemId         string                   `json:"item_id"`
+	Logprobs       []map[string]interface{} `json:"logprobs"`
+	OutputIndex    int                      `json:"output_index"`
+	SequenceNumber int                      `json:"sequence_number"`
+
+	// Text The whole text (the done event).
+	Text *string                     `json:"text,omitempty"`
+	Type OpenAIResponseTextEventType `json:"type"`
+}
+
+// OpenAIResponseTextEventType defines model for OpenAIResponseTextEvent.Type.
+type OpenAIResponseTextEventType string
+
 // OpenAIStreamEvent One `data:` line of a chat completion stream (besides the closing `[DONE]`).
 type OpenAIStreamEvent struct {
 	union json.RawMessage
@@ -6029,6 +6435,9 @@ type SubmitHumanInputFormJSONRequestBody = HumanInputSubmission
 
 // SendMessageFeedbackJSONRequestBody defines body for SendMessageFeedback for application/json ContentType.
 type SendMessageFeedbackJSONRequestBody = FeedbackRequest
+
+// CreateOpenAIResponseJSONRequestBody defines body for CreateOpenAIResponse for application/json ContentType.
+type CreateOpenAIResponseJSONRequestBody = OpenAIResponseRequest
 
 // TextToAudioJSONRequestBody defines body for TextToAudio for application/json ContentType.
 type TextToAudioJSONRequestBody = TextToAudioRequest
@@ -13373,6 +13782,311 @@ func (t *OpenAIChatMessage_Content) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsOpenAIResponseInputItemContent0 returns the union data inside the OpenAIResponseInputItem_Content as a OpenAIResponseInputItemContent0
+func (t OpenAIResponseInputItem_Content) AsOpenAIResponseInputItemContent0() (OpenAIResponseInputItemContent0, error) {
+	var body OpenAIResponseInputItemContent0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseInputItemContent0 overwrites any union data inside the OpenAIResponseInputItem_Content as the provided OpenAIResponseInputItemContent0
+func (t *OpenAIResponseInputItem_Content) FromOpenAIResponseInputItemContent0(v OpenAIResponseInputItemContent0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseInputItemContent0 performs a merge with any union data inside the OpenAIResponseInputItem_Content, using the provided OpenAIResponseInputItemContent0
+func (t *OpenAIResponseInputItem_Content) MergeOpenAIResponseInputItemContent0(v OpenAIResponseInputItemContent0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseInputItemContent1 returns the union data inside the OpenAIResponseInputItem_Content as a OpenAIResponseInputItemContent1
+func (t OpenAIResponseInputItem_Content) AsOpenAIResponseInputItemContent1() (OpenAIResponseInputItemContent1, error) {
+	var body OpenAIResponseInputItemContent1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseInputItemContent1 overwrites any union data inside the OpenAIResponseInputItem_Content as the provided OpenAIResponseInputItemContent1
+func (t *OpenAIResponseInputItem_Content) FromOpenAIResponseInputItemContent1(v OpenAIResponseInputItemContent1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseInputItemContent1 performs a merge with any union data inside the OpenAIResponseInputItem_Content, using the provided OpenAIResponseInputItemContent1
+func (t *OpenAIResponseInputItem_Content) MergeOpenAIResponseInputItemContent1(v OpenAIResponseInputItemContent1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseInputItem_Content) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseInputItem_Content) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIResponseRequestInput0 returns the union data inside the OpenAIResponseRequest_Input as a OpenAIResponseRequestInput0
+func (t OpenAIResponseRequest_Input) AsOpenAIResponseRequestInput0() (OpenAIResponseRequestInput0, error) {
+	var body OpenAIResponseRequestInput0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseRequestInput0 overwrites any union data inside the OpenAIResponseRequest_Input as the provided OpenAIResponseRequestInput0
+func (t *OpenAIResponseRequest_Input) FromOpenAIResponseRequestInput0(v OpenAIResponseRequestInput0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseRequestInput0 performs a merge with any union data inside the OpenAIResponseRequest_Input, using the provided OpenAIResponseRequestInput0
+func (t *OpenAIResponseRequest_Input) MergeOpenAIResponseRequestInput0(v OpenAIResponseRequestInput0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseRequestInput1 returns the union data inside the OpenAIResponseRequest_Input as a OpenAIResponseRequestInput1
+func (t OpenAIResponseRequest_Input) AsOpenAIResponseRequestInput1() (OpenAIResponseRequestInput1, error) {
+	var body OpenAIResponseRequestInput1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseRequestInput1 overwrites any union data inside the OpenAIResponseRequest_Input as the provided OpenAIResponseRequestInput1
+func (t *OpenAIResponseRequest_Input) FromOpenAIResponseRequestInput1(v OpenAIResponseRequestInput1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseRequestInput1 performs a merge with any union data inside the OpenAIResponseRequest_Input, using the provided OpenAIResponseRequestInput1
+func (t *OpenAIResponseRequest_Input) MergeOpenAIResponseRequestInput1(v OpenAIResponseRequestInput1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseRequest_Input) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseRequest_Input) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpenAIResponseLifecycleEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseLifecycleEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseLifecycleEvent() (OpenAIResponseLifecycleEvent, error) {
+	var body OpenAIResponseLifecycleEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseLifecycleEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseLifecycleEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseLifecycleEvent(v OpenAIResponseLifecycleEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseLifecycleEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseLifecycleEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseLifecycleEvent(v OpenAIResponseLifecycleEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseItemEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseItemEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseItemEvent() (OpenAIResponseItemEvent, error) {
+	var body OpenAIResponseItemEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseItemEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseItemEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseItemEvent(v OpenAIResponseItemEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseItemEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseItemEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseItemEvent(v OpenAIResponseItemEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponsePartEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponsePartEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponsePartEvent() (OpenAIResponsePartEvent, error) {
+	var body OpenAIResponsePartEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponsePartEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponsePartEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponsePartEvent(v OpenAIResponsePartEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponsePartEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponsePartEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponsePartEvent(v OpenAIResponsePartEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseTextEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseTextEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseTextEvent() (OpenAIResponseTextEvent, error) {
+	var body OpenAIResponseTextEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseTextEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseTextEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseTextEvent(v OpenAIResponseTextEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseTextEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseTextEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseTextEvent(v OpenAIResponseTextEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpenAIResponseErrorEvent returns the union data inside the OpenAIResponseStreamEvent as a OpenAIResponseErrorEvent
+func (t OpenAIResponseStreamEvent) AsOpenAIResponseErrorEvent() (OpenAIResponseErrorEvent, error) {
+	var body OpenAIResponseErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpenAIResponseErrorEvent overwrites any union data inside the OpenAIResponseStreamEvent as the provided OpenAIResponseErrorEvent
+func (t *OpenAIResponseStreamEvent) FromOpenAIResponseErrorEvent(v OpenAIResponseErrorEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpenAIResponseErrorEvent performs a merge with any union data inside the OpenAIResponseStreamEvent, using the provided OpenAIResponseErrorEvent
+func (t *OpenAIResponseStreamEvent) MergeOpenAIResponseErrorEvent(v OpenAIResponseErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpenAIResponseStreamEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t OpenAIResponseStreamEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "error":
+		return t.AsOpenAIResponseErrorEvent()
+	case "response.completed":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.content_part.added":
+		return t.AsOpenAIResponsePartEvent()
+	case "response.content_part.done":
+		return t.AsOpenAIResponsePartEvent()
+	case "response.created":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.in_progress":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.incomplete":
+		return t.AsOpenAIResponseLifecycleEvent()
+	case "response.output_item.added":
+		return t.AsOpenAIResponseItemEvent()
+	case "response.output_item.done":
+		return t.AsOpenAIResponseItemEvent()
+	case "response.output_text.delta":
+		return t.AsOpenAIResponseTextEvent()
+	case "response.output_text.done":
+		return t.AsOpenAIResponseTextEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t OpenAIResponseStreamEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpenAIResponseStreamEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsOpenAIChatCompletionChunk returns the union data inside the OpenAIStreamEvent as a OpenAIChatCompletionChunk
 func (t OpenAIStreamEvent) AsOpenAIChatCompletionChunk() (OpenAIChatCompletionChunk, error) {
 	var body OpenAIChatCompletionChunk
@@ -14112,6 +14826,9 @@ type ServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
+	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
+	// (POST /responses)
+	CreateOpenAIResponse(ctx echo.Context) error
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx echo.Context, params GetSiteParams) error
@@ -15990,6 +16707,15 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	return err
 }
 
+// CreateOpenAIResponse converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOpenAIResponse(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOpenAIResponse(ctx)
+	return err
+}
+
 // GetSite converts echo context to params.
 func (w *ServerInterfaceWrapper) GetSite(ctx echo.Context) error {
 	var err error
@@ -16334,6 +17060,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
 	router.GET(options.BaseURL+"/", wrapper.GetServiceInfo, options.OperationMiddlewares["getServiceInfo"]...)
 	router.POST(options.BaseURL+"/chat/completions", wrapper.CreateOpenAIChatCompletion, options.OperationMiddlewares["createOpenAIChatCompletion"]...)
+	router.POST(options.BaseURL+"/responses", wrapper.CreateOpenAIResponse, options.OperationMiddlewares["createOpenAIResponse"]...)
 	router.GET(options.BaseURL+"/models", wrapper.ListOpenAIModels, options.OperationMiddlewares["listOpenAIModels"]...)
 	router.GET(options.BaseURL+"/models/:model", wrapper.GetOpenAIModel, options.OperationMiddlewares["getOpenAIModel"]...)
 	router.GET(options.BaseURL+"/datasets/:dataset_id/documents/:document_id/upload-file", wrapper.GetDocumentUploadFile, options.OperationMiddlewares["getDocumentUploadFile"]...)
@@ -27045,6 +27772,211 @@ func (response GetAppParameters503JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type CreateOpenAIResponseRequestObject struct {
+	Body *CreateOpenAIResponseJSONRequestBody
+}
+
+type CreateOpenAIResponseResponseObject interface {
+	VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error
+}
+
+type CreateOpenAIResponse200JSONResponse OpenAIResponse
+
+func (response CreateOpenAIResponse200JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response CreateOpenAIResponse200TexteventStreamResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type CreateOpenAIResponse400JSONResponse struct{ OpenAIErrorJSONResponse }
+
+func (response CreateOpenAIResponse400JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse401JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse401JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse403JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse403JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse404JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse404JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse408JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse408JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse413JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse413JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse415JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse415JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse429JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse429JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse500JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse500JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse503JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse503JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSiteRequestObject struct {
 	Params GetSiteParams
 }
@@ -28466,6 +29398,9 @@ type StrictServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
+	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
+	// (POST /responses)
+	CreateOpenAIResponse(ctx context.Context, request CreateOpenAIResponseRequestObject) (CreateOpenAIResponseResponseObject, error)
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx context.Context, request GetSiteRequestObject) (GetSiteResponseObject, error)
@@ -31538,6 +32473,52 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 		return err
 	} else if validResponse, ok := response.(GetAppParametersResponseObject); ok {
 		return validResponse.VisitGetAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOpenAIResponse operation middleware
+func (sh *strictHandler) CreateOpenAIResponse(ctx echo.Context) error {
+	var request CreateOpenAIResponseRequestObject
+
+	var body CreateOpenAIResponseJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOpenAIResponse(ctx.Request().Context(), request.(CreateOpenAIResponseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOpenAIResponse")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOpenAIResponseResponseObject); ok {
+		return validResponse.VisitCreateOpenAIResponseResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -32,7 +32,7 @@ func isOpenAIPath(p string) bool {
 	if !ok {
 		return false
 	}
-	return rest == "/chat/completions" || rest == "/models" || strings.HasPrefix(rest, "/models/")
+	return rest == "/chat/completions" || rest == "/responses" || rest == "/models" || strings.HasPrefix(rest, "/models/")
 }
 
 // openAIBody is e as OpenAI's error object: the type from the status, as OpenAI's clients read
@@ -117,57 +117,21 @@ func (s *Server) CreateOpenAIChatCompletion(ctx context.Context, req gen.CreateO
 	if err != nil {
 		return nil, err
 	}
-	inputs := map[string]any{}
-	if b.Inputs != nil {
-		maps.Copy(inputs, *b.Inputs)
+	q := openAIRequest{conv: conv, inputs: b.Inputs, user: b.User, stream: b.Stream != nil && *b.Stream}
+	if b.ConversationId != nil {
+		q.conversationID = *b.ConversationId
 	}
-	rreq := run.Request{App: app, User: openAIDefaultUser, Query: conv.query, Inputs: inputs, Files: conv.files}
-	if b.User != nil && strings.TrimSpace(*b.User) != "" {
-		rreq.User = *b.User
-	}
-	switch {
-	case app.IsChat():
-		if b.ConversationId != nil && *b.ConversationId != "" {
-			rreq.ConversationID = *b.ConversationId
-		} else {
-			rreq.History = conv.history
-		}
-		if app.Mode == apps.ModeAgent {
-			if rreq.App, err = apps.AgentRun(app, conv.query); err != nil {
-				return nil, err
-			}
-		}
-	case app.Mode == apps.ModeWorkflow:
-		rreq.Query = ""
-		fillInput(rreq.App, inputs, "query", conv.query)
-	}
-	fillInput(rreq.App, inputs, "system", conv.system)
-	streaming := b.Stream != nil && *b.Stream
-	// Legacy Agent and Agent apps answer streaming only; a blocking request collects the stream.
-	rreq.Streaming = streaming || rreq.App.StreamingOnly()
-	r, err := s.runs.Start(ctx, rreq)
+	r, err := s.startOpenAI(ctx, app, q)
 	if err != nil {
 		return nil, err
 	}
 	c := newOpenAIChunks(r, b.Model, b.StreamOptions != nil && b.StreamOptions.IncludeUsage != nil && *b.StreamOptions.IncludeUsage)
-	if streaming {
-		return &openAIStream{ctx: ctx, run: r, srv: s, c: c}, nil
+	if q.stream {
+		return s.openAIStream(ctx, r, c), nil
 	}
-	var a openAIAnswer
-	if r.Mode == apps.ModeWorkflow {
-		res, err := collectWorkflow(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		if a, err = workflowAnswer(res); err != nil {
-			return nil, err
-		}
-	} else {
-		rep, err := collect(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		a = chatAnswer(rep.answer, rep.replaced, rep.end)
+	a, err := collectOpenAI(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	out := gen.CreateOpenAIChatCompletion200JSONResponse{
 		Id: c.id, Object: gen.ChatCompletion, Created: c.created, Model: c.model, Usage: a.usage,
@@ -179,6 +143,66 @@ func (s *Server) CreateOpenAIChatCompletion(ctx context.Context, req gen.CreateO
 		out.ConversationId = &r.ConversationID
 	}
 	return out, nil
+}
+
+// openAIRequest is what the OpenAI-compatible operations ask of an app.
+type openAIRequest struct {
+	conv           openAIConversation
+	inputs         *map[string]any
+	user           *string
+	conversationID string
+	stream         bool
+}
+
+// startOpenAI starts the app's answer to q: a chat kind continues conversationID or replays the
+// given history, a Workflow app takes the query as its `query` input, and system messages go to
+// the `system` input (docs/openai.md).
+func (s *Server) startOpenAI(ctx context.Context, app *apps.App, q openAIRequest) (*run.Run, error) {
+	inputs := map[string]any{}
+	if q.inputs != nil {
+		maps.Copy(inputs, *q.inputs)
+	}
+	rreq := run.Request{App: app, User: openAIDefaultUser, Query: q.conv.query, Inputs: inputs, Files: q.conv.files}
+	if q.user != nil && strings.TrimSpace(*q.user) != "" {
+		rreq.User = *q.user
+	}
+	switch {
+	case app.IsChat():
+		if q.conversationID != "" {
+			rreq.ConversationID = q.conversationID
+		} else {
+			rreq.History = q.conv.history
+		}
+		if app.Mode == apps.ModeAgent {
+			var err error
+			if rreq.App, err = apps.AgentRun(app, q.conv.query); err != nil {
+				return nil, err
+			}
+		}
+	case app.Mode == apps.ModeWorkflow:
+		rreq.Query = ""
+		fillInput(rreq.App, inputs, "query", q.conv.query)
+	}
+	fillInput(rreq.App, inputs, "system", q.conv.system)
+	// Legacy Agent and Agent apps answer streaming only; a blocking request collects the stream.
+	rreq.Streaming = q.stream || rreq.App.StreamingOnly()
+	return s.runs.Start(ctx, rreq)
+}
+
+// collectOpenAI waits for the whole answer of a run, for a blocking request.
+func collectOpenAI(ctx context.Context, r *run.Run) (openAIAnswer, error) {
+	if r.Mode == apps.ModeWorkflow {
+		res, err := collectWorkflow(ctx, r)
+		if err != nil {
+			return openAIAnswer{}, err
+		}
+		return workflowAnswer(res)
+	}
+	rep, err := collect(ctx, r)
+	if err != nil {
+		return openAIAnswer{}, err
+	}
+	return chatAnswer(rep.answer, rep.replaced, rep.end), nil
 }
 
 // fillInput sets the app's input name to value when the app's form has it, value is not empty
@@ -389,8 +413,118 @@ func outputText(outputs map[string]any) string {
 	return string(b)
 }
 
-// openAIChunks writes the chunks of one streamed answer: every chunk carries the answer's id,
-// creation time and model, and (Parley's extension) its conversation.
+// openAISink writes a streamed answer in one of OpenAI's stream formats: chat completion
+// chunks (openAIChunks) or Responses events (responseEvents).
+type openAISink interface {
+	// start queues what comes before the answer's text.
+	start(out *sse.Writer) error
+	// text queues text of the answer as it comes.
+	text(out *sse.Writer, delta string) error
+	// finish queues the end of the answer (a's content has been sent through text).
+	finish(out *sse.Writer, a openAIAnswer) error
+	// fail queues the error that ends a stream that failed.
+	fail(out *sse.Writer, e *APIError) error
+}
+
+// openAIStream is the streaming answer of the OpenAI-compatible operations: a run's events
+// through a sink, keep-alives as comment lines.
+type openAIStream struct {
+	ctx  context.Context
+	run  *run.Run
+	srv  *Server
+	sink openAISink
+	// agent: the answer streams as agent_message events; replaced: moderation replaced it.
+	agent, replaced bool
+}
+
+func (s *Server) openAIStream(ctx context.Context, r *run.Run, sink openAISink) *openAIStream {
+	return &openAIStream{ctx: ctx, run: r, srv: s, sink: sink}
+}
+
+// VisitCreateOpenAIChatCompletionResponse implements gen.CreateOpenAIChatCompletionResponseObject.
+func (st *openAIStream) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+	return st.write(w)
+}
+
+// VisitCreateOpenAIResponseResponse implements gen.CreateOpenAIResponseResponseObject.
+func (st *openAIStream) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+	return st.write(w)
+}
+
+func (st *openAIStream) write(w http.ResponseWriter) error {
+	out := st.srv.startStream(w)
+	out.SetPingFrame(sse.CommentPingFrame)
+	defer out.Close()
+	r := st.run
+	// The answer's opening goes out at once, as OpenAI's streams start.
+	if st.sink.start(out) != nil || out.Flush() != nil {
+		r.Detach()
+		return nil
+	}
+	src := st.srv.runFrames(r, st.send)
+	defer src.timer.Stop()
+	if !pump(st.ctx, out, src, st.srv.pingInterval) {
+		r.Detach()
+	}
+	return nil
+}
+
+// send hands one run event to the sink; done ends the stream after it, detached from a run that
+// still sends events after the answer (text to speech, a Chatflow's trailer).
+func (st *openAIStream) send(_ context.Context, ev run.Event, out *sse.Writer) (done bool, err error) {
+	switch ev.Kind {
+	case run.EventPing:
+		return false, out.Ping()
+	case run.EventAgentMessage:
+		st.agent = true
+		if ev.Answer == "" {
+			return false, nil
+		}
+		return false, st.sink.text(out, ev.Answer)
+	case run.EventMessage:
+		// A Workflow app's answer is its outputs, sent when it ends; an Agent app's closing
+		// message repeats the answer its agent_message events streamed.
+		if ev.Answer == "" || st.agent || st.run.Mode == apps.ModeWorkflow {
+			return false, nil
+		}
+		return false, st.sink.text(out, ev.Answer)
+	case run.EventMessageReplace:
+		// What streamed cannot be taken back: the replacement follows, and the answer finishes
+		// as filtered (docs/openai.md).
+		st.replaced = true
+		return false, st.sink.text(out, "\n\n"+ev.Answer)
+	case run.EventMessageEnd:
+		st.run.Detach()
+		return true, st.sink.finish(out, chatAnswer("", st.replaced, ev.End))
+	case run.EventWorkflowFinished, run.EventWorkflowPaused:
+		st.run.Detach()
+		if st.run.Mode != apps.ModeWorkflow {
+			// A Chatflow paused for human input: the answer so far.
+			return true, st.sink.finish(out, chatAnswer("", false, nil))
+		}
+		res, err := decodeWorkflowResult(ev)
+		if err != nil {
+			return true, st.sink.fail(out, errInternal(err))
+		}
+		a, err := workflowAnswer(res)
+		if err != nil {
+			return true, st.sink.fail(out, mapError(err))
+		}
+		if a.content != "" {
+			if err := st.sink.text(out, a.content); err != nil {
+				return true, err
+			}
+		}
+		return true, st.sink.finish(out, a)
+	case run.EventError:
+		return true, st.sink.fail(out, mapError(ev.Err))
+	}
+	return false, nil
+}
+
+// openAIChunks is the sink of POST /chat/completions: chat.completion.chunk objects, then
+// [DONE]. Every chunk carries the answer's id, creation time and model, and (Parley's
+// extensions) its conversation and task.
 type openAIChunks struct {
 	id, model    string
 	created      int64
@@ -398,20 +532,10 @@ type openAIChunks struct {
 	// head is every chunk's members up to `"choices":`; tail what follows the choices.
 	head, tail []byte
 	buf        []byte
-	// replaced: moderation replaced the answer; agent: the answer streams as agent_message
-	// events.
-	replaced, agent bool
 }
 
 func newOpenAIChunks(r *run.Run, model string, includeUsage bool) *openAIChunks {
-	id := r.MessageID
-	if id == "" {
-		id = r.WorkflowRunID
-	}
-	c := &openAIChunks{id: "chatcmpl-" + id, model: model, created: r.CreatedAt.Unix(), includeUsage: includeUsage}
-	if c.created <= 0 {
-		c.created = time.Now().Unix()
-	}
+	c := &openAIChunks{id: "chatcmpl-" + answerID(r), model: model, created: createdAt(r), includeUsage: includeUsage}
 	h := jsonenc.AppendString(append(c.head, `{"id":`...), c.id)
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
 	h = strconv.AppendInt(h, c.created, 10)
@@ -423,6 +547,22 @@ func newOpenAIChunks(r *run.Run, model string, includeUsage bool) *openAIChunks 
 	}
 	c.tail = append(jsonenc.AppendString(append(c.tail, `,"task_id":`...), r.TaskID), '}')
 	return c
+}
+
+// answerID is the id an answer is known by: its message's, or a Workflow app's run's.
+func answerID(r *run.Run) string {
+	if r.MessageID != "" {
+		return r.MessageID
+	}
+	return r.WorkflowRunID
+}
+
+// createdAt is when the run started, in Unix seconds.
+func createdAt(r *run.Run) int64 {
+	if t := r.CreatedAt.Unix(); t > 0 {
+		return t
+	}
+	return time.Now().Unix()
 }
 
 // delta is a chunk of one choice: the role (first chunk), content, or the finish reason.
@@ -454,11 +594,16 @@ func (c *openAIChunks) usageChunk(u gen.OpenAIUsage) []byte {
 	return c.buf
 }
 
-// doneData is the data of the line that ends an OpenAI stream.
+// doneData is the data of the line that ends a chat completion stream.
 var doneData = []byte("[DONE]")
 
-// finish queues the end of a stream: the finishing chunk, the usage chunk if asked for, and
-// [DONE].
+func (c *openAIChunks) start(out *sse.Writer) error { return out.Queue(c.delta(true, "", "")) }
+
+func (c *openAIChunks) text(out *sse.Writer, delta string) error {
+	return out.Queue(c.delta(false, delta, ""))
+}
+
+// finish queues the finishing chunk, the usage chunk if asked for, and [DONE].
 func (c *openAIChunks) finish(out *sse.Writer, a openAIAnswer) error {
 	if err := out.Queue(c.delta(false, "", a.finish)); err != nil {
 		return err
@@ -471,90 +616,5 @@ func (c *openAIChunks) finish(out *sse.Writer, a openAIAnswer) error {
 	return out.Queue(doneData)
 }
 
-// openAIStream is the streaming answer of POST /chat/completions: chat.completion.chunk
-// objects from a run's events, then [DONE]; keep-alives are comment lines.
-type openAIStream struct {
-	ctx context.Context
-	run *run.Run
-	srv *Server
-	c   *openAIChunks
-}
-
-// VisitCreateOpenAIChatCompletionResponse implements gen.CreateOpenAIChatCompletionResponseObject.
-func (st *openAIStream) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
-	out := st.srv.startStream(w)
-	out.SetPingFrame(sse.CommentPingFrame)
-	defer out.Close()
-	r := st.run
-	// The role comes first, at once, as OpenAI's streams start.
-	if out.Queue(st.c.delta(true, "", "")) != nil || out.Flush() != nil {
-		r.Detach()
-		return nil
-	}
-	src := st.srv.runFrames(r, st.send)
-	defer src.timer.Stop()
-	if !pump(st.ctx, out, src, st.srv.pingInterval) {
-		r.Detach()
-	}
-	return nil
-}
-
-// send queues the chunks of one run event; done ends the stream after them, detached from a
-// run that still sends events after the answer (text to speech, a Chatflow's trailer).
-func (st *openAIStream) send(_ context.Context, ev run.Event, out *sse.Writer) (done bool, err error) {
-	c := st.c
-	switch ev.Kind {
-	case run.EventPing:
-		return false, out.Ping()
-	case run.EventAgentMessage:
-		c.agent = true
-		if ev.Answer == "" {
-			return false, nil
-		}
-		return false, out.Queue(c.delta(false, ev.Answer, ""))
-	case run.EventMessage:
-		// A Workflow app's answer is its outputs, sent when it ends; an Agent app's closing
-		// message repeats the answer its agent_message events streamed.
-		if ev.Answer == "" || c.agent || st.run.Mode == apps.ModeWorkflow {
-			return false, nil
-		}
-		return false, out.Queue(c.delta(false, ev.Answer, ""))
-	case run.EventMessageReplace:
-		// What streamed is withdrawn: the replacement follows, and the answer finishes as
-		// filtered (docs/openai.md).
-		c.replaced = true
-		return false, out.Queue(c.delta(false, "\n\n"+ev.Answer, ""))
-	case run.EventMessageEnd:
-		st.run.Detach()
-		return true, c.finish(out, chatAnswer("", c.replaced, ev.End))
-	case run.EventWorkflowFinished, run.EventWorkflowPaused:
-		if st.run.Mode != apps.ModeWorkflow {
-			// A Chatflow paused for human input: the answer so far.
-			st.run.Detach()
-			return true, c.finish(out, chatAnswer("", false, nil))
-		}
-		st.run.Detach()
-		res, err := decodeWorkflowResult(ev)
-		if err != nil {
-			return true, st.fail(out, errInternal(err))
-		}
-		a, err := workflowAnswer(res)
-		if err != nil {
-			return true, st.fail(out, mapError(err))
-		}
-		if a.content != "" {
-			if err := out.Queue(c.delta(false, a.content, "")); err != nil {
-				return true, err
-			}
-		}
-		return true, c.finish(out, a)
-	case run.EventError:
-		return true, st.fail(out, mapError(ev.Err))
-	}
-	return false, nil
-}
-
-// fail queues the error object that ends a stream that failed.
-func (st *openAIStream) fail(out *sse.Writer, e *APIError) error {
-	return out.Queue(e.openAIBody())
-}
+// fail queues the error object, as OpenAI's chat streams end on an error.
+func (c *openAIChunks) fail(out *sse.Writer, e *APIError) error { return out.Queue(e.openAIBody()) }

@@ -59,14 +59,14 @@ type ResponseValidator struct {
 	errSchema *openapi3.Schema
 	// openAIErrSchema is OpenAI's error object, the error body of the OpenAI-compatible paths.
 	openAIErrSchema *openapi3.Schema
-	events          map[string]map[string]*openapi3.Schema // operation id → event name → schema
+	events          map[string]*streamSchemas // operation id → its stream's events
 	violations      atomic.Int64
 }
 
 // NewResponseValidator builds a validator over doc, whose servers must already be relative to
 // where the API is mounted.
 func NewResponseValidator(doc *openapi3.T, router routers.Router, mode ValidationMode, log *slog.Logger) (*ResponseValidator, error) {
-	v := &ResponseValidator{router: router, mode: mode, log: log, events: map[string]map[string]*openapi3.Schema{}}
+	v := &ResponseValidator{router: router, mode: mode, log: log, events: map[string]*streamSchemas{}}
 	ref := doc.Components.Schemas["Error"]
 	if ref == nil || ref.Value == nil {
 		return nil, errors.New("response validator: the contract has no Error schema")
@@ -92,10 +92,8 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 				if err != nil {
 					return nil, fmt.Errorf("response validator: %s: %w", op.OperationID, err)
 				}
-				if done, _ := mt.Extensions["x-stream-done"].(string); done != "" {
-					// A stream ended by a sentinel data line (OpenAI's `[DONE]`).
-					byEvent[doneKey+done] = &openapi3.Schema{}
-				}
+				// A stream may end with a sentinel data line (OpenAI's `[DONE]`).
+				byEvent.done, _ = mt.Extensions["x-stream-done"].(string)
 				v.events[op.OperationID] = byEvent
 			}
 		}
@@ -103,25 +101,25 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 	return v, nil
 }
 
-// Keys of an operation's event schemas besides event names: anyEvent holds the one schema of a
-// stream whose events have no name, and doneKey followed by a sentinel marks the data line that
-// ends such a stream.
-const (
-	anyEvent = ""
-	doneKey  = "\x00done:"
-)
+// streamSchemas are the events of an operation's stream: a schema per event name, the name
+// given by the member the discriminator names (Dify's `event`, OpenAI's Responses `type`); or,
+// for a stream whose events have no name (OpenAI's chat chunks), one schema for all. done is the
+// data line that ends the stream, if it has one.
+type streamSchemas struct {
+	prop   string
+	byName map[string]*openapi3.Schema
+	any    *openapi3.Schema
+	done   string
+}
 
 // eventSchemas resolves the discriminator mapping of an event-stream schema to the schema of
 // each event name, so an event is checked against its own branch only.
-func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (map[string]*openapi3.Schema, error) {
+func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (*streamSchemas, error) {
 	if s.Discriminator == nil {
 		// One schema for every event (OpenAI's chunks, which carry no event name).
-		return map[string]*openapi3.Schema{anyEvent: flattenAllOf(s)}, nil
+		return &streamSchemas{any: flattenAllOf(s)}, nil
 	}
-	if s.Discriminator.PropertyName != "event" {
-		return nil, errors.New("event-stream schema needs a discriminator on `event`, or none")
-	}
-	out := make(map[string]*openapi3.Schema, len(s.Discriminator.Mapping))
+	out := &streamSchemas{prop: s.Discriminator.PropertyName, byName: make(map[string]*openapi3.Schema, len(s.Discriminator.Mapping))}
 	for name, ref := range s.Discriminator.Mapping {
 		const prefix = "#/components/schemas/"
 		target, ok := strings.CutPrefix(ref.Ref, prefix)
@@ -132,7 +130,7 @@ func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (map[string]*openapi3.Sch
 		if sr == nil || sr.Value == nil {
 			return nil, fmt.Errorf("event %q: no schema %q", name, target)
 		}
-		out[name] = flattenAllOf(sr.Value)
+		out.byName[name] = flattenAllOf(sr.Value)
 	}
 	return out, nil
 }
@@ -416,7 +414,7 @@ type sseChecker struct {
 	w       http.ResponseWriter
 	v       *ResponseValidator
 	req     *http.Request
-	schemas map[string]*openapi3.Schema
+	schemas *streamSchemas
 	pending []byte
 	n       int
 	ended   bool
@@ -494,19 +492,25 @@ func (s *sseChecker) check(frame []byte) error {
 		}
 		return fmt.Errorf("frame without data (event %q)", eventField)
 	}
-	if s.schemas[doneKey+string(data)] != nil {
+	if s.schemas == nil {
+		return errors.New("the operation declares no event stream")
+	}
+	if s.schemas.done != "" && string(data) == s.schemas.done {
 		return nil
 	}
 	var doc any
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("data is not JSON: %w", err)
 	}
-	schema := s.schemas[anyEvent]
+	schema := s.schemas.any
 	if schema == nil {
 		obj, _ := doc.(map[string]any)
-		name, _ := obj["event"].(string)
-		if schema = s.schemas[name]; schema == nil {
+		name, _ := obj[s.schemas.prop].(string)
+		if schema = s.schemas.byName[name]; schema == nil {
 			return fmt.Errorf("unknown event %q", name)
+		}
+		if eventField != "" && eventField != name {
+			return fmt.Errorf("the event: line names %q, the data %q", eventField, name)
 		}
 	}
 	return schema.VisitJSON(doc, openapi3.MultiErrors())
@@ -529,9 +533,13 @@ func (s *sseChecker) replacement(frame []byte) []byte {
 			_ = json.Unmarshal(bytes.TrimSpace(rest), &bad)
 		}
 	}
-	if s.schemas[anyEvent] != nil {
-		// A stream of unnamed events (OpenAI's) ends with its error object.
+	switch {
+	case s.schemas != nil && s.schemas.any != nil:
+		// A stream of unnamed events (OpenAI's chunks) ends with its error object.
 		return sse.AppendFrame(nil, errContractViolation(nil).openAIBody())
+	case s.schemas != nil && s.schemas.prop == "type":
+		// OpenAI's Responses stream ends with its error event.
+		return openAIErrorEvent(nil, errContractViolation(nil), 0)
 	}
 	b := []byte(`data: {"event":"error"`)
 	for _, k := range []string{"conversation_id", "message_id", "created_at", "workflow_run_id"} {

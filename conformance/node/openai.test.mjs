@@ -186,6 +186,48 @@ openaiTest("errors as the SDK raises them", async () => {
   }), (err) => err instanceof OpenAI.NotFoundError && err.code === "not_found");
 });
 
+openaiTest("Responses API: create, stream, and previous_response_id", async () => {
+  const c = client();
+  const user = newUser("responses");
+  const res = await c.responses.create({
+    model: "chatbot", input: `Stream this ${script.stream.marker}`, instructions: "Be brief.", user, ...chatbot,
+  });
+  assert.equal(res.object, "response");
+  assert.match(res.id, /^resp_/);
+  assert.equal(res.status, "completed");
+  assert.equal(res.output_text, answer("stream"));
+  assert.equal(res.output[0].role, "assistant");
+  assert.ok(res.usage.output_tokens > 0, JSON.stringify(res.usage));
+
+  // The stream, as the SDK's helper accumulates it, and as raw events.
+  const stream = c.responses.stream({ model: "chatbot", input: `Stream this ${script.stream.marker}`, user, ...chatbot });
+  let deltas = "";
+  stream.on("response.output_text.delta", (ev) => { deltas += ev.delta; });
+  const final = await stream.finalResponse();
+  assert.equal(deltas, answer("stream"));
+  assert.equal(final.output_text, answer("stream"));
+  assert.equal(final.status, "completed");
+
+  const events = [];
+  for await (const ev of await c.responses.create({ model: "chatbot", input: `Stream this ${script.stream.marker}`, user, stream: true, ...chatbot })) {
+    events.push(ev);
+  }
+  const types = events.map((ev) => ev.type);
+  assert.deepEqual(types.slice(0, 4), ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
+  assert.deepEqual(types.slice(-4), ["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"]);
+  assert.deepEqual(events.map((ev) => ev.sequence_number), events.map((_, i) => i));
+
+  // A list of messages, continuing the first answer's conversation.
+  const next = await c.responses.create({
+    model: "chatbot", user, previous_response_id: res.id,
+    input: [{ role: "user", content: [{ type: "input_text", text: `Again ${script.stream.marker}` }] }],
+  });
+  assert.equal(next.output_text, answer("stream"));
+  assert.equal(next.conversation_id, res.conversation_id);
+  await assert.rejects(c.responses.create({ model: "chatbot", user: newUser("stranger"), previous_response_id: res.id, input: "hi" }),
+    (err) => err instanceof OpenAI.NotFoundError && err.param === "previous_response_id");
+});
+
 const provider = () => createOpenAICompatible({ name: "parley", baseURL, apiKey: env("PARLEY_APP_KEY"), includeUsage: true });
 
 openaiTest("Vercel AI SDK: generateText and streamText", async () => {

@@ -207,6 +207,20 @@ func (s *Service) message(ctx context.Context, app *apps.App, u store.EndUser, i
 	return m, err
 }
 
+// MessageConversation is the conversation of the user's message of the app (ErrMessageNotFound
+// when the user has no such message).
+func (s *Service) MessageConversation(ctx context.Context, app *apps.App, user, messageID string) (string, error) {
+	u, err := s.endUser(ctx, app, user)
+	if err != nil {
+		return "", err
+	}
+	m, err := s.message(ctx, app, u, messageID)
+	if err != nil {
+		return "", err
+	}
+	return m.ConversationID, nil
+}
+
 // Feedback rates a message; a nil rating revokes the user's rating.
 func (s *Service) Feedback(ctx context.Context, app *apps.App, user, messageID string, rating *string, content string) error {
 	u, err := s.endUser(ctx, app, user)

@@ -29,6 +29,15 @@ func AppendFrame(dst, data []byte) []byte {
 	return append(dst, '\n', '\n')
 }
 
+// AppendNamedFrame appends a frame that names its event on an `event:` line before its data
+// (OpenAI's Responses streams name every event so).
+func AppendNamedFrame(dst []byte, name string, data []byte) []byte {
+	dst = append(dst, "event: "...)
+	dst = append(dst, name...)
+	dst = append(dst, '\n')
+	return AppendFrame(dst, data)
+}
+
 // Headers prepares w for a stream: the content type, no caching, no proxy buffering (nginx
 // honours X-Accel-Buffering), and no write deadline, since a stream outlives any fixed one.
 func Headers(w http.ResponseWriter) {
@@ -91,6 +100,24 @@ func (s *Writer) Queue(data []byte) error {
 		return s.err
 	}
 	s.buf = AppendFrame(s.buf, data)
+	return nil
+}
+
+// QueueEvent is Queue for a frame that names its event (AppendNamedFrame).
+func (s *Writer) QueueEvent(name string, data []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.buf = AppendNamedFrame(s.buf, name, data)
+	return nil
+}
+
+// QueueFrame queues a frame made already (ending with its blank line).
+func (s *Writer) QueueFrame(frame []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.buf = append(s.buf, frame...)
 	return nil
 }
 

@@ -133,3 +133,33 @@ func BenchmarkCompletionBlocking(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkChatStreaming is one streamed chat (new conversation) through the same stack, read to
+// its end: the path every streamed answer takes (the pump, the event encoder, the validator).
+func BenchmarkChatStreaming(b *testing.B) {
+	h, key, _ := chatStack(b, ValidationLog)
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			post(b, h, "/v1/chat-messages", key, fmt.Sprintf(`{"query":"hi","inputs":{},"user":"u%d","response_mode":"streaming","auto_generate_name":false}`, n.Add(1)))
+		}
+	})
+}
+
+// BenchmarkOpenAIChat is the same answers through the OpenAI-compatible operation, blocking and
+// streamed, for what the mapping costs next to BenchmarkChatBlocking and BenchmarkChatStreaming.
+func BenchmarkOpenAIChat(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
+			h, key, _ := chatStack(b, ValidationLog)
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					post(b, h, "/v1/chat/completions", key, fmt.Sprintf(`{"model":"bench","messages":[{"role":"user","content":"hi"}],"user":"u%d","stream":%v}`, n.Add(1), stream))
+				}
+			})
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -443,5 +444,82 @@ func TestMCPServerWire(t *testing.T) {
 	}
 	if lines.Len() > 0 {
 		t.Fatalf("errors logged:\n%s", lines.String())
+	}
+}
+
+// TestMCPNodeSDK runs the official MCP TypeScript SDK's client (npm @modelcontextprotocol/sdk,
+// pinned in conformance/node/package.json and installed as the Dify Node SDK is) against a
+// Chatbot and a Workflow app published as MCP servers: conformance/node/mcp.test.mjs under
+// node's test runner. Without node it skips, except in CI, where it fails.
+func TestMCPNodeSDK(t *testing.T) {
+	node := nodeOrSkip(t)
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installNodeDeps(t, dir)
+	forEachOwnServer(t, func(t *testing.T, p *Parley) {
+		tag := fmt.Sprintf("%s-%d", p.engine.Name, time.Now().UnixNano())
+		chatURL, workflowURL := mcpApps(t, p, "Node MCP Topic Writer "+p.engine.Name)
+		script := map[string]sdkReply{
+			"chat":     {Marker: "[node-mcp-chat-" + tag + "]", Chunks: []string{"Parley ", "speaks ", "MCP."}},
+			"workflow": {Marker: "node-mcp-tides-" + tag, Chunks: []string{"Tides ", "turn."}},
+		}
+		for _, r := range script {
+			upstream.On(r.Marker, openaitest.Reply{Chunks: r.Chunks})
+		}
+		raw, err := json.Marshal(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", filepath.Join(dir, "mcp.test.mjs"))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PARLEY_MCP_CHAT_URL="+chatURL, "PARLEY_MCP_WORKFLOW_URL="+workflowURL,
+			"PARLEY_MCP_SCRIPT="+string(raw), "NO_COLOR=1")
+		cmd.WaitDelay = 5 * time.Second
+		out := &lineLogger{t: t}
+		cmd.Stdout, cmd.Stderr = out, out
+		err = cmd.Run()
+		out.close()
+		switch {
+		case ctx.Err() != nil:
+			t.Fatalf("node --test did not finish in %v", sdkTimeout)
+		case err != nil:
+			t.Fatalf("node --test: %v (its output is above)", err)
+		}
+	})
+}
+
+// TestMCPServerFiles: the files a Workflow app's run produces come back as resource links whose
+// absolute, signed URL serves the file.
+func TestMCPServerFiles(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	p := startParley(t, "sqlite")
+	p.CLI(t, "apps", "import", "--publish", "testdata/mcp-workflow-files.yml")
+	url := p.CLI(t, "apps", "mcp", "Docx Maker", "--enable", "--url", strings.TrimSuffix(p.URL, "/v1"))
+	cs, _ := mcpConnect(t, url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), mcpTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Docx_Maker", Arguments: map[string]any{"notes": "# Minutes\n\nAll agreed."}})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	link, ok := res.Content[1].(*mcp.ResourceLink)
+	if !ok || link.Name != "notes.docx" || link.MIMEType != "application/vnd.openxmlformats-officedocument.wordprocessingml.document" ||
+		!strings.HasPrefix(link.URI, strings.TrimSuffix(p.URL, "/v1")+"/v1/files/tools/") {
+		t.Fatalf("link %+v", res.Content[1])
+	}
+	resp, err := http.Get(link.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(resp.Body, head); resp.StatusCode != http.StatusOK || err != nil || string(head) != "PK" {
+		t.Fatalf("the linked file: %d %q %v", resp.StatusCode, head, err)
 	}
 }

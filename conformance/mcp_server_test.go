@@ -523,3 +523,40 @@ func TestMCPServerFiles(t *testing.T) {
 		t.Fatalf("the linked file: %d %q %v", resp.StatusCode, head, err)
 	}
 }
+
+// TestMCPServerConcurrencyCap: the app's concurrency cap holds for MCP calls as for API
+// requests: while a call holds the `limited` app's one slot, another is the tool's error with
+// the API's message.
+func TestMCPServerConcurrencyCap(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	p := startParley(t, "sqlite")
+	url := p.CLI(t, "apps", "mcp", "limited", "--enable", "--url", strings.TrimSuffix(p.URL, "/v1"))
+	hang := fmt.Sprintf("[mcp-hang-%d]", time.Now().UnixNano())
+	upstream.On(hang, openaitest.Reply{Chunks: []string{"Partial ", "never sent"}, HangAfterChunks: 1})
+	first, progress := mcpConnect(t, url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), mcpTimeout)
+	defer cancel()
+	held, release := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		call := &mcp.CallToolParams{Name: "limited", Arguments: map[string]any{"query": hang}}
+		call.SetProgressToken("hold")
+		_, err := first.CallTool(held, call)
+		done <- err
+	}()
+	// The first piece of the answer has streamed: the run holds the slot.
+	if got := progress.wait(); len(got) == 0 {
+		t.Fatal("the first call sent no progress")
+	}
+	second, _ := mcpConnect(t, url, "")
+	res, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "limited", Arguments: map[string]any{"query": "Hello"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "Too many requests") {
+		t.Fatalf("a call over the cap: %+v %v", res, err)
+	}
+	release()
+	if err := <-done; err == nil {
+		t.Fatal("the held call answered")
+	}
+}

@@ -560,3 +560,67 @@ func TestMCPServerConcurrencyCap(t *testing.T) {
 		t.Fatal("the held call answered")
 	}
 }
+
+// TestMCPServerKinds: a Completion app (its inputs alone), a Legacy Agent and an Agent app (a
+// query, run streaming inside) answer through their MCP servers.
+func TestMCPServerKinds(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs control of the server process")
+	}
+	p := startParley(t, "sqlite")
+	path := filepath.Join(t.TempDir(), "agent-app.yml")
+	if err := os.WriteFile(path, []byte(agentAppDSL("You help.", "Hello.")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentApp := p.CLI(t, "apps", "import", "--name", "MCP Desk Agent", "--publish", path)
+	base := strings.TrimSuffix(p.URL, "/v1")
+	tag := time.Now().UnixNano()
+	for _, tc := range []struct {
+		app, marker string
+		args        func(marker string) map[string]any
+	}{
+		{"writer", fmt.Sprintf("[mcp-writer-%d]", tag), func(m string) map[string]any { return map[string]any{"name": m, "tone": "dry"} }},
+		{"agent", fmt.Sprintf("[mcp-agent-%d]", tag), func(m string) map[string]any { return map[string]any{"query": m} }},
+		{agentApp, fmt.Sprintf("[mcp-agentapp-%d]", tag), func(m string) map[string]any { return map[string]any{"query": m} }},
+	} {
+		t.Run(tc.app, func(t *testing.T) {
+			url := p.CLI(t, "apps", "mcp", tc.app, "--enable", "--url", base)
+			upstream.On(tc.marker, openaitest.Reply{Chunks: []string{"Answer ", "of " + tc.app + "."}})
+			cs, _ := mcpConnect(t, url, "")
+			ctx, cancel := context.WithTimeout(context.Background(), mcpTimeout)
+			defer cancel()
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) != 1 {
+				t.Fatalf("tools/list: %+v %v", tools, err)
+			}
+			args := tc.args(tc.marker)
+			var schema struct {
+				Required   []string                  `json:"required"`
+				Properties map[string]map[string]any `json:"properties"`
+			}
+			raw, _ := json.Marshal(tools.Tools[0].InputSchema)
+			if err := json.Unmarshal(raw, &schema); err != nil {
+				t.Fatal(err)
+			}
+			// Whatever else the app requires, with a value it accepts.
+			for _, name := range schema.Required {
+				if _, ok := args[name]; !ok {
+					if enum, ok := schema.Properties[name]["enum"].([]any); ok && len(enum) > 0 {
+						args[name] = enum[0]
+					} else {
+						args[name] = "x"
+					}
+				}
+			}
+			_, takesQuery := schema.Properties["query"]
+			if takesQuery == (tc.app == "writer") {
+				t.Fatalf("schema %s", raw)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tools.Tools[0].Name, Arguments: args})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "Answer of "+tc.app+"." {
+				raw, _ := json.Marshal(res)
+				t.Fatalf("tools/call: %s %v", raw, err)
+			}
+		})
+	}
+}

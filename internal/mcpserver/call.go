@@ -94,8 +94,10 @@ type collector struct {
 	steps  float64
 	last   time.Time
 	text   strings.Builder
-	files  []File
-	seen   map[string]bool
+	// agentText says the answer came as agent_message chunks.
+	agentText bool
+	files     []File
+	seen      map[string]bool
 }
 
 // step counts a step of the run and reports it, unless one was reported less than
@@ -157,7 +159,15 @@ func (c *collector) answer(ctx context.Context, r *run.Run) (Result, error) {
 			switch ev.Kind {
 			case run.EventWorkflowPaused:
 				paused = true
-			case run.EventMessage, run.EventAgentMessage:
+			case run.EventAgentMessage:
+				c.agentText = true
+				c.text.WriteString(ev.Answer)
+			case run.EventMessage:
+				if c.agentText {
+					// An Agent app closes its agent_message chunks with one message event that
+					// carries the whole answer again.
+					c.text.Reset()
+				}
 				c.text.WriteString(ev.Answer)
 			case run.EventMessageReplace:
 				c.text.Reset()

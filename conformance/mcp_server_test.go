@@ -52,6 +52,12 @@ func mcpApps(t *testing.T, p *Parley, name string) (chatURL, workflowURL string)
 	return chatURL, workflowURL
 }
 
+// mcpCode is the server code in an MCP server's URL.
+func mcpCode(url string) string {
+	_, rest, _ := strings.Cut(url, "/mcp/server/")
+	return strings.TrimSuffix(rest, "/mcp")
+}
+
 // mcpConnect connects the Go MCP SDK's client to url, with the protocol version given ("": the
 // SDK's latest) and a handler that collects progress notifications.
 func mcpConnect(t *testing.T, url, version string) (*mcp.ClientSession, *progressLog) {
@@ -234,9 +240,11 @@ func TestMCPServer(t *testing.T) {
 			t.Fatalf("enabling again printed %q: the code is not kept", out)
 		}
 		mcpConnect(t, chatURL, "2025-06-18")
+		// The settings show the code's prefix only, and the client that last initialized.
 		status := p.CLI(t, "apps", "mcp", "chatbot")
+		code := mcpCode(chatURL)
 		if !strings.Contains(status, "active") || !strings.Contains(status, "parley-conformance@1.0.0") ||
-			!strings.Contains(status, "name: Who is asking") || strings.Contains(status, strings.TrimSuffix(chatURL[strings.LastIndex(chatURL[:len(chatURL)-4], "/")+1:], "/mcp")) {
+			!strings.Contains(status, "name: Who is asking") || !strings.Contains(status, code[:8]+"…") || strings.Contains(status, code) {
 			t.Fatalf("status:\n%s", status)
 		}
 		// A rotated code: the old URL is unknown, the new one works.
@@ -430,7 +438,7 @@ func TestMCPServerWire(t *testing.T) {
 	}
 
 	// The access log names the route, never the code, and the JSON-RPC method.
-	code := url[strings.Index(url, "/mcp/server/")+len("/mcp/server/") : len(url)-len("/mcp")]
+	code := mcpCode(url)
 	logs := p.logs.String()
 	if strings.Contains(logs, code) || !strings.Contains(logs, `"route":"/mcp/server/:server_code/mcp"`) ||
 		!strings.Contains(logs, `"mcp_method":"tools/list"`) {

@@ -385,6 +385,8 @@ func TestMCPServerWire(t *testing.T) {
 		{name: "too large", body: `{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`,
 			status: http.StatusRequestEntityTooLarge, want: "-32600"},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":8,"method":"tools/erase"}`, status: http.StatusBadRequest, want: "-32601"},
+		{name: "NUL in an argument", body: `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"chatbot","arguments":{"query":"a\u0000b","tone":"warm"}}}`,
+			status: http.StatusOK, want: "-32602 query: NUL characters and invalid UTF-8 are not allowed."},
 		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"other","arguments":{}}}`,
 			status: http.StatusOK, want: `unknown tool`},
 		{name: "bad protocol version", body: `{"jsonrpc":"2.0","id":10,"method":"tools/list"}`,

@@ -361,6 +361,13 @@ func (s *Server) mcpTool(reqCtx context.Context, srv store.MCPServer, app *apps.
 				}
 			}
 		}
+		// Text the database cannot store is refused, as the API refuses it (jsonbody.go).
+		var args any
+		if json.Unmarshal(req.Params.Arguments, &args) == nil {
+			if where, bad := unstorable(args, ""); bad {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errNotStorable(where).Message}
+			}
+		}
 		out, err := mcpserver.Call(ctx, s.runs, app, mcpserver.User(srv.ID), req.Params.Arguments, progress)
 		if err != nil {
 			return s.mcpToolError(ctx, err)

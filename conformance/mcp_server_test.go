@@ -439,6 +439,21 @@ func TestMCPServerWire(t *testing.T) {
 		})
 	}
 
+	// An app that cannot run (a Workflow app not yet published) is unavailable, until published.
+	raw, err := os.ReadFile(workflowExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft := filepath.Join(t.TempDir(), "draft.yml")
+	if err := os.WriteFile(draft, []byte(strings.Replace(string(raw), "name: Topic Writer", "name: Draft Writer", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.CLI(t, "apps", "import", draft)
+	draftURL := p.CLI(t, "apps", "mcp", "Draft Writer", "--enable", "--url", strings.TrimSuffix(p.URL, "/v1"))
+	assertMCPRefused(t, draftURL, http.StatusBadRequest, "App is unavailable")
+	p.CLI(t, "apps", "publish", "Draft Writer")
+	mcpConnect(t, draftURL, "")
+
 	// The access log names the route, never the code, and the JSON-RPC method.
 	code := mcpCode(url)
 	logs := p.logs.String()

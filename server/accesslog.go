@@ -71,14 +71,23 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "-"
 		}
 		method, elapsed := slog.String("method", c.Request().Method), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
-		if status < 400 {
+		// An MCP request names its JSON-RPC method (mcp.go).
+		rpc := mcpAttr(c)
+		if status < 400 && rpc.Key == "" {
 			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
 				method, slog.String("route", route), slog.Int("status", status), elapsed)
 			return nil
 		}
+		attrs := []slog.Attr{method, slog.String("route", route), slog.Int("status", status), elapsed}
+		if rpc.Key != "" {
+			attrs = append(attrs, rpc)
+		}
+		if status < 400 {
+			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", attrs...)
+			return nil
+		}
 		// A refused request says why (the error code the client got) and, for an app key, whose
 		// app it was: the first things to look at when a client reports an error.
-		attrs := []slog.Attr{method, slog.String("route", route), slog.Int("status", status), elapsed}
 		if code, ok := c.Get(errorCodeEchoKey).(string); ok {
 			attrs = append(attrs, slog.String("code", code))
 		}

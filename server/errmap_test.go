@@ -33,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/moderation"
 	"github.com/parleyhq/parley/internal/netguard"
@@ -239,6 +240,7 @@ func internalFailures() map[string]struct {
 		why string
 	}
 	const cliOnly = "raised only by the apps commands of the CLI (import, publish, delete); no route returns it"
+	const mcpOnly = "answered as a JSON-RPC error by the MCP endpoint (mcp.go), never by an API route"
 	const nodeFailure = "fails a workflow node; the run reports it inside a *chatflow.RunFailedError (or a node's error strategy handles it)"
 	return map[string]entry{
 		"apps.ErrConfigApp":                        {apps.ErrConfigApp, cliOnly},
@@ -289,6 +291,12 @@ func internalFailures() map[string]struct {
 		"workflow/httpreq.Error":                   {&httpreq.Error{}, nodeFailure},
 		"workflow/sandbox.ErrUnavailable":          {sandbox.ErrUnavailable, nodeFailure},
 		"workflow/sandbox.Error":                   {&sandbox.Error{}, nodeFailure},
+		"mcpserver.ErrServerNotFound":              {mcpserver.ErrServerNotFound, mcpOnly},
+		"mcpserver.ErrServerInactive":              {mcpserver.ErrServerInactive, mcpOnly},
+		"mcpserver.ErrAppUnavailable":              {mcpserver.ErrAppUnavailable, mcpOnly},
+		"mcpserver.ArgumentError":                  {&mcpserver.ArgumentError{}, mcpOnly},
+		"mcpserver.RunError":                       {&mcpserver.RunError{Err: errors.New("x")}, "wraps a run's failure for the MCP endpoint, which maps the failure inside (mapError unwraps it)"},
+		"mcpserver.ErrNoServer":                    {mcpserver.ErrNoServer, "raised only by the apps mcp command of the CLI; no route returns it"},
 	}
 }
 

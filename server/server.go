@@ -33,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/logctx"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
@@ -92,6 +93,8 @@ type Options struct {
 	StreamStall time.Duration
 	// HumanInput serves the forms of paused runs and the events of resumed ones.
 	HumanInput *humaninput.Service
+	// MCP serves the apps published as MCP servers (server/mcp.go); nil: no MCP endpoint.
+	MCP *mcpserver.Service
 	// PublicURL is the scheme and host (and any path prefix) clients reach the server at
 	// (PARLEY_FILES_URL); empty: the origin of each request. Links to the server's own
 	// resources, such as the default provider icon, start with it.
@@ -126,6 +129,8 @@ type Server struct {
 	humanInput      *humaninput.Service
 	// events keeps the events of workflow runs for the events operation (eventstream.go).
 	events eventlog.Log
+	// mcp finds the MCP servers of apps (mcp.go).
+	mcp *mcpserver.Service
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -133,7 +138,8 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // New builds the HTTP handler: Echo with, in order, the body cap and timer, the response
 // validator, the request validator (which authenticates first, and scans JSON bodies before it
 // decodes them: jsonbody.go), the refusal of text that cannot be stored, and the strict handlers
-// under BasePath.
+// under BasePath. With Options.MCP, the MCP endpoint of published apps is served beside them,
+// behind the same guards (mcp.go).
 func New(opts Options) (*echo.Echo, *Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -153,7 +159,8 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		annotations:  opts.Annotations, audio: opts.Audio,
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
-		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/")}
+		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/"),
+		mcp: opts.MCP}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -184,6 +191,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	if s.mcp != nil {
+		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
+		// guards, takes its requests before anything else (mcp.go).
+		e.Pre(mountMCP(s.newMCP(opts)))
+	}
 	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)
 	e.Use(s.accessLog)

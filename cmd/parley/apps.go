@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -19,18 +21,19 @@ import (
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apps",
-		Short: "Manage apps: import and export Dify DSL files, list, publish, delete",
+		Short: "Manage apps: import and export Dify DSL files, list, publish, delete, publish as MCP servers",
 		Long: "Apps come from the config file and from imports of Dify DSL files. Imported apps live in\n" +
 			"the database; a running server serves an import, publish or delete at once.",
 	}
 	cmd.AddCommand(newAppsImportCmd(getenv, f), newAppsListCmd(getenv, f), newAppsExportCmd(getenv, f),
-		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f))
+		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f))
 	return cmd
 }
 
@@ -382,4 +385,177 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newAppsMCPCmd(getenv func(string) string, f *flags) *cobra.Command {
+	var (
+		enable, disable, rotate bool
+		description, baseURL    string
+		params                  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp NAME [--enable | --disable] [--rotate] [--description TEXT] [--param VARIABLE=DESCRIPTION]... [--url BASE]",
+		Short: "Publish an app as an MCP server: turn it on or off, issue a new URL, describe its tool",
+		Long: "Publish an app as an MCP server (Streamable HTTP) whose one tool is the app, at\n" +
+			"BASE/mcp/server/CODE/mcp; CODE is a secret like an API key. --enable turns the server on,\n" +
+			"creating it the first time, and --rotate issues a new code (the old URL stops working at\n" +
+			"once): both print the full URL alone on stdout. It is shown only then: the code is stored\n" +
+			"hashed, so enabling a server again keeps its URL without printing it (--rotate prints a\n" +
+			"new one). --disable turns the server off; its URL answers \"Server is not active\".\n" +
+			"--description sets the tool's description (by default the app's), --param the description\n" +
+			"of one input of the tool (VARIABLE= removes it). Without flags, the server's settings are\n" +
+			"printed. BASE is --url, else PARLEY_FILES_URL, else http:// and the listen address.\n" +
+			"See docs/mcp-server.md.",
+		Args: cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			ctx := cmd.Context()
+			a, err := e.apps.ByName(ctx, args[0])
+			if err != nil {
+				return appErr(ctx, e, err, args[0])
+			}
+			fl := cmd.Flags()
+			ch := mcpserver.Change{Enable: enable, Disable: disable, Rotate: rotate}
+			if enable && disable {
+				return errors.New("--enable and --disable cannot go together")
+			}
+			if fl.Changed("description") {
+				ch.Description = &description
+			}
+			if ch.Params, err = mcpParams(a, params); err != nil {
+				return err
+			}
+			svc := mcpserver.New(e.store)
+			stderr := cmd.ErrOrStderr()
+			if !enable && !disable && !rotate && ch.Description == nil && len(ch.Params) == 0 {
+				srv, err := svc.ByApp(ctx, a.ID)
+				if errors.Is(err, mcpserver.ErrNoServer) {
+					fmt.Fprintf(stderr, "parley: %q is not published as an MCP server (parley apps mcp %s --enable)\n", a.Name, shellQuote(a.Name))
+					return nil
+				} else if err != nil {
+					return err
+				}
+				return printMCPServer(cmd.OutOrStdout(), a, srv, mcpBase(e, baseURL))
+			}
+			srv, code, err := svc.Apply(ctx, a.ID, ch)
+			if errors.Is(err, mcpserver.ErrNoServer) {
+				return fmt.Errorf("%q is not published as an MCP server: --enable creates its server", a.Name)
+			} else if err != nil {
+				return err
+			}
+			e.log.Info("mcp server changed", "app", a.Name, "mcp_server_id", srv.ID, "status", srv.Status,
+				"code_prefix", srv.CodePrefix, "new_code", code != "")
+			if a.Versioned() && a.Mode != apps.ModeAgent && a.PublishedVersion == "" {
+				fmt.Fprintf(stderr, "parley: %q is not published: its MCP server answers \"App is unavailable\" until it is (parley apps publish %s)\n",
+					a.Name, shellQuote(a.Name))
+			}
+			if srv.Status != store.MCPServerActive {
+				fmt.Fprintf(stderr, "parley: the MCP server of %q is disabled (--enable turns it on)\n", a.Name)
+			}
+			base := mcpBase(e, baseURL)
+			if code != "" {
+				if base.guessed {
+					fmt.Fprintf(stderr, "parley: the URL starts with the listen address; set PARLEY_FILES_URL (or --url) to the address clients reach\n")
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), base.url+mcpserver.Path(code))
+				return err
+			}
+			if enable {
+				fmt.Fprintf(stderr, "parley: the MCP server of %q is enabled at the URL printed when its code was issued (%s); "+
+					"--rotate issues a new one\n", a.Name, base.url+mcpserver.Path(srv.CodePrefix+"…"))
+			}
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&enable, "enable", false, "turn the app's MCP server on (creating it, and printing its URL, the first time)")
+	fl.BoolVar(&disable, "disable", false, "turn the app's MCP server off")
+	fl.BoolVar(&rotate, "rotate", false, "issue a new server code and print the new URL (the old one stops working)")
+	fl.StringVar(&description, "description", "", "the tool's description and the server's instructions (empty: the app's description)")
+	fl.StringArrayVar(&params, "param", nil, "VARIABLE=DESCRIPTION: the description of an input of the tool (VARIABLE= removes it); repeatable")
+	fl.StringVar(&baseURL, "url", "", "the address clients reach the server at, for the printed URL (default PARLEY_FILES_URL, else the listen address)")
+	return cmd
+}
+
+// mcpParams parses --param values, checking each variable against the inputs the app's tool
+// takes.
+func mcpParams(a *apps.App, params []string) (map[string]string, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	form := a
+	if a.Mode == apps.ModeAgent {
+		if pub, err := a.PublishedAgent(); err == nil {
+			form = pub
+		}
+	}
+	known := mcpserver.Variables(form.UserInputForm)
+	out := map[string]string{}
+	for _, p := range params {
+		name, desc, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--param %q: want VARIABLE=DESCRIPTION", p)
+		}
+		if !slices.Contains(known, name) {
+			if len(known) == 0 {
+				return nil, fmt.Errorf("--param %q: the tool of %q takes no inputs", name, a.Name)
+			}
+			return nil, fmt.Errorf("--param %q: the tool of %q takes %s", name, a.Name, strings.Join(known, ", "))
+		}
+		out[name] = desc
+	}
+	return out, nil
+}
+
+// mcpBaseURL is where the printed URLs of MCP servers start; guessed when it comes from the
+// listen address rather than from a public URL.
+type mcpBaseURL struct {
+	url     string
+	guessed bool
+}
+
+// mcpBase is the --url flag, else PARLEY_FILES_URL (the server's public URL), else http:// and
+// the listen address (a wildcard host as 127.0.0.1).
+func mcpBase(e *env, flag string) mcpBaseURL {
+	switch {
+	case flag != "":
+		return mcpBaseURL{url: strings.TrimRight(flag, "/")}
+	case e.cfg.FilesURL != "":
+		return mcpBaseURL{url: strings.TrimRight(e.cfg.FilesURL, "/")}
+	}
+	host, port, err := net.SplitHostPort(e.cfg.Addr)
+	if err != nil {
+		return mcpBaseURL{url: "http://" + e.cfg.Addr, guessed: true}
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return mcpBaseURL{url: "http://" + net.JoinHostPort(host, port), guessed: true}
+}
+
+// printMCPServer prints an MCP server's settings; its URL shows only the code's prefix.
+func printMCPServer(w io.Writer, a *apps.App, srv store.MCPServer, base mcpBaseURL) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	desc := srv.Description
+	if desc == "" {
+		desc = a.Description + " (the app's)"
+	}
+	client := srv.ClientName
+	if client == "" {
+		client = "-"
+	}
+	fmt.Fprintf(tw, "status\t%s\n", srv.Status)
+	fmt.Fprintf(tw, "url\t%s (the code was shown when issued; --rotate for a new one)\n", base.url+mcpserver.Path(srv.CodePrefix+"…"))
+	fmt.Fprintf(tw, "tool\t%s\n", mcpserver.ToolName(a.Name))
+	fmt.Fprintf(tw, "description\t%s\n", desc)
+	names := slices.Sorted(maps.Keys(srv.Parameters))
+	for i, n := range names {
+		label := ""
+		if i == 0 {
+			label = "parameters"
+		}
+		fmt.Fprintf(tw, "%s\t%s: %s\n", label, n, srv.Parameters[n])
+	}
+	fmt.Fprintf(tw, "end user\t%s\n", mcpserver.User(srv.ID))
+	fmt.Fprintf(tw, "last client\t%s\n", client)
+	return tw.Flush()
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/knowledge/sandbox"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
@@ -245,6 +246,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			WorkflowFiles: workflowFileUploadLimit,
 		},
 		HumanInput:   humanInput,
+		MCP:          mcpserver.New(e.store),
 		PublicURL:    cfg.FilesURL,
 		Logger:       e.log,
 		Validation:   mode,

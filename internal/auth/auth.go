@@ -170,6 +170,11 @@ func (s *Service) Create(ctx context.Context, kind Kind, appID string) (secret s
 	return secret, keyFromRecord(rec), nil
 }
 
+// RandomSecret returns a new secret body as API keys have one: 32 bytes from crypto/rand as
+// exactly 43 base62 characters. Other secrets Parley issues (the codes of MCP servers) are
+// drawn the same way.
+func RandomSecret() (string, error) { return randomBody() }
+
 // randomBody draws secretBytes from crypto/rand and encodes them as exactly
 // secretBodyLen base62 characters ([0-9a-zA-Z]): no punctuation, so a key
 // selects with one double-click and survives any quoting.

@@ -212,8 +212,8 @@ func (s *Store) ListApps(ctx context.Context) ([]App, error) {
 	return out, nil
 }
 
-// DeleteApp deletes the live app with the given id and revokes its API keys,
-// in one transaction. The row stays, for the history that refers to it, but
+// DeleteApp deletes the live app with the given id, revokes its API keys and
+// deletes its MCP server, in one transaction. The row stays, for the history that refers to it, but
 // gives up its name. An unknown or already deleted app gives an error
 // wrapping [ErrNotFound].
 func (s *Store) DeleteApp(ctx context.Context, id string) error {
@@ -230,6 +230,11 @@ WHERE id = ? AND deleted_at IS NULL`), now, "deleted:"+id, now, id)
 			return ErrNotFound
 		}
 		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("UPDATE api_keys SET revoked_at = ? WHERE app_id = ? AND revoked_at IS NULL"), now, id)
+		if err != nil {
+			return err
+		}
+		// Its MCP server goes with it: the URL stops answering, as its keys stop working.
+		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM app_mcp_servers WHERE app_id = ?"), id)
 		return err
 	})
 	if err != nil {

@@ -327,6 +327,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationJobs,
 	migrationIndexChanges,
 	migrationStrategyStorage,
+	migrationMCPServers,
 }
 
 // schemaMigrationsDDL is the same on both engines.

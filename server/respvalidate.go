@@ -109,7 +109,27 @@ type streamSchemas struct {
 	prop   string
 	byName map[string]*openapi3.Schema
 	any    *openapi3.Schema
-	done   string
+	// branches are the branches of any when it is a oneOf of object schemas: an event is checked
+	// against the first whose required members it has (as a named event against its own), not
+	// against every branch.
+	branches []*openapi3.Schema
+	done     string
+}
+
+// branchFor is the schema an unnamed event is checked against.
+func (ss *streamSchemas) branchFor(doc any) *openapi3.Schema {
+	if obj, ok := doc.(map[string]any); ok {
+	branches:
+		for _, b := range ss.branches {
+			for _, r := range b.Required {
+				if _, has := obj[r]; !has {
+					continue branches
+				}
+			}
+			return b
+		}
+	}
+	return ss.any
 }
 
 // eventSchemas resolves the discriminator mapping of an event-stream schema to the schema of
@@ -117,7 +137,15 @@ type streamSchemas struct {
 func eventSchemas(s *openapi3.Schema, doc *openapi3.T) (*streamSchemas, error) {
 	if s.Discriminator == nil {
 		// One schema for every event (OpenAI's chunks, which carry no event name).
-		return &streamSchemas{any: flattenAllOf(s)}, nil
+		ss := &streamSchemas{any: flattenAllOf(s)}
+		for _, b := range s.OneOf {
+			if b.Value == nil || len(b.Value.Required) == 0 {
+				ss.branches = nil
+				break
+			}
+			ss.branches = append(ss.branches, flattenAllOf(b.Value))
+		}
+		return ss, nil
 	}
 	out := &streamSchemas{prop: s.Discriminator.PropertyName, byName: make(map[string]*openapi3.Schema, len(s.Discriminator.Mapping))}
 	for name, ref := range s.Discriminator.Mapping {
@@ -503,7 +531,9 @@ func (s *sseChecker) check(frame []byte) error {
 		return fmt.Errorf("data is not JSON: %w", err)
 	}
 	schema := s.schemas.any
-	if schema == nil {
+	if schema != nil {
+		schema = s.schemas.branchFor(doc)
+	} else {
 		obj, _ := doc.(map[string]any)
 		name, _ := obj[s.schemas.prop].(string)
 		if schema = s.schemas.byName[name]; schema == nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/store"
@@ -104,7 +105,10 @@ func TestRegistryImported(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.ID, want.MaxActiveRequests = created.ID, 7
+		if time.Since(got.CreatedAt) > time.Minute || got.CreatedAt.After(time.Now()) {
+			t.Fatalf("created at %v", got.CreatedAt)
+		}
+		want.ID, want.MaxActiveRequests, want.CreatedAt = created.ID, 7, got.CreatedAt
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("served app differs from the import:\n got %#v\nwant %#v", got, want)
 		}

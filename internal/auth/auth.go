@@ -83,6 +83,8 @@ type KeyStore interface {
 	ListAPIKeys(ctx context.Context) ([]store.APIKey, error)
 	RevokeAPIKey(ctx context.Context, id string) error
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+	APIKeyByID(ctx context.Context, id string) (store.APIKey, error)
+	ExpireAPIKey(ctx context.Context, id string, at time.Time) error
 }
 
 var _ KeyStore = (*store.Store)(nil)
@@ -98,6 +100,21 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// ExpiresAt is when the key stops working (nil: never); Limits are its rate limits.
+	ExpiresAt *time.Time
+	Limits    store.Limits
+}
+
+// Live reports whether the key works at now: not revoked, not expired.
+func (k Key) Live(now time.Time) bool {
+	return k.RevokedAt == nil && (k.ExpiresAt == nil || now.Before(*k.ExpiresAt))
+}
+
+// Settings are what a new key is issued with besides its kind and app.
+type Settings struct {
+	// ExpiresIn is how long the key works (0: until revoked).
+	ExpiresIn time.Duration
+	Limits    store.Limits
 }
 
 // Service issues, checks, lists and revokes API keys. It is safe for
@@ -142,6 +159,11 @@ func New(st KeyStore, opts ...Option) *Service {
 // cannot be recovered. appID is required for [KindApp] and must be empty for
 // [KindKnowledge]. An unknown app gives an error wrapping store.ErrNotFound.
 func (s *Service) Create(ctx context.Context, kind Kind, appID string) (secret string, key Key, err error) {
+	return s.CreateWith(ctx, kind, appID, Settings{})
+}
+
+// CreateWith is Create with an expiry and rate limits.
+func (s *Service) CreateWith(ctx context.Context, kind Kind, appID string, set Settings) (secret string, key Key, err error) {
 	switch {
 	case !kind.Valid():
 		return "", Key{}, fmt.Errorf("auth: create key: unknown kind %q", kind)
@@ -163,6 +185,11 @@ func (s *Service) Create(ctx context.Context, kind Kind, appID string) (secret s
 		TokenHash: hash[:],
 		Prefix:    kind.Prefix() + body[:displayChars],
 		CreatedAt: s.now().UTC().Truncate(time.Second),
+		Limits:    set.Limits,
+	}
+	if set.ExpiresIn > 0 {
+		at := rec.CreatedAt.Add(set.ExpiresIn)
+		rec.ExpiresAt = &at
 	}
 	if err := s.store.CreateAPIKey(ctx, rec); err != nil {
 		return "", Key{}, fmt.Errorf("auth: create key: %w", err)
@@ -210,7 +237,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string, want Kind) (K
 		return Key{}, fmt.Errorf("auth: look up key: %w", err)
 	}
 	if subtle.ConstantTimeCompare(rec.TokenHash, hash[:]) != 1 ||
-		rec.RevokedAt != nil ||
+		!keyFromRecord(rec).Live(s.now()) ||
 		Kind(rec.Type) != want ||
 		(want == KindApp && rec.AppID == "") {
 		return Key{}, ErrInvalidKey
@@ -295,6 +322,31 @@ func (s *Service) Revoke(ctx context.Context, id string) error {
 	return nil
 }
 
+// Rotate issues a new key in place of the live key id (its kind, app, limits, and what is left
+// of its lifetime) and lets the old one work for grace more (0: it stops at once; never longer
+// than it would have worked anyway). It returns the new key's secret.
+func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (secret string, key Key, err error) {
+	old, err := s.store.APIKeyByID(ctx, id)
+	if err != nil {
+		return "", Key{}, fmt.Errorf("auth: rotate key: %w", err)
+	}
+	now := s.now()
+	if !keyFromRecord(old).Live(now) {
+		return "", Key{}, fmt.Errorf("auth: rotate key %s: it no longer works: %w", id, store.ErrNotFound)
+	}
+	set := Settings{Limits: old.Limits}
+	if old.ExpiresAt != nil {
+		set.ExpiresIn = old.ExpiresAt.Sub(now)
+	}
+	if secret, key, err = s.CreateWith(ctx, Kind(old.Type), old.AppID, set); err != nil {
+		return "", Key{}, err
+	}
+	if err := s.store.ExpireAPIKey(ctx, id, now.Add(grace)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", Key{}, fmt.Errorf("auth: rotate key: end the old key: %w", err)
+	}
+	return secret, key, nil
+}
+
 func keyFromRecord(r store.APIKey) Key {
 	return Key{
 		ID:         r.ID,
@@ -304,5 +356,7 @@ func keyFromRecord(r store.APIKey) Key {
 		CreatedAt:  r.CreatedAt,
 		LastUsedAt: r.LastUsedAt,
 		RevokedAt:  r.RevokedAt,
+		ExpiresAt:  r.ExpiresAt,
+		Limits:     r.Limits,
 	}
 }

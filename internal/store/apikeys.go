@@ -14,6 +14,44 @@ const (
 	APIKeyTypeDataset = "dataset"
 )
 
+// migrationLimits adds the lifetimes and rate limits of API keys (an expiry; requests per
+// minute, tokens per day and workflow runs per day) and the rate limits of apps (the same
+// three; an app of the config file takes them from the file, an imported app from
+// `parley apps limits`). Zero is no limit.
+var migrationLimits = migration{
+	version: 18,
+	name:    "key lifetimes, key and app rate limits",
+	sqlite: `
+ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+ALTER TABLE api_keys ADD COLUMN requests_per_minute INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN tokens_per_day INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN workflow_runs_per_day INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN requests_per_minute INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN tokens_per_day INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN workflow_runs_per_day INTEGER NOT NULL DEFAULT 0;
+`,
+	postgres: `
+ALTER TABLE api_keys ADD COLUMN expires_at BIGINT;
+ALTER TABLE api_keys ADD COLUMN requests_per_minute BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN tokens_per_day BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN workflow_runs_per_day BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN requests_per_minute BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN tokens_per_day BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE apps ADD COLUMN workflow_runs_per_day BIGINT NOT NULL DEFAULT 0;
+`,
+}
+
+// Limits are rate limits: requests per minute, tokens per day and workflow runs per day (UTC
+// days); zero is no limit.
+type Limits struct {
+	RequestsPerMinute  int64
+	TokensPerDay       int64
+	WorkflowRunsPerDay int64
+}
+
+// IsZero reports whether no limit is set.
+func (l Limits) IsZero() bool { return l == Limits{} }
+
 // APIKey is a stored API key. Only the SHA-256 hash of the secret is kept;
 // Prefix is a short, non-secret part of it for display.
 type APIKey struct {
@@ -27,6 +65,9 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time // nil if never used
 	RevokedAt  *time.Time // nil while the key is valid
+	// ExpiresAt is when the key stops working; nil for never.
+	ExpiresAt *time.Time
+	Limits    Limits
 }
 
 func (k APIKey) validate() error {
@@ -53,8 +94,8 @@ func (k APIKey) validate() error {
 	return nil
 }
 
-// CreateAPIKey stores a new key. CreatedAt defaults to now; LastUsedAt and
-// RevokedAt are ignored. A duplicate id or hash gives an error wrapping
+// CreateAPIKey stores a new key, with its expiry and limits. CreatedAt defaults to now;
+// LastUsedAt and RevokedAt are ignored. A duplicate id or hash gives an error wrapping
 // [ErrConflict]; an app key for an unknown app one wrapping [ErrNotFound].
 func (s *Store) CreateAPIKey(ctx context.Context, k APIKey) error {
 	if err := k.validate(); err != nil {
@@ -69,8 +110,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k APIKey) error {
 		appID = sql.NullString{String: k.AppID, Valid: true}
 	}
 	_, err := s.exec(ctx,
-		"INSERT INTO api_keys (id, type, app_id, token_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-		k.ID, k.Type, appID, k.TokenHash, k.Prefix, created.Unix())
+		"INSERT INTO api_keys (id, type, app_id, token_hash, prefix, created_at, expires_at, requests_per_minute, tokens_per_day, workflow_runs_per_day)"+
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		k.ID, k.Type, appID, k.TokenHash, k.Prefix, created.Unix(), nullUnix(k.ExpiresAt),
+		k.Limits.RequestsPerMinute, k.Limits.TokensPerDay, k.Limits.WorkflowRunsPerDay)
 	switch {
 	case err == nil:
 		return nil
@@ -81,7 +124,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k APIKey) error {
 	}
 }
 
-const apiKeyColumns = "id, type, app_id, token_hash, prefix, created_at, last_used_at, revoked_at"
+const apiKeyColumns = "id, type, app_id, token_hash, prefix, created_at, last_used_at, revoked_at, expires_at, " +
+	"requests_per_minute, tokens_per_day, workflow_runs_per_day"
 
 // APIKeyByHash returns the key whose token hash equals hash, revoked or not
 // (RevokedAt tells); the caller decides what a revoked key means. An unknown
@@ -124,6 +168,39 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	return nil
 }
 
+// ExpireAPIKey makes a live key stop working at the time given (if it would work longer): the
+// grace period of a rotated key. It returns an error wrapping [ErrNotFound] if there is no such
+// live key.
+func (s *Store) ExpireAPIKey(ctx context.Context, id string, at time.Time) error {
+	sec := at.Unix()
+	res, err := s.exec(ctx, "UPDATE api_keys SET expires_at = ? WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+		sec, id, sec)
+	if err != nil {
+		return fmt.Errorf("store: expire api key %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return fmt.Errorf("store: expire api key %s: %w", id, err)
+	}
+	return nil
+}
+
+// APIKeyByID returns the key with the id (revoked or not); an error wrapping [ErrNotFound] if
+// there is none.
+func (s *Store) APIKeyByID(ctx context.Context, id string) (APIKey, error) {
+	row := s.conn().QueryRowContext(ctx, s.Rebind("SELECT "+apiKeyColumns+" FROM api_keys WHERE id = ?"), id)
+	k, err := scanAPIKey(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return APIKey{}, fmt.Errorf("store: api key %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return APIKey{}, fmt.Errorf("store: api key %s: %w", id, err)
+	}
+	return k, nil
+}
+
 // TouchAPIKey records that the key was used at the given time. It is a
 // single indexed UPDATE that only ever moves last_used_at forward; an
 // unknown id or an older time is silently a no-op.
@@ -144,10 +221,13 @@ func scanAPIKey(r scanner) (APIKey, error) {
 		appID             sql.NullString
 		created           int64
 		lastUsed, revoked sql.NullInt64
+		expires           sql.NullInt64
 	)
-	if err := r.Scan(&k.ID, &k.Type, &appID, &k.TokenHash, &k.Prefix, &created, &lastUsed, &revoked); err != nil {
+	if err := r.Scan(&k.ID, &k.Type, &appID, &k.TokenHash, &k.Prefix, &created, &lastUsed, &revoked, &expires,
+		&k.Limits.RequestsPerMinute, &k.Limits.TokensPerDay, &k.Limits.WorkflowRunsPerDay); err != nil {
 		return APIKey{}, err
 	}
+	k.ExpiresAt = fromNullUnix(expires)
 	k.AppID = appID.String
 	k.CreatedAt = fromUnix(created)
 	k.LastUsedAt = fromNullUnix(lastUsed)

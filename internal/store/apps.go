@@ -43,6 +43,9 @@ type App struct {
 	UpdatedAt          time.Time
 	// DeletedAt is set once the app is deleted.
 	DeletedAt *time.Time
+	// Limits are an imported app's rate limits (SetAppLimits); a config app's come from the
+	// config file.
+	Limits Limits
 }
 
 // AppVersion is an immutable snapshot of an app's definition.
@@ -55,7 +58,8 @@ type AppVersion struct {
 	CreatedAt  time.Time
 }
 
-const appColumns = "id, name, mode, source, definition, revision, published_version_id, created_at, updated_at, deleted_at"
+const appColumns = "id, name, mode, source, definition, revision, published_version_id, created_at, updated_at, deleted_at, " +
+	"requests_per_minute, tokens_per_day, workflow_runs_per_day"
 
 // SyncApps makes the apps table agree with the configured specs, in one
 // transaction: a new name gets a fresh id, an existing name keeps its id and
@@ -300,6 +304,25 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
+// SetAppLimits sets an imported app's rate limits; its revision grows, so that every server
+// sees them on its next request. An unknown, deleted or config app gives an error wrapping
+// [ErrNotFound].
+func (s *Store) SetAppLimits(ctx context.Context, id string, l Limits) error {
+	res, err := s.exec(ctx, "UPDATE apps SET requests_per_minute = ?, tokens_per_day = ?, workflow_runs_per_day = ?, revision = revision + 1, updated_at = ?"+
+		" WHERE id = ? AND source = ? AND deleted_at IS NULL",
+		l.RequestsPerMinute, l.TokensPerDay, l.WorkflowRunsPerDay, time.Now().Unix(), id, AppSourceImport)
+	if err != nil {
+		return fmt.Errorf("store: set app limits %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return fmt.Errorf("store: set app limits %s: %w", id, err)
+	}
+	return nil
+}
+
 func scanApp(r scanner) (App, error) {
 	var (
 		a                App
@@ -307,7 +330,8 @@ func scanApp(r scanner) (App, error) {
 		created, updated int64
 		deleted          sql.NullInt64
 	)
-	if err := r.Scan(&a.ID, &a.Name, &a.Mode, &a.Source, &def, &a.Revision, &published, &created, &updated, &deleted); err != nil {
+	if err := r.Scan(&a.ID, &a.Name, &a.Mode, &a.Source, &def, &a.Revision, &published, &created, &updated, &deleted,
+		&a.Limits.RequestsPerMinute, &a.Limits.TokensPerDay, &a.Limits.WorkflowRunsPerDay); err != nil {
 		return App{}, err
 	}
 	a.Definition = def.String

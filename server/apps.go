@@ -21,7 +21,13 @@ func (s *Server) app(ctx context.Context) (*apps.App, error) {
 	if !ok || p.AppID == "" {
 		return nil, errUnauthorized(msgInvalidToken)
 	}
-	a, err := s.apps.Get(ctx, p.AppID)
+	var a *apps.App
+	var err error
+	if ra := cachedApp(ctx, p.AppID); ra != nil {
+		a, err = ra.app, ra.err
+	} else {
+		a, err = s.apps.Get(ctx, p.AppID)
+	}
 	if err == nil && !a.Enabled {
 		return nil, apiError(http.StatusBadRequest, "app_unavailable", msgAppUnavailable)
 	}

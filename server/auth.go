@@ -10,6 +10,7 @@ import (
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // Security scheme names of api/openapi.yaml.
@@ -26,6 +27,8 @@ type Principal struct {
 	KeyID string
 	// AppID is set for app keys.
 	AppID string
+	// Limits are the key's rate limits.
+	Limits store.Limits
 }
 
 // principalFrom returns the request's authenticated principal.
@@ -69,7 +72,7 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		// The error handler maps auth's errors (errmap.go); anything else is a 500.
 		return &echo.HTTPError{Code: code, Internal: err}
 	}
-	c.Set(principalEchoKey, Principal{Kind: want, KeyID: key.ID, AppID: key.AppID})
+	c.Set(principalEchoKey, Principal{Kind: want, KeyID: key.ID, AppID: key.AppID, Limits: key.Limits})
 	return nil
 }
 

@@ -23,6 +23,8 @@ type APIError struct {
 	// param names the request member the error is about, for OpenAI's error object ("" when
 	// none is named).
 	param string
+	// header holds headers the answer carries (Retry-After of a rate limit).
+	header http.Header
 }
 
 // Error implements error.
@@ -128,6 +130,9 @@ func writeError(w http.ResponseWriter, r *http.Request, e *APIError) {
 	h := w.Header()
 	if e.Status == http.StatusUnauthorized {
 		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
+	}
+	for k, v := range e.header {
+		h[k] = v
 	}
 	body := e.bodyFor(r)
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)

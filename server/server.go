@@ -35,6 +35,7 @@ import (
 	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -55,6 +56,9 @@ type ModelCatalog interface {
 
 // Options configure a Server.
 type Options struct {
+	// Quota counts requests against the rate limits of keys and apps (nil: the limits are
+	// counted in the process).
+	Quota quota.Counter
 	// EventLog keeps the events of workflow runs for the events operation, shared by the
 	// replicas with Redis; nil keeps them in the process.
 	EventLog eventlog.Log
@@ -124,6 +128,7 @@ type Server struct {
 	publicURL      string
 
 	validator *ResponseValidator
+	quota     quota.Counter
 	// documentConfig is the contract's schema of the `data` part of the document file routes.
 	docConfigSchema *openapi3.Schema
 	humanInput      *humaninput.Service
@@ -163,6 +168,9 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		mcp: opts.MCP}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
+	}
+	if s.quota = opts.Quota; s.quota == nil {
+		s.quota = quota.NewLocal()
 	}
 	s.tapEvents()
 
@@ -230,7 +238,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// without their body (key, path and query still are) and their handlers validate the parts
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
-	e.Use(principalToRequest, storableText(doc, BasePath))
+	e.Use(principalToRequest, s.rateLimit, storableText(doc, BasePath))
 	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation, linksOrigin}), BasePath)
 	return e, s, nil
 }

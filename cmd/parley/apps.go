@@ -33,7 +33,7 @@ func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
 			"the database; a running server serves an import, publish or delete at once.",
 	}
 	cmd.AddCommand(newAppsImportCmd(getenv, f), newAppsListCmd(getenv, f), newAppsExportCmd(getenv, f),
-		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f))
+		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f), newAppsLimitsCmd(getenv, f))
 	return cmd
 }
 
@@ -558,4 +558,42 @@ func printMCPServer(w io.Writer, a *apps.App, srv store.MCPServer, base mcpBaseU
 	fmt.Fprintf(tw, "end user\t%s\n", mcpserver.User(srv.ID))
 	fmt.Fprintf(tw, "last client\t%s\n", client)
 	return tw.Flush()
+}
+
+func newAppsLimitsCmd(getenv func(string) string, f *flags) *cobra.Command {
+	var l store.Limits
+	cmd := &cobra.Command{
+		Use:   "limits NAME [--requests-per-minute N] [--tokens-per-day N] [--workflow-runs-per-day N]",
+		Short: "Show or set an imported app's rate limits",
+		Long: "Show an app's rate limits, or set an imported app's: they hold whatever key calls it, at\n" +
+			"once on every server (docs/limits.md). A limit not given is no limit. The limits of an app\n" +
+			"of the config file are its rate_limits there.",
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			if l.RequestsPerMinute < 0 || l.TokensPerDay < 0 || l.WorkflowRunsPerDay < 0 {
+				return errors.New("a limit must not be negative (0 is no limit)")
+			}
+			return nil
+		},
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			a, err := e.apps.ByName(cmd.Context(), args[0])
+			if err != nil {
+				return appErr(cmd.Context(), e, err, args[0])
+			}
+			if !cmd.Flags().Changed("requests-per-minute") && !cmd.Flags().Changed("tokens-per-day") && !cmd.Flags().Changed("workflow-runs-per-day") {
+				fmt.Fprintln(cmd.OutOrStdout(), limitsText(a.Limits))
+				return nil
+			}
+			if a.Source != apps.SourceImport {
+				return fmt.Errorf("%q is an app of the config file (%s): set its rate_limits there", a.Name, configName(e.cfg.ConfigPath))
+			}
+			if err := e.store.SetAppLimits(cmd.Context(), a.ID, l); err != nil {
+				return err
+			}
+			e.log.Info("app limits set", "app", a.Name, "limits", limitsText(l))
+			return nil
+		}),
+	}
+	limitFlags(cmd, &l)
+	return cmd
 }

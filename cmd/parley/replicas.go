@@ -14,6 +14,8 @@ import (
 	"github.com/parleyhq/parley/internal/limiter/redislimiter"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/redispubsub"
+	"github.com/parleyhq/parley/internal/quota"
+	"github.com/parleyhq/parley/internal/quota/redisquota"
 	"github.com/parleyhq/parley/internal/redisx"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
@@ -28,7 +30,9 @@ const eventsPoolSize = 512
 // running tasks, in-process for one process, in Redis with PARLEY_REDIS_URL (docs/replicas.md).
 type coordination struct {
 	limiter limiter.Limiter
-	tasks   tasks.Registry
+	// quota counts against the rate limits of keys and apps.
+	quota quota.Counter
+	tasks tasks.Registry
 	// events keeps the workflow runs' events for the events operation: nil (the server keeps
 	// them in the process) without Redis.
 	events eventlog.Log
@@ -44,7 +48,7 @@ type coordination struct {
 func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*coordination, error) {
 	c := &coordination{checks: []health.Check{{Name: "database", Ping: st.Ping}}, close: func() {}}
 	if cfg.RedisURL == "" {
-		c.limiter, c.tasks = limiter.NewLocal(), tasks.NewLocal()
+		c.limiter, c.tasks, c.quota = limiter.NewLocal(), tasks.NewLocal(), quota.NewLocal()
 		return c, nil
 	}
 	client, err := redisx.Open(ctx, cfg.RedisURL)
@@ -64,6 +68,7 @@ func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, 
 	evClient := redis.NewClient(&evOpt)
 	c.events = redislog.New(evClient, cfg.RedisKeyPrefix, eventlog.DefaultLimits, log)
 	c.limiter = redislimiter.New(client, cfg.RedisKeyPrefix, redislimiter.WithLease(cfg.SlotLease), redislimiter.WithLogger(log))
+	c.quota = redisquota.New(client, cfg.RedisKeyPrefix)
 	c.tasks, c.shared = reg, true
 	c.checks = append(c.checks, health.Check{Name: "redis", Ping: func(ctx context.Context) error { return redisx.Ping(ctx, client) }})
 	c.close = func() {

@@ -201,7 +201,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	engine = run.New(run.Options{
 		Store: e.store, Limiter: coord.limiter, Tasks: coord.tasks, Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
-		Annotations: annotationSvc, Speech: audioSvc,
+		Annotations: annotationSvc, Speech: audioSvc, Quota: server.RunQuota(coord.quota, e.log),
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
@@ -227,6 +227,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
 	}
 	handler, _, err := server.New(server.Options{
+		Quota:         coord.quota,
 		Keys:          keys,
 		EventLog:      coord.events,
 		Catalog:       catalog,

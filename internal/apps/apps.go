@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // App modes, Dify's AppMode values.
@@ -78,6 +80,9 @@ type App struct {
 	PublishedVersion string `json:"-"`
 	// CreatedAt is when an imported app was stored; zero for an app of the config file.
 	CreatedAt time.Time `json:"-"`
+	// Limits are the app's rate limits: from the config file, or (an imported app) set by
+	// `parley apps limits`.
+	Limits store.Limits `json:"-"`
 	// MaxActiveRequests is the app's effective concurrency cap; 0 means unlimited.
 	MaxActiveRequests int `json:"-"`
 	// Bound is the Agent an Agent app (mode agent) is bound to; nil when it has none, and for

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/parleyhq/parley/internal/store"
+
 	"github.com/parleyhq/parley/internal/config"
 )
 
@@ -26,6 +28,8 @@ func FromConfig(c config.App) *App {
 		KnowledgeBases:                slices.Clone(c.KnowledgeBases),
 		DatasetQueryVariable:          c.DatasetQueryVariable,
 		MaxActiveRequests:             c.MaxActiveRequests,
+		Limits: store.Limits{RequestsPerMinute: c.RateLimits.RequestsPerMinute, TokensPerDay: c.RateLimits.TokensPerDay,
+			WorkflowRunsPerDay: c.RateLimits.WorkflowRunsPerDay},
 	}
 	if a.Model.Parameters == nil {
 		a.Model.Parameters = map[string]any{}

@@ -171,7 +171,7 @@ func (r *Registry) decode(ctx context.Context, row store.App) (*App, error) {
 		return nil, fmt.Errorf("apps: app %s (%q): stored definition: %w", row.ID, row.Name, err)
 	}
 	a.ID, a.Source, a.PublishedVersion = row.ID, SourceImport, row.PublishedVersionID
-	a.Name, a.Mode, a.CreatedAt = row.Name, row.Mode, row.CreatedAt
+	a.Name, a.Mode, a.CreatedAt, a.Limits = row.Name, row.Mode, row.CreatedAt, row.Limits
 	a.MaxActiveRequests = r.maxActive(0)
 	if a.Mode == ModeAgent {
 		if a.Bound, err = r.boundAgent(ctx, row); err != nil {

@@ -318,6 +318,8 @@ type App struct {
 	// MaxActiveRequests is the app's concurrency limit (0 = use
 	// APP_DEFAULT_ACTIVE_REQUESTS); see Config.MaxActiveRequests.
 	MaxActiveRequests int `yaml:"max_active_requests"`
+	// RateLimits are the app's rate limits, whatever key calls it (docs/limits.md).
+	RateLimits RateLimits `yaml:"rate_limits"`
 	// KnowledgeBases names the knowledge bases the app retrieves from.
 	KnowledgeBases []string `yaml:"knowledge_bases"`
 	// DatasetQueryVariable names the input whose value a completion app searches its
@@ -450,4 +452,11 @@ func (f *File) KnowledgeBase(name string) (KnowledgeBase, bool) {
 		}
 	}
 	return KnowledgeBase{}, false
+}
+
+// RateLimits are an app's rate limits; zero (or unset) is no limit.
+type RateLimits struct {
+	RequestsPerMinute  int64 `yaml:"requests_per_minute"`
+	TokensPerDay       int64 `yaml:"tokens_per_day"`
+	WorkflowRunsPerDay int64 `yaml:"workflow_runs_per_day"`
 }

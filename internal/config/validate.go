@@ -305,6 +305,12 @@ func (f *File) normalizeApp(a *App, path string, kbs map[string]int, bad badFunc
 			bad(indexPath(path+".suggested_questions", k), "must not be empty")
 		}
 	}
+	for name, v := range map[string]int64{"requests_per_minute": a.RateLimits.RequestsPerMinute,
+		"tokens_per_day": a.RateLimits.TokensPerDay, "workflow_runs_per_day": a.RateLimits.WorkflowRunsPerDay} {
+		if v < 0 {
+			bad(path+".rate_limits."+name, "must not be negative")
+		}
+	}
 	if a.MaxActiveRequests < 0 {
 		bad(path+".max_active_requests", "must not be negative")
 	}

@@ -85,6 +85,17 @@ type Options struct {
 	Annotations Annotations
 	// Speech, if set, reads streamed answers aloud for apps with text-to-speech auto-play.
 	Speech Speech
+	// Quota, if set, admits runs against daily limits and counts what they spend.
+	Quota Quota
+}
+
+// Quota admits runs against the daily limits of whoever asks (tokens, workflow runs) and counts
+// what they spend.
+type Quota interface {
+	// Admit is asked once a request is ready to run, before anything is stored; an error
+	// refuses it as is. The function it returns is told the tokens the run used, when it ends
+	// (also when it failed, was stopped or paused).
+	Admit(ctx context.Context, app *apps.App) (spent func(tokens int64), err error)
 }
 
 // Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).
@@ -113,6 +124,7 @@ type Engine struct {
 	// moderation checks apps' content moderation, nil when none is; modBuffer is
 	// Options.ModerationBuffer.
 	moderation Moderation
+	quota      Quota
 	modBuffer  int
 
 	annotations Annotations
@@ -152,7 +164,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
 		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
-		annotations: o.Annotations, speech: o.Speech,
+		annotations: o.Annotations, speech: o.Speech, quota: o.Quota,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -212,6 +224,8 @@ type Run struct {
 	finished chan struct{}
 	once     sync.Once
 	tts      *speaker // reads the answer aloud as it streams (auto-play); nil when off
+	// spent is told the tokens the run used (Quota), nil without a quota.
+	spent func(tokens int64)
 
 	// answer is written by the job's goroutine (Output) under mu; keepRuns reads it under mu.
 	// version counts the changes of answer.
@@ -298,6 +312,12 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	var spent func(int64)
+	if e.quota != nil {
+		if spent, err = e.quota.Admit(ctx, app); err != nil {
+			return nil, err
+		}
+	}
 
 	conv := turn.Conversation
 	msg := store.Message{
@@ -324,6 +344,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		run.ConversationID = conv.ID
 	}
 	run.out.r = run
+	run.spent = spent
 	job.Work = e.moderated(mod, turn, run, job.Work)
 	run.tts = e.speaker(app, req.Streaming, run)
 	run.answerAt = time.Now()
@@ -414,6 +435,9 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	defer run.endTap()
 	defer e.untrack(run)
 	outcome, err := work.Run(ctx, &run.out)
+	if run.spent != nil {
+		run.spent(int64(outcome.Usage.TotalTokens))
+	}
 	if err == nil && outcome.Paused {
 		// The run waits for human input: the stream ends after the job's pause events.
 		e.savePaused(ctx, run)

@@ -1,0 +1,189 @@
+package conformance
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/providers/openaitest"
+)
+
+// burst sends n GET /parameters at once with key to the servers (round robin) and returns how
+// many got 200 and the 429 answers.
+func burst(t *testing.T, ps []*Parley, key string, n int) (int, []*http.Response) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ok := 0
+	var refused []*http.Response
+	start := make(chan struct{})
+	for i := range n {
+		p := ps[i%len(ps)]
+		wg.Go(func() {
+			req, _ := newRequest("GET", p.URL+"/parameters", "", key)
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			switch resp.StatusCode {
+			case 200:
+				ok++
+			case 429:
+				refused = append(refused, resp)
+			default:
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return ok, refused
+}
+
+// TestKeyRequestsPerMinute: a key limited to 5 requests a minute gets exactly 5 of 12 requests
+// sent at once, the others 429 rate_limit_error with Retry-After and the X-RateLimit headers; a
+// key of the same app without a limit is not held back.
+func TestKeyRequestsPerMinute(t *testing.T) {
+	p := startParley(t, "sqlite")
+	key := p.CLI(t, "keys", "create", "--app", "chatbot", "--requests-per-minute", "5")
+	ok, refused := burst(t, []*Parley{p}, key, 12)
+	if ok != 5 || len(refused) != 7 {
+		t.Fatalf("%d admitted, %d refused; want 5 and 7", ok, len(refused))
+	}
+	status, raw := rawCall(t, p, "GET", "/parameters", "", key)
+	if status != 429 || !strings.Contains(string(raw), `"code":"rate_limit_error"`) || !strings.Contains(string(raw), "This key's limit of 5 requests per minute") {
+		t.Fatalf("%d %s", status, raw)
+	}
+	r := refused[0]
+	wait, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	reset, err2 := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64)
+	if err != nil || err2 != nil || wait < 1 || wait > 60 || r.Header.Get("X-RateLimit-Limit") != "5" || r.Header.Get("X-RateLimit-Remaining") != "0" ||
+		reset < time.Now().Unix() || reset > time.Now().Add(61*time.Second).Unix() {
+		t.Fatalf("headers %v", r.Header)
+	}
+	if ok, refused := burst(t, []*Parley{p}, p.AppKey, 12); ok != 12 || len(refused) != 0 {
+		t.Fatalf("an unlimited key: %d admitted, %d refused", ok, len(refused))
+	}
+	// The OpenAI-compatible operations are limited too, with OpenAI's error object.
+	status, raw = rawCall(t, p, "GET", "/models", "", key)
+	if status != 429 || !strings.Contains(string(raw), `"type":"rate_limit_error"`) {
+		t.Fatalf("OpenAI path: %d %s", status, raw)
+	}
+}
+
+// TestRequestsPerMinuteAcrossReplicas: the limit holds across two replicas on PostgreSQL and
+// Redis, exactly, however the requests are spread.
+func TestRequestsPerMinuteAcrossReplicas(t *testing.T) {
+	r := startReplicas(t, 2, "")
+	key := r.ps[0].CLI(t, "keys", "create", "--app", "chatbot", "--requests-per-minute", "6")
+	if ok, refused := burst(t, r.ps, key, 20); ok != 6 || len(refused) != 14 {
+		t.Fatalf("%d admitted, %d refused; want 6 and 14", ok, len(refused))
+	}
+}
+
+// TestDailyQuotas: a key's tokens per day stop its next run once its answers used them; an app's
+// workflow runs per day (set with `parley apps limits`) stop the run past them, whatever key
+// asks; and a key's workflow runs per day do the same for the key alone.
+func TestDailyQuotas(t *testing.T) {
+	p := startParley(t, "sqlite")
+	ctx := context.Background()
+	key := p.CLI(t, "keys", "create", "--app", "chatbot", "--tokens-per-day", "20")
+	c := newClient(t, p, key)
+	q := marker(t, "spend tokens")
+	upstream.On(q, openaitest.Reply{Text: "Spent.", Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
+	res, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	if err != nil || res.StatusCode() != 200 {
+		t.Fatalf("the first run: %v %s", err, res.Body)
+	}
+	res, err = c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	if err != nil || res.StatusCode() != 429 || res.JSON429 == nil || res.JSON429.Code != "rate_limit_error" ||
+		!strings.Contains(res.JSON429.Message, "tokens per day") || res.HTTPResponse.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the day's tokens: %v %d %s", err, res.StatusCode(), res.Body)
+	}
+
+	name := p.CLI(t, "apps", "import", "--publish", workflowExample)
+	p.CLI(t, "apps", "limits", name, "--workflow-runs-per-day", "2")
+	if got := p.CLI(t, "apps", "limits", name); got != "2 runs/day" {
+		t.Fatalf("apps limits shows %q", got)
+	}
+	if _, stderr, err := p.cliOut("apps", "limits", "chatbot", "--requests-per-minute", "3"); err == nil || !strings.Contains(stderr, "set its rate_limits there") {
+		t.Fatalf("a config app's limits from the CLI: %v %s", err, stderr)
+	}
+	keys := []string{p.CLI(t, "keys", "create", "--app", name), p.CLI(t, "keys", "create", "--app", name)}
+	topic := marker(t, "tides")
+	upstream.On(topic, openaitest.Reply{Text: "Tides."})
+	for i, want := range []int{200, 200, 429} {
+		wc := newClient(t, p, keys[i%2])
+		r, err := wc.RunWorkflowWithResponse(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "w"})
+		if err != nil || r.StatusCode() != want {
+			t.Fatalf("workflow run %d: %v %d %s", i+1, err, r.StatusCode(), r.Body)
+		}
+		if want == 429 && (r.JSON429 == nil || !strings.Contains(r.JSON429.Message, "This app's limit of 2 workflow runs per day")) {
+			t.Fatalf("workflow run %d: %s", i+1, r.Body)
+		}
+	}
+}
+
+// TestKeyLifetimes: a key issued to expire stops working when it does (401 unauthorized); a key
+// rotated without grace stops at once and its successor works; one rotated with grace works on
+// beside its successor; `keys list` shows expiry, last use and limits.
+func TestKeyLifetimes(t *testing.T) {
+	p := startParley(t, "sqlite")
+	short := p.CLI(t, "keys", "create", "--app", "chatbot", "--expires-in", "2s")
+	if status, raw := rawCall(t, p, "GET", "/parameters", "", short); status != 200 {
+		t.Fatalf("a fresh key: %d %s", status, raw)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if status, raw := rawCall(t, p, "GET", "/parameters", "", short); status != 401 || !strings.Contains(string(raw), `"code":"unauthorized"`) {
+		t.Fatalf("an expired key: %d %s", status, raw)
+	}
+
+	old := p.CLI(t, "keys", "create", "--app", "chatbot", "--requests-per-minute", "100", "--expires-in", "30d")
+	id := keyID(t, p, old)
+	successor := p.CLI(t, "keys", "rotate", id)
+	if status, _ := rawCall(t, p, "GET", "/parameters", "", old); status != 401 {
+		t.Fatalf("a key rotated without grace: %d", status)
+	}
+	if status, _ := rawCall(t, p, "GET", "/parameters", "", successor); status != 200 {
+		t.Fatalf("its successor: %d", status)
+	}
+	next := p.CLI(t, "keys", "rotate", keyID(t, p, successor), "--grace", "1h")
+	for _, k := range []string{successor, next} {
+		if status, _ := rawCall(t, p, "GET", "/parameters", "", k); status != 200 {
+			t.Fatalf("during the grace period: %d", status)
+		}
+	}
+	list := p.CLI(t, "keys", "list")
+	for _, want := range []string{"EXPIRES", "LIMITS", "100/min"} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("keys list lacks %q:\n%s", want, list)
+		}
+	}
+	if _, stderr, err := p.cliOut("keys", "create", "--app", "chatbot", "--expires-in", "soon"); err == nil || !strings.Contains(stderr, "--expires-in") {
+		t.Fatalf("a bad lifetime: %v %s", err, stderr)
+	}
+}
+
+// keyID is the id `keys list` shows for a key, found by its display prefix.
+func keyID(t *testing.T, p *Parley, secret string) string {
+	t.Helper()
+	prefix := secret[:len("app-")+8]
+	for _, line := range strings.Split(p.CLI(t, "keys", "list"), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[3] == prefix+"…" {
+			return f[0]
+		}
+	}
+	t.Fatalf("no key %s… in the list", prefix)
+	return ""
+}

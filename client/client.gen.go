@@ -5973,6 +5973,9 @@ type DocumentId = string
 // FormToken defines model for FormToken.
 type FormToken = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -6008,6 +6011,12 @@ type Forbidden = Error
 
 // FormClosed The body of every error response, and the payload members of the `error` event.
 type FormClosed = Error
+
+// IdempotencyInUse The body of every error response, and the payload members of the `error` event.
+type IdempotencyInUse = Error
+
+// IdempotencyMismatch The body of every error response, and the payload members of the `error` event.
+type IdempotencyMismatch = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -6072,6 +6081,33 @@ type ListAnnotationsParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// SendChatMessageParams defines parameters for SendChatMessage.
+type SendChatMessageParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateOpenAIChatCompletionParams defines parameters for CreateOpenAIChatCompletion.
+type CreateOpenAIChatCompletionParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SendCompletionMessageParams defines parameters for SendCompletionMessage.
+type SendCompletionMessageParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListConversationsParams defines parameters for ListConversations.
 type ListConversationsParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -6122,6 +6158,42 @@ type ListDatasetsParams struct {
 
 	// TagIds Keep knowledge bases bound to any of these tags; repeat the parameter for several.
 	TagIds *[]string `form:"tag_ids,omitempty" json:"tag_ids,omitempty"`
+}
+
+// CreateDocumentByFileParams defines parameters for CreateDocumentByFile.
+type CreateDocumentByFileParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByTextParams defines parameters for CreateDocumentByText.
+type CreateDocumentByTextParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByFileLegacyParams defines parameters for CreateDocumentByFileLegacy.
+type CreateDocumentByFileLegacyParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByTextLegacyParams defines parameters for CreateDocumentByTextLegacy.
+type CreateDocumentByTextLegacyParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListDocumentsParams defines parameters for ListDocuments.
@@ -6190,6 +6262,15 @@ type GetToolFileParams struct {
 	Sign string `form:"sign" json:"sign"`
 }
 
+// UploadFileParams defines parameters for UploadFile.
+type UploadFileParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetSignedFileParams defines parameters for GetSignedFile.
 type GetSignedFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -6253,6 +6334,15 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// CreateOpenAIResponseParams defines parameters for CreateOpenAIResponse.
+type CreateOpenAIResponseParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetSiteParams defines parameters for GetSite.
 type GetSiteParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -6296,6 +6386,24 @@ type ListWorkflowLogsParams struct {
 
 // ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParamsStatus string
+
+// RunWorkflowParams defines parameters for RunWorkflow.
+type RunWorkflowParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RunWorkflowVersionParams defines parameters for RunWorkflowVersion.
+type RunWorkflowVersionParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
 type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
@@ -14772,7 +14880,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-	SendChatMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendChatMessageWithBody(ctx context.Context, params *SendChatMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendChatMessage Send chat message
 	//
@@ -14789,7 +14897,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-	SendChatMessage(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendChatMessage(ctx context.Context, params *SendChatMessageParams, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StopChatMessageWithBody Stop response
 	//
@@ -14839,7 +14947,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-	CreateOpenAIChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateOpenAIChatCompletionWithBody(ctx context.Context, params *CreateOpenAIChatCompletionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
 	//
@@ -14867,7 +14975,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-	CreateOpenAIChatCompletion(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateOpenAIChatCompletion(ctx context.Context, params *CreateOpenAIChatCompletionParams, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendCompletionMessageWithBody Send completion message
 	//
@@ -14881,7 +14989,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-	SendCompletionMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendCompletionMessageWithBody(ctx context.Context, params *SendCompletionMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendCompletionMessage Send completion message
 	//
@@ -14895,7 +15003,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-	SendCompletionMessage(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendCompletionMessage(ctx context.Context, params *SendCompletionMessageParams, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StopCompletionMessageWithBody Stop completion response
 	//
@@ -15212,7 +15320,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
-	CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDocumentByTextWithBody Create a document from text
 	//
@@ -15225,7 +15333,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-	CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDocumentByText Create a document from text
 	//
@@ -15238,7 +15346,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-	CreateDocumentByText(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByText(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDocumentByFileLegacyWithBody Create a document from a file (legacy path)
 	//
@@ -15248,7 +15356,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
-	CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDocumentByTextLegacyWithBody Create a document from text (legacy path)
 	//
@@ -15258,7 +15366,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-	CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDocumentByTextLegacy Create a document from text (legacy path)
 	//
@@ -15268,7 +15376,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-	CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDocuments List documents
 	//
@@ -15828,7 +15936,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
-	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSignedFile Get a file through a signed link
 	//
@@ -15981,7 +16089,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-	CreateOpenAIResponseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateOpenAIResponseWithBody(ctx context.Context, params *CreateOpenAIResponseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
 	//
@@ -16002,7 +16110,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-	CreateOpenAIResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateOpenAIResponse(ctx context.Context, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSite Get the app's web-app settings
 	//
@@ -16080,7 +16188,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-	RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunWorkflowWithBody(ctx context.Context, params *RunWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunWorkflow Run a workflow
 	//
@@ -16097,7 +16205,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-	RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunWorkflow(ctx context.Context, params *RunWorkflowParams, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWorkflowRun Get a workflow run
 	//
@@ -16144,7 +16252,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-	RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunWorkflowVersionWithBody(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunWorkflowVersion Run a published workflow version
 	//
@@ -16157,7 +16265,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-	RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunWorkflowVersion(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAvailableModels Get available models
 	//
@@ -16424,8 +16532,8 @@ func (c *Client) AudioToTextWithBody(ctx context.Context, contentType string, bo
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-func (c *Client) SendChatMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendChatMessageRequestWithBody(c.Server, contentType, body)
+func (c *Client) SendChatMessageWithBody(ctx context.Context, params *SendChatMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendChatMessageRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16451,8 +16559,8 @@ func (c *Client) SendChatMessageWithBody(ctx context.Context, contentType string
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-func (c *Client) SendChatMessage(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendChatMessageRequest(c.Server, body)
+func (c *Client) SendChatMessage(ctx context.Context, params *SendChatMessageParams, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendChatMessageRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16531,8 +16639,8 @@ func (c *Client) StopChatMessage(ctx context.Context, taskId TaskId, body StopCh
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-func (c *Client) CreateOpenAIChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateOpenAIChatCompletionRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateOpenAIChatCompletionWithBody(ctx context.Context, params *CreateOpenAIChatCompletionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIChatCompletionRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16569,8 +16677,8 @@ func (c *Client) CreateOpenAIChatCompletionWithBody(ctx context.Context, content
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-func (c *Client) CreateOpenAIChatCompletion(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateOpenAIChatCompletionRequest(c.Server, body)
+func (c *Client) CreateOpenAIChatCompletion(ctx context.Context, params *CreateOpenAIChatCompletionParams, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIChatCompletionRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16593,8 +16701,8 @@ func (c *Client) CreateOpenAIChatCompletion(ctx context.Context, body CreateOpen
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-func (c *Client) SendCompletionMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendCompletionMessageRequestWithBody(c.Server, contentType, body)
+func (c *Client) SendCompletionMessageWithBody(ctx context.Context, params *SendCompletionMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendCompletionMessageRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16617,8 +16725,8 @@ func (c *Client) SendCompletionMessageWithBody(ctx context.Context, contentType 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-func (c *Client) SendCompletionMessage(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendCompletionMessageRequest(c.Server, body)
+func (c *Client) SendCompletionMessage(ctx context.Context, params *SendCompletionMessageParams, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendCompletionMessageRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17234,8 +17342,8 @@ func (c *Client) UpdateDataset(ctx context.Context, datasetId DatasetId, body Up
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
-func (c *Client) CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByFileRequestWithBody(c.Server, datasetId, contentType, body)
+func (c *Client) CreateDocumentByFileWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByFileRequestWithBody(c.Server, datasetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17257,8 +17365,8 @@ func (c *Client) CreateDocumentByFileWithBody(ctx context.Context, datasetId Dat
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-func (c *Client) CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByTextRequestWithBody(c.Server, datasetId, contentType, body)
+func (c *Client) CreateDocumentByTextWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextRequestWithBody(c.Server, datasetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17280,8 +17388,8 @@ func (c *Client) CreateDocumentByTextWithBody(ctx context.Context, datasetId Dat
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-func (c *Client) CreateDocumentByText(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByTextRequest(c.Server, datasetId, body)
+func (c *Client) CreateDocumentByText(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextRequest(c.Server, datasetId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17300,8 +17408,8 @@ func (c *Client) CreateDocumentByText(ctx context.Context, datasetId DatasetId, 
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
-func (c *Client) CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByFileLegacyRequestWithBody(c.Server, datasetId, contentType, body)
+func (c *Client) CreateDocumentByFileLegacyWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByFileLegacyRequestWithBody(c.Server, datasetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17320,8 +17428,8 @@ func (c *Client) CreateDocumentByFileLegacyWithBody(ctx context.Context, dataset
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-func (c *Client) CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByTextLegacyRequestWithBody(c.Server, datasetId, contentType, body)
+func (c *Client) CreateDocumentByTextLegacyWithBody(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextLegacyRequestWithBody(c.Server, datasetId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -17340,8 +17448,8 @@ func (c *Client) CreateDocumentByTextLegacyWithBody(ctx context.Context, dataset
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-func (c *Client) CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateDocumentByTextLegacyRequest(c.Server, datasetId, body)
+func (c *Client) CreateDocumentByTextLegacy(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDocumentByTextLegacyRequest(c.Server, datasetId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18427,8 +18535,8 @@ func (c *Client) GetToolFile(ctx context.Context, file string, params *GetToolFi
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /files/upload (the `UploadFile` operationId).
-func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadFileRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18730,8 +18838,8 @@ func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersP
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-func (c *Client) CreateOpenAIResponseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateOpenAIResponseRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateOpenAIResponseWithBody(ctx context.Context, params *CreateOpenAIResponseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIResponseRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18761,8 +18869,8 @@ func (c *Client) CreateOpenAIResponseWithBody(ctx context.Context, contentType s
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-func (c *Client) CreateOpenAIResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateOpenAIResponseRequest(c.Server, body)
+func (c *Client) CreateOpenAIResponse(ctx context.Context, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOpenAIResponseRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18899,8 +19007,8 @@ func (c *Client) ListWorkflowLogs(ctx context.Context, params *ListWorkflowLogsP
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-func (c *Client) RunWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunWorkflowRequestWithBody(c.Server, contentType, body)
+func (c *Client) RunWorkflowWithBody(ctx context.Context, params *RunWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18926,8 +19034,8 @@ func (c *Client) RunWorkflowWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-func (c *Client) RunWorkflow(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunWorkflowRequest(c.Server, body)
+func (c *Client) RunWorkflow(ctx context.Context, params *RunWorkflowParams, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19013,8 +19121,8 @@ func (c *Client) StopWorkflowTask(ctx context.Context, taskId TaskId, body StopW
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-func (c *Client) RunWorkflowVersionWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunWorkflowVersionRequestWithBody(c.Server, workflowId, contentType, body)
+func (c *Client) RunWorkflowVersionWithBody(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19036,8 +19144,8 @@ func (c *Client) RunWorkflowVersionWithBody(ctx context.Context, workflowId stri
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-func (c *Client) RunWorkflowVersion(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunWorkflowVersionRequest(c.Server, workflowId, body)
+func (c *Client) RunWorkflowVersion(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunWorkflowVersionRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19477,18 +19585,18 @@ func NewAudioToTextRequestWithBody(server string, contentType string, body io.Re
 }
 
 // NewSendChatMessageRequest calls the generic SendChatMessage builder with application/json body
-func NewSendChatMessageRequest(server string, body SendChatMessageJSONRequestBody) (*http.Request, error) {
+func NewSendChatMessageRequest(server string, params *SendChatMessageParams, body SendChatMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendChatMessageRequestWithBody(server, "application/json", bodyReader)
+	return NewSendChatMessageRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSendChatMessageRequestWithBody constructs an http.Request for the SendChatMessage method, with any body, and a specified content type
-func NewSendChatMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendChatMessageRequestWithBody(server string, params *SendChatMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -19512,6 +19620,21 @@ func NewSendChatMessageRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -19564,18 +19687,18 @@ func NewStopChatMessageRequestWithBody(server string, taskId TaskId, contentType
 }
 
 // NewCreateOpenAIChatCompletionRequest calls the generic CreateOpenAIChatCompletion builder with application/json body
-func NewCreateOpenAIChatCompletionRequest(server string, body CreateOpenAIChatCompletionJSONRequestBody) (*http.Request, error) {
+func NewCreateOpenAIChatCompletionRequest(server string, params *CreateOpenAIChatCompletionParams, body CreateOpenAIChatCompletionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateOpenAIChatCompletionRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateOpenAIChatCompletionRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateOpenAIChatCompletionRequestWithBody constructs an http.Request for the CreateOpenAIChatCompletion method, with any body, and a specified content type
-func NewCreateOpenAIChatCompletionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateOpenAIChatCompletionRequestWithBody(server string, params *CreateOpenAIChatCompletionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -19600,22 +19723,37 @@ func NewCreateOpenAIChatCompletionRequestWithBody(server string, contentType str
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewSendCompletionMessageRequest calls the generic SendCompletionMessage builder with application/json body
-func NewSendCompletionMessageRequest(server string, body SendCompletionMessageJSONRequestBody) (*http.Request, error) {
+func NewSendCompletionMessageRequest(server string, params *SendCompletionMessageParams, body SendCompletionMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendCompletionMessageRequestWithBody(server, "application/json", bodyReader)
+	return NewSendCompletionMessageRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSendCompletionMessageRequestWithBody constructs an http.Request for the SendCompletionMessage method, with any body, and a specified content type
-func NewSendCompletionMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendCompletionMessageRequestWithBody(server string, params *SendCompletionMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -19639,6 +19777,21 @@ func NewSendCompletionMessageRequestWithBody(server string, contentType string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -20539,7 +20692,7 @@ func NewUpdateDatasetRequestWithBody(server string, datasetId DatasetId, content
 }
 
 // NewCreateDocumentByFileRequestWithBody constructs an http.Request for the CreateDocumentByFile method, with any body, and a specified content type
-func NewCreateDocumentByFileRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateDocumentByFileRequestWithBody(server string, datasetId DatasetId, params *CreateDocumentByFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -20571,22 +20724,37 @@ func NewCreateDocumentByFileRequestWithBody(server string, datasetId DatasetId, 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreateDocumentByTextRequest calls the generic CreateDocumentByText builder with application/json body
-func NewCreateDocumentByTextRequest(server string, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody) (*http.Request, error) {
+func NewCreateDocumentByTextRequest(server string, datasetId DatasetId, params *CreateDocumentByTextParams, body CreateDocumentByTextJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateDocumentByTextRequestWithBody(server, datasetId, "application/json", bodyReader)
+	return NewCreateDocumentByTextRequestWithBody(server, datasetId, params, "application/json", bodyReader)
 }
 
 // NewCreateDocumentByTextRequestWithBody constructs an http.Request for the CreateDocumentByText method, with any body, and a specified content type
-func NewCreateDocumentByTextRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateDocumentByTextRequestWithBody(server string, datasetId DatasetId, params *CreateDocumentByTextParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -20618,11 +20786,26 @@ func NewCreateDocumentByTextRequestWithBody(server string, datasetId DatasetId, 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreateDocumentByFileLegacyRequestWithBody constructs an http.Request for the CreateDocumentByFileLegacy method, with any body, and a specified content type
-func NewCreateDocumentByFileLegacyRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateDocumentByFileLegacyRequestWithBody(server string, datasetId DatasetId, params *CreateDocumentByFileLegacyParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -20654,22 +20837,37 @@ func NewCreateDocumentByFileLegacyRequestWithBody(server string, datasetId Datas
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreateDocumentByTextLegacyRequest calls the generic CreateDocumentByTextLegacy builder with application/json body
-func NewCreateDocumentByTextLegacyRequest(server string, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody) (*http.Request, error) {
+func NewCreateDocumentByTextLegacyRequest(server string, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, body CreateDocumentByTextLegacyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateDocumentByTextLegacyRequestWithBody(server, datasetId, "application/json", bodyReader)
+	return NewCreateDocumentByTextLegacyRequestWithBody(server, datasetId, params, "application/json", bodyReader)
 }
 
 // NewCreateDocumentByTextLegacyRequestWithBody constructs an http.Request for the CreateDocumentByTextLegacy method, with any body, and a specified content type
-func NewCreateDocumentByTextLegacyRequestWithBody(server string, datasetId DatasetId, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateDocumentByTextLegacyRequestWithBody(server string, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -20700,6 +20898,21 @@ func NewCreateDocumentByTextLegacyRequestWithBody(server string, datasetId Datas
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -22665,7 +22878,7 @@ func NewGetToolFileRequest(server string, file string, params *GetToolFileParams
 }
 
 // NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
-func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadFileRequestWithBody(server string, params *UploadFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -22689,6 +22902,21 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -23346,18 +23574,18 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 }
 
 // NewCreateOpenAIResponseRequest calls the generic CreateOpenAIResponse builder with application/json body
-func NewCreateOpenAIResponseRequest(server string, body CreateOpenAIResponseJSONRequestBody) (*http.Request, error) {
+func NewCreateOpenAIResponseRequest(server string, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateOpenAIResponseRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateOpenAIResponseRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateOpenAIResponseRequestWithBody constructs an http.Request for the CreateOpenAIResponse method, with any body, and a specified content type
-func NewCreateOpenAIResponseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateOpenAIResponseRequestWithBody(server string, params *CreateOpenAIResponseParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -23381,6 +23609,21 @@ func NewCreateOpenAIResponseRequestWithBody(server string, contentType string, b
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -23699,18 +23942,18 @@ func NewListWorkflowLogsRequest(server string, params *ListWorkflowLogsParams) (
 }
 
 // NewRunWorkflowRequest calls the generic RunWorkflow builder with application/json body
-func NewRunWorkflowRequest(server string, body RunWorkflowJSONRequestBody) (*http.Request, error) {
+func NewRunWorkflowRequest(server string, params *RunWorkflowParams, body RunWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRunWorkflowRequestWithBody(server, "application/json", bodyReader)
+	return NewRunWorkflowRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewRunWorkflowRequestWithBody constructs an http.Request for the RunWorkflow method, with any body, and a specified content type
-func NewRunWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRunWorkflowRequestWithBody(server string, params *RunWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -23734,6 +23977,21 @@ func NewRunWorkflowRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -23820,18 +24078,18 @@ func NewStopWorkflowTaskRequestWithBody(server string, taskId TaskId, contentTyp
 }
 
 // NewRunWorkflowVersionRequest calls the generic RunWorkflowVersion builder with application/json body
-func NewRunWorkflowVersionRequest(server string, workflowId string, body RunWorkflowVersionJSONRequestBody) (*http.Request, error) {
+func NewRunWorkflowVersionRequest(server string, workflowId string, params *RunWorkflowVersionParams, body RunWorkflowVersionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRunWorkflowVersionRequestWithBody(server, workflowId, "application/json", bodyReader)
+	return NewRunWorkflowVersionRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewRunWorkflowVersionRequestWithBody constructs an http.Request for the RunWorkflowVersion method, with any body, and a specified content type
-func NewRunWorkflowVersionRequestWithBody(server string, workflowId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRunWorkflowVersionRequestWithBody(server string, workflowId string, params *RunWorkflowVersionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -23862,6 +24120,21 @@ func NewRunWorkflowVersionRequestWithBody(server string, workflowId string, cont
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -24089,7 +24362,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-	SendChatMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error)
+	SendChatMessageWithBodyWithResponse(ctx context.Context, params *SendChatMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error)
 
 	// SendChatMessageWithResponse Send chat message
 	//
@@ -24106,7 +24379,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-	SendChatMessageWithResponse(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error)
+	SendChatMessageWithResponse(ctx context.Context, params *SendChatMessageParams, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error)
 
 	// StopChatMessageWithBodyWithResponse Stop response
 	//
@@ -24156,7 +24429,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-	CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
+	CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, params *CreateOpenAIChatCompletionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
 
 	// CreateOpenAIChatCompletionWithResponse Chat with the app through OpenAI's chat API
 	//
@@ -24184,7 +24457,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-	CreateOpenAIChatCompletionWithResponse(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
+	CreateOpenAIChatCompletionWithResponse(ctx context.Context, params *CreateOpenAIChatCompletionParams, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error)
 
 	// SendCompletionMessageWithBodyWithResponse Send completion message
 	//
@@ -24198,7 +24471,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-	SendCompletionMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
+	SendCompletionMessageWithBodyWithResponse(ctx context.Context, params *SendCompletionMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
 
 	// SendCompletionMessageWithResponse Send completion message
 	//
@@ -24212,7 +24485,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-	SendCompletionMessageWithResponse(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
+	SendCompletionMessageWithResponse(ctx context.Context, params *SendCompletionMessageParams, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error)
 
 	// StopCompletionMessageWithBodyWithResponse Stop completion response
 	//
@@ -24541,7 +24814,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
-	CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error)
+	CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error)
 
 	// CreateDocumentByTextWithBodyWithResponse Create a document from text
 	//
@@ -24554,7 +24827,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-	CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
+	CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
 
 	// CreateDocumentByTextWithResponse Create a document from text
 	//
@@ -24567,7 +24840,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-	CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
+	CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error)
 
 	// CreateDocumentByFileLegacyWithBodyWithResponse Create a document from a file (legacy path)
 	//
@@ -24577,7 +24850,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
-	CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error)
+	CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error)
 
 	// CreateDocumentByTextLegacyWithBodyWithResponse Create a document from text (legacy path)
 	//
@@ -24587,7 +24860,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-	CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
+	CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
 
 	// CreateDocumentByTextLegacyWithResponse Create a document from text (legacy path)
 	//
@@ -24597,7 +24870,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-	CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
+	CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error)
 
 	// ListDocumentsWithResponse List documents
 	//
@@ -25195,7 +25468,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /files/upload (the `UploadFile` operationId).
-	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+	UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
 
 	// GetSignedFileWithResponse Get a file through a signed link
 	//
@@ -25368,7 +25641,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-	CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
+	CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, params *CreateOpenAIResponseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
 
 	// CreateOpenAIResponseWithResponse Ask the app through OpenAI's Responses API
 	//
@@ -25389,7 +25662,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-	CreateOpenAIResponseWithResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
+	CreateOpenAIResponseWithResponse(ctx context.Context, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error)
 
 	// GetSiteWithResponse Get the app's web-app settings
 	//
@@ -25473,7 +25746,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-	RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+	RunWorkflowWithBodyWithResponse(ctx context.Context, params *RunWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
 
 	// RunWorkflowWithResponse Run a workflow
 	//
@@ -25490,7 +25763,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-	RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
+	RunWorkflowWithResponse(ctx context.Context, params *RunWorkflowParams, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error)
 
 	// GetWorkflowRunWithResponse Get a workflow run
 	//
@@ -25539,7 +25812,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-	RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
+	RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
 
 	// RunWorkflowVersionWithResponse Run a published workflow version
 	//
@@ -25552,7 +25825,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-	RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
+	RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error)
 
 	// ListAvailableModelsWithResponse Get available models
 	//
@@ -26463,10 +26736,14 @@ type SendChatMessageResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -26509,6 +26786,11 @@ func (r SendChatMessageResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SendChatMessageResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SendChatMessageResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -26517,6 +26799,11 @@ func (r SendChatMessageResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r SendChatMessageResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendChatMessageResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -26692,10 +26979,14 @@ type CreateOpenAIChatCompletionResponse struct {
 	JSON404 *OpenAIError
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *OpenAIError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *OpenAIError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *OpenAIError
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *OpenAIError
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *OpenAIError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *OpenAIError
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -26734,6 +27025,11 @@ func (r CreateOpenAIChatCompletionResponse) GetJSON408() *OpenAIError {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON409() *OpenAIError {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateOpenAIChatCompletionResponse) GetJSON413() *OpenAIError {
 	return r.JSON413
@@ -26742,6 +27038,11 @@ func (r CreateOpenAIChatCompletionResponse) GetJSON413() *OpenAIError {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateOpenAIChatCompletionResponse) GetJSON415() *OpenAIError {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOpenAIChatCompletionResponse) GetJSON422() *OpenAIError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -26814,10 +27115,14 @@ type SendCompletionMessageResponse struct {
 	JSON403 *Forbidden
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -26855,6 +27160,11 @@ func (r SendCompletionMessageResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SendCompletionMessageResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -26863,6 +27173,11 @@ func (r SendCompletionMessageResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r SendCompletionMessageResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendCompletionMessageResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -28961,10 +29276,14 @@ type CreateDocumentByFileResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -29007,6 +29326,11 @@ func (r CreateDocumentByFileResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateDocumentByFileResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -29015,6 +29339,11 @@ func (r CreateDocumentByFileResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateDocumentByFileResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateDocumentByFileResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -29089,10 +29418,14 @@ type CreateDocumentByTextResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -29135,6 +29468,11 @@ func (r CreateDocumentByTextResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateDocumentByTextResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -29143,6 +29481,11 @@ func (r CreateDocumentByTextResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateDocumentByTextResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateDocumentByTextResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -29217,10 +29560,14 @@ type CreateDocumentByFileLegacyResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -29263,6 +29610,11 @@ func (r CreateDocumentByFileLegacyResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateDocumentByFileLegacyResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -29271,6 +29623,11 @@ func (r CreateDocumentByFileLegacyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateDocumentByFileLegacyResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateDocumentByFileLegacyResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -29345,10 +29702,14 @@ type CreateDocumentByTextLegacyResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -29391,6 +29752,11 @@ func (r CreateDocumentByTextLegacyResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateDocumentByTextLegacyResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -29399,6 +29765,11 @@ func (r CreateDocumentByTextLegacyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateDocumentByTextLegacyResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateDocumentByTextLegacyResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -33671,10 +34042,14 @@ type UploadFileResponse struct {
 	JSON401 *Unauthorized
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -33707,6 +34082,11 @@ func (r UploadFileResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UploadFileResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UploadFileResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -33715,6 +34095,11 @@ func (r UploadFileResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r UploadFileResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UploadFileResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -34934,10 +35319,14 @@ type CreateOpenAIResponseResponse struct {
 	JSON404 *OpenAIError
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *OpenAIError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *OpenAIError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *OpenAIError
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *OpenAIError
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *OpenAIError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *OpenAIError
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -34976,6 +35365,11 @@ func (r CreateOpenAIResponseResponse) GetJSON408() *OpenAIError {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON409() *OpenAIError {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateOpenAIResponseResponse) GetJSON413() *OpenAIError {
 	return r.JSON413
@@ -34984,6 +35378,11 @@ func (r CreateOpenAIResponseResponse) GetJSON413() *OpenAIError {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateOpenAIResponseResponse) GetJSON415() *OpenAIError {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOpenAIResponseResponse) GetJSON422() *OpenAIError {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -35444,10 +35843,14 @@ type RunWorkflowResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -35490,6 +35893,11 @@ func (r RunWorkflowResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunWorkflowResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RunWorkflowResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -35498,6 +35906,11 @@ func (r RunWorkflowResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r RunWorkflowResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunWorkflowResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -35786,10 +36199,14 @@ type RunWorkflowVersionResponse struct {
 	JSON404 *NotFound
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -35832,6 +36249,11 @@ func (r RunWorkflowVersionResponse) GetJSON408() *RequestTimeout {
 	return r.JSON408
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON409() *IdempotencyInUse {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RunWorkflowVersionResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -35840,6 +36262,11 @@ func (r RunWorkflowVersionResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r RunWorkflowVersionResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RunWorkflowVersionResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -36196,8 +36623,8 @@ func (c *ClientWithResponses) AudioToTextWithBodyWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-func (c *ClientWithResponses) SendChatMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error) {
-	rsp, err := c.SendChatMessageWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendChatMessageWithBodyWithResponse(ctx context.Context, params *SendChatMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error) {
+	rsp, err := c.SendChatMessageWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36219,8 +36646,8 @@ func (c *ClientWithResponses) SendChatMessageWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /chat-messages (the `SendChatMessage` operationId).
-func (c *ClientWithResponses) SendChatMessageWithResponse(ctx context.Context, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error) {
-	rsp, err := c.SendChatMessage(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SendChatMessageWithResponse(ctx context.Context, params *SendChatMessageParams, body SendChatMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatMessageResponse, error) {
+	rsp, err := c.SendChatMessage(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36287,8 +36714,8 @@ func (c *ClientWithResponses) StopChatMessageWithResponse(ctx context.Context, t
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-func (c *ClientWithResponses) CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
-	rsp, err := c.CreateOpenAIChatCompletionWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateOpenAIChatCompletionWithBodyWithResponse(ctx context.Context, params *CreateOpenAIChatCompletionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
+	rsp, err := c.CreateOpenAIChatCompletionWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36321,8 +36748,8 @@ func (c *ClientWithResponses) CreateOpenAIChatCompletionWithBodyWithResponse(ctx
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /chat/completions (the `CreateOpenAIChatCompletion` operationId).
-func (c *ClientWithResponses) CreateOpenAIChatCompletionWithResponse(ctx context.Context, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
-	rsp, err := c.CreateOpenAIChatCompletion(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateOpenAIChatCompletionWithResponse(ctx context.Context, params *CreateOpenAIChatCompletionParams, body CreateOpenAIChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIChatCompletionResponse, error) {
+	rsp, err := c.CreateOpenAIChatCompletion(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36341,8 +36768,8 @@ func (c *ClientWithResponses) CreateOpenAIChatCompletionWithResponse(ctx context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-func (c *ClientWithResponses) SendCompletionMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
-	rsp, err := c.SendCompletionMessageWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendCompletionMessageWithBodyWithResponse(ctx context.Context, params *SendCompletionMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
+	rsp, err := c.SendCompletionMessageWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36361,8 +36788,8 @@ func (c *ClientWithResponses) SendCompletionMessageWithBodyWithResponse(ctx cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /completion-messages (the `SendCompletionMessage` operationId).
-func (c *ClientWithResponses) SendCompletionMessageWithResponse(ctx context.Context, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
-	rsp, err := c.SendCompletionMessage(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SendCompletionMessageWithResponse(ctx context.Context, params *SendCompletionMessageParams, body SendCompletionMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendCompletionMessageResponse, error) {
+	rsp, err := c.SendCompletionMessage(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36870,8 +37297,8 @@ func (c *ClientWithResponses) UpdateDatasetWithResponse(ctx context.Context, dat
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-file (the `CreateDocumentByFile` operationId).
-func (c *ClientWithResponses) CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error) {
-	rsp, err := c.CreateDocumentByFileWithBody(ctx, datasetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByFileWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileResponse, error) {
+	rsp, err := c.CreateDocumentByFileWithBody(ctx, datasetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36889,8 +37316,8 @@ func (c *ClientWithResponses) CreateDocumentByFileWithBodyWithResponse(ctx conte
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-func (c *ClientWithResponses) CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
-	rsp, err := c.CreateDocumentByTextWithBody(ctx, datasetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByTextWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
+	rsp, err := c.CreateDocumentByTextWithBody(ctx, datasetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36908,8 +37335,8 @@ func (c *ClientWithResponses) CreateDocumentByTextWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create-by-text (the `CreateDocumentByText` operationId).
-func (c *ClientWithResponses) CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
-	rsp, err := c.CreateDocumentByText(ctx, datasetId, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByTextWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextParams, body CreateDocumentByTextJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextResponse, error) {
+	rsp, err := c.CreateDocumentByText(ctx, datasetId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36924,8 +37351,8 @@ func (c *ClientWithResponses) CreateDocumentByTextWithResponse(ctx context.Conte
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_file (the `CreateDocumentByFileLegacy` operationId).
-func (c *ClientWithResponses) CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error) {
-	rsp, err := c.CreateDocumentByFileLegacyWithBody(ctx, datasetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByFileLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByFileLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByFileLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByFileLegacyWithBody(ctx, datasetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36940,8 +37367,8 @@ func (c *ClientWithResponses) CreateDocumentByFileLegacyWithBodyWithResponse(ctx
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-func (c *ClientWithResponses) CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
-	rsp, err := c.CreateDocumentByTextLegacyWithBody(ctx, datasetId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByTextLegacyWithBodyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByTextLegacyWithBody(ctx, datasetId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -36956,8 +37383,8 @@ func (c *ClientWithResponses) CreateDocumentByTextLegacyWithBodyWithResponse(ctx
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /datasets/{dataset_id}/document/create_by_text (the `CreateDocumentByTextLegacy` operationId).
-func (c *ClientWithResponses) CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
-	rsp, err := c.CreateDocumentByTextLegacy(ctx, datasetId, body, reqEditors...)
+func (c *ClientWithResponses) CreateDocumentByTextLegacyWithResponse(ctx context.Context, datasetId DatasetId, params *CreateDocumentByTextLegacyParams, body CreateDocumentByTextLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDocumentByTextLegacyResponse, error) {
+	rsp, err := c.CreateDocumentByTextLegacy(ctx, datasetId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -37872,8 +38299,8 @@ func (c *ClientWithResponses) GetToolFileWithResponse(ctx context.Context, file 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /files/upload (the `UploadFile` operationId).
-func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
-	rsp, err := c.UploadFileWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
+	rsp, err := c.UploadFileWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38135,8 +38562,8 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-func (c *ClientWithResponses) CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
-	rsp, err := c.CreateOpenAIResponseWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateOpenAIResponseWithBodyWithResponse(ctx context.Context, params *CreateOpenAIResponseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
+	rsp, err := c.CreateOpenAIResponseWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38162,8 +38589,8 @@ func (c *ClientWithResponses) CreateOpenAIResponseWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /responses (the `CreateOpenAIResponse` operationId).
-func (c *ClientWithResponses) CreateOpenAIResponseWithResponse(ctx context.Context, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
-	rsp, err := c.CreateOpenAIResponse(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateOpenAIResponseWithResponse(ctx context.Context, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOpenAIResponseResponse, error) {
+	rsp, err := c.CreateOpenAIResponse(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38282,8 +38709,8 @@ func (c *ClientWithResponses) ListWorkflowLogsWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-func (c *ClientWithResponses) RunWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
-	rsp, err := c.RunWorkflowWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RunWorkflowWithBodyWithResponse(ctx context.Context, params *RunWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflowWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38305,8 +38732,8 @@ func (c *ClientWithResponses) RunWorkflowWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workflows/run (the `RunWorkflow` operationId).
-func (c *ClientWithResponses) RunWorkflowWithResponse(ctx context.Context, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
-	rsp, err := c.RunWorkflow(ctx, body, reqEditors...)
+func (c *ClientWithResponses) RunWorkflowWithResponse(ctx context.Context, params *RunWorkflowParams, body RunWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowResponse, error) {
+	rsp, err := c.RunWorkflow(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38378,8 +38805,8 @@ func (c *ClientWithResponses) StopWorkflowTaskWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-func (c *ClientWithResponses) RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
-	rsp, err := c.RunWorkflowVersionWithBody(ctx, workflowId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RunWorkflowVersionWithBodyWithResponse(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersionWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38397,8 +38824,8 @@ func (c *ClientWithResponses) RunWorkflowVersionWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workflows/{workflow_id}/run (the `RunWorkflowVersion` operationId).
-func (c *ClientWithResponses) RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
-	rsp, err := c.RunWorkflowVersion(ctx, workflowId, body, reqEditors...)
+func (c *ClientWithResponses) RunWorkflowVersionWithResponse(ctx context.Context, workflowId string, params *RunWorkflowVersionParams, body RunWorkflowVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RunWorkflowVersionResponse, error) {
+	rsp, err := c.RunWorkflowVersion(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -39431,6 +39858,13 @@ func ParseSendChatMessageResponse(rsp *http.Response) (*SendChatMessageResponse,
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39444,6 +39878,13 @@ func ParseSendChatMessageResponse(rsp *http.Response) (*SendChatMessageResponse,
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -39700,6 +40141,13 @@ func ParseCreateOpenAIChatCompletionResponse(rsp *http.Response) (*CreateOpenAIC
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest OpenAIError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39713,6 +40161,13 @@ func ParseCreateOpenAIChatCompletionResponse(rsp *http.Response) (*CreateOpenAIC
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest OpenAIError
@@ -39792,6 +40247,13 @@ func ParseSendCompletionMessageResponse(rsp *http.Response) (*SendCompletionMess
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39805,6 +40267,13 @@ func ParseSendCompletionMessageResponse(rsp *http.Response) (*SendCompletionMess
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -42190,6 +42659,13 @@ func ParseCreateDocumentByFileResponse(rsp *http.Response) (*CreateDocumentByFil
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42203,6 +42679,13 @@ func ParseCreateDocumentByFileResponse(rsp *http.Response) (*CreateDocumentByFil
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -42330,6 +42813,13 @@ func ParseCreateDocumentByTextResponse(rsp *http.Response) (*CreateDocumentByTex
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42343,6 +42833,13 @@ func ParseCreateDocumentByTextResponse(rsp *http.Response) (*CreateDocumentByTex
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -42470,6 +42967,13 @@ func ParseCreateDocumentByFileLegacyResponse(rsp *http.Response) (*CreateDocumen
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42483,6 +42987,13 @@ func ParseCreateDocumentByFileLegacyResponse(rsp *http.Response) (*CreateDocumen
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -42610,6 +43121,13 @@ func ParseCreateDocumentByTextLegacyResponse(rsp *http.Response) (*CreateDocumen
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42623,6 +43141,13 @@ func ParseCreateDocumentByTextLegacyResponse(rsp *http.Response) (*CreateDocumen
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -47382,6 +47907,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47395,6 +47927,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -48764,6 +49303,13 @@ func ParseCreateOpenAIResponseResponse(rsp *http.Response) (*CreateOpenAIRespons
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest OpenAIError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -48777,6 +49323,13 @@ func ParseCreateOpenAIResponseResponse(rsp *http.Response) (*CreateOpenAIRespons
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest OpenAIError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest OpenAIError
@@ -49297,6 +49850,13 @@ func ParseRunWorkflowResponse(rsp *http.Response) (*RunWorkflowResponse, error) 
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -49310,6 +49870,13 @@ func ParseRunWorkflowResponse(rsp *http.Response) (*RunWorkflowResponse, error) 
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -49678,6 +50245,13 @@ func ParseRunWorkflowVersionResponse(rsp *http.Response) (*RunWorkflowVersionRes
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -49691,6 +50265,13 @@ func ParseRunWorkflowVersionResponse(rsp *http.Response) (*RunWorkflowVersionRes
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -17,7 +17,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := c.SendChatMessageWithResponse(context.Background(), client.SendChatMessageJSONRequestBody{
+	resp, err := c.SendChatMessageWithResponse(context.Background(), nil, client.SendChatMessageJSONRequestBody{
 		Query:  "What is Parley?",
 		User:   "user-1",
 		Inputs: map[string]any{},
@@ -39,7 +39,7 @@ func ExampleNewEventStream() {
 		log.Fatal(err)
 	}
 	mode := client.Streaming
-	resp, err := c.SendChatMessage(context.Background(), client.SendChatMessageJSONRequestBody{
+	resp, err := c.SendChatMessage(context.Background(), nil, client.SendChatMessageJSONRequestBody{
 		Query:        "Say hello in three words.",
 		User:         "user-1",
 		Inputs:       map[string]any{},
@@ -80,7 +80,7 @@ func ExampleClientWithResponses_RunWorkflowWithResponse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resp, err := c.RunWorkflowWithResponse(context.Background(), client.RunWorkflowJSONRequestBody{
+	resp, err := c.RunWorkflowWithResponse(context.Background(), nil, client.RunWorkflowJSONRequestBody{
 		Inputs: map[string]any{"topic": "tides"},
 		User:   "user-1",
 	})
@@ -117,7 +117,7 @@ func ExampleClientWithResponses_RetrieveWithResponse() {
 	defer c.DeleteDatasetWithResponse(ctx, id)
 
 	technique := client.HighQuality
-	doc, err := c.CreateDocumentByTextWithResponse(ctx, id, client.CreateDocumentByTextJSONRequestBody{
+	doc, err := c.CreateDocumentByTextWithResponse(ctx, id, nil, client.CreateDocumentByTextJSONRequestBody{
 		Name:              "Refunds",
 		Text:              "Refunds are paid within 14 days of a return.",
 		IndexingTechnique: &technique,

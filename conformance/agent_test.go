@@ -62,7 +62,7 @@ func TestLegacyAgent(t *testing.T) {
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"who": "Ada"}}
 		for _, mode := range []*client.ChatRequestResponseMode{nil, ptr(client.Blocking)} {
 			body.ResponseMode = mode
-			resp, err := c.SendChatMessageWithResponse(ctx, body)
+			resp, err := c.SendChatMessageWithResponse(ctx, nil, body)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -153,7 +153,7 @@ func TestAnnotations(t *testing.T) {
 				t.Fatal("the model was called for a question an annotation answers")
 			}
 		}
-		blocking, err := c.SendChatMessageWithResponse(ctx, chatBody(a.Question, "ann-user", false))
+		blocking, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(a.Question, "ann-user", false))
 		if err != nil || blocking.JSON200 == nil {
 			t.Fatalf("blocking: %v %s", err, blocking.Body)
 		}
@@ -169,7 +169,7 @@ func TestAnnotations(t *testing.T) {
 		// A question far from every annotation goes to the model.
 		far := marker(t, "penguins migrate")
 		upstream.On(far, openaitest.Reply{Text: "From the model."})
-		resp, _ := c.SendChatMessageWithResponse(ctx, chatBody(far, "ann-user", false))
+		resp, _ := c.SendChatMessageWithResponse(ctx, nil, chatBody(far, "ann-user", false))
 		if resp.JSON200 == nil || resp.JSON200.Answer != "From the model." || resp.JSON200.Metadata.AnnotationReply != nil {
 			t.Fatalf("unmatched question: %s", resp.Body)
 		}
@@ -179,7 +179,7 @@ func TestAnnotations(t *testing.T) {
 		if fresh.JSON201 == nil {
 			t.Fatalf("create while on: %s", fresh.Body)
 		}
-		resp, _ = c.SendChatMessageWithResponse(ctx, chatBody(fresh.JSON201.Question, "ann-user", false))
+		resp, _ = c.SendChatMessageWithResponse(ctx, nil, chatBody(fresh.JSON201.Question, "ann-user", false))
 		if resp.JSON200 == nil || resp.JSON200.Answer != "On the cliff." {
 			t.Fatalf("fresh annotation: %s", resp.Body)
 		}
@@ -187,7 +187,7 @@ func TestAnnotations(t *testing.T) {
 		if upd.JSON200 == nil || upd.JSON200.Answer != "On the hill." {
 			t.Fatalf("update: %s", upd.Body)
 		}
-		resp, _ = c.SendChatMessageWithResponse(ctx, chatBody(fresh.JSON201.Question, "ann-user", false))
+		resp, _ = c.SendChatMessageWithResponse(ctx, nil, chatBody(fresh.JSON201.Question, "ann-user", false))
 		if resp.JSON200 == nil || resp.JSON200.Answer != "On the hill." {
 			t.Fatalf("updated annotation: %s", resp.Body)
 		}
@@ -196,7 +196,7 @@ func TestAnnotations(t *testing.T) {
 		if del, _ := c.DeleteAnnotationWithResponse(ctx, fresh.JSON201.Id); del.StatusCode() != 204 {
 			t.Fatalf("delete = %d %s", del.StatusCode(), del.Body)
 		}
-		resp, _ = c.SendChatMessageWithResponse(ctx, chatBody(fresh.JSON201.Question, "ann-user", false))
+		resp, _ = c.SendChatMessageWithResponse(ctx, nil, chatBody(fresh.JSON201.Question, "ann-user", false))
 		if resp.JSON200 == nil || resp.JSON200.Metadata.AnnotationReply != nil {
 			t.Fatalf("deleted annotation still answers: %s", resp.Body)
 		}
@@ -207,7 +207,7 @@ func TestAnnotations(t *testing.T) {
 		if st := waitJob(t, c, client.GetAnnotationReplyStatusParamsActionDisable, off.JSON200.JobId); st.JobStatus != client.AnnotationReplyJobStatusJobStatusCompleted {
 			t.Fatalf("disable = %+v", st)
 		}
-		resp, _ = c.SendChatMessageWithResponse(ctx, chatBody(a.Question, "ann-user", false))
+		resp, _ = c.SendChatMessageWithResponse(ctx, nil, chatBody(a.Question, "ann-user", false))
 		if resp.JSON200 == nil || resp.JSON200.Answer != "model answer "+modelMark || resp.JSON200.Metadata.AnnotationReply != nil {
 			t.Fatalf("after disable: %s", resp.Body)
 		}
@@ -293,7 +293,7 @@ func TestAudio(t *testing.T) {
 			t.Fatalf("spoken audio = %q, want %q", audio, want)
 		}
 		// Blocking answers carry no audio.
-		resp, _ := c.SendChatMessageWithResponse(ctx, chatBody(q, "voice-user", false))
+		resp, _ := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "voice-user", false))
 		if resp.JSON200 == nil {
 			t.Fatalf("blocking: %s", resp.Body)
 		}

@@ -122,7 +122,7 @@ func TestImportedApps(t *testing.T) {
 			t.Fatalf("parameters: %v %s", err, params.Body)
 		}
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"city": "Oslo"}, ResponseMode: ptr(client.Blocking)}
-		resp, err := c.SendChatMessageWithResponse(ctx, body)
+		resp, err := c.SendChatMessageWithResponse(ctx, nil, body)
 		if err != nil || resp.JSON200 == nil || resp.JSON200.Answer != "Answered by the imported bot." {
 			t.Fatalf("chat: %v %d %s", err, resp.StatusCode(), resp.Body)
 		}
@@ -143,7 +143,7 @@ func TestImportedApps(t *testing.T) {
 		}
 		// The imported form is enforced.
 		body.Inputs = map[string]any{}
-		if resp, _ := c.SendChatMessageWithResponse(ctx, body); resp.StatusCode() != http.StatusBadRequest ||
+		if resp, _ := c.SendChatMessageWithResponse(ctx, nil, body); resp.StatusCode() != http.StatusBadRequest ||
 			!strings.Contains(string(resp.Body), "city is required in input form") {
 			t.Fatalf("missing input: %d %s", resp.StatusCode(), resp.Body)
 		}
@@ -162,7 +162,7 @@ func TestImportedApps(t *testing.T) {
 
 		// Deleting takes the app away at once; its key stops working.
 		p.CLI(t, "apps", "delete", "Imported Bot")
-		if resp, _ := c.SendChatMessageWithResponse(ctx, body); resp.StatusCode() != http.StatusUnauthorized {
+		if resp, _ := c.SendChatMessageWithResponse(ctx, nil, body); resp.StatusCode() != http.StatusUnauthorized {
 			t.Fatalf("chat after delete: %d %s", resp.StatusCode(), resp.Body)
 		}
 		if list := p.CLI(t, "apps", "list"); listed(list, "Imported Bot") != "" || listed(list, "Imported Bot 2") == "" {
@@ -186,7 +186,7 @@ func TestImportedApps(t *testing.T) {
 			t.Fatalf("import with a fallback: %v\nstdout %q\nstderr %s", err, stdout, stderr)
 		}
 		wc := newClient(t, p, p.CLI(t, "keys", "create", "--app", "Imported Writer"))
-		if resp, _ := wc.SendChatMessageWithResponse(ctx, body); resp.StatusCode() != http.StatusBadRequest ||
+		if resp, _ := wc.SendChatMessageWithResponse(ctx, nil, body); resp.StatusCode() != http.StatusBadRequest ||
 			!strings.Contains(string(resp.Body), "not_chat_app") {
 			t.Fatalf("chat with a completion app: %d %s", resp.StatusCode(), resp.Body)
 		}

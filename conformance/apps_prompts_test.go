@@ -154,7 +154,7 @@ func TestImportedAdvancedPrompts(t *testing.T) {
 			if conv != "" {
 				body.ConversationId = &conv
 			}
-			resp, err := c.SendChatMessageWithResponse(ctx, body)
+			resp, err := c.SendChatMessageWithResponse(ctx, nil, body)
 			if err != nil || resp.JSON200 == nil {
 				t.Fatalf("chat: %v %s", err, resp.Body)
 			}
@@ -211,7 +211,7 @@ func TestImportedAdvancedPrompts(t *testing.T) {
 			if query != "" {
 				body.Query, shown = &query, query
 			}
-			resp, err := writer.SendCompletionMessageWithResponse(ctx, body)
+			resp, err := writer.SendCompletionMessageWithResponse(ctx, nil, body)
 			if err != nil || resp.JSON200 == nil {
 				t.Fatalf("completion: %v %s", err, resp.Body)
 			}
@@ -287,7 +287,7 @@ func TestImportedKnowledge(t *testing.T) {
 		noName := false
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "reader", Inputs: map[string]any{},
 			ResponseMode: ptr(client.Blocking), AutoGenerateName: &noName}
-		resp, err := c.SendChatMessageWithResponse(ctx, body)
+		resp, err := c.SendChatMessageWithResponse(ctx, nil, body)
 		if err != nil || resp.JSON200 == nil {
 			t.Fatalf("blocking: %v %s", err, resp.Body)
 		}
@@ -331,7 +331,7 @@ func TestImportedKnowledge(t *testing.T) {
 		wc := newClient(t, p, importFile(t, p, "Handbook Answers", knowledgeCompletionExport))
 		question := marker(t, "how many days of paid vacation does an employee receive each year")
 		upstream.On(question, openaitest.Reply{Text: "Twenty."})
-		cresp, err := wc.SendCompletionMessageWithResponse(ctx, client.SendCompletionMessageJSONRequestBody{
+		cresp, err := wc.SendCompletionMessageWithResponse(ctx, nil, client.SendCompletionMessageJSONRequestBody{
 			Inputs: map[string]any{"question": question}, Query: ptr("not what the prompt gets"), User: "reader",
 			ResponseMode: ptr(client.CompletionBlocking)})
 		if err != nil || cresp.JSON200 == nil || cresp.JSON200.Answer != "Twenty." {

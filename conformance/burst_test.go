@@ -42,7 +42,7 @@ func TestSQLiteWriteBurst(t *testing.T) {
 			}
 			start.Wait()
 			for j := range each {
-				r, err := c.SendChatMessageWithResponse(context.Background(), chatBody(fmt.Sprintf("burst %d.%d", i, j), user, false))
+				r, err := c.SendChatMessageWithResponse(context.Background(), nil, chatBody(fmt.Sprintf("burst %d.%d", i, j), user, false))
 				if err == nil && r.JSON200 == nil {
 					err = fmt.Errorf("status %d: %s", r.StatusCode(), r.Body)
 				}

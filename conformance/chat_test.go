@@ -41,7 +41,7 @@ func streamEvents(t *testing.T, c *client.ClientWithResponses, body client.SendC
 // streamEventsCtx is streamEvents bounded by ctx: a stream that does not end in time fails t.
 func streamEventsCtx(ctx context.Context, t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody) []client.ChatStreamEvent {
 	t.Helper()
-	resp, err := c.SendChatMessage(ctx, body)
+	resp, err := c.SendChatMessage(ctx, nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestChatBlocking(t *testing.T) {
 		q := marker(t, "what is two plus two")
 		upstream.On(q, openaitest.Reply{Text: "Four."})
 		before := time.Now().Unix()
-		resp, err := c.SendChatMessageWithResponse(context.Background(), chatBody(q, "alice", false))
+		resp, err := c.SendChatMessageWithResponse(context.Background(), nil, chatBody(q, "alice", false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestChatBlocking(t *testing.T) {
 		// auto_generate_name false it keeps the default one.
 		quiet := chatBody(q, "alice2", false)
 		quiet.AutoGenerateName = ptr(false)
-		if r2, _ := c.SendChatMessageWithResponse(context.Background(), quiet); r2.JSON200 == nil {
+		if r2, _ := c.SendChatMessageWithResponse(context.Background(), nil, quiet); r2.JSON200 == nil {
 			t.Fatalf("second reply: %s", r2.Body)
 		}
 		names := func(user string) []string {
@@ -171,7 +171,7 @@ func TestConversationLifecycle(t *testing.T) {
 		q1, q2 := marker(t, "first"), marker(t, "second")
 		upstream.On(q1, openaitest.Reply{Text: "One."})
 		upstream.On(q2, openaitest.Reply{Text: "Two."})
-		r1, err := c.SendChatMessageWithResponse(ctx, chatBody(q1, user, false))
+		r1, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q1, user, false))
 		if err != nil || r1.JSON200 == nil {
 			t.Fatalf("first: %v %s", err, r1.Body)
 		}
@@ -179,7 +179,7 @@ func TestConversationLifecycle(t *testing.T) {
 		b2 := chatBody(q2, user, false)
 		b2.ConversationId = &conv
 		b2.AutoGenerateName = ptr(false)
-		r2, err := c.SendChatMessageWithResponse(ctx, b2)
+		r2, err := c.SendChatMessageWithResponse(ctx, nil, b2)
 		if err != nil || r2.JSON200 == nil || r2.JSON200.ConversationId.String() != conv {
 			t.Fatalf("second: %v %s", err, r2.Body)
 		}
@@ -273,7 +273,7 @@ func TestConversationLifecycle(t *testing.T) {
 		}
 		b3 := chatBody("again", user, false)
 		b3.ConversationId = &conv
-		if r, _ := c.SendChatMessageWithResponse(ctx, b3); r.StatusCode() != 404 {
+		if r, _ := c.SendChatMessageWithResponse(ctx, nil, b3); r.StatusCode() != 404 {
 			t.Fatalf("message to deleted conversation: %d %s", r.StatusCode(), r.Body)
 		}
 		if d, _ := c.DeleteConversationWithResponse(ctx, conv, client.DeleteConversationJSONRequestBody{User: &user}); d.StatusCode() != 404 {
@@ -290,7 +290,7 @@ func TestStopStreaming(t *testing.T) {
 		ctx := context.Background()
 		q := marker(t, "ramble on")
 		upstream.On(q, openaitest.Reply{Chunks: []string{"and", " on", " and"}, HangAfterChunks: 2})
-		resp, err := c.SendChatMessage(ctx, chatBody(q, "dave", true))
+		resp, err := c.SendChatMessage(ctx, nil, chatBody(q, "dave", true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestClientGoneKeepsAnswer(t *testing.T) {
 		ctx := context.Background()
 		q := marker(t, "slow answer")
 		upstream.On(q, openaitest.Reply{Chunks: []string{"a", "b", "c", "d", "e"}, ChunkDelay: 30 * time.Millisecond})
-		resp, err := c.SendChatMessage(ctx, chatBody(q, "frank", true))
+		resp, err := c.SendChatMessage(ctx, nil, chatBody(q, "frank", true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +388,7 @@ func TestProviderErrors(t *testing.T) {
 			t.Run(tc.code, func(t *testing.T) {
 				q := marker(t, "fail")
 				upstream.On(q, tc.reply)
-				r, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "gina", false))
+				r, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "gina", false))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -468,7 +468,7 @@ func TestConcurrencyCap(t *testing.T) {
 		q := marker(t, "hold on")
 		upstream.On(q, openaitest.Reply{Chunks: []string{"a", "b"}, HangAfterChunks: 1})
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "h", Inputs: map[string]any{}, ResponseMode: ptr(client.Streaming)}
-		resp, err := c.SendChatMessage(ctx, body)
+		resp, err := c.SendChatMessage(ctx, nil, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -479,7 +479,7 @@ func TestConcurrencyCap(t *testing.T) {
 		if !stream.Next() {
 			t.Fatal(stream.Err())
 		}
-		second, _ := c.SendChatMessageWithResponse(ctx, client.SendChatMessageJSONRequestBody{Query: "x", User: "i", Inputs: map[string]any{}})
+		second, _ := c.SendChatMessageWithResponse(ctx, nil, client.SendChatMessageJSONRequestBody{Query: "x", User: "i", Inputs: map[string]any{}})
 		if second.StatusCode() != 429 || second.JSON429 == nil || second.JSON429.Code != "too_many_requests" {
 			t.Fatalf("second request: %d %s", second.StatusCode(), second.Body)
 		}
@@ -491,7 +491,7 @@ func TestConcurrencyCap(t *testing.T) {
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			r, _ := c.SendChatMessageWithResponse(ctx, client.SendChatMessageJSONRequestBody{Query: marker(t, "after"), User: "i", Inputs: map[string]any{}})
+			r, _ := c.SendChatMessageWithResponse(ctx, nil, client.SendChatMessageJSONRequestBody{Query: marker(t, "after"), User: "i", Inputs: map[string]any{}})
 			if r.StatusCode() == 200 {
 				return
 			}
@@ -512,7 +512,7 @@ func TestEndedConversation(t *testing.T) {
 		}
 		c := newClient(t, p, p.AppKey)
 		ctx := context.Background()
-		r, err := c.SendChatMessageWithResponse(ctx, chatBody(marker(t, "hello"), "jo", false))
+		r, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "hello"), "jo", false))
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("%v %s", err, r.Body)
 		}
@@ -520,7 +520,7 @@ func TestEndedConversation(t *testing.T) {
 		p.CLI(t, "conversations", "end", "--app", "chatbot", conv)
 		next := chatBody("again", "jo", false)
 		next.ConversationId = &conv
-		again, _ := c.SendChatMessageWithResponse(ctx, next)
+		again, _ := c.SendChatMessageWithResponse(ctx, nil, next)
 		if again.StatusCode() != 400 || again.JSON400 == nil || again.JSON400.Code != "conversation_completed" {
 			t.Fatalf("message to ended conversation: %d %s", again.StatusCode(), again.Body)
 		}

@@ -47,7 +47,7 @@ func TestPublicChatbots(t *testing.T) {
 		}
 		inputs := sampleInputs(t, p, key, par.JSON200.UserInputForm)
 		if strings.Contains(path, string(filepath.Separator)+"completion"+string(filepath.Separator)) {
-			r, err := c.SendCompletionMessageWithResponse(ctx, client.SendCompletionMessageJSONRequestBody{Inputs: inputs, User: "corpus"})
+			r, err := c.SendCompletionMessageWithResponse(ctx, nil, client.SendCompletionMessageJSONRequestBody{Inputs: inputs, User: "corpus"})
 			if err != nil || r.StatusCode() != http.StatusOK || r.JSON200 == nil {
 				t.Fatalf("%s: completion: %v %d %s", filepath.Base(path), err, r.StatusCode(), r.Body)
 			}

@@ -49,7 +49,7 @@ func TestChatflow(t *testing.T) {
 		body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"name": "Ada"}}
 
 		// Imported, not published: the API has no version to run.
-		r, err := c.SendChatMessageWithResponse(ctx, body)
+		r, err := c.SendChatMessageWithResponse(ctx, nil, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestChatflow(t *testing.T) {
 		}
 		noName := body
 		noName.Inputs = map[string]any{}
-		r, err = c.SendChatMessageWithResponse(ctx, noName)
+		r, err = c.SendChatMessageWithResponse(ctx, nil, noName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestChatflow(t *testing.T) {
 		upstream.On(q2, openaitest.Reply{Chunks: []string{"One step."}})
 		next := body
 		next.Query, next.ConversationId = q2, &conv
-		br, err := c.SendChatMessageWithResponse(ctx, next)
+		br, err := c.SendChatMessageWithResponse(ctx, nil, next)
 		if err != nil || br.JSON200 == nil {
 			t.Fatalf("blocking: %v %s", err, br.Body)
 		}
@@ -206,7 +206,7 @@ func TestChatflow(t *testing.T) {
 		}{{"not-a-uuid", 400, "bad_request"}, {appID, 400, "bad_request"}, {"0b7f3f0e-9a43-4b6e-9a55-5f1f0f3d2c11", 404, "not_found"}} {
 			pinned := body
 			pinned.WorkflowId = ptr(tc.id)
-			r, err := c.SendChatMessageWithResponse(ctx, pinned)
+			r, err := c.SendChatMessageWithResponse(ctx, nil, pinned)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func TestChatflow(t *testing.T) {
 		// stopped, workflow_finished before message_end.
 		q4 := marker(t, "never ending story")
 		upstream.On(q4, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-		resp, err := c.SendChatMessage(ctx, client.SendChatMessageJSONRequestBody{Query: q4, User: "u1",
+		resp, err := c.SendChatMessage(ctx, nil, client.SendChatMessageJSONRequestBody{Query: q4, User: "u1",
 			Inputs: map[string]any{"name": "Ada"}, ResponseMode: ptr(client.Streaming)})
 		if err != nil {
 			t.Fatal(err)
@@ -263,21 +263,21 @@ func TestChatflow(t *testing.T) {
 		upstream.On(q5, openaitest.Reply{Chunks: []string{"Pinned."}})
 		pinned := body
 		pinned.Query, pinned.WorkflowId = q5, ptr(versionID)
-		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+		if r, err := c.SendChatMessageWithResponse(ctx, nil, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
 			t.Fatalf("pinned %s: %v %d %s", versionID, err, r.StatusCode(), r.Body)
 		}
 		p.Restart(t, "PARLEY_WORKFLOW_VERSION_EXECUTION=not_allowed")
 		c = newClient(t, p, key)
 		for _, id := range []string{versionID, "not-a-uuid", appID} {
 			pinned.WorkflowId = ptr(id)
-			r, err := c.SendChatMessageWithResponse(ctx, pinned)
+			r, err := c.SendChatMessageWithResponse(ctx, nil, pinned)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantError(t, "refused workflow_id "+id, r.StatusCode(), r.Body, 403, "workflow_version_execution_not_allowed")
 		}
 		pinned.WorkflowId = nil
-		if r, err := c.SendChatMessageWithResponse(ctx, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
+		if r, err := c.SendChatMessageWithResponse(ctx, nil, pinned); err != nil || r.JSON200 == nil || r.JSON200.Answer != "Hi Ada: Pinned." {
 			t.Fatalf("unpinned with versions refused: %v %d %s", err, r.StatusCode(), r.Body)
 		}
 	})

@@ -81,7 +81,7 @@ func TestConversationVariables(t *testing.T) {
 			if conv != "" {
 				body.ConversationId = &conv
 			}
-			r, err := c.SendChatMessageWithResponse(ctx, body)
+			r, err := c.SendChatMessageWithResponse(ctx, nil, body)
 			if err != nil || r.JSON200 == nil {
 				t.Fatalf("send: %v %s", err, r.Body)
 			}
@@ -269,7 +269,7 @@ func TestConversationVariables(t *testing.T) {
 
 		// A Chatbot's conversation has no variables: an empty list, and nothing to update.
 		chat := newClient(t, p, p.AppKey)
-		cr, err := chat.SendChatMessageWithResponse(ctx, chatBody(marker(t, "chatbot"), "u1", false))
+		cr, err := chat.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "chatbot"), "u1", false))
 		if err != nil || cr.JSON200 == nil {
 			t.Fatalf("chatbot: %v %s", err, cr.Body)
 		}

@@ -29,7 +29,7 @@ func completionBody(recipient, user string, streaming bool) client.SendCompletio
 // completionEvents sends a streaming Completion and reads the whole stream as typed events.
 func completionEvents(t *testing.T, c *client.ClientWithResponses, body client.SendCompletionMessageJSONRequestBody) []client.CompletionStreamEvent {
 	t.Helper()
-	resp, err := c.SendCompletionMessage(context.Background(), body)
+	resp, err := c.SendCompletionMessage(context.Background(), nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestCompletionBlocking(t *testing.T) {
 		who := marker(t, "Ada")
 		upstream.On("note to "+who, openaitest.Reply{Text: "Dear Ada, thank you."})
 		before := time.Now().Unix()
-		resp, err := c.SendCompletionMessageWithResponse(ctx, completionBody(who, "alice", false))
+		resp, err := c.SendCompletionMessageWithResponse(ctx, nil, completionBody(who, "alice", false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestCompletionBlocking(t *testing.T) {
 		q := marker(t, "Keep it short.")
 		body.Query = &q
 		upstream.On(q, openaitest.Reply{Text: "Thanks, Ada."})
-		if r2, err := c.SendCompletionMessageWithResponse(ctx, body); err != nil || r2.JSON200 == nil || r2.JSON200.Answer != "Thanks, Ada." {
+		if r2, err := c.SendCompletionMessageWithResponse(ctx, nil, body); err != nil || r2.JSON200 == nil || r2.JSON200.Answer != "Thanks, Ada." {
 			t.Fatalf("with a query: %v %s", err, r2.Body)
 		}
 		if got := lastUpstreamMessages(t, q); len(got) != 2 || got[0] != "system: Write a warm note to "+who+"." || got[1] != "user: "+q {
@@ -183,7 +183,7 @@ func TestCompletionStop(t *testing.T) {
 		ctx := context.Background()
 		who := marker(t, "Carol")
 		upstream.On("note to "+who, openaitest.Reply{Chunks: []string{"Dear", " Carol", " …"}, HangAfterChunks: 2})
-		resp, err := c.SendCompletionMessage(ctx, completionBody(who, "carol", true))
+		resp, err := c.SendCompletionMessage(ctx, nil, completionBody(who, "carol", true))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func TestModelCallCap(t *testing.T) {
 		q := marker(t, "ponder forever")
 		upstream.On(q, openaitest.Reply{Chunks: []string{"Thinking", " hard"}, HangAfterChunks: 1, KeepAlive: 50 * time.Millisecond})
 
-		r, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "bo", false))
+		r, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "bo", false))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -118,7 +118,7 @@ func TestFileUploadAndUse(t *testing.T) {
 			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(remote.URL + "/dot.png")},
 		}
 		seenBefore := len(upstream.Requests()) // the fake outlives this test (go test -count)
-		r, err := c.SendChatMessageWithResponse(context.Background(), body)
+		r, err := c.SendChatMessageWithResponse(context.Background(), nil, body)
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("chat with images: %v %s", err, r.Body)
 		}
@@ -151,12 +151,12 @@ func TestFileUploadAndUse(t *testing.T) {
 		// Another user cannot use the upload.
 		other := chatBody(marker(t, "steal"), "mallory", false)
 		other.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID}}
-		if r, _ := c.SendChatMessageWithResponse(context.Background(), other); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
+		if r, _ := c.SendChatMessageWithResponse(context.Background(), nil, other); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
 			t.Fatalf("someone else's upload: %d %s", r.StatusCode(), r.Body)
 		}
 		bad := chatBody(marker(t, "ftp"), "ivy", false)
 		bad.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl}}
-		if r, _ := c.SendChatMessageWithResponse(context.Background(), bad); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
+		if r, _ := c.SendChatMessageWithResponse(context.Background(), nil, bad); r.StatusCode() != 400 || r.JSON400.Code != "invalid_param" {
 			t.Fatalf("remote file without url: %d %s", r.StatusCode(), r.Body)
 		}
 	})
@@ -216,7 +216,7 @@ func TestRemoteFileErrorsRevealNothing(t *testing.T) {
 			t.Helper()
 			body := chatBody("remote "+url, "remote-user", false)
 			body.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: ptr(url)}}
-			r, err := newClient(t, p, p.AppKey).SendChatMessageWithResponse(context.Background(), body)
+			r, err := newClient(t, p, p.AppKey).SendChatMessageWithResponse(context.Background(), nil, body)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,7 +88,7 @@ func TestKnowledgeChat(t *testing.T) {
 
 		// Blocking.
 		mode := client.Blocking
-		resp, err := c.SendChatMessageWithResponse(ctx, client.SendChatMessageJSONRequestBody{Query: q, User: "reader", Inputs: map[string]any{}, ResponseMode: &mode})
+		resp, err := c.SendChatMessageWithResponse(ctx, nil, client.SendChatMessageJSONRequestBody{Query: q, User: "reader", Inputs: map[string]any{}, ResponseMode: &mode})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -118,7 +118,7 @@ func kdForm(t *testing.T, data *string, filename string, content []byte) (*bytes
 func kdCreateFile(t *testing.T, c *client.ClientWithResponses, ds, name string, content []byte, data string) client.DocumentWithBatch {
 	t.Helper()
 	body, ct := kdForm(t, &data, name, content)
-	r, err := c.CreateDocumentByFileWithBodyWithResponse(context.Background(), ds, ct, body)
+	r, err := c.CreateDocumentByFileWithBodyWithResponse(context.Background(), ds, nil, ct, body)
 	if err != nil || r.JSON200 == nil {
 		t.Fatalf("create %s: %v %d %s", name, err, r.StatusCode(), r.Body)
 	}
@@ -198,7 +198,7 @@ func TestKnowledgeDocuments(t *testing.T) {
 
 		// By text, economy: the technique comes with the first document.
 		eco := kdDataset(t, c, "docs-eco", "")
-		tr, err := c.CreateDocumentByTextWithResponse(ctx, eco, client.CreateDocumentByTextJSONRequestBody{
+		tr, err := c.CreateDocumentByTextWithResponse(ctx, eco, nil, client.CreateDocumentByTextJSONRequestBody{
 			Name: "guide", Text: "Parley serves knowledge bases.\n\nIt indexes documents in the background.",
 			IndexingTechnique: ptr(client.Economy), ProcessRule: &client.ProcessRule{Mode: "automatic"},
 		})
@@ -214,7 +214,7 @@ func TestKnowledgeDocuments(t *testing.T) {
 
 		// By text, high quality.
 		hq := kdDataset(t, c, "docs-hq", "high_quality")
-		hr, err := c.CreateDocumentByTextLegacyWithResponse(ctx, hq, client.CreateDocumentByTextLegacyJSONRequestBody{
+		hr, err := c.CreateDocumentByTextLegacyWithResponse(ctx, hq, nil, client.CreateDocumentByTextLegacyJSONRequestBody{
 			Name: "embedded", Text: "Vectors make semantic search possible.", ProcessRule: &client.ProcessRule{Mode: "automatic"},
 		})
 		if err != nil || hr.JSON200 == nil {
@@ -265,7 +265,7 @@ func TestKnowledgeDocuments(t *testing.T) {
 		kdCompleted(t, c, eco, again.Batch)
 		// The legacy create_by_file path.
 		body, ct := kdForm(t, ptr(automaticRule), "legacy.txt", []byte("legacy path text"))
-		lr, err := c.CreateDocumentByFileLegacyWithBodyWithResponse(ctx, eco, ct, body)
+		lr, err := c.CreateDocumentByFileLegacyWithBodyWithResponse(ctx, eco, nil, ct, body)
 		if err != nil || lr.JSON200 == nil {
 			t.Fatalf("create_by_file: %v %d %s", err, lr.StatusCode(), lr.Body)
 		}
@@ -526,7 +526,7 @@ func TestTextDocumentKeepsItsName(t *testing.T) {
 		c := newClient(t, p, p.KnowledgeKey)
 		ds := segDataset(t, c, "text names", false)
 		for _, name := range []string{"Refund policy", "notes.md", "Q3/Q4 plan"} {
-			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, client.CreateDocumentByTextJSONRequestBody{
+			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, nil, client.CreateDocumentByTextJSONRequestBody{
 				Name: name, Text: "# Refunds\n\nRefunds take *five* days.", ProcessRule: &client.ProcessRule{Mode: "automatic"}})
 			if err != nil || r.JSON200 == nil {
 				t.Fatalf("%q: %v %s", name, err, r.Body)
@@ -549,7 +549,7 @@ func TestTextDocumentKeepsItsName(t *testing.T) {
 		}
 		// A document needs a name to be told apart; nothing is stored without one.
 		for _, name := range []string{"", "   "} {
-			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, client.CreateDocumentByTextJSONRequestBody{
+			r, err := c.CreateDocumentByTextWithResponse(context.Background(), ds, nil, client.CreateDocumentByTextJSONRequestBody{
 				Name: name, Text: "Nameless.", ProcessRule: &client.ProcessRule{Mode: "automatic"}})
 			if err != nil {
 				t.Fatal(err)

@@ -77,7 +77,7 @@ func paragraphRule() *client.ProcessRule {
 // addText creates a document from text and returns its id and batch.
 func addText(t *testing.T, c *client.ClientWithResponses, datasetID string, body client.CreateDocumentByTextJSONRequestBody) (string, string) {
 	t.Helper()
-	r, err := c.CreateDocumentByTextWithResponse(context.Background(), datasetID, body)
+	r, err := c.CreateDocumentByTextWithResponse(context.Background(), datasetID, nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}

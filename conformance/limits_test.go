@@ -102,11 +102,11 @@ func TestDailyQuotas(t *testing.T) {
 	c := newClient(t, p, key)
 	q := marker(t, "spend tokens")
 	upstream.On(q, openaitest.Reply{Text: "Spent.", Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
-	res, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	res, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "u", false))
 	if err != nil || res.StatusCode() != 200 {
 		t.Fatalf("the first run: %v %s", err, res.Body)
 	}
-	res, err = c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	res, err = c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "u", false))
 	if err != nil || res.StatusCode() != 429 || res.JSON429 == nil || res.JSON429.Code != "rate_limit_error" ||
 		!strings.Contains(res.JSON429.Message, "tokens per day") || res.HTTPResponse.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the day's tokens: %v %d %s", err, res.StatusCode(), res.Body)
@@ -125,7 +125,7 @@ func TestDailyQuotas(t *testing.T) {
 	upstream.On(topic, openaitest.Reply{Text: "Tides."})
 	for i, want := range []int{200, 200, 429} {
 		wc := newClient(t, p, keys[i%2])
-		r, err := wc.RunWorkflowWithResponse(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "w"})
+		r, err := wc.RunWorkflowWithResponse(ctx, nil, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "w"})
 		if err != nil || r.StatusCode() != want {
 			t.Fatalf("workflow run %d: %v %d %s", i+1, err, r.StatusCode(), r.Body)
 		}

@@ -36,7 +36,7 @@ func TestLocalToolsGolden(t *testing.T) {
 	key := p.CLI(t, "keys", "create", "--app", "Office Desk")
 	c := newClient(t, p, key)
 	inputs := map[string]any{"notes": localToolsNotes, "title": "Quarter review"}
-	r, err := c.RunWorkflowWithResponse(context.Background(), client.RunWorkflowJSONRequestBody{Inputs: inputs, User: "office"})
+	r, err := c.RunWorkflowWithResponse(context.Background(), nil, client.RunWorkflowJSONRequestBody{Inputs: inputs, User: "office"})
 	if err != nil || r.JSON200 == nil {
 		t.Fatalf("run: %v %s", err, r.Body)
 	}

@@ -190,7 +190,7 @@ func TestModerationChatbot(t *testing.T) {
 		if a := storedAnswer(t, c, conversationOf(t, evs)); a != inputPreset {
 			t.Fatalf("stored %q", a)
 		}
-		r, err := c.SendChatMessageWithResponse(ctx, moderationBody(q+" again", false, nil))
+		r, err := c.SendChatMessageWithResponse(ctx, nil, moderationBody(q+" again", false, nil))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != inputPreset {
 			t.Fatalf("blocking flagged query: %v %s", err, r.Body)
 		}
@@ -205,7 +205,7 @@ func TestModerationChatbot(t *testing.T) {
 		if a := storedAnswer(t, c, conversationOf(t, evs)); a != outputPreset {
 			t.Fatalf("stored %q", a)
 		}
-		r, err = c.SendChatMessageWithResponse(ctx, moderationBody(q, false, nil))
+		r, err = c.SendChatMessageWithResponse(ctx, nil, moderationBody(q, false, nil))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != outputPreset {
 			t.Fatalf("blocking flagged answer: %v %s", err, r.Body)
 		}
@@ -331,7 +331,7 @@ func TestModerationChatflow(t *testing.T) {
 		if a := storedAnswer(t, c, conversationOf(t, evs)); a != inputPreset {
 			t.Fatalf("stored %q", a)
 		}
-		r, err := c.SendChatMessageWithResponse(context.Background(), moderationBody(q, false, map[string]any{"name": "Blasphemy"}))
+		r, err := c.SendChatMessageWithResponse(context.Background(), nil, moderationBody(q, false, map[string]any{"name": "Blasphemy"}))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != inputPreset {
 			t.Fatalf("blocking flagged input: %v %s", err, r.Body)
 		}
@@ -347,7 +347,7 @@ func TestModerationChatflow(t *testing.T) {
 		if a := storedAnswer(t, c, conversationOf(t, evs)); a != outputPreset {
 			t.Fatalf("stored %q", a)
 		}
-		r, err = c.SendChatMessageWithResponse(context.Background(), moderationBody(q, false, inputs))
+		r, err = c.SendChatMessageWithResponse(context.Background(), nil, moderationBody(q, false, inputs))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != outputPreset {
 			t.Fatalf("blocking flagged answer: %v %s", err, r.Body)
 		}
@@ -412,7 +412,7 @@ model_config:
 		if n := chatCalls(topic); n != 0 {
 			t.Fatalf("the model was called %d times", n)
 		}
-		r, err := c.SendCompletionMessageWithResponse(context.Background(), body(topic, false))
+		r, err := c.SendCompletionMessageWithResponse(context.Background(), nil, body(topic, false))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != inputPreset {
 			t.Fatalf("blocking flagged input: %v %s", err, r.Body)
 		}
@@ -422,7 +422,7 @@ model_config:
 		if got, want := line(completionEvents(t, c, body(topic, true))), "message×2[Full of blasphemy.] message_replace["+outputPreset+"] message_end"; got != want {
 			t.Fatalf("flagged text:\n got %s\nwant %s", got, want)
 		}
-		r, err = c.SendCompletionMessageWithResponse(context.Background(), body(topic, false))
+		r, err = c.SendCompletionMessageWithResponse(context.Background(), nil, body(topic, false))
 		if err != nil || r.JSON200 == nil || r.JSON200.Answer != outputPreset {
 			t.Fatalf("blocking flagged text: %v %s", err, r.Body)
 		}

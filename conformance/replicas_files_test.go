@@ -77,7 +77,7 @@ func TestReplicasShareFiles(t *testing.T) {
 	upID := up.Id.String()
 	body.Files = &[]client.FileReference{{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID}}
 	seenBefore := len(upstream.Requests())
-	r, err := newClient(t, b, b.AppKey).SendChatMessageWithResponse(ctx, body)
+	r, err := newClient(t, b, b.AppKey).SendChatMessageWithResponse(ctx, nil, body)
 	if err != nil || r.JSON200 == nil {
 		t.Fatalf("chat through B with A's upload: %v %s", err, r.Body)
 	}
@@ -142,7 +142,7 @@ func TestReplicasServeRuntimeChanges(t *testing.T) {
 	cb := newClient(t, b, key)
 	q := marker(t, "replicated question")
 	body := client.SendChatMessageJSONRequestBody{Query: q, User: "u1", Inputs: map[string]any{"name": "Ada"}}
-	r, err := cb.SendChatMessageWithResponse(ctx, body)
+	r, err := cb.SendChatMessageWithResponse(ctx, nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestReplicasServeRuntimeChanges(t *testing.T) {
 
 	a.CLI(t, "apps", "publish", name)
 	upstream.On(q, openaitest.Reply{Text: "Served by the other replica."})
-	r, err = cb.SendChatMessageWithResponse(ctx, body)
+	r, err = cb.SendChatMessageWithResponse(ctx, nil, body)
 	if err != nil || r.JSON200 == nil || !strings.Contains(r.JSON200.Answer, "Served by the other replica.") {
 		t.Fatalf("published through the CLI, chat on B: %v %d %s", err, r.StatusCode(), r.Body)
 	}
@@ -180,7 +180,7 @@ func TestReplicasServeRuntimeChanges(t *testing.T) {
 
 	// Deleted through the CLI: B no longer serves it.
 	a.CLI(t, "apps", "delete", name)
-	if r, _ := cb.SendChatMessageWithResponse(ctx, body); r.StatusCode() != http.StatusUnauthorized {
+	if r, _ := cb.SendChatMessageWithResponse(ctx, nil, body); r.StatusCode() != http.StatusUnauthorized {
 		t.Fatalf("deleted app on B: %d %s", r.StatusCode(), r.Body)
 	}
 }

@@ -67,7 +67,7 @@ func streamChat(t *testing.T, c *client.ClientWithResponses, query, user string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	resp, err := c.SendChatMessage(ctx, chatBody(query, user, true))
+	resp, err := c.SendChatMessage(ctx, nil, chatBody(query, user, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestCapAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	_, first := openStream(t, a, marker(t, "hold the slot"), "h")
 	for _, c := range []*client.ClientWithResponses{b, a} {
-		res, err := c.SendChatMessageWithResponse(ctx, chatBody(marker(t, "second"), "i", false))
+		res, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "second"), "i", false))
 		if err != nil || res.StatusCode() != 429 || res.JSON429 == nil || res.JSON429.Code != "too_many_requests" {
 			t.Fatalf("second request: %v %d %s", err, res.StatusCode(), res.Body)
 		}
@@ -145,7 +145,7 @@ func admitted(t *testing.T, c *client.ClientWithResponses, what string) {
 	q := marker(t, "admitted")
 	upstream.On(q, openaitest.Reply{Text: "ok"})
 	eventually(t, "a request admitted "+what, func() (bool, any) {
-		res, err := c.SendChatMessageWithResponse(context.Background(), chatBody(q, "i", false))
+		res, err := c.SendChatMessageWithResponse(context.Background(), nil, chatBody(q, "i", false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestKilledReplicaFreesItsSlot(t *testing.T) {
 	a, b := newClient(t, r.ps[0], r.limitedKey), newClient(t, r.ps[1], r.limitedKey)
 	ctx := context.Background()
 	openStream(t, a, marker(t, "hold and die"), "h")
-	res, err := b.SendChatMessageWithResponse(ctx, chatBody(marker(t, "second"), "i", false))
+	res, err := b.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "second"), "i", false))
 	if err != nil || res.StatusCode() != 429 {
 		t.Fatalf("while A holds the slot: %v %d %s", err, res.StatusCode(), res.Body)
 	}
@@ -212,7 +212,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 	q := marker(t, "while redis is down")
 	upstream.On(q, openaitest.Reply{Text: "ok"})
-	res, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	res, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "u", false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	q := marker(t, "while the database is down")
 	upstream.On(q, openaitest.Reply{Text: "ok"})
-	res, err := c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	res, err := c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "u", false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestDatabaseOutage(t *testing.T) {
 		code, body := probe(t, p, "/ready")
 		return code == 200, body
 	})
-	res, err = c.SendChatMessageWithResponse(ctx, chatBody(q, "u", false))
+	res, err = c.SendChatMessageWithResponse(ctx, nil, chatBody(q, "u", false))
 	if err != nil || res.StatusCode() != 200 {
 		t.Fatalf("chat after the database came back: %v %d %s", err, res.StatusCode(), res.Body)
 	}

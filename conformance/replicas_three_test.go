@@ -142,7 +142,7 @@ func loggedRequest(p *Parley, id, route string) bool {
 func tryStream(t *testing.T, c *client.ClientWithResponses, query, user string) (status int, id string, stream *client.EventStream, first client.MessageEvent, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	resp, err := c.SendChatMessage(ctx, chatBody(query, user, true))
+	resp, err := c.SendChatMessage(ctx, nil, chatBody(query, user, true))
 	if err != nil {
 		return 0, "", nil, first, err
 	}
@@ -400,7 +400,7 @@ func TestThreeReplicas(t *testing.T) {
 	// The limited app's only slot is held across the replicas.
 	lb.steer(t, func(i int) bool { return i != victim })
 	upstream.On(marker(t, "refused"), openaitest.Reply{Text: "no"})
-	if res, err := limited.SendChatMessageWithResponse(ctx, chatBody(marker(t, "refused"), "kim", false)); err != nil || res.StatusCode() != 429 {
+	if res, err := limited.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "refused"), "kim", false)); err != nil || res.StatusCode() != 429 {
 		t.Fatalf("a second request while the victim holds the slot: %v %d %s", err, res.StatusCode(), res.Body)
 	}
 	if err := ps[victim].Kill(); err != nil {

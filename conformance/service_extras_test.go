@@ -253,7 +253,7 @@ func TestFilePreview(t *testing.T) {
 			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodLocalFile, UploadFileId: &upID},
 			{Type: client.Image, TransferMethod: client.FileReferenceTransferMethodRemoteUrl, Url: &remoteURL},
 		}
-		r, err := c.SendChatMessageWithResponse(context.Background(), body)
+		r, err := c.SendChatMessageWithResponse(context.Background(), nil, body)
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("chat with files: %v %s", err, r.Body)
 		}

@@ -25,7 +25,7 @@ func TestGracefulShutdown(t *testing.T) {
 		upstream.On(hanging, openaitest.Reply{Chunks: []string{"partial", " rest"}, HangAfterChunks: 1})
 
 		open := func(q string) (*client.EventStream, client.MessageEvent) {
-			resp, err := c.SendChatMessage(ctx, chatBody(q, "sd", true))
+			resp, err := c.SendChatMessage(ctx, nil, chatBody(q, "sd", true))
 			if err != nil {
 				t.Fatal(err)
 			}

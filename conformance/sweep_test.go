@@ -307,7 +307,7 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	}
 	fx["reference"], fx["node_id"] = pf.Id.String(), "local_file"
 
-	cr, err := ac.SendChatMessageWithResponse(ctx, chatBody(marker(t, "sweep"), fx["user"], false))
+	cr, err := ac.SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "sweep"), fx["user"], false))
 	if err != nil || cr.JSON200 == nil {
 		t.Fatalf("chat: %v %s", err, cr.Body)
 	}
@@ -329,7 +329,7 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	fx["job_id"] = jr.JSON200.JobId
 	if binary != "" {
 		// Text to speech reads a message of the speaker app by its id.
-		sr, err := newClient(t, p, sweepSpeakerKey(t, p)).SendChatMessageWithResponse(ctx, chatBody(marker(t, "sweep speech"), fx["user"], false))
+		sr, err := newClient(t, p, sweepSpeakerKey(t, p)).SendChatMessageWithResponse(ctx, nil, chatBody(marker(t, "sweep speech"), fx["user"], false))
 		if err != nil || sr.JSON200 == nil {
 			t.Fatalf("speaker chat: %v %s", err, sr.Body)
 		}
@@ -369,7 +369,7 @@ func sweepVariables(t *testing.T, p *Parley) *sweepVariablesFixture {
 	p.CLI(t, "apps", "publish", name)
 	v := &sweepVariablesFixture{key: p.CLI(t, "keys", "create", "--app", name)}
 	r, err := newClient(t, p, v.key).SendChatMessageWithResponse(context.Background(),
-		client.SendChatMessageJSONRequestBody{Query: "sweep", User: "sweeper", Inputs: map[string]any{}})
+		nil, client.SendChatMessageJSONRequestBody{Query: "sweep", User: "sweeper", Inputs: map[string]any{}})
 	if err != nil || r.JSON200 == nil {
 		t.Fatalf("sweep Chatflow: %v %s", err, r.Body)
 	}
@@ -423,7 +423,7 @@ func sweepWorkflow(t *testing.T, p *Parley) *sweepWorkflowFixture {
 	}
 	name := "Sweep Workflow " + strings.ReplaceAll(t.Name(), "/", "-")
 	w := &sweepWorkflowFixture{key: exampleApp(t, p, workflowExample, "Topic Writer", name)}
-	r, err := newClient(t, p, w.key).RunWorkflowWithResponse(context.Background(), client.RunWorkflowJSONRequestBody{
+	r, err := newClient(t, p, w.key).RunWorkflowWithResponse(context.Background(), nil, client.RunWorkflowJSONRequestBody{
 		Inputs: bodyFixtures["inputs"].(map[string]any), User: "sweeper", ResponseMode: ptr(client.WorkflowBlocking)})
 	if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "succeeded" {
 		t.Fatalf("sweep Workflow run: %v %s", err, r.Body)

@@ -28,7 +28,7 @@ var timestampRE = regexp.MustCompile(`"sys\.timestamp":\d+`)
 func workflowStream(t *testing.T, c *client.ClientWithResponses, body client.RunWorkflowJSONRequestBody) []client.WorkflowStreamEvent {
 	t.Helper()
 	body.ResponseMode = ptr(client.WorkflowStreaming)
-	resp, err := c.RunWorkflow(context.Background(), body)
+	resp, err := c.RunWorkflow(context.Background(), nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestWorkflowApp(t *testing.T) {
 		topic := marker(t, "tides")
 		body := client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: "wf-user"}
 
-		r, err := c.RunWorkflowWithResponse(ctx, body)
+		r, err := c.RunWorkflowWithResponse(ctx, nil, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestWorkflowApp(t *testing.T) {
 
 		// Blocking: the finished run.
 		upstream.On(topic, openaitest.Reply{Chunks: []string{"Tides rise.", " Tides fall."}, Usage: &providers.Usage{PromptTokens: 12, CompletionTokens: 5}})
-		r, err = c.RunWorkflowWithResponse(ctx, body)
+		r, err = c.RunWorkflowWithResponse(ctx, nil, body)
 		if err != nil || r.JSON200 == nil {
 			t.Fatalf("blocking: %v %s", err, r.Body)
 		}
@@ -205,7 +205,7 @@ func TestWorkflowApp(t *testing.T) {
 		wantError(t, "another app's run", status, rawBody, 404, "not_found")
 
 		// A pinned version runs; the seed's rules for a bad workflow_id.
-		pinned, err := c.RunWorkflowVersionWithResponse(ctx, versionID, body)
+		pinned, err := c.RunWorkflowVersionWithResponse(ctx, versionID, nil, body)
 		if err != nil || pinned.JSON200 == nil || pinned.JSON200.Data.WorkflowId != versionID || pinned.JSON200.Data.Status != "succeeded" {
 			t.Fatalf("pinned: %v %s", err, pinned.Body)
 		}
@@ -214,7 +214,7 @@ func TestWorkflowApp(t *testing.T) {
 			status int
 			code   string
 		}{{"not-a-uuid", 400, "bad_request"}, {appID, 400, "bad_request"}, {"0b7f3f0e-9a43-4b6e-9a55-5f1f0f3d2c11", 404, "not_found"}} {
-			r, err := c.RunWorkflowVersionWithResponse(ctx, tc.id, body)
+			r, err := c.RunWorkflowVersionWithResponse(ctx, tc.id, nil, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +234,7 @@ func TestWorkflowApp(t *testing.T) {
 		broken := marker(t, "broken")
 		upstream.On(broken, openaitest.Reply{Status: 500, ErrorMessage: "down"})
 		failBody := client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": broken}, User: "other-user"}
-		r, err = c.RunWorkflowWithResponse(ctx, failBody)
+		r, err = c.RunWorkflowWithResponse(ctx, nil, failBody)
 		if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "failed" || r.JSON200.Data.Error == nil {
 			t.Fatalf("failed blocking run: %v %s", err, r.Body)
 		}
@@ -509,7 +509,7 @@ func TestWorkflowRunKilledMidStream(t *testing.T) {
 func hangingWorkflow(t *testing.T, c *client.ClientWithResponses, topic, user string) *client.WorkflowEventStream {
 	t.Helper()
 	upstream.On(topic, openaitest.Reply{Chunks: []string{"Once", " upon"}, HangAfterChunks: 1})
-	resp, err := c.RunWorkflow(context.Background(), client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: user,
+	resp, err := c.RunWorkflow(context.Background(), nil, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"topic": topic}, User: user,
 		ResponseMode: ptr(client.WorkflowStreaming)})
 	if err != nil {
 		t.Fatal(err)

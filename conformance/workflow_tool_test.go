@@ -25,7 +25,7 @@ func TestWorkflowAsTool(t *testing.T) {
 	p.CLI(t, "apps", "import", "--publish", "testdata/workflow-as-tool.yml")
 	p.CLI(t, "apps", "import", "--publish", "testdata/workflow-calls-tool.yml")
 	c := newClient(t, p, p.CLI(t, "keys", "create", "--app", "Announcer"))
-	r, err := c.RunWorkflowWithResponse(ctx, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"news": "rain at noon"}, User: "wf-tool"})
+	r, err := c.RunWorkflowWithResponse(ctx, nil, client.RunWorkflowJSONRequestBody{Inputs: map[string]any{"news": "rain at noon"}, User: "wf-tool"})
 	if err != nil || r.JSON200 == nil {
 		t.Fatalf("run: %v %s", err, r.Body)
 	}

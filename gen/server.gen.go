@@ -5973,6 +5973,9 @@ type DocumentId = string
 // FormToken defines model for FormToken.
 type FormToken = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -6008,6 +6011,12 @@ type Forbidden = Error
 
 // FormClosed The body of every error response, and the payload members of the `error` event.
 type FormClosed = Error
+
+// IdempotencyInUse The body of every error response, and the payload members of the `error` event.
+type IdempotencyInUse = Error
+
+// IdempotencyMismatch The body of every error response, and the payload members of the `error` event.
+type IdempotencyMismatch = Error
 
 // InternalServerError The body of every error response, and the payload members of the `error` event.
 type InternalServerError = Error
@@ -6072,6 +6081,33 @@ type ListAnnotationsParams struct {
 	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
 }
 
+// SendChatMessageParams defines parameters for SendChatMessage.
+type SendChatMessageParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateOpenAIChatCompletionParams defines parameters for CreateOpenAIChatCompletion.
+type CreateOpenAIChatCompletionParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SendCompletionMessageParams defines parameters for SendCompletionMessage.
+type SendCompletionMessageParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListConversationsParams defines parameters for ListConversations.
 type ListConversationsParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -6122,6 +6158,42 @@ type ListDatasetsParams struct {
 
 	// TagIds Keep knowledge bases bound to any of these tags; repeat the parameter for several.
 	TagIds *[]string `form:"tag_ids,omitempty" json:"tag_ids,omitempty"`
+}
+
+// CreateDocumentByFileParams defines parameters for CreateDocumentByFile.
+type CreateDocumentByFileParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByTextParams defines parameters for CreateDocumentByText.
+type CreateDocumentByTextParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByFileLegacyParams defines parameters for CreateDocumentByFileLegacy.
+type CreateDocumentByFileLegacyParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateDocumentByTextLegacyParams defines parameters for CreateDocumentByTextLegacy.
+type CreateDocumentByTextLegacyParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListDocumentsParams defines parameters for ListDocuments.
@@ -6190,6 +6262,15 @@ type GetToolFileParams struct {
 	Sign string `form:"sign" json:"sign"`
 }
 
+// UploadFileParams defines parameters for UploadFile.
+type UploadFileParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetSignedFileParams defines parameters for GetSignedFile.
 type GetSignedFileParams struct {
 	// Timestamp When the link was signed, in Unix seconds.
@@ -6253,6 +6334,15 @@ type GetAppParametersParams struct {
 	User *User `form:"user,omitempty" json:"user,omitempty"`
 }
 
+// CreateOpenAIResponseParams defines parameters for CreateOpenAIResponse.
+type CreateOpenAIResponseParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetSiteParams defines parameters for GetSite.
 type GetSiteParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
@@ -6296,6 +6386,24 @@ type ListWorkflowLogsParams struct {
 
 // ListWorkflowLogsParamsStatus defines parameters for ListWorkflowLogs.
 type ListWorkflowLogsParamsStatus string
+
+// RunWorkflowParams defines parameters for RunWorkflow.
+type RunWorkflowParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RunWorkflowVersionParams defines parameters for RunWorkflowVersion.
+type RunWorkflowVersionParams struct {
+	// IdempotencyKey Makes the request idempotent: the same key and request within 24 hours get the first
+	// answer again (with `Idempotent-Replayed: true`); the same key with another request gets 422
+	// `idempotency_key_mismatch`, and a retry while the first request is still being answered
+	// gets 409 `idempotency_key_in_use`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // SetAnnotationReplyJSONRequestBody defines body for SetAnnotationReply for application/json ContentType.
 type SetAnnotationReplyJSONRequestBody = AnnotationReplyRequest
@@ -14594,16 +14702,16 @@ type ServerInterface interface {
 	AudioToText(ctx echo.Context) error
 	// SendChatMessage Send chat message
 	// (POST /chat-messages)
-	SendChatMessage(ctx echo.Context) error
+	SendChatMessage(ctx echo.Context, params SendChatMessageParams) error
 	// StopChatMessage Stop response
 	// (POST /chat-messages/{task_id}/stop)
 	StopChatMessage(ctx echo.Context, taskId TaskId) error
 	// CreateOpenAIChatCompletion Chat with the app through OpenAI's chat API
 	// (POST /chat/completions)
-	CreateOpenAIChatCompletion(ctx echo.Context) error
+	CreateOpenAIChatCompletion(ctx echo.Context, params CreateOpenAIChatCompletionParams) error
 	// SendCompletionMessage Send completion message
 	// (POST /completion-messages)
-	SendCompletionMessage(ctx echo.Context) error
+	SendCompletionMessage(ctx echo.Context, params SendCompletionMessageParams) error
 	// StopCompletionMessage Stop completion response
 	// (POST /completion-messages/{task_id}/stop)
 	StopCompletionMessage(ctx echo.Context, taskId TaskId) error
@@ -14660,16 +14768,16 @@ type ServerInterface interface {
 	UpdateDataset(ctx echo.Context, datasetId DatasetId) error
 	// CreateDocumentByFile Create a document from a file
 	// (POST /datasets/{dataset_id}/document/create-by-file)
-	CreateDocumentByFile(ctx echo.Context, datasetId DatasetId) error
+	CreateDocumentByFile(ctx echo.Context, datasetId DatasetId, params CreateDocumentByFileParams) error
 	// CreateDocumentByText Create a document from text
 	// (POST /datasets/{dataset_id}/document/create-by-text)
-	CreateDocumentByText(ctx echo.Context, datasetId DatasetId) error
+	CreateDocumentByText(ctx echo.Context, datasetId DatasetId, params CreateDocumentByTextParams) error
 	// CreateDocumentByFileLegacy Create a document from a file (legacy path)
 	// (POST /datasets/{dataset_id}/document/create_by_file)
-	CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId) error
+	CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId, params CreateDocumentByFileLegacyParams) error
 	// CreateDocumentByTextLegacy Create a document from text (legacy path)
 	// (POST /datasets/{dataset_id}/document/create_by_text)
-	CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId) error
+	CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId, params CreateDocumentByTextLegacyParams) error
 	// ListDocuments List documents
 	// (GET /datasets/{dataset_id}/documents)
 	ListDocuments(ctx echo.Context, datasetId DatasetId, params ListDocumentsParams) error
@@ -14789,7 +14897,7 @@ type ServerInterface interface {
 	GetToolFile(ctx echo.Context, file string, params GetToolFileParams) error
 	// UploadFile Upload file
 	// (POST /files/upload)
-	UploadFile(ctx echo.Context) error
+	UploadFile(ctx echo.Context, params UploadFileParams) error
 	// GetSignedFile Get a file through a signed link
 	// (GET /files/{file_id}/file-preview)
 	GetSignedFile(ctx echo.Context, fileId string, params GetSignedFileParams) error
@@ -14828,7 +14936,7 @@ type ServerInterface interface {
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
 	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
 	// (POST /responses)
-	CreateOpenAIResponse(ctx echo.Context) error
+	CreateOpenAIResponse(ctx echo.Context, params CreateOpenAIResponseParams) error
 	// GetSite Get the app's web-app settings
 	// (GET /site)
 	GetSite(ctx echo.Context, params GetSiteParams) error
@@ -14843,7 +14951,7 @@ type ServerInterface interface {
 	ListWorkflowLogs(ctx echo.Context, params ListWorkflowLogsParams) error
 	// RunWorkflow Run a workflow
 	// (POST /workflows/run)
-	RunWorkflow(ctx echo.Context) error
+	RunWorkflow(ctx echo.Context, params RunWorkflowParams) error
 	// GetWorkflowRun Get a workflow run
 	// (GET /workflows/run/{workflow_run_id})
 	GetWorkflowRun(ctx echo.Context, workflowRunId string) error
@@ -14852,7 +14960,7 @@ type ServerInterface interface {
 	StopWorkflowTask(ctx echo.Context, taskId TaskId) error
 	// RunWorkflowVersion Run a published workflow version
 	// (POST /workflows/{workflow_id}/run)
-	RunWorkflowVersion(ctx echo.Context, workflowId string) error
+	RunWorkflowVersion(ctx echo.Context, workflowId string, params RunWorkflowVersionParams) error
 	// ListAvailableModels Get available models
 	// (GET /workspaces/current/models/model-types/{model_type})
 	ListAvailableModels(ctx echo.Context, modelType ModelType) error
@@ -15023,8 +15131,28 @@ func (w *ServerInterfaceWrapper) AudioToText(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) SendChatMessage(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendChatMessageParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.SendChatMessage(ctx)
+	err = w.Handler.SendChatMessage(ctx, params)
 	return err
 }
 
@@ -15048,8 +15176,28 @@ func (w *ServerInterfaceWrapper) StopChatMessage(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateOpenAIChatCompletion(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOpenAIChatCompletionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateOpenAIChatCompletion(ctx)
+	err = w.Handler.CreateOpenAIChatCompletion(ctx, params)
 	return err
 }
 
@@ -15057,8 +15205,28 @@ func (w *ServerInterfaceWrapper) CreateOpenAIChatCompletion(ctx echo.Context) er
 func (w *ServerInterfaceWrapper) SendCompletionMessage(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendCompletionMessageParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.SendCompletionMessage(ctx)
+	err = w.Handler.SendCompletionMessage(ctx, params)
 	return err
 }
 
@@ -15396,8 +15564,28 @@ func (w *ServerInterfaceWrapper) CreateDocumentByFile(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateDocumentByFileParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateDocumentByFile(ctx, datasetId)
+	err = w.Handler.CreateDocumentByFile(ctx, datasetId, params)
 	return err
 }
 
@@ -15412,8 +15600,28 @@ func (w *ServerInterfaceWrapper) CreateDocumentByText(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateDocumentByTextParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateDocumentByText(ctx, datasetId)
+	err = w.Handler.CreateDocumentByText(ctx, datasetId, params)
 	return err
 }
 
@@ -15428,8 +15636,28 @@ func (w *ServerInterfaceWrapper) CreateDocumentByFileLegacy(ctx echo.Context) er
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateDocumentByFileLegacyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateDocumentByFileLegacy(ctx, datasetId)
+	err = w.Handler.CreateDocumentByFileLegacy(ctx, datasetId, params)
 	return err
 }
 
@@ -15444,8 +15672,28 @@ func (w *ServerInterfaceWrapper) CreateDocumentByTextLegacy(ctx echo.Context) er
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateDocumentByTextLegacyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateDocumentByTextLegacy(ctx, datasetId)
+	err = w.Handler.CreateDocumentByTextLegacy(ctx, datasetId, params)
 	return err
 }
 
@@ -16433,8 +16681,28 @@ func (w *ServerInterfaceWrapper) GetToolFile(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) UploadFile(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UploadFileParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.UploadFile(ctx)
+	err = w.Handler.UploadFile(ctx, params)
 	return err
 }
 
@@ -16711,8 +16979,28 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateOpenAIResponse(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOpenAIResponseParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateOpenAIResponse(ctx)
+	err = w.Handler.CreateOpenAIResponse(ctx, params)
 	return err
 }
 
@@ -16853,8 +17141,28 @@ func (w *ServerInterfaceWrapper) ListWorkflowLogs(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) RunWorkflow(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunWorkflowParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RunWorkflow(ctx)
+	err = w.Handler.RunWorkflow(ctx, params)
 	return err
 }
 
@@ -16901,8 +17209,28 @@ func (w *ServerInterfaceWrapper) RunWorkflowVersion(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunWorkflowVersionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RunWorkflowVersion(ctx, workflowId)
+	err = w.Handler.RunWorkflowVersion(ctx, workflowId, params)
 	return err
 }
 
@@ -17086,6 +17414,10 @@ type FileContentAsteriskResponse struct {
 type ForbiddenJSONResponse Error
 
 type FormClosedJSONResponse Error
+
+type IdempotencyInUseJSONResponse Error
+
+type IdempotencyMismatchJSONResponse Error
 
 type InternalServerErrorJSONResponse Error
 
@@ -18216,7 +18548,8 @@ func (response AudioToText503JSONResponse) VisitAudioToTextResponse(w http.Respo
 }
 
 type SendChatMessageRequestObject struct {
-	Body *SendChatMessageJSONRequestBody
+	Params SendChatMessageParams
+	Body   *SendChatMessageJSONRequestBody
 }
 
 type SendChatMessageResponseObject interface {
@@ -18353,6 +18686,20 @@ func (response SendChatMessage408JSONResponse) VisitSendChatMessageResponse(w ht
 	return err
 }
 
+type SendChatMessage409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response SendChatMessage409JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendChatMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response SendChatMessage413JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
@@ -18379,6 +18726,22 @@ func (response SendChatMessage415JSONResponse) VisitSendChatMessageResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendChatMessage422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response SendChatMessage422JSONResponse) VisitSendChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18594,7 +18957,8 @@ func (response StopChatMessage503JSONResponse) VisitStopChatMessageResponse(w ht
 }
 
 type CreateOpenAIChatCompletionRequestObject struct {
-	Body *CreateOpenAIChatCompletionJSONRequestBody
+	Params CreateOpenAIChatCompletionParams
+	Body   *CreateOpenAIChatCompletionJSONRequestBody
 }
 
 type CreateOpenAIChatCompletionResponseObject interface {
@@ -18728,6 +19092,20 @@ func (response CreateOpenAIChatCompletion408JSONResponse) VisitCreateOpenAIChatC
 	return err
 }
 
+type CreateOpenAIChatCompletion409JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion409JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOpenAIChatCompletion413JSONResponse OpenAIErrorResponse
 
 func (response CreateOpenAIChatCompletion413JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
@@ -18752,6 +19130,20 @@ func (response CreateOpenAIChatCompletion415JSONResponse) VisitCreateOpenAIChatC
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIChatCompletion422JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIChatCompletion422JSONResponse) VisitCreateOpenAIChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18799,7 +19191,8 @@ func (response CreateOpenAIChatCompletion503JSONResponse) VisitCreateOpenAIChatC
 }
 
 type SendCompletionMessageRequestObject struct {
-	Body *SendCompletionMessageJSONRequestBody
+	Params SendCompletionMessageParams
+	Body   *SendCompletionMessageJSONRequestBody
 }
 
 type SendCompletionMessageResponseObject interface {
@@ -18922,6 +19315,20 @@ func (response SendCompletionMessage408JSONResponse) VisitSendCompletionMessageR
 	return err
 }
 
+type SendCompletionMessage409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response SendCompletionMessage409JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendCompletionMessage413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response SendCompletionMessage413JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
@@ -18948,6 +19355,22 @@ func (response SendCompletionMessage415JSONResponse) VisitSendCompletionMessageR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendCompletionMessage422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response SendCompletionMessage422JSONResponse) VisitSendCompletionMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21742,6 +22165,7 @@ func (response UpdateDataset503JSONResponse) VisitUpdateDatasetResponse(w http.R
 
 type CreateDocumentByFileRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    CreateDocumentByFileParams
 	Body      *multipart.Reader
 }
 
@@ -21836,6 +22260,20 @@ func (response CreateDocumentByFile408JSONResponse) VisitCreateDocumentByFileRes
 	return err
 }
 
+type CreateDocumentByFile409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response CreateDocumentByFile409JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByFile413JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
@@ -21862,6 +22300,22 @@ func (response CreateDocumentByFile415JSONResponse) VisitCreateDocumentByFileRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFile422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response CreateDocumentByFile422JSONResponse) VisitCreateDocumentByFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21924,6 +22378,7 @@ func (response CreateDocumentByFile503JSONResponse) VisitCreateDocumentByFileRes
 
 type CreateDocumentByTextRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    CreateDocumentByTextParams
 	Body      *CreateDocumentByTextJSONRequestBody
 }
 
@@ -22018,6 +22473,20 @@ func (response CreateDocumentByText408JSONResponse) VisitCreateDocumentByTextRes
 	return err
 }
 
+type CreateDocumentByText409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response CreateDocumentByText409JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByText413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByText413JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
@@ -22044,6 +22513,22 @@ func (response CreateDocumentByText415JSONResponse) VisitCreateDocumentByTextRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByText422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response CreateDocumentByText422JSONResponse) VisitCreateDocumentByTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22106,6 +22591,7 @@ func (response CreateDocumentByText503JSONResponse) VisitCreateDocumentByTextRes
 
 type CreateDocumentByFileLegacyRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    CreateDocumentByFileLegacyParams
 	Body      *multipart.Reader
 }
 
@@ -22200,6 +22686,20 @@ func (response CreateDocumentByFileLegacy408JSONResponse) VisitCreateDocumentByF
 	return err
 }
 
+type CreateDocumentByFileLegacy409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response CreateDocumentByFileLegacy409JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByFileLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByFileLegacy413JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
@@ -22226,6 +22726,22 @@ func (response CreateDocumentByFileLegacy415JSONResponse) VisitCreateDocumentByF
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByFileLegacy422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response CreateDocumentByFileLegacy422JSONResponse) VisitCreateDocumentByFileLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22288,6 +22804,7 @@ func (response CreateDocumentByFileLegacy503JSONResponse) VisitCreateDocumentByF
 
 type CreateDocumentByTextLegacyRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    CreateDocumentByTextLegacyParams
 	Body      *CreateDocumentByTextLegacyJSONRequestBody
 }
 
@@ -22382,6 +22899,20 @@ func (response CreateDocumentByTextLegacy408JSONResponse) VisitCreateDocumentByT
 	return err
 }
 
+type CreateDocumentByTextLegacy409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response CreateDocumentByTextLegacy409JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDocumentByTextLegacy413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateDocumentByTextLegacy413JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
@@ -22408,6 +22939,22 @@ func (response CreateDocumentByTextLegacy415JSONResponse) VisitCreateDocumentByT
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDocumentByTextLegacy422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response CreateDocumentByTextLegacy422JSONResponse) VisitCreateDocumentByTextLegacyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28189,7 +28736,8 @@ func (response GetToolFile503JSONResponse) VisitGetToolFileResponse(w http.Respo
 }
 
 type UploadFileRequestObject struct {
-	Body *multipart.Reader
+	Params UploadFileParams
+	Body   *multipart.Reader
 }
 
 type UploadFileResponseObject interface {
@@ -28255,6 +28803,20 @@ func (response UploadFile408JSONResponse) VisitUploadFileResponse(w http.Respons
 	return err
 }
 
+type UploadFile409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response UploadFile409JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadFile413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UploadFile413JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
@@ -28281,6 +28843,22 @@ func (response UploadFile415JSONResponse) VisitUploadFileResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadFile422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response UploadFile422JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29809,7 +30387,8 @@ func (response GetAppParameters503JSONResponse) VisitGetAppParametersResponse(w 
 }
 
 type CreateOpenAIResponseRequestObject struct {
-	Body *CreateOpenAIResponseJSONRequestBody
+	Params CreateOpenAIResponseParams
+	Body   *CreateOpenAIResponseJSONRequestBody
 }
 
 type CreateOpenAIResponseResponseObject interface {
@@ -29943,6 +30522,20 @@ func (response CreateOpenAIResponse408JSONResponse) VisitCreateOpenAIResponseRes
 	return err
 }
 
+type CreateOpenAIResponse409JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse409JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOpenAIResponse413JSONResponse OpenAIErrorResponse
 
 func (response CreateOpenAIResponse413JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
@@ -29967,6 +30560,20 @@ func (response CreateOpenAIResponse415JSONResponse) VisitCreateOpenAIResponseRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOpenAIResponse422JSONResponse OpenAIErrorResponse
+
+func (response CreateOpenAIResponse422JSONResponse) VisitCreateOpenAIResponseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30545,7 +31152,8 @@ func (response ListWorkflowLogs503JSONResponse) VisitListWorkflowLogsResponse(w 
 }
 
 type RunWorkflowRequestObject struct {
-	Body *RunWorkflowJSONRequestBody
+	Params RunWorkflowParams
+	Body   *RunWorkflowJSONRequestBody
 }
 
 type RunWorkflowResponseObject interface {
@@ -30681,6 +31289,20 @@ func (response RunWorkflow408JSONResponse) VisitRunWorkflowResponse(w http.Respo
 	return err
 }
 
+type RunWorkflow409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response RunWorkflow409JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunWorkflow413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RunWorkflow413JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
@@ -30707,6 +31329,22 @@ func (response RunWorkflow415JSONResponse) VisitRunWorkflowResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflow422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response RunWorkflow422JSONResponse) VisitRunWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31046,6 +31684,7 @@ func (response StopWorkflowTask503JSONResponse) VisitStopWorkflowTaskResponse(w 
 
 type RunWorkflowVersionRequestObject struct {
 	WorkflowId string `json:"workflow_id"`
+	Params     RunWorkflowVersionParams
 	Body       *RunWorkflowVersionJSONRequestBody
 }
 
@@ -31182,6 +31821,20 @@ func (response RunWorkflowVersion408JSONResponse) VisitRunWorkflowVersionRespons
 	return err
 }
 
+type RunWorkflowVersion409JSONResponse struct{ IdempotencyInUseJSONResponse }
+
+func (response RunWorkflowVersion409JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunWorkflowVersion413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RunWorkflowVersion413JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
@@ -31208,6 +31861,22 @@ func (response RunWorkflowVersion415JSONResponse) VisitRunWorkflowVersionRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkflowVersion422JSONResponse struct {
+	IdempotencyMismatchJSONResponse
+}
+
+func (response RunWorkflowVersion422JSONResponse) VisitRunWorkflowVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31980,8 +32649,10 @@ func (sh *strictHandler) AudioToText(ctx echo.Context) error {
 }
 
 // SendChatMessage operation middleware
-func (sh *strictHandler) SendChatMessage(ctx echo.Context) error {
+func (sh *strictHandler) SendChatMessage(ctx echo.Context, params SendChatMessageParams) error {
 	var request SendChatMessageRequestObject
+
+	request.Params = params
 
 	var body SendChatMessageJSONRequestBody
 	var err error
@@ -32074,8 +32745,10 @@ func (sh *strictHandler) StopChatMessage(ctx echo.Context, taskId TaskId) error 
 }
 
 // CreateOpenAIChatCompletion operation middleware
-func (sh *strictHandler) CreateOpenAIChatCompletion(ctx echo.Context) error {
+func (sh *strictHandler) CreateOpenAIChatCompletion(ctx echo.Context, params CreateOpenAIChatCompletionParams) error {
 	var request CreateOpenAIChatCompletionRequestObject
+
+	request.Params = params
 
 	var body CreateOpenAIChatCompletionJSONRequestBody
 	var err error
@@ -32120,8 +32793,10 @@ func (sh *strictHandler) CreateOpenAIChatCompletion(ctx echo.Context) error {
 }
 
 // SendCompletionMessage operation middleware
-func (sh *strictHandler) SendCompletionMessage(ctx echo.Context) error {
+func (sh *strictHandler) SendCompletionMessage(ctx echo.Context, params SendCompletionMessageParams) error {
 	var request SendCompletionMessageRequestObject
+
+	request.Params = params
 
 	var body SendCompletionMessageJSONRequestBody
 	var err error
@@ -32861,10 +33536,11 @@ func (sh *strictHandler) UpdateDataset(ctx echo.Context, datasetId DatasetId) er
 }
 
 // CreateDocumentByFile operation middleware
-func (sh *strictHandler) CreateDocumentByFile(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) CreateDocumentByFile(ctx echo.Context, datasetId DatasetId, params CreateDocumentByFileParams) error {
 	var request CreateDocumentByFileRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	if reader, err := ctx.Request().MultipartReader(); err != nil {
 		return err
@@ -32892,10 +33568,11 @@ func (sh *strictHandler) CreateDocumentByFile(ctx echo.Context, datasetId Datase
 }
 
 // CreateDocumentByText operation middleware
-func (sh *strictHandler) CreateDocumentByText(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) CreateDocumentByText(ctx echo.Context, datasetId DatasetId, params CreateDocumentByTextParams) error {
 	var request CreateDocumentByTextRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	var body CreateDocumentByTextJSONRequestBody
 	var err error
@@ -32940,10 +33617,11 @@ func (sh *strictHandler) CreateDocumentByText(ctx echo.Context, datasetId Datase
 }
 
 // CreateDocumentByFileLegacy operation middleware
-func (sh *strictHandler) CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) CreateDocumentByFileLegacy(ctx echo.Context, datasetId DatasetId, params CreateDocumentByFileLegacyParams) error {
 	var request CreateDocumentByFileLegacyRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	if reader, err := ctx.Request().MultipartReader(); err != nil {
 		return err
@@ -32971,10 +33649,11 @@ func (sh *strictHandler) CreateDocumentByFileLegacy(ctx echo.Context, datasetId 
 }
 
 // CreateDocumentByTextLegacy operation middleware
-func (sh *strictHandler) CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) CreateDocumentByTextLegacy(ctx echo.Context, datasetId DatasetId, params CreateDocumentByTextLegacyParams) error {
 	var request CreateDocumentByTextLegacyRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	var body CreateDocumentByTextLegacyJSONRequestBody
 	var err error
@@ -34346,8 +35025,10 @@ func (sh *strictHandler) GetToolFile(ctx echo.Context, file string, params GetTo
 }
 
 // UploadFile operation middleware
-func (sh *strictHandler) UploadFile(ctx echo.Context) error {
+func (sh *strictHandler) UploadFile(ctx echo.Context, params UploadFileParams) error {
 	var request UploadFileRequestObject
+
+	request.Params = params
 
 	if reader, err := ctx.Request().MultipartReader(); err != nil {
 		return err
@@ -34722,8 +35403,10 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 }
 
 // CreateOpenAIResponse operation middleware
-func (sh *strictHandler) CreateOpenAIResponse(ctx echo.Context) error {
+func (sh *strictHandler) CreateOpenAIResponse(ctx echo.Context, params CreateOpenAIResponseParams) error {
 	var request CreateOpenAIResponseRequestObject
+
+	request.Params = params
 
 	var body CreateOpenAIResponseJSONRequestBody
 	var err error
@@ -34890,8 +35573,10 @@ func (sh *strictHandler) ListWorkflowLogs(ctx echo.Context, params ListWorkflowL
 }
 
 // RunWorkflow operation middleware
-func (sh *strictHandler) RunWorkflow(ctx echo.Context) error {
+func (sh *strictHandler) RunWorkflow(ctx echo.Context, params RunWorkflowParams) error {
 	var request RunWorkflowRequestObject
+
+	request.Params = params
 
 	var body RunWorkflowJSONRequestBody
 	var err error
@@ -35009,10 +35694,11 @@ func (sh *strictHandler) StopWorkflowTask(ctx echo.Context, taskId TaskId) error
 }
 
 // RunWorkflowVersion operation middleware
-func (sh *strictHandler) RunWorkflowVersion(ctx echo.Context, workflowId string) error {
+func (sh *strictHandler) RunWorkflowVersion(ctx echo.Context, workflowId string, params RunWorkflowVersionParams) error {
 	var request RunWorkflowVersionRequestObject
 
 	request.WorkflowId = workflowId
+	request.Params = params
 
 	var body RunWorkflowVersionJSONRequestBody
 	var err error

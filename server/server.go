@@ -56,6 +56,8 @@ type ModelCatalog interface {
 
 // Options configure a Server.
 type Options struct {
+	// Idempotency keeps the records of Idempotency-Key headers (nil: the header is ignored).
+	Idempotency IdempotencyStore
 	// Quota counts requests against the rate limits of keys and apps (nil: the limits are
 	// counted in the process).
 	Quota quota.Counter
@@ -127,8 +129,9 @@ type Server struct {
 	log            *slog.Logger
 	publicURL      string
 
-	validator *ResponseValidator
-	quota     quota.Counter
+	validator   *ResponseValidator
+	quota       quota.Counter
+	idempotency IdempotencyStore
 	// documentConfig is the contract's schema of the `data` part of the document file routes.
 	docConfigSchema *openapi3.Schema
 	humanInput      *humaninput.Service
@@ -169,6 +172,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
+	s.idempotency = opts.Idempotency
 	if s.quota = opts.Quota; s.quota == nil {
 		s.quota = quota.NewLocal()
 	}
@@ -238,7 +242,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// without their body (key, path and query still are) and their handlers validate the parts
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
-	e.Use(principalToRequest, s.rateLimit, storableText(doc, BasePath))
+	e.Use(principalToRequest, s.rateLimit, storableText(doc, BasePath), s.idempotent)
 	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation, linksOrigin}), BasePath)
 	return e, s, nil
 }

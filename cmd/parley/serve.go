@@ -226,7 +226,18 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	} else if n > 0 {
 		e.log.Warn("ended answers interrupted by a stopped server", "messages", n)
 	}
+	// Idempotency keys past their day are dropped; alone on the database, the requests a
+	// stopped server was answering are forgotten, so that their retries run again.
+	if _, err := e.store.DeleteIdempotentBefore(ctx, time.Now().Add(-server.IdempotencyTTL)); err != nil {
+		return err
+	}
+	if sole {
+		if _, err := e.store.ForgetRunningIdempotent(ctx); err != nil {
+			return err
+		}
+	}
 	handler, _, err := server.New(server.Options{
+		Idempotency:   e.store,
 		Quota:         coord.quota,
 		Keys:          keys,
 		EventLog:      coord.events,

@@ -329,6 +329,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationStrategyStorage,
 	migrationMCPServers,
 	migrationLimits,
+	migrationIdempotency,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -284,7 +284,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	// Profiles are served on an address of their own, never on the API's listener.
 	if cfg.DebugAddr != "" {
-		dbg, err := debugsrv.Start(cfg.DebugAddr, e.log)
+		dbg, err := debugsrv.Start(cfg.DebugAddr, e.log, nil)
 		if err != nil {
 			ln.Close()
 			return err

@@ -76,7 +76,7 @@ func New() *Metrics {
 	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "parley_app_rejected_runs_total",
 		Help: "Runs refused with 429 because their app was at its concurrency cap."}, []string{"app"})
 	m.modelCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "parley_model_call_duration_seconds",
-		Help:    "Model calls by provider, model, operation (chat, embeddings, rerank) and outcome (ok, error), and how long they took; _count is the calls.",
+		Help:    "Model calls by provider, model, operation (chat, embeddings, rerank) and outcome (ok, error, cancelled: by a stop, a client gone or shutdown), and how long they took; _count is the calls.",
 		Buckets: durationBuckets}, []string{"provider", "model", "operation", "outcome"})
 	m.modelFirstToken = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "parley_model_time_to_first_token_seconds",
 		Help:    "Time from a streamed model call to its first text, by provider and model.",
@@ -194,9 +194,10 @@ type ModelCall struct {
 	// Cost is the call's price in Currency (0 for an unpriced model).
 	Cost     float64
 	Currency string
-	// Failed says the call failed; ErrorKind and ErrorStatus are the provider's failure kind
-	// and upstream HTTP status (0 when there was no response).
-	Failed      bool
+	// Outcome is ok, error (the provider failed) or cancelled (the caller gave up: a stop, a
+	// client gone, shutdown). ErrorKind and ErrorStatus are a failure's kind and upstream HTTP
+	// status (0 when there was no response).
+	Outcome     string
 	ErrorKind   string
 	ErrorStatus int
 }
@@ -206,16 +207,14 @@ func (m *Metrics) ModelCalled(c ModelCall) {
 	if m == nil {
 		return
 	}
-	outcome := "ok"
-	if c.Failed {
-		outcome = "error"
+	if c.Outcome == "error" {
 		status := ""
 		if c.ErrorStatus > 0 {
 			status = statusLabel(c.ErrorStatus)
 		}
 		m.providerErrors.WithLabelValues(c.Provider, c.ErrorKind, status).Inc()
 	}
-	m.modelCalls.WithLabelValues(c.Provider, c.Model, c.Operation, outcome).Observe(c.Duration.Seconds())
+	m.modelCalls.WithLabelValues(c.Provider, c.Model, c.Operation, c.Outcome).Observe(c.Duration.Seconds())
 	if c.FirstToken > 0 {
 		m.modelFirstToken.WithLabelValues(c.Provider, c.Model).Observe(c.FirstToken.Seconds())
 	}

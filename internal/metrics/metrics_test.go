@@ -74,8 +74,8 @@ func TestRecords(t *testing.T) {
 	m.RunFinished("bot", "chat", "normal", time.Second)
 	m.FirstToken("bot", "chat", 200*time.Millisecond)
 	m.ModelCalled(ModelCall{App: "bot", Provider: "openai", Model: "gpt-4o", Operation: "chat", Duration: time.Second,
-		FirstToken: 100 * time.Millisecond, InputTokens: 20, OutputTokens: 5, Cost: 0.0001, Currency: "USD"})
-	m.ModelCalled(ModelCall{Provider: "openai", Model: "gpt-4o", Operation: "chat", Failed: true, ErrorKind: "quota", ErrorStatus: 429})
+		FirstToken: 100 * time.Millisecond, InputTokens: 20, OutputTokens: 5, Cost: 0.0001, Currency: "USD", Outcome: "ok"})
+	m.ModelCalled(ModelCall{Provider: "openai", Model: "gpt-4o", Operation: "chat", Outcome: "error", ErrorKind: "quota", ErrorStatus: 429})
 	m.JobRan("chat.name", "completed", time.Millisecond, 10*time.Millisecond)
 	fams := scrape(t, m)
 	for _, c := range []struct {

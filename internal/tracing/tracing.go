@@ -207,3 +207,34 @@ func Fail(span trace.Span, err error) {
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 }
+
+// StartTool starts the span of a call of tool name (an execute_tool span in the GenAI
+// conventions); callID is the model's id of the call, "" for a workflow's tool node.
+func StartTool(ctx context.Context, name, provider, callID string) (context.Context, trace.Span) {
+	ctx, span := Start(ctx, "execute_tool", trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetName("execute_tool " + name)
+		span.SetAttributes(GenAIOperation.String("execute_tool"), GenAIToolName.String(name), GenAIToolType.String("function"))
+		if provider != "" {
+			span.SetAttributes(ToolProvider.String(provider))
+		}
+		if callID != "" {
+			span.SetAttributes(GenAIToolCallID.String(callID))
+		}
+	}
+	return ctx, span
+}
+
+// EndTool ends a tool call's span: failed is why the call failed (the tool reported an error,
+// timed out, or could not run), nil when it succeeded. The arguments and the result go on the
+// span only when content is captured.
+func EndTool(span trace.Span, arguments, result string, failed error) {
+	if span.IsRecording() {
+		if CaptureContent() {
+			span.SetAttributes(GenAIToolArguments.String(arguments), GenAIToolResult.String(result))
+		}
+		span.SetAttributes(ToolError.Bool(failed != nil))
+		Fail(span, failed)
+	}
+	span.End()
+}

@@ -328,6 +328,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationIndexChanges,
 	migrationStrategyStorage,
 	migrationMCPServers,
+	migrationJobTraces,
 }
 
 // schemaMigrationsDDL is the same on both engines.

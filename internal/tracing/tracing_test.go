@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -173,5 +175,57 @@ func TestSetup(t *testing.T) {
 	}
 	if service != "parley-test" || rs.ScopeSpans[0].Spans[0].Name != "run" {
 		t.Errorf("service %q, spans %v", service, rs.ScopeSpans)
+	}
+}
+
+// traceService is an OTLP/gRPC trace endpoint: it keeps the names of the spans exported to it.
+type traceService struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (s *traceService) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				s.names = append(s.names, sp.Name)
+			}
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc exports over gRPC.
+func TestSetupGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &traceService{}
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, svc)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	kv := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + ln.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+	for k, v := range kv {
+		t.Setenv(k, v)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	stop, err := Setup(t.Context(), func(k string) string { return kv[k] }, Settings{})
+	if err != nil || !On() {
+		t.Fatalf("on %v, %v", On(), err)
+	}
+	_, span := Start(context.Background(), "over grpc", trace.SpanKindInternal)
+	span.End()
+	if err := stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if len(svc.names) != 1 || svc.names[0] != "over grpc" {
+		t.Errorf("exported %v", svc.names)
 	}
 }

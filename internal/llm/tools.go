@@ -66,11 +66,14 @@ func Find(offers []Offer, name string) *Offer {
 // the model in the words Dify uses. The call is a span (tracing.StartTool).
 func Call(ctx context.Context, offers []Offer, c providers.ToolCall, timeout time.Duration) (string, []tools.File) {
 	o := Find(offers, c.Name)
-	provider := ""
-	if o != nil {
-		provider = o.Provider
+	ctx, span := tracing.StartTool(ctx, c.Name, c.ID)
+	if span.IsRecording() && o != nil {
+		provider := o.Provider
+		if provider == "" && o.Tool != nil {
+			provider = o.Tool.Identity().Provider
+		}
+		span.SetAttributes(tracing.ToolProvider.String(provider))
 	}
-	ctx, span := tracing.StartTool(ctx, c.Name, provider, c.ID)
 	var (
 		text   string
 		files  []tools.File

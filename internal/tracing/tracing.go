@@ -209,15 +209,13 @@ func Fail(span trace.Span, err error) {
 }
 
 // StartTool starts the span of a call of tool name (an execute_tool span in the GenAI
-// conventions); callID is the model's id of the call, "" for a workflow's tool node.
-func StartTool(ctx context.Context, name, provider, callID string) (context.Context, trace.Span) {
+// conventions); callID is the model's id of the call, "" for a workflow's tool node. The caller
+// adds the tool's provider (ToolProvider).
+func StartTool(ctx context.Context, name, callID string) (context.Context, trace.Span) {
 	ctx, span := Start(ctx, "execute_tool", trace.SpanKindInternal)
 	if span.IsRecording() {
 		span.SetName("execute_tool " + name)
 		span.SetAttributes(GenAIOperation.String("execute_tool"), GenAIToolName.String(name), GenAIToolType.String("function"))
-		if provider != "" {
-			span.SetAttributes(ToolProvider.String(provider))
-		}
 		if callID != "" {
 			span.SetAttributes(GenAIToolCallID.String(callID))
 		}

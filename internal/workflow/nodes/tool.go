@@ -107,7 +107,10 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	callCtx, span := tracing.StartTool(callCtx, t.ref.Name, t.ref.Provider(), "")
+	callCtx, span := tracing.StartTool(callCtx, t.ref.Name, "")
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ToolProvider.String(t.ref.Provider()))
+	}
 	out, err := found.Invoke(callCtx, raw)
 	if span.IsRecording() { // a span that records nothing has nothing to end
 		failed := err

@@ -412,9 +412,25 @@ func TestObservability(t *testing.T) {
 				conversation, message = end.ConversationId.String(), end.MessageId.String()
 			}
 		}
-		// A path no route matches, holding what looks like an id.
+		// A path no route matches, holding what looks like an id; the MCP endpoint, whose path
+		// holds a server's secret code.
 		rawDo(t, mustRequest(t, "GET", p.URL+"/no-such-route/"+message))
+		const code = "not-a-real-server-code"
+		mcp, _ := http.NewRequest("POST", strings.TrimSuffix(p.URL, "/v1")+"/mcp/server/"+code+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		mcp.Header.Set("Content-Type", "application/json")
+		mcp.Header.Set("Accept", "application/json, text/event-stream")
+		// (The MCP endpoint answers JSON-RPC, outside the contract the suite's client checks.)
+		mcpResp, err := http.DefaultClient.Do(mcp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mcpResp.Body.Close()
 		after := scrapeMetrics(t, admin)
+		if got := metricValue(after, "parley_http_request_duration_seconds", map[string]string{"method": "POST",
+			"route": "/mcp/server/:server_code/mcp", "status": statusText(mcpResp.StatusCode)}); got < 1 {
+			t.Errorf("the MCP request is not counted under its route template")
+		}
 
 		chatbot := map[string]string{"app": "chatbot", "provider": "openai", "model": "gpt-4o-mini"}
 		with := func(extra map[string]string) map[string]string {
@@ -470,7 +486,8 @@ func TestObservability(t *testing.T) {
 			for _, m := range f.Metric {
 				for _, l := range m.Label {
 					v := l.GetValue()
-					if uuid.MatchString(v) || strings.Contains(v, "metrics-user") || strings.Contains(v, q) || v == conversation {
+					if uuid.MatchString(v) || strings.Contains(v, "metrics-user") || strings.Contains(v, q) || v == conversation ||
+						strings.Contains(v, code) {
 						t.Errorf("%s has the label %s=%q", name, l.GetName(), v)
 					}
 				}
@@ -478,6 +495,8 @@ func TestObservability(t *testing.T) {
 		}
 	})
 }
+
+func statusText(code int) string { return fmt.Sprint(code) }
 
 // debugURL is the admin listener's address, from the server's log.
 func debugURL(t *testing.T, p *Parley) string {

@@ -106,6 +106,13 @@ type parley struct {
 	errs     atomic.Int64
 	contract atomic.Int64 // "response violates the contract" lines
 	firstBad atomic.Value // string: the first WARN/ERROR line
+	admin    atomic.Value // string: the admin listener's URL (PARLEY_DEBUG_ADDR), once logged
+}
+
+// adminURL is the server's admin listener (profiles, metrics), "" when it has none.
+func (p *parley) adminURL() string {
+	u, _ := p.admin.Load().(string)
+	return u
 }
 
 // parleyEnv is the environment of the server and its CLI: the parent's, minus every setting
@@ -276,8 +283,11 @@ func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parle
 // violations, and keeps the last lines.
 func (p *parley) logLine(raw []byte) {
 	line := string(raw)
-	var rec struct{ Level, Msg string }
+	var rec struct{ Level, Msg, URL string }
 	_ = json.Unmarshal(raw, &rec)
+	if rec.Msg == "debug listener" {
+		p.admin.Store(strings.TrimSuffix(rec.URL, "/debug/pprof/"))
+	}
 	bad := false
 	switch rec.Level {
 	case "WARN":

@@ -183,11 +183,12 @@ func (s *observedStream) Recv() (providers.Chunk, error) {
 		return ch, err
 	}
 	if err != nil {
+		failure := err
 		if errors.Is(err, io.EOF) {
-			err = nil
+			failure = nil
 		}
 		s.done = true
-		s.c.answered(s.req, s.usage, s.finish, s.text.String(), s.calls, err)
+		s.c.answered(s.req, s.usage, s.finish, s.text.String(), s.calls, failure)
 		return ch, err
 	}
 	if ch.Delta != "" {

@@ -153,3 +153,46 @@ func sample(t *testing.T, m *metrics.Metrics, name, labels string) float64 {
 	t.Fatalf("no %s in\n%s", prefix, rec.Body)
 	return 0
 }
+
+// scripted is a stream that gives its chunks, then io.EOF.
+type scripted struct{ chunks []providers.Chunk }
+
+func (s *scripted) Recv() (providers.Chunk, error) {
+	if len(s.chunks) == 0 {
+		return providers.Chunk{}, io.EOF
+	}
+	c := s.chunks[0]
+	s.chunks = s.chunks[1:]
+	return c, nil
+}
+
+func (s *scripted) Close() error { return nil }
+
+// An observed stream gives its caller what the stream gives, its end included.
+func TestObservedStreamPassesThrough(t *testing.T) {
+	m := metrics.New()
+	_, c := model{spec: models.ModelSpec{Provider: "p", Name: "m"}, metrics: m}.start(context.Background(), "chat", "m")
+	s := &observedStream{Stream: &scripted{chunks: []providers.Chunk{{Delta: "a"}, {Delta: "b", FinishReason: "stop",
+		Usage: &providers.Usage{PromptTokens: 3, CompletionTokens: 2}}}}, c: c}
+	var got string
+	for {
+		ch, err := s.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil || ch.Delta == "" {
+			t.Fatalf("chunk %+v, %v", ch, err)
+		}
+		got += ch.Delta
+	}
+	if _, err := s.Recv(); err != io.EOF || got != "ab" {
+		t.Fatalf("after the end: %v; text %q", err, got)
+	}
+	s.Close()
+	if v := sample(t, m, "parley_model_tokens_total", `app="",model="m",provider="p",type="output"`); v != 2 {
+		t.Errorf("output tokens %v", v)
+	}
+	if v := sample(t, m, "parley_model_call_duration_seconds_count", `model="m",operation="chat",outcome="ok",provider="p"`); v != 1 {
+		t.Errorf("calls %v: the call was counted more than once or not at all", v)
+	}
+}

@@ -415,6 +415,8 @@ func TestObservability(t *testing.T) {
 		// A path no route matches, holding what looks like an id; the MCP endpoint, whose path
 		// holds a server's secret code.
 		rawDo(t, mustRequest(t, "GET", p.URL+"/no-such-route/"+message))
+		// A method HTTP does not define, which a client may name anything.
+		rawDo(t, mustRequest(t, "BREW-"+message, p.URL+"/chat-messages"))
 		const code = "not-a-real-server-code"
 		mcp, _ := http.NewRequest("POST", strings.TrimSuffix(p.URL, "/v1")+"/mcp/server/"+code+"/mcp",
 			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

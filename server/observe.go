@@ -37,15 +37,30 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = unmatchedRoute
 		}
+		method := knownMethod(r.Method)
 		if span.IsRecording() {
-			span.SetName(r.Method + " " + route)
-			span.SetAttributes(tracing.HTTPMethod.String(r.Method), tracing.HTTPRoute.String(route), tracing.HTTPStatus.Int(status))
+			span.SetName(method + " " + route)
+			span.SetAttributes(tracing.HTTPMethod.String(method), tracing.HTTPRoute.String(route), tracing.HTTPStatus.Int(status))
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
 		}
 		span.End()
-		s.metrics.Request(r.Method, route, status, time.Since(start))
+		s.metrics.Request(method, route, status, time.Since(start))
 		return err
 	}
+}
+
+// otherMethod stands for a method HTTP does not define, which a client may send anything as:
+// the name OpenTelemetry's HTTP conventions give it.
+const otherMethod = "_OTHER"
+
+// knownMethod is method when HTTP defines it, else otherMethod.
+func knownMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return otherMethod
 }

@@ -18,8 +18,9 @@
 //     open streams with 1 and with 3 replicas on a fresh PostgreSQL database and that Redis, each
 //     deployment behind a round-robin reverse proxy in this process, as a ratio;
 //  7. when named in -phases (phase "observe", reported as 5): the server's CPU per blocking and
-//     streamed Chatbot request and per run of the 20-node Chatflow with tracing and metrics off
-//     and on, two servers in interleaved windows, as a ratio (bench/load/observe.go).
+//     streamed Chatbot request and per run of the 20-node Chatflow with tracing and metrics off,
+//     with metrics, and with metrics and tracing, three servers in interleaved windows, as
+//     ratios (bench/load/observe.go).
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):
@@ -99,7 +100,7 @@ func parseFlags() options {
 	flag.IntVar(&o.blockRounds, "block-rounds", 5, "measured rounds of the blocking phase (each: direct and every Parley variant), after a 1 s warm-up")
 	flag.IntVar(&o.graphRounds, "graph-rounds", 3, "measured rounds of the graph phase (each: a Chatbot window, then a Chatflow window), after a 1 s warm-up")
 	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
-	flag.IntVar(&o.observeRounds, "observe-rounds", 3, "measured rounds of the observe phase (each: three loads, each off then on), after a 1 s warm-up")
+	flag.IntVar(&o.observeRounds, "observe-rounds", 3, "measured rounds of the observe phase (each: three loads, each on three servers), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
 	flag.DurationVar(&o.hold, "hold", time.Second, "how long the memory phase's streams stay open, once all have had their first event, before the server's RSS is read")
@@ -317,7 +318,7 @@ func bench(ctx context.Context, o options, rep *report) error {
 	}
 	if o.runs("observe") {
 		ob, err := observePhase(ctx, o, bin, tmp, settings)
-		rep.observe = &ob
+		rep.observe = ob
 		if err != nil {
 			return err
 		}

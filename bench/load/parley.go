@@ -116,7 +116,8 @@ func (p *parley) adminURL() string {
 }
 
 // parleyEnv is the environment of the server and its CLI: the parent's, minus every setting
-// the server reads (so a developer's PARLEY_DATABASE_URL cannot redirect the run), plus ours.
+// the server reads (so a developer's PARLEY_DATABASE_URL cannot redirect the run, nor an
+// OTEL_EXPORTER_OTLP_ENDPOINT trace it), plus ours.
 // serverSettings are what the benchmark varies in the server's environment.
 type serverSettings struct {
 	upstreamURL, upstreamKey string
@@ -136,7 +137,7 @@ func parleyEnv(dataDir, configPath string, s serverSettings) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "PARLEY_") || strings.HasPrefix(name, "APP_") ||
-			strings.HasPrefix(name, "UPLOAD_") || strings.HasPrefix(name, "BENCH_OPENAI_") {
+			strings.HasPrefix(name, "UPLOAD_") || strings.HasPrefix(name, "BENCH_OPENAI_") || strings.HasPrefix(name, "OTEL_") {
 			continue
 		}
 		env = append(env, kv)

@@ -179,19 +179,31 @@ func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query 
 }
 
 // endRetrieval ends a retrieval's span (the retrieval span of the GenAI conventions) with what
-// was searched, how, and how many records were found.
+// was searched, how (the methods the datasets were searched with, as Retrieve chooses them), and
+// how many records were found.
 func endRetrieval(span trace.Span, datasets []store.Dataset, query string, rm RetrievalModel, hits int, err error) {
 	if span.IsRecording() {
 		names := make([]string, len(datasets))
+		var methods []string
 		for i, d := range datasets {
 			names[i] = d.Name
+			m := rm.SearchMethod
+			switch {
+			case d.IndexingTechnique == store.TechniqueEconomy:
+				m = SearchKeyword
+			case m == SearchKeyword:
+				m = SearchFullText
+			}
+			if !slices.Contains(methods, m) {
+				methods = append(methods, m)
+			}
 		}
 		if len(datasets) == 1 {
 			span.SetName("retrieval " + datasets[0].Name)
 			span.SetAttributes(tracing.GenAIDataSourceID.String(datasets[0].ID))
 		}
 		span.SetAttributes(tracing.GenAIOperation.String("retrieval"), tracing.KnowledgeDatasets.StringSlice(names),
-			tracing.KnowledgeDatasetIDs.StringSlice(ids(datasets)), tracing.KnowledgeMethod.String(rm.SearchMethod),
+			tracing.KnowledgeDatasetIDs.StringSlice(ids(datasets)), tracing.KnowledgeMethod.StringSlice(methods),
 			tracing.KnowledgeTopK.Int(rm.TopK), tracing.KnowledgeHits.Int(hits))
 		if tracing.CaptureContent() {
 			span.SetAttributes(tracing.GenAIRetrievalQuery.String(query))

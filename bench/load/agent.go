@@ -236,17 +236,17 @@ func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds 
 			measured()
 		}
 		for _, v := range variants {
-			p := p
+			server := p
 			if v.server != nil {
-				p = v.server
+				server = v.server
 			}
 			d := o.duration
 			if round == 0 {
 				d = warm
 			}
 			var steps atomic.Int64
-			p.settle(ctx)
-			cpu0, _ := procCPU(p.pid)
+			server.settle(ctx)
+			cpu0, _ := procCPU(server.pid)
 			self0 := selfCPU()
 			win := blockingWindow(ctx, o.workers, d, func(ctx context.Context, w int) error {
 				n, err := v.do(ctx, w)
@@ -258,12 +258,12 @@ func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if !p.alive() {
-				return fmt.Errorf("parley exited during the %s phase; log:\n%s", phase, p.logTail())
+			if !server.alive() {
+				return fmt.Errorf("parley exited during the %s phase; log:\n%s", phase, server.logTail())
 			}
 			win.selfCPU = selfCPU() - self0
-			p.settle(ctx)
-			cpu1, _ := procCPU(p.pid)
+			server.settle(ctx)
+			cpu1, _ := procCPU(server.pid)
 			win.serverCPU = cpu1 - cpu0
 			label := fmt.Sprintf("round %d/%d", round, rounds)
 			if round == 0 {

@@ -11,12 +11,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/conversations"
 	"github.com/parleyhq/parley/internal/limiter"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
@@ -24,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // chatStack is the whole chat path in one process: Echo and the validators, auth, the run
@@ -46,6 +51,13 @@ type benchStack struct {
 }
 
 func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {
+	b.Helper()
+	return newObservedStack(b, mode, nil)
+}
+
+// newObservedStack is newBenchStack recording metrics in m (nil: none) and spans when tracing
+// is on.
+func newObservedStack(b testing.TB, mode ValidationMode, m *metrics.Metrics) *benchStack {
 	b.Helper()
 	ctx := context.Background()
 	up := openaitest.NewServer(openaitest.WithoutRequestLog())
@@ -77,15 +89,15 @@ apps:
 	completionKey, _, _ := keys.Create(ctx, auth.KindApp, synced["writer"].ID)
 	catalog := models.NewCatalog(file.Providers, getenv)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey), Logger: log})
-	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log,
+	svc := chat.New(chat.Options{Store: st, Models: catalog, Providers: registry.New(catalog.APIKey).WithMetrics(m), Logger: log})
+	engine := run.New(run.Options{Store: st, Limiter: limiter.NewLocal(), Tasks: tasks.NewLocal(), Logger: log, Metrics: m,
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: svc.Chatbot()},
 			config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
 		}})
 	b.Cleanup(func() { _ = engine.Shutdown(context.Background()) })
 	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine,
-		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode})
+		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode, Metrics: m})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,6 +170,35 @@ func BenchmarkOpenAIChat(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					post(b, h, "/v1/chat/completions", key, fmt.Sprintf(`{"model":"bench","messages":[{"role":"user","content":"hi"}],"user":"u%d","stream":%v}`, n.Add(1), stream))
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkChatObserved is BenchmarkChatBlocking and BenchmarkChatStreaming with tracing and
+// metrics on: every span is made, batched and handed to an exporter that drops it, and every
+// metric is recorded. Next to those benchmarks it is the cost of observing a chat in the
+// process, without the network an exporter adds.
+func BenchmarkChatObserved(b *testing.B) {
+	for _, streaming := range []bool{false, true} {
+		b.Run(fmt.Sprintf("streaming=%v", streaming), func(b *testing.B) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			tracing.Use(tp.Tracer("bench"), false)
+			b.Cleanup(func() {
+				tracing.Use(nil, false)
+				_ = tp.Shutdown(context.Background())
+			})
+			s := newObservedStack(b, ValidationLog, metrics.New())
+			mode := "blocking"
+			if streaming {
+				mode = "streaming"
+			}
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					post(b, s.h, "/v1/chat-messages", s.chatKey, fmt.Sprintf(`{"query":"hi","inputs":{},"user":"u%d","response_mode":%q,"auto_generate_name":false}`, n.Add(1), mode))
 				}
 			})
 		})

@@ -169,7 +169,7 @@ func (es *eventsStream) envelope(taskID string) *run.Run {
 func (es *eventsStream) VisitStreamWorkflowEventsResponse(w http.ResponseWriter) error {
 	s, i := es.srv, es.info
 	out := s.startStream(w)
-	defer out.Close()
+	defer s.endStream(out)
 	if i.Run.Status != workflow.StatusPaused && i.Run.Status != workflow.StatusRunning && len(es.caught) == 0 {
 		// A finished run whose last segment the log no longer holds: its one workflow_finished.
 		data, err := newEventEncoder(es.envelope(i.Run.ID)).encode(es.finished())

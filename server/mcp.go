@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/version"
 )
 
@@ -33,8 +34,8 @@ import (
 // cannot describe: one path, one method, and bodies whose shape depends on the JSON-RPC method.
 // It is therefore not part of api/openapi.yaml, and is not behind the contract's validators.
 // It gets an Echo of its own, mounted in front of the API's (New, through e.Pre), whose
-// middleware is the API's guards applied explicitly: the request id, the access log (its route
-// is the template, never the code), panic recovery, and the body cap and timer. Every refusal
+// middleware is the API's guards applied explicitly: the request id, the request's span and
+// metrics, the access log (its route is the template, never the code), panic recovery, and the body cap and timer. Every refusal
 // is a JSON-RPC error, never the API's {code, message, status} body; see docs/mcp-server.md.
 //
 // Behind the checks of the request and the server code, the official MCP SDK's Streamable
@@ -94,6 +95,9 @@ func (s *Server) newMCP(opts Options) *mcpEndpoint {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.mcpErrorHandler
 	e.Use(requestID()...)
+	if tracing.On() || s.metrics != nil {
+		e.Use(s.observe)
+	}
 	e.Use(s.accessLog)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		// The route, never the path: the path holds the server code.

@@ -454,7 +454,7 @@ func (st *openAIStream) VisitCreateOpenAIResponseResponse(w http.ResponseWriter)
 func (st *openAIStream) write(w http.ResponseWriter) error {
 	out := st.srv.startStream(w)
 	out.SetPingFrame(sse.CommentPingFrame)
-	defer out.Close()
+	defer st.srv.endStream(out)
 	r := st.run
 	// The answer's opening goes out at once, as OpenAI's streams start.
 	if st.sink.start(out) != nil || out.Flush() != nil {

@@ -48,7 +48,7 @@ func (rs *runStream) VisitSendCompletionMessageResponse(w http.ResponseWriter) e
 
 func (rs *runStream) write(w http.ResponseWriter) error {
 	out := rs.srv.startStream(w)
-	defer out.Close()
+	defer rs.srv.endStream(out)
 	r := rs.run
 	// The first byte goes out at once, so clients and proxies see the stream has started.
 	if err := out.Ping(); err != nil {

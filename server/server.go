@@ -34,10 +34,12 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/logctx"
 	"github.com/parleyhq/parley/internal/mcpserver"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/sse"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
 )
 
@@ -105,6 +107,8 @@ type Options struct {
 	// (PARLEY_FILES_URL); empty: the origin of each request. Links to the server's own
 	// resources, such as the default provider icon, start with it.
 	PublicURL string
+	// Metrics records requests and open streams; nil: no metrics.
+	Metrics *metrics.Metrics
 }
 
 // Server implements gen.StrictServerInterface.
@@ -139,11 +143,14 @@ type Server struct {
 	events eventlog.Log
 	// mcp finds the MCP servers of apps (mcp.go).
 	mcp *mcpserver.Service
+	// metrics records requests and open streams (observe.go); nil when off.
+	metrics *metrics.Metrics
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// New builds the HTTP handler: Echo with, in order, the body cap and timer, the response
+// New builds the HTTP handler: Echo with, in order, the request's span and metrics (when tracing
+// or metrics are on: observe.go), the body cap and timer, the response
 // validator, the request validator (which authenticates first, and scans JSON bodies before it
 // decodes them: jsonbody.go), the refusal of text that cannot be stored, and the strict handlers
 // under BasePath. With Options.MCP, the MCP endpoint of published apps is served beside them,
@@ -168,7 +175,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
 		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/"),
-		mcp: opts.MCP}
+		mcp: opts.MCP, metrics: opts.Metrics}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -210,6 +217,9 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}
 	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)
+	if tracing.On() || s.metrics != nil {
+		e.Use(s.observe)
+	}
 	e.Use(s.accessLog)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 		s.log.ErrorContext(c.Request().Context(), "panic", "error", err, "path", c.Request().URL.Path, "stack", string(stack))

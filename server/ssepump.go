@@ -8,11 +8,19 @@ import (
 	"github.com/parleyhq/parley/internal/sse"
 )
 
-// startStream sends a stream's headers and returns its writer; the caller closes it.
+// startStream sends a stream's headers and returns its writer; the caller ends it with
+// endStream.
 func (s *Server) startStream(w http.ResponseWriter) *sse.Writer {
 	sse.Headers(w)
 	w.WriteHeader(http.StatusOK)
+	s.metrics.StreamOpened()
 	return sse.NewWriter(w, s.streamStall)
+}
+
+// endStream closes a stream startStream started.
+func (s *Server) endStream(out *sse.Writer) {
+	out.Close()
+	s.metrics.StreamClosed()
 }
 
 // frameSource gives a Server-Sent Events stream its frames: a live run's events, or a run's

@@ -140,10 +140,12 @@ func checkAgentTurn(r agentTurn) error {
 	return nil
 }
 
-// agentVariant is one kind of load in the agent phase.
+// agentVariant is one kind of load in the agent phase (and the graph and observe phases).
 type agentVariant struct {
 	name string
-	do   func(ctx context.Context, worker int) (steps int, err error)
+	// server is the server the load goes to, when it is not the phase's (the observe phase).
+	server *parley
+	do     func(ctx context.Context, worker int) (steps int, err error)
 	// rounds are the measured windows; steps[i] the agent steps (or requests) of rounds[i].
 	rounds []window
 	steps  []int64
@@ -220,23 +222,31 @@ func agentPhase(ctx context.Context, o options, p *parley, through *target) (age
 		return r.steps, err
 	}}
 	res.variants = []*agentVariant{res.chat, res.agent}
-	return res, measureCPU(ctx, o, p, "agent", o.agentRounds, res.variants)
+	return res, measureCPU(ctx, o, p, "agent", o.agentRounds, res.variants, nil)
 }
 
 // measureCPU runs interleaved windows of the variants (a warm-up, then rounds measured ones),
 // each with the phase's workers sending back to back, and records each window's requests, steps,
-// latencies and the server's CPU over it and its settling.
-func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds int, variants []*agentVariant) error {
+// latencies and the server's CPU (p's, or the variant's own server's) over it and its settling.
+// measured, when not nil, is called once the warm-up is over.
+func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds int, variants []*agentVariant, measured func()) error {
 	warm := min(o.duration, time.Second)
 	for round := 0; round <= rounds; round++ {
+		if round == 1 && measured != nil {
+			measured()
+		}
 		for _, v := range variants {
+			server := p
+			if v.server != nil {
+				server = v.server
+			}
 			d := o.duration
 			if round == 0 {
 				d = warm
 			}
 			var steps atomic.Int64
-			p.settle(ctx)
-			cpu0, _ := procCPU(p.pid)
+			server.settle(ctx)
+			cpu0, _ := procCPU(server.pid)
 			self0 := selfCPU()
 			win := blockingWindow(ctx, o.workers, d, func(ctx context.Context, w int) error {
 				n, err := v.do(ctx, w)
@@ -248,12 +258,12 @@ func measureCPU(ctx context.Context, o options, p *parley, phase string, rounds 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if !p.alive() {
-				return fmt.Errorf("parley exited during the %s phase; log:\n%s", phase, p.logTail())
+			if !server.alive() {
+				return fmt.Errorf("parley exited during the %s phase; log:\n%s", phase, server.logTail())
 			}
 			win.selfCPU = selfCPU() - self0
-			p.settle(ctx)
-			cpu1, _ := procCPU(p.pid)
+			server.settle(ctx)
+			cpu1, _ := procCPU(server.pid)
 			win.serverCPU = cpu1 - cpu0
 			label := fmt.Sprintf("round %d/%d", round, rounds)
 			if round == 0 {

@@ -180,5 +180,5 @@ func graphPhase(ctx context.Context, o options, p *parley, through *target) (gra
 		return 1, check(ctx, graph, graphBodies[w], want)
 	}}
 	res.variants = []*agentVariant{res.chat, res.graph}
-	return res, measureCPU(ctx, o, p, "graph", o.graphRounds, res.variants)
+	return res, measureCPU(ctx, o, p, "graph", o.graphRounds, res.variants, nil)
 }

@@ -16,7 +16,11 @@
 //     (phase "graph", reported as 2c, on the same server);
 //  6. with -postgres and -redis (phase "replicas", reported as 4): blocking chats per second and
 //     open streams with 1 and with 3 replicas on a fresh PostgreSQL database and that Redis, each
-//     deployment behind a round-robin reverse proxy in this process, as a ratio.
+//     deployment behind a round-robin reverse proxy in this process, as a ratio;
+//  7. when named in -phases (phase "observe", reported as 5): the server's CPU per blocking and
+//     streamed Chatbot request and per run of the 20-node Chatflow with tracing and metrics off,
+//     with metrics, and with metrics and tracing, three servers in interleaved windows, as
+//     ratios (bench/load/observe.go).
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):
@@ -68,6 +72,7 @@ type options struct {
 	chunkDelay, firstByte       time.Duration
 	workers, blockRounds        int
 	agentRounds, graphRounds    int
+	observeRounds               int
 	duration                    time.Duration
 	open                        int
 	releaseWait                 time.Duration
@@ -95,6 +100,7 @@ func parseFlags() options {
 	flag.IntVar(&o.blockRounds, "block-rounds", 5, "measured rounds of the blocking phase (each: direct and every Parley variant), after a 1 s warm-up")
 	flag.IntVar(&o.graphRounds, "graph-rounds", 3, "measured rounds of the graph phase (each: a Chatbot window, then a Chatflow window), after a 1 s warm-up")
 	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
+	flag.IntVar(&o.observeRounds, "observe-rounds", 3, "measured rounds of the observe phase (each: three loads, each on three servers), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
 	flag.DurationVar(&o.hold, "hold", time.Second, "how long the memory phase's streams stay open, once all have had their first event, before the server's RSS is read")
@@ -104,7 +110,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,jobs,memory,replicas", "phases to run, comma-separated")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,jobs,memory,replicas", "phases to run, comma-separated; observe (the cost of tracing and metrics) runs only when named")
 	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
@@ -114,8 +120,8 @@ func parseFlags() options {
 
 func (o options) validate() error {
 	switch {
-	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.graphRounds < 1 || o.open < 1:
-		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds, -graph-rounds and -open must be at least 1")
+	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.graphRounds < 1 || o.observeRounds < 1 || o.open < 1:
+		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds, -graph-rounds, -observe-rounds and -open must be at least 1")
 	case o.light < 0:
 		return errors.New("-light must not be negative")
 	case o.duration <= 0:
@@ -132,7 +138,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "jobs", "memory", "replicas"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "jobs", "memory", "replicas", "observe"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -309,6 +315,13 @@ func bench(ctx context.Context, o options, rep *report) error {
 		}
 		p.stop()
 		rep.memoryLog = p.logSummary()
+	}
+	if o.runs("observe") {
+		ob, err := observePhase(ctx, o, bin, tmp, settings)
+		rep.observe = ob
+		if err != nil {
+			return err
+		}
 	}
 	if o.runs("replicas") {
 		if o.postgres == "" || o.redis == "" {

@@ -106,10 +106,18 @@ type parley struct {
 	errs     atomic.Int64
 	contract atomic.Int64 // "response violates the contract" lines
 	firstBad atomic.Value // string: the first WARN/ERROR line
+	admin    atomic.Value // string: the admin listener's URL (PARLEY_DEBUG_ADDR), once logged
+}
+
+// adminURL is the server's admin listener (profiles, metrics), "" when it has none.
+func (p *parley) adminURL() string {
+	u, _ := p.admin.Load().(string)
+	return u
 }
 
 // parleyEnv is the environment of the server and its CLI: the parent's, minus every setting
-// the server reads (so a developer's PARLEY_DATABASE_URL cannot redirect the run), plus ours.
+// the server reads (so a developer's PARLEY_DATABASE_URL cannot redirect the run, nor an
+// OTEL_EXPORTER_OTLP_ENDPOINT trace it), plus ours.
 // serverSettings are what the benchmark varies in the server's environment.
 type serverSettings struct {
 	upstreamURL, upstreamKey string
@@ -129,7 +137,7 @@ func parleyEnv(dataDir, configPath string, s serverSettings) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "PARLEY_") || strings.HasPrefix(name, "APP_") ||
-			strings.HasPrefix(name, "UPLOAD_") || strings.HasPrefix(name, "BENCH_OPENAI_") {
+			strings.HasPrefix(name, "UPLOAD_") || strings.HasPrefix(name, "BENCH_OPENAI_") || strings.HasPrefix(name, "OTEL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -276,8 +284,11 @@ func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parle
 // violations, and keeps the last lines.
 func (p *parley) logLine(raw []byte) {
 	line := string(raw)
-	var rec struct{ Level, Msg string }
+	var rec struct{ Level, Msg, URL string }
 	_ = json.Unmarshal(raw, &rec)
+	if rec.Msg == "debug listener" {
+		p.admin.Store(strings.TrimSuffix(rec.URL, "/debug/pprof/"))
+	}
 	bad := false
 	switch rec.Level {
 	case "WARN":

@@ -21,6 +21,7 @@ type report struct {
 	mainLog, memoryLog string
 	replicas           []*replicasSide
 	replicasSkipped    string
+	observe            *observeResult
 	endLoad            string
 }
 
@@ -66,6 +67,9 @@ func (r *report) String() string {
 	}
 	if r.replicas != nil || r.replicasSkipped != "" {
 		r.writeReplicas(&b)
+	}
+	if r.observe != nil {
+		r.writeObserve(&b)
 	}
 	r.writeTargets(&b)
 	if r.endLoad != "" {

@@ -41,7 +41,9 @@ type coordination struct {
 	// shared says whether replicas share the coordination (Redis).
 	shared bool
 	// ps is the pub/sub replicas share (Redis), nil in one process.
-	ps    pubsub.PubSub
+	ps pubsub.PubSub
+	// pools are the Redis clients by name, for the metrics of their connection pools.
+	pools map[string]interface{ PoolStats() *redis.PoolStats }
 	close func()
 }
 
@@ -70,6 +72,7 @@ func openCoordination(ctx context.Context, cfg *config.Config, st *store.Store, 
 	c.limiter = redislimiter.New(client, cfg.RedisKeyPrefix, redislimiter.WithLease(cfg.SlotLease), redislimiter.WithLogger(log))
 	c.quota = redisquota.New(client, cfg.RedisKeyPrefix)
 	c.tasks, c.shared = reg, true
+	c.pools = map[string]interface{ PoolStats() *redis.PoolStats }{"main": client, "events": evClient}
 	c.checks = append(c.checks, health.Check{Name: "redis", Ping: func(ctx context.Context) error { return redisx.Ping(ctx, client) }})
 	c.close = func() {
 		reg.Close()

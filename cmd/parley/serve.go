@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
 
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/annotations"
@@ -39,9 +40,11 @@ import (
 	"github.com/parleyhq/parley/internal/knowledge"
 	"github.com/parleyhq/parley/internal/knowledge/sandbox"
 	"github.com/parleyhq/parley/internal/mcpserver"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/internal/version"
 	"github.com/parleyhq/parley/server"
@@ -96,6 +99,31 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			return err
 		}
 	}
+	// Traces go to an OTLP endpoint when the OpenTelemetry variables name one; metrics are kept
+	// when the admin listener, which serves them, is configured. Both are set up before anything
+	// that observes requests, runs, model calls or jobs is built.
+	stopTracing, err := tracing.Setup(ctx, getenv, tracing.Settings{CaptureContent: cfg.OTelCaptureContent,
+		Version: version.String(), Logger: e.log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans still buffered go out before the process ends.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			e.log.Warn("tracing: flushing the last spans failed", "error", err)
+		}
+	}()
+	var meters *metrics.Metrics
+	if cfg.DebugAddr != "" {
+		meters = metrics.New()
+		err := meters.Register(collectors.NewDBStatsCollector(e.store.DB(), e.store.Dialect()),
+			metrics.JobQueue(func(ctx context.Context) ([]metrics.QueueCount, error) { return jobCounts(ctx, e.store) }))
+		if err != nil {
+			return err
+		}
+	}
 	appRegistry := e.apps
 	keys := auth.New(e.store, auth.WithLogger(e.log))
 	defer keys.Close()
@@ -114,11 +142,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	fileSvc := files.New(files.Options{Store: e.store, Blobs: fileStore.blobs, Limits: cfg.Upload,
 		AllowPrivateNetworks: cfg.RemoteFilesAllowPrivate, Logger: e.log,
 		SigningKey: signingKey, PublicURL: cfg.FilesURL, AccessTimeout: cfg.FilesAccessTimeout})
-	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout)
+	providerSet := registry.New(catalog.APIKey).WithCallTimeout(cfg.ModelCallTimeout).WithMetrics(meters)
 	// Background jobs are rows in the database, run by whichever replica claims them first and
 	// held by a lease its worker renews; a dead replica's jobs are taken over when it expires.
 	indexQueue := jobs.NewDurable(jobs.DurableOptions{Store: e.store, Workers: cfg.IndexingWorkers,
-		Lease: cfg.JobLease, Poll: cfg.JobPoll, Logger: e.log})
+		Lease: cfg.JobLease, Poll: cfg.JobPoll, Logger: e.log, Metrics: meters})
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("locate the parley binary for document extraction: %w", err)
@@ -193,6 +221,11 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		return err
 	}
 	defer coord.close()
+	if meters != nil && len(coord.pools) > 0 {
+		if err := meters.Register(metrics.RedisPools(coord.pools)); err != nil {
+			return err
+		}
+	}
 	stopSharing, err := shareVectors(ctx, coord, e.store, vectors, e.log)
 	if err != nil {
 		return err
@@ -201,7 +234,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	engine = run.New(run.Options{
 		Store: e.store, Limiter: coord.limiter, Tasks: coord.tasks, Logger: e.log,
 		StaleAfter: cfg.RunStaleAfter, Moderation: moderation.New(catalog, providerSet), ModerationBuffer: cfg.ModerationBufferSize,
-		Annotations: annotationSvc, Speech: audioSvc, Quota: server.RunQuota(coord.quota, e.log),
+		Annotations: annotationSvc, Speech: audioSvc, Metrics: meters, Quota: server.RunQuota(coord.quota, e.log),
 		Kinds: map[string]run.Kind{
 			config.AppModeChat:       {Runner: chatSvc.Chatbot()},
 			config.AppModeCompletion: {Runner: chatSvc.Completion(), OneShot: true},
@@ -260,6 +293,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		HumanInput:   humanInput,
 		MCP:          mcpserver.New(e.store),
 		PublicURL:    cfg.FilesURL,
+		Metrics:      meters,
 		Logger:       e.log,
 		Validation:   mode,
 		MaxBodyBytes: cfg.MaxBodyBytes,
@@ -294,9 +328,9 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	// Profiles are served on an address of their own, never on the API's listener.
+	// Profiles and metrics are served on an address of their own, never on the API's listener.
 	if cfg.DebugAddr != "" {
-		dbg, err := debugsrv.Start(cfg.DebugAddr, e.log)
+		dbg, err := debugsrv.Start(cfg.DebugAddr, e.log, meters.Handler())
 		if err != nil {
 			ln.Close()
 			return err
@@ -369,6 +403,19 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	}
 	e.log.Info("stopped")
 	return err
+}
+
+// jobCounts is the job queue's depth for its metrics.
+func jobCounts(ctx context.Context, st *store.Store) ([]metrics.QueueCount, error) {
+	counts, err := st.JobCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.QueueCount, len(counts))
+	for i, c := range counts {
+		out[i] = metrics.QueueCount{Kind: c.Kind, State: c.State, Jobs: c.Jobs, OldestDue: c.OldestDue}
+	}
+	return out, nil
 }
 
 // bannerApps is how many apps the start-up banner names; `parley apps list` shows them all.

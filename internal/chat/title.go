@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -118,7 +119,8 @@ func (s *Service) HandleNameJob(ctx context.Context, job jobs.Job) error {
 		s.log.WarnContext(ctx, "generate conversation name: model", "conversation_id", p.ConversationID, "error", err)
 		return nil
 	}
-	s.name(ctx, app, p.EndUserID, p.ConversationID, m, p.Query)
+	// The naming call's tokens and cost are the app's, as its answers' are.
+	s.name(metrics.WithApp(ctx, app.Name), app, p.EndUserID, p.ConversationID, m, p.Query)
 	return ctx.Err() // cut short by shutdown: the job goes back to the queue
 }
 

@@ -36,8 +36,12 @@ import (
 // exported so that the CLI can override Addr, DataDir, ConfigPath and
 // DatabaseURL from flags after [Load]; call [Config.Validate] after doing so.
 type Config struct {
-	// DebugAddr is where the admin listener (profiles) listens (PARLEY_DEBUG_ADDR); empty: off.
+	// DebugAddr is where the admin listener (profiles and metrics) listens (PARLEY_DEBUG_ADDR);
+	// empty: off.
 	DebugAddr string
+	// OTelCaptureContent puts prompts, answers, tool arguments and results and retrieval
+	// queries on spans (PARLEY_OTEL_CAPTURE_CONTENT); off, spans carry no content.
+	OTelCaptureContent bool
 	// Addr is the TCP listen address (PARLEY_ADDR).
 	Addr string
 	// DataDir holds the SQLite database and uploaded files (PARLEY_DATA_DIR).
@@ -301,7 +305,8 @@ func (c *Config) Validate() error {
 	if err := checkAddr(c.Addr); err != nil {
 		bad("PARLEY_ADDR", "%v", err)
 	}
-	if c.DebugAddr != "" && c.DebugAddr == c.Addr {
+	// Port 0 asks for any free port, which is never the API's (tests give both one).
+	if c.DebugAddr != "" && c.DebugAddr == c.Addr && !strings.HasSuffix(c.Addr, ":0") {
 		bad("PARLEY_DEBUG_ADDR", "must differ from PARLEY_ADDR (%s): profiles are never served on the API's listener", c.Addr)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {

@@ -131,6 +131,7 @@ func TestLoadValues(t *testing.T) {
 		{"debug listener off", nil, func(c *Config) bool { return c.DebugAddr == "" }},
 		{"debug listener on a bare port is loopback", map[string]string{"PARLEY_DEBUG_ADDR": ":6060"}, func(c *Config) bool { return c.DebugAddr == "127.0.0.1:6060" }},
 		{"debug listener with a host", map[string]string{"PARLEY_DEBUG_ADDR": "0.0.0.0:6060"}, func(c *Config) bool { return c.DebugAddr == "0.0.0.0:6060" }},
+		{"both listeners on free ports", map[string]string{"PARLEY_ADDR": "127.0.0.1:0", "PARLEY_DEBUG_ADDR": "127.0.0.1:0"}, func(c *Config) bool { return c.DebugAddr == "127.0.0.1:0" }},
 		{"grace", map[string]string{"PARLEY_SHUTDOWN_GRACE": "1m30s"}, func(c *Config) bool { return c.ShutdownGrace == 90*time.Second }},
 		{"grace zero", map[string]string{"PARLEY_SHUTDOWN_GRACE": "0s"}, func(c *Config) bool { return c.ShutdownGrace == 0 }},
 		{"model call cap", map[string]string{"PARLEY_MODEL_CALL_TIMEOUT": "90s"}, func(c *Config) bool { return c.ModelCallTimeout == 90*time.Second }},
@@ -144,6 +145,8 @@ func TestLoadValues(t *testing.T) {
 			return c.WorkflowVersionExecution == WorkflowVersionExecutionNotAllowed
 		}},
 		{"private fetch", map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "true"}, func(c *Config) bool { return c.RemoteFilesAllowPrivate }},
+		{"content off spans", nil, func(c *Config) bool { return !c.OTelCaptureContent }},
+		{"content on spans", map[string]string{"PARLEY_OTEL_CAPTURE_CONTENT": "true"}, func(c *Config) bool { return c.OTelCaptureContent }},
 		{"tool networks", map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": " 127.0.0.1, 10.1.2.3/16,::1 "}, func(c *Config) bool {
 			return fmt.Sprint(c.ToolsAllowedNetworks) == "[127.0.0.1/32 10.1.0.0/16 ::1/128]"
 		}},

@@ -26,6 +26,10 @@ func options() []option {
 		// The admin listener (profiles); off unless set, loopback unless a host is given.
 		{name: "PARLEY_DEBUG_ADDR", def: "",
 			parse: set(parseDebugAddr, func(c *Config) *string { return &c.DebugAddr })},
+		// Prompts, answers, tool arguments and results, and retrieval queries on spans; traces
+		// themselves are set by the OpenTelemetry variables (OTEL_EXPORTER_OTLP_ENDPOINT, …).
+		{name: "PARLEY_OTEL_CAPTURE_CONTENT", def: "false",
+			parse: set(parseBool, func(c *Config) *bool { return &c.OTelCaptureContent })},
 		{name: "PARLEY_DATA_DIR", def: "./data",
 			parse: set(parseString, func(c *Config) *string { return &c.DataDir })},
 		{name: "PARLEY_CONFIG", def: "",

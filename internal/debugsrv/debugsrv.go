@@ -1,6 +1,6 @@
 // Package debugsrv is the admin listener of a server (PARLEY_DEBUG_ADDR): Go's profiles
 // (net/http/pprof) for an operator who wants to see where a live server spends its CPU and
-// memory. It is off unless configured, on loopback unless a host is given, and never on the
+// memory, and the server's Prometheus metrics at /metrics (internal/metrics). It is off unless configured, on loopback unless a host is given, and never on the
 // API's listener: the API is served by its own handler, which knows nothing of these routes.
 //
 // Importing net/http/pprof also registers its routes on http.DefaultServeMux; nothing in Parley
@@ -18,9 +18,13 @@ import (
 	"time"
 )
 
-// Handler serves the profiles under /debug/pprof/ and a short index at /.
-func Handler() http.Handler {
+// Handler serves the profiles under /debug/pprof/, metrics (when not nil) at /metrics, and a
+// short index at /.
+func Handler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -30,6 +34,9 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "Parley admin listener\n\n/debug/pprof/  Go profiles: go tool pprof http://HOST/debug/pprof/profile?seconds=30\n")
+		if metrics != nil {
+			fmt.Fprint(w, "/metrics       Prometheus metrics\n")
+		}
 	})
 	return mux
 }
@@ -46,15 +53,15 @@ type Server struct {
 	URL string
 }
 
-// Start listens on addr and serves Handler until Shutdown. A listener on anything but loopback
-// is logged as a warning: profiles show the process's command line and memory.
-func Start(addr string, log *slog.Logger) (*Server, error) {
+// Start listens on addr and serves Handler(metrics) until Shutdown. A listener on anything but
+// loopback is logged as a warning: profiles show the process's command line and memory.
+func Start(addr string, log *slog.Logger, metrics http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on PARLEY_DEBUG_ADDR %s: %w", addr, err)
 	}
 	s := &Server{
-		srv: &http.Server{Handler: Handler(), ReadHeaderTimeout: 10 * time.Second,
+		srv: &http.Server{Handler: Handler(metrics), ReadHeaderTimeout: 10 * time.Second,
 			WriteTimeout: maxProfileTime + 30*time.Second, IdleTimeout: 2 * time.Minute},
 		served: make(chan error, 1),
 		URL:    "http://" + ln.Addr().String(),

@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // Defaults of a Durable queue for zero DurableOptions fields.
@@ -61,6 +63,8 @@ type DurableOptions struct {
 	Backoff func(attempt int) time.Duration
 	// Logger receives handler errors and panics (discarded if nil).
 	Logger *slog.Logger
+	// Metrics records each run of a job: its wait, its duration and how it ended; nil: none.
+	Metrics *metrics.Metrics
 }
 
 // Durable is the Queue kept in the database: jobs survive the process that queued them, any
@@ -170,7 +174,9 @@ func (q *Durable) EnqueueAt(ctx context.Context, job Job, at time.Time) (string,
 	if at.IsZero() {
 		at = now
 	}
-	row := store.JobRow{ID: id, Kind: job.Kind, Payload: bytes.Clone(job.Payload), MaxAttempts: q.o.MaxAttempts, RunAfter: at}
+	// The job's span will link to the span queuing it (tracing.StartLinked).
+	row := store.JobRow{ID: id, Kind: job.Kind, Payload: bytes.Clone(job.Payload), MaxAttempts: q.o.MaxAttempts, RunAfter: at,
+		TraceParent: tracing.TraceParent(ctx)}
 	if started && !at.After(now) && int(q.idle.Load()) > len(q.handoff) {
 		row.State, row.Attempts, row.LeaseOwner, row.LeaseUntil = store.JobRunning, 1, q.o.Owner, now.Add(q.o.Lease)
 		if err := q.o.Store.InsertJob(ctx, row); err != nil {
@@ -327,15 +333,40 @@ func (q *Durable) take(ctx context.Context, j *store.JobRow) bool {
 	return true
 }
 
+// Outcomes of a job's run, for its span and metrics.
+const (
+	outcomeCompleted = "completed"
+	outcomeRetried   = "retried"
+	outcomeFailed    = "failed"
+	outcomeReleased  = "released"
+	outcomeLeaseLost = "lease_lost"
+)
+
 // run runs one claimed job, renewing its lease until the handler returns, and records the
-// outcome.
+// outcome. The run is a span of its own trace, linked to the span that queued the job.
 func (q *Durable) run(ctx context.Context, j *store.JobRow) {
+	started := time.Now()
+	ctx, span := tracing.StartLinked(ctx, "job", j.TraceParent)
+	if span.IsRecording() {
+		span.SetName("job " + j.Kind)
+		span.SetAttributes(tracing.JobKind.String(j.Kind), tracing.JobID.String(j.ID), tracing.JobAttempt.Int(j.Attempts))
+	}
+	outcome, failure := outcomeFailed, error(nil)
+	defer func() {
+		q.o.Metrics.JobRan(j.Kind, outcome, started.Sub(j.RunAfter), time.Since(started))
+		if span.IsRecording() {
+			span.SetAttributes(tracing.JobOutcome.String(outcome))
+			tracing.Fail(span, failure)
+		}
+		span.End()
+	}()
 	bg := context.WithoutCancel(ctx)
 	log := q.o.Logger.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempts)
 	if j.Attempts > j.MaxAttempts {
 		// Every attempt ended with its lease expiring: the handler crashes or wedges its worker.
 		msg := fmt.Sprintf("the job was claimed %d times and never finished", j.MaxAttempts)
 		log.ErrorContext(ctx, "jobs: giving up", "reason", msg)
+		failure = errors.New(msg)
 		if err := q.o.Store.FailJob(bg, j.ID, q.o.Owner, j.Attempts, msg); err != nil {
 			log.ErrorContext(ctx, "jobs: record failure", "error", err)
 		}
@@ -374,17 +405,22 @@ func (q *Durable) run(ctx context.Context, j *store.JobRow) {
 	cancel(nil)
 	<-renewed
 	var rerr error
+	failure = err
 	switch {
 	case lost:
+		outcome = outcomeLeaseLost
 		return // another worker holds the job now
 	case ctx.Err() != nil:
+		outcome = outcomeReleased
 		rerr = q.o.Store.ReleaseJob(bg, j.ID, q.o.Owner, j.Attempts) // shutting down
 	case err == nil:
+		outcome = outcomeCompleted
 		rerr = q.o.Store.CompleteJob(bg, j.ID, q.o.Owner, j.Attempts)
 	case j.Attempts >= j.MaxAttempts:
 		log.ErrorContext(ctx, "jobs: job failed for good", "error", err)
 		rerr = q.o.Store.FailJob(bg, j.ID, q.o.Owner, j.Attempts, err.Error())
 	default:
+		outcome = outcomeRetried
 		wait := q.o.Backoff(j.Attempts)
 		log.WarnContext(ctx, "jobs: job failed; retrying", "error", err, "retry_in", wait)
 		rerr = q.o.Store.RetryJob(bg, j.ID, q.o.Owner, j.Attempts, time.Now().Add(wait), err.Error())

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // MaxQueryLength is the longest retrieval query, in characters.
@@ -72,11 +75,14 @@ func (s *Service) RetrieveDataset(ctx context.Context, datasetID string, in Retr
 }
 
 // Retrieve searches datasets for query with rm. Economy datasets are always searched by
-// keyword. Results are best first, at most rm.TopK.
-func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query string, rm RetrievalModel) ([]Record, error) {
+// keyword. Results are best first, at most rm.TopK. Every retrieval (a chat's, a workflow
+// node's, a hit test) is a span.
+func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query string, rm RetrievalModel) (records []Record, err error) {
 	if rm.TopK <= 0 {
 		rm.TopK = 4
 	}
+	ctx, span := tracing.Start(ctx, "retrieval", trace.SpanKindInternal)
+	defer func() { endRetrieval(span, datasets, query, rm, len(records), err) }()
 	var economy, hq []store.Dataset
 	for _, d := range datasets {
 		switch d.IndexingTechnique {
@@ -162,7 +168,7 @@ func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query 
 	if err := s.rescore(ctx, hq, query, rm, hits, scores, qvecs); err != nil {
 		return nil, err
 	}
-	records := group(hits, scores)
+	records = group(hits, scores)
 	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
 		records = slices.DeleteFunc(records, func(r Record) bool { return r.Score < *rm.ScoreThreshold })
 	}
@@ -170,6 +176,41 @@ func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query 
 		records = records[:rm.TopK]
 	}
 	return records, nil
+}
+
+// endRetrieval ends a retrieval's span (the retrieval span of the GenAI conventions) with what
+// was searched, how (the methods the datasets were searched with, as Retrieve chooses them), and
+// how many records were found.
+func endRetrieval(span trace.Span, datasets []store.Dataset, query string, rm RetrievalModel, hits int, err error) {
+	if span.IsRecording() {
+		names := make([]string, len(datasets))
+		var methods []string
+		for i, d := range datasets {
+			names[i] = d.Name
+			m := rm.SearchMethod
+			switch {
+			case d.IndexingTechnique == store.TechniqueEconomy:
+				m = SearchKeyword
+			case m == SearchKeyword:
+				m = SearchFullText
+			}
+			if !slices.Contains(methods, m) {
+				methods = append(methods, m)
+			}
+		}
+		if len(datasets) == 1 {
+			span.SetName("retrieval " + datasets[0].Name)
+			span.SetAttributes(tracing.GenAIDataSourceID.String(datasets[0].ID))
+		}
+		span.SetAttributes(tracing.GenAIOperation.String("retrieval"), tracing.KnowledgeDatasets.StringSlice(names),
+			tracing.KnowledgeDatasetIDs.StringSlice(ids(datasets)), tracing.KnowledgeMethod.StringSlice(methods),
+			tracing.KnowledgeTopK.Int(rm.TopK), tracing.KnowledgeHits.Int(hits))
+		if tracing.CaptureContent() {
+			span.SetAttributes(tracing.GenAIRetrievalQuery.String(query))
+		}
+		tracing.Fail(span, err)
+	}
+	span.End()
 }
 
 func ids(ds []store.Dataset) []string {

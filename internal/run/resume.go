@@ -4,9 +4,12 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // A workflow run that pauses for human input ends its stream without message_end (the job's
@@ -29,17 +32,21 @@ type Resumption struct {
 }
 
 // Resume starts the next segment of a paused answer. Its events (a new task id) end like a
-// run's: message_end or error, or nothing after the job's own pause events.
-func (e *Engine) Resume(res Resumption) (*Run, error) {
+// run's: message_end or error, or nothing after the job's own pause events. ctx is what resumes
+// it (a form submitted, a timer's job): the segment's span is its child.
+func (e *Engine) Resume(ctx context.Context, res Resumption) (*Run, error) {
 	if e.life.Err() != nil {
 		return nil, ErrShuttingDown
 	}
 	kind := e.kinds[res.App.Mode]
+	_, span := tracing.Start(ctx, "run", trace.SpanKindInternal)
+	nameRun(span, res.App, true)
 	run := &Run{
 		TaskID: store.NewID(), MessageID: res.MessageID, ConversationID: res.ConversationID,
 		WorkflowRunID: res.WorkflowRunID, CreatedAt: res.CreatedAt, Mode: res.App.Mode, EndUserID: res.EndUserID, Resumed: true,
 		workflow: kind.Workflow,
 		events:   make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		span: span, metrics: e.metrics, app: res.App.Name,
 	}
 	if kind.OneShot || kind.Workflow {
 		run.ConversationID = ""
@@ -51,9 +58,10 @@ func (e *Engine) Resume(res Resumption) (*Run, error) {
 	run.out.r = run
 	run.answer.WriteString(res.Answer)
 	run.answerAt = time.Now()
-	run.beatAt = run.answerAt
+	run.beatAt, run.started = run.answerAt, run.answerAt
+	run.describe()
 	e.track(run)
-	runCtx, done := e.tasks.Register(e.life, task)
+	runCtx, done := e.tasks.Register(e.observed(e.life, run), task)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

@@ -19,12 +19,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/limiter"
 	"github.com/parleyhq/parley/internal/logctx"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // DefaultConversationName is the name of a conversation until one is generated or set.
@@ -85,6 +88,8 @@ type Options struct {
 	Annotations Annotations
 	// Speech, if set, reads streamed answers aloud for apps with text-to-speech auto-play.
 	Speech Speech
+	// Metrics records runs, their first tokens and the apps' concurrency slots; nil: none.
+	Metrics *metrics.Metrics
 	// Quota, if set, admits runs against daily limits and counts what they spend.
 	Quota Quota
 }
@@ -129,6 +134,7 @@ type Engine struct {
 
 	annotations Annotations
 	speech      Speech
+	metrics     *metrics.Metrics
 
 	// Run bookkeeping (see keepRuns): live holds this process's runs by message id.
 	interval   time.Duration
@@ -164,7 +170,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, limiter: o.Limiter, tasks: o.Tasks, kinds: o.Kinds, log: o.Logger, buffer: o.EventBuffer,
 		interval: o.ProgressInterval, staleAfter: o.StaleAfter, live: map[string]*Run{}, moderation: o.Moderation, modBuffer: o.ModerationBuffer,
-		annotations: o.Annotations, speech: o.Speech, quota: o.Quota,
+		annotations: o.Annotations, speech: o.Speech, metrics: o.Metrics, quota: o.Quota,
 		life: life, stopLife: func() { stop(ErrShuttingDown) },
 	}
 	e.wg.Add(1)
@@ -243,6 +249,15 @@ type Run struct {
 	// tapEvent and tapEnd are the run's tap (tap.go), nil without one.
 	tapEvent func(Event)
 	tapEnd   func()
+
+	// What observes the run (observe.go): its span, ended with the run (a span that records
+	// nothing when tracing is off), and its metrics (nil when off) with its app's name, when it
+	// started and whether its answer's first text came.
+	span     trace.Span
+	metrics  *metrics.Metrics
+	app      string
+	started  time.Time
+	answered atomic.Bool
 }
 
 // Events delivers the run's events; it is closed after the last one (message_end or error).
@@ -268,8 +283,18 @@ func (r *Run) emit(ev Event) {
 
 // Start admits a message and starts answering it. Errors returned here refuse the request
 // before anything was stored or streamed; failures after acceptance arrive as an error event.
-func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
+func (e *Engine) Start(ctx context.Context, req Request) (_ *Run, err error) {
 	app := req.App
+	// The run's span covers admission, which a refusal ends; an accepted run ends it with its
+	// answer (observe.go).
+	ctx, span := tracing.Start(ctx, "run", trace.SpanKindInternal)
+	nameRun(span, app, false)
+	defer func() {
+		if err != nil {
+			tracing.Fail(span, err)
+			span.End()
+		}
+	}()
 	if e.life.Err() != nil {
 		return nil, ErrShuttingDown
 	}
@@ -283,10 +308,12 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	release, err := e.limiter.Acquire(ctx, app.ID, app.MaxActiveRequests)
 	if err != nil {
 		if errors.Is(err, limiter.ErrLimitExceeded) {
+			e.metrics.RunRejected(app.Name)
 			return nil, &LimitError{AppID: app.ID, Limit: app.MaxActiveRequests}
 		}
 		return nil, err
 	}
+	release = e.countSlot(app, release)
 	accepted := false
 	defer func() {
 		if !accepted {
@@ -339,6 +366,7 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		TaskID: msg.TaskID, MessageID: msg.ID, WorkflowRunID: job.WorkflowRunID, CreatedAt: msg.CreatedAt,
 		Mode: app.Mode, EndUserID: user.ID, workflow: kind.Workflow,
 		events: make(chan Event, e.buffer), detached: make(chan struct{}), finished: make(chan struct{}),
+		span: span, metrics: e.metrics, app: app.Name,
 	}
 	if !kind.OneShot && !kind.Workflow {
 		run.ConversationID = conv.ID
@@ -348,7 +376,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 	job.Work = e.moderated(mod, turn, run, job.Work)
 	run.tts = e.speaker(app, req.Streaming, run)
 	run.answerAt = time.Now()
-	run.beatAt = run.answerAt
+	run.beatAt, run.started = run.answerAt, run.answerAt
+	run.describe()
 	e.track(run)
 	task := tasks.Task{ID: run.TaskID, AppID: app.ID, User: req.User}
 	if kind.Workflow {
@@ -356,8 +385,8 @@ func (e *Engine) Start(ctx context.Context, req Request) (*Run, error) {
 		task.User = ""
 	}
 	// The run outlives its request, so it lives in the engine's context, but its log lines
-	// keep the id of the request that started it.
-	life := e.life
+	// keep the id of the request that started it, and its spans and metrics its own.
+	life := e.observed(e.life, run)
 	if id := logctx.RequestID(ctx); id != "" {
 		life = logctx.WithRequestID(life, id)
 	}
@@ -434,6 +463,9 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	defer close(run.events)
 	defer run.endTap()
 	defer e.untrack(run)
+	// status is how the run ended for its span and metrics, failure why it failed.
+	status, failure := store.MessageStatusNormal, error(nil)
+	defer func() { run.ended(status, failure) }()
 	outcome, err := work.Run(ctx, &run.out)
 	if run.spent != nil {
 		run.spent(int64(outcome.Usage.TotalTokens))
@@ -441,6 +473,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 	if err == nil && outcome.Paused {
 		// The run waits for human input: the stream ends after the job's pause events.
 		e.savePaused(ctx, run)
+		status = statusPaused
 		return
 	}
 	answer := run.out.Answer()
@@ -473,6 +506,7 @@ func (e *Engine) execute(ctx context.Context, run *Run, work Work) {
 			err = perr
 		}
 	}
+	status, failure = result.Status, err
 	var reported *ReportedError
 	if err != nil {
 		e.log.WarnContext(ctx, "run failed", "message_id", run.MessageID, "task_id", run.TaskID, "error", err)

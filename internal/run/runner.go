@@ -154,7 +154,10 @@ func (o *Output) Emit(ev Event) {
 			o.r.version++
 			o.r.mu.Unlock()
 			o.r.tts.write(ev.Answer)
+			o.r.firstText()
 		}
+	case EventTextChunk:
+		o.r.firstText()
 	case EventMessageReplace:
 		o.r.mu.Lock()
 		o.r.answer.Reset()

@@ -87,6 +87,20 @@ FROM documents WHERE indexing_status NOT IN ('completed', 'error') AND NOT is_pa
 `,
 }
 
+// migrationJobTraces keeps with each job the trace context (a W3C traceparent) of the request
+// or run that queued it, so that the job's span, on whichever replica runs it and however much
+// later, links to the work that caused it. Empty when tracing was off.
+var migrationJobTraces = migration{
+	version: 20,
+	name:    "jobs remember the trace that queued them",
+	sqlite: `
+ALTER TABLE jobs ADD COLUMN traceparent TEXT NOT NULL DEFAULT '';
+`,
+	postgres: `
+ALTER TABLE jobs ADD COLUMN traceparent TEXT NOT NULL DEFAULT '';
+`,
+}
+
 // JobKindHumanInputTimer is the job that fires a human-input form's deadline (its timeout or
 // the run's global deadline, whichever comes first); the payload is the form's id. The job is
 // written with the form, in the same transaction, so no form waits without its timer.
@@ -126,6 +140,8 @@ type JobRow struct {
 	LeaseUntil  time.Time
 	LastError   string
 	CreatedAt   time.Time
+	// TraceParent is the W3C traceparent of the span that queued the job, "" for none.
+	TraceParent string
 }
 
 // InsertJob queues a job to run once run_after has passed. A job given in state running with a
@@ -148,9 +164,9 @@ func (s *Store) InsertJob(ctx context.Context, j JobRow) error {
 		j.Payload = []byte{}
 	}
 	_, err := s.exec(ctx, `INSERT INTO jobs
-		(id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?)`,
-		j.ID, j.Kind, j.Payload, state, attempts, j.MaxAttempts, j.RunAfter.UnixMilli(), owner, until, now, now)
+		(id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at, updated_at, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?)`,
+		j.ID, j.Kind, j.Payload, state, attempts, j.MaxAttempts, j.RunAfter.UnixMilli(), owner, until, now, now, j.TraceParent)
 	if err != nil {
 		return fmt.Errorf("store: insert job: %w", mapError(err))
 	}
@@ -171,7 +187,7 @@ func (s *Store) ClaimJob(ctx context.Context, kinds []string, owner string, now 
 		runAfter, created int64
 	)
 	err := s.writeRow(ctx, q, args, func(r *sql.Row) error {
-		return r.Scan(&j.ID, &j.Kind, &j.Payload, &j.Attempts, &j.MaxAttempts, &runAfter, &created)
+		return r.Scan(&j.ID, &j.Kind, &j.Payload, &j.Attempts, &j.MaxAttempts, &runAfter, &created, &j.TraceParent)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -203,7 +219,7 @@ func (s *Store) claimQuery(kinds []string, owner string, ms int64, lease time.Du
 		ORDER BY lease_until LIMIT 1` + lock
 	q := `UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
 		WHERE id = COALESCE((` + queued + `), (` + expired + `))
-		RETURNING id, kind, payload, attempts, max_attempts, run_after, created_at`
+		RETURNING id, kind, payload, attempts, max_attempts, run_after, created_at, traceparent`
 	args := make([]any, 0, 5+2*len(kinds))
 	args = append(args, owner, ms+lease.Milliseconds(), ms, ms)
 	for _, k := range kinds {
@@ -291,8 +307,8 @@ func (s *Store) GetJob(ctx context.Context, id string) (JobRow, error) {
 		owner                         sql.NullString
 		runAfter, leaseUntil, created int64
 	)
-	err := s.db.QueryRowContext(ctx, s.Rebind(`SELECT id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at
-		FROM jobs WHERE id = ?`), id).Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &runAfter, &owner, &leaseUntil, &j.LastError, &created)
+	err := s.db.QueryRowContext(ctx, s.Rebind(`SELECT id, kind, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until, last_error, created_at, traceparent
+		FROM jobs WHERE id = ?`), id).Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &j.MaxAttempts, &runAfter, &owner, &leaseUntil, &j.LastError, &created, &j.TraceParent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return JobRow{}, ErrNotFound
 	}
@@ -302,6 +318,44 @@ func (s *Store) GetJob(ctx context.Context, id string) (JobRow, error) {
 	j.LeaseOwner = owner.String
 	j.RunAfter, j.LeaseUntil, j.CreatedAt = time.UnixMilli(runAfter), time.UnixMilli(leaseUntil), time.UnixMilli(created)
 	return j, nil
+}
+
+// JobCount is the jobs of one kind in one state; OldestDue is, for queued jobs, the run_after
+// of the oldest one already due (zero when none is).
+type JobCount struct {
+	Kind, State string
+	Jobs        int
+	OldestDue   time.Time
+}
+
+// JobCounts counts the jobs by kind and state, for the queue's metrics. It reads the whole
+// table, which holds only the jobs not yet done: finished jobs are deleted.
+func (s *Store) JobCounts(ctx context.Context) ([]JobCount, error) {
+	rows, err := s.db.QueryContext(ctx, s.Rebind(`SELECT kind, state, COUNT(*),
+		MIN(CASE WHEN state = 'queued' AND run_after <= ? THEN run_after END)
+		FROM jobs GROUP BY kind, state ORDER BY kind, state`), time.Now().UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("store: count jobs: %w", mapError(err))
+	}
+	defer rows.Close()
+	var out []JobCount
+	for rows.Next() {
+		var (
+			c   JobCount
+			due sql.NullInt64
+		)
+		if err := rows.Scan(&c.Kind, &c.State, &c.Jobs, &due); err != nil {
+			return nil, fmt.Errorf("store: count jobs: %w", err)
+		}
+		if due.Valid {
+			c.OldestDue = time.UnixMilli(due.Int64)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: count jobs: %w", mapError(err))
+	}
+	return out, nil
 }
 
 // DeleteJob removes a job whatever its state (a deadline that no longer applies).

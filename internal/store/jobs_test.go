@@ -27,8 +27,10 @@ func TestJobsMigrationQueuesEarlierWork(t *testing.T) {
 		if _, err := s.exec(ctx, `DROP TABLE jobs`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.db.ExecContext(ctx, migrationJobs.sql(s.dialect)); err != nil {
-			t.Fatal(err)
+		for _, m := range []migration{migrationJobs, migrationJobTraces} {
+			if _, err := s.db.ExecContext(ctx, m.sql(s.dialect)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, d := range []Document{waiting, indexing} {
 			j, err := s.GetJob(ctx, "knowledge.index:"+d.ID)
@@ -85,6 +87,46 @@ func TestClaimPlanReadsInIndexOrder(t *testing.T) {
 		}
 		if s.dialect == DialectSQLite && (!strings.Contains(p, "jobs_due") || !strings.Contains(p, "jobs_lease")) {
 			t.Fatalf("the claim does not read the jobs' indexes:\n%s", p)
+		}
+	})
+}
+
+// TestJobTracesAndCounts: a job keeps the traceparent it was queued with, claimed or read; the
+// queue's metrics count the jobs by kind and state, with the oldest due one.
+func TestJobTracesAndCounts(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		now := time.Now()
+		for _, j := range []JobRow{
+			{ID: "a1", Kind: "a", MaxAttempts: 5, RunAfter: now.Add(-time.Minute), TraceParent: tp},
+			{ID: "a2", Kind: "a", MaxAttempts: 5, RunAfter: now.Add(-time.Second)},
+			{ID: "a3", Kind: "a", MaxAttempts: 5, RunAfter: now.Add(time.Hour)},
+			{ID: "b1", Kind: "b", MaxAttempts: 5, RunAfter: now.Add(time.Hour)},
+		} {
+			if err := s.InsertJob(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if j, err := s.GetJob(ctx, "a1"); err != nil || j.TraceParent != tp {
+			t.Fatalf("get: %+v %v", j, err)
+		}
+		counts, err := s.JobCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(counts) != 2 || counts[0].Kind != "a" || counts[0].Jobs != 3 || counts[0].OldestDue.UnixMilli() != now.Add(-time.Minute).UnixMilli() ||
+			counts[1].Kind != "b" || counts[1].Jobs != 1 || !counts[1].OldestDue.IsZero() {
+			t.Fatalf("counts %+v", counts)
+		}
+		j, err := s.ClaimJob(ctx, []string{"a"}, "me", now, time.Minute)
+		if err != nil || j == nil || j.ID != "a1" || j.TraceParent != tp {
+			t.Fatalf("claim: %+v %v", j, err)
+		}
+		counts, err = s.JobCounts(ctx)
+		if err != nil || len(counts) != 3 || counts[0].State != JobQueued || counts[0].Jobs != 2 || counts[1].State != JobRunning || counts[1].Jobs != 1 {
+			t.Fatalf("counts after a claim %+v %v", counts, err)
 		}
 	})
 }

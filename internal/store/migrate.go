@@ -330,6 +330,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationMCPServers,
 	migrationLimits,
 	migrationIdempotency,
+	migrationJobTraces,
 }
 
 // schemaMigrationsDDL is the same on both engines.

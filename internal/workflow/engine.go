@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/workflow/value"
 )
 
@@ -477,6 +480,15 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 		}
 		return o
 	}
+	// The node's span is the parent of what it does (a model call, a tool, a retrieval, a code
+	// run, the nodes of a container's body).
+	ctx, span := tracing.Start(ctx, "node", trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetName(cmp.Or(n.Title, n.Type))
+		span.SetAttributes(tracing.NodeID.String(n.ID), tracing.NodeType.String(n.Type), tracing.NodeTitle.String(n.Title),
+			tracing.NodeIndex.Int(index))
+	}
+	retries := 0
 	rec := NodeExecution{ID: x.ExecutionID, RunID: spec.RunID, NodeID: n.ID, NodeType: n.Type, Title: n.Title,
 		Index: index, PredecessorNodeID: predecessor, Status: NodeRunning, CreatedAt: created}
 	settle := e.saveRunning(ctx, spec.saves, rec)
@@ -497,6 +509,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 			break
 		}
 		// A failed attempt with retries left: node_retry, then wait and run again.
+		retries++
 		now := time.Now()
 		spec.Out.Emit(run.Event{Kind: run.EventNodeRetry, Data: e.finished(x, index, predecessor, created, now,
 			res, NodeRetry, err, time.Since(attemptStart), attempt+1)})
@@ -516,6 +529,7 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 		rec.Inputs, rec.Status = res.Inputs, NodePaused
 		settle()
 		spec.saves.add(ctx, rec, false)
+		endNode(span, NodePaused, retries, nil)
 		return o
 	}
 	switch {
@@ -558,7 +572,17 @@ func (e *Engine) runNode(ctx context.Context, spec Spec, x *Exec, r NodeRunner, 
 	settle()
 	spec.saves.add(ctx, rec, false)
 	spec.Out.Emit(run.Event{Kind: run.EventNodeFinished, Data: data})
+	endNode(span, o.status, retries, errMsg)
 	return o
+}
+
+// endNode ends a node's span with how the node ended.
+func endNode(span trace.Span, status string, retries int, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(tracing.NodeStatus.String(status), tracing.NodeRetries.Int(retries))
+		tracing.Fail(span, err)
+	}
+	span.End()
 }
 
 // attempt runs the node once, bounded by the node timeout; a panic fails the node.

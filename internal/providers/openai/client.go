@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/providers"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // DefaultTimeout is used when Config.Timeout is zero (the same default as
@@ -255,6 +256,8 @@ func (c *Client) send(ctx context.Context, endpoint string, body []byte, content
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "parley")
+	// The provider continues the trace of the call, when tracing is on.
+	tracing.Inject(ctx, req.Header)
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 		if c.azure {

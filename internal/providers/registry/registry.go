@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openai"
@@ -20,6 +21,7 @@ import (
 type Set struct {
 	apiKey  func(provider string) string
 	callCap time.Duration
+	metrics *metrics.Metrics
 	mu      sync.Mutex
 	clients map[string]*openai.Client
 }
@@ -37,9 +39,20 @@ func (p *Set) WithCallTimeout(d time.Duration) *Set {
 	return p
 }
 
+// WithMetrics has the set's clients count their calls in m (observe.go). Call it before the
+// set is used. It returns p.
+func (p *Set) WithMetrics(m *metrics.Metrics) *Set {
+	p.metrics = m
+	return p
+}
+
 // ChatModel returns the client for spec's provider.
 func (p *Set) ChatModel(spec models.ModelSpec) (providers.ChatModel, error) {
-	return p.client(spec)
+	c, err := p.client(spec)
+	if err != nil || !p.observing() {
+		return c, err
+	}
+	return &observedChat{ChatModel: c, m: model{spec: spec, metrics: p.metrics}}, nil
 }
 
 func (p *Set) client(spec models.ModelSpec) (*openai.Client, error) {
@@ -61,12 +74,20 @@ func (p *Set) client(spec models.ModelSpec) (*openai.Client, error) {
 
 // Embedder returns the client for spec's provider, for embeddings.
 func (p *Set) Embedder(spec models.ModelSpec) (providers.Embedder, error) {
-	return p.client(spec)
+	c, err := p.client(spec)
+	if err != nil || !p.observing() {
+		return c, err
+	}
+	return &observedEmbedder{Embedder: c, m: model{spec: spec, metrics: p.metrics}}, nil
 }
 
 // Reranker returns the client for spec's provider, for reranking.
 func (p *Set) Reranker(spec models.ModelSpec) (providers.Reranker, error) {
-	return p.client(spec)
+	c, err := p.client(spec)
+	if err != nil || !p.observing() {
+		return c, err
+	}
+	return &observedReranker{Reranker: c, m: model{spec: spec, metrics: p.metrics}}, nil
 }
 
 // Transcriber returns the client for spec's provider, for speech to text.

@@ -203,7 +203,7 @@ func (s *Service) resume(ctx context.Context, runID, appID string, decided []sto
 	if err != nil {
 		return nil, err
 	}
-	return s.o.Runs.Resume(rs)
+	return s.o.Runs.Resume(ctx, rs)
 }
 
 // Created is the paused forms were just stored by this process. Their timers are jobs stored

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/template"
 	"github.com/parleyhq/parley/internal/workflow/value"
@@ -106,7 +107,18 @@ func (t *tool) Run(ctx context.Context, x *workflow.Exec) (workflow.Result, erro
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	callCtx, span := tracing.StartTool(callCtx, t.ref.Name, "")
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ToolProvider.String(t.ref.Provider()))
+	}
 	out, err := found.Invoke(callCtx, raw)
+	if span.IsRecording() { // a span that records nothing has nothing to end
+		failed := err
+		if err == nil && out.IsError {
+			failed = errors.New(out.Text)
+		}
+		tracing.EndTool(span, string(raw), out.Text, failed)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return res, context.Cause(ctx)

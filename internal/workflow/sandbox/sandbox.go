@@ -29,6 +29,10 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // Languages a code node may be written in (Dify's code_language values).
@@ -212,7 +216,24 @@ type Runner struct {
 
 // Run runs req.Code in a new sandbox and returns what main returned. A failure of the code or
 // of the sandbox is an *Error; a ctx that ends first kills the sandbox and returns ctx's cause.
-func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
+// The run, its wait for a free sandbox included, is a span.
+func (r *Runner) Run(ctx context.Context, req Request) (res Result, err error) {
+	ctx, span := tracing.Start(ctx, "code", trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetName("code " + req.Language)
+		span.SetAttributes(tracing.CodeLanguage.String(req.Language))
+		defer func() {
+			outcome := "ok"
+			if e, ok := errors.AsType[*Error](err); ok {
+				outcome = e.Kind
+			} else if err != nil {
+				outcome = "cancelled"
+			}
+			span.SetAttributes(tracing.CodeOutcome.String(outcome))
+			tracing.Fail(span, err)
+			span.End()
+		}()
+	}
 	switch req.Language {
 	case Python3, JavaScript:
 	default:

@@ -433,8 +433,8 @@ type openAIStream struct {
 	run  *run.Run
 	srv  *Server
 	sink openAISink
-	// agent: the answer streams as agent_message events; replaced: moderation replaced it.
-	agent, replaced bool
+	// answer follows the answer's text through the events.
+	answer run.AnswerText
 }
 
 func (s *Server) openAIStream(ctx context.Context, r *run.Run, sink openAISink) *openAIStream {
@@ -475,27 +475,20 @@ func (st *openAIStream) send(_ context.Context, ev run.Event, out *sse.Writer) (
 	switch ev.Kind {
 	case run.EventPing:
 		return false, out.Ping()
-	case run.EventAgentMessage:
-		st.agent = true
-		if ev.Answer == "" {
-			return false, nil
+	case run.EventAgentMessage, run.EventMessage:
+		// A Workflow app's answer is its outputs, sent when it ends.
+		if delta := st.answer.Add(ev); delta != "" && st.run.Mode != apps.ModeWorkflow {
+			return false, st.sink.text(out, delta)
 		}
-		return false, st.sink.text(out, ev.Answer)
-	case run.EventMessage:
-		// A Workflow app's answer is its outputs, sent when it ends; an Agent app's closing
-		// message repeats the answer its agent_message events streamed.
-		if ev.Answer == "" || st.agent || st.run.Mode == apps.ModeWorkflow {
-			return false, nil
-		}
-		return false, st.sink.text(out, ev.Answer)
+		return false, nil
 	case run.EventMessageReplace:
 		// What streamed cannot be taken back: the replacement follows, and the answer finishes
 		// as filtered (docs/openai.md).
-		st.replaced = true
+		st.answer.Add(ev)
 		return false, st.sink.text(out, "\n\n"+ev.Answer)
 	case run.EventMessageEnd:
 		st.run.Detach()
-		return true, st.sink.finish(out, chatAnswer("", st.replaced, ev.End))
+		return true, st.sink.finish(out, chatAnswer("", st.answer.Replaced(), ev.End))
 	case run.EventWorkflowFinished, run.EventWorkflowPaused:
 		st.run.Detach()
 		if st.run.Mode != apps.ModeWorkflow {

@@ -133,8 +133,8 @@ type reply struct {
 // error the request fails with. A client that goes away detaches from the run, which still
 // finishes and is stored.
 func collect(ctx context.Context, r *run.Run) (reply, error) {
-	var answer []byte
-	paused, replaced, agent := false, false, false
+	var answer run.AnswerText
+	paused := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -145,30 +145,20 @@ func collect(ctx context.Context, r *run.Run) (reply, error) {
 				if paused {
 					// A Chatflow paused for human input: the reply is the answer so far; the run
 					// resumes through the form and events operations.
-					return reply{answer: string(answer), end: &run.End{Usage: models.EmptyUsage()}}, nil
+					return reply{answer: answer.String(), end: &run.End{Usage: models.EmptyUsage()}}, nil
 				}
 				return reply{}, errInternal(errors.New("run ended without a final event"))
 			}
+			answer.Add(ev)
 			switch ev.Kind {
 			case run.EventWorkflowPaused:
 				paused = true
-			case run.EventAgentMessage:
-				answer, agent = append(answer, ev.Answer...), true
-			case run.EventMessage:
-				if agent {
-					// An Agent app's closing message repeats the whole answer.
-					answer = append(answer[:0], ev.Answer...)
-				} else {
-					answer = append(answer, ev.Answer...)
-				}
-			case run.EventMessageReplace:
-				answer, replaced = append(answer[:0], ev.Answer...), true
 			case run.EventError:
 				return reply{}, ev.Err
 			case run.EventMessageEnd:
 				// Whatever the run still sends after the answer is not part of this reply.
 				r.Detach()
-				return reply{answer: string(answer), end: ev.End, replaced: replaced}, nil
+				return reply{answer: answer.String(), end: ev.End, replaced: answer.Replaced()}, nil
 			}
 		}
 	}

@@ -93,11 +93,10 @@ type collector struct {
 	report func(Progress)
 	steps  float64
 	last   time.Time
-	text   strings.Builder
-	// agentText says the answer came as agent_message chunks.
-	agentText bool
-	files     []File
-	seen      map[string]bool
+	// text follows the answer's text (the chat kinds and Completion).
+	text  run.AnswerText
+	files []File
+	seen  map[string]bool
 }
 
 // step counts a step of the run and reports it, unless one was reported less than
@@ -156,22 +155,10 @@ func (c *collector) answer(ctx context.Context, r *run.Run) (Result, error) {
 				return Result{}, errors.New("mcpserver: the run ended without its final event")
 			}
 			c.common(ev)
+			c.text.Add(ev)
 			switch ev.Kind {
 			case run.EventWorkflowPaused:
 				paused = true
-			case run.EventAgentMessage:
-				c.agentText = true
-				c.text.WriteString(ev.Answer)
-			case run.EventMessage:
-				if c.agentText {
-					// An Agent app closes its agent_message chunks with one message event that
-					// carries the whole answer again.
-					c.text.Reset()
-				}
-				c.text.WriteString(ev.Answer)
-			case run.EventMessageReplace:
-				c.text.Reset()
-				c.text.WriteString(ev.Answer)
 			case run.EventError:
 				return Result{}, &RunError{ev.Err}
 			case run.EventMessageEnd:

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -24,19 +25,12 @@ func idempotentCall(t *testing.T, p *Parley, method, path, body, key, idem, cont
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", cmpOr(contentType, "application/json"))
+	req.Header.Set("Content-Type", cmp.Or(contentType, "application/json"))
 	if idem != "" {
 		req.Header.Set("Idempotency-Key", idem)
 	}
 	resp, raw := rawDo(t, req)
 	return resp.StatusCode, raw, resp.Header.Get("Idempotent-Replayed") == "true"
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // TestIdempotency: a retry of a request that starts work, with the same Idempotency-Key and

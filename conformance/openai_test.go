@@ -42,7 +42,7 @@ func msg(role, content string) map[string]any {
 // chatcmplRE matches the answer ids and the creation times a transcript pins as placeholders.
 var (
 	chatcmplRE = regexp.MustCompile(`"chatcmpl-<uuid-\d+>"`)
-	createdRE2 = regexp.MustCompile(`"created":\d+`)
+	openAICreatedRE = regexp.MustCompile(`"created":\d+`)
 )
 
 // TestOpenAIGolden pins the bytes of a blocking chat completion and of a streamed one with its
@@ -57,7 +57,7 @@ func TestOpenAIGolden(t *testing.T) {
 	}{{false, "openai_blocking.json.golden"}, {true, "openai_streaming.sse.golden"}} {
 		req, _ := newRequest("POST", p.URL+"/chat/completions", openAIBody(t, tc.stream, nil, msg("user", q)), p.AppKey)
 		got := normalize(httpTranscript(rawDo(t, req)))
-		got = createdRE2.ReplaceAllString(got, `"created":<ts>`)
+		got = openAICreatedRE.ReplaceAllString(got, `"created":<ts>`)
 		if !chatcmplRE.MatchString(got) {
 			t.Fatalf("no chatcmpl id:\n%s", got)
 		}

@@ -47,7 +47,7 @@ var slideSeparator = regexp.MustCompile(`\n-{3,}\n`)
 func runPPT(ctx context.Context, _ *Set, a args) tools.Result {
 	text := a.text("markdown_content")
 	if len(text) > MaxInputBytes {
-		return pptFailed(fmt.Errorf("markdown_content is %d bytes; at most %d bytes of Markdown are converted", len(text), MaxInputBytes))
+		return pptFailed(fmt.Sprintf("markdown_content is %d bytes; at most %d bytes of Markdown are converted", len(text), MaxInputBytes))
 	}
 	md := prepare(text, false)
 	if md == "" {
@@ -59,15 +59,15 @@ func runPPT(ctx context.Context, _ *Set, a args) tools.Result {
 	}
 	slides, err := pptSlides(ctx, md, title)
 	if err != nil {
-		return pptFailed(failureError(ctx, err))
+		return pptFailed(failureText(ctx, err))
 	}
 	data, err := packPPTX(ctx, slides, title)
 	if err != nil {
-		return pptFailed(failureError(ctx, err))
+		return pptFailed(failureText(ctx, err))
 	}
 	var f files
 	if err := f.add(fileName(strings.ReplaceAll(title, " ", "_"), defaultPPTTitle, ".pptx"), mimePPTX, data); err != nil {
-		return pptFailed(err)
+		return pptFailed(err.Error())
 	}
 	msg := fmt.Sprintf("PowerPoint presentation '%s' generated successfully", title)
 	if theme := strings.TrimSpace(a.text("theme")); theme != "" && theme != "default" {
@@ -76,14 +76,9 @@ func runPPT(ctx context.Context, _ *Set, a args) tools.Result {
 	return tools.Result{Text: msg, Files: f.list}
 }
 
-// pptFailed is the plugin's answer to a conversion that failed.
-func pptFailed(err error) tools.Result {
-	return tools.Result{Text: "Error converting markdown to PPTX: " + err.Error()}
-}
-
-// failureError is failureText as an error.
-func failureError(ctx context.Context, err error) error {
-	return fmt.Errorf("%s", failureText(ctx, err))
+// pptFailed is the plugin's answer to a conversion that failed, saying why.
+func pptFailed(why string) tools.Result {
+	return tools.Result{Text: "Error converting markdown to PPTX: " + why}
 }
 
 // pptSlides cuts md into slides as the plugin does. A text with slide separators (see

@@ -41,7 +41,7 @@ func msg(role, content string) map[string]any {
 
 // chatcmplRE matches the answer ids and the creation times a transcript pins as placeholders.
 var (
-	chatcmplRE = regexp.MustCompile(`"chatcmpl-<uuid-\d+>"`)
+	chatcmplRE      = regexp.MustCompile(`"chatcmpl-<uuid-\d+>"`)
 	openAICreatedRE = regexp.MustCompile(`"created":\d+`)
 )
 

@@ -340,3 +340,48 @@ func TestSiteSwitches(t *testing.T) {
 	}
 	p.CLI(t, "apps", "site", "chatbot", "--allow-origin", "https://example.com/", "--allow-origin", "http://localhost:8080")
 }
+
+// TestSiteSettingsFromConfigAndDSL: a config app's `site` block sets its page (GET /site shows
+// it, and `parley apps site` refuses to change what it sets); an imported app's DSL `site`
+// section sets the page of the new app, and the export gives the section back.
+func TestSiteSettingsFromConfigAndDSL(t *testing.T) {
+	p := startParley(t, "sqlite")
+	key := p.CLI(t, "keys", "create", "--app", "limited")
+	site, err := newClient(t, p, key).GetSiteWithResponse(context.Background(), nil)
+	if err != nil || site.JSON200 == nil || site.JSON200.Title != "Limited Help" || site.JSON200.Copyright == nil ||
+		*site.JSON200.Copyright != "ACME Inc." {
+		t.Fatalf("GET /site of the config app: %v %s", err, site.Body)
+	}
+	if _, stderr, err := p.cliOut("apps", "site", "limited", "--allow-origin", "https://other.test"); err == nil ||
+		!strings.Contains(stderr, "allowed_origins") {
+		t.Fatalf("changing what the config sets: %v %s", err, stderr)
+	}
+	if _, stderr, err := p.cliOut("apps", "site", "limited", "--passcode", "x"); err != nil {
+		t.Fatalf("a passcode the config does not set: %v %s", err, stderr)
+	}
+
+	dsl := importedChatbot(marker(t, "site dsl")) + `site:
+  title: Imported Page
+  copyright: Imported Inc.
+  privacy_policy: https://imported.test/privacy
+  default_language: de-DE
+  custom_disclaimer: Check the answers.
+  show_workflow_steps: false
+`
+	ikey := importFile(t, p, "Imported Bot", dsl)
+	site, err = newClient(t, p, ikey).GetSiteWithResponse(context.Background(), nil)
+	if err != nil || site.JSON200 == nil {
+		t.Fatalf("GET /site of the imported app: %v %s", err, site.Body)
+	}
+	s := site.JSON200
+	if s.Title != "Imported Page" || s.Copyright == nil || *s.Copyright != "Imported Inc." || s.DefaultLanguage != "de-DE" ||
+		s.CustomDisclaimer != "Check the answers." || s.ShowWorkflowSteps || s.PrivacyPolicy == nil {
+		t.Fatalf("GET /site of the imported app: %s", site.Body)
+	}
+	if kind, _ := siteCode(t, p, "Imported Bot"); kind != "chat" {
+		t.Fatalf("the imported app's page is /%s/", kind)
+	}
+	if out := p.CLI(t, "apps", "export", "Imported Bot"); !strings.Contains(out, "title: Imported Page") {
+		t.Fatalf("the export lost the site section:\n%s", out)
+	}
+}

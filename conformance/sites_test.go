@@ -385,3 +385,60 @@ func TestSiteSettingsFromConfigAndDSL(t *testing.T) {
 		t.Fatalf("the export lost the site section:\n%s", out)
 	}
 }
+
+// TestSiteWorkflowPassport: a Workflow app's page is /workflow/CODE; a passport runs the app and
+// reads its own run, not another end user's.
+func TestSiteWorkflowPassport(t *testing.T) {
+	p := startParley(t, "sqlite")
+	name := "Site Workflow"
+	key := exampleApp(t, p, workflowExample, "Topic Writer", name)
+	kind, code := siteCode(t, p, name)
+	if kind != "workflow" {
+		t.Fatalf("the Workflow app's page is /%s/", kind)
+	}
+	mine, _ := passport(t, p, code, "")
+	theirs, _ := passport(t, p, code, "")
+	r, err := newClient(t, p, mine).RunWorkflowWithResponse(context.Background(), nil, client.RunWorkflowJSONRequestBody{
+		Inputs: bodyFixtures["inputs"].(map[string]any), User: "not-me", ResponseMode: ptr(client.WorkflowBlocking)})
+	if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "succeeded" {
+		t.Fatalf("run with a passport: %v %s", err, r.Body)
+	}
+	run := r.JSON200.WorkflowRunId.String()
+	for who, k := range map[string]string{"its end user": mine, "the app key": key} {
+		if status, raw := rawCall(t, p, "GET", "/workflows/run/"+run, "", k); status != 200 {
+			t.Fatalf("%s reads the run: %d %s", who, status, raw)
+		}
+	}
+	if status, raw := rawCall(t, p, "GET", "/workflows/run/"+run, "", theirs); status != 404 {
+		t.Fatalf("another end user reads the run: %d %s", status, raw)
+	}
+}
+
+// TestSitePassportAcrossReplicas: a passport one replica gives works on the other (the key is in
+// the database), the end user's rate limit is counted across both (in Redis), and a new code set
+// through the CLI ends it on both at once.
+func TestSitePassportAcrossReplicas(t *testing.T) {
+	r := startReplicas(t, 2, "")
+	a, b := r.ps[0], r.ps[1]
+	_, code := siteCode(t, a, "chatbot", "--requests-per-minute", "4")
+	token, endUser := passport(t, a, code, "")
+	if _, same := passport(t, b, code, token); same != endUser {
+		t.Fatalf("the other replica gave end user %s, want %s", same, endUser)
+	}
+	conv := chatAs(t, a, token, "x", marker(t, "replica A"))
+	if got := conversationIDs(t, b, token, ""); len(got) != 1 || got[0] != conv {
+		t.Fatalf("replica B sees %v", got)
+	}
+	// Two requests are spent; two more pass on either replica, then both refuse.
+	ok, refused := burst(t, r.ps, token, 4)
+	if ok != 2 || len(refused) != 2 {
+		t.Fatalf("%d admitted, %d refused; want 2 and 2", ok, len(refused))
+	}
+	fresh, _ := passport(t, b, code, "")
+	siteCode(t, a, "chatbot", "--rotate")
+	for _, p := range r.ps {
+		if status, _ := rawCall(t, p, "GET", "/parameters", "", fresh); status != 401 {
+			t.Fatalf("a passport of the old code: %d", status)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tracing"
@@ -46,6 +47,8 @@ func chatStack(b testing.TB, mode ValidationMode) (http.Handler, string, *openai
 type benchStack struct {
 	h                      http.Handler
 	chatKey, completionKey string
+	// passport is a passport of the chat app's site, without a rate limit.
+	passport string
 	up                     *openaitest.Server
 	st                     *store.Store
 }
@@ -96,12 +99,26 @@ apps:
 			config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
 		}})
 	b.Cleanup(func() { _ = engine.Shutdown(context.Background()) })
-	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine,
+	siteSvc, err := sites.New(ctx, st, reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchApp, _ := reg.Get(ctx, synced["bench"].ID)
+	none := int64(0)
+	site, err := siteSvc.Apply(ctx, benchApp, sites.Change{RequestsPerMinute: &none})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pp, err := siteSvc.Issue(ctx, site.Code, "", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine, Sites: siteSvc,
 		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode, Metrics: m})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st}
+	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st, passport: pp.Token}
 }
 
 // post sends a JSON body with an app key to the handler and returns the recorded response,

@@ -49,8 +49,8 @@ type benchStack struct {
 	chatKey, completionKey string
 	// passport is a passport of the chat app's site, without a rate limit.
 	passport string
-	up                     *openaitest.Server
-	st                     *store.Store
+	up       *openaitest.Server
+	st       *store.Store
 }
 
 func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {

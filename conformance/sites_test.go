@@ -442,3 +442,33 @@ func TestSitePassportAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteHumanInputPassport: a paused Chatflow's form and the events of its resumed run reach
+// the passport of the end user who started it, and not another end user's.
+func TestSiteHumanInputPassport(t *testing.T) {
+	p := startParley(t, "sqlite")
+	name := "Site Review Desk"
+	exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name)
+	_, code := siteCode(t, p, name)
+	mine, _ := passport(t, p, code, "")
+	theirs, _ := passport(t, p, code, "")
+	runID, token, _, _ := hiPause(t, p, mine, marker(t, "the page's post"), "anyone")
+
+	status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", theirs)
+	wantError(t, "another end user's form", status, raw, 404, "not_found")
+	status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"x"},"action":"approve","user":"x"}`, theirs)
+	wantError(t, "submitting another end user's form", status, raw, 404, "not_found")
+	status, raw = rawCall(t, p, "GET", "/workflow/"+runID+"/events?user=anyone", "", theirs)
+	wantError(t, "another end user's events", status, raw, 404, "not_found")
+	if status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", mine); status != 200 {
+		t.Fatalf("the form: %d %s", status, raw)
+	}
+	status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"fine"},"action":"approve","user":"x"}`, mine)
+	if status != 200 {
+		t.Fatalf("submit: %d %s", status, raw)
+	}
+	evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=whoever", "", mine)
+	if got := hiNames(evs); !strings.HasSuffix(got, "message_end workflow_finished") {
+		t.Fatalf("resumed stream: %s", got)
+	}
+}

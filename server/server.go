@@ -210,6 +210,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(cors)
 	if s.mcp != nil {
 		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
 		// guards, takes its requests before anything else (mcp.go).

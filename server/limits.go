@@ -148,6 +148,9 @@ func quotaOwners(ctx context.Context, app *apps.App) []quotaOwner {
 // Admit implements run.Quota. A request made without a key (an app's MCP server) has the app's
 // limits alone.
 func (q *runQuota) Admit(ctx context.Context, app *apps.App) (func(int64), error) {
+	if p, ok := principalFrom(ctx); !hasDaily(app.Limits) && (!ok || !hasDaily(p.Limits)) {
+		return nil, nil // nothing to admit or count: most runs, without an allocation
+	}
 	owners := quotaOwners(ctx, app)
 	now := time.Now()
 	for _, o := range owners {
@@ -177,8 +180,16 @@ func (q *runQuota) Admit(ctx context.Context, app *apps.App) (func(int64), error
 // it spends counts against its app. A segment resumes in the background, whoever decided its
 // form, so there is no key to count it against.
 func (q *runQuota) Charge(ctx context.Context, app *apps.App) func(int64) {
+	if app.Limits.TokensPerDay <= 0 {
+		if p, ok := principalFrom(ctx); !ok || p.Limits.TokensPerDay <= 0 {
+			return nil
+		}
+	}
 	return q.counter(ctx, quotaOwners(ctx, app))
 }
+
+// hasDaily says l has a daily limit, one a run is admitted against.
+func hasDaily(l store.Limits) bool { return l.TokensPerDay > 0 || l.WorkflowRunsPerDay > 0 }
 
 // counter is the function told the tokens a run spent, counting them against the owners with a
 // tokens-per-day limit; nil when none has one.

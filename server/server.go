@@ -216,12 +216,12 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(prepare)
 	if s.mcp != nil {
 		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
 		// guards, takes its requests before anything else (mcp.go).
 		e.Pre(mountMCP(s.newMCP(opts)))
 	}
-	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {
 		e.Use(s.observe)

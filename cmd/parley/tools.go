@@ -25,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/internal/tools/mdexport"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
 	"github.com/parleyhq/parley/internal/tools/workflowtool"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // serverTools is what the tools that run only in the server call: Workflow apps run as
@@ -117,8 +118,14 @@ func workflowToolRuns(engine **run.Engine) func(ctx context.Context, app *apps.A
 
 // toolsClient is the HTTP client tools reach APIs and MCP servers with: through the network
 // guard, with the internal networks PARLEY_TOOLS_ALLOWED_NETWORKS lets through.
+// Their requests carry the run's traceparent when tracing is on.
 func toolsClient(e *env) (*http.Client, error) {
-	return netguard.ClientAllowing(nil, e.cfg.ToolsAllowedNetworks, nil)
+	c, err := netguard.ClientAllowing(nil, e.cfg.ToolsAllowedNetworks, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.Transport = tracing.Transport(c.Transport)
+	return c, nil
 }
 
 // withTools is withEnv with the tool registry.

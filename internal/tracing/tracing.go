@@ -162,12 +162,44 @@ func StartRequest(r *http.Request) (context.Context, trace.Span) {
 }
 
 // Inject adds the traceparent of ctx's span to the headers of a request the server sends, so
-// that the server called (a model provider) continues the trace.
+// that the server called (a model provider, a tool's API, an MCP server, the target of an
+// http-request node) continues the trace. A traceparent the headers already have (one a
+// workflow's author set on an http-request node) is kept.
 func Inject(ctx context.Context, h http.Header) {
-	if current.Load() == nil {
+	if current.Load() == nil || h.Get("traceparent") != "" {
 		return
 	}
 	w3c.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Transport wraps rt (nil: http.DefaultTransport) so that every request it sends carries the
+// traceparent of its context's span, for clients whose requests are built by a library (the
+// MCP SDK) or by each tool. Off, a request goes through as it is.
+func Transport(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return injecting{rt}
+}
+
+type injecting struct{ next http.RoundTripper }
+
+func (t injecting) RoundTrip(r *http.Request) (*http.Response, error) {
+	if current.Load() == nil || r.Header.Get("traceparent") != "" || !trace.SpanContextFromContext(r.Context()).IsValid() {
+		return t.next.RoundTrip(r)
+	}
+	// A RoundTripper must not change the request it is given.
+	r = r.Clone(r.Context())
+	w3c.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	return t.next.RoundTrip(r)
+}
+
+// CloseIdleConnections passes through, so that a client closing its idle connections at
+// shutdown reaches the transport underneath.
+func (t injecting) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // TraceParent is the W3C traceparent of ctx's span: what a background job stores to link its

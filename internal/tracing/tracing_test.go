@@ -229,3 +229,44 @@ func TestSetupGRPC(t *testing.T) {
 		t.Errorf("exported %v", svc.names)
 	}
 }
+
+// A tool's API, an MCP server or an http-request node's target gets the traceparent of the span
+// that called it; a traceparent the request already has is kept, and the request handed to the
+// transport is left as it was.
+func TestTransportSendsTheTraceparent(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("traceparent"))
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: Transport(nil)}
+	send := func(ctx context.Context, preset string) *http.Request {
+		t.Helper()
+		r, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		if preset != "" {
+			r.Header.Set("traceparent", preset)
+		}
+		resp, err := c.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return r
+	}
+	send(context.Background(), "") // off: nothing sent
+	record(t)
+	ctx, span := Start(context.Background(), "tool", trace.SpanKindClient)
+	defer span.End()
+	r := send(ctx, "")
+	send(ctx, "00-11111111111111111111111111111111-2222222222222222-01")
+	send(context.Background(), "") // on, but no span: nothing sent
+	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
+	if len(got) != 4 || got[0] != "" || got[1] != want ||
+		got[2] != "00-11111111111111111111111111111111-2222222222222222-01" || got[3] != "" {
+		t.Errorf("traceparents sent %q, want [\"\" %q preset \"\"]", got, want)
+	}
+	if r.Header.Get("traceparent") != "" {
+		t.Error("the transport changed the caller's request")
+	}
+}

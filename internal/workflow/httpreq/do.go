@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/tracing"
 )
 
 // Settings are the server's limits and defaults for http-request nodes; a zero field takes
@@ -137,6 +138,8 @@ func Do(ctx context.Context, c Config, env Env) (*Response, error) {
 		req.Header.Del("Host")
 	}
 	log := b.log(c.Body)
+	// After the log: the node's process data shows the request its author configured.
+	tracing.Inject(ctx, req.Header)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, err, to)

@@ -22,6 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/tracing"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/parleyhq/parley/internal/netguard"
 )
 
@@ -1087,5 +1091,36 @@ func TestTransportsReuseConnections(t *testing.T) {
 	do(t, c, e)
 	if n := count(); n != 1 || len(e.Transports.m) != 2 {
 		t.Errorf("other settings: %d connections, %d transports", n, len(e.Transports.m))
+	}
+}
+
+// With tracing on, the target continues the run's trace; the node's request log shows only what
+// its author configured. Not parallel: it turns tracing on for the process.
+func TestSendsTheTraceparent(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	tracing.Use(tp.Tracer("test"), false)
+	t.Cleanup(func() { tracing.Use(nil, false) })
+	ctx, span := tracing.Start(context.Background(), "node", trace.SpanKindInternal)
+	defer span.End()
+	srv, last := echoServer(t, nil)
+	resp, err := Do(ctx, mustParse(t, map[string]any{"method": "get", "url": srv.URL}), env(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
+	if got := last().Header.Get("Traceparent"); got != want {
+		t.Errorf("traceparent %q, want %q", got, want)
+	}
+	if strings.Contains(strings.ToLower(resp.Request), "traceparent") {
+		t.Errorf("request log %q shows the traceparent", resp.Request)
+	}
+	// An author's own traceparent is sent as written.
+	own := "00-11111111111111111111111111111111-2222222222222222-01"
+	c := mustParse(t, map[string]any{"method": "get", "url": srv.URL, "headers": "traceparent: " + own})
+	if _, err := Do(ctx, c, env(t, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := last().Header.Get("Traceparent"); got != own {
+		t.Errorf("traceparent %q, want the author's", got)
 	}
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -471,5 +472,29 @@ func TestSiteHumanInputPassport(t *testing.T) {
 	evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=whoever", "", mine)
 	if got := hiNames(evs); !strings.HasSuffix(got, "message_end workflow_finished") {
 		t.Fatalf("resumed stream: %s", got)
+	}
+}
+
+// TestSiteNewEndUserBound: passports need no key, and each new one stores an end user, so one
+// client address makes a site create at most ten per minute for each request per minute the
+// site gives an end user; a page renewing its passport (sending the previous one) is not
+// counted.
+func TestSiteNewEndUserBound(t *testing.T) {
+	p := startParley(t, "sqlite")
+	_, code := siteCode(t, p, "chatbot", "--requests-per-minute", "1")
+	var first string
+	for i := range 10 {
+		token, _ := passport(t, p, code, "")
+		if i == 0 {
+			first = token
+		}
+	}
+	status, body := passportCall(t, p, code, "", "")
+	if status != http.StatusTooManyRequests || body["code"] != "rate_limit_error" ||
+		!strings.Contains(fmt.Sprint(body["message"]), "limit of 10 new end users per minute") {
+		t.Fatalf("the eleventh new end user: %d %v", status, body)
+	}
+	if _, _ = passport(t, p, code, first); t.Failed() {
+		return
 	}
 }

@@ -26,7 +26,9 @@ import (
 const (
 	countRequests = "rpm:"
 	countTokens   = "tpd:"
-	countRuns     = "wrpd:"
+	// countNewEndUsers counts the end users a client address created on a site (sites.go).
+	countNewEndUsers = "neu:"
+	countRuns        = "wrpd:"
 )
 
 // errRateLimited is a limit that is reached: 429 rate_limit_error, saying which, and when to

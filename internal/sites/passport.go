@@ -72,6 +72,16 @@ type Issued struct {
 // new one keeps its end user, so conversations persist; otherwise a new anonymous end user is
 // created.
 func (s *Service) Issue(ctx context.Context, code, passcode, previous string) (Issued, error) {
+	return s.IssueAdmitting(ctx, code, passcode, previous, nil)
+}
+
+// AdmitNew is asked before a passport creates a new end user, with the site's id and its
+// requests per minute per end user; an error refuses the passport as it is. It bounds the end
+// users a client can create (a page needs one per browser, not one per request).
+type AdmitNew func(ctx context.Context, siteID string, requestsPerMinute int64) error
+
+// IssueAdmitting is Issue with admit asked before a new end user is created (nil: always).
+func (s *Service) IssueAdmitting(ctx context.Context, code, passcode, previous string, admit AdmitNew) (Issued, error) {
 	if !wellFormedCode(code) {
 		return Issued{}, ErrNotFound
 	}
@@ -95,6 +105,11 @@ func (s *Service) Issue(ctx context.Context, code, passcode, previous string) (I
 		strings.HasPrefix(prev.Session, SessionPrefix) {
 		claims.EndUser, claims.Session = prev.EndUser, prev.Session
 	} else {
+		if admit != nil {
+			if err := admit(ctx, row.ID, row.RequestsPerMinute); err != nil {
+				return Issued{}, err
+			}
+		}
 		session, err := newSession()
 		if err != nil {
 			return Issued{}, err

@@ -505,6 +505,87 @@ func (e ErrorEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ExternalKnowledgeConditionComparisonOperator.
+const (
+	ExternalKnowledgeConditionComparisonOperatorAfter       ExternalKnowledgeConditionComparisonOperator = "after"
+	ExternalKnowledgeConditionComparisonOperatorBefore      ExternalKnowledgeConditionComparisonOperator = "before"
+	ExternalKnowledgeConditionComparisonOperatorContains    ExternalKnowledgeConditionComparisonOperator = "contains"
+	ExternalKnowledgeConditionComparisonOperatorEmpty       ExternalKnowledgeConditionComparisonOperator = "empty"
+	ExternalKnowledgeConditionComparisonOperatorEndWith     ExternalKnowledgeConditionComparisonOperator = "end with"
+	ExternalKnowledgeConditionComparisonOperatorEqual       ExternalKnowledgeConditionComparisonOperator = "="
+	ExternalKnowledgeConditionComparisonOperatorGreaterThan ExternalKnowledgeConditionComparisonOperator = ">"
+	ExternalKnowledgeConditionComparisonOperatorIn          ExternalKnowledgeConditionComparisonOperator = "in"
+	ExternalKnowledgeConditionComparisonOperatorIs          ExternalKnowledgeConditionComparisonOperator = "is"
+	ExternalKnowledgeConditionComparisonOperatorIsNot       ExternalKnowledgeConditionComparisonOperator = "is not"
+	ExternalKnowledgeConditionComparisonOperatorLessThan    ExternalKnowledgeConditionComparisonOperator = "<"
+	ExternalKnowledgeConditionComparisonOperatorN1          ExternalKnowledgeConditionComparisonOperator = "≥"
+	ExternalKnowledgeConditionComparisonOperatorN2          ExternalKnowledgeConditionComparisonOperator = "≤"
+	ExternalKnowledgeConditionComparisonOperatorNotContains ExternalKnowledgeConditionComparisonOperator = "not contains"
+	ExternalKnowledgeConditionComparisonOperatorNotEmpty    ExternalKnowledgeConditionComparisonOperator = "not empty"
+	ExternalKnowledgeConditionComparisonOperatorNotIn       ExternalKnowledgeConditionComparisonOperator = "not in"
+	ExternalKnowledgeConditionComparisonOperatorStartWith   ExternalKnowledgeConditionComparisonOperator = "start with"
+)
+
+// Valid indicates whether the value is a known member of the ExternalKnowledgeConditionComparisonOperator enum.
+func (e ExternalKnowledgeConditionComparisonOperator) Valid() bool {
+	switch e {
+	case ExternalKnowledgeConditionComparisonOperatorAfter:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorBefore:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorContains:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorEmpty:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorEndWith:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorEqual:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorGreaterThan:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorIn:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorIs:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorIsNot:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorLessThan:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorN1:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorN2:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorNotContains:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorNotEmpty:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorNotIn:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorStartWith:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExternalKnowledgeMetadataConditionLogicalOperator.
+const (
+	ExternalKnowledgeMetadataConditionLogicalOperatorAnd ExternalKnowledgeMetadataConditionLogicalOperator = "and"
+	ExternalKnowledgeMetadataConditionLogicalOperatorOr  ExternalKnowledgeMetadataConditionLogicalOperator = "or"
+)
+
+// Valid indicates whether the value is a known member of the ExternalKnowledgeMetadataConditionLogicalOperator enum.
+func (e ExternalKnowledgeMetadataConditionLogicalOperator) Valid() bool {
+	switch e {
+	case ExternalKnowledgeMetadataConditionLogicalOperatorAnd:
+		return true
+	case ExternalKnowledgeMetadataConditionLogicalOperatorOr:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FeedbackRequestRating.
 const (
 	FeedbackRequestRatingDislike FeedbackRequestRating = "dislike"
@@ -936,64 +1017,64 @@ func (e MessageReplaceEventEvent) Valid() bool {
 
 // Defines values for MetadataFilteringConditionComparisonOperator.
 const (
-	After              MetadataFilteringConditionComparisonOperator = "after"
-	Before             MetadataFilteringConditionComparisonOperator = "before"
-	Contains           MetadataFilteringConditionComparisonOperator = "contains"
-	Empty              MetadataFilteringConditionComparisonOperator = "empty"
-	EndWith            MetadataFilteringConditionComparisonOperator = "end with"
-	Equal              MetadataFilteringConditionComparisonOperator = "="
-	GreaterThan        MetadataFilteringConditionComparisonOperator = ">"
-	GreaterThanOrEqual MetadataFilteringConditionComparisonOperator = "≥"
-	In                 MetadataFilteringConditionComparisonOperator = "in"
-	Is                 MetadataFilteringConditionComparisonOperator = "is"
-	IsNot              MetadataFilteringConditionComparisonOperator = "is not"
-	LessThan           MetadataFilteringConditionComparisonOperator = "<"
-	LessThanOrEqual    MetadataFilteringConditionComparisonOperator = "≤"
-	NotContains        MetadataFilteringConditionComparisonOperator = "not contains"
-	NotEmpty           MetadataFilteringConditionComparisonOperator = "not empty"
-	NotEqual           MetadataFilteringConditionComparisonOperator = "≠"
-	NotIn              MetadataFilteringConditionComparisonOperator = "not in"
-	StartWith          MetadataFilteringConditionComparisonOperator = "start with"
+	MetadataFilteringConditionComparisonOperatorAfter              MetadataFilteringConditionComparisonOperator = "after"
+	MetadataFilteringConditionComparisonOperatorBefore             MetadataFilteringConditionComparisonOperator = "before"
+	MetadataFilteringConditionComparisonOperatorContains           MetadataFilteringConditionComparisonOperator = "contains"
+	MetadataFilteringConditionComparisonOperatorEmpty              MetadataFilteringConditionComparisonOperator = "empty"
+	MetadataFilteringConditionComparisonOperatorEndWith            MetadataFilteringConditionComparisonOperator = "end with"
+	MetadataFilteringConditionComparisonOperatorEqual              MetadataFilteringConditionComparisonOperator = "="
+	MetadataFilteringConditionComparisonOperatorGreaterThan        MetadataFilteringConditionComparisonOperator = ">"
+	MetadataFilteringConditionComparisonOperatorGreaterThanOrEqual MetadataFilteringConditionComparisonOperator = "≥"
+	MetadataFilteringConditionComparisonOperatorIn                 MetadataFilteringConditionComparisonOperator = "in"
+	MetadataFilteringConditionComparisonOperatorIs                 MetadataFilteringConditionComparisonOperator = "is"
+	MetadataFilteringConditionComparisonOperatorIsNot              MetadataFilteringConditionComparisonOperator = "is not"
+	MetadataFilteringConditionComparisonOperatorLessThan           MetadataFilteringConditionComparisonOperator = "<"
+	MetadataFilteringConditionComparisonOperatorLessThanOrEqual    MetadataFilteringConditionComparisonOperator = "≤"
+	MetadataFilteringConditionComparisonOperatorNotContains        MetadataFilteringConditionComparisonOperator = "not contains"
+	MetadataFilteringConditionComparisonOperatorNotEmpty           MetadataFilteringConditionComparisonOperator = "not empty"
+	MetadataFilteringConditionComparisonOperatorNotEqual           MetadataFilteringConditionComparisonOperator = "≠"
+	MetadataFilteringConditionComparisonOperatorNotIn              MetadataFilteringConditionComparisonOperator = "not in"
+	MetadataFilteringConditionComparisonOperatorStartWith          MetadataFilteringConditionComparisonOperator = "start with"
 )
 
 // Valid indicates whether the value is a known member of the MetadataFilteringConditionComparisonOperator enum.
 func (e MetadataFilteringConditionComparisonOperator) Valid() bool {
 	switch e {
-	case After:
+	case MetadataFilteringConditionComparisonOperatorAfter:
 		return true
-	case Before:
+	case MetadataFilteringConditionComparisonOperatorBefore:
 		return true
-	case Contains:
+	case MetadataFilteringConditionComparisonOperatorContains:
 		return true
-	case Empty:
+	case MetadataFilteringConditionComparisonOperatorEmpty:
 		return true
-	case EndWith:
+	case MetadataFilteringConditionComparisonOperatorEndWith:
 		return true
-	case Equal:
+	case MetadataFilteringConditionComparisonOperatorEqual:
 		return true
-	case GreaterThan:
+	case MetadataFilteringConditionComparisonOperatorGreaterThan:
 		return true
-	case GreaterThanOrEqual:
+	case MetadataFilteringConditionComparisonOperatorGreaterThanOrEqual:
 		return true
-	case In:
+	case MetadataFilteringConditionComparisonOperatorIn:
 		return true
-	case Is:
+	case MetadataFilteringConditionComparisonOperatorIs:
 		return true
-	case IsNot:
+	case MetadataFilteringConditionComparisonOperatorIsNot:
 		return true
-	case LessThan:
+	case MetadataFilteringConditionComparisonOperatorLessThan:
 		return true
-	case LessThanOrEqual:
+	case MetadataFilteringConditionComparisonOperatorLessThanOrEqual:
 		return true
-	case NotContains:
+	case MetadataFilteringConditionComparisonOperatorNotContains:
 		return true
-	case NotEmpty:
+	case MetadataFilteringConditionComparisonOperatorNotEmpty:
 		return true
-	case NotEqual:
+	case MetadataFilteringConditionComparisonOperatorNotEqual:
 		return true
-	case NotIn:
+	case MetadataFilteringConditionComparisonOperatorNotIn:
 		return true
-	case StartWith:
+	case MetadataFilteringConditionComparisonOperatorStartWith:
 		return true
 	default:
 		return false
@@ -1002,16 +1083,16 @@ func (e MetadataFilteringConditionComparisonOperator) Valid() bool {
 
 // Defines values for MetadataFilteringConditionsLogicalOperator.
 const (
-	And MetadataFilteringConditionsLogicalOperator = "and"
-	Or  MetadataFilteringConditionsLogicalOperator = "or"
+	MetadataFilteringConditionsLogicalOperatorAnd MetadataFilteringConditionsLogicalOperator = "and"
+	MetadataFilteringConditionsLogicalOperatorOr  MetadataFilteringConditionsLogicalOperator = "or"
 )
 
 // Valid indicates whether the value is a known member of the MetadataFilteringConditionsLogicalOperator enum.
 func (e MetadataFilteringConditionsLogicalOperator) Valid() bool {
 	switch e {
-	case And:
+	case MetadataFilteringConditionsLogicalOperatorAnd:
 		return true
-	case Or:
+	case MetadataFilteringConditionsLogicalOperatorOr:
 		return true
 	default:
 		return false
@@ -2929,8 +3010,17 @@ type CreateDatasetRequest struct {
 
 	// EmbeddingModelProvider Provider of `embedding_model`, as `org/plugin/provider` or bare (`openai`).
 	EmbeddingModelProvider *string `json:"embedding_model_provider,omitempty"`
+
+	// ExternalKnowledgeApiId The id of the external knowledge API of an external knowledge base.
 	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
-	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
+
+	// ExternalKnowledgeId The id of the knowledge in that service (its `knowledge_id`).
+	ExternalKnowledgeId *string `json:"external_knowledge_id,omitempty"`
+
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base: how many records to ask its API for, and
+	// the score below which records are left out when `score_threshold_enabled`. Null for a
+	// `vendor` knowledge base.
+	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
 
 	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
 	IndexingTechnique *IndexingTechnique `json:"indexing_technique,omitempty"`
@@ -2941,7 +3031,13 @@ type CreateDatasetRequest struct {
 	// Permission Default `only_me`.
 	Permission *DatasetPermission `json:"permission,omitempty"`
 
-	// Provider `vendor` (default); `external` knowledge bases are not supported.
+	// Provider `vendor` (default), or `external`: a knowledge base that retrieves from an external
+	// knowledge API (registered in the config file or with `parley datasets external-api
+	// add`) instead of documents of its own. An external one needs
+	// `external_knowledge_api_id` and `external_knowledge_id` (400 `invalid_param`
+	// otherwise, and for an unknown API), takes its retrieval setting from
+	// `external_retrieval_model` (else the `top_k` and threshold of `retrieval_model`; top_k
+	// 2 by default), and ignores `indexing_technique` and the embedding model.
 	Provider       *CreateDatasetRequestProvider `json:"provider,omitempty"`
 	RetrievalModel *RetrievalModel               `json:"retrieval_model,omitempty"`
 
@@ -2950,7 +3046,13 @@ type CreateDatasetRequest struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// CreateDatasetRequestProvider `vendor` (default); `external` knowledge bases are not supported.
+// CreateDatasetRequestProvider `vendor` (default), or `external`: a knowledge base that retrieves from an external
+// knowledge API (registered in the config file or with `parley datasets external-api
+// add`) instead of documents of its own. An external one needs
+// `external_knowledge_api_id` and `external_knowledge_id` (400 `invalid_param`
+// otherwise, and for an unknown API), takes its retrieval setting from
+// `external_retrieval_model` (else the `top_k` and threshold of `retrieval_model`; top_k
+// 2 by default), and ignores `indexing_technique` and the embedding model.
 type CreateDatasetRequestProvider string
 
 // CreateDocumentByFileRequest Multipart body of create-document-by-file. Both parts are optional here because the
@@ -3075,10 +3177,12 @@ type Dataset struct {
 	EmbeddingModelProvider *string `json:"embedding_model_provider"`
 	EnableApi              bool    `json:"enable_api"`
 
-	// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+	// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base; null for a `vendor` one.
 	ExternalKnowledgeInfo *ExternalKnowledgeInfo `json:"external_knowledge_info"`
 
-	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base: how many records to ask its API for, and
+	// the score below which records are left out when `score_threshold_enabled`. Null for a
+	// `vendor` knowledge base.
 	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model"`
 
 	// IconInfo The knowledge base's icon.
@@ -3098,7 +3202,9 @@ type Dataset struct {
 	// Permission Who may use the knowledge base in the console. Through the API every knowledge base of the workspace is reachable.
 	Permission DatasetPermission `json:"permission"`
 	PipelineId *string           `json:"pipeline_id"`
-	Provider   DatasetProvider   `json:"provider"`
+
+	// Provider `external` for a knowledge base that retrieves from an external knowledge API (`external_knowledge_info`, `external_retrieval_model`); it has no documents.
+	Provider DatasetProvider `json:"provider"`
 
 	// RetrievalModelDict How a knowledge base is searched. Economy knowledge bases always use `keyword_search`.
 	// `reranking_mode` chooses how `hybrid_search` fuses its results: a rerank model
@@ -3126,7 +3232,7 @@ type Dataset struct {
 	WordCount int `json:"word_count"`
 }
 
-// DatasetProvider defines model for Dataset.Provider.
+// DatasetProvider `external` for a knowledge base that retrieves from an external knowledge API (`external_knowledge_info`, `external_retrieval_model`); it has no documents.
 type DatasetProvider string
 
 // DatasetList A page of knowledge bases; `has_more` is true when the page is full.
@@ -3426,7 +3532,55 @@ type EventEnvelope struct {
 	MessageId openapi_types.UUID `json:"message_id"`
 }
 
-// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base.
+// ExternalKnowledgeCondition One metadata condition. `name` is one field (as Dify sends it) or several (as Dify's
+// documentation writes it; the condition then holds when it holds for any of them).
+type ExternalKnowledgeCondition struct {
+	ComparisonOperator ExternalKnowledgeConditionComparisonOperator `json:"comparison_operator"`
+	Name               ExternalKnowledgeCondition_Name              `json:"name"`
+
+	// Value A string, a number or a list of strings, or null; left out for `empty` and `not empty`.
+	Value                *ExternalKnowledgeCondition_Value `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{}            `json:"-"`
+}
+
+// ExternalKnowledgeConditionComparisonOperator defines model for ExternalKnowledgeCondition.ComparisonOperator.
+type ExternalKnowledgeConditionComparisonOperator string
+
+// ExternalKnowledgeConditionName0 defines model for ExternalKnowledgeCondition.Name.0.
+type ExternalKnowledgeConditionName0 = string
+
+// ExternalKnowledgeConditionName1 defines model for ExternalKnowledgeCondition.Name.1.
+type ExternalKnowledgeConditionName1 = []string
+
+// ExternalKnowledgeCondition_Name defines model for ExternalKnowledgeCondition.Name.
+type ExternalKnowledgeCondition_Name struct {
+	union json.RawMessage
+}
+
+// ExternalKnowledgeConditionValue0 defines model for ExternalKnowledgeCondition.Value.0.
+type ExternalKnowledgeConditionValue0 = string
+
+// ExternalKnowledgeConditionValue1 defines model for ExternalKnowledgeCondition.Value.1.
+type ExternalKnowledgeConditionValue1 = float32
+
+// ExternalKnowledgeConditionValue2 defines model for ExternalKnowledgeCondition.Value.2.
+type ExternalKnowledgeConditionValue2 = []string
+
+// ExternalKnowledgeCondition_Value A string, a number or a list of strings, or null; left out for `empty` and `not empty`.
+type ExternalKnowledgeCondition_Value struct {
+	union json.RawMessage
+}
+
+// ExternalKnowledgeErrorResponse The error body of Dify's External Knowledge API.
+type ExternalKnowledgeErrorResponse struct {
+	// ErrorCode 1001, 1002 or 2001 (Dify's codes), else the HTTP status.
+	ErrorCode int `json:"error_code"`
+
+	// ErrorMsg Human-readable text; not part of the contract.
+	ErrorMsg string `json:"error_msg"`
+}
+
+// ExternalKnowledgeInfo The external knowledge API behind an external knowledge base; null for a `vendor` one.
 type ExternalKnowledgeInfo struct {
 	ExternalKnowledgeApiEndpoint *string `json:"external_knowledge_api_endpoint,omitempty"`
 	ExternalKnowledgeApiId       *string `json:"external_knowledge_api_id,omitempty"`
@@ -3434,7 +3588,60 @@ type ExternalKnowledgeInfo struct {
 	ExternalKnowledgeId          *string `json:"external_knowledge_id,omitempty"`
 }
 
-// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+// ExternalKnowledgeMetadataCondition The documents' metadata values the records must have, as the metadata filter of retrieve:
+// conditions joined by `logical_operator`.
+type ExternalKnowledgeMetadataCondition struct {
+	Conditions           []ExternalKnowledgeCondition                       `json:"conditions"`
+	LogicalOperator      *ExternalKnowledgeMetadataConditionLogicalOperator `json:"logical_operator,omitempty"`
+	AdditionalProperties map[string]interface{}                             `json:"-"`
+}
+
+// ExternalKnowledgeMetadataConditionLogicalOperator defines model for ExternalKnowledgeMetadataCondition.LogicalOperator.
+type ExternalKnowledgeMetadataConditionLogicalOperator string
+
+// ExternalKnowledgeRecord One record of the External Knowledge API.
+type ExternalKnowledgeRecord struct {
+	Content string `json:"content"`
+
+	// Metadata The document's metadata values and where the record comes from (never null).
+	Metadata map[string]interface{} `json:"metadata"`
+	Score    float64                `json:"score"`
+
+	// Title The document's name.
+	Title string `json:"title"`
+}
+
+// ExternalKnowledgeRequest Body of Dify's External Knowledge API retrieval. Unknown members are ignored.
+type ExternalKnowledgeRequest struct {
+	// KnowledgeId The id of a knowledge base of Parley's.
+	KnowledgeId string `json:"knowledge_id"`
+
+	// MetadataCondition The documents' metadata values the records must have, as the metadata filter of retrieve:
+	// conditions joined by `logical_operator`.
+	MetadataCondition    *ExternalKnowledgeMetadataCondition       `json:"metadata_condition,omitempty"`
+	Query                string                                    `json:"query"`
+	RetrievalSetting     ExternalKnowledgeRequest_RetrievalSetting `json:"retrieval_setting"`
+	AdditionalProperties map[string]interface{}                    `json:"-"`
+}
+
+// ExternalKnowledgeRequest_RetrievalSetting defines model for ExternalKnowledgeRequest.RetrievalSetting.
+type ExternalKnowledgeRequest_RetrievalSetting struct {
+	// ScoreThreshold Records scored below it are left out; 0 (Dify's value when the threshold is off) leaves none out.
+	ScoreThreshold       float64                `json:"score_threshold"`
+	TopK                 int                    `json:"top_k"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ExternalKnowledgeResponse The records found, best first.
+//
+// Example: {"records":[{"content":"Vacation policy: every employee receives twenty days of paid vacation.","metadata":{"data_source_type":"upload_file","dataset_id":"0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60","dataset_name":"handbook","document_id":"0190f5b1-3c2d-7e4f-9a8b-1c2d3e4f5a6b","document_name":"staff handbook","segment_id":"0190f5c0-2d3e-7f4a-8b5c-6d7e8f9a0b1c","segment_position":1},"score":0.82,"title":"staff handbook"}]}
+type ExternalKnowledgeResponse struct {
+	Records []ExternalKnowledgeRecord `json:"records"`
+}
+
+// ExternalRetrievalModel Retrieval settings of an external knowledge base: how many records to ask its API for, and
+// the score below which records are left out when `score_threshold_enabled`. Null for a
+// `vendor` knowledge base.
 type ExternalRetrievalModel struct {
 	ScoreThreshold        *float64               `json:"score_threshold,omitempty"`
 	ScoreThresholdEnabled *bool                  `json:"score_threshold_enabled,omitempty"`
@@ -5036,27 +5243,49 @@ type RetrieveDocument struct {
 
 // RetrieveRecord A matching chunk. For a hierarchical document `segment` is the parent chunk, `score` its
 // best child's score and `child_chunks` the matching children; otherwise `child_chunks` is
-// empty. `score` is null for keyword search.
+// empty. `score` is null for keyword search. A record of an external knowledge base also
+// has the API's `content`, `title` and `metadata`; its `segment` and document stand for it
+// (document `data_source_type` `external`, named by the title; their ids are the record's
+// `metadata.document_id` and `metadata.segment_id` when those are UUIDs, else UUIDs derived
+// from the knowledge base, the title and the content).
 type RetrieveRecord struct {
-	ChildChunks []RetrieveChildChunk     `json:"child_chunks"`
-	Files       []map[string]interface{} `json:"files"`
-	Score       *float64                 `json:"score"`
+	ChildChunks []RetrieveChildChunk `json:"child_chunks"`
+
+	// Content A record of an external knowledge base only, as its API answered it (Dify's external hit testing); `segment` stands for it.
+	Content *string                  `json:"content,omitempty"`
+	Files   []map[string]interface{} `json:"files"`
+
+	// Metadata A record of an external knowledge base only (never null then).
+	Metadata *map[string]interface{} `json:"metadata,omitempty"`
+	Score    *float64                `json:"score"`
 
 	// Segment A chunk in a retrieval result, with its document.
-	Segment      RetrieveSegment         `json:"segment"`
-	Summary      *string                 `json:"summary"`
+	Segment RetrieveSegment `json:"segment"`
+	Summary *string         `json:"summary"`
+
+	// Title A record of an external knowledge base only.
+	Title        *string                 `json:"title,omitempty"`
 	TsnePosition *map[string]interface{} `json:"tsne_position"`
 }
 
 // RetrieveRequest Body of retrieve. `query` is required unless `attachment_ids` is given, and may not exceed
 // 250 characters; the server checks both with Dify's messages. Unknown members are ignored.
+// An external knowledge base is searched by its external knowledge API with the members of
+// `external_retrieval_model` (else the `top_k` and threshold of `retrieval_model`) over its
+// own setting.
 type RetrieveRequest struct {
 	// AttachmentIds Image query of a multimodal knowledge base.
 	AttachmentIds *[]string `json:"attachment_ids,omitempty"`
 
-	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base: how many records to ask its API for, and
+	// the score below which records are left out when `score_threshold_enabled`. Null for a
+	// `vendor` knowledge base.
 	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
-	Query                  *string                 `json:"query,omitempty"`
+
+	// MetadataFilteringConditions The metadata filter sent to an external knowledge base's API (Dify's external hit
+	// testing); else the `metadata_filtering_conditions` of `retrieval_model`.
+	MetadataFilteringConditions *map[string]interface{} `json:"metadata_filtering_conditions,omitempty"`
+	Query                       *string                 `json:"query,omitempty"`
 
 	// RetrievalModel Overrides the knowledge base's retrieval settings for this call.
 	RetrievalModel       *RetrievalModel        `json:"retrieval_model,omitempty"`
@@ -5109,7 +5338,9 @@ type RetrieverResource struct {
 	Content string `json:"content"`
 
 	// CreatedAt Unix epoch seconds.
-	CreatedAt      *int64              `json:"created_at,omitempty"`
+	CreatedAt *int64 `json:"created_at,omitempty"`
+
+	// DataSourceType `upload_file`, or `external` for a record of an external knowledge base (whose document and chunk ids are those of RetrieveRecord).
 	DataSourceType *string             `json:"data_source_type,omitempty"`
 	DatasetId      openapi_types.UUID  `json:"dataset_id"`
 	DatasetName    string              `json:"dataset_name"`
@@ -5434,7 +5665,12 @@ type UpdateConversationVariableRequest struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown members are ignored.
+// UpdateDatasetRequest Body of update-knowledge-base. Only members present and not null are changed; unknown
+// members are ignored. Of an external knowledge base, the name, description, permission,
+// binding (`external_knowledge_api_id`, `external_knowledge_id`) and retrieval setting
+// (`external_retrieval_model`, else the `top_k` and threshold of `retrieval_model`; a partial
+// one changes the members it has) change; the indexing technique and embedding model are
+// ignored. The binding and setting of a `vendor` knowledge base are ignored.
 type UpdateDatasetRequest struct {
 	Description            *string `json:"description,omitempty"`
 	EmbeddingModel         *string `json:"embedding_model,omitempty"`
@@ -5442,7 +5678,9 @@ type UpdateDatasetRequest struct {
 	ExternalKnowledgeApiId *string `json:"external_knowledge_api_id,omitempty"`
 	ExternalKnowledgeId    *string `json:"external_knowledge_id,omitempty"`
 
-	// ExternalRetrievalModel Retrieval settings of an external knowledge base.
+	// ExternalRetrievalModel Retrieval settings of an external knowledge base: how many records to ask its API for, and
+	// the score below which records are left out when `score_threshold_enabled`. Null for a
+	// `vendor` knowledge base.
 	ExternalRetrievalModel *ExternalRetrievalModel `json:"external_retrieval_model,omitempty"`
 
 	// IndexingTechnique `high_quality` (embeddings) or `economy` (keyword table); null until the first document sets it.
@@ -6017,6 +6255,9 @@ type BadRequest = Error
 // Conflict The body of every error response, and the payload members of the `error` event.
 type Conflict = Error
 
+// ExternalKnowledgeError The error body of Dify's External Knowledge API.
+type ExternalKnowledgeError = ExternalKnowledgeErrorResponse
+
 // Forbidden The body of every error response, and the payload members of the `error` event.
 type Forbidden = Error
 
@@ -6573,6 +6814,9 @@ type RunPipelineJSONRequestBody = PipelineRunRequest
 // RetrieveJSONRequestBody defines body for Retrieve for application/json ContentType.
 type RetrieveJSONRequestBody = RetrieveRequest
 
+// ExternalKnowledgeRetrievalJSONRequestBody defines body for ExternalKnowledgeRetrieval for application/json ContentType.
+type ExternalKnowledgeRetrievalJSONRequestBody = ExternalKnowledgeRequest
+
 // UploadFileMultipartRequestBody defines body for UploadFile for multipart/form-data ContentType.
 type UploadFileMultipartRequestBody = FileUploadRequest
 
@@ -6993,6 +7237,14 @@ func (a *CreateDatasetRequest) UnmarshalJSON(b []byte) error {
 		delete(object, "external_knowledge_id")
 	}
 
+	if raw, found := object["external_retrieval_model"]; found {
+		err = json.Unmarshal(raw, &a.ExternalRetrievalModel)
+		if err != nil {
+			return fmt.Errorf("error reading 'external_retrieval_model': %w", err)
+		}
+		delete(object, "external_retrieval_model")
+	}
+
 	if raw, found := object["indexing_technique"]; found {
 		err = json.Unmarshal(raw, &a.IndexingTechnique)
 		if err != nil {
@@ -7092,6 +7344,13 @@ func (a CreateDatasetRequest) MarshalJSON() ([]byte, error) {
 		object["external_knowledge_id"], err = json.Marshal(a.ExternalKnowledgeId)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'external_knowledge_id': %w", err)
+		}
+	}
+
+	if a.ExternalRetrievalModel != nil {
+		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
 		}
 	}
 
@@ -8442,6 +8701,369 @@ func (a DownloadZipRequest) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'document_ids': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalKnowledgeCondition. Returns the specified
+// element and whether it was found
+func (a ExternalKnowledgeCondition) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalKnowledgeCondition
+func (a *ExternalKnowledgeCondition) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalKnowledgeCondition to handle AdditionalProperties
+func (a *ExternalKnowledgeCondition) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comparison_operator"]; found {
+		err = json.Unmarshal(raw, &a.ComparisonOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'comparison_operator': %w", err)
+		}
+		delete(object, "comparison_operator")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalKnowledgeCondition to handle AdditionalProperties
+func (a ExternalKnowledgeCondition) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["comparison_operator"], err = json.Marshal(a.ComparisonOperator)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'comparison_operator': %w", err)
+	}
+
+	object["name"], err = json.Marshal(a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalKnowledgeMetadataCondition. Returns the specified
+// element and whether it was found
+func (a ExternalKnowledgeMetadataCondition) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalKnowledgeMetadataCondition
+func (a *ExternalKnowledgeMetadataCondition) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalKnowledgeMetadataCondition to handle AdditionalProperties
+func (a *ExternalKnowledgeMetadataCondition) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["conditions"]; found {
+		err = json.Unmarshal(raw, &a.Conditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'conditions': %w", err)
+		}
+		delete(object, "conditions")
+	}
+
+	if raw, found := object["logical_operator"]; found {
+		err = json.Unmarshal(raw, &a.LogicalOperator)
+		if err != nil {
+			return fmt.Errorf("error reading 'logical_operator': %w", err)
+		}
+		delete(object, "logical_operator")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalKnowledgeMetadataCondition to handle AdditionalProperties
+func (a ExternalKnowledgeMetadataCondition) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Conditions != nil {
+		object["conditions"], err = json.Marshal(a.Conditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'conditions': %w", err)
+		}
+	}
+
+	if a.LogicalOperator != nil {
+		object["logical_operator"], err = json.Marshal(a.LogicalOperator)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'logical_operator': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalKnowledgeRequest. Returns the specified
+// element and whether it was found
+func (a ExternalKnowledgeRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalKnowledgeRequest
+func (a *ExternalKnowledgeRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalKnowledgeRequest to handle AdditionalProperties
+func (a *ExternalKnowledgeRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["knowledge_id"]; found {
+		err = json.Unmarshal(raw, &a.KnowledgeId)
+		if err != nil {
+			return fmt.Errorf("error reading 'knowledge_id': %w", err)
+		}
+		delete(object, "knowledge_id")
+	}
+
+	if raw, found := object["metadata_condition"]; found {
+		err = json.Unmarshal(raw, &a.MetadataCondition)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_condition': %w", err)
+		}
+		delete(object, "metadata_condition")
+	}
+
+	if raw, found := object["query"]; found {
+		err = json.Unmarshal(raw, &a.Query)
+		if err != nil {
+			return fmt.Errorf("error reading 'query': %w", err)
+		}
+		delete(object, "query")
+	}
+
+	if raw, found := object["retrieval_setting"]; found {
+		err = json.Unmarshal(raw, &a.RetrievalSetting)
+		if err != nil {
+			return fmt.Errorf("error reading 'retrieval_setting': %w", err)
+		}
+		delete(object, "retrieval_setting")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalKnowledgeRequest to handle AdditionalProperties
+func (a ExternalKnowledgeRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["knowledge_id"], err = json.Marshal(a.KnowledgeId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'knowledge_id': %w", err)
+	}
+
+	if a.MetadataCondition != nil {
+		object["metadata_condition"], err = json.Marshal(a.MetadataCondition)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_condition': %w", err)
+		}
+	}
+
+	object["query"], err = json.Marshal(a.Query)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'query': %w", err)
+	}
+
+	object["retrieval_setting"], err = json.Marshal(a.RetrievalSetting)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'retrieval_setting': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ExternalKnowledgeRequest_RetrievalSetting. Returns the specified
+// element and whether it was found
+func (a ExternalKnowledgeRequest_RetrievalSetting) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ExternalKnowledgeRequest_RetrievalSetting
+func (a *ExternalKnowledgeRequest_RetrievalSetting) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ExternalKnowledgeRequest_RetrievalSetting to handle AdditionalProperties
+func (a *ExternalKnowledgeRequest_RetrievalSetting) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["score_threshold"]; found {
+		err = json.Unmarshal(raw, &a.ScoreThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'score_threshold': %w", err)
+		}
+		delete(object, "score_threshold")
+	}
+
+	if raw, found := object["top_k"]; found {
+		err = json.Unmarshal(raw, &a.TopK)
+		if err != nil {
+			return fmt.Errorf("error reading 'top_k': %w", err)
+		}
+		delete(object, "top_k")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ExternalKnowledgeRequest_RetrievalSetting to handle AdditionalProperties
+func (a ExternalKnowledgeRequest_RetrievalSetting) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["score_threshold"], err = json.Marshal(a.ScoreThreshold)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'score_threshold': %w", err)
+	}
+
+	object["top_k"], err = json.Marshal(a.TopK)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'top_k': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -10924,6 +11546,14 @@ func (a *RetrieveRequest) UnmarshalJSON(b []byte) error {
 		delete(object, "external_retrieval_model")
 	}
 
+	if raw, found := object["metadata_filtering_conditions"]; found {
+		err = json.Unmarshal(raw, &a.MetadataFilteringConditions)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata_filtering_conditions': %w", err)
+		}
+		delete(object, "metadata_filtering_conditions")
+	}
+
 	if raw, found := object["query"]; found {
 		err = json.Unmarshal(raw, &a.Query)
 		if err != nil {
@@ -10970,6 +11600,13 @@ func (a RetrieveRequest) MarshalJSON() ([]byte, error) {
 		object["external_retrieval_model"], err = json.Marshal(a.ExternalRetrievalModel)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'external_retrieval_model': %w", err)
+		}
+	}
+
+	if a.MetadataFilteringConditions != nil {
+		object["metadata_filtering_conditions"], err = json.Marshal(a.MetadataFilteringConditions)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata_filtering_conditions': %w", err)
 		}
 	}
 
@@ -13716,6 +14353,156 @@ func (t *DocMetadata_Value) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsExternalKnowledgeConditionName0 returns the union data inside the ExternalKnowledgeCondition_Name as a ExternalKnowledgeConditionName0
+func (t ExternalKnowledgeCondition_Name) AsExternalKnowledgeConditionName0() (ExternalKnowledgeConditionName0, error) {
+	var body ExternalKnowledgeConditionName0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExternalKnowledgeConditionName0 overwrites any union data inside the ExternalKnowledgeCondition_Name as the provided ExternalKnowledgeConditionName0
+func (t *ExternalKnowledgeCondition_Name) FromExternalKnowledgeConditionName0(v ExternalKnowledgeConditionName0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExternalKnowledgeConditionName0 performs a merge with any union data inside the ExternalKnowledgeCondition_Name, using the provided ExternalKnowledgeConditionName0
+func (t *ExternalKnowledgeCondition_Name) MergeExternalKnowledgeConditionName0(v ExternalKnowledgeConditionName0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExternalKnowledgeConditionName1 returns the union data inside the ExternalKnowledgeCondition_Name as a ExternalKnowledgeConditionName1
+func (t ExternalKnowledgeCondition_Name) AsExternalKnowledgeConditionName1() (ExternalKnowledgeConditionName1, error) {
+	var body ExternalKnowledgeConditionName1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExternalKnowledgeConditionName1 overwrites any union data inside the ExternalKnowledgeCondition_Name as the provided ExternalKnowledgeConditionName1
+func (t *ExternalKnowledgeCondition_Name) FromExternalKnowledgeConditionName1(v ExternalKnowledgeConditionName1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExternalKnowledgeConditionName1 performs a merge with any union data inside the ExternalKnowledgeCondition_Name, using the provided ExternalKnowledgeConditionName1
+func (t *ExternalKnowledgeCondition_Name) MergeExternalKnowledgeConditionName1(v ExternalKnowledgeConditionName1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExternalKnowledgeCondition_Name) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ExternalKnowledgeCondition_Name) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsExternalKnowledgeConditionValue0 returns the union data inside the ExternalKnowledgeCondition_Value as a ExternalKnowledgeConditionValue0
+func (t ExternalKnowledgeCondition_Value) AsExternalKnowledgeConditionValue0() (ExternalKnowledgeConditionValue0, error) {
+	var body ExternalKnowledgeConditionValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExternalKnowledgeConditionValue0 overwrites any union data inside the ExternalKnowledgeCondition_Value as the provided ExternalKnowledgeConditionValue0
+func (t *ExternalKnowledgeCondition_Value) FromExternalKnowledgeConditionValue0(v ExternalKnowledgeConditionValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExternalKnowledgeConditionValue0 performs a merge with any union data inside the ExternalKnowledgeCondition_Value, using the provided ExternalKnowledgeConditionValue0
+func (t *ExternalKnowledgeCondition_Value) MergeExternalKnowledgeConditionValue0(v ExternalKnowledgeConditionValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExternalKnowledgeConditionValue1 returns the union data inside the ExternalKnowledgeCondition_Value as a ExternalKnowledgeConditionValue1
+func (t ExternalKnowledgeCondition_Value) AsExternalKnowledgeConditionValue1() (ExternalKnowledgeConditionValue1, error) {
+	var body ExternalKnowledgeConditionValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExternalKnowledgeConditionValue1 overwrites any union data inside the ExternalKnowledgeCondition_Value as the provided ExternalKnowledgeConditionValue1
+func (t *ExternalKnowledgeCondition_Value) FromExternalKnowledgeConditionValue1(v ExternalKnowledgeConditionValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExternalKnowledgeConditionValue1 performs a merge with any union data inside the ExternalKnowledgeCondition_Value, using the provided ExternalKnowledgeConditionValue1
+func (t *ExternalKnowledgeCondition_Value) MergeExternalKnowledgeConditionValue1(v ExternalKnowledgeConditionValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExternalKnowledgeConditionValue2 returns the union data inside the ExternalKnowledgeCondition_Value as a ExternalKnowledgeConditionValue2
+func (t ExternalKnowledgeCondition_Value) AsExternalKnowledgeConditionValue2() (ExternalKnowledgeConditionValue2, error) {
+	var body ExternalKnowledgeConditionValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExternalKnowledgeConditionValue2 overwrites any union data inside the ExternalKnowledgeCondition_Value as the provided ExternalKnowledgeConditionValue2
+func (t *ExternalKnowledgeCondition_Value) FromExternalKnowledgeConditionValue2(v ExternalKnowledgeConditionValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExternalKnowledgeConditionValue2 performs a merge with any union data inside the ExternalKnowledgeCondition_Value, using the provided ExternalKnowledgeConditionValue2
+func (t *ExternalKnowledgeCondition_Value) MergeExternalKnowledgeConditionValue2(v ExternalKnowledgeConditionValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExternalKnowledgeCondition_Value) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ExternalKnowledgeCondition_Value) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsMetadataFilteringConditionValue0 returns the union data inside the MetadataFilteringCondition_Value as a MetadataFilteringConditionValue0
 func (t MetadataFilteringCondition_Value) AsMetadataFilteringConditionValue0() (MetadataFilteringConditionValue0, error) {
 	var body MetadataFilteringConditionValue0
@@ -15930,7 +16717,8 @@ type ClientInterface interface {
 	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
 	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-	// → 400 `dataset_not_initialized`.
+	// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+	// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -15944,7 +16732,8 @@ type ClientInterface interface {
 	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
 	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-	// → 400 `dataset_not_initialized`.
+	// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+	// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -15966,6 +16755,52 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
 	GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExternalKnowledgeRetrievalWithBody Retrieve from a knowledge base as Dify's External Knowledge API
+	//
+	// Dify's External Knowledge API over Parley's knowledge bases: register
+	// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+	// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+	// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+	// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+	// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+	// record's `metadata` is the document's metadata values with where the record comes from:
+	// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+	// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+	// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+	// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+	// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+	// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+	// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+	// 413, 415, 429, 500, 503).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+	ExternalKnowledgeRetrievalWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExternalKnowledgeRetrieval Retrieve from a knowledge base as Dify's External Knowledge API
+	//
+	// Dify's External Knowledge API over Parley's knowledge bases: register
+	// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+	// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+	// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+	// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+	// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+	// record's `metadata` is the document's metadata values with where the record comes from:
+	// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+	// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+	// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+	// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+	// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+	// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+	// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+	// 413, 415, 429, 500, 503).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+	ExternalKnowledgeRetrieval(ctx context.Context, body ExternalKnowledgeRetrievalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetToolFile Get a file a tool returned
 	//
@@ -18529,7 +19364,8 @@ func (c *Client) RunPipeline(ctx context.Context, datasetId DatasetId, body RunP
 // knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 // always uses keyword search. `query` is required unless `attachment_ids` is given and may
 // not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-// → 400 `dataset_not_initialized`.
+// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -18553,7 +19389,8 @@ func (c *Client) RetrieveWithBody(ctx context.Context, datasetId DatasetId, cont
 // knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 // always uses keyword search. `query` is required unless `attachment_ids` is given and may
 // not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-// → 400 `dataset_not_initialized`.
+// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -18596,6 +19433,72 @@ func (c *Client) ListDatasetTags(ctx context.Context, datasetId DatasetId, reqEd
 // Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
 func (c *Client) GetEndUser(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEndUserRequest(c.Server, endUserId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExternalKnowledgeRetrievalWithBody Retrieve from a knowledge base as Dify's External Knowledge API
+//
+// Dify's External Knowledge API over Parley's knowledge bases: register
+// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+// record's `metadata` is the document's metadata values with where the record comes from:
+// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+// 413, 415, 429, 500, 503).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+func (c *Client) ExternalKnowledgeRetrievalWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExternalKnowledgeRetrievalRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExternalKnowledgeRetrieval Retrieve from a knowledge base as Dify's External Knowledge API
+//
+// Dify's External Knowledge API over Parley's knowledge bases: register
+// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+// record's `metadata` is the document's metadata values with where the record comes from:
+// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+// 413, 415, 429, 500, 503).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+func (c *Client) ExternalKnowledgeRetrieval(ctx context.Context, body ExternalKnowledgeRetrievalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExternalKnowledgeRetrievalRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23066,6 +23969,46 @@ func NewGetEndUserRequest(server string, endUserId string) (*http.Request, error
 	return req, nil
 }
 
+// NewExternalKnowledgeRetrievalRequest calls the generic ExternalKnowledgeRetrieval builder with application/json body
+func NewExternalKnowledgeRetrievalRequest(server string, body ExternalKnowledgeRetrievalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewExternalKnowledgeRetrievalRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewExternalKnowledgeRetrievalRequestWithBody constructs an http.Request for the ExternalKnowledgeRetrieval method, with any body, and a specified content type
+func NewExternalKnowledgeRetrievalRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/external-knowledge/retrieval")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetToolFileRequest constructs an http.Request for the GetToolFile method
 func NewGetToolFileRequest(server string, file string, params *GetToolFileParams) (*http.Request, error) {
 	var err error
@@ -25735,7 +26678,8 @@ type ClientWithResponsesInterface interface {
 	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
 	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-	// → 400 `dataset_not_initialized`.
+	// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+	// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25749,7 +26693,8 @@ type ClientWithResponsesInterface interface {
 	// knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 	// always uses keyword search. `query` is required unless `attachment_ids` is given and may
 	// not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-	// → 400 `dataset_not_initialized`.
+	// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+	// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25775,6 +26720,52 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /end-users/{end_user_id} (the `GetEndUser` operationId).
 	GetEndUserWithResponse(ctx context.Context, endUserId string, reqEditors ...RequestEditorFn) (*GetEndUserResponse, error)
+
+	// ExternalKnowledgeRetrievalWithBodyWithResponse Retrieve from a knowledge base as Dify's External Knowledge API
+	//
+	// Dify's External Knowledge API over Parley's knowledge bases: register
+	// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+	// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+	// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+	// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+	// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+	// record's `metadata` is the document's metadata values with where the record comes from:
+	// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+	// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+	// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+	// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+	// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+	// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+	// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+	// 413, 415, 429, 500, 503).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+	ExternalKnowledgeRetrievalWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExternalKnowledgeRetrievalResponse, error)
+
+	// ExternalKnowledgeRetrievalWithResponse Retrieve from a knowledge base as Dify's External Knowledge API
+	//
+	// Dify's External Knowledge API over Parley's knowledge bases: register
+	// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+	// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+	// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+	// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+	// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+	// record's `metadata` is the document's metadata values with where the record comes from:
+	// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+	// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+	// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+	// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+	// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+	// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+	// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+	// 413, 415, 429, 500, 503).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+	ExternalKnowledgeRetrievalWithResponse(ctx context.Context, body ExternalKnowledgeRetrievalJSONRequestBody, reqEditors ...RequestEditorFn) (*ExternalKnowledgeRetrievalResponse, error)
 
 	// GetToolFileWithResponse Get a file a tool returned
 	//
@@ -34490,6 +35481,117 @@ func (r GetEndUserResponse) ContentType() string {
 	return ""
 }
 
+type ExternalKnowledgeRetrievalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExternalKnowledgeResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ExternalKnowledgeError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ExternalKnowledgeError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ExternalKnowledgeError
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *ExternalKnowledgeError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *ExternalKnowledgeError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ExternalKnowledgeError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *ExternalKnowledgeError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ExternalKnowledgeError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ExternalKnowledgeError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ExternalKnowledgeError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON200() *ExternalKnowledgeResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON400() *ExternalKnowledgeError {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON403() *ExternalKnowledgeError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON404() *ExternalKnowledgeError {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON405() *ExternalKnowledgeError {
+	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON408() *ExternalKnowledgeError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON413() *ExternalKnowledgeError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON415() *ExternalKnowledgeError {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON429() *ExternalKnowledgeError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON500() *ExternalKnowledgeError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExternalKnowledgeRetrievalResponse) GetJSON503() *ExternalKnowledgeError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExternalKnowledgeRetrievalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExternalKnowledgeRetrievalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExternalKnowledgeRetrievalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExternalKnowledgeRetrievalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetToolFileResponse200Headers the declared response headers of an HTTP 200 response for GetToolFile
 type GetToolFileResponse200Headers struct {
 	ContentDisposition  *string
@@ -38877,7 +39979,8 @@ func (c *ClientWithResponses) RunPipelineWithResponse(ctx context.Context, datas
 // knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 // always uses keyword search. `query` is required unless `attachment_ids` is given and may
 // not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-// → 400 `dataset_not_initialized`.
+// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38897,7 +40000,8 @@ func (c *ClientWithResponses) RetrieveWithBodyWithResponse(ctx context.Context, 
 // knowledge base's is used (else semantic search, `top_k` 4); an economy knowledge base
 // always uses keyword search. `query` is required unless `attachment_ids` is given and may
 // not exceed 250 characters (400 `invalid_param`). A knowledge base without a usable index
-// → 400 `dataset_not_initialized`.
+// → 400 `dataset_not_initialized`. An external knowledge base is searched by its external
+// knowledge API; a failing API → 400 `external_knowledge_request_error`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38940,6 +40044,64 @@ func (c *ClientWithResponses) GetEndUserWithResponse(ctx context.Context, endUse
 		return nil, err
 	}
 	return ParseGetEndUserResponse(rsp)
+}
+
+// ExternalKnowledgeRetrievalWithBodyWithResponse Retrieve from a knowledge base as Dify's External Knowledge API
+//
+// Dify's External Knowledge API over Parley's knowledge bases: register
+// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+// record's `metadata` is the document's metadata values with where the record comes from:
+// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+// 413, 415, 429, 500, 503).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+func (c *ClientWithResponses) ExternalKnowledgeRetrievalWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExternalKnowledgeRetrievalResponse, error) {
+	rsp, err := c.ExternalKnowledgeRetrievalWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExternalKnowledgeRetrievalResponse(rsp)
+}
+
+// ExternalKnowledgeRetrievalWithResponse Retrieve from a knowledge base as Dify's External Knowledge API
+//
+// Dify's External Knowledge API over Parley's knowledge bases: register
+// `{base}/v1/external-knowledge` as an external knowledge API's endpoint (the caller appends
+// `/retrieval`) with a knowledge-base key as its API key, and a knowledge base's id as the
+// knowledge id. The knowledge base is searched with its own retrieval model (search method,
+// reranking), the request's `top_k` and `score_threshold` (0, Dify's value when the threshold
+// is off, filters nothing) and `metadata_condition` (the metadata filter of retrieve). Each
+// record's `metadata` is the document's metadata values with where the record comes from:
+// `dataset_id`, `dataset_name`, `document_id`, `document_name`, `segment_id`,
+// `segment_position`, `data_source_type`. A knowledge base without an index yet answers no
+// records. Errors are the API's `{"error_code", "error_msg"}`: 403 with `1001` (the
+// Authorization header is not `Bearer <api-key>`) or `1002` (the key is not a valid
+// knowledge-base key, or the knowledge base's API access is off), 404 with `2001` (no
+// knowledge base has the id, or it is an external one, which Parley does not relay), and for
+// the other failures the HTTP status as `error_code` (400 a request that breaks the rules,
+// 413, 415, 429, 500, 503).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /external-knowledge/retrieval (the `ExternalKnowledgeRetrieval` operationId).
+func (c *ClientWithResponses) ExternalKnowledgeRetrievalWithResponse(ctx context.Context, body ExternalKnowledgeRetrievalJSONRequestBody, reqEditors ...RequestEditorFn) (*ExternalKnowledgeRetrievalResponse, error) {
+	rsp, err := c.ExternalKnowledgeRetrieval(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExternalKnowledgeRetrievalResponse(rsp)
 }
 
 // GetToolFileWithResponse Get a file a tool returned
@@ -48706,6 +49868,102 @@ func ParseGetEndUserResponse(rsp *http.Response) (*GetEndUserResponse, error) {
 			headers.XRateLimitReset = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExternalKnowledgeRetrievalResponse parses an HTTP response from a ExternalKnowledgeRetrievalWithResponse call
+func ParseExternalKnowledgeRetrievalResponse(rsp *http.Response) (*ExternalKnowledgeRetrievalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExternalKnowledgeRetrievalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExternalKnowledgeResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ExternalKnowledgeError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	return response, nil

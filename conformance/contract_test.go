@@ -31,7 +31,10 @@ type contract struct {
 	// openAIErrSchema is OpenAI's error object, the error body of the OpenAI-compatible
 	// operations (tagged OpenAI), whose paths openAIPaths matches.
 	openAIErrSchema *openapi3.Schema
-	events          map[string]*openapi3.Schema // event name → schema of a chat stream (discriminator mapping)
+	// externalErrSchema is the External Knowledge API's {error_code, error_msg}, the error body
+	// of the operations under externalKnowledgePaths.
+	externalErrSchema *openapi3.Schema
+	events            map[string]*openapi3.Schema // event name → schema of a chat stream (discriminator mapping)
 	// streams are the event schemas of each operation that answers with an event stream, by
 	// operation id.
 	streams map[string]map[string]*openapi3.Schema
@@ -81,8 +84,9 @@ func loadContract(tb testing.TB) *contract {
 			return out
 		}
 		c := &contract{doc: doc, router: router, errSchema: doc.Components.Schemas["Error"].Value,
-			openAIErrSchema: doc.Components.Schemas["OpenAIErrorResponse"].Value,
-			events:          byEvent(doc.Components.Schemas["ChatStreamEvent"].Value), streams: map[string]map[string]*openapi3.Schema{}}
+			openAIErrSchema:   doc.Components.Schemas["OpenAIErrorResponse"].Value,
+			externalErrSchema: doc.Components.Schemas["ExternalKnowledgeErrorResponse"].Value,
+			events:            byEvent(doc.Components.Schemas["ChatStreamEvent"].Value), streams: map[string]map[string]*openapi3.Schema{}}
 		for _, item := range doc.Paths.Map() {
 			for _, op := range item.Operations() {
 				if r := op.Responses.Status(http.StatusOK); r != nil && r.Value != nil {
@@ -265,12 +269,25 @@ const eventProp = "\x00prop"
 // error object.
 var openAIPaths = regexp.MustCompile(`^/v1/(chat/completions|responses|models(/.*)?)$`)
 
+// externalKnowledgePaths matches the paths of Parley's External Knowledge API, whose errors are
+// that API's {error_code, error_msg}.
+var externalKnowledgePaths = regexp.MustCompile(`^/v1/external-knowledge(/.*)?$`)
+
 // errSchemaFor is the schema of the error bodies under path.
 func (c *contract) errSchemaFor(path string) *openapi3.Schema {
-	if openAIPaths.MatchString(path) {
+	switch {
+	case openAIPaths.MatchString(path):
 		return c.openAIErrSchema
+	case externalKnowledgePaths.MatchString(path):
+		return c.externalErrSchema
 	}
 	return c.errSchema
+}
+
+// hasErrorStatus says whether the error bodies under path carry the HTTP status (the Error
+// body does; the dialects of other APIs do not).
+func hasErrorStatus(path string) bool {
+	return !openAIPaths.MatchString(path) && !externalKnowledgePaths.MatchString(path)
 }
 
 // checkFrame checks a frame of a chat stream.

@@ -192,7 +192,7 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 			t.Errorf("%s %s: %d error body is not JSON: %.300s", op.id, pr.what, resp.StatusCode, raw)
 		} else if err := c.errSchemaFor(req.URL.Path).VisitJSON(e, openapi3.MultiErrors()); err != nil {
 			t.Errorf("%s %s: %d error body is not the Error body: %v", op.id, pr.what, resp.StatusCode, err)
-		} else if st, _ := e["status"].(float64); int(st) != resp.StatusCode && !openAIPaths.MatchString(req.URL.Path) {
+		} else if st, _ := e["status"].(float64); int(st) != resp.StatusCode && hasErrorStatus(req.URL.Path) {
 			t.Errorf("%s %s: body status %v, HTTP status %d", op.id, pr.what, e["status"], resp.StatusCode)
 		}
 	}
@@ -269,6 +269,8 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		t.Fatalf("sweep document has no parent chunk with children: %+v", segs)
 	}
 	fx["dataset_id"], fx["document_id"], fx["batch"] = ds, id, batch
+	// Parley's External Knowledge API serves the same knowledge base.
+	fx["knowledge_id"] = ds
 	fx["segment_id"], fx["child_chunk_id"] = segs.Data[0].Id.String(), segs.Data[0].ChildChunks[0].Id.String()
 
 	mr, err := kc.CreateMetadataFieldWithResponse(ctx, ds, client.CreateMetadataFieldJSONRequestBody{Name: "sweep_field", Type: "string"})

@@ -72,6 +72,9 @@ var knowledgeKinds = map[knowledge.Kind]struct {
 	knowledge.KindNotInitialized:   {http.StatusBadRequest, "dataset_not_initialized"},
 	knowledge.KindNoEmbeddingModel: {http.StatusBadRequest, "provider_not_initialize"},
 	knowledge.KindInvalidAction:    {http.StatusBadRequest, "invalid_action"},
+	// An external knowledge base's API failed. Like a model provider's failure
+	// (completion_request_error), it is answered 400, never a 5xx: the server did not fail.
+	knowledge.KindExternalRequest: {http.StatusBadRequest, "external_knowledge_request_error"},
 }
 
 // mapDomain is mapError for the errors it recognises, nil for the rest. The order matters

@@ -53,15 +53,6 @@ func (e *APIError) body() []byte {
 	return b
 }
 
-// bodyFor is e's body as the operation r asked for answers errors: OpenAI's error object on
-// the OpenAI-compatible operations, the Error body everywhere else.
-func (e *APIError) bodyFor(r *http.Request) []byte {
-	if isOpenAIPath(r.URL.Path) {
-		return e.openAIBody()
-	}
-	return e.body()
-}
-
 // appendMembers appends the members of e's Error body to a JSON object being written: a
 // stream's error event carries them after its envelope, exactly as a JSON response has them.
 func (e *APIError) appendMembers(b []byte) []byte {
@@ -125,18 +116,19 @@ func writeAPIError(c echo.Context, e *APIError) {
 	writeError(c.Response(), c.Request(), e)
 }
 
-// writeError answers r with e's Error body (headers only to a HEAD request).
+// writeError answers r with e's Error body, or its body in the dialect of r's path
+// (errdialect.go); headers only to a HEAD request.
 func writeError(w http.ResponseWriter, r *http.Request, e *APIError) {
+	status, body := e.render(r)
 	h := w.Header()
-	if e.Status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized {
 		h.Set(echo.HeaderWWWAuthenticate, `Bearer realm="api"`)
 	}
 	for k, v := range e.header {
 		h[k] = v
 	}
-	body := e.bodyFor(r)
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	w.WriteHeader(e.Status)
+	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}

@@ -146,7 +146,8 @@ func (s *Server) runIdempotent(c echo.Context, next echo.HandlerFunc, scope, key
 	status, contentType, body := tee.status, c.Response().Header().Get(echo.HeaderContentType), tee.buf.Bytes()
 	if herr != nil {
 		e := toAPIError(herr, c.Request())
-		status, contentType, body = e.Status, echo.MIMEApplicationJSON, e.bodyFor(c.Request())
+		status, body = e.render(c.Request())
+		contentType = echo.MIMEApplicationJSON
 	}
 	finishCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -18,13 +18,19 @@ const maxDatasetPage = 100
 // CreateDataset answers POST /datasets.
 func (s *Server) CreateDataset(ctx context.Context, req gen.CreateDatasetRequestObject) (gen.CreateDatasetResponseObject, error) {
 	b := req.Body
-	if b.Provider != nil && *b.Provider == "external" {
-		return nil, errInvalidParam("External datasets are not supported.")
-	}
 	in := knowledge.CreateDatasetInput{
 		Name: b.Name, Description: str(b.Description),
 		EmbeddingModel: str(b.EmbeddingModel), EmbeddingModelProvider: str(b.EmbeddingModelProvider),
+		ExternalKnowledgeAPIID: str(b.ExternalKnowledgeApiId), ExternalKnowledgeID: str(b.ExternalKnowledgeId),
 	}
+	if b.Provider != nil {
+		in.Provider = string(*b.Provider)
+	}
+	ext, err := rawExternalModel(b.ExternalRetrievalModel)
+	if err != nil {
+		return nil, err
+	}
+	in.ExternalRetrievalModel = ext
 	if b.IndexingTechnique != nil {
 		in.IndexingTechnique = string(*b.IndexingTechnique)
 	}
@@ -108,6 +114,10 @@ func (s *Server) UpdateDataset(ctx context.Context, req gen.UpdateDatasetRequest
 		return nil, err
 	}
 	in.RetrievalModel = rm
+	in.ExternalKnowledgeAPIID, in.ExternalKnowledgeID = b.ExternalKnowledgeApiId, b.ExternalKnowledgeId
+	if in.ExternalRetrievalModel, err = rawExternalModel(b.ExternalRetrievalModel); err != nil {
+		return nil, err
+	}
 	v, err := s.knowledge.UpdateDataset(ctx, req.DatasetId, in)
 	if err != nil {
 		return nil, err
@@ -142,8 +152,21 @@ func rawRetrievalModel(m *gen.RetrievalModel) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// genDataset maps a knowledge base to the contract's Dataset. Parley has no external knowledge
-// bases, pipelines, icons or summary indexes, so those members are null.
+// rawExternalModel re-encodes a request's external_retrieval_model for the knowledge service
+// (nil when absent or null).
+func rawExternalModel(m *gen.ExternalRetrievalModel) (json.RawMessage, error) {
+	if m == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, errInvalidParam("external_retrieval_model is invalid: " + err.Error())
+	}
+	return raw, nil
+}
+
+// genDataset maps a knowledge base to the contract's Dataset. Parley has no pipelines, icons or
+// summary indexes, so those members are null; so are the external members of a vendor one.
 func (s *Server) genDataset(v knowledge.DatasetView) (gen.Dataset, error) {
 	d := gen.Dataset{
 		Id:                      mustUUID(v.ID),
@@ -187,6 +210,14 @@ func (s *Server) genDataset(v knowledge.DatasetView) (gen.Dataset, error) {
 	}
 	for _, t := range v.Tags {
 		d.Tags = append(d.Tags, gen.TagRef{Id: mustUUID(t.ID), Name: t.Name, Type: gen.TagRefType(store.TagTypeKnowledge)})
+	}
+	if x := v.External; x != nil {
+		d.ExternalKnowledgeInfo = &gen.ExternalKnowledgeInfo{ExternalKnowledgeId: &x.KnowledgeID,
+			ExternalKnowledgeApiId: &x.API.ID, ExternalKnowledgeApiName: emptyAsNull(x.API.Name),
+			ExternalKnowledgeApiEndpoint: emptyAsNull(x.API.Endpoint)}
+		es := x.Setting
+		d.ExternalRetrievalModel = &gen.ExternalRetrievalModel{TopK: &es.TopK, ScoreThreshold: &es.ScoreThreshold,
+			ScoreThresholdEnabled: &es.ScoreThresholdEnabled}
 	}
 	for _, f := range v.MetadataFields {
 		d.DocMetadata = append(d.DocMetadata, gen.MetadataField{Id: f.ID, Name: f.Name, Type: gen.MetadataType(f.Type)})

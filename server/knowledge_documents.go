@@ -122,7 +122,7 @@ func (s *Server) CreateDocumentByFileLegacy(ctx context.Context, req gen.CreateD
 }
 
 func (s *Server) createDocumentByFile(ctx context.Context, datasetID string, body *multipart.Reader) (gen.DocumentWithBatch, error) {
-	if _, err := s.knowledge.CheckDataset(ctx, datasetID); err != nil {
+	if _, err := s.knowledge.CheckLocalDataset(ctx, datasetID); err != nil {
 		return gen.DocumentWithBatch{}, err
 	}
 	in, err := s.readDocumentForm(body, docCreate)
@@ -173,7 +173,7 @@ func (s *Server) UpdateDocument(ctx context.Context, req gen.UpdateDocumentReque
 }
 
 func (s *Server) updateDocumentByFile(ctx context.Context, datasetID, documentID string, body *multipart.Reader, route docRoute) (gen.DocumentWithBatch, error) {
-	if _, err := s.knowledge.CheckDataset(ctx, datasetID); err != nil {
+	if _, err := s.knowledge.CheckLocalDataset(ctx, datasetID); err != nil {
 		return gen.DocumentWithBatch{}, err
 	}
 	in, err := s.readDocumentForm(body, route)

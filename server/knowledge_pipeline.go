@@ -155,7 +155,7 @@ func (s *Server) UploadPipelineFile(ctx context.Context, req gen.UploadPipelineF
 // ListPipelineDatasources answers GET /datasets/{dataset_id}/pipeline/datasource-plugins: the
 // built-in pipeline's one datasource.
 func (s *Server) ListPipelineDatasources(ctx context.Context, req gen.ListPipelineDatasourcesRequestObject) (gen.ListPipelineDatasourcesResponseObject, error) {
-	if _, err := s.knowledge.CheckDataset(ctx, req.DatasetId); err != nil {
+	if _, err := s.knowledge.CheckLocalDataset(ctx, req.DatasetId); err != nil {
 		return nil, err
 	}
 	return gen.ListPipelineDatasources200JSONResponse{{

@@ -217,6 +217,16 @@ func (s *Server) retrieve(ctx context.Context, datasetID string, body *gen.Retri
 		}
 		in.RetrievalModel = raw
 	}
+	ext, err := rawExternalModel(body.ExternalRetrievalModel)
+	if err != nil {
+		return gen.RetrieveResult{}, err
+	}
+	in.ExternalRetrievalModel = ext
+	if body.MetadataFilteringConditions != nil {
+		if in.MetadataFilteringConditions, err = json.Marshal(*body.MetadataFilteringConditions); err != nil {
+			return gen.RetrieveResult{}, errInvalidParam("metadata_filtering_conditions is invalid")
+		}
+	}
 	records, err := s.knowledge.RetrieveDataset(ctx, datasetID, in)
 	if err != nil {
 		return gen.RetrieveResult{}, err
@@ -262,6 +272,11 @@ func genRecord(r knowledge.Record) (gen.RetrieveRecord, error) {
 	if r.Dataset.IndexingTechnique != store.TechniqueEconomy {
 		score := r.Score
 		rec.Score = &score
+	}
+	if x := r.External; x != nil {
+		// Dify's external hit testing answers these; the segment above stands for the record.
+		content, title, meta := sg.Content, x.Title, x.Metadata
+		rec.Content, rec.Title, rec.Metadata = &content, &title, &meta
 	}
 	for i, c := range r.ChildChunks {
 		rec.ChildChunks[i] = gen.RetrieveChildChunk{Id: mustUUID(c.ID), Content: c.Content, Position: c.Position, Score: c.Score}

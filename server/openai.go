@@ -25,16 +25,6 @@ import (
 // openAIDefaultUser is the end user of a request that names none.
 const openAIDefaultUser = "openai"
 
-// isOpenAIPath says whether an API path is one of the OpenAI-compatible operations', whose
-// errors are OpenAI's error object.
-func isOpenAIPath(p string) bool {
-	rest, ok := strings.CutPrefix(p, BasePath)
-	if !ok {
-		return false
-	}
-	return rest == "/chat/completions" || rest == "/responses" || rest == "/models" || strings.HasPrefix(rest, "/models/")
-}
-
 // openAIBody is e as OpenAI's error object: the type from the status, as OpenAI's clients read
 // it, and Parley's stable code (a bad key's is OpenAI's invalid_api_key).
 func (e *APIError) openAIBody() []byte {

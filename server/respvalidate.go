@@ -57,10 +57,10 @@ type ResponseValidator struct {
 	mode      ValidationMode
 	log       *slog.Logger
 	errSchema *openapi3.Schema
-	// openAIErrSchema is OpenAI's error object, the error body of the OpenAI-compatible paths.
-	openAIErrSchema *openapi3.Schema
-	events          map[string]*streamSchemas // operation id → its stream's events
-	violations      atomic.Int64
+	// dialectSchemas are the error bodies of the error dialects, by schema name (errdialect.go).
+	dialectSchemas map[string]*openapi3.Schema
+	events         map[string]*streamSchemas // operation id → its stream's events
+	violations     atomic.Int64
 }
 
 // NewResponseValidator builds a validator over doc, whose servers must already be relative to
@@ -72,11 +72,14 @@ func NewResponseValidator(doc *openapi3.T, router routers.Router, mode Validatio
 		return nil, errors.New("response validator: the contract has no Error schema")
 	}
 	v.errSchema = ref.Value
-	ref = doc.Components.Schemas["OpenAIErrorResponse"]
-	if ref == nil || ref.Value == nil {
-		return nil, errors.New("response validator: the contract has no OpenAIErrorResponse schema")
+	v.dialectSchemas = map[string]*openapi3.Schema{}
+	for _, d := range errorDialects {
+		ref = doc.Components.Schemas[d.schema]
+		if ref == nil || ref.Value == nil {
+			return nil, fmt.Errorf("response validator: the contract has no %s schema", d.schema)
+		}
+		v.dialectSchemas[d.schema] = ref.Value
 	}
-	v.openAIErrSchema = ref.Value
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			for _, resp := range op.Responses.Map() {
@@ -394,11 +397,10 @@ func (w *captureWriter) finish() {
 	if err := w.validate(body); err != nil {
 		w.v.violation(w.req, "response "+strconv.Itoa(w.status), err)
 		if w.v.mode == ValidationEnforce {
-			body = errContractViolation(err).bodyFor(w.req)
+			w.status, body = errContractViolation(err).render(w.req)
 			h := w.Header()
 			h.Del(echo.HeaderWWWAuthenticate)
 			h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-			w.status = http.StatusInternalServerError
 		}
 	}
 	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
@@ -415,9 +417,9 @@ func (w *captureWriter) validate(body []byte) error {
 	}
 	if w.route == nil {
 		// No operation (unknown route, wrong method): the body must still be the Error body,
-		// or OpenAI's error object under the OpenAI-compatible paths.
-		if isOpenAIPath(w.req.URL.Path) {
-			return validateJSON(w.v.openAIErrSchema, body)
+		// or the error body of the path's dialect.
+		if d := dialectOf(w.req.URL.Path); d != nil {
+			return validateJSON(w.v.dialectSchemas[d.schema], body)
 		}
 		return validateJSON(w.v.errSchema, body)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func newDatasetsCmd(getenv func(string) string, f *flags) *cobra.Command {
-	cmd := &cobra.Command{Use: "datasets", Short: "Inspect knowledge bases"}
+	cmd := &cobra.Command{Use: "datasets", Short: "Inspect knowledge bases; register external knowledge APIs"}
 	var watch bool
 	var interval time.Duration
 	status := &cobra.Command{
@@ -46,8 +46,82 @@ func newDatasetsCmd(getenv func(string) string, f *flags) *cobra.Command {
 	}
 	status.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until indexing is done")
 	status.Flags().DurationVar(&interval, "interval", time.Second, "refresh interval with --watch")
-	cmd.AddCommand(status)
+	cmd.AddCommand(status, newExternalAPICmd(getenv, f))
 	return cmd
+}
+
+// newExternalAPICmd registers the external knowledge APIs that external knowledge bases
+// retrieve from (docs/external-knowledge.md).
+func newExternalAPICmd(getenv func(string) string, f *flags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "external-api",
+		Short: "Register the external knowledge APIs that external knowledge bases retrieve from",
+		Long: "An external knowledge API is a service that answers Dify's External Knowledge API at\n" +
+			"ENDPOINT/retrieval (another Parley: its {base}/v1/external-knowledge). An external knowledge\n" +
+			"base (POST /datasets with provider external) is bound to one by its id. The API key is never\n" +
+			"stored: the server reads it from the environment variable the API names. Calls go through the\n" +
+			"network guard: internal addresses only within PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS.",
+	}
+	var in knowledge.ExternalAPIInput
+	add := &cobra.Command{
+		Use:   "add NAME --endpoint URL --api-key-env VAR [--description TEXT]",
+		Short: "Register an external knowledge API and print its id",
+		Args:  cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			in.Name = args[0]
+			a, err := knowledge.New(knowledge.Options{Store: e.store}).CreateExternalAPI(cmd.Context(), in)
+			if err != nil {
+				return cliError(err)
+			}
+			if strings.TrimSpace(getenv(a.APIKeyEnv)) == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is not set here; set it in the server's environment to the API's key\n", a.APIKeyEnv)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), a.ID)
+			return nil
+		}),
+	}
+	add.Flags().StringVar(&in.Endpoint, "endpoint", "", "the API's base URL (Parley calls ENDPOINT/retrieval)")
+	add.Flags().StringVar(&in.APIKeyEnv, "api-key-env", "", "the environment variable of the server that holds the API key")
+	add.Flags().StringVar(&in.Description, "description", "", "free text")
+	_ = add.MarkFlagRequired("endpoint")
+	_ = add.MarkFlagRequired("api-key-env")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the external knowledge APIs and how many knowledge bases each is bound to",
+		Args:  cobra.NoArgs,
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, _ []string, e *env) error {
+			apis, used, err := knowledge.New(knowledge.Options{Store: e.store}).ExternalAPIs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tENDPOINT\tAPI KEY ENV\tKNOWLEDGE BASES\tID")
+			for i, a := range apis {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", a.Name, a.Endpoint, a.APIKeyEnv, used[i], a.ID)
+			}
+			return tw.Flush()
+		}),
+	}
+	remove := &cobra.Command{
+		Use:   "remove NAME|ID",
+		Short: "Remove an external knowledge API that no knowledge base is bound to",
+		Args:  cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			return cliError(knowledge.New(knowledge.Options{Store: e.store}).DeleteExternalAPI(cmd.Context(), args[0]))
+		}),
+	}
+	cmd.AddCommand(add, list, remove)
+	return cmd
+}
+
+// cliError is err as a command reports it: a knowledge error's own message, without the
+// package's prefix.
+func cliError(err error) error {
+	var kerr *knowledge.Error
+	if errors.As(err, &kerr) {
+		return errors.New(kerr.SafeMessage())
+	}
+	return err
 }
 
 // printDatasetStatus prints the status of the selected datasets (all when args is empty) and

@@ -156,15 +156,22 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	extractor := &sandbox.Extractor{Path: self, Args: []string{extractCmdName},
 		CPU: cfg.ExtractCPULimit, Memory: int64(cfg.ExtractMemoryLimitMB) << 20, Logger: e.log}
 	vectors := vectorindex.NewMemory(e.store, vectorindex.WithLogger(e.log))
+	// External knowledge bases call their APIs through the network guard, reaching internal
+	// addresses only within PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS.
+	externalClient, err := netguard.ClientAllowing(nil, cfg.ExternalKnowledgeAllowedNetworks, nil)
+	if err != nil {
+		return err
+	}
 	knowledgeSvc := knowledge.New(knowledge.Options{
 		Store: e.store, Files: fileSvc, Catalog: catalog, Models: providerSet,
 		Vectors: vectors, Jobs: indexQueue, AccountID: ws.ID,
 		AppsUsing: func(name string) int { return appsUsing(context.WithoutCancel(ctx), appRegistry, name, e.log) }, Logger: e.log,
 		MaxSegmentLength: cfg.IndexingMaxSegmentationTokensLength,
 		Extract:          extractor.Extract, IndexingTimeout: cfg.IndexingTimeout,
+		ExternalClient: externalClient, ExternalTimeout: cfg.ExternalKnowledgeTimeout, Getenv: getenv,
 	})
 	indexQueue.Handle(knowledge.JobKind, knowledgeSvc.HandleJob)
-	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases); err != nil {
+	if err := knowledgeSvc.SeedConfigured(ctx, e.file.KnowledgeBases, e.file.ExternalKnowledgeAPIs); err != nil {
 		return err
 	}
 	annotationSvc := annotations.New(annotations.Options{Store: e.store, Catalog: catalog, Models: providerSet,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 )
@@ -73,7 +74,14 @@ func (d *datasetTool) Invoke(ctx context.Context, raw json.RawMessage) (tools.Re
 		if ctx.Err() != nil {
 			return tools.Result{}, context.Cause(ctx)
 		}
-		return tools.Result{Text: err.Error(), IsError: true}, nil
+		// The model sees the failure (an external knowledge base's API down, say) and may go
+		// on without it; its client-safe text, when it has one, keeps addresses out of the
+		// conversation.
+		msg, ok := safeerr.Message(err)
+		if !ok {
+			msg = err.Error()
+		}
+		return tools.Result{Text: msg, IsError: true}, nil
 	}
 	if d.found != nil {
 		d.found(kctx.Resources)

@@ -145,6 +145,13 @@ type Config struct {
 	// CIDR prefixes or addresses); empty by default, so a registered tool cannot reach loopback or
 	// private networks.
 	ToolsAllowedNetworks []netip.Prefix
+	// ExternalKnowledgeTimeout bounds one call to the external knowledge API of an external
+	// knowledge base, its reply read in full (PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT).
+	ExternalKnowledgeTimeout time.Duration
+	// ExternalKnowledgeAllowedNetworks are the internal addresses external knowledge APIs may be
+	// reached at despite the network guard (PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS,
+	// comma-separated CIDR prefixes or addresses); empty by default.
+	ExternalKnowledgeAllowedNetworks []netip.Prefix
 	// Code holds the sandbox of workflow code nodes and Dify's checks on their outputs.
 	Code CodeSettings
 	// WorkflowVersionExecution says whether a Chatflow message may pin a published version with
@@ -400,6 +407,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WorkflowNodeTimeout <= 0 {
 		bad("PARLEY_WORKFLOW_NODE_TIMEOUT", "must be positive, got %v", c.WorkflowNodeTimeout)
+	}
+	if c.ExternalKnowledgeTimeout <= 0 {
+		bad("PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT", "must be positive, got %v", c.ExternalKnowledgeTimeout)
 	}
 	if c.JobLease < time.Second {
 		bad("PARLEY_JOB_LEASE", "must be at least 1s, got %v", c.JobLease)

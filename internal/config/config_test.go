@@ -53,6 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 		WorkflowVersionExecution:            WorkflowVersionExecutionAllowed,
 		HumanInputGlobalTimeoutSeconds:      604800,
 		WorkflowNodeTimeout:                 10 * time.Minute,
+		ExternalKnowledgeTimeout:            10 * time.Second,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{
 			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",
@@ -151,6 +152,10 @@ func TestLoadValues(t *testing.T) {
 			return fmt.Sprint(c.ToolsAllowedNetworks) == "[127.0.0.1/32 10.1.0.0/16 ::1/128]"
 		}},
 		{"no tool networks", nil, func(c *Config) bool { return len(c.ToolsAllowedNetworks) == 0 }},
+		{"external knowledge networks", map[string]string{"PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS": "127.0.0.1,10.0.0.0/8"}, func(c *Config) bool {
+			return fmt.Sprint(c.ExternalKnowledgeAllowedNetworks) == "[127.0.0.1/32 10.0.0.0/8]" && len(c.ToolsAllowedNetworks) == 0
+		}},
+		{"external knowledge timeout", map[string]string{"PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT": "3s"}, func(c *Config) bool { return c.ExternalKnowledgeTimeout == 3*time.Second }},
 		{"code sandbox", map[string]string{"PARLEY_CODE_NETWORK": "true", "PARLEY_CODE_MEMORY_LIMIT_MB": "512", "CODE_MAX_DEPTH": "8"}, func(c *Config) bool {
 			return c.Code.Network && c.Code.MemoryLimitMB == 512 && c.Code.MaxDepth == 8
 		}},
@@ -225,6 +230,8 @@ func TestLoadErrors(t *testing.T) {
 		{map[string]string{"PARLEY_WORKFLOW_VERSION_EXECUTION": "sandbox"}, "PARLEY_WORKFLOW_VERSION_EXECUTION"},
 		{map[string]string{"PARLEY_REMOTE_FILES_ALLOW_PRIVATE": "maybe"}, "PARLEY_REMOTE_FILES_ALLOW_PRIVATE"},
 		{map[string]string{"PARLEY_TOOLS_ALLOWED_NETWORKS": "localhost"}, "PARLEY_TOOLS_ALLOWED_NETWORKS"},
+		{map[string]string{"PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS": "localhost"}, "PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS"},
+		{map[string]string{"PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT": "0s"}, "PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT: must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

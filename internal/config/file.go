@@ -20,6 +20,9 @@ type File struct {
 	Apps []App `yaml:"apps"`
 	// KnowledgeBases are the declared knowledge bases (datasets).
 	KnowledgeBases []KnowledgeBase `yaml:"knowledge_bases"`
+	// ExternalKnowledgeAPIs are the declared external knowledge APIs: services that answer
+	// Dify's External Knowledge API, which external knowledge bases retrieve from.
+	ExternalKnowledgeAPIs []ExternalKnowledgeAPI `yaml:"external_knowledge_apis"`
 }
 
 // Workspace describes the workspace (Dify's tenant).
@@ -417,6 +420,44 @@ type KnowledgeBase struct {
 	// Embedding selects the text-embedding model used for indexing and
 	// queries; without one the knowledge base is economy (keyword search).
 	Embedding EmbeddingRef `yaml:"embedding"`
+	// External makes it an external knowledge base, which retrieves from a declared external
+	// knowledge API instead of documents of its own (no embedding then); nil for Parley's own.
+	External *ExternalKnowledgeRef `yaml:"external"`
+}
+
+// ExternalKnowledgeAPI is a declared external knowledge API.
+type ExternalKnowledgeAPI struct {
+	// Name is the unique name knowledge bases and the CLI refer to.
+	Name string `yaml:"name"`
+	// Description is free text.
+	Description string `yaml:"description"`
+	// Endpoint is the API's base URL: Parley calls Endpoint + "/retrieval". No trailing slash.
+	Endpoint string `yaml:"endpoint"`
+	// APIKeyEnv names the environment variable that holds the key sent as a bearer token. The
+	// key itself is never written in the file.
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// ExternalKnowledgeRef binds an external knowledge base to a declared external knowledge API.
+type ExternalKnowledgeRef struct {
+	// API is the name of a declared external knowledge API.
+	API string `yaml:"api"`
+	// KnowledgeID is the id of the knowledge in that service (its knowledge_id).
+	KnowledgeID string `yaml:"knowledge_id"`
+	// TopK is how many records to ask for (Dify's default, 2, when 0).
+	TopK int `yaml:"top_k"`
+	// ScoreThreshold, when set, drops records scored below it (0 to 1).
+	ScoreThreshold *float64 `yaml:"score_threshold"`
+}
+
+// ExternalKnowledgeAPI returns the external knowledge API with the given name.
+func (f *File) ExternalKnowledgeAPI(name string) (ExternalKnowledgeAPI, bool) {
+	for _, a := range f.ExternalKnowledgeAPIs {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return ExternalKnowledgeAPI{}, false
 }
 
 // EmbeddingRef names a text-embedding model of a declared provider.

@@ -406,6 +406,15 @@ func TestParseFileErrors(t *testing.T) {
 		{"kb embedding half", kbDoc("{name: k, embedding: {model: emb}}"), nil, "knowledge_bases[0].embedding.provider: required"},
 		{"kb embedding not embedding", kbDoc("{name: k, embedding: {provider: openai, model: gpt}}"), nil, `knowledge_bases[0].embedding.model: provider "openai" declares no text-embedding model "gpt"`},
 		{"kb embedding provider", kbDoc("{name: k, embedding: {provider: x, model: emb}}"), nil, `knowledge_bases[0].embedding.provider: unknown provider "x"`},
+		{"external api key in the file", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: sk-abc}", ""), nil, `external_knowledge_apis[0].api_key_env: "sk-abc" is not an environment variable name`},
+		{"external api no key", extDoc("{name: w, endpoint: 'https://w.test'}", ""), nil, "external_knowledge_apis[0].api_key_env: required"},
+		{"external api endpoint", extDoc("{name: w, endpoint: 'ftp://w.test', api_key_env: K}", ""), nil, "external_knowledge_apis[0].endpoint:"},
+		{"external api duplicate", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}, {name: w, endpoint: 'https://v.test', api_key_env: K}", ""), nil, `external_knowledge_apis[1].name: duplicate external knowledge API "w"`},
+		{"external kb unknown api", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}", "{name: k, external: {api: v, knowledge_id: s}}"), nil, `knowledge_bases[0].external.api: unknown external knowledge API "v"`},
+		{"external kb no id", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}", "{name: k, external: {api: w}}"), nil, "knowledge_bases[0].external.knowledge_id: required"},
+		{"external kb top_k", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}", "{name: k, external: {api: w, knowledge_id: s, top_k: 101}}"), nil, "knowledge_bases[0].external.top_k"},
+		{"external kb threshold", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}", "{name: k, external: {api: w, knowledge_id: s, score_threshold: 2}}"), nil, "knowledge_bases[0].external.score_threshold"},
+		{"external kb embedding", extDoc("{name: w, endpoint: 'https://w.test', api_key_env: K}", "{name: k, external: {api: w, knowledge_id: s}, embedding: {provider: openai, model: emb}}"), nil, "knowledge_bases[0].embedding: an external knowledge base has no embedding model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -529,6 +538,33 @@ func inputDoc(items string) string {
 
 func kbDoc(items string) string {
 	return "!" + validProviders + "knowledge_bases: [" + items + "]\n"
+}
+
+func extDoc(apis, kbs string) string {
+	return "!" + validProviders + "external_knowledge_apis: [" + apis + "]\nknowledge_bases: [" + kbs + "]\n"
+}
+
+// TestParseFileExternalKnowledge: external knowledge APIs and the external knowledge bases bound
+// to them parse, the endpoint without its trailing slash.
+func TestParseFileExternalKnowledge(t *testing.T) {
+	t.Parallel()
+	doc := strings.TrimPrefix(extDoc("{name: wiki, description: The wiki, endpoint: 'https://rag.test/api/', api_key_env: WIKI_KEY}",
+		"{name: Wiki, description: Company wiki, external: {api: wiki, knowledge_id: space-1, top_k: 4, score_threshold: 0.5}}, {name: handbook}"), "!")
+	f, err := ParseFile([]byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := f.ExternalKnowledgeAPI("wiki")
+	if !ok || a != (ExternalKnowledgeAPI{Name: "wiki", Description: "The wiki", Endpoint: "https://rag.test/api", APIKeyEnv: "WIKI_KEY"}) {
+		t.Fatalf("api %+v", a)
+	}
+	kb, _ := f.KnowledgeBase("Wiki")
+	if x := kb.External; x == nil || x.API != "wiki" || x.KnowledgeID != "space-1" || x.TopK != 4 || x.ScoreThreshold == nil || *x.ScoreThreshold != 0.5 {
+		t.Fatalf("knowledge base %+v", kb)
+	}
+	if kb, _ := f.KnowledgeBase("handbook"); kb.External != nil {
+		t.Fatalf("a local knowledge base is external: %+v", kb)
+	}
 }
 
 func TestParseFileSpeechFeatures(t *testing.T) {

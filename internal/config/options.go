@@ -120,6 +120,11 @@ func options() []option {
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.WorkflowNodeTimeout })},
 		{name: "PARLEY_TOOLS_ALLOWED_NETWORKS", def: "",
 			parse: set(parsePrefixList, func(c *Config) *[]netip.Prefix { return &c.ToolsAllowedNetworks })},
+		// External knowledge APIs (docs/external-knowledge.md).
+		{name: "PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT", def: "10s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.ExternalKnowledgeTimeout })},
+		{name: "PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS", def: "",
+			parse: set(parsePrefixList, func(c *Config) *[]netip.Prefix { return &c.ExternalKnowledgeAllowedNetworks })},
 
 		// The code-node sandbox (docs/sandbox.md) and Dify's limits on code-node outputs.
 		{name: "PARLEY_CODE_NETWORK", def: "false",

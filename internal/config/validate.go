@@ -59,6 +59,21 @@ func (f *File) normalize() error {
 		providers[p.Name] = i
 	}
 
+	externalAPIs := map[string]int{}
+	for i := range f.ExternalKnowledgeAPIs {
+		a := &f.ExternalKnowledgeAPIs[i]
+		path := indexPath("external_knowledge_apis", i)
+		normalizeExternalAPI(a, path, bad)
+		if a.Name == "" {
+			continue
+		}
+		if j, dup := externalAPIs[a.Name]; dup {
+			bad(path+".name", "duplicate external knowledge API %q (also external_knowledge_apis[%d])", a.Name, j)
+			continue
+		}
+		externalAPIs[a.Name] = i
+	}
+
 	kbs := map[string]int{}
 	for i := range f.KnowledgeBases {
 		kb := &f.KnowledgeBases[i]
@@ -70,6 +85,13 @@ func (f *File) normalize() error {
 			bad(path+".name", "duplicate knowledge base %q (also knowledge_bases[%d])", kb.Name, j)
 		} else {
 			kbs[kb.Name] = i
+		}
+		if kb.External != nil {
+			normalizeExternalRef(kb.External, path+".external", externalAPIs, bad)
+			if kb.Embedding.Provider != "" || kb.Embedding.Model != "" {
+				bad(path+".embedding", "an external knowledge base has no embedding model: its API searches")
+			}
+			continue
 		}
 		// Without an embedding model the knowledge base is economy (keyword search).
 		if kb.Embedding.Provider != "" || kb.Embedding.Model != "" {
@@ -466,3 +488,52 @@ func validOrigin(o string) bool {
 
 // ValidOrigin is validOrigin for the CLI's --allow-origin.
 func ValidOrigin(o string) bool { return validOrigin(o) }
+
+// MaxExternalTopK is the largest top_k of an external knowledge base.
+const MaxExternalTopK = 100
+
+func normalizeExternalAPI(a *ExternalKnowledgeAPI, path string, bad badFunc) {
+	a.Name = strings.TrimSpace(a.Name)
+	if a.Name == "" {
+		bad(path+".name", "required")
+	}
+	a.Endpoint = strings.TrimRight(strings.TrimSpace(a.Endpoint), "/")
+	if a.Endpoint == "" {
+		bad(path+".endpoint", "required")
+	} else if err := CheckHTTPURL(a.Endpoint); err != nil {
+		bad(path+".endpoint", "%v", err)
+	}
+	a.APIKeyEnv = strings.TrimSpace(a.APIKeyEnv)
+	switch {
+	case a.APIKeyEnv == "":
+		bad(path+".api_key_env", "required: the environment variable that holds the API key")
+	case !validEnvName(a.APIKeyEnv):
+		bad(path+".api_key_env", "%q is not an environment variable name (the key itself never goes in the file)", a.APIKeyEnv)
+	}
+}
+
+func normalizeExternalRef(x *ExternalKnowledgeRef, path string, apis map[string]int, bad badFunc) {
+	x.API = strings.TrimSpace(x.API)
+	if x.API == "" {
+		bad(path+".api", "required")
+	} else if _, ok := apis[x.API]; !ok {
+		bad(path+".api", "unknown external knowledge API %q (declare it in external_knowledge_apis)", x.API)
+	}
+	x.KnowledgeID = strings.TrimSpace(x.KnowledgeID)
+	if x.KnowledgeID == "" {
+		bad(path+".knowledge_id", "required")
+	}
+	if x.TopK < 0 || x.TopK > MaxExternalTopK {
+		bad(path+".top_k", "must be from 1 to %d (0 or unset for 2)", MaxExternalTopK)
+	}
+	if t := x.ScoreThreshold; t != nil && (*t < 0 || *t > 1) {
+		bad(path+".score_threshold", "must be from 0 to 1")
+	}
+}
+
+// CheckHTTPURL reports why raw is not an absolute http or https URL with a host, or nil.
+func CheckHTTPURL(raw string) error { return checkHTTPURL(raw) }
+
+// ValidEnvName reports whether s can name an environment variable: letters, digits and '_',
+// not starting with a digit.
+func ValidEnvName(s string) bool { return validEnvName(s) }

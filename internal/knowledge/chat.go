@@ -36,7 +36,9 @@ type ChatContext struct {
 // RetrieveForChat retrieves the chunks answering query from the named knowledge bases (unknown
 // names and datasets without documents are skipped), counts a hit on each, and returns them
 // with the prompt context. Single dataset: its own retrieval model; several: semantic/keyword
-// with top_k ChatTopK.
+// with top_k ChatTopK. An external knowledge base is searched by its external knowledge API with
+// its own setting (see Retrieve); its records are cited like chunks, with data_source_type
+// `external`, and a failing API fails the retrieval.
 func (s *Service) RetrieveForChat(ctx context.Context, names []string, query string) (ChatContext, error) {
 	var ds []store.Dataset
 	for _, n := range names {
@@ -47,7 +49,7 @@ func (s *Service) RetrieveForChat(ctx context.Context, names []string, query str
 		if err != nil {
 			return ChatContext{}, fmt.Errorf("knowledge: chat dataset %q: %w", n, err)
 		}
-		if d.IndexingTechnique != "" {
+		if d.IndexingTechnique != "" || d.Provider == store.DatasetProviderExternal {
 			ds = append(ds, d)
 		}
 	}
@@ -69,28 +71,40 @@ func (s *Service) RetrieveForChat(ctx context.Context, names []string, query str
 	if len(records) == 0 {
 		return ChatContext{}, nil
 	}
-	segIDs := make([]string, len(records))
+	segIDs := make([]string, 0, len(records))
 	var text strings.Builder
 	out := ChatContext{Resources: make([]store.RetrieverResource, len(records))}
 	for i, r := range records {
-		segIDs[i] = r.Segment.ID
-		content := r.Segment.Content
-		if r.Segment.Answer != "" {
-			content = "question:" + r.Segment.Content + " \nanswer:" + r.Segment.Answer
-		}
+		content := chunkText(r.Segment)
 		if i > 0 {
 			text.WriteString("\n")
 		}
 		text.WriteString(content)
+		hits := r.Segment.HitCount
+		if r.External == nil {
+			// An external record has no chunk here to count a hit on.
+			segIDs = append(segIDs, r.Segment.ID)
+			hits++
+		}
 		out.Resources[i] = store.RetrieverResource{Position: i + 1, DatasetID: r.Dataset.ID, DatasetName: r.Dataset.Name,
 			DocumentID: r.Document.ID, DocumentName: r.Document.Name, DataSourceType: r.Document.DataSourceType,
 			SegmentID: r.Segment.ID, SegmentPosition: r.Segment.Position, IndexNodeHash: r.Segment.IndexNodeHash,
-			Content: content, Score: r.Score, HitCount: r.Segment.HitCount + 1, WordCount: r.Segment.WordCount}
+			Content: content, Score: r.Score, HitCount: hits, WordCount: r.Segment.WordCount}
 	}
-	if err := s.st.IncrementHitCounts(ctx, segIDs); err != nil {
-		return ChatContext{}, fmt.Errorf("knowledge: hit counts: %w", err)
+	if len(segIDs) > 0 {
+		if err := s.st.IncrementHitCounts(ctx, segIDs); err != nil {
+			return ChatContext{}, fmt.Errorf("knowledge: hit counts: %w", err)
+		}
 	}
 	out.Text = text.String()
 	out.Prompt = strings.Replace(contextPrompt, "{{#context#}}", out.Text, 1)
 	return out, nil
+}
+
+// chunkText is a chunk as a prompt's context cites it: a Q&A chunk as its question and answer.
+func chunkText(sg store.Segment) string {
+	if sg.Answer != "" {
+		return "question:" + sg.Content + " \nanswer:" + sg.Answer
+	}
+	return sg.Content
 }

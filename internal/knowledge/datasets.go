@@ -1,10 +1,12 @@
 package knowledge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode/utf8"
 
@@ -21,6 +23,15 @@ type CreateDatasetInput struct {
 	EmbeddingModel         string
 	EmbeddingModelProvider string
 	RetrievalModel         json.RawMessage
+	// Provider is store.DatasetProviderExternal for an external knowledge base, bound to the
+	// external knowledge API ExternalKnowledgeAPIID and its knowledge ExternalKnowledgeID,
+	// retrieving with ExternalRetrievalModel (else the top_k and threshold of RetrievalModel);
+	// "" or vendor for Parley's own. An external knowledge base has no indexing technique or
+	// embedding model.
+	Provider               string
+	ExternalKnowledgeAPIID string
+	ExternalKnowledgeID    string
+	ExternalRetrievalModel json.RawMessage
 }
 
 // UpdateDatasetInput is the body of PATCH /datasets/{id}; nil fields are left unchanged.
@@ -32,6 +43,11 @@ type UpdateDatasetInput struct {
 	EmbeddingModel         *string
 	EmbeddingModelProvider *string
 	RetrievalModel         json.RawMessage
+	// The binding and setting of an external knowledge base (ignored for others); the technique
+	// and embedding model are ignored for an external one.
+	ExternalKnowledgeAPIID *string
+	ExternalKnowledgeID    *string
+	ExternalRetrievalModel json.RawMessage
 }
 
 // DatasetView is a dataset with everything its API shape derives.
@@ -43,6 +59,16 @@ type DatasetView struct {
 	EmbeddingAvailable bool
 	RetrievalModel     RetrievalModel
 	AppCount           int
+	// External is the binding of an external knowledge base; nil for Parley's own.
+	External *ExternalView
+}
+
+// ExternalView is what an external knowledge base is bound to.
+type ExternalView struct {
+	// API is the external knowledge API (only its ID when it no longer exists).
+	API         store.ExternalKnowledgeAPI
+	KnowledgeID string
+	Setting     ExternalSetting
 }
 
 func validName(name string) error {
@@ -85,13 +111,20 @@ func (s *Service) defaultEmbedding() (provider, model string, ok bool) {
 	return "", "", false
 }
 
-// CreateDataset creates an empty knowledge base.
+// CreateDataset creates an empty knowledge base, or an external one.
 func (s *Service) CreateDataset(ctx context.Context, in CreateDatasetInput) (DatasetView, error) {
 	if err := validName(in.Name); err != nil {
 		return DatasetView{}, err
 	}
 	if utf8.RuneCountInString(in.Description) > 400 {
 		return DatasetView{}, invalidParam("Description cannot exceed 400 characters.")
+	}
+	switch in.Provider {
+	case "", store.DatasetProviderVendor:
+	case store.DatasetProviderExternal:
+		return s.createExternalDataset(ctx, in)
+	default:
+		return DatasetView{}, invalidParam("Invalid provider.")
 	}
 	switch in.IndexingTechnique {
 	case "", store.TechniqueEconomy, store.TechniqueHighQuality:
@@ -124,16 +157,82 @@ func (s *Service) CreateDataset(ctx context.Context, in CreateDatasetInput) (Dat
 	if err := s.checkEmbedding(d.EmbeddingModelProvider, d.EmbeddingModel, rm); err != nil {
 		return DatasetView{}, err
 	}
+	return s.createDataset(ctx, d)
+}
+
+func (s *Service) createDataset(ctx context.Context, d store.Dataset) (DatasetView, error) {
 	d.CreatedAt = s.nowUTC()
 	d.UpdatedAt = d.CreatedAt
 	created, err := s.st.CreateDataset(ctx, d)
 	if errors.Is(err, store.ErrConflict) {
 		return DatasetView{}, ErrNameDuplicate
 	}
+	if errors.Is(err, store.ErrNotFound) {
+		// The API was removed between the check and the insert.
+		return DatasetView{}, errExternalAPINotFound
+	}
 	if err != nil {
 		return DatasetView{}, fmt.Errorf("knowledge: create dataset: %w", err)
 	}
 	return s.view(ctx, created)
+}
+
+// errExternalAPINotFound: no external knowledge API has the id given (Dify's message).
+var errExternalAPINotFound = invalidParam("External API template not found.")
+
+// maxExternalKnowledgeID bounds the id of a knowledge in an external service.
+const maxExternalKnowledgeID = 255
+
+// createExternalDataset creates an external knowledge base, as Dify's create_empty_dataset
+// does with provider external: bound to an existing external knowledge API and a knowledge id
+// of that service, with its retrieval setting.
+func (s *Service) createExternalDataset(ctx context.Context, in CreateDatasetInput) (DatasetView, error) {
+	d := store.Dataset{Name: strings.TrimSpace(in.Name), Description: in.Description, Provider: store.DatasetProviderExternal,
+		Permission: cmp.Or(in.Permission, store.PermissionOnlyMe), EnableAPI: true, KeywordNumber: 10,
+		CreatedBy: s.account, UpdatedBy: s.account}
+	if err := s.bindExternal(ctx, &d, &in.ExternalKnowledgeAPIID, &in.ExternalKnowledgeID); err != nil {
+		return DatasetView{}, err
+	}
+	raw := in.ExternalRetrievalModel
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = in.RetrievalModel
+	}
+	es, err := parseExternalSetting(raw)
+	if err != nil {
+		return DatasetView{}, err
+	}
+	d.RetrievalModel, _ = json.Marshal(es)
+	return s.createDataset(ctx, d)
+}
+
+// bindExternal checks and sets the binding of external knowledge base d: the API apiID (which
+// must exist) and the knowledge id; nil keeps d's.
+func (s *Service) bindExternal(ctx context.Context, d *store.Dataset, apiID, knowledgeID *string) error {
+	if apiID != nil {
+		id := strings.TrimSpace(*apiID)
+		if id == "" {
+			return invalidParam("external_knowledge_api_id is required")
+		}
+		api, err := s.st.ExternalKnowledgeAPI(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return errExternalAPINotFound
+		}
+		if err != nil {
+			return fmt.Errorf("knowledge: external knowledge api %s: %w", id, err)
+		}
+		d.ExternalKnowledgeAPIID = api.ID
+	}
+	if knowledgeID != nil {
+		id := strings.TrimSpace(*knowledgeID)
+		switch {
+		case id == "":
+			return invalidParam("external_knowledge_id is required")
+		case utf8.RuneCountInString(id) > maxExternalKnowledgeID:
+			return invalidParam(fmt.Sprintf("external_knowledge_id cannot exceed %d characters", maxExternalKnowledgeID))
+		}
+		d.ExternalKnowledgeID = id
+	}
+	return nil
 }
 
 // dataset loads a dataset for a request: an unknown (or non-uuid) id is 404, API access off 403.
@@ -165,6 +264,22 @@ func (s *Service) CheckDataset(ctx context.Context, id string) (store.Dataset, e
 	return s.dataset(ctx, id)
 }
 
+// localDataset is dataset for an operation on documents, chunks or metadata fields, which an
+// external knowledge base refuses (ErrExternalDataset).
+func (s *Service) localDataset(ctx context.Context, id string) (store.Dataset, error) {
+	d, err := s.dataset(ctx, id)
+	if err == nil && d.Provider == store.DatasetProviderExternal {
+		return store.Dataset{}, ErrExternalDataset
+	}
+	return d, err
+}
+
+// CheckLocalDataset runs the guard of the operations on documents alone: CheckDataset, and
+// ErrExternalDataset for an external knowledge base.
+func (s *Service) CheckLocalDataset(ctx context.Context, id string) (store.Dataset, error) {
+	return s.localDataset(ctx, id)
+}
+
 // ListDatasets returns a page of datasets.
 func (s *Service) ListDatasets(ctx context.Context, q store.DatasetQuery) ([]DatasetView, int, error) {
 	items, total, err := s.st.ListDatasets(ctx, q)
@@ -180,6 +295,9 @@ func (s *Service) UpdateDataset(ctx context.Context, id string, in UpdateDataset
 	d, err := s.dataset(ctx, id)
 	if err != nil {
 		return DatasetView{}, err
+	}
+	if d.Provider == store.DatasetProviderExternal {
+		return s.updateExternalDataset(ctx, d, in)
 	}
 	if in.Name != nil {
 		if err := validName(*in.Name); err != nil {
@@ -232,15 +350,85 @@ func (s *Service) UpdateDataset(ctx context.Context, id string, in UpdateDataset
 			return DatasetView{}, err
 		}
 	}
+	return s.saveDataset(ctx, d)
+}
+
+func (s *Service) saveDataset(ctx context.Context, d store.Dataset) (DatasetView, error) {
 	d.UpdatedBy = s.account
 	d.UpdatedAt = s.nowUTC()
-	if err := s.st.UpdateDataset(ctx, d); errors.Is(err, store.ErrConflict) {
+	err := s.st.UpdateDataset(ctx, d)
+	switch {
+	case errors.Is(err, store.ErrConflict):
 		// Dify's update raises a plain ValueError here (400), unlike create's 409.
 		return DatasetView{}, invalidParam("Dataset name already exists")
-	} else if err != nil {
+	case errors.Is(err, store.ErrNotFound) && d.ExternalKnowledgeAPIID != "":
+		if _, gone := s.st.Dataset(ctx, d.ID); errors.Is(gone, store.ErrNotFound) {
+			return DatasetView{}, ErrDatasetNotFound
+		}
+		return DatasetView{}, errExternalAPINotFound
+	case errors.Is(err, store.ErrNotFound):
+		return DatasetView{}, ErrDatasetNotFound
+	case err != nil:
 		return DatasetView{}, fmt.Errorf("knowledge: update dataset: %w", err)
 	}
 	return s.view(ctx, d)
+}
+
+// updateExternalDataset is UpdateDataset for an external knowledge base, as Dify's
+// _update_external_dataset: name, description, permission, the retrieval setting
+// (external_retrieval_model, else the top_k and threshold of retrieval_model) and the binding.
+func (s *Service) updateExternalDataset(ctx context.Context, d store.Dataset, in UpdateDatasetInput) (DatasetView, error) {
+	if in.Name != nil {
+		if err := validName(*in.Name); err != nil {
+			return DatasetView{}, err
+		}
+		d.Name = strings.TrimSpace(*in.Name)
+	}
+	if in.Description != nil {
+		if utf8.RuneCountInString(*in.Description) > 400 {
+			return DatasetView{}, invalidParam("Description cannot exceed 400 characters.")
+		}
+		d.Description = *in.Description
+	}
+	if in.Permission != nil && *in.Permission != "" {
+		d.Permission = *in.Permission
+	}
+	if err := s.bindExternal(ctx, &d, in.ExternalKnowledgeAPIID, in.ExternalKnowledgeID); err != nil {
+		return DatasetView{}, err
+	}
+	for _, raw := range []json.RawMessage{in.ExternalRetrievalModel, in.RetrievalModel} {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		// A partial setting changes only the members it has.
+		es, err := parseExternalSetting(d.RetrievalModel)
+		if err != nil {
+			return DatasetView{}, err
+		}
+		merged, _ := json.Marshal(es)
+		if merged, err = mergeJSON(merged, raw); err != nil {
+			return DatasetView{}, invalidParam(fmt.Sprintf("external_retrieval_model is invalid: %v", err))
+		}
+		if es, err = parseExternalSetting(merged); err != nil {
+			return DatasetView{}, err
+		}
+		d.RetrievalModel, _ = json.Marshal(es)
+		break
+	}
+	return s.saveDataset(ctx, d)
+}
+
+// mergeJSON lays the members of object patch over object base.
+func mergeJSON(base, patch json.RawMessage) (json.RawMessage, error) {
+	var b, p map[string]json.RawMessage
+	if err := json.Unmarshal(base, &b); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	maps.Copy(b, p)
+	return json.Marshal(b)
 }
 
 func (s *Service) hasDocuments(ctx context.Context, datasetID string) bool {
@@ -288,6 +476,15 @@ func (s *Service) views(ctx context.Context, ds []store.Dataset) ([]DatasetView,
 	}
 	out := make([]DatasetView, len(ds))
 	for i, d := range ds {
+		if d.Provider == store.DatasetProviderExternal {
+			v, err := s.externalView(ctx, d)
+			if err != nil {
+				return nil, err
+			}
+			v.Stats, v.Tags = stats[d.ID], tags[d.ID]
+			out[i] = v
+			continue
+		}
 		fields, err := s.st.ListMetadataFields(ctx, d.ID)
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: metadata fields: %w", err)
@@ -305,4 +502,21 @@ func (s *Service) views(ctx context.Context, ds []store.Dataset) ([]DatasetView,
 			EmbeddingAvailable: avail, RetrievalModel: rm, AppCount: s.appsUsing(d.Name)}
 	}
 	return out, nil
+}
+
+// externalView is the view of an external knowledge base: its binding and setting, and a
+// retrieval model that says the same top_k and threshold.
+func (s *Service) externalView(ctx context.Context, d store.Dataset) (DatasetView, error) {
+	es, _ := parseExternalSetting(d.RetrievalModel)
+	api, err := s.st.ExternalKnowledgeAPI(ctx, d.ExternalKnowledgeAPIID)
+	if errors.Is(err, store.ErrNotFound) {
+		api = store.ExternalKnowledgeAPI{ID: d.ExternalKnowledgeAPIID}
+	} else if err != nil {
+		return DatasetView{}, fmt.Errorf("knowledge: external knowledge api of %s: %w", d.ID, err)
+	}
+	rm := DefaultRetrievalModel()
+	threshold := es.ScoreThreshold
+	rm.TopK, rm.ScoreThresholdEnabled, rm.ScoreThreshold = es.TopK, es.ScoreThresholdEnabled, &threshold
+	return DatasetView{Dataset: d, EmbeddingAvailable: true, RetrievalModel: rm, AppCount: s.appsUsing(d.Name),
+		External: &ExternalView{API: api, KnowledgeID: d.ExternalKnowledgeID, Setting: es}}, nil
 }

@@ -248,7 +248,7 @@ func truncateRunes(s string, n int) string {
 // already in the dataset (enabled, from a file) is re-pointed to the new content and re-indexed
 // instead, keeping its id and position, as Dify does.
 func (s *Service) CreateDocument(ctx context.Context, datasetID string, cfg DocumentConfig, src Source) (DocumentView, string, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return DocumentView{}, "", err
 	}
@@ -396,7 +396,7 @@ func (s *Service) saveRule(ctx context.Context, datasetID string, rule *segment.
 // re-indexes it. Only an available document can be updated. The response keeps the document's
 // batch. Until the new chunks are indexed, searches keep seeing the old ones.
 func (s *Service) UpdateDocument(ctx context.Context, datasetID, documentID string, cfg DocumentConfig, src *Source) (DocumentView, string, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return DocumentView{}, "", err
 	}
@@ -473,7 +473,7 @@ func (s *Service) document(ctx context.Context, datasetID, id string) (store.Doc
 
 // GetDocument returns one document.
 func (s *Service) GetDocument(ctx context.Context, datasetID, documentID string) (DocumentView, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return DocumentView{}, err
 	}
@@ -486,7 +486,7 @@ func (s *Service) GetDocument(ctx context.Context, datasetID, documentID string)
 
 // ListDocuments returns a page of a dataset's documents.
 func (s *Service) ListDocuments(ctx context.Context, datasetID string, q store.DocumentQuery) ([]DocumentView, int, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -503,7 +503,7 @@ func (s *Service) ListDocuments(ctx context.Context, datasetID string, q store.D
 // indexed (document_indexing); here its indexing is stopped first (its extraction process
 // killed), so a document whose indexing hangs can always be deleted.
 func (s *Service) DeleteDocument(ctx context.Context, datasetID, documentID string) error {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return err
 	}
@@ -537,7 +537,7 @@ type IndexingStatus struct {
 
 // BatchStatus returns the indexing status of the documents of a batch.
 func (s *Service) BatchStatus(ctx context.Context, datasetID, batch string) ([]IndexingStatus, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +581,7 @@ const (
 // SetStatus applies an enable/disable/archive/un_archive action to documents; unknown ids are
 // skipped.
 func (s *Service) SetStatus(ctx context.Context, datasetID, action string, ids []string) error {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return err
 	}

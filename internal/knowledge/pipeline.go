@@ -81,7 +81,7 @@ func (s *Service) RunPipeline(ctx context.Context, datasetID string, r PipelineR
 	if err := CheckPipelineRun(r); err != nil {
 		return PipelineResult{}, err
 	}
-	if _, err := s.dataset(ctx, datasetID); err != nil {
+	if _, err := s.localDataset(ctx, datasetID); err != nil {
 		return PipelineResult{}, err
 	}
 	var cfg DocumentConfig
@@ -154,7 +154,7 @@ func DatasourceNodeError(nodeID, datasourceType string) error {
 
 // CheckDatasourceNode checks the knowledge base, then answers why the node cannot run.
 func (s *Service) CheckDatasourceNode(ctx context.Context, datasetID, nodeID, datasourceType string) error {
-	if _, err := s.dataset(ctx, datasetID); err != nil {
+	if _, err := s.localDataset(ctx, datasetID); err != nil {
 		return err
 	}
 	return DatasourceNodeError(nodeID, datasourceType)
@@ -162,7 +162,7 @@ func (s *Service) CheckDatasourceNode(ctx context.Context, datasetID, nodeID, da
 
 // DocumentFile returns a document and the file it was made from; the caller opens it.
 func (s *Service) DocumentFile(ctx context.Context, datasetID, documentID string) (store.UploadFile, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return store.UploadFile{}, err
 	}

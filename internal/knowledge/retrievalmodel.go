@@ -65,6 +65,9 @@ type MetadataCondition struct {
 	Name               string `json:"name"`
 	ComparisonOperator string `json:"comparison_operator"`
 	Value              any    `json:"value"`
+	// anyOf, when set, are the fields the condition is tried on, Name first: it holds when it
+	// holds for one of them (an External Knowledge API condition naming several).
+	anyOf []string
 }
 
 // DefaultRetrievalModel is what a dataset without a stored retrieval model reports, and the base

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
@@ -35,6 +36,10 @@ type Record struct {
 	Dataset     store.Dataset
 	ChildChunks []ChildHit
 	Score       float64
+	// External is what the external knowledge API answered, for a record of an external
+	// knowledge base (whose Segment and Document stand for the record; see externalHit); nil
+	// for a local one.
+	External *ExternalRecord
 }
 
 // RetrieveInput is the body of POST /datasets/{id}/retrieve.
@@ -42,6 +47,11 @@ type RetrieveInput struct {
 	Query          string
 	RetrievalModel json.RawMessage
 	AttachmentIDs  []string
+	// ExternalRetrievalModel ({top_k, score_threshold, score_threshold_enabled}) and
+	// MetadataFilteringConditions are those of Dify's external hit testing; they apply to an
+	// external knowledge base, which also takes top_k and the threshold of RetrievalModel.
+	ExternalRetrievalModel      json.RawMessage
+	MetadataFilteringConditions json.RawMessage
 }
 
 // RetrieveDataset is hit testing on one dataset: the body's retrieval model, else the
@@ -60,6 +70,9 @@ func (s *Service) RetrieveDataset(ctx context.Context, datasetID string, in Retr
 	if utf8.RuneCountInString(in.Query) > MaxQueryLength {
 		return nil, invalidParam(fmt.Sprintf("Query cannot exceed %d characters", MaxQueryLength))
 	}
+	if d.Provider == store.DatasetProviderExternal {
+		return s.retrieveExternalDataset(ctx, d, in)
+	}
 	if d.IndexingTechnique == "" {
 		return nil, ErrNotInitialized
 	}
@@ -77,12 +90,128 @@ func (s *Service) RetrieveDataset(ctx context.Context, datasetID string, in Retr
 // Retrieve searches datasets for query with rm. Economy datasets are always searched by
 // keyword. Results are best first, at most rm.TopK. Every retrieval (a chat's, a workflow
 // node's, a hit test) is a span.
+//
+// External knowledge bases among datasets are searched by their external knowledge APIs, each
+// with its own setting (top_k, score threshold) and rm's metadata filter, at the same time as
+// the local ones; their records join the others by score. The first that fails fails the
+// retrieval.
 func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query string, rm RetrievalModel) (records []Record, err error) {
 	if rm.TopK <= 0 {
 		rm.TopK = 4
 	}
 	ctx, span := tracing.Start(ctx, "retrieval", trace.SpanKindInternal)
 	defer func() { endRetrieval(span, datasets, query, rm, len(records), err) }()
+	var local, external []store.Dataset
+	for _, d := range datasets {
+		if d.Provider == store.DatasetProviderExternal {
+			external = append(external, d)
+		} else {
+			local = append(local, d)
+		}
+	}
+	fetched := s.startExternal(ctx, external, query, rm)
+	records, err = s.retrieveLocal(ctx, local, query, rm)
+	ext, extErr := fetched()
+	if err != nil {
+		return nil, err
+	}
+	if extErr != nil {
+		return nil, extErr
+	}
+	if len(ext) > 0 {
+		records = append(records, ext...)
+		sortRecords(records)
+	}
+	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
+		records = slices.DeleteFunc(records, func(r Record) bool { return r.Score < *rm.ScoreThreshold })
+	}
+	if len(records) > rm.TopK {
+		records = records[:rm.TopK]
+	}
+	return records, nil
+}
+
+// startExternal starts the retrievals from the external knowledge bases, at once and in
+// parallel, each with its own setting and rm's metadata filter; the function it returns waits
+// for them and gives their records, or the first failure in the order of datasets.
+func (s *Service) startExternal(ctx context.Context, datasets []store.Dataset, query string, rm RetrievalModel) func() ([]Record, error) {
+	if len(datasets) == 0 {
+		return func() ([]Record, error) { return nil, nil }
+	}
+	type result struct {
+		recs []Record
+		err  error
+	}
+	results := make([]result, len(datasets))
+	var wg sync.WaitGroup
+	for i, d := range datasets {
+		wg.Go(func() {
+			es, err := parseExternalSetting(d.RetrievalModel)
+			if err != nil {
+				results[i].err = fmt.Errorf("knowledge: setting of external knowledge base %s: %w", d.ID, err)
+				return
+			}
+			results[i].recs, results[i].err = s.retrieveExternal(ctx, d, query, es, rm.MetadataFiltering)
+		})
+	}
+	return func() ([]Record, error) {
+		wg.Wait()
+		var out []Record
+		for _, r := range results {
+			if r.err != nil {
+				return nil, r.err
+			}
+			out = append(out, r.recs...)
+		}
+		return out, nil
+	}
+}
+
+// retrieveExternalDataset is hit testing on an external knowledge base: the members of the
+// request's external_retrieval_model (else the top_k and threshold of its retrieval_model) over
+// the knowledge base's own setting; the metadata filter of either.
+func (s *Service) retrieveExternalDataset(ctx context.Context, d store.Dataset, in RetrieveInput) ([]Record, error) {
+	es, err := parseExternalSetting(d.RetrievalModel)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []json.RawMessage{in.ExternalRetrievalModel, in.RetrievalModel} {
+		if len(r) == 0 || string(r) == "null" {
+			continue
+		}
+		base, _ := json.Marshal(es)
+		merged, err := mergeJSON(base, r)
+		if err != nil {
+			return nil, invalidParam(fmt.Sprintf("external_retrieval_model is invalid: %v", err))
+		}
+		if es, err = parseExternalSetting(merged); err != nil {
+			return nil, err
+		}
+		break
+	}
+	var filter *MetadataFilter
+	if f := in.MetadataFilteringConditions; len(f) > 0 && string(f) != "null" {
+		filter = new(MetadataFilter)
+		if err := json.Unmarshal(f, filter); err != nil {
+			return nil, invalidParam(fmt.Sprintf("metadata_filtering_conditions is invalid: %v", err))
+		}
+	} else if len(in.RetrievalModel) > 0 && string(in.RetrievalModel) != "null" {
+		rm, err := parseRetrievalModel(in.RetrievalModel, es.TopK)
+		if err != nil {
+			return nil, err
+		}
+		filter = rm.MetadataFiltering
+	}
+	d.RetrievalModel, _ = json.Marshal(es)
+	threshold := es.ScoreThreshold
+	rm := RetrievalModel{SearchMethod: SearchSemantic, TopK: es.TopK, ScoreThresholdEnabled: es.ScoreThresholdEnabled,
+		ScoreThreshold: &threshold, MetadataFiltering: filter}
+	return s.Retrieve(ctx, []store.Dataset{d}, in.Query, rm)
+}
+
+// retrieveLocal is Retrieve over knowledge bases of Parley's own: their records best first,
+// at most rm.TopK of them, above rm's threshold.
+func (s *Service) retrieveLocal(ctx context.Context, datasets []store.Dataset, query string, rm RetrievalModel) ([]Record, error) {
 	var economy, hq []store.Dataset
 	for _, d := range datasets {
 		switch d.IndexingTechnique {
@@ -168,7 +297,7 @@ func (s *Service) Retrieve(ctx context.Context, datasets []store.Dataset, query 
 	if err := s.rescore(ctx, hq, query, rm, hits, scores, qvecs); err != nil {
 		return nil, err
 	}
-	records = group(hits, scores)
+	records := group(hits, scores)
 	if rm.ScoreThresholdEnabled && rm.ScoreThreshold != nil {
 		records = slices.DeleteFunc(records, func(r Record) bool { return r.Score < *rm.ScoreThreshold })
 	}
@@ -189,6 +318,8 @@ func endRetrieval(span trace.Span, datasets []store.Dataset, query string, rm Re
 			names[i] = d.Name
 			m := rm.SearchMethod
 			switch {
+			case d.Provider == store.DatasetProviderExternal:
+				m = "external"
 			case d.IndexingTechnique == store.TechniqueEconomy:
 				m = SearchKeyword
 			case m == SearchKeyword:
@@ -411,10 +542,15 @@ func group(hits map[string]store.Hit, scores map[string]float64) []Record {
 		})
 		out[i] = *r
 	}
-	slices.SortFunc(out, func(a, b Record) int {
+	sortRecords(out)
+	return out
+}
+
+// sortRecords orders records best first, ties by chunk id.
+func sortRecords(rs []Record) {
+	slices.SortFunc(rs, func(a, b Record) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Segment.ID, b.Segment.ID))
 	})
-	return out
 }
 
 // matchMetadata evaluates metadata filtering conditions on a document's custom metadata.
@@ -424,6 +560,9 @@ func matchMetadata(doc store.Document, f MetadataFilter) bool {
 	or := strings.EqualFold(f.LogicalOperator, "or")
 	for _, c := range f.Conditions {
 		ok := matchCondition(meta[c.Name], c)
+		for _, name := range c.anyOf {
+			ok = ok || matchCondition(meta[name], c)
+		}
 		if or && ok {
 			return true
 		}

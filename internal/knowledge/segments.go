@@ -36,7 +36,7 @@ type SegmentUpdate struct {
 
 // chunkTarget loads the dataset and document of a chunk request.
 func (s *Service) chunkTarget(ctx context.Context, datasetID, documentID string) (store.Dataset, store.Document, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return d, store.Document{}, err
 	}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/models"
+	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/vectorindex"
@@ -48,6 +51,10 @@ const (
 	KindNoEmbeddingModel Kind = "no_embedding_model"
 	// KindInvalidAction: the action does not apply to the document (invalid_action).
 	KindInvalidAction Kind = "invalid_action"
+	// KindExternalRequest: the external knowledge API of an external knowledge base failed:
+	// no key, no connection, a timeout, an error or a reply that is not the API's
+	// (external_knowledge_request_error).
+	KindExternalRequest Kind = "external_request"
 )
 
 // Error is a knowledge failure. Message is Dify's text for it and safe to show to a client; the
@@ -102,6 +109,13 @@ var (
 	ErrTechniqueRequired = invalidParam("indexing_technique is required.")
 	ErrProcessRuleNeeded = invalidParam("process_rule is required.")
 	ErrInvalidDocForm    = invalidParam("Invalid doc_form.")
+	// ErrExternalDataset: the operation reads or changes documents, chunks or metadata fields,
+	// which an external knowledge base does not have.
+	ErrExternalDataset = invalidParam("This is an external knowledge base: its documents and chunks live in the service " +
+		"behind its external knowledge API, and Parley has none to show or change.")
+	// ErrKnowledgeNotFound: Parley's External Knowledge API has no knowledge base with the id asked
+	// for, or it is an external one (which Parley does not serve in turn).
+	ErrKnowledgeNotFound = notFound("The knowledge does not exist.")
 )
 
 // Models gives clients for configured models; registry.Set implements it.
@@ -150,6 +164,16 @@ type Options struct {
 	Logger      *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ExternalClient calls the external knowledge APIs of external knowledge bases; nil is a
+	// client behind the network guard (no internal addresses). The server's lets
+	// PARLEY_EXTERNAL_KNOWLEDGE_ALLOWED_NETWORKS through.
+	ExternalClient *http.Client
+	// ExternalTimeout bounds one call to an external knowledge API, its reply read in full
+	// (DefaultExternalTimeout when 0).
+	ExternalTimeout time.Duration
+	// Getenv reads the environment variables that hold the keys of external knowledge APIs
+	// (os.Getenv when nil).
+	Getenv func(string) string
 }
 
 // Service is the knowledge-base runtime. It is safe for concurrent use.
@@ -168,6 +192,10 @@ type Service struct {
 	maxZip    int64
 	log       *slog.Logger
 	now       func() time.Time
+	// extClient, extTimeout and getenv call external knowledge APIs (external.go).
+	extClient  *http.Client
+	extTimeout time.Duration
+	getenv     func(string) string
 	// runs holds the indexing runs queued or running in this process and the document locks
 	// (see runs.go).
 	runs runs
@@ -199,10 +227,21 @@ func New(opts Options) *Service {
 	if opts.MaxZipBytes <= 0 {
 		opts.MaxZipBytes = DefaultMaxZipBytes
 	}
+	if opts.ExternalClient == nil {
+		// A client without a transport of its own gets the guard on http.DefaultTransport's
+		// clone, which never fails.
+		opts.ExternalClient, _ = netguard.Client(nil, false, nil)
+	}
+	if opts.ExternalTimeout <= 0 {
+		opts.ExternalTimeout = DefaultExternalTimeout
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
 	return &Service{st: opts.Store, files: opts.Files, catalog: opts.Catalog, models: opts.Models,
 		vectors: opts.Vectors, jobs: opts.Jobs, account: opts.AccountID, appsUsing: opts.AppsUsing,
 		maxSeg: opts.MaxSegmentLength, extract: opts.Extract, timeout: opts.IndexingTimeout, maxZip: opts.MaxZipBytes,
-		log: opts.Logger, now: opts.Now}
+		log: opts.Logger, now: opts.Now, extClient: opts.ExternalClient, extTimeout: opts.ExternalTimeout, getenv: opts.Getenv}
 }
 
 func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Second) }
@@ -245,10 +284,16 @@ func providerName(p string) string {
 	return p
 }
 
-// SeedConfigured makes sure every knowledge base declared in the config file exists as a
-// dataset: a missing one is created (high_quality with the declared embedding model, or economy
-// when none is declared). Existing datasets are left as they are.
-func (s *Service) SeedConfigured(ctx context.Context, kbs []config.KnowledgeBase) error {
+// SeedConfigured makes sure the config file's external knowledge APIs are registered as
+// declared (created, or updated when they changed), and that every knowledge base it declares
+// exists as a dataset: a missing one is created (high_quality with the declared embedding
+// model, economy when none is declared, or external, bound to its declared API). Existing
+// datasets are left as they are.
+func (s *Service) SeedConfigured(ctx context.Context, kbs []config.KnowledgeBase, apis []config.ExternalKnowledgeAPI) error {
+	apiIDs, err := s.seedExternalAPIs(ctx, apis)
+	if err != nil {
+		return err
+	}
 	for _, kb := range kbs {
 		if _, err := s.st.DatasetByName(ctx, kb.Name); err == nil {
 			continue
@@ -256,7 +301,9 @@ func (s *Service) SeedConfigured(ctx context.Context, kbs []config.KnowledgeBase
 			return fmt.Errorf("knowledge: seed %q: %w", kb.Name, err)
 		}
 		in := CreateDatasetInput{Name: kb.Name, Description: kb.Description, IndexingTechnique: store.TechniqueEconomy}
-		if kb.Embedding.Provider != "" {
+		if kb.External != nil {
+			in = configuredExternal(kb, apiIDs[kb.External.API])
+		} else if kb.Embedding.Provider != "" {
 			in.IndexingTechnique = store.TechniqueHighQuality
 			in.EmbeddingModelProvider = kb.Embedding.Provider
 			in.EmbeddingModel = kb.Embedding.Model

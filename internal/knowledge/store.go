@@ -108,6 +108,16 @@ type Store interface {
 	// DeleteMetadataField deletes the field and its values from the documents.
 	DeleteMetadataField(ctx context.Context, datasetID, id string) error
 
+	// External knowledge APIs (the services external knowledge bases retrieve from).
+	CreateExternalKnowledgeAPI(ctx context.Context, a store.ExternalKnowledgeAPI) (store.ExternalKnowledgeAPI, error)
+	ExternalKnowledgeAPI(ctx context.Context, id string) (store.ExternalKnowledgeAPI, error)
+	ExternalKnowledgeAPIByName(ctx context.Context, name string) (store.ExternalKnowledgeAPI, error)
+	ListExternalKnowledgeAPIs(ctx context.Context) ([]store.ExternalKnowledgeAPI, error)
+	UpdateExternalKnowledgeAPI(ctx context.Context, a store.ExternalKnowledgeAPI) error
+	// DeleteExternalKnowledgeAPI refuses (store.ErrConflict) an API knowledge bases are bound to.
+	DeleteExternalKnowledgeAPI(ctx context.Context, id string) error
+	ExternalKnowledgeAPIUsage(ctx context.Context, id string) (int, error)
+
 	// Retriever resources of chat messages.
 	AddRetrieverResources(ctx context.Context, rs []store.RetrieverResource) error
 	RetrieverResources(ctx context.Context, messageIDs []string) (map[string][]store.RetrieverResource, error)

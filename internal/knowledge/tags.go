@@ -141,7 +141,7 @@ func validMetadataName(name string) error {
 
 // CreateMetadataField adds a custom metadata field to a dataset.
 func (s *Service) CreateMetadataField(ctx context.Context, datasetID, name, typ string) (store.MetadataField, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return store.MetadataField{}, err
 	}
@@ -166,7 +166,7 @@ func (s *Service) CreateMetadataField(ctx context.Context, datasetID, name, typ 
 
 // ListMetadataFields lists a dataset's metadata fields with their document counts.
 func (s *Service) ListMetadataFields(ctx context.Context, datasetID string) ([]MetadataFieldView, bool, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -187,7 +187,7 @@ func (s *Service) ListMetadataFields(ctx context.Context, datasetID string) ([]M
 
 // RenameMetadataField renames a metadata field.
 func (s *Service) RenameMetadataField(ctx context.Context, datasetID, id, name string) (store.MetadataField, error) {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return store.MetadataField{}, err
 	}
@@ -206,7 +206,7 @@ func (s *Service) RenameMetadataField(ctx context.Context, datasetID, id, name s
 
 // DeleteMetadataField deletes a metadata field and its values.
 func (s *Service) DeleteMetadataField(ctx context.Context, datasetID, id string) error {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (s *Service) DeleteMetadataField(ctx context.Context, datasetID, id string)
 
 // SetBuiltInFields turns the built-in metadata fields on (action "enable") or off ("disable").
 func (s *Service) SetBuiltInFields(ctx context.Context, datasetID, action string) error {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ type DocumentMetadataOp struct {
 // SetDocumentsMetadata writes documents' custom metadata values: the listed values replace all
 // of a document's values, or are merged into them with PartialUpdate.
 func (s *Service) SetDocumentsMetadata(ctx context.Context, datasetID string, ops []DocumentMetadataOp) error {
-	d, err := s.dataset(ctx, datasetID)
+	d, err := s.localDataset(ctx, datasetID)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,8 @@ type Dataset struct {
 	ID          string
 	Name        string
 	Description string
-	// Provider is DatasetProviderVendor.
+	// Provider is DatasetProviderVendor, or DatasetProviderExternal for an external knowledge
+	// base, which has no documents and retrieves from its external knowledge API.
 	Provider   string
 	Permission string
 	// DataSourceType is set from the first document ("upload_file"); "" means null.
@@ -79,10 +80,15 @@ type Dataset struct {
 	EnableAPI           bool
 	// KeywordNumber is how many keywords economy indexing extracts per chunk (default 10).
 	KeywordNumber int
-	CreatedBy     string
-	UpdatedBy     string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// ExternalKnowledgeAPIID and ExternalKnowledgeID bind an external knowledge base: the
+	// external knowledge API it retrieves from, and the id of its knowledge there ("" for a
+	// vendor dataset).
+	ExternalKnowledgeAPIID string
+	ExternalKnowledgeID    string
+	CreatedBy              string
+	UpdatedBy              string
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
 }
 
 // DatasetStats are counts derived from a dataset's documents.

@@ -16,7 +16,7 @@ const DefaultKeywordNumber = 10
 
 const datasetColumns = `id, name, description, provider, permission, data_source_type, indexing_technique,
 embedding_model, embedding_model_provider, retrieval_model, doc_form, built_in_field_enabled, enable_api,
-keyword_number, created_by, updated_by, created_at, updated_at`
+keyword_number, created_by, updated_by, created_at, updated_at, external_knowledge_api_id, external_knowledge_id`
 
 // datasetColumnsDS is datasetColumns qualified with the table alias ds.
 var datasetColumnsDS = qualify("ds", datasetColumns)
@@ -50,11 +50,14 @@ func (s *Store) CreateDataset(ctx context.Context, d Dataset) (Dataset, error) {
 		return Dataset{}, fmt.Errorf("store: create dataset: %w", err)
 	}
 	_, err = s.exec(ctx, "INSERT INTO datasets ("+datasetColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.Name, d.Description, d.Provider, d.Permission, nullString(d.DataSourceType), nullString(d.IndexingTechnique),
 		nullString(d.EmbeddingModel), nullString(d.EmbeddingModelProvider), retrieval, nullString(d.DocForm),
 		d.BuiltInFieldEnabled, d.EnableAPI, d.KeywordNumber, d.CreatedBy, nullString(d.UpdatedBy),
-		d.CreatedAt.Unix(), d.UpdatedAt.Unix())
+		d.CreatedAt.Unix(), d.UpdatedAt.Unix(), nullString(d.ExternalKnowledgeAPIID), nullString(d.ExternalKnowledgeID))
+	if isForeignKeyViolation(err) {
+		err = fmt.Errorf("external knowledge api %s: %w", d.ExternalKnowledgeAPIID, ErrNotFound)
+	}
 	if err != nil {
 		return Dataset{}, fmt.Errorf("store: create dataset %q: %w", d.Name, err)
 	}
@@ -72,6 +75,8 @@ func (d Dataset) validate() (sql.NullString, error) {
 		return sql.NullString{}, fmt.Errorf("unknown indexing technique %q", d.IndexingTechnique)
 	case d.KeywordNumber < 0:
 		return sql.NullString{}, fmt.Errorf("negative keyword number %d", d.KeywordNumber)
+	case (d.Provider == DatasetProviderExternal) != (d.ExternalKnowledgeAPIID != ""):
+		return sql.NullString{}, errors.New("an external knowledge base, and only one, is bound to an external knowledge api")
 	}
 	retrieval, err := nullJSON(d.RetrievalModel)
 	if err != nil {
@@ -156,12 +161,17 @@ func (s *Store) UpdateDataset(ctx context.Context, d Dataset) error {
 	}
 	res, err := s.exec(ctx, `UPDATE datasets SET name = ?, description = ?, provider = ?, permission = ?,
 data_source_type = ?, indexing_technique = ?, embedding_model = ?, embedding_model_provider = ?, retrieval_model = ?,
-doc_form = ?, built_in_field_enabled = ?, enable_api = ?, keyword_number = ?, updated_by = ?, updated_at = ?
+doc_form = ?, built_in_field_enabled = ?, enable_api = ?, keyword_number = ?, updated_by = ?, updated_at = ?,
+external_knowledge_api_id = ?, external_knowledge_id = ?
 WHERE id = ?`,
 		d.Name, d.Description, d.Provider, d.Permission,
 		nullString(d.DataSourceType), nullString(d.IndexingTechnique), nullString(d.EmbeddingModel), nullString(d.EmbeddingModelProvider), retrieval,
 		nullString(d.DocForm), d.BuiltInFieldEnabled, d.EnableAPI, d.KeywordNumber, nullString(d.UpdatedBy), nowOr(d.UpdatedAt).Unix(),
+		nullString(d.ExternalKnowledgeAPIID), nullString(d.ExternalKnowledgeID),
 		d.ID)
+	if isForeignKeyViolation(err) {
+		err = fmt.Errorf("external knowledge api %s: %w", d.ExternalKnowledgeAPIID, ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("store: update dataset %s: %w", d.ID, err)
 	}
@@ -308,14 +318,14 @@ func scanProcessRule(r scanner) (ProcessRule, error) {
 type datasetRow struct {
 	d                                                               Dataset
 	dataSource, technique, model, modelProvider, retrieval, docForm sql.NullString
-	updatedBy                                                       sql.NullString
+	updatedBy, externalAPI, externalID                              sql.NullString
 	created, updated                                                int64
 }
 
 func (r *datasetRow) dest() []any {
 	return []any{&r.d.ID, &r.d.Name, &r.d.Description, &r.d.Provider, &r.d.Permission, &r.dataSource, &r.technique,
 		&r.model, &r.modelProvider, &r.retrieval, &r.docForm, &r.d.BuiltInFieldEnabled, &r.d.EnableAPI,
-		&r.d.KeywordNumber, &r.d.CreatedBy, &r.updatedBy, &r.created, &r.updated}
+		&r.d.KeywordNumber, &r.d.CreatedBy, &r.updatedBy, &r.created, &r.updated, &r.externalAPI, &r.externalID}
 }
 
 func (r *datasetRow) value() Dataset {
@@ -324,6 +334,7 @@ func (r *datasetRow) value() Dataset {
 	d.EmbeddingModel, d.EmbeddingModelProvider = r.model.String, r.modelProvider.String
 	d.RetrievalModel, d.DocForm, d.UpdatedBy = rawJSON(r.retrieval), r.docForm.String, r.updatedBy.String
 	d.CreatedAt, d.UpdatedAt = fromUnix(r.created), fromUnix(r.updated)
+	d.ExternalKnowledgeAPIID, d.ExternalKnowledgeID = r.externalAPI.String, r.externalID.String
 	return d
 }
 

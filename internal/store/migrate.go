@@ -332,6 +332,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationIdempotency,
 	migrationJobTraces,
 	migrationSites,
+	migrationExternalKnowledge,
 }
 
 // schemaMigrationsDDL is the same on both engines.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/parleyhq/parley/internal/knowledge"
+	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/value"
@@ -52,7 +53,13 @@ func (k *knowledgeRetrieval) Run(ctx context.Context, x *workflow.Exec) (workflo
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, workflow.Errorf("KnowledgeRetrievalNodeError", "%v", err)
+		// The node's error is shown to the client: a knowledge error's client-safe text (an
+		// external knowledge base's failing API named, not its address).
+		msg, ok := safeerr.Message(err)
+		if !ok {
+			msg = err.Error()
+		}
+		return res, workflow.Errorf("KnowledgeRetrievalNodeError", "%s", msg)
 	}
 	out := make([]any, len(cc.Resources))
 	for i, r := range cc.Resources {

@@ -507,23 +507,24 @@ func (e ErrorEventEvent) Valid() bool {
 
 // Defines values for ExternalKnowledgeConditionComparisonOperator.
 const (
-	ExternalKnowledgeConditionComparisonOperatorAfter       ExternalKnowledgeConditionComparisonOperator = "after"
-	ExternalKnowledgeConditionComparisonOperatorBefore      ExternalKnowledgeConditionComparisonOperator = "before"
-	ExternalKnowledgeConditionComparisonOperatorContains    ExternalKnowledgeConditionComparisonOperator = "contains"
-	ExternalKnowledgeConditionComparisonOperatorEmpty       ExternalKnowledgeConditionComparisonOperator = "empty"
-	ExternalKnowledgeConditionComparisonOperatorEndWith     ExternalKnowledgeConditionComparisonOperator = "end with"
-	ExternalKnowledgeConditionComparisonOperatorEqual       ExternalKnowledgeConditionComparisonOperator = "="
-	ExternalKnowledgeConditionComparisonOperatorGreaterThan ExternalKnowledgeConditionComparisonOperator = ">"
-	ExternalKnowledgeConditionComparisonOperatorIn          ExternalKnowledgeConditionComparisonOperator = "in"
-	ExternalKnowledgeConditionComparisonOperatorIs          ExternalKnowledgeConditionComparisonOperator = "is"
-	ExternalKnowledgeConditionComparisonOperatorIsNot       ExternalKnowledgeConditionComparisonOperator = "is not"
-	ExternalKnowledgeConditionComparisonOperatorLessThan    ExternalKnowledgeConditionComparisonOperator = "<"
-	ExternalKnowledgeConditionComparisonOperatorN1          ExternalKnowledgeConditionComparisonOperator = "≥"
-	ExternalKnowledgeConditionComparisonOperatorN2          ExternalKnowledgeConditionComparisonOperator = "≤"
-	ExternalKnowledgeConditionComparisonOperatorNotContains ExternalKnowledgeConditionComparisonOperator = "not contains"
-	ExternalKnowledgeConditionComparisonOperatorNotEmpty    ExternalKnowledgeConditionComparisonOperator = "not empty"
-	ExternalKnowledgeConditionComparisonOperatorNotIn       ExternalKnowledgeConditionComparisonOperator = "not in"
-	ExternalKnowledgeConditionComparisonOperatorStartWith   ExternalKnowledgeConditionComparisonOperator = "start with"
+	ExternalKnowledgeConditionComparisonOperatorAfter              ExternalKnowledgeConditionComparisonOperator = "after"
+	ExternalKnowledgeConditionComparisonOperatorBefore             ExternalKnowledgeConditionComparisonOperator = "before"
+	ExternalKnowledgeConditionComparisonOperatorContains           ExternalKnowledgeConditionComparisonOperator = "contains"
+	ExternalKnowledgeConditionComparisonOperatorEmpty              ExternalKnowledgeConditionComparisonOperator = "empty"
+	ExternalKnowledgeConditionComparisonOperatorEndWith            ExternalKnowledgeConditionComparisonOperator = "end with"
+	ExternalKnowledgeConditionComparisonOperatorEqual              ExternalKnowledgeConditionComparisonOperator = "="
+	ExternalKnowledgeConditionComparisonOperatorGreaterThan        ExternalKnowledgeConditionComparisonOperator = ">"
+	ExternalKnowledgeConditionComparisonOperatorGreaterThanOrEqual ExternalKnowledgeConditionComparisonOperator = "≥"
+	ExternalKnowledgeConditionComparisonOperatorIn                 ExternalKnowledgeConditionComparisonOperator = "in"
+	ExternalKnowledgeConditionComparisonOperatorIs                 ExternalKnowledgeConditionComparisonOperator = "is"
+	ExternalKnowledgeConditionComparisonOperatorIsNot              ExternalKnowledgeConditionComparisonOperator = "is not"
+	ExternalKnowledgeConditionComparisonOperatorLessThan           ExternalKnowledgeConditionComparisonOperator = "<"
+	ExternalKnowledgeConditionComparisonOperatorLessThanOrEqual    ExternalKnowledgeConditionComparisonOperator = "≤"
+	ExternalKnowledgeConditionComparisonOperatorNotContains        ExternalKnowledgeConditionComparisonOperator = "not contains"
+	ExternalKnowledgeConditionComparisonOperatorNotEmpty           ExternalKnowledgeConditionComparisonOperator = "not empty"
+	ExternalKnowledgeConditionComparisonOperatorNotEqual           ExternalKnowledgeConditionComparisonOperator = "≠"
+	ExternalKnowledgeConditionComparisonOperatorNotIn              ExternalKnowledgeConditionComparisonOperator = "not in"
+	ExternalKnowledgeConditionComparisonOperatorStartWith          ExternalKnowledgeConditionComparisonOperator = "start with"
 )
 
 // Valid indicates whether the value is a known member of the ExternalKnowledgeConditionComparisonOperator enum.
@@ -543,6 +544,8 @@ func (e ExternalKnowledgeConditionComparisonOperator) Valid() bool {
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorGreaterThan:
 		return true
+	case ExternalKnowledgeConditionComparisonOperatorGreaterThanOrEqual:
+		return true
 	case ExternalKnowledgeConditionComparisonOperatorIn:
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorIs:
@@ -551,13 +554,13 @@ func (e ExternalKnowledgeConditionComparisonOperator) Valid() bool {
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorLessThan:
 		return true
-	case ExternalKnowledgeConditionComparisonOperatorN1:
-		return true
-	case ExternalKnowledgeConditionComparisonOperatorN2:
+	case ExternalKnowledgeConditionComparisonOperatorLessThanOrEqual:
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorNotContains:
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorNotEmpty:
+		return true
+	case ExternalKnowledgeConditionComparisonOperatorNotEqual:
 		return true
 	case ExternalKnowledgeConditionComparisonOperatorNotIn:
 		return true

@@ -109,6 +109,8 @@ type Options struct {
 	PublicURL string
 	// Metrics records requests and open streams; nil: no metrics.
 	Metrics *metrics.Metrics
+	// PageSites finds the sites of the app pages (pages.go); nil: every page answers 404.
+	PageSites SiteFinder
 }
 
 // Server implements gen.StrictServerInterface.
@@ -215,6 +217,13 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		// guards, takes its requests before anything else (mcp.go).
 		e.Pre(mountMCP(s.newMCP(opts)))
 	}
+	// The app pages, their assets and the chat bubble's script are served beside the API, outside
+	// its base path and its contract (pages.go).
+	pg, err := newPages(opts.PageSites)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.Pre(pg.middleware())
 	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {

@@ -47,7 +47,9 @@ var ErrNoSite = errors.New("no such site")
 type SiteFinderFunc func(ctx context.Context, code string) (PageSite, error)
 
 // PageSite implements SiteFinder.
-func (f SiteFinderFunc) PageSite(ctx context.Context, code string) (PageSite, error) { return f(ctx, code) }
+func (f SiteFinderFunc) PageSite(ctx context.Context, code string) (PageSite, error) {
+	return f(ctx, code)
+}
 
 const (
 	// AssetsPath is where the pages' script, style sheet and fonts are served, by names that

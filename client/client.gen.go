@@ -4664,6 +4664,17 @@ type OpenAIUsage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// Passport A passport of an app's web page.
+type Passport struct {
+	// AccessToken The passport, for `Authorization: Bearer …`.
+	//
+	// Example: pp-eyJzaWQiOiI….c2lnbmF0dXJl
+	AccessToken string `json:"access_token"`
+
+	// EndUserId The id of the end user the passport acts for.
+	EndUserId string `json:"end_user_id"`
+}
+
 // PauseReason Why a run paused.
 type PauseReason struct {
 	TYPE        PauseReasonTYPE    `json:"TYPE"`
@@ -6027,6 +6038,9 @@ type NotFound = Error
 // OpenAIError defines model for OpenAIError.
 type OpenAIError = OpenAIErrorResponse
 
+// PasscodeRequired The body of every error response, and the payload members of the `error` event.
+type PasscodeRequired = Error
+
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
@@ -6121,10 +6135,25 @@ type ListConversationsParams struct {
 
 	// SortBy Sort field; `-` means descending.
 	SortBy *ListConversationsParamsSortBy `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+
+	// Pinned Only the pinned conversations (`true`) or only the others (`false`); both when omitted.
+	Pinned *bool `form:"pinned,omitempty" json:"pinned,omitempty"`
 }
 
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
+
+// PinConversationParams defines parameters for PinConversation.
+type PinConversationParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// UnpinConversationParams defines parameters for UnpinConversation.
+type UnpinConversationParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
 
 // ListConversationVariablesParams defines parameters for ListConversationVariables.
 type ListConversationVariablesParams struct {
@@ -6332,6 +6361,15 @@ type GetAppMetaParams struct {
 type GetAppParametersParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// GetPassportParams defines parameters for GetPassport.
+type GetPassportParams struct {
+	// XAppCode The site code.
+	XAppCode string `json:"X-App-Code"`
+
+	// XSitePasscode The site's passcode, when it has one.
+	XSitePasscode *string `json:"X-Site-Passcode,omitempty"`
 }
 
 // CreateOpenAIResponseParams defines parameters for CreateOpenAIResponse.
@@ -15077,6 +15115,22 @@ type ClientInterface interface {
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PinConversation Pin conversation
+	//
+	// Pins a conversation of the end user (the passport's, or `user` with an app key), as
+	// Dify's web app does; `GET /conversations?pinned=true` lists the pinned ones. Pinning a
+	// pinned conversation changes nothing.
+	//
+	// Corresponds with PATCH /conversations/{conversation_id}/pin (the `PinConversation` operationId).
+	PinConversation(ctx context.Context, conversationId ConversationId, params *PinConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnpinConversation Unpin conversation
+	//
+	// Unpins a conversation of the end user; unpinning one that is not pinned changes nothing.
+	//
+	// Corresponds with PATCH /conversations/{conversation_id}/unpin (the `UnpinConversation` operationId).
+	UnpinConversation(ctx context.Context, conversationId ConversationId, params *UnpinConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListConversationVariables Get conversation variables
 	//
 	// The values a Chatflow's conversation variables hold in one conversation of the end user, in
@@ -16070,6 +16124,20 @@ type ClientInterface interface {
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParameters(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetPassport Get a passport for an app's web page
+	//
+	// A passport for the site whose code is `X-App-Code` (the last part of the page's URL),
+	// needing no key: what the page calls the `WebPassport` operations with, as Dify's web app
+	// gets one. A new passport acts for a new anonymous end user, unless the request carries
+	// `Authorization: Bearer <passport>` with a passport of the same site (expired or not,
+	// issued before the site's code, passcode or switch last changed): then it keeps that
+	// passport's end user, so the page finds its conversations again. A passport lasts 24
+	// hours. Unknown or disabled site code: 404 `not_found`; a site with a passcode and none or
+	// a wrong one in `X-Site-Passcode`: 401 `passcode_required`.
+	//
+	// Corresponds with GET /passport (the `GetPassport` operationId).
+	GetPassport(ctx context.Context, params *GetPassportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateOpenAIResponseWithBody Ask the app through OpenAI's Responses API
 	//
 	// OpenAI's Responses API, text in and text out, answered by the app of the key as
@@ -16869,6 +16937,42 @@ func (c *Client) RenameConversationWithBody(ctx context.Context, conversationId 
 // Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 func (c *Client) RenameConversation(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRenameConversationRequest(c.Server, conversationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PinConversation Pin conversation
+//
+// Pins a conversation of the end user (the passport's, or `user` with an app key), as
+// Dify's web app does; `GET /conversations?pinned=true` lists the pinned ones. Pinning a
+// pinned conversation changes nothing.
+//
+// Corresponds with PATCH /conversations/{conversation_id}/pin (the `PinConversation` operationId).
+func (c *Client) PinConversation(ctx context.Context, conversationId ConversationId, params *PinConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPinConversationRequest(c.Server, conversationId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnpinConversation Unpin conversation
+//
+// Unpins a conversation of the end user; unpinning one that is not pinned changes nothing.
+//
+// Corresponds with PATCH /conversations/{conversation_id}/unpin (the `UnpinConversation` operationId).
+func (c *Client) UnpinConversation(ctx context.Context, conversationId ConversationId, params *UnpinConversationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnpinConversationRequest(c.Server, conversationId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -18819,6 +18923,30 @@ func (c *Client) GetAppParameters(ctx context.Context, params *GetAppParametersP
 	return c.Client.Do(req)
 }
 
+// GetPassport Get a passport for an app's web page
+//
+// A passport for the site whose code is `X-App-Code` (the last part of the page's URL),
+// needing no key: what the page calls the `WebPassport` operations with, as Dify's web app
+// gets one. A new passport acts for a new anonymous end user, unless the request carries
+// `Authorization: Bearer <passport>` with a passport of the same site (expired or not,
+// issued before the site's code, passcode or switch last changed): then it keeps that
+// passport's end user, so the page finds its conversations again. A passport lasts 24
+// hours. Unknown or disabled site code: 404 `not_found`; a site with a passcode and none or
+// a wrong one in `X-Site-Passcode`: 401 `passcode_required`.
+//
+// Corresponds with GET /passport (the `GetPassport` operationId).
+func (c *Client) GetPassport(ctx context.Context, params *GetPassportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPassportRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateOpenAIResponseWithBody Ask the app through OpenAI's Responses API
 //
 // OpenAI's Responses API, text in and text out, answered by the app of the key as
@@ -19919,6 +20047,18 @@ func NewListConversationsRequest(server string, params *ListConversationsParams)
 
 		}
 
+		if params.Pinned != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pinned", *params.Pinned, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -20023,6 +20163,128 @@ func NewRenameConversationRequestWithBody(server string, conversationId Conversa
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPinConversationRequest constructs an http.Request for the PinConversation method
+func NewPinConversationRequest(server string, conversationId ConversationId, params *PinConversationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations/%s/pin", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnpinConversationRequest constructs an http.Request for the UnpinConversation method
+func NewUnpinConversationRequest(server string, conversationId ConversationId, params *UnpinConversationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/conversations/%s/unpin", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -23573,6 +23835,57 @@ func NewGetAppParametersRequest(server string, params *GetAppParametersParams) (
 	return req, nil
 }
 
+// NewGetPassportRequest constructs an http.Request for the GetPassport method
+func NewGetPassportRequest(server string, params *GetPassportParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/passport")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-App-Code", params.XAppCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-App-Code", headerParam0)
+
+		if params.XSitePasscode != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Site-Passcode", *params.XSitePasscode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Site-Passcode", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateOpenAIResponseRequest calls the generic CreateOpenAIResponse builder with application/json body
 func NewCreateOpenAIResponseRequest(server string, params *CreateOpenAIResponseParams, body CreateOpenAIResponseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -24560,6 +24873,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /conversations/{conversation_id}/name (the `RenameConversation` operationId).
 	RenameConversationWithResponse(ctx context.Context, conversationId ConversationId, body RenameConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameConversationResponse, error)
+
+	// PinConversationWithResponse Pin conversation
+	//
+	// Pins a conversation of the end user (the passport's, or `user` with an app key), as
+	// Dify's web app does; `GET /conversations?pinned=true` lists the pinned ones. Pinning a
+	// pinned conversation changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /conversations/{conversation_id}/pin (the `PinConversation` operationId).
+	PinConversationWithResponse(ctx context.Context, conversationId ConversationId, params *PinConversationParams, reqEditors ...RequestEditorFn) (*PinConversationResponse, error)
+
+	// UnpinConversationWithResponse Unpin conversation
+	//
+	// Unpins a conversation of the end user; unpinning one that is not pinned changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /conversations/{conversation_id}/unpin (the `UnpinConversation` operationId).
+	UnpinConversationWithResponse(ctx context.Context, conversationId ConversationId, params *UnpinConversationParams, reqEditors ...RequestEditorFn) (*UnpinConversationResponse, error)
 
 	// ListConversationVariablesWithResponse Get conversation variables
 	//
@@ -25621,6 +25954,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /parameters (the `GetAppParameters` operationId).
 	GetAppParametersWithResponse(ctx context.Context, params *GetAppParametersParams, reqEditors ...RequestEditorFn) (*GetAppParametersResponse, error)
+
+	// GetPassportWithResponse Get a passport for an app's web page
+	//
+	// A passport for the site whose code is `X-App-Code` (the last part of the page's URL),
+	// needing no key: what the page calls the `WebPassport` operations with, as Dify's web app
+	// gets one. A new passport acts for a new anonymous end user, unless the request carries
+	// `Authorization: Bearer <passport>` with a passport of the same site (expired or not,
+	// issued before the site's code, passcode or switch last changed): then it keeps that
+	// passport's end user, so the page finds its conversations again. A passport lasts 24
+	// hours. Unknown or disabled site code: 404 `not_found`; a site with a passcode and none or
+	// a wrong one in `X-Site-Passcode`: 401 `passcode_required`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /passport (the `GetPassport` operationId).
+	GetPassportWithResponse(ctx context.Context, params *GetPassportParams, reqEditors ...RequestEditorFn) (*GetPassportResponse, error)
 
 	// CreateOpenAIResponseWithBodyWithResponse Ask the app through OpenAI's Responses API
 	//
@@ -27667,6 +28016,206 @@ func (r RenameConversationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RenameConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PinConversationResponse401Headers the declared response headers of an HTTP 401 response for PinConversation
+type PinConversationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PinConversationResponse429Headers the declared response headers of an HTTP 429 response for PinConversation
+type PinConversationResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type PinConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Result
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PinConversationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PinConversationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PinConversationResponse) GetJSON200() *Result {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PinConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PinConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PinConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PinConversationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PinConversationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PinConversationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PinConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PinConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PinConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PinConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnpinConversationResponse401Headers the declared response headers of an HTTP 401 response for UnpinConversation
+type UnpinConversationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UnpinConversationResponse429Headers the declared response headers of an HTTP 429 response for UnpinConversation
+type UnpinConversationResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type UnpinConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Result
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnpinConversationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UnpinConversationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnpinConversationResponse) GetJSON200() *Result {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UnpinConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnpinConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnpinConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UnpinConversationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnpinConversationResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UnpinConversationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UnpinConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnpinConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnpinConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnpinConversationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -35304,6 +35853,99 @@ func (r GetAppParametersResponse) ContentType() string {
 	return ""
 }
 
+// GetPassportResponse429Headers the declared response headers of an HTTP 429 response for GetPassport
+type GetPassportResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetPassportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Passport
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PasscodeRequired
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPassportResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPassportResponse) GetJSON200() *Passport {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPassportResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPassportResponse) GetJSON401() *PasscodeRequired {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPassportResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPassportResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPassportResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPassportResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPassportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPassportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPassportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPassportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CreateOpenAIResponseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -36910,6 +37552,38 @@ func (c *ClientWithResponses) RenameConversationWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseRenameConversationResponse(rsp)
+}
+
+// PinConversationWithResponse Pin conversation
+//
+// Pins a conversation of the end user (the passport's, or `user` with an app key), as
+// Dify's web app does; `GET /conversations?pinned=true` lists the pinned ones. Pinning a
+// pinned conversation changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /conversations/{conversation_id}/pin (the `PinConversation` operationId).
+func (c *ClientWithResponses) PinConversationWithResponse(ctx context.Context, conversationId ConversationId, params *PinConversationParams, reqEditors ...RequestEditorFn) (*PinConversationResponse, error) {
+	rsp, err := c.PinConversation(ctx, conversationId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePinConversationResponse(rsp)
+}
+
+// UnpinConversationWithResponse Unpin conversation
+//
+// Unpins a conversation of the end user; unpinning one that is not pinned changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /conversations/{conversation_id}/unpin (the `UnpinConversation` operationId).
+func (c *ClientWithResponses) UnpinConversationWithResponse(ctx context.Context, conversationId ConversationId, params *UnpinConversationParams, reqEditors ...RequestEditorFn) (*UnpinConversationResponse, error) {
+	rsp, err := c.UnpinConversation(ctx, conversationId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnpinConversationResponse(rsp)
 }
 
 // ListConversationVariablesWithResponse Get conversation variables
@@ -38541,6 +39215,28 @@ func (c *ClientWithResponses) GetAppParametersWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetAppParametersResponse(rsp)
+}
+
+// GetPassportWithResponse Get a passport for an app's web page
+//
+// A passport for the site whose code is `X-App-Code` (the last part of the page's URL),
+// needing no key: what the page calls the `WebPassport` operations with, as Dify's web app
+// gets one. A new passport acts for a new anonymous end user, unless the request carries
+// `Authorization: Bearer <passport>` with a passport of the same site (expired or not,
+// issued before the site's code, passcode or switch last changed): then it keeps that
+// passport's end user, so the page finds its conversations again. A passport lasts 24
+// hours. Unknown or disabled site code: 404 `not_found`; a site with a passcode and none or
+// a wrong one in `X-Site-Passcode`: 401 `passcode_required`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /passport (the `GetPassport` operationId).
+func (c *ClientWithResponses) GetPassportWithResponse(ctx context.Context, params *GetPassportParams, reqEditors ...RequestEditorFn) (*GetPassportResponse, error) {
+	rsp, err := c.GetPassport(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPassportResponse(rsp)
 }
 
 // CreateOpenAIResponseWithBodyWithResponse Ask the app through OpenAI's Responses API
@@ -40814,6 +41510,230 @@ func ParseRenameConversationResponse(rsp *http.Response) (*RenameConversationRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RenameConversationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePinConversationResponse parses an HTTP response from a PinConversationWithResponse call
+func ParsePinConversationResponse(rsp *http.Response) (*PinConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PinConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Result
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PinConversationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PinConversationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnpinConversationResponse parses an HTTP response from a UnpinConversationWithResponse call
+func ParseUnpinConversationResponse(rsp *http.Response) (*UnpinConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnpinConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Result
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UnpinConversationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UnpinConversationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -49213,6 +50133,108 @@ func ParseGetAppParametersResponse(rsp *http.Response) (*GetAppParametersRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAppParametersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPassportResponse parses an HTTP response from a GetPassportWithResponse call
+func ParseGetPassportResponse(rsp *http.Response) (*GetPassportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPassportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Passport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PasscodeRequired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetPassportResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -4664,6 +4664,17 @@ type OpenAIUsage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// Passport A passport of an app's web page.
+type Passport struct {
+	// AccessToken The passport, for `Authorization: Bearer …`.
+	//
+	// Example: pp-eyJzaWQiOiI….c2lnbmF0dXJl
+	AccessToken string `json:"access_token"`
+
+	// EndUserId The id of the end user the passport acts for.
+	EndUserId string `json:"end_user_id"`
+}
+
 // PauseReason Why a run paused.
 type PauseReason struct {
 	TYPE        PauseReasonTYPE    `json:"TYPE"`
@@ -6027,6 +6038,9 @@ type NotFound = Error
 // OpenAIError defines model for OpenAIError.
 type OpenAIError = OpenAIErrorResponse
 
+// PasscodeRequired The body of every error response, and the payload members of the `error` event.
+type PasscodeRequired = Error
+
 // PayloadTooLarge The body of every error response, and the payload members of the `error` event.
 type PayloadTooLarge = Error
 
@@ -6121,10 +6135,25 @@ type ListConversationsParams struct {
 
 	// SortBy Sort field; `-` means descending.
 	SortBy *ListConversationsParamsSortBy `form:"sort_by,omitempty" json:"sort_by,omitempty"`
+
+	// Pinned Only the pinned conversations (`true`) or only the others (`false`); both when omitted.
+	Pinned *bool `form:"pinned,omitempty" json:"pinned,omitempty"`
 }
 
 // ListConversationsParamsSortBy defines parameters for ListConversations.
 type ListConversationsParamsSortBy string
+
+// PinConversationParams defines parameters for PinConversation.
+type PinConversationParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// UnpinConversationParams defines parameters for UnpinConversation.
+type UnpinConversationParams struct {
+	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
+	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
 
 // ListConversationVariablesParams defines parameters for ListConversationVariables.
 type ListConversationVariablesParams struct {
@@ -6332,6 +6361,15 @@ type GetAppMetaParams struct {
 type GetAppParametersParams struct {
 	// User End-user identifier; when omitted or empty, a shared anonymous end user (as in Dify).
 	User *User `form:"user,omitempty" json:"user,omitempty"`
+}
+
+// GetPassportParams defines parameters for GetPassport.
+type GetPassportParams struct {
+	// XAppCode The site code.
+	XAppCode string `json:"X-App-Code"`
+
+	// XSitePasscode The site's passcode, when it has one.
+	XSitePasscode *string `json:"X-Site-Passcode,omitempty"`
 }
 
 // CreateOpenAIResponseParams defines parameters for CreateOpenAIResponse.
@@ -14724,6 +14762,12 @@ type ServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx echo.Context, conversationId ConversationId) error
+	// PinConversation Pin conversation
+	// (PATCH /conversations/{conversation_id}/pin)
+	PinConversation(ctx echo.Context, conversationId ConversationId, params PinConversationParams) error
+	// UnpinConversation Unpin conversation
+	// (PATCH /conversations/{conversation_id}/unpin)
+	UnpinConversation(ctx echo.Context, conversationId ConversationId, params UnpinConversationParams) error
 	// ListConversationVariables Get conversation variables
 	// (GET /conversations/{conversation_id}/variables)
 	ListConversationVariables(ctx echo.Context, conversationId ConversationId, params ListConversationVariablesParams) error
@@ -14934,6 +14978,9 @@ type ServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx echo.Context, params GetAppParametersParams) error
+	// GetPassport Get a passport for an app's web page
+	// (GET /passport)
+	GetPassport(ctx echo.Context, params GetPassportParams) error
 	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
 	// (POST /responses)
 	CreateOpenAIResponse(ctx echo.Context, params CreateOpenAIResponseParams) error
@@ -15280,6 +15327,13 @@ func (w *ServerInterfaceWrapper) ListConversations(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort_by: %s", err))
 	}
 
+	// ------------- Optional query parameter "pinned" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pinned", ctx.QueryParams(), &params.Pinned, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter pinned: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListConversations(ctx, params)
 	return err
@@ -15314,6 +15368,56 @@ func (w *ServerInterfaceWrapper) RenameConversation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RenameConversation(ctx, conversationId)
+	return err
+}
+
+// PinConversation converts echo context to params.
+func (w *ServerInterfaceWrapper) PinConversation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PinConversationParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PinConversation(ctx, conversationId, params)
+	return err
+}
+
+// UnpinConversation converts echo context to params.
+func (w *ServerInterfaceWrapper) UnpinConversation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UnpinConversationParams
+	// ------------- Optional query parameter "user" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user", ctx.QueryParams(), &params.User, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnpinConversation(ctx, conversationId, params)
 	return err
 }
 
@@ -16975,6 +17079,52 @@ func (w *ServerInterfaceWrapper) GetAppParameters(ctx echo.Context) error {
 	return err
 }
 
+// GetPassport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPassport(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPassportParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "X-App-Code" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-App-Code")]; found {
+		var XAppCode string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-App-Code, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-App-Code", valueList[0], &XAppCode, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-App-Code: %s", err))
+		}
+
+		params.XAppCode = XAppCode
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-App-Code is required, but not found"))
+	}
+	// ------------- Optional header parameter "X-Site-Passcode" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Site-Passcode")]; found {
+		var XSitePasscode string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Site-Passcode, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Site-Passcode", valueList[0], &XSitePasscode, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Site-Passcode: %s", err))
+		}
+
+		params.XSitePasscode = &XSitePasscode
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPassport(ctx, params)
+	return err
+}
+
 // CreateOpenAIResponse converts echo context to params.
 func (w *ServerInterfaceWrapper) CreateOpenAIResponse(ctx echo.Context) error {
 	var err error
@@ -17386,6 +17536,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/apps/annotation-reply/:action/status/:job_id", wrapper.GetAnnotationReplyStatus, options.OperationMiddlewares["getAnnotationReplyStatus"]...)
 	router.POST(options.BaseURL+"/audio-to-text", wrapper.AudioToText, options.OperationMiddlewares["audioToText"]...)
 	router.POST(options.BaseURL+"/text-to-audio", wrapper.TextToAudio, options.OperationMiddlewares["textToAudio"]...)
+	router.GET(options.BaseURL+"/passport", wrapper.GetPassport, options.OperationMiddlewares["getPassport"]...)
+	router.PATCH(options.BaseURL+"/conversations/:conversation_id/pin", wrapper.PinConversation, options.OperationMiddlewares["pinConversation"]...)
+	router.PATCH(options.BaseURL+"/conversations/:conversation_id/unpin", wrapper.UnpinConversation, options.OperationMiddlewares["unpinConversation"]...)
 	router.GET(options.BaseURL+"/", wrapper.GetServiceInfo, options.OperationMiddlewares["getServiceInfo"]...)
 	router.POST(options.BaseURL+"/chat/completions", wrapper.CreateOpenAIChatCompletion, options.OperationMiddlewares["createOpenAIChatCompletion"]...)
 	router.POST(options.BaseURL+"/responses", wrapper.CreateOpenAIResponse, options.OperationMiddlewares["createOpenAIResponse"]...)
@@ -17424,6 +17577,8 @@ type InternalServerErrorJSONResponse Error
 type NotFoundJSONResponse Error
 
 type OpenAIErrorJSONResponse OpenAIErrorResponse
+
+type PasscodeRequiredJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
@@ -20027,6 +20182,254 @@ func (response RenameConversation500JSONResponse) VisitRenameConversationRespons
 type RenameConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RenameConversation503JSONResponse) VisitRenameConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversationRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	Params         PinConversationParams
+}
+
+type PinConversationResponseObject interface {
+	VisitPinConversationResponse(w http.ResponseWriter) error
+}
+
+type PinConversation200JSONResponse Result
+
+func (response PinConversation200JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PinConversation400JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PinConversation401JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PinConversation404JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PinConversation429JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response PinConversation500JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PinConversation503JSONResponse) VisitPinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversationRequestObject struct {
+	ConversationId ConversationId `json:"conversation_id"`
+	Params         UnpinConversationParams
+}
+
+type UnpinConversationResponseObject interface {
+	VisitUnpinConversationResponse(w http.ResponseWriter) error
+}
+
+type UnpinConversation200JSONResponse Result
+
+func (response UnpinConversation200JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UnpinConversation400JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UnpinConversation401JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UnpinConversation404JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UnpinConversation429JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response UnpinConversation500JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinConversation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnpinConversation503JSONResponse) VisitUnpinConversationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -30386,6 +30789,126 @@ func (response GetAppParameters503JSONResponse) VisitGetAppParametersResponse(w 
 	return err
 }
 
+type GetPassportRequestObject struct {
+	Params GetPassportParams
+}
+
+type GetPassportResponseObject interface {
+	VisitGetPassportResponse(w http.ResponseWriter) error
+}
+
+type GetPassport200JSONResponse Passport
+
+func (response GetPassport200JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetPassport400JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport401JSONResponse struct{ PasscodeRequiredJSONResponse }
+
+func (response GetPassport401JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetPassport404JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetPassport429JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport500JSONResponse struct {
+	InternalServerErrorJSONResponse
+}
+
+func (response GetPassport500JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPassport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPassport503JSONResponse) VisitGetPassportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOpenAIResponseRequestObject struct {
 	Params CreateOpenAIResponseParams
 	Body   *CreateOpenAIResponseJSONRequestBody
@@ -32099,6 +32622,12 @@ type StrictServerInterface interface {
 	// RenameConversation Rename conversation
 	// (POST /conversations/{conversation_id}/name)
 	RenameConversation(ctx context.Context, request RenameConversationRequestObject) (RenameConversationResponseObject, error)
+	// PinConversation Pin conversation
+	// (PATCH /conversations/{conversation_id}/pin)
+	PinConversation(ctx context.Context, request PinConversationRequestObject) (PinConversationResponseObject, error)
+	// UnpinConversation Unpin conversation
+	// (PATCH /conversations/{conversation_id}/unpin)
+	UnpinConversation(ctx context.Context, request UnpinConversationRequestObject) (UnpinConversationResponseObject, error)
 	// ListConversationVariables Get conversation variables
 	// (GET /conversations/{conversation_id}/variables)
 	ListConversationVariables(ctx context.Context, request ListConversationVariablesRequestObject) (ListConversationVariablesResponseObject, error)
@@ -32309,6 +32838,9 @@ type StrictServerInterface interface {
 	// GetAppParameters Get application parameters
 	// (GET /parameters)
 	GetAppParameters(ctx context.Context, request GetAppParametersRequestObject) (GetAppParametersResponseObject, error)
+	// GetPassport Get a passport for an app's web page
+	// (GET /passport)
+	GetPassport(ctx context.Context, request GetPassportRequestObject) (GetPassportResponseObject, error)
 	// CreateOpenAIResponse Ask the app through OpenAI's Responses API
 	// (POST /responses)
 	CreateOpenAIResponse(ctx context.Context, request CreateOpenAIResponseRequestObject) (CreateOpenAIResponseResponseObject, error)
@@ -33003,6 +33535,58 @@ func (sh *strictHandler) RenameConversation(ctx echo.Context, conversationId Con
 		return err
 	} else if validResponse, ok := response.(RenameConversationResponseObject); ok {
 		return validResponse.VisitRenameConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PinConversation operation middleware
+func (sh *strictHandler) PinConversation(ctx echo.Context, conversationId ConversationId, params PinConversationParams) error {
+	var request PinConversationRequestObject
+
+	request.ConversationId = conversationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PinConversation(ctx.Request().Context(), request.(PinConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PinConversation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PinConversationResponseObject); ok {
+		return validResponse.VisitPinConversationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnpinConversation operation middleware
+func (sh *strictHandler) UnpinConversation(ctx echo.Context, conversationId ConversationId, params UnpinConversationParams) error {
+	var request UnpinConversationRequestObject
+
+	request.ConversationId = conversationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnpinConversation(ctx.Request().Context(), request.(UnpinConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnpinConversation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnpinConversationResponseObject); ok {
+		return validResponse.VisitUnpinConversationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -35396,6 +35980,31 @@ func (sh *strictHandler) GetAppParameters(ctx echo.Context, params GetAppParamet
 		return err
 	} else if validResponse, ok := response.(GetAppParametersResponseObject); ok {
 		return validResponse.VisitGetAppParametersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPassport operation middleware
+func (sh *strictHandler) GetPassport(ctx echo.Context, params GetPassportParams) error {
+	var request GetPassportRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPassport(ctx.Request().Context(), request.(GetPassportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPassport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPassportResponseObject); ok {
+		return validResponse.VisitGetPassportResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -37,7 +37,7 @@ func (s *Server) AudioToText(ctx context.Context, req gen.AudioToTextRequestObje
 	if err := audio.CheckType(form.file.contentType); err != nil {
 		return nil, err
 	}
-	if _, err := s.runs.EndUser(ctx, app.ID, form.fields["user"]); err != nil {
+	if _, err := s.runs.EndUser(ctx, app.ID, s.endUser(ctx, form.fields["user"])); err != nil {
 		return nil, err
 	}
 	body, err := form.file.rewind()
@@ -73,6 +73,7 @@ func (s *Server) TextToAudio(ctx context.Context, req gen.TextToAudioRequestObje
 	if b.User != nil {
 		user = *b.User
 	}
+	user = s.endUser(ctx, user)
 	if b.MessageId != nil {
 		eu, err := s.runs.EndUser(ctx, app.ID, user)
 		if err != nil {

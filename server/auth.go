@@ -10,6 +10,7 @@ import (
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -17,6 +18,7 @@ import (
 const (
 	schemeAppKey       = "AppKey"
 	schemeKnowledgeKey = "KnowledgeKey"
+	schemeWebPassport  = "WebPassport"
 )
 
 type principalKey struct{}
@@ -27,8 +29,14 @@ type Principal struct {
 	KeyID string
 	// AppID is set for app keys.
 	AppID string
-	// Limits are the key's rate limits.
+	// Limits are the key's rate limits; a passport's are its site's requests per minute of
+	// each end user.
 	Limits store.Limits
+	// Passport is set for a request made with a passport of an app's web page (WebPassport):
+	// the request acts for its end user alone (Server.endUser). KeyID is then
+	// "passport:" and the end user's id, so that limits and idempotency keys are the end
+	// user's.
+	Passport *sites.Passport
 }
 
 // principalFrom returns the request's authenticated principal.
@@ -55,6 +63,7 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		want = auth.KindApp
 	case schemeKnowledgeKey:
 		want = auth.KindKnowledge
+	case schemeWebPassport:
 	default:
 		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: errUnauthorized(msgInvalidToken)}
 	}
@@ -62,6 +71,22 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 	token, err := auth.ParseBearer(req.Header.Get(echo.HeaderAuthorization))
 	if err != nil {
 		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: err}
+	}
+	// A passport and an API key are told apart by their prefix. When the operation takes
+	// either, the scheme the token is not for fails with a plain error, so that the error of
+	// the other one (an *echo.HTTPError, which the request validator prefers) is the answer.
+	passport := sites.IsPassport(token)
+	if in.SecuritySchemeName == schemeWebPassport {
+		if !passport {
+			return errOtherScheme
+		}
+		return s.authenticatePassport(c, token)
+	}
+	if passport {
+		if acceptsPassport(in) {
+			return errOtherScheme
+		}
+		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: auth.ErrInvalidKey}
 	}
 	key, err := s.keys.Authenticate(req.Context(), token, want)
 	if err != nil {
@@ -73,6 +98,73 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		return &echo.HTTPError{Code: code, Internal: err}
 	}
 	c.Set(principalEchoKey, Principal{Kind: want, KeyID: key.ID, AppID: key.AppID, Limits: key.Limits})
+	return nil
+}
+
+// errOtherScheme is the failure of a security scheme the token is not meant for.
+var errOtherScheme = errors.New("the token is for the operation's other security scheme")
+
+// acceptsPassport reports whether the operation being authenticated takes a passport.
+func acceptsPassport(in *openapi3filter.AuthenticationInput) bool {
+	if in.RequestValidationInput == nil || in.RequestValidationInput.Route == nil || in.RequestValidationInput.Route.Operation == nil {
+		return false
+	}
+	sec := in.RequestValidationInput.Route.Operation.Security
+	if sec == nil {
+		return false
+	}
+	for _, req := range *sec {
+		if _, ok := req[schemeWebPassport]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticatePassport checks a passport of an app's web page (one signature and one read of
+// its site) and leaves its principal: the app, the end user, and the site's requests per minute
+// as the limit of that end user.
+func (s *Server) authenticatePassport(c echo.Context, token string) error {
+	if s.sites == nil {
+		return &echo.HTTPError{Code: http.StatusUnauthorized, Internal: sites.ErrInvalidPassport}
+	}
+	pp, err := s.sites.Verify(c.Request().Context(), token)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, sites.ErrInvalidPassport) {
+			code = http.StatusUnauthorized
+		}
+		return &echo.HTTPError{Code: code, Internal: err}
+	}
+	c.Set(principalEchoKey, Principal{Kind: auth.KindApp, KeyID: "passport:" + pp.EndUserID, AppID: pp.AppID,
+		Limits: store.Limits{RequestsPerMinute: pp.RequestsPerMinute}, Passport: &pp})
+	return nil
+}
+
+// endUser is the end user a request acts for: the passport's, whatever the request says, for a
+// request made with a passport; the `user` the request gives otherwise. Every handler that
+// reads a `user` goes through it, so that a page cannot act as another end user.
+func (s *Server) endUser(ctx context.Context, given string) string {
+	if p, ok := principalFrom(ctx); ok && p.Passport != nil {
+		return p.Passport.SessionID
+	}
+	return given
+}
+
+// endUserPtr is endUser for an optional `user`.
+func (s *Server) endUserPtr(ctx context.Context, given *string) *string {
+	if p, ok := principalFrom(ctx); ok && p.Passport != nil {
+		u := p.Passport.SessionID
+		return &u
+	}
+	return given
+}
+
+// passportOf is the passport of a request made with one, nil otherwise.
+func passportOf(ctx context.Context) *sites.Passport {
+	if p, ok := principalFrom(ctx); ok {
+		return p.Passport
+	}
 	return nil
 }
 

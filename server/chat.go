@@ -32,7 +32,7 @@ func (s *Server) SendChatMessage(ctx context.Context, req gen.SendChatMessageReq
 		}
 	}
 	rreq := run.Request{
-		App: app, User: b.User, Query: b.Query, Inputs: b.Inputs, Streaming: streaming,
+		App: app, User: s.endUser(ctx, b.User), Query: b.Query, Inputs: b.Inputs, Streaming: streaming,
 		AutoGenerateName: b.AutoGenerateName == nil || *b.AutoGenerateName,
 		Files:            runFiles(b.Files),
 	}
@@ -110,7 +110,7 @@ func (s *Server) StopChatMessage(ctx context.Context, req gen.StopChatMessageReq
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runs.Stop(ctx, req.TaskId, app.ID, req.Body.User); err != nil {
+	if err := s.runs.Stop(ctx, req.TaskId, app.ID, s.endUser(ctx, req.Body.User)); err != nil {
 		return nil, err
 	}
 	return gen.StopChatMessage200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil

@@ -32,7 +32,7 @@ func (s *Server) SendCompletionMessage(ctx context.Context, req gen.SendCompleti
 	}
 	b := req.Body
 	streaming := b.ResponseMode != nil && *b.ResponseMode == gen.CompletionStreaming
-	rreq := run.Request{App: app, User: b.User, Inputs: b.Inputs, Streaming: streaming, Files: runFiles(b.Files)}
+	rreq := run.Request{App: app, User: s.endUser(ctx, b.User), Inputs: b.Inputs, Streaming: streaming, Files: runFiles(b.Files)}
 	if b.Query != nil {
 		rreq.Query = *b.Query
 	}
@@ -61,7 +61,7 @@ func (s *Server) StopCompletionMessage(ctx context.Context, req gen.StopCompleti
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runs.Stop(ctx, req.TaskId, app.ID, req.Body.User); err != nil {
+	if err := s.runs.Stop(ctx, req.TaskId, app.ID, s.endUser(ctx, req.Body.User)); err != nil {
 		return nil, err
 	}
 	return gen.StopCompletionMessage200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil

@@ -33,7 +33,7 @@ func (s *Server) ListConversationVariables(ctx context.Context, req gen.ListConv
 	}
 	p := req.Params
 	limit := intOr(p.Limit, 20)
-	vs, more, err := s.conversations.Variables(ctx, app, str(p.User), req.ConversationId, str(p.LastId), limit, str(p.VariableName))
+	vs, more, err := s.conversations.Variables(ctx, app, str(s.endUserPtr(ctx, p.User)), req.ConversationId, str(p.LastId), limit, str(p.VariableName))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Server) UpdateConversationVariable(ctx context.Context, req gen.UpdateC
 	if !validID(req.ConversationId) {
 		return nil, conversations.ErrConversationNotFound
 	}
-	v, err := s.conversations.UpdateVariable(ctx, app, str(req.Body.User), req.ConversationId, req.VariableId, req.Body.Value)
+	v, err := s.conversations.UpdateVariable(ctx, app, str(s.endUserPtr(ctx, req.Body.User)), req.ConversationId, req.VariableId, req.Body.Value)
 	if err != nil {
 		return nil, err
 	}

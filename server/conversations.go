@@ -63,7 +63,7 @@ func (s *Server) ListConversations(ctx context.Context, req gen.ListConversation
 	if lastID != "" && !validID(lastID) {
 		return nil, conversations.ErrLastNotFound
 	}
-	items, more, err := s.conversations.List(ctx, app, str(p.User), lastID, limit, sortBy)
+	items, more, err := s.conversations.ListPinned(ctx, app, str(s.endUserPtr(ctx, p.User)), lastID, limit, sortBy, p.Pinned)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (s *Server) RenameConversation(ctx context.Context, req gen.RenameConversat
 			return nil, err
 		}
 	}
-	c, err := s.conversations.Rename(ctx, app, str(b.User), req.ConversationId, str(b.Name), auto)
+	c, err := s.conversations.Rename(ctx, app, str(s.endUserPtr(ctx, b.User)), req.ConversationId, str(b.Name), auto)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *Server) DeleteConversation(ctx context.Context, req gen.DeleteConversat
 	if !validID(req.ConversationId) {
 		return nil, conversations.ErrConversationNotFound
 	}
-	if err := s.conversations.Delete(ctx, app, str(req.Body.User), req.ConversationId); err != nil {
+	if err := s.conversations.Delete(ctx, app, str(s.endUserPtr(ctx, req.Body.User)), req.ConversationId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteConversation204Response{}, nil
@@ -135,7 +135,7 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 		return nil, conversations.ErrFirstNotFound
 	}
 	limit := intOr(p.Limit, 20)
-	msgs, more, err := s.conversations.Messages(ctx, app, str(p.User), p.ConversationId, firstID, limit)
+	msgs, more, err := s.conversations.Messages(ctx, app, str(s.endUserPtr(ctx, p.User)), p.ConversationId, firstID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (s *Server) SendMessageFeedback(ctx context.Context, req gen.SendMessageFee
 		r := string(*b.Rating)
 		rating = &r
 	}
-	if err := s.conversations.Feedback(ctx, app, b.User, req.MessageId, rating, str(b.Content)); err != nil {
+	if err := s.conversations.Feedback(ctx, app, s.endUser(ctx, b.User), req.MessageId, rating, str(b.Content)); err != nil {
 		return nil, err
 	}
 	return gen.SendMessageFeedback200JSONResponse{SuccessJSONResponse: gen.SuccessJSONResponse{Result: gen.ResultResultSuccess}}, nil
@@ -312,7 +312,7 @@ func (s *Server) GetSuggestedQuestions(ctx context.Context, req gen.GetSuggested
 	if app, err = answering(app); err != nil {
 		return nil, err
 	}
-	qs, err := s.conversations.Suggested(ctx, app, req.Params.User, req.MessageId)
+	qs, err := s.conversations.Suggested(ctx, app, s.endUser(ctx, req.Params.User), req.MessageId)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/gen"
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -39,13 +40,43 @@ func (s *Server) GetEndUser(ctx context.Context, req gen.GetEndUserRequestObject
 	}, nil
 }
 
-// GetSite answers GET /site. Parley has no web app: the site is the app's title, description
-// and icon, with the settings Dify gives a new site.
+// GetSite answers GET /site: the settings of the app's web page (docs/web-pages.md), with the
+// app's title, description and icon where the site sets none. Nothing secret is in it: a site's
+// passcode shows nowhere.
 func (s *Server) GetSite(ctx context.Context, _ gen.GetSiteRequestObject) (gen.GetSiteResponseObject, error) {
 	a, err := s.app(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if s.sites == nil {
+		return defaultSite(a), nil
+	}
+	site, err := s.sites.ByApp(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.GetSite200JSONResponse{
+		Title: site.Title, CustomDisclaimer: site.CustomDisclaimer, DefaultLanguage: site.DefaultLanguage,
+		ShowWorkflowSteps: site.ShowWorkflowSteps, UseIconAsAnswerIcon: site.UseIconAsAnswerIcon,
+		Description: optText(site.Description), IconType: optText(site.IconType), Icon: optText(site.Icon),
+		IconUrl: optText(site.IconURL), IconBackground: optText(site.IconBackground), Copyright: optText(site.Copyright),
+		PrivacyPolicy: optText(site.PrivacyPolicy), InputPlaceholder: optText(site.InputPlaceholder),
+		ChatColorTheme: optText(site.ChatColorTheme),
+	}
+	return out, nil
+}
+
+// optText is nil for "", else a pointer to s.
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// defaultSite is the site of a server without sites: the app's title, description and icon,
+// with the settings Dify gives a new site.
+func defaultSite(a *apps.App) gen.GetSite200JSONResponse {
 	out := gen.GetSite200JSONResponse{
 		Title: a.Name, CustomDisclaimer: "", DefaultLanguage: "en-US", ShowWorkflowSteps: true,
 		UseIconAsAnswerIcon: a.Icon.UseAsAnswerIcon,
@@ -65,5 +96,5 @@ func (s *Server) GetSite(ctx context.Context, _ gen.GetSiteRequestObject) (gen.G
 	if a.Icon.Background != "" {
 		out.IconBackground = &a.Icon.Background
 	}
-	return out, nil
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
@@ -302,6 +303,14 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam(audio.ErrNoText.Error())
 	case errors.Is(err, audio.ErrMessageNotFound):
 		return apiError(http.StatusNotFound, "not_found", audio.ErrMessageNotFound.Error())
+
+	// internal/sites: the web pages' sites and passports.
+	case errors.Is(err, sites.ErrNotFound):
+		return apiError(http.StatusNotFound, "not_found", msgSiteNotFound)
+	case errors.Is(err, sites.ErrPasscodeRequired):
+		return apiError(http.StatusUnauthorized, "passcode_required", msgPasscodeRequired)
+	case errors.Is(err, sites.ErrInvalidPassport):
+		return errUnauthorized(msgInvalidToken)
 
 	// internal/auth: its texts are Dify's 401 messages.
 	case errors.Is(err, auth.ErrMissingBearer):

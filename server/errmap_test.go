@@ -41,6 +41,7 @@ import (
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/safeerr"
 	"github.com/parleyhq/parley/internal/segment"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tools"
@@ -110,9 +111,12 @@ func domainOutcomes() map[string]outcome {
 		"audio.ErrNoText":               {audio.ErrNoText, invalid("Text is required")},
 		"audio.ErrMessageNotFound":      {audio.ErrMessageNotFound, wire{status: 404, code: "not_found", msg: "Message Not Exists."}},
 
-		"auth.ErrMissingBearer": {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
-		"auth.ErrBearerScheme":  {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},
-		"auth.ErrInvalidKey":    {auth.ErrInvalidKey, wire{status: 401, code: "unauthorized", msg: msgInvalidToken}},
+		"auth.ErrMissingBearer":     {auth.ErrMissingBearer, wire{status: 401, code: "unauthorized", msg: "Authorization header must be provided and start with 'Bearer'"}},
+		"auth.ErrBearerScheme":      {auth.ErrBearerScheme, wire{status: 401, code: "unauthorized", msg: "Authorization scheme must be 'Bearer'"}},
+		"auth.ErrInvalidKey":        {auth.ErrInvalidKey, wire{status: 401, code: "unauthorized", msg: msgInvalidToken}},
+		"sites.ErrNotFound":         {sites.ErrNotFound, wire{status: 404, code: "not_found", msg: msgSiteNotFound}},
+		"sites.ErrPasscodeRequired": {sites.ErrPasscodeRequired, wire{status: 401, code: "passcode_required", msg: msgPasscodeRequired}},
+		"sites.ErrInvalidPassport":  {sites.ErrInvalidPassport, wire{status: 401, code: "unauthorized", msg: msgInvalidToken}},
 
 		"run.ErrConversationNotFound":  {run.ErrConversationNotFound, wire{status: 404, code: "not_found", msg: "Conversation Not Exists."}},
 		"run.ErrConversationEnded":     {run.ErrConversationEnded, wire{status: 400, code: "conversation_completed", msg: "The conversation has ended. Please start a new conversation."}},
@@ -297,6 +301,7 @@ func internalFailures() map[string]struct {
 		"mcpserver.ArgumentError":                  {&mcpserver.ArgumentError{}, mcpOnly},
 		"mcpserver.RunError":                       {&mcpserver.RunError{Err: errors.New("x")}, "wraps a run's failure for the MCP endpoint, which maps the failure inside (mapError unwraps it)"},
 		"mcpserver.ErrNoServer":                    {mcpserver.ErrNoServer, "raised only by the apps mcp command of the CLI; no route returns it"},
+		"sites.ErrConfigSet":                       {sites.ErrConfigSet, "raised only by the apps site command of the CLI; no route returns it"},
 	}
 }
 

@@ -40,7 +40,7 @@ func (s *Server) UploadFile(ctx context.Context, req gen.UploadFileRequestObject
 			return nil, apiError(http.StatusBadRequest, "too_many_files", "Only one file is allowed.")
 		}
 	}
-	eu, err := s.runs.EndUser(ctx, app.ID, form.fields["user"])
+	eu, err := s.runs.EndUser(ctx, app.ID, s.endUser(ctx, form.fields["user"]))
 	if err != nil {
 		return nil, err
 	}

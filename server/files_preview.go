@@ -23,7 +23,7 @@ func (s *Server) PreviewFile(ctx context.Context, req gen.PreviewFileRequestObje
 	if !validID(req.FileId) {
 		return notFound, nil
 	}
-	eu, err := s.runs.EndUser(ctx, app.ID, str(req.Params.User))
+	eu, err := s.runs.EndUser(ctx, app.ID, str(s.endUserPtr(ctx, req.Params.User)))
 	if err != nil {
 		return nil, err
 	}

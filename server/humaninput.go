@@ -41,6 +41,12 @@ func (s *Server) GetHumanInputForm(ctx context.Context, req gen.GetHumanInputFor
 	if err != nil {
 		return nil, err
 	}
+	// A page sees the forms of its own end user's runs only.
+	if ok, err := s.passportMayRead(ctx, f.Stored.WorkflowRunID); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, humaninput.ErrFormNotFound
+	}
 	d := f.Definition
 	view := gen.GetHumanInputForm200JSONResponse{FormContent: d.Content, ExpirationTime: f.Stored.Expiration.Unix(),
 		ResolvedDefaultValues: d.DefaultValues, Inputs: []gen.HumanInputField{}, UserActions: []gen.HumanInputAction{}}
@@ -67,11 +73,23 @@ func (s *Server) SubmitHumanInputForm(ctx context.Context, req gen.SubmitHumanIn
 	if s.humanInput == nil {
 		return nil, humaninput.ErrFormNotFound
 	}
+	if passportOf(ctx) != nil {
+		f, err := s.humanInput.Form(ctx, app.ID, req.FormToken)
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := s.passportMayRead(ctx, f.Stored.WorkflowRunID); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, humaninput.ErrFormNotFound
+		}
+	}
 	b := req.Body
-	if strings.TrimSpace(b.User) == "" {
+	user := s.endUser(ctx, b.User)
+	if strings.TrimSpace(user) == "" {
 		return nil, errInvalidParam("user is required")
 	}
-	if err := s.humanInput.Submit(ctx, app.ID, req.FormToken, b.Action, b.Inputs, b.User); err != nil {
+	if err := s.humanInput.Submit(ctx, app.ID, req.FormToken, b.Action, b.Inputs, user); err != nil {
 		return nil, err
 	}
 	return gen.SubmitHumanInputForm200JSONResponse{}, nil
@@ -87,7 +105,8 @@ func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflo
 	if _, err := uuid.Parse(req.WorkflowRunId); err != nil || s.humanInput == nil {
 		return nil, notFound
 	}
-	user, err := s.runs.EndUser(ctx, app.ID, req.Params.User)
+	session := s.endUser(ctx, req.Params.User)
+	user, err := s.runs.EndUser(ctx, app.ID, session)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +118,7 @@ func (s *Server) StreamWorkflowEvents(ctx context.Context, req gen.StreamWorkflo
 		return nil, err
 	}
 	truthy := func(p *string) bool { return p != nil && strings.EqualFold(strings.TrimSpace(*p), "true") }
-	es := &eventsStream{ctx: ctx, srv: s, info: info, user: req.Params.User,
+	es := &eventsStream{ctx: ctx, srv: s, info: info, user: session,
 		snapshot: truthy(req.Params.IncludeStateSnapshot), continueOnPause: truthy(req.Params.ContinueOnPause)}
 	if err := es.catchUp(); err != nil {
 		return nil, err

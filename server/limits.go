@@ -89,6 +89,10 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 				continue
 			}
 			whose, key := "This key's", "key:"+p.KeyID
+			if p.Passport != nil {
+				// A passport's limit is its site's, for each end user of the page.
+				whose = "This end user's"
+			}
 			if i == 1 {
 				whose, key = "This app's", "app:"+p.AppID
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/web"
 )
 
@@ -49,6 +50,20 @@ type SiteFinderFunc func(ctx context.Context, code string) (PageSite, error)
 // PageSite implements SiteFinder.
 func (f SiteFinderFunc) PageSite(ctx context.Context, code string) (PageSite, error) {
 	return f(ctx, code)
+}
+
+// serviceSites finds the pages' sites with the sites service.
+type serviceSites struct{ s *sites.Service }
+
+func (f serviceSites) PageSite(ctx context.Context, code string) (PageSite, error) {
+	site, err := f.s.ByCode(ctx, code)
+	if errors.Is(err, sites.ErrNotFound) {
+		return PageSite{}, ErrNoSite
+	}
+	if err != nil {
+		return PageSite{}, err
+	}
+	return PageSite{Code: site.Code, Mode: site.AppMode, Title: site.Title, DefaultLanguage: site.DefaultLanguage, AllowedOrigins: site.AllowedOrigins}, nil
 }
 
 const (
@@ -230,7 +245,13 @@ func (p *pages) serve(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "The page could not be built.", http.StatusInternalServerError)
 		return true
 	}
-	pageHeaders(w.Header(), site.AllowedOrigins)
+	ancestors := site.AllowedOrigins
+	if kind == "chatbot" && len(framingOrigins(ancestors)) == 0 {
+		// The embedded variant of a site that lists no origin may still be framed by the
+		// server's own pages.
+		ancestors = []string{"'self'"}
+	}
+	pageHeaders(w.Header(), ancestors)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	writePage(w, r, buf.Bytes())
@@ -314,7 +335,7 @@ func framingOrigins(allowed []string) []string {
 	var out []string
 	for _, o := range allowed {
 		o = strings.TrimRight(strings.TrimSpace(o), "/")
-		if o == "*" || framingOriginPattern.MatchString(o) {
+		if o == "*" || o == "'self'" || framingOriginPattern.MatchString(o) {
 			out = append(out, o)
 		}
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/parleyhq/parley/internal/models"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/sse"
 	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -109,7 +110,11 @@ type Options struct {
 	PublicURL string
 	// Metrics records requests and open streams; nil: no metrics.
 	Metrics *metrics.Metrics
-	// PageSites finds the sites of the app pages (pages.go); nil: every page answers 404.
+	// Sites keeps the web sites of apps and their passports (GET /passport, the WebPassport
+	// scheme); nil: every passport is refused.
+	Sites *sites.Service
+	// PageSites finds the sites of the app pages (pages.go); nil: the sites of Sites, and with
+	// neither every page answers 404.
 	PageSites SiteFinder
 }
 
@@ -147,6 +152,8 @@ type Server struct {
 	mcp *mcpserver.Service
 	// metrics records requests and open streams (observe.go); nil when off.
 	metrics *metrics.Metrics
+	// sites keeps the web sites of apps and checks their passports (sites.go).
+	sites *sites.Service
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -177,7 +184,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
 		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/"),
-		mcp: opts.MCP, metrics: opts.Metrics}
+		mcp: opts.MCP, metrics: opts.Metrics, sites: opts.Sites}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -219,7 +226,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	}
 	// The app pages, their assets and the chat bubble's script are served beside the API, outside
 	// its base path and its contract (pages.go).
-	pg, err := newPages(opts.PageSites)
+	finder := opts.PageSites
+	if finder == nil && opts.Sites != nil {
+		finder = serviceSites{opts.Sites}
+	}
+	pg, err := newPages(finder)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -262,7 +273,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	// while streaming them (see multipart.go).
 	e.Use(byContentType(router, requestValidator(false), requestValidator(true)))
 	e.Use(principalToRequest, s.rateLimit, storableText(doc, BasePath), s.idempotent)
-	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation, linksOrigin}), BasePath)
+	gen.RegisterHandlersWithBaseURL(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{recordOperation, linksOrigin, passportBearer}), BasePath)
 	return e, s, nil
 }
 

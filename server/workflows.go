@@ -24,6 +24,25 @@ import (
 type WorkflowRunStore interface {
 	WorkflowRunByID(ctx context.Context, id string) (store.WorkflowRun, error)
 	WorkflowLogs(ctx context.Context, f store.WorkflowLogFilter) ([]store.WorkflowLog, int, error)
+	// WorkflowRunOwner is the end user who started a run ("" if none).
+	WorkflowRunOwner(ctx context.Context, runID string) (string, error)
+}
+
+// passportMayRead reports whether the request may see the workflow run: always with an app
+// key; with a passport, only a run its own end user started.
+func (s *Server) passportMayRead(ctx context.Context, runID string) (bool, error) {
+	pp := passportOf(ctx)
+	if pp == nil {
+		return true, nil
+	}
+	owner, err := s.workflowRuns.WorkflowRunOwner(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return owner != "" && owner == pp.EndUserID, nil
 }
 
 func errNotWorkflowApp() *APIError {
@@ -91,7 +110,7 @@ func (s *Server) runWorkflow(ctx context.Context, b *gen.WorkflowRunRequest, wor
 		return nil, nil, err
 	}
 	streaming := b.ResponseMode != nil && *b.ResponseMode == gen.WorkflowStreaming
-	r, err := s.runs.Start(ctx, run.Request{App: app, User: b.User, Inputs: b.Inputs, Streaming: streaming,
+	r, err := s.runs.Start(ctx, run.Request{App: app, User: s.endUser(ctx, b.User), Inputs: b.Inputs, Streaming: streaming,
 		Files: runFiles(b.Files), WorkflowID: workflowID})
 	if err != nil {
 		return nil, nil, err
@@ -182,6 +201,11 @@ func (s *Server) GetWorkflowRun(ctx context.Context, req gen.GetWorkflowRunReque
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ok, err := s.passportMayRead(ctx, r.ID); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, notFound
 	}
 	outputs := map[string]any{}
 	if len(r.Outputs) > 0 {

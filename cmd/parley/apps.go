@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/apps/dsl"
 	"github.com/parleyhq/parley/internal/mcpserver"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -33,7 +34,8 @@ func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
 			"the database; a running server serves an import, publish or delete at once.",
 	}
 	cmd.AddCommand(newAppsImportCmd(getenv, f), newAppsListCmd(getenv, f), newAppsExportCmd(getenv, f),
-		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f), newAppsLimitsCmd(getenv, f))
+		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f), newAppsLimitsCmd(getenv, f),
+		newAppsSiteCmd(getenv, f))
 	return cmd
 }
 
@@ -93,6 +95,12 @@ func newAppsImportCmd(getenv func(string) string, f *flags) *cobra.Command {
 			}
 			a, err := e.apps.Create(ctx, res.App)
 			if err != nil {
+				return err
+			}
+			// Its web page is there at once, with the file's `site` section if it has one.
+			if siteSvc, err := sites.New(ctx, e.store, e.apps); err != nil {
+				return err
+			} else if _, err := siteSvc.Ensure(ctx, a); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()

@@ -269,7 +269,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 			return err
 		}
 	}
+	// Every app has a web site; the config's `site` blocks are applied again at each start.
+	siteSvc, err := ensureSites(ctx, e)
+	if err != nil {
+		return err
+	}
 	handler, _, err := server.New(server.Options{
+		Sites:         siteSvc,
 		Idempotency:   e.store,
 		Quota:         coord.quota,
 		Keys:          keys,

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -83,6 +84,9 @@ type App struct {
 	// Limits are the app's rate limits: from the config file, or (an imported app) set by
 	// `parley apps limits`.
 	Limits store.Limits `json:"-"`
+	// SiteConfig is the `site` block of a config app's entry (nil: none; always nil for an
+	// imported app, whose DSL's `site` section is kept in Extra).
+	SiteConfig *config.AppSite `json:"-"`
 	// MaxActiveRequests is the app's effective concurrency cap; 0 means unlimited.
 	MaxActiveRequests int `json:"-"`
 	// Bound is the Agent an Agent app (mode agent) is bound to; nil when it has none, and for

@@ -28,6 +28,7 @@ func FromConfig(c config.App) *App {
 		KnowledgeBases:                slices.Clone(c.KnowledgeBases),
 		DatasetQueryVariable:          c.DatasetQueryVariable,
 		MaxActiveRequests:             c.MaxActiveRequests,
+		SiteConfig:                    c.Site,
 		Limits: store.Limits{RequestsPerMinute: c.RateLimits.RequestsPerMinute, TokensPerDay: c.RateLimits.TokensPerDay,
 			WorkflowRunsPerDay: c.RateLimits.WorkflowRunsPerDay},
 	}

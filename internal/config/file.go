@@ -320,6 +320,9 @@ type App struct {
 	MaxActiveRequests int `yaml:"max_active_requests"`
 	// RateLimits are the app's rate limits, whatever key calls it (docs/limits.md).
 	RateLimits RateLimits `yaml:"rate_limits"`
+	// Site sets the app's web page (docs/web-pages.md); what it sets wins over the app's DSL
+	// and `parley apps site`. Nil: nothing set.
+	Site *AppSite `yaml:"site"`
 	// KnowledgeBases names the knowledge bases the app retrieves from.
 	KnowledgeBases []string `yaml:"knowledge_bases"`
 	// DatasetQueryVariable names the input whose value a completion app searches its
@@ -452,6 +455,28 @@ func (f *File) KnowledgeBase(name string) (KnowledgeBase, bool) {
 		}
 	}
 	return KnowledgeBase{}, false
+}
+
+// AppSite is the `site` block of an app: the settings of its web page. A member left out is
+// not set here (the app's DSL, `parley apps site` or the default decides it).
+type AppSite struct {
+	Enabled           *bool   `yaml:"enabled"`
+	Title             *string `yaml:"title"`
+	Icon              *string `yaml:"icon"`
+	IconBackground    *string `yaml:"icon_background"`
+	Description       *string `yaml:"description"`
+	Copyright         *string `yaml:"copyright"`
+	PrivacyPolicy     *string `yaml:"privacy_policy"`
+	DefaultLanguage   *string `yaml:"default_language"`
+	CustomDisclaimer  *string `yaml:"custom_disclaimer"`
+	InputPlaceholder  *string `yaml:"input_placeholder"`
+	ChatColorTheme    *string `yaml:"chat_color_theme"`
+	ShowWorkflowSteps *bool   `yaml:"show_workflow_steps"`
+	// Passcode is what the page asks for before it answers ("" for none).
+	Passcode *string `yaml:"passcode"`
+	// AllowedOrigins are the origins allowed to embed the page.
+	AllowedOrigins    []string `yaml:"allowed_origins"`
+	RequestsPerMinute *int64   `yaml:"requests_per_minute"`
 }
 
 // RateLimits are an app's rate limits; zero (or unset) is no limit.

@@ -314,6 +314,16 @@ func (f *File) normalizeApp(a *App, path string, kbs map[string]int, bad badFunc
 	if a.MaxActiveRequests < 0 {
 		bad(path+".max_active_requests", "must not be negative")
 	}
+	if a.Site != nil {
+		if r := a.Site.RequestsPerMinute; r != nil && *r < 0 {
+			bad(path+".site.requests_per_minute", "must not be negative")
+		}
+		for k, o := range a.Site.AllowedOrigins {
+			if !validOrigin(o) {
+				bad(indexPath(path+".site.allowed_origins", k), "want an origin such as https://example.com, got %q", o)
+			}
+		}
+	}
 	vars := map[string]int{}
 	for k := range a.UserInputForm {
 		in := &a.UserInputForm[k]
@@ -442,3 +452,17 @@ func checkHTTPURL(raw string) error {
 	}
 	return nil
 }
+
+// validOrigin reports whether o is a web origin: http or https, a host and an optional port,
+// nothing after ("*" allows every origin).
+func validOrigin(o string) bool {
+	if o == "*" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !strings.ContainsAny(u.Host, " \\")
+}
+
+// ValidOrigin is validOrigin for the CLI's --allow-origin.
+func ValidOrigin(o string) bool { return validOrigin(o) }

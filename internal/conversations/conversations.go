@@ -35,6 +35,7 @@ type Store interface {
 	ListConversations(ctx context.Context, q store.ConversationQuery) ([]store.Conversation, bool, error)
 	RenameConversation(ctx context.Context, appID, endUserID, id, name string) (store.Conversation, error)
 	DeleteConversation(ctx context.Context, appID, endUserID, id string) error
+	PinConversation(ctx context.Context, appID, endUserID, id string, pinned bool) error
 	Message(ctx context.Context, appID, endUserID, id string) (store.Message, error)
 	ListMessages(ctx context.Context, q store.MessageQuery) ([]store.Message, bool, error)
 	FirstMessage(ctx context.Context, appID, endUserID, conversationID string) (store.Message, error)
@@ -79,12 +80,18 @@ func (s *Service) endUser(ctx context.Context, app *apps.App, user string) (stor
 
 // List returns a page of the user's conversations after lastID.
 func (s *Service) List(ctx context.Context, app *apps.App, user, lastID string, limit int, sortBy string) ([]store.Conversation, bool, error) {
+	return s.ListPinned(ctx, app, user, lastID, limit, sortBy, nil)
+}
+
+// ListPinned is List keeping, when pinned is set, only the pinned conversations (true) or
+// only the others (false).
+func (s *Service) ListPinned(ctx context.Context, app *apps.App, user, lastID string, limit int, sortBy string, pinned *bool) ([]store.Conversation, bool, error) {
 	u, err := s.endUser(ctx, app, user)
 	if err != nil {
 		return nil, false, err
 	}
 	items, more, err := s.store.ListConversations(ctx, store.ConversationQuery{
-		AppID: app.ID, EndUserID: u.ID, LastID: strings.TrimSpace(lastID), Limit: limit, SortBy: sortBy,
+		AppID: app.ID, EndUserID: u.ID, LastID: strings.TrimSpace(lastID), Limit: limit, SortBy: sortBy, Pinned: pinned,
 	})
 	if errors.Is(err, store.ErrCursorNotFound) {
 		return nil, false, ErrLastNotFound
@@ -124,6 +131,19 @@ func (s *Service) Rename(ctx context.Context, app *apps.App, user, id, name stri
 		return store.Conversation{}, ErrConversationNotFound
 	}
 	return c, err
+}
+
+// Pin pins (pinned) or unpins a conversation of the user.
+func (s *Service) Pin(ctx context.Context, app *apps.App, user, id string, pinned bool) error {
+	u, err := s.endUser(ctx, app, user)
+	if err != nil {
+		return err
+	}
+	err = s.store.PinConversation(ctx, app.ID, u.ID, id, pinned)
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrConversationNotFound
+	}
+	return err
 }
 
 // Delete deletes a conversation.

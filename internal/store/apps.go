@@ -239,6 +239,11 @@ WHERE id = ? AND deleted_at IS NULL`), now, "deleted:"+id, now, id)
 		}
 		// Its MCP server goes with it: the URL stops answering, as its keys stop working.
 		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM app_mcp_servers WHERE app_id = ?"), id)
+		if err != nil {
+			return err
+		}
+		// So does its web site: its page and the passports it issued stop working.
+		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM sites WHERE app_id = ?"), id)
 		return err
 	})
 	if err != nil {

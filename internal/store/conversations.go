@@ -56,6 +56,8 @@ type ConversationQuery struct {
 	// SortBy is one of the SortBy* constants; "" means
 	// DefaultConversationSort.
 	SortBy string
+	// Pinned, when set, keeps the pinned conversations (true) or the others (false).
+	Pinned *bool
 }
 
 const conversationColumns = "id, app_id, end_user_id, name, inputs, status, introduction, created_at, updated_at"
@@ -228,6 +230,14 @@ func (s *Store) ListConversations(ctx context.Context, q ConversationQuery) (ite
 	}
 	query := "SELECT " + conversationColumns + " FROM conversations WHERE app_id = ? AND end_user_id = ? AND deleted_at IS NULL"
 	args := []any{q.AppID, q.EndUserID}
+	pinned := ""
+	if q.Pinned != nil {
+		pinned = " AND pinned_at IS NULL"
+		if *q.Pinned {
+			pinned = " AND pinned_at IS NOT NULL"
+		}
+		query += pinned
+	}
 	if q.LastID != "" {
 		var created, updated int64
 		err := s.conn().QueryRowContext(ctx, s.Rebind(

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-		"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp"
 
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -140,19 +139,18 @@ func screenshot(name string) step {
 // pageBase is the server's root (its pages' base), without /v1.
 func pageBase(p *Parley) string { return strings.TrimSuffix(p.URL, "/v1") }
 
-// siteCode is the code of an app's site, from the URL `parley apps site NAME` prints.
-func siteCode(t *testing.T, p *Parley, app string, args ...string) string {
+// pageCode is the code of an app's site, from the URL `parley apps site NAME ARGS...` prints.
+func pageCode(t *testing.T, p *Parley, app string, args ...string) string {
 	t.Helper()
-	out := p.CLI(t, append([]string{"apps", "site", app}, args...)...)
-	u, err := url.Parse(strings.TrimSpace(out))
-	if err != nil || u.Path == "" {
-		t.Fatalf("apps site %s printed %q", app, out)
-	}
-	return u.Path[strings.LastIndex(u.Path, "/")+1:]
+	_, code := siteCode(t, p, app, args...)
+	return code
 }
 
 // lastAnswer is JavaScript for the text of the last answer on the page.
 const lastAnswer = `(() => { const a = [...document.querySelectorAll(".msg.answer .content")].pop(); return a ? a.textContent : "" })()`
+
+// answerHelpers defines lastA() and answerN(i) in the page: the last answer and the i-th.
+const answerHelpers = `window.lastA = () => [...document.querySelectorAll(".msg.answer")].pop(); window.answerN = (i) => document.querySelectorAll(".msg.answer")[i]; true`
 
 // TestPagesChat drives the chat page of the conformance `chatbot` app: the input form, a
 // streamed answer, stop, the conversation after a reload, a hostile answer that must not run,
@@ -162,7 +160,7 @@ func TestPagesChat(t *testing.T) {
 		t.Skip("needs the server's CLI")
 	}
 	p := startParley(t, storetest.SQLite)
-	code := siteCode(t, p, "chatbot")
+	code := pageCode(t, p, "chatbot")
 	ctx := newBrowser(t, 4*time.Minute)
 	page := pageBase(p) + "/chat/" + code
 
@@ -174,6 +172,7 @@ func TestPagesChat(t *testing.T) {
 		chromedp.Navigate(page),
 		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer")), chromedp.WaitVisible(chromedp.CSS("select[name=tone]"))),
 		waitJS(`document.querySelector(".msg.answer .content")?.textContent.includes("Hello from the conformance bot.")`),
+		evalInto(answerHelpers, new(bool)),
 	)
 	run(t, ctx, "the form's required input",
 		chromedp.SendKeys(chromedp.CSS("#query"), q1),
@@ -183,20 +182,20 @@ func TestPagesChat(t *testing.T) {
 	)
 	run(t, ctx, "fill the form and send",
 		chromedp.SendKeys(chromedp.CSS("input[name=name]"), "Ada"),
-		chromedp.SetValue(chromedp.CSS("select[name=tone]"), "warm"),
+		evalInto(`(() => { const s = document.querySelector("select[name=tone]"); s.value = "warm"; s.dispatchEvent(new Event("change")); return s.value })()`, new(string)),
 		chromedp.Click(chromedp.CSS("#send")),
 		// Streaming: part of the answer is there while the answer is still busy.
 		within(20*time.Second, waitJS(lastAnswer+`.includes("Here is")`)),
-		evalInto(`document.querySelector(".msg.answer:last-of-type").getAttribute("aria-busy")`, &busy),
+		evalInto(`lastA().getAttribute("aria-busy")`, &busy),
 		screenshot("chat-streaming"),
-		within(20*time.Second, waitJS(`document.querySelector(".msg.answer:last-of-type").getAttribute("aria-busy") === "false"`)),
+		within(20*time.Second, waitJS(`lastA().getAttribute("aria-busy") === "false"`)),
 		evalInto(lastAnswer, &text),
 	)
 	if busy != "true" || !strings.Contains(text, "done.") {
 		t.Fatalf("streamed answer: busy %q, text %q", busy, text)
 	}
 	var cells, maths int
-	run(t, ctx, "markdown", evalInto(`document.querySelectorAll(".msg.answer:last-of-type td").length`, &cells), evalInto(`document.querySelectorAll(".msg.answer:last-of-type math").length`, &maths))
+	run(t, ctx, "markdown", evalInto(`lastA().querySelectorAll("td").length`, &cells), evalInto(`lastA().querySelectorAll("math").length`, &maths))
 	if cells != 2 || maths != 1 {
 		t.Fatalf("rendered markdown: %d cells, %d math", cells, maths)
 	}
@@ -215,7 +214,7 @@ func TestPagesChat(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#send")),
 		within(20*time.Second, waitJS(lastAnswer+`.includes("word1 ")`)),
 		chromedp.Click(chromedp.CSS("#stop")),
-		within(8*time.Second, waitJS(`document.querySelector(".msg.answer:last-of-type").getAttribute("aria-busy") === "false"`)),
+		within(8*time.Second, waitJS(`lastA().getAttribute("aria-busy") === "false"`)),
 		evalInto(lastAnswer, &text),
 	)
 	if strings.Contains(text, "word29") || time.Since(start) > 8*time.Second {
@@ -224,9 +223,9 @@ func TestPagesChat(t *testing.T) {
 
 	// Feedback on the first answer.
 	var pressed string
-	run(t, ctx, "like", chromedp.Click(chromedp.CSS(".msg.answer:nth-of-type(2) .like")),
-		within(5*time.Second, waitJS(`document.querySelector(".msg.answer:nth-of-type(2) .like").getAttribute("aria-pressed") === "true"`)),
-		evalInto(`document.querySelector(".msg.answer:nth-of-type(2) .like").getAttribute("aria-pressed")`, &pressed))
+	run(t, ctx, "like", evalInto(`answerN(1).querySelector(".like").click(); true`, new(bool)),
+		within(5*time.Second, waitJS(`answerN(1).querySelector(".like").getAttribute("aria-pressed") === "true"`)),
+		evalInto(`answerN(1).querySelector(".like").getAttribute("aria-pressed")`, &pressed))
 
 	// A reload continues the conversation: the same end user, the same messages, the list.
 	var conv, conv2 string
@@ -234,16 +233,17 @@ func TestPagesChat(t *testing.T) {
 	run(t, ctx, "reload",
 		evalInto(`localStorage.getItem("parley.conv.`+code+`")`, &conv),
 		chromedp.Reload(),
+		evalInto(answerHelpers, new(bool)),
 		within(20*time.Second, waitJS(`document.querySelectorAll(".msg.user").length === 2`)),
 		within(10*time.Second, waitJS(`document.querySelectorAll(".conv-open").length === 1`)),
 		evalInto(`document.querySelectorAll(".msg.user").length`, &users),
 		evalInto(`localStorage.getItem("parley.conv.`+code+`")`, &conv2),
-		evalInto(`document.querySelector(".msg.answer:nth-of-type(2) .content").textContent`, &text),
+		evalInto(`answerN(1).querySelector(".content").textContent`, &text),
 	)
 	if conv == "" || conv != conv2 || !strings.Contains(text, "done.") {
 		t.Fatalf("after reload: conversation %q then %q, first answer %q", conv, conv2, text)
 	}
-	run(t, ctx, "liked after the reload", within(5*time.Second, waitJS(`document.querySelector(".msg.answer:nth-of-type(2) .like").getAttribute("aria-pressed") === "true"`)))
+	run(t, ctx, "liked after the reload", within(5*time.Second, waitJS(`answerN(1).querySelector(".like").getAttribute("aria-pressed") === "true"`)))
 
 	// A hostile answer: nothing in it runs, no element of it keeps a handler or a script URL.
 	q3 := marker(t, "hostile question")
@@ -257,7 +257,7 @@ func TestPagesChat(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#send")),
 		within(20*time.Second, waitJS(lastAnswer+`.includes("end.")`)),
 		chromedp.Sleep(500*time.Millisecond),
-		chromedp.Click(chromedp.CSS(".msg.answer:last-of-type .content a")),
+		evalInto(`lastA().querySelector(".content a").click(); true`, new(bool)),
 		chromedp.Sleep(300*time.Millisecond),
 		evalInto(`window.__pwned !== undefined`, &pwned),
 		evalInto(`document.querySelectorAll(".msg.answer script, .msg.answer iframe, .msg.answer svg [onload], .msg.answer [onerror], .msg.answer [onload], .msg.answer form, .msg.answer a[href^='javascript' i]").length`, &bad),
@@ -338,7 +338,7 @@ model_config:
 	q := marker(t, "read the file")
 	upstream.On(q, openaitest.Reply{Text: "I read it."})
 	run(t, ctx, "upload a file",
-		chromedp.Navigate(pageBase(p)+"/chat/"+siteCode(t, p, name)),
+		chromedp.Navigate(pageBase(p)+"/chat/"+pageCode(t, p, name)),
 		within(20*time.Second, chromedp.WaitReady(chromedp.CSS("#file-input"))),
 		chromedp.SetUploadFiles(chromedp.CSS("#file-input"), []string{file}, chromedp.NodeReady),
 		within(10*time.Second, waitJS(`document.querySelector(".chips .chip button") !== null`)),
@@ -362,7 +362,7 @@ model_config:
 	exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", flow)
 	topic := marker(t, "the page post")
 	run(t, ctx, "human input",
-		chromedp.Navigate(pageBase(p)+"/chat/"+siteCode(t, p, flow)),
+		chromedp.Navigate(pageBase(p)+"/chat/"+pageCode(t, p, flow)),
 		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer"))),
 		chromedp.SendKeys(chromedp.CSS("#query"), topic),
 		chromedp.Click(chromedp.CSS("#send")),
@@ -390,7 +390,7 @@ func TestPagesWorkflow(t *testing.T) {
 	var nodes int
 	var out string
 	run(t, ctx, "run the workflow",
-		chromedp.Navigate(pageBase(p)+"/workflow/"+siteCode(t, p, name)),
+		chromedp.Navigate(pageBase(p)+"/workflow/"+pageCode(t, p, name)),
 		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("input[name=topic]"))),
 		chromedp.SendKeys(chromedp.CSS("input[name=topic]"), topic),
 		chromedp.Click(chromedp.CSS("#run")),
@@ -426,7 +426,7 @@ func TestPagesEmbed(t *testing.T) {
 	var allowedSrv *httptest.Server
 	allowedSrv = host("")
 	allowedOrigin := allowedSrv.URL
-	code := siteCode(t, p, "chatbot", "--allowed-origin", allowedOrigin)
+	code := pageCode(t, p, "chatbot", "--allow-origin", allowedOrigin)
 	allowedSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><head><title>Shop</title></head><body><h1>A shop</h1>
@@ -468,7 +468,6 @@ window.difyChatbotConfig = { token: %q, baseUrl: %q, inputs: { name: "Bob", tone
 	if !strings.Contains(text, "Hello through the bubble.") {
 		t.Fatalf("bubble conversation: %q", text)
 	}
-
 
 	// Another origin cannot frame it: its frame never loads the page.
 	other := host(fmt.Sprintf(`<!doctype html><html><body>

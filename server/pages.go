@@ -114,6 +114,7 @@ var pageShell = template.Must(template.New("page").Parse(`<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>{{.Title}}</title>
 <link rel="stylesheet" href="../web-assets/{{.Style}}">
 <script type="module" src="../web-assets/{{.Script}}"></script>

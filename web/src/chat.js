@@ -55,9 +55,12 @@ export function chatPage(ctx) {
     ev.preventDefault();
     const q = textarea.value.trim();
     if (!q || st.busy) return;
-    textarea.value = "";
-    send(q, st.pending.splice(0));
-    chips.replaceChildren();
+    // The message leaves the composer only once the input form is filled in.
+    send(q, st.pending.slice(), () => {
+      textarea.value = "";
+      st.pending = [];
+      chips.replaceChildren();
+    });
   });
   textarea.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
@@ -134,13 +137,18 @@ export function chatPage(ctx) {
     log.replaceChildren();
     form = inputForm(client, params.user_input_form, { ...preset.inputs }, { legend: t("inputs") });
     formBox.replaceChildren(form.empty ? "" : form.el);
-    if (params.opening_statement) {
-      const a = answerBubble();
-      a.setText(params.opening_statement.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (m, k) => (k in preset.inputs ? preset.inputs[k] : m)));
-      a.done();
-    }
+    opening(preset.inputs);
     const qs = (params.suggested_questions || []).filter(Boolean);
     if (qs.length) log.append(suggestions(qs));
+  }
+
+  // opening shows the app's opening statement, its {{variables}} filled from inputs.
+  function opening(inputs) {
+    if (!params.opening_statement) return;
+    const a = answerBubble();
+    a.el.classList.add("opening");
+    a.text = params.opening_statement.replace(/\{\{\s*([\w.]+)\s*\}\}/g, (m, k) => (k in inputs ? inputs[k] : m));
+    a.done();
   }
 
   function suggestions(qs) {
@@ -274,7 +282,7 @@ export function chatPage(ctx) {
   }
 
   // ---------------------------------------------------------------- sending
-  async function send(query, files) {
+  async function send(query, files, started) {
     errBox.textContent = "";
     if (!st.conv) {
       try {
@@ -285,6 +293,7 @@ export function chatPage(ctx) {
       }
       if (form) form.disable(true);
     }
+    if (started) started();
     for (const s of log.querySelectorAll(".suggestions")) s.remove();
     if (st.lastAnswer) st.lastAnswer.el.querySelector(".regenerate")?.remove();
     st.last = { query, files };
@@ -524,6 +533,7 @@ export function chatPage(ctx) {
       return showError(e);
     }
     if (page.data && page.data.length && page.data[0].inputs && !Object.keys(st.inputs).length) st.inputs = page.data[0].inputs;
+    opening(st.inputs);
     for (const m of page.data || []) {
       userBubble(m.query, (m.message_files || []).filter((f) => f.belongs_to === "user"));
       const a = answerBubble();

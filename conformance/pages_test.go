@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -321,7 +322,7 @@ model_config:
   pre_prompt: You read files.
   file_upload:
     enabled: true
-    allowed_file_types: [document]
+    allowed_file_types: [image]
     allowed_file_upload_methods: [local_file]
     number_limits: 3
 `
@@ -330,9 +331,10 @@ model_config:
 		t.Fatal(err)
 	}
 	p.CLI(t, "apps", "import", path)
-	file := filepath.Join(t.TempDir(), "notes.txt")
-	secret := marker(t, "the file says blue")
-	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+	// A 1×1 PNG: the model gets it as an image part.
+	file := filepath.Join(t.TempDir(), "dot.png")
+	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+	if err := os.WriteFile(file, png, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	q := marker(t, "read the file")
@@ -349,12 +351,12 @@ model_config:
 	)
 	seen := false
 	for _, r := range upstream.Requests() {
-		if strings.Contains(string(r.Body), secret) {
+		if strings.Contains(string(r.Body), q) && strings.Contains(string(r.Body), "data:image/png;base64,") {
 			seen = true
 		}
 	}
 	if !seen {
-		t.Fatalf("the model never saw the uploaded file's text")
+		t.Fatalf("the model never saw the uploaded image")
 	}
 
 	// A paused Chatflow's form, answered in the conversation.

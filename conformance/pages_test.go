@@ -377,8 +377,8 @@ model_config:
 	)
 }
 
-// TestPagesWorkflow runs the Workflow example on its page: the form, the nodes' progress and
-// the outputs.
+// TestPagesWorkflow runs the Workflow example on its page (the form, the nodes' progress and
+// the outputs) and the Completion app on its page.
 func TestPagesWorkflow(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
@@ -403,6 +403,24 @@ func TestPagesWorkflow(t *testing.T) {
 	)
 	if nodes != 4 || !strings.Contains(out, "Otters hold hands.") {
 		t.Fatalf("workflow page: %d nodes succeeded, outputs %q", nodes, out)
+	}
+
+	// The Completion app `writer`: its form, then the streamed result.
+	to := marker(t, "Grace")
+	upstream.On(to, openaitest.Reply{Chunks: []string{"Dear Grace, ", "*thank you*."}, ChunkDelay: 100 * time.Millisecond})
+	var html string
+	run(t, ctx, "completion page",
+		chromedp.Navigate(pageBase(p)+"/completion/"+pageCode(t, p, "writer")),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("input[name=name]"))),
+		chromedp.SendKeys(chromedp.CSS("input[name=name]"), to),
+		evalInto(`(() => { const s = document.querySelector("select[name=tone]"); s.value = "warm"; return s.value })()`, new(string)),
+		chromedp.Click(chromedp.CSS("#run")),
+		within(20*time.Second, waitJS(`document.querySelector("#result").getAttribute("aria-busy") === "false" && document.querySelector("#result").textContent.includes("thank you")`)),
+		evalInto(`document.querySelector("#result").innerHTML`, &html),
+		screenshot("completion"),
+	)
+	if !strings.Contains(html, "<em>thank you</em>") {
+		t.Fatalf("completion result %s", html)
 	}
 }
 

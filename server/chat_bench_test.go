@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
+	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tasks"
 	"github.com/parleyhq/parley/internal/tracing"
@@ -48,6 +49,8 @@ type benchStack struct {
 	chatKey, completionKey string
 	up                     *openaitest.Server
 	st                     *store.Store
+	// siteCode is the code of the Chatbot's web site (the app page's path).
+	siteCode string
 }
 
 func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {
@@ -96,12 +99,30 @@ apps:
 			config.AppModeCompletion: {Runner: svc.Completion(), OneShot: true},
 		}})
 	b.Cleanup(func() { _ = engine.Shutdown(context.Background()) })
-	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine,
+	siteSvc, err := sites.New(ctx, st, reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchApp, err := reg.Get(ctx, synced["bench"].ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := siteSvc.Ensure(ctx, benchApp); err != nil {
+		b.Fatal(err)
+	}
+	// The per-end-user limit stays on (its check is part of the page's path), high enough for
+	// a benchmark's thousands of messages from one end user.
+	rpm := int64(100_000_000)
+	site, err := siteSvc.Apply(ctx, benchApp, sites.Change{RequestsPerMinute: &rpm})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, _, err := New(Options{Keys: keys, Catalog: catalog, Apps: reg, Runs: engine, Sites: siteSvc,
 		Conversations: conversations.New(st, svc, engine), Logger: log, Validation: mode, Metrics: m})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st}
+	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st, siteCode: site.Code}
 }
 
 // post sends a JSON body with an app key to the handler and returns the recorded response,

@@ -340,3 +340,135 @@ func TestSiteSwitches(t *testing.T) {
 	}
 	p.CLI(t, "apps", "site", "chatbot", "--allow-origin", "https://example.com/", "--allow-origin", "http://localhost:8080")
 }
+
+// TestSiteSettingsFromConfigAndDSL: a config app's `site` block sets its page (GET /site shows
+// it, and `parley apps site` refuses to change what it sets); an imported app's DSL `site`
+// section sets the page of the new app, and the export gives the section back.
+func TestSiteSettingsFromConfigAndDSL(t *testing.T) {
+	p := startParley(t, "sqlite")
+	key := p.CLI(t, "keys", "create", "--app", "limited")
+	site, err := newClient(t, p, key).GetSiteWithResponse(context.Background(), nil)
+	if err != nil || site.JSON200 == nil || site.JSON200.Title != "Limited Help" || site.JSON200.Copyright == nil ||
+		*site.JSON200.Copyright != "ACME Inc." {
+		t.Fatalf("GET /site of the config app: %v %s", err, site.Body)
+	}
+	if _, stderr, err := p.cliOut("apps", "site", "limited", "--allow-origin", "https://other.test"); err == nil ||
+		!strings.Contains(stderr, "allowed_origins") {
+		t.Fatalf("changing what the config sets: %v %s", err, stderr)
+	}
+	if _, stderr, err := p.cliOut("apps", "site", "limited", "--passcode", "x"); err != nil {
+		t.Fatalf("a passcode the config does not set: %v %s", err, stderr)
+	}
+
+	dsl := importedChatbot(marker(t, "site dsl")) + `site:
+  title: Imported Page
+  copyright: Imported Inc.
+  privacy_policy: https://imported.test/privacy
+  default_language: de-DE
+  custom_disclaimer: Check the answers.
+  show_workflow_steps: false
+`
+	ikey := importFile(t, p, "Imported Bot", dsl)
+	site, err = newClient(t, p, ikey).GetSiteWithResponse(context.Background(), nil)
+	if err != nil || site.JSON200 == nil {
+		t.Fatalf("GET /site of the imported app: %v %s", err, site.Body)
+	}
+	s := site.JSON200
+	if s.Title != "Imported Page" || s.Copyright == nil || *s.Copyright != "Imported Inc." || s.DefaultLanguage != "de-DE" ||
+		s.CustomDisclaimer != "Check the answers." || s.ShowWorkflowSteps || s.PrivacyPolicy == nil {
+		t.Fatalf("GET /site of the imported app: %s", site.Body)
+	}
+	if kind, _ := siteCode(t, p, "Imported Bot"); kind != "chat" {
+		t.Fatalf("the imported app's page is /%s/", kind)
+	}
+	if out := p.CLI(t, "apps", "export", "Imported Bot"); !strings.Contains(out, "title: Imported Page") {
+		t.Fatalf("the export lost the site section:\n%s", out)
+	}
+}
+
+// TestSiteWorkflowPassport: a Workflow app's page is /workflow/CODE; a passport runs the app and
+// reads its own run, not another end user's.
+func TestSiteWorkflowPassport(t *testing.T) {
+	p := startParley(t, "sqlite")
+	name := "Site Workflow"
+	key := exampleApp(t, p, workflowExample, "Topic Writer", name)
+	kind, code := siteCode(t, p, name)
+	if kind != "workflow" {
+		t.Fatalf("the Workflow app's page is /%s/", kind)
+	}
+	mine, _ := passport(t, p, code, "")
+	theirs, _ := passport(t, p, code, "")
+	r, err := newClient(t, p, mine).RunWorkflowWithResponse(context.Background(), nil, client.RunWorkflowJSONRequestBody{
+		Inputs: bodyFixtures["inputs"].(map[string]any), User: "not-me", ResponseMode: ptr(client.WorkflowBlocking)})
+	if err != nil || r.JSON200 == nil || r.JSON200.Data.Status != "succeeded" {
+		t.Fatalf("run with a passport: %v %s", err, r.Body)
+	}
+	run := r.JSON200.WorkflowRunId.String()
+	for who, k := range map[string]string{"its end user": mine, "the app key": key} {
+		if status, raw := rawCall(t, p, "GET", "/workflows/run/"+run, "", k); status != 200 {
+			t.Fatalf("%s reads the run: %d %s", who, status, raw)
+		}
+	}
+	if status, raw := rawCall(t, p, "GET", "/workflows/run/"+run, "", theirs); status != 404 {
+		t.Fatalf("another end user reads the run: %d %s", status, raw)
+	}
+}
+
+// TestSitePassportAcrossReplicas: a passport one replica gives works on the other (the key is in
+// the database), the end user's rate limit is counted across both (in Redis), and a new code set
+// through the CLI ends it on both at once.
+func TestSitePassportAcrossReplicas(t *testing.T) {
+	r := startReplicas(t, 2, "")
+	a, b := r.ps[0], r.ps[1]
+	_, code := siteCode(t, a, "chatbot", "--requests-per-minute", "4")
+	token, endUser := passport(t, a, code, "")
+	if _, same := passport(t, b, code, token); same != endUser {
+		t.Fatalf("the other replica gave end user %s, want %s", same, endUser)
+	}
+	conv := chatAs(t, a, token, "x", marker(t, "replica A"))
+	if got := conversationIDs(t, b, token, ""); len(got) != 1 || got[0] != conv {
+		t.Fatalf("replica B sees %v", got)
+	}
+	// Two requests are spent; two more pass on either replica, then both refuse.
+	ok, refused := burst(t, r.ps, token, 4)
+	if ok != 2 || len(refused) != 2 {
+		t.Fatalf("%d admitted, %d refused; want 2 and 2", ok, len(refused))
+	}
+	fresh, _ := passport(t, b, code, "")
+	siteCode(t, a, "chatbot", "--rotate")
+	for _, p := range r.ps {
+		if status, _ := rawCall(t, p, "GET", "/parameters", "", fresh); status != 401 {
+			t.Fatalf("a passport of the old code: %d", status)
+		}
+	}
+}
+
+// TestSiteHumanInputPassport: a paused Chatflow's form and the events of its resumed run reach
+// the passport of the end user who started it, and not another end user's.
+func TestSiteHumanInputPassport(t *testing.T) {
+	p := startParley(t, "sqlite")
+	name := "Site Review Desk"
+	exampleApp(t, p, "../docs/examples/chatflow-review.yml", "Review Desk", name)
+	_, code := siteCode(t, p, name)
+	mine, _ := passport(t, p, code, "")
+	theirs, _ := passport(t, p, code, "")
+	runID, token, _, _ := hiPause(t, p, mine, marker(t, "the page's post"), "anyone")
+
+	status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", theirs)
+	wantError(t, "another end user's form", status, raw, 404, "not_found")
+	status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"x"},"action":"approve","user":"x"}`, theirs)
+	wantError(t, "submitting another end user's form", status, raw, 404, "not_found")
+	status, raw = rawCall(t, p, "GET", "/workflow/"+runID+"/events?user=anyone", "", theirs)
+	wantError(t, "another end user's events", status, raw, 404, "not_found")
+	if status, raw := rawCall(t, p, "GET", "/form/human_input/"+token, "", mine); status != 200 {
+		t.Fatalf("the form: %d %s", status, raw)
+	}
+	status, raw = rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"fine"},"action":"approve","user":"x"}`, mine)
+	if status != 200 {
+		t.Fatalf("submit: %d %s", status, raw)
+	}
+	evs := hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=whoever", "", mine)
+	if got := hiNames(evs); !strings.HasSuffix(got, "message_end workflow_finished") {
+		t.Fatalf("resumed stream: %s", got)
+	}
+}

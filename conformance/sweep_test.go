@@ -57,6 +57,8 @@ type sweepOp struct {
 	op               *openapi3.Operation
 	params           openapi3.Parameters
 	key              string
+	// headers are the values of the operation's header parameters (X-App-Code).
+	headers map[string]string
 }
 
 // sweepFixtures are real resources, by the parameter or member name that refers to them.
@@ -72,6 +74,14 @@ func TestSweep(t *testing.T) {
 		ops := sweepOperations(t, c, p)
 		total, ok2xx := 0, map[string]bool{}
 		for _, op := range ops {
+			for _, prm := range op.params {
+				if prm.Value != nil && prm.Value.In == openapi3.ParameterInHeader && prm.Value.Required {
+					if op.headers == nil {
+						op.headers = map[string]string{}
+					}
+					op.headers[prm.Value.Name] = op.paramValue(prm.Value, fx.forOp(op))
+				}
+			}
 			for _, pr := range op.probes(c, fx.forOp(op)) {
 				total++
 				if status := sweepSend(t, hc, p, op, pr, c); status < 300 {
@@ -111,6 +121,8 @@ var externalNoFixture = map[string]string{
 	// CLI.
 	"audioToText": "needs a key of the speaker app, made through the CLI",
 	"textToAudio": "needs a key of the speaker app, made through the CLI",
+	// A passport needs the code of a site, which the sweep reads through the CLI.
+	"getPassport": "needs a site code, printed by the CLI",
 }
 
 // audioOps are the speech operations, which the sweep runs with a key of the `speaker` app (its
@@ -150,6 +162,9 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 	}
 	if op.key != "" {
 		req.Header.Set("Authorization", "Bearer "+op.key)
+	}
+	for k, v := range op.headers {
+		req.Header.Set(k, v)
 	}
 	if pr.ct != "" {
 		req.Header.Set("Content-Type", pr.ct)
@@ -205,6 +220,9 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 	fx := sweepFixtures{"user": "sweeper", "query": "vacation days", "rating": "like", "content": "Vacation is granted yearly.",
 		"model@getOpenAIModel": appInfoName(t, p, p.AppKey)}
 	if binary != "" {
+		// The code of the chatbot's web page, for GET /passport.
+		page := p.CLI(t, "apps", "site", "chatbot")
+		fx["X-App-Code"] = page[strings.LastIndex(page, "/")+1:]
 		// First, as it restarts the server: with links that live an hour, not five minutes, so
 		// that the fixture's never expires during the sweep, however slow the machine.
 		c := newClient(t, p, chartAgentKey(t, p, "PARLEY_FILES_ACCESS_TIMEOUT=1h"))

@@ -27,6 +27,11 @@ var (
 func TestChatRequestBudgets(t *testing.T) {
 	s := newBenchStack(t, ValidationLog)
 	send := func(body string) string { return post(t, s.h, "/v1/chat-messages", s.chatKey, body).Body.String() }
+	// A page's request: the passport is checked with one read of its site, as the key is with
+	// one read of the key, so the budget is the same.
+	sendPassport := func(body string) string {
+		return post(t, s.h, "/v1/chat-messages", s.passport, body).Body.String()
+	}
 	chat := func(mode, conversation string) string {
 		return fmt.Sprintf(`{"query":"hi","inputs":{},"user":"budget","response_mode":%q,"conversation_id":%q,"auto_generate_name":false}`,
 			mode, conversation)
@@ -42,24 +47,33 @@ func TestChatRequestBudgets(t *testing.T) {
 	for range historyWindow {
 		send(chat("blocking", first.ConversationID))
 	}
+	// The passport's end user is a returning one too.
+	sendPassport(chat("blocking", ""))
 	for _, tc := range []struct {
 		name   string
 		budget parleytest.Budget
 		body   string
 		check  func(string) bool
+		send   func(string) string
 	}{
+		{"blocking new conversation with a passport", blockingNewBudget, chat("blocking", ""),
+			func(out string) bool { return strings.Contains(out, `"answer":"a b c d e"`) }, sendPassport},
 		{"blocking new conversation", blockingNewBudget, chat("blocking", ""),
-			func(out string) bool { return strings.Contains(out, `"answer":"a b c d e"`) }},
+			func(out string) bool { return strings.Contains(out, `"answer":"a b c d e"`) }, nil},
 		{"blocking continued", blockingContinuedBudget, chat("blocking", first.ConversationID),
-			func(out string) bool { return strings.Contains(out, `"answer":"a b c d e"`) }},
+			func(out string) bool { return strings.Contains(out, `"answer":"a b c d e"`) }, nil},
 		{"streamed new conversation", streamedNewBudget, chat("streaming", ""),
 			func(out string) bool {
 				return strings.Contains(out, `"event": "message_end"`) || strings.Contains(out, `"event":"message_end"`)
-			}},
+			}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			do := send
+			if tc.send != nil {
+				do = tc.send
+			}
 			parleytest.CheckBudget(t, tc.budget, 30, s.st.Statements, func() {
-				if out := send(tc.body); !tc.check(out) {
+				if out := do(tc.body); !tc.check(out) {
 					t.Fatalf("unexpected reply: %.300s", out)
 				}
 			})

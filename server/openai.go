@@ -117,7 +117,7 @@ func (s *Server) CreateOpenAIChatCompletion(ctx context.Context, req gen.CreateO
 	if err != nil {
 		return nil, err
 	}
-	q := openAIRequest{conv: conv, inputs: b.Inputs, user: b.User, stream: b.Stream != nil && *b.Stream}
+	q := openAIRequest{conv: conv, inputs: b.Inputs, user: s.endUserPtr(ctx, b.User), stream: b.Stream != nil && *b.Stream}
 	if b.ConversationId != nil {
 		q.conversationID = *b.ConversationId
 	}

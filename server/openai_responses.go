@@ -47,7 +47,7 @@ func (s *Server) CreateOpenAIResponse(ctx context.Context, req gen.CreateOpenAIR
 		}
 		return nil, err
 	}
-	q := openAIRequest{conv: conv, inputs: b.Inputs, user: b.User, stream: b.Stream != nil && *b.Stream}
+	q := openAIRequest{conv: conv, inputs: b.Inputs, user: s.endUserPtr(ctx, b.User), stream: b.Stream != nil && *b.Stream}
 	if b.PreviousResponseId != nil && *b.PreviousResponseId != "" {
 		if q.conversationID, err = s.previousConversation(ctx, app, q.user, *b.PreviousResponseId); err != nil {
 			return nil, err

@@ -548,6 +548,9 @@ export function chatPage(ctx) {
       st.lastAnswer = a;
       st.last = { query: m.query, files: [] };
     }
+    // Regenerate is for the last answer only.
+    const regen = [...log.querySelectorAll(".regenerate")];
+    regen.slice(0, -1).forEach((b) => b.remove());
     log.lastElementChild?.scrollIntoView({ block: "end" });
   }
 

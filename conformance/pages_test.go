@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/parleyhq/parley/client"
 
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -302,8 +305,8 @@ func TestPagesChat(t *testing.T) {
 	)
 }
 
-// TestPagesUploadAndHumanInput uploads a file on the chat page of an app that takes files, and
-// answers the human-input form of a paused Chatflow in the conversation: the run resumes and
+// TestPagesUploadAndHumanInput uploads a file on the chat page of an app that takes files, opens
+// a cited chunk of a knowledge app's answer, and answers the human-input form of a paused Chatflow in the conversation: the run resumes and
 // its answer streams in.
 func TestPagesUploadAndHumanInput(t *testing.T) {
 	if binary == "" {
@@ -357,6 +360,30 @@ model_config:
 	}
 	if !seen {
 		t.Fatalf("the model never saw the uploaded image")
+	}
+
+	// Citations: the librarian app retrieves from the handbook; the cited chunk opens in a
+	// dialog.
+	kc := newClient(t, p, p.KnowledgeKey)
+	indexText(t, kc, datasetByName(t, kc, "handbook"), client.CreateDocumentByTextJSONRequestBody{Name: "staff handbook", Text: handbookText,
+		IndexingTechnique: ptr(client.HighQuality), ProcessRule: paragraphRule()})
+	vq := marker(t, "how many days of paid vacation does every employee receive")
+	upstream.On(vq, openaitest.Reply{Text: "Twenty days."})
+	var chunk string
+	run(t, ctx, "citations",
+		chromedp.Navigate(pageBase(p)+"/chat/"+pageCode(t, p, "librarian")),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer"))),
+		chromedp.SendKeys(chromedp.CSS("#query"), vq+"\r"),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS(".citation"))),
+		chromedp.Click(chromedp.CSS(".citation")),
+		within(5*time.Second, chromedp.WaitVisible(chromedp.CSS("#citation-panel .chunk"))),
+		into(chromedp.Text(chromedp.CSS("#citation-panel .chunk")), &chunk),
+		screenshot("chat-citation"),
+		chromedp.KeyEvent(kb.Escape),
+		within(5*time.Second, waitJS(`!document.querySelector("#citation-panel").open`)),
+	)
+	if !strings.Contains(chunk, "twenty days of paid vacation") {
+		t.Fatalf("cited chunk %q", chunk)
 	}
 
 	// A paused Chatflow's form, answered in the conversation.
@@ -426,7 +453,8 @@ func TestPagesWorkflow(t *testing.T) {
 
 // TestPagesEmbed embeds the chat bubble in a page of another origin with Dify's
 // difyChatbotConfig (inputs travel compressed in the iframe's URL) and chats through it; a page
-// of an origin the site does not list cannot frame the chatbot.
+// of an origin the site does not list cannot frame the chatbot; the iframe variant works; a
+// site with a passcode asks for it.
 func TestPagesEmbed(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
@@ -510,4 +538,16 @@ window.difyChatbotConfig = { token: %q, baseUrl: %q, inputs: { name: "Bob", tone
 <iframe id="f" src="%s/chatbot/%s" title="chatbot" style="width:400px;height:600px"></iframe></body></html>`, base, code)
 	})
 	run(t, ctx, "iframe variant", chromedp.Navigate(allowedOrigin+"/iframe"), within(20*time.Second, waitJS(`window.__ready > 0`)))
+
+	// A site with a passcode asks for it before anything else; a wrong one is refused.
+	locked := pageCode(t, p, "limited", "--passcode", "open sesame")
+	run(t, ctx, "passcode",
+		chromedp.Navigate(base+"/chat/"+locked),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#passcode"))),
+		screenshot("passcode"),
+		chromedp.SendKeys(chromedp.CSS("#passcode"), "guess\r"),
+		within(10*time.Second, waitJS(`document.querySelector(".passcode .error")?.textContent.includes("not right")`)),
+		chromedp.SendKeys(chromedp.CSS("#passcode"), "open sesame\r"),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer"))),
+	)
 }

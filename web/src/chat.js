@@ -386,8 +386,9 @@ export function chatPage(ctx) {
     st.busy = on;
     stopBtn.hidden = !on;
     sendBtn.disabled = on;
-    if (on) stopBtn.focus({ preventScroll: true });
-    else if (document.activeElement === stopBtn || document.activeElement === document.body) textarea.focus({ preventScroll: true });
+    // Focus stays in the composer (an Enter still held must not press Stop); once the Stop
+    // button goes away while focused, focus goes back to the composer.
+    if (!on && (document.activeElement === stopBtn || document.activeElement === document.body)) textarea.focus({ preventScroll: true });
   }
 
   async function stop() {

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/providers"
 
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -550,4 +551,69 @@ window.difyChatbotConfig = { token: %q, baseUrl: %q, inputs: { name: "Bob", tone
 		chromedp.SendKeys(chromedp.CSS("#passcode"), "open sesame\r"),
 		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer"))),
 	)
+}
+
+// TestPagesAgentAndSpeech shows an Agent app's steps collapsed in its answer, and reads an
+// answer aloud on the page of an app with text to speech (which also offers speech to text).
+func TestPagesAgentAndSpeech(t *testing.T) {
+	if binary == "" {
+		t.Skip("needs the server's CLI")
+	}
+	p := startParley(t, storetest.SQLite)
+	ctx := newBrowser(t, 2*time.Minute)
+
+	path := filepath.Join(t.TempDir(), "agent.yml")
+	if err := os.WriteFile(path, []byte(importedAgent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimSpace(p.CLI(t, "apps", "import", path))
+	q := marker(t, "what is six times seven")
+	upstream.OnEach(q, openaitest.Reply{
+		ToolCalls: []providers.ToolCall{{Name: "eval_expression", Arguments: `{"expression":"6*7"}`}},
+	}, openaitest.Reply{Chunks: []string{"It is ", "42."}})
+	var steps int
+	var open bool
+	var summary string
+	run(t, ctx, "agent steps",
+		chromedp.Navigate(pageBase(p)+"/chat/"+pageCode(t, p, name)),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("input[name=who]"))),
+		chromedp.SendKeys(chromedp.CSS("input[name=who]"), "Ada"),
+		chromedp.SendKeys(chromedp.CSS("#query"), q+"\r"),
+		within(20*time.Second, waitJS(lastAnswer+`.includes("It is 42.") && document.querySelectorAll(".msg.answer .actions .like").length > 0`)),
+		evalInto(`document.querySelectorAll(".msg.answer details.thought").length`, &steps),
+		evalInto(`[...document.querySelectorAll(".msg.answer details.thought")].some(d => d.open)`, &open),
+		evalInto(`[...document.querySelectorAll(".msg.answer details.thought summary")].map(s => s.textContent).join("|")`, &summary),
+		screenshot("chat-agent"),
+	)
+	if steps == 0 || open || !strings.Contains(summary, "eval_expression") {
+		t.Fatalf("agent steps: %d (open %v): %s", steps, open, summary)
+	}
+
+	// Text to speech: the play button asks the server to read the answer (beside the speech
+	// the app streams with the answer, as it plays them automatically).
+	sq := marker(t, "say something")
+	upstream.On(sq, openaitest.Reply{Text: "Something to hear."})
+	spoken := func() int {
+		n := 0
+		for _, r := range upstream.Requests() {
+			if strings.HasSuffix(r.Path, "/audio/speech") && strings.Contains(string(r.Body), "Something to hear.") {
+				n++
+			}
+		}
+		return n
+	}
+	run(t, ctx, "speech",
+		chromedp.Navigate(pageBase(p)+"/chat/"+pageCode(t, p, "speaker")),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS("#composer .mic"))),
+		chromedp.SendKeys(chromedp.CSS("#query"), sq+"\r"),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS(".msg.answer .speak"))),
+		chromedp.Sleep(time.Second),
+	)
+	before := spoken()
+	run(t, ctx, "play", chromedp.Click(chromedp.CSS(".msg.answer .speak")))
+	for deadline := time.Now().Add(10 * time.Second); spoken() == before; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the play button never asked for the answer's speech")
+		}
+	}
 }

@@ -269,6 +269,20 @@ export function chatPage(ctx) {
     citationPanel.showModal();
   }
 
+  const autoPlay = !!(params.text_to_speech && params.text_to_speech.enabled && params.text_to_speech.autoPlay === "enabled");
+
+  function playBase64(parts) {
+    try {
+      const bytes = parts.map((p) => Uint8Array.from(atob(p), (c) => c.charCodeAt(0)));
+      const url = URL.createObjectURL(new Blob(bytes, { type: "audio/mpeg" }));
+      const audio = new Audio(url);
+      audio.onended = () => URL.revokeObjectURL(url);
+      audio.play().catch(() => URL.revokeObjectURL(url));
+    } catch {
+      /* not audio */
+    }
+  }
+
   async function speak(a) {
     try {
       const resp = await client.fetch("/text-to-audio", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ message_id: a.id, text: a.text, user: client.user }) });
@@ -312,6 +326,7 @@ export function chatPage(ctx) {
     st.abort = ctl;
     let ended = false;
     let paused = false;
+    const tts = [];
     const wasNew = !st.conv;
     const onEvent = (ev) => {
       if (ev.task_id) st.task = ev.task_id;
@@ -347,6 +362,13 @@ export function chatPage(ctx) {
           break;
         case "workflow_paused":
           paused = true;
+          break;
+        case "tts_message":
+          // The app reads its answers aloud as they stream: the audio is played at its end.
+          if (ev.audio) tts.push(ev.audio);
+          break;
+        case "tts_message_end":
+          if (tts.length && autoPlay) playBase64(tts.splice(0));
           break;
         case "error":
           a.error(ev.message || ev.code || "error");

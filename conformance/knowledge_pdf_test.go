@@ -14,13 +14,15 @@ import (
 // TestKnowledgePDFLineBreaks (issue 20): the lines of a PDF were joined with nothing between
 // them ("Parking policyEach employee gets one parking permit."), so a keyword search for
 // "policy" missed the document. The PDFs of two real producers (made by
-// internal/extract/testdata/pdf/make.sh) are uploaded to economy knowledge bases: their chunks
+// internal/extract/testdata/pdf/make.sh), and one rewritten by pdfunite (whose trailer's /Size
+// left out the catalog, so the file read as one without pages), are uploaded to economy
+// knowledge bases: their chunks
 // keep the line and paragraph breaks, a hyphenated word comes out whole, and a keyword search
 // finds each document by the last word of its heading.
 func TestKnowledgePDFLineBreaks(t *testing.T) {
 	forEachServer(t, func(t *testing.T, p *Parley) {
 		c := newClient(t, p, p.KnowledgeKey)
-		for _, file := range []string{"ps2pdf-policy.pdf", "cairo-policy.pdf"} {
+		for _, file := range []string{"ps2pdf-policy.pdf", "cairo-policy.pdf", "pdfunite-cairo-policy.pdf"} {
 			t.Run(file, func(t *testing.T) {
 				data, err := os.ReadFile(filepath.Join("..", "internal", "extract", "testdata", "pdf", file))
 				if err != nil {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -186,4 +187,44 @@ func keyID(t *testing.T, p *Parley, secret string) string {
 	}
 	t.Fatalf("no key %s… in the list", prefix)
 	return ""
+}
+
+// TestResumedRunTokens: a Chatflow that pauses for a form between two model calls spends the
+// tokens of both against its app's tokens per day: the segment resumed after the form counts
+// what it spent (not again what the first one did), so the next run is refused.
+func TestResumedRunTokens(t *testing.T) {
+	p := startParley(t, "sqlite")
+	name := "Costed Review " + t.Name()
+	key := exampleApp(t, p, "testdata/chatflow-human-input-llm.yml", "Costed Review", name)
+	p.CLI(t, "apps", "limits", name, "--tokens-per-day", "30")
+	draft, polish := marker(t, "draft the memo"), marker(t, "polish the memo")
+	upstream.On(draft, openaitest.Reply{Text: "A draft.", Usage: &providers.Usage{PromptTokens: 8, CompletionTokens: 2}})
+	upstream.On(polish, openaitest.Reply{Text: "Polished.", Usage: &providers.Usage{PromptTokens: 20, CompletionTokens: 5}})
+
+	body, _ := json.Marshal(map[string]any{"query": draft, "inputs": map[string]any{}, "user": "rev", "response_mode": "streaming"})
+	evs := hiStream(t, "POST", p.URL+"/chat-messages", string(body), key)
+	var token, runID string
+	for _, ev := range evs {
+		if ev.name() == "human_input_required" {
+			token, _ = ev.data()["form_token"].(string)
+		}
+		if ev.name() == "workflow_paused" {
+			runID, _ = ev["workflow_run_id"].(string)
+		}
+	}
+	if token == "" || runID == "" {
+		t.Fatalf("the run did not pause: %s", hiNames(evs))
+	}
+	status, raw := rawCall(t, p, "POST", "/form/human_input/"+token, `{"inputs":{"comment":"`+polish+`"},"action":"approve","user":"rev"}`, key)
+	if status != 200 {
+		t.Fatalf("submit: %d %s", status, raw)
+	}
+	evs = hiStream(t, "GET", p.URL+"/workflow/"+runID+"/events?user=rev", "", key)
+	if last := evs[len(evs)-1]; last.name() != "workflow_finished" || last.data()["total_tokens"] != float64(35) {
+		t.Fatalf("resumed stream: %s %v", hiNames(evs), last)
+	}
+	// 10 tokens before the form and 25 after: 35 of 30. Without the resumed segment's 25 the
+	// day would stand at 10, and this run would be admitted.
+	status, raw = rawCall(t, p, "POST", "/chat-messages", string(body), key)
+	wantError(t, "past the day's tokens", status, raw, 429, "rate_limit_error")
 }

@@ -6136,7 +6136,7 @@ type ListConversationsParams struct {
 	// SortBy Sort field; `-` means descending.
 	SortBy *ListConversationsParamsSortBy `form:"sort_by,omitempty" json:"sort_by,omitempty"`
 
-	// Pinned Only the pinned conversations (`true`) or only the others (`false`); both when omitted.
+	// Pinned With a passport (Dify's web API): only the pinned conversations (`true`) or only the others (`false`); both when omitted. With an app key it is ignored, as Dify's Service API ignores the `pinned` its SDKs send.
 	Pinned *bool `form:"pinned,omitempty" json:"pinned,omitempty"`
 }
 

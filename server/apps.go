@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/parleyhq/parley/gen"
 	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/config"
@@ -134,34 +132,30 @@ func (s *Server) GetAppMeta(ctx context.Context, _ gen.GetAppMetaRequestObject) 
 
 // dropEmptyQueryValues treats `?last_id=&limit=` (what the Python SDK sends for unset
 // arguments) as absent, so the contract's types and defaults apply.
-func dropEmptyQueryValues(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.URL.RawQuery == "" {
-			return next(c)
-		}
-		q := r.URL.Query()
-		changed := false
-		for k, vs := range q {
-			kept := vs[:0]
-			for _, v := range vs {
-				if v != "" {
-					kept = append(kept, v)
-				}
-			}
-			if len(kept) != len(vs) {
-				changed = true
-				if len(kept) == 0 {
-					q.Del(k)
-				} else {
-					q[k] = kept
-				}
+func dropEmptyQueryValues(r *http.Request) {
+	if r.URL.RawQuery == "" {
+		return
+	}
+	q := r.URL.Query()
+	changed := false
+	for k, vs := range q {
+		kept := vs[:0]
+		for _, v := range vs {
+			if v != "" {
+				kept = append(kept, v)
 			}
 		}
-		if changed {
-			r.URL.RawQuery = q.Encode()
+		if len(kept) != len(vs) {
+			changed = true
+			if len(kept) == 0 {
+				q.Del(k)
+			} else {
+				q[k] = kept
+			}
 		}
-		return next(c)
+	}
+	if changed {
+		r.URL.RawQuery = q.Encode()
 	}
 }
 

@@ -63,7 +63,13 @@ func (s *Server) ListConversations(ctx context.Context, req gen.ListConversation
 	if lastID != "" && !validID(lastID) {
 		return nil, conversations.ErrLastNotFound
 	}
-	items, more, err := s.conversations.ListPinned(ctx, app, str(s.endUserPtr(ctx, p.User)), lastID, limit, sortBy, p.Pinned)
+	// `pinned` filters for a page (Dify's web API); the Service API ignores it, as Dify's does
+	// (Dify's SDKs send it).
+	var pinned *bool
+	if passportOf(ctx) != nil {
+		pinned = p.Pinned
+	}
+	items, more, err := s.conversations.ListPinned(ctx, app, str(s.endUserPtr(ctx, p.User)), lastID, limit, sortBy, pinned)
 	if err != nil {
 		return nil, err
 	}

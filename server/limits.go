@@ -133,19 +133,30 @@ type runQuota struct {
 	log *slog.Logger
 }
 
+// quotaOwner is one whose daily limits a run counts against: its app, and the key it came with.
+type quotaOwner struct {
+	whose, key string
+	limits     store.Limits
+}
+
+// quotaOwners are the owners of a run of app asked for with ctx's key (none: an app's MCP
+// server, a human-input timer).
+func quotaOwners(ctx context.Context, app *apps.App) []quotaOwner {
+	owners := []quotaOwner{{"This app's", "app:" + app.ID, app.Limits}}
+	if p, ok := principalFrom(ctx); ok {
+		owners = append(owners, quotaOwner{"This key's", "key:" + p.KeyID, p.Limits})
+	}
+	return owners
+}
+
 // Admit implements run.Quota. A request made without a key (an app's MCP server) has the app's
 // limits alone.
 func (q *runQuota) Admit(ctx context.Context, app *apps.App) (func(int64), error) {
-	type owner struct {
-		whose, key string
-		limits     store.Limits
+	if p, ok := principalFrom(ctx); !hasDaily(app.Limits) && (!ok || !hasDaily(p.Limits)) {
+		return nil, nil // nothing to admit or count: most runs, without an allocation
 	}
-	owners := []owner{{"This app's", "app:" + app.ID, app.Limits}}
-	if p, ok := principalFrom(ctx); ok {
-		owners = append(owners, owner{"This key's", "key:" + p.KeyID, p.Limits})
-	}
+	owners := quotaOwners(ctx, app)
 	now := time.Now()
-	var counted []string
 	for _, o := range owners {
 		if l := o.limits.TokensPerDay; l > 0 {
 			used, reset, err := q.c.Used(ctx, countTokens+o.key, quota.Day)
@@ -165,12 +176,36 @@ func (q *runQuota) Admit(ctx context.Context, app *apps.App) (func(int64), error
 				return nil, errRateLimited(o.whose, "workflow runs per day", r, now)
 			}
 		}
+	}
+	return q.counter(ctx, owners), nil
+}
+
+// Charge implements run.Quota: a resumed segment is not admitted again (its run was), but what
+// it spends counts against its app. A segment resumes in the background, whoever decided its
+// form, so there is no key to count it against.
+func (q *runQuota) Charge(ctx context.Context, app *apps.App) func(int64) {
+	if app.Limits.TokensPerDay <= 0 {
+		if p, ok := principalFrom(ctx); !ok || p.Limits.TokensPerDay <= 0 {
+			return nil
+		}
+	}
+	return q.counter(ctx, quotaOwners(ctx, app))
+}
+
+// hasDaily says l has a daily limit, one a run is admitted against.
+func hasDaily(l store.Limits) bool { return l.TokensPerDay > 0 || l.WorkflowRunsPerDay > 0 }
+
+// counter is the function told the tokens a run spent, counting them against the owners with a
+// tokens-per-day limit; nil when none has one.
+func (q *runQuota) counter(ctx context.Context, owners []quotaOwner) func(int64) {
+	var counted []string
+	for _, o := range owners {
 		if o.limits.TokensPerDay > 0 {
 			counted = append(counted, countTokens+o.key)
 		}
 	}
 	if len(counted) == 0 {
-		return nil, nil
+		return nil
 	}
 	return func(tokens int64) {
 		if tokens <= 0 {
@@ -183,5 +218,5 @@ func (q *runQuota) Admit(ctx context.Context, app *apps.App) (func(int64), error
 				q.log.WarnContext(ctx, "count the tokens of a run", "count", k, "tokens", tokens, "error", err)
 			}
 		}
-	}, nil
+	}
 }

@@ -219,6 +219,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(prepare)
 	if s.mcp != nil {
 		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
 		// guards, takes its requests before anything else (mcp.go).
@@ -235,7 +236,6 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		return nil, nil, err
 	}
 	e.Pre(pg.middleware())
-	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {
 		e.Use(s.observe)

@@ -125,7 +125,8 @@ func extractPDF(ctx context.Context, data []byte) (Document, error) {
 // builds a page's whole text, and any number of operands, in memory.
 func extractPDFLimited(ctx context.Context, data []byte, lim pdfLimits) (Document, error) {
 	budget := &pdfBudget{limits: lim}
-	if err := checkPDFXref(ctx, data, budget); err != nil {
+	data, err := checkPDFXref(ctx, data, budget)
+	if err != nil {
 		return Document{}, err
 	}
 	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))

@@ -67,19 +67,59 @@ type pdfXrefCheck struct {
 	budget    *pdfBudget
 	entries   []xrefEntry
 	encrypted bool
+	// classicEnd is one past the highest object number the classic tables
+	// declare; newest is the newest section when it is a classic one.
+	classicEnd int64
+	newest     *pdfClassicTrailer
 }
 
-// checkPDFXref validates the cross-reference structure of data; nil means the
-// library may read it.
-func checkPDFXref(ctx context.Context, data []byte, budget *pdfBudget) error {
+// pdfClassicTrailer is where the newest classic section starts, its trailer
+// dictionary's bytes and its /Size.
+type pdfClassicTrailer struct {
+	xrefOff int64
+	dict    []byte
+	size    int64
+}
+
+// checkPDFXref validates the cross-reference structure of data and returns
+// what the library may read: data, or data repaired (see repairSize).
+func checkPDFXref(ctx context.Context, data []byte, budget *pdfBudget) ([]byte, error) {
 	c := &pdfXrefCheck{ctx: ctx, data: data, maxObj: pdfMaxObjects(len(data)), budget: budget}
 	streams, err := c.readSections()
-	if err != nil || !streams {
+	if err != nil {
+		return nil, err
+	}
+	if !streams {
 		// Classic tables place every object in the file itself: nothing is
 		// resolved through object streams.
-		return err
+		return c.repairSize(), nil
 	}
-	return c.checkObjectStreams()
+	return data, c.checkObjectStreams()
+}
+
+// repairSize answers a file whose tables list more objects than its newest
+// trailer's /Size says, as pdfunite writes them: the library drops every
+// object past /Size (the catalog among them, so the file reads as one without
+// pages and no text), where other readers take the tables as they are. The
+// repair is an incremental update appended to a copy: an empty table and a
+// trailer that is the newest one with /Size and /Prev set after its own
+// entries (a dictionary's last entry for a key is the one read), so no offset
+// in the file moves.
+func (c *pdfXrefCheck) repairSize() []byte {
+	t := c.newest
+	if t == nil || t.size >= c.classicEnd {
+		return c.data
+	}
+	dict := bytes.TrimSpace(t.dict)
+	if !bytes.HasSuffix(dict, []byte(">>")) {
+		return c.data
+	}
+	out := make([]byte, 0, len(c.data)+len(dict)+96)
+	out = append(out, c.data...)
+	at := len(out) + 1
+	out = fmt.Appendf(out, "\nxref\n0 0\ntrailer\n%s /Size %d /Prev %d >>\nstartxref\n%d\n%%%%EOF\n",
+		dict[:len(dict)-2], c.classicEnd, t.xrefOff, at)
+	return out
 }
 
 func pdfCorrupt(format string, args ...any) error {
@@ -152,12 +192,15 @@ func (c *pdfXrefCheck) readSections() (streams bool, err error) {
 			if tok.kind != pdfKeyword || tok.s != "xref" {
 				return false, nil
 			}
-			trailer, err := c.classicSection(lex)
+			trailer, raw, err := c.classicSection(lex, off)
 			if trailer == nil || err != nil {
 				return false, err
 			}
 			if n == 0 {
 				_, c.encrypted = trailer["Encrypt"]
+				if size, ok := trailer["Size"].(int64); ok {
+					c.newest = &pdfClassicTrailer{xrefOff: off, dict: raw, size: size}
+				}
 			}
 			prev = trailer["Prev"]
 		default:
@@ -183,8 +226,9 @@ func (c *pdfXrefCheck) readSections() (streams bool, err error) {
 }
 
 // classicSection checks the subsection headers of an "xref" table and
-// returns its trailer dictionary (nil if the section is not understood).
-func (c *pdfXrefCheck) classicSection(lex *pdfLexer) (pdfDict, error) {
+// returns its trailer dictionary and the dictionary's bytes (nil if the
+// section is not understood). lex reads the section at off.
+func (c *pdfXrefCheck) classicSection(lex *pdfLexer, off int64) (pdfDict, []byte, error) {
 	for {
 		t := lex.next()
 		if t.kind == pdfKeyword && t.s == "trailer" {
@@ -192,24 +236,28 @@ func (c *pdfXrefCheck) classicSection(lex *pdfLexer) (pdfDict, error) {
 		}
 		n := lex.next()
 		if t.kind != pdfInt || n.kind != pdfInt {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if t.i < 0 || n.i < 0 || t.i > c.maxObj-n.i {
-			return nil, pdfCorrupt("its cross-reference table declares objects up to number %d, more than such a file can hold", t.i+n.i)
+			return nil, nil, pdfCorrupt("its cross-reference table declares objects up to number %d, more than such a file can hold", t.i+n.i)
+		}
+		if n.i > 0 {
+			c.classicEnd = max(c.classicEnd, t.i+n.i)
 		}
 		for i := int64(0); i < 3*n.i; i++ {
 			if lex.next().kind == pdfEOF {
-				return nil, nil
+				return nil, nil, nil
 			}
 		}
 	}
 	p := c.parser(lex)
+	start := lex.offset()
 	obj, err := p.object(lex.next(), 0)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	d, _ := obj.(pdfDict)
-	return d, nil
+	return d, c.data[off+start : off+lex.offset()], nil
 }
 
 // indirectAt parses "num gen obj <object>" at off; for a stream, dataOff is

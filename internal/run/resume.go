@@ -28,7 +28,10 @@ type Resumption struct {
 	CreatedAt                                time.Time
 	// Answer is the answer stored before the pause; the segment's text is added to it.
 	Answer string
-	Work   Work
+	// PriorTokens are the tokens the run used before the pause: the segment's outcome counts
+	// them with its own, and only its own are charged to the quota.
+	PriorTokens int64
+	Work        Work
 }
 
 // Resume starts the next segment of a paused answer. Its events (a new task id) end like a
@@ -54,6 +57,11 @@ func (e *Engine) Resume(ctx context.Context, res Resumption) (*Run, error) {
 	task := tasks.Task{ID: run.TaskID, AppID: res.App.ID, User: res.User}
 	if kind.Workflow {
 		task.User = "" // stopped by whoever names the task, as a Workflow app's runs are
+	}
+	if e.quota != nil {
+		if charge := e.quota.Charge(ctx, res.App); charge != nil {
+			run.spent = func(tokens int64) { charge(tokens - res.PriorTokens) }
+		}
 	}
 	run.out.r = run
 	run.answer.WriteString(res.Answer)

@@ -101,6 +101,9 @@ type Quota interface {
 	// refuses it as is. The function it returns is told the tokens the run used, when it ends
 	// (also when it failed, was stopped or paused).
 	Admit(ctx context.Context, app *apps.App) (spent func(tokens int64), err error)
+	// Charge is asked when a paused run resumes: the segment is not admitted again, but the
+	// function it returns (nil: nothing to count) is told the tokens the segment used.
+	Charge(ctx context.Context, app *apps.App) (spent func(tokens int64))
 }
 
 // Defaults of the run bookkeeping (Options.ProgressInterval, Options.StaleAfter).

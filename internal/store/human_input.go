@@ -67,6 +67,9 @@ type RunSegment struct {
 	// First says the segment is the run's first: no earlier one paused it, so there is no
 	// pause and no waiting form of the run to clean up when it finishes.
 	First bool
+	// TraceParent is the W3C traceparent of the span that paused the run, "" for none: the
+	// deadline jobs of the segment's forms link to it, as other jobs link to what queued them.
+	TraceParent string
 }
 
 // SaveRunSegment writes the end of a run segment in one commit.
@@ -114,7 +117,7 @@ definition, status, expiration_time, global_deadline, consumed, created_at) VALU
 				f.GlobalDeadline.Unix(), nowOr(f.CreatedAt).Unix()); err != nil {
 				return err
 			}
-			if err := s.insertFormTimer(ctx, x, f, now); err != nil {
+			if err := s.insertFormTimer(ctx, x, f, seg.TraceParent, now); err != nil {
 				return err
 			}
 		}

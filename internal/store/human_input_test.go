@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// pausedTrace is the traceparent of the span that paused a run pausedRun stores.
+const pausedTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 // pausedRun stores a paused run of a message of f with one waiting form per node.
 func pausedRun(t *testing.T, s *Store, f chatFixture, nodes ...string) (WorkflowRun, []HumanInputForm) {
 	t.Helper()
@@ -20,7 +23,7 @@ func pausedRun(t *testing.T, s *Store, f chatFixture, nodes ...string) (Workflow
 		forms = append(forms, HumanInputForm{ID: NewID(), AppID: f.app, NodeID: n, Token: NewID(), Definition: json.RawMessage(`{}`),
 			Expiration: now.Add(time.Hour), GlobalDeadline: now.Add(2 * time.Hour)})
 	}
-	if err := s.SaveRunSegment(ctx, RunSegment{Run: r, Forms: forms,
+	if err := s.SaveRunSegment(ctx, RunSegment{Run: r, Forms: forms, TraceParent: pausedTrace,
 		Pause: &WorkflowPause{WorkflowRunID: r.ID, State: json.RawMessage(`{"x":1}`), Context: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +165,7 @@ func TestHumanInputFormTimers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(j.Payload) != form.ID || j.State != JobQueued || j.RunAfter.Unix() != form.Expiration.Unix() {
+			if string(j.Payload) != form.ID || j.State != JobQueued || j.RunAfter.Unix() != form.Expiration.Unix() || j.TraceParent != pausedTrace {
 				t.Fatalf("timer of form %s: %+v (expiration %v)", form.ID, j, form.Expiration)
 			}
 		}

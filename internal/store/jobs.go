@@ -107,12 +107,12 @@ ALTER TABLE jobs ADD COLUMN traceparent TEXT NOT NULL DEFAULT '';
 const JobKindHumanInputTimer = "humaninput.timer"
 
 // insertFormTimer queues the deadline job of a new waiting form within the caller's transaction.
-func (s *Store) insertFormTimer(ctx context.Context, x execer, f HumanInputForm, now int64) error {
+func (s *Store) insertFormTimer(ctx context.Context, x execer, f HumanInputForm, traceparent string, now int64) error {
 	due := min(f.Expiration.Unix(), f.GlobalDeadline.Unix()) * 1000
 	_, err := x.ExecContext(ctx, s.Rebind(`INSERT INTO jobs
-		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at)
-		VALUES (?, ?, ?, 'queued', 0, 5, ?, 0, '', ?, ?)`),
-		JobKindHumanInputTimer+":"+f.ID, JobKindHumanInputTimer, []byte(f.ID), due, now*1000, now*1000)
+		(id, kind, payload, state, attempts, max_attempts, run_after, lease_until, last_error, created_at, updated_at, traceparent)
+		VALUES (?, ?, ?, 'queued', 0, 5, ?, 0, '', ?, ?, ?)`),
+		JobKindHumanInputTimer+":"+f.ID, JobKindHumanInputTimer, []byte(f.ID), due, now*1000, now*1000, traceparent)
 	return err
 }
 

@@ -8,6 +8,9 @@ package extracttest
 var PolicyPages = map[string][2]string{
 	"ps2pdf-policy.pdf": {policyPage1, "Cycling Electric cars\n" + policyLeft + "\n\n" + policyRight},
 	"cairo-policy.pdf":  {policyPage1, "Cycling\n" + policyLeft + "\n\nElectric cars\n" + policyRight},
+	// The same files rewritten by pdfunite, whose trailer's /Size leaves out the catalog.
+	"pdfunite-ps2pdf-policy.pdf": {policyPage1, "Cycling Electric cars\n" + policyLeft + "\n\n" + policyRight},
+	"pdfunite-cairo-policy.pdf":  {policyPage1, "Cycling\n" + policyLeft + "\n\nElectric cars\n" + policyRight},
 }
 
 const (

@@ -103,7 +103,7 @@ func (r *Runner) Resume(ctx context.Context, app *apps.App, runID string, decide
 	}
 	rs := &resumed{w: w, state: state, decided: decided, created: time.Unix(pc.CreatedAt, 0), runInputs: pc.RunInputs}
 	return run.Resumption{App: app, User: pc.User, EndUserID: pc.EndUserID, MessageID: pc.MessageID, ConversationID: pc.ConversationID,
-		WorkflowRunID: runID, CreatedAt: time.Unix(pc.MessageCreated, 0), Answer: answer, Work: rs}, nil
+		WorkflowRunID: runID, CreatedAt: time.Unix(pc.MessageCreated, 0), Answer: answer, PriorTokens: int64(state.Usage.TotalTokens), Work: rs}, nil
 }
 
 // resumed is the work of a resumed segment.

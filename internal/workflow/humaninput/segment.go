@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tracing"
 	"github.com/parleyhq/parley/internal/workflow"
 )
 
@@ -75,7 +76,7 @@ func SavePause(ctx context.Context, st PauseStore, seg PauseSegment, saved func(
 		return err
 	}
 	if err := st.SaveRunSegment(ctx, store.RunSegment{Run: rec, Forms: forms, Consumed: seg.Consumed,
-		Pause: &store.WorkflowPause{WorkflowRunID: rec.ID, State: state, Context: pctx}}); err != nil {
+		Pause: &store.WorkflowPause{WorkflowRunID: rec.ID, State: state, Context: pctx}, TraceParent: tracing.TraceParent(ctx)}); err != nil {
 		return err
 	}
 	if saved != nil {

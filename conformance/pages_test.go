@@ -164,6 +164,7 @@ func TestPagesChat(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
 	}
+	t.Parallel()
 	p := startParley(t, storetest.SQLite)
 	code := pageCode(t, p, "chatbot")
 	ctx := newBrowser(t, 4*time.Minute)
@@ -313,6 +314,7 @@ func TestPagesUploadAndHumanInput(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
 	}
+	t.Parallel()
 	p := startParley(t, storetest.SQLite)
 	ctx := newBrowser(t, 3*time.Minute)
 
@@ -411,6 +413,7 @@ func TestPagesWorkflow(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
 	}
+	t.Parallel()
 	p := startParley(t, storetest.SQLite)
 	ctx := newBrowser(t, 2*time.Minute)
 	name := "Page Topic " + strings.ReplaceAll(t.Name(), "/", "-")
@@ -460,6 +463,7 @@ func TestPagesEmbed(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
 	}
+	t.Parallel()
 	p := startParley(t, storetest.SQLite)
 	ctx := newBrowser(t, 2*time.Minute)
 	base := pageBase(p)
@@ -559,6 +563,7 @@ func TestPagesAgentAndSpeech(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
 	}
+	t.Parallel()
 	p := startParley(t, storetest.SQLite)
 	ctx := newBrowser(t, 2*time.Minute)
 

@@ -25,7 +25,7 @@ export function chatPage(ctx) {
   };
 
   // ---------------------------------------------------------------- layout
-  const log = h("div", { class: "messages", id: "messages", role: "log", "aria-live": "polite", "aria-label": t("conversations") });
+  const log = h("div", { class: "messages", id: "messages", role: "log", "aria-live": "polite", "aria-label": t("messages") });
   const textarea = h("textarea", { id: "query", rows: 1, placeholder: site.input_placeholder || t("messagePlaceholder"), "aria-label": t("messageLabel") });
   const sendBtn = h("button", { type: "submit", class: "send primary", id: "send", "aria-label": t("send"), title: t("send") }, icon("send"));
   const stopBtn = h("button", { type: "button", class: "stop", id: "stop", hidden: true, onclick: stop }, icon("stop"), " ", t("stop"));

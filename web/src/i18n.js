@@ -9,6 +9,7 @@ const strings = {
     run: "Run",
     newChat: "New chat",
     conversations: "Conversations",
+    messages: "Messages",
     pinned: "Pinned",
     pin: "Pin",
     unpin: "Unpin",

@@ -61,8 +61,10 @@ migrate: ## Apply database migrations.
 # own, so under -race they check statements only; test runs them once more without it.
 BUDGET_PKGS := ./server ./internal/agent ./internal/workflow/chatflow ./internal/jobs
 
-test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance; then the allocation budgets without the race detector.
-	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+# The conformance package (servers, PostgreSQL, Redis and a browser under the race detector) may
+# take longer than go test's default of 10 minutes on a busy machine: it gets 30.
+test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance (with the pages in a headless chromium); then the allocation budgets without the race detector.
+	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -run 'Budgets?$$' $(BUDGET_PKGS)
 
 bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...; its replicas phase runs 1 and 3 replicas on PostgreSQL and Redis), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).

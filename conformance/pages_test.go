@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,38 +46,65 @@ func chromiumPath(t *testing.T) string {
 // step is a browser action that returns nothing.
 type step = chromedp.Action[chromedp.Void]
 
-// newBrowser starts a headless chromium with a fresh profile and returns a tab's context,
-// bounded by d. The flags keep it off the network it would otherwise try to reach (updates,
-// sync, QUIC probes), on which a closed network makes it hang.
+// browser is the one headless chromium the page tests share, started on first use (each test
+// gets its own tab) and stopped when the tests end (stopBrowser, from TestMain).
+var browser struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	err    error
+}
+
+// stopBrowser stops the shared browser, if one was started, and removes its profile.
+func stopBrowser() {
+	if browser.cancel != nil {
+		browser.cancel()
+	}
+}
+
+// newBrowser returns the context of a new tab of the shared headless chromium (started with a
+// fresh profile on first use), bounded by d; the tab closes when t ends. The flags keep the
+// browser off the network it would otherwise try to reach (updates, sync, QUIC probes), on
+// which a closed network makes it hang.
 func newBrowser(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("metrics-recording-only", true),
-		chromedp.Flag("mute-audio", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 860),
+	path := chromiumPath(t)
+	browser.once.Do(func() {
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Flag("headless", true),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("metrics-recording-only", true),
+			chromedp.Flag("mute-audio", true),
+			chromedp.Flag("hide-scrollbars", true),
+			chromedp.WindowSize(1280, 860),
+			// No user-data-dir: the allocator makes a fresh temporary profile and removes it.
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(actx)
+		browser.ctx = ctx
+		browser.cancel = func() { cancelBrowser(); cancelAlloc() }
+		// The first action starts the browser; the context of that call lives as long as it does.
+		browser.err = chromedp.Do(ctx)
+	})
+	if browser.err != nil {
+		t.Fatalf("start chromium: %v", browser.err)
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	// The first action starts the browser; the context of that call lives as long as it does.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
+	tab, cancelTab := chromedp.NewContext(browser.ctx)
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("open a tab: %v", err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, d)
+	tctx, cancel := context.WithTimeout(tab, d)
 	t.Cleanup(cancel)
 	return tctx
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/apps"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -81,8 +82,10 @@ func (s *Service) Issue(ctx context.Context, code, passcode, previous string) (I
 	if err != nil {
 		return Issued{}, err
 	}
-	if _, err := s.apps.Get(ctx, row.AppID); err != nil {
+	if _, err := s.apps.Get(ctx, row.AppID); errors.Is(err, apps.ErrNotFound) {
 		return Issued{}, ErrNotFound
+	} else if err != nil {
+		return Issued{}, err
 	}
 	if row.PasscodeHash != nil && (passcode == "" || !checkPasscode(row.PasscodeHash, passcode)) {
 		return Issued{}, ErrPasscodeRequired

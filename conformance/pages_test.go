@@ -336,8 +336,9 @@ func TestPagesChat(t *testing.T) {
 }
 
 // TestPagesUploadAndHumanInput uploads a file on the chat page of an app that takes files, opens
-// a cited chunk of a knowledge app's answer, and answers the human-input form of a paused Chatflow in the conversation: the run resumes and
-// its answer streams in.
+// a cited chunk of a knowledge app's answer, and answers the human-input form of a paused
+// Chatflow in the conversation, shown again after a reload: the run resumes and its answer
+// streams in.
 func TestPagesUploadAndHumanInput(t *testing.T) {
 	if binary == "" {
 		t.Skip("needs the server's CLI")
@@ -428,6 +429,9 @@ model_config:
 		chromedp.Click(chromedp.CSS("#send")),
 		within(30*time.Second, chromedp.WaitVisible(chromedp.CSS(".hi-form textarea, .hi-form input"))),
 		within(5*time.Second, waitJS(lastAnswer+`.includes("Draft for")`)),
+		// A reload shows the waiting form again.
+		chromedp.Reload(),
+		within(20*time.Second, chromedp.WaitVisible(chromedp.CSS(".hi-form [name=comment]"))),
 		chromedp.SendKeys(chromedp.CSS(".hi-form [name=comment]"), "looks good"),
 		screenshot("chat-human-input"),
 		chromedp.Click(chromedp.CSS(".hi-form button[data-action=approve]")),

@@ -348,11 +348,14 @@ export function chatPage(ctx) {
           break;
         case "message_end":
           ended = true;
+          if (st.conv) localStorage.removeItem(formKey(st.conv));
           if (ev.id) a.id = ev.id;
           a.citations(ev.metadata && ev.metadata.retriever_resources);
           break;
         case "human_input_required":
           a.humanForm(ev.data, ev.workflow_run_id);
+          // Kept so that a reload shows the form again while it waits.
+          if (st.conv && ev.data && ev.data.form_token) localStorage.setItem(formKey(st.conv), JSON.stringify({ token: ev.data.form_token, run: ev.workflow_run_id, node_id: ev.data.node_id, node_title: ev.data.node_title }));
           break;
         case "human_input_form_filled":
           a.el.querySelector(".hi-form[data-node='" + CSS.escape(ev.data.node_id) + "']")?.classList.add("submitted");
@@ -474,6 +477,7 @@ export function chatPage(ctx) {
                 msg.textContent = e.message;
                 return;
               }
+              if (st.conv) localStorage.removeItem(formKey(st.conv));
               for (const el of box.querySelectorAll("input,textarea,button")) el.disabled = true;
               box.classList.add("submitted");
               box.append(h("p", { class: "muted" }, t("formSubmitted", { action: act.title })));
@@ -571,10 +575,34 @@ export function chatPage(ctx) {
       st.lastAnswer = a;
       st.last = { query: m.query, files: [] };
     }
+    await pendingForm();
     // Regenerate is for the last answer only.
     const regen = [...log.querySelectorAll(".regenerate")];
     regen.slice(0, -1).forEach((b) => b.remove());
     log.lastElementChild?.scrollIntoView({ block: "end" });
+  }
+
+  function formKey(conv) {
+    return "parley.form." + code + "." + conv;
+  }
+
+  // pendingForm shows again, in the last answer, the human-input form the conversation's run
+  // waits for (kept when it arrived), while the form still takes a submission.
+  async function pendingForm() {
+    const key = formKey(st.conv);
+    let pending;
+    try {
+      pending = JSON.parse(localStorage.getItem(key) || "null");
+    } catch {
+      pending = null;
+    }
+    if (!pending || !st.lastAnswer) return;
+    try {
+      const view = await client.get("/form/human_input/" + pending.token);
+      st.lastAnswer.humanForm({ ...view, form_token: pending.token, node_id: pending.node_id, node_title: pending.node_title, actions: view.user_actions }, pending.run);
+    } catch {
+      localStorage.removeItem(key);
+    }
   }
 
   function newChat() {

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/apps"
 )
 
 func stubSites(sites ...PageSite) SiteFinder {
@@ -146,5 +149,17 @@ func TestFramingOrigins(t *testing.T) {
 	}
 	if csp := PageCSP(nil); !strings.HasSuffix(csp, "frame-ancestors 'none'") {
 		t.Fatal(csp)
+	}
+}
+
+// TestFileUploadParameters: an app that takes files says which in GET /parameters, in Dify's
+// shape, so its page offers the upload.
+func TestFileUploadParameters(t *testing.T) {
+	got := fileUploadParameters(apps.FileUpload{Enabled: true, AllowedFileTypes: []string{"image"}, AllowedUploadMethods: []string{"local_file"}, NumberLimits: 3})
+	raw, _ := json.Marshal(got)
+	want := `{"allowed_file_extensions":[],"allowed_file_types":["image"],"allowed_file_upload_methods":["local_file"],"enabled":true,` +
+		`"image":{"detail":"high","enabled":false,"number_limits":3,"transfer_methods":["remote_url","local_file"]},"number_limits":3}`
+	if string(raw) != want {
+		t.Fatalf("file_upload\n got %s\nwant %s", raw, want)
 	}
 }

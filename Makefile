@@ -6,7 +6,7 @@ BENCH_OUT ?= bench/latest.txt
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help generate check-generated lint tools services build run test test-go bench migrate
+.PHONY: help generate check-generated lint tools services build run test test-go bench migrate web
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -14,10 +14,18 @@ help: ## List the targets.
 generate: ## Regenerate gen/ and client/ from api/openapi.yaml.
 	$(GO) generate ./gen ./client
 
-check-generated: generate ## Fail when generated code or go.mod/go.sum are stale.
-	@git diff --exit-code -- gen client || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen client)" || { echo "untracked generated files:"; git status --porcelain -- gen client; exit 1; }
+check-generated: generate web ## Fail when generated code, web/dist or go.mod/go.sum are stale.
+	@git diff --exit-code -- gen client web/dist || { echo "generated code is stale: run 'make generate' and 'make web' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen client web/dist)" || { echo "untracked generated files:"; git status --porcelain -- gen client web/dist; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+
+# The app pages' front end: web/src bundled by the pinned esbuild into web/dist, which is
+# committed and embedded in the binary (web/embed.go); the same sources give the same bytes.
+web: web/node_modules/.package-lock.json ## Rebuild web/dist (the app pages and embed.min.js) from web/src.
+	cd web && node build.mjs
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 tools: $(NPM_TOOLS)/spectral ## Install the pinned npm tools (linters, Dify SDK).
 $(NPM_TOOLS)/spectral: tools/package.json tools/package-lock.json
@@ -53,8 +61,10 @@ migrate: ## Apply database migrations.
 # own, so under -race they check statements only; test runs them once more without it.
 BUDGET_PKGS := ./server ./internal/agent ./internal/workflow/chatflow ./internal/jobs
 
-test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance; then the allocation budgets without the race detector.
-	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+# The conformance package (servers, PostgreSQL, Redis and a browser under the race detector) may
+# take longer than go test's default of 10 minutes on a busy machine: it gets 30.
+test: services ## All tests: unit, storage on SQLite and PostgreSQL, Redis, conformance (with the pages in a headless chromium); then the allocation budgets without the race detector.
+	PARLEY_REQUIRE_POSTGRES=1 PARLEY_REQUIRE_REDIS=1 $(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -run 'Budgets?$$' $(BUDGET_PKGS)
 
 bench: ## Micro-benchmarks to $(BENCH_OUT) (compare with benchstat), the load benchmark to bench/load.txt (LOAD_FLAGS=...; its replicas phase runs 1 and 3 replicas on PostgreSQL and Redis), knowledge indexing/retrieval to bench/knowledge.txt (KNOWLEDGE_FLAGS=...).

@@ -59,6 +59,8 @@ func TestMain(m *testing.M) {
 		// (the fake answers with the first matching rule) and hold for every test.
 		upstream.On("You name conversations", openaitest.Reply{Text: generatedTitle})
 		upstream.On("predict the three questions", openaitest.Reply{Text: `["Why?", "How?", "When?"]`})
+		// The page tests' browser (pages_test.go), when they started one.
+		defer stopBrowser()
 		return m.Run()
 	}()
 	os.Exit(code)

@@ -8,7 +8,7 @@
 # servers are for tests and CI only, never for real data.
 #
 # Idempotent: installs postgresql-15 and redis-server (and the Debian packages the
-# tests use: bubblewrap, python3, python3-requests, curl, jq) only when they are
+# tests use: bubblewrap, python3, python3-requests, curl, jq, chromium) only when they are
 # missing, creates the cluster only when it is missing, reloads instead of
 # restarting a running server, and leaves a Redis that answers alone. A re-run on a machine where everything is already up takes well
 # under a second. Runs as root; does not need systemd.
@@ -45,6 +45,8 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)
 command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+# The app pages' browser tests drive Debian's chromium, headless.
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -q >/dev/null
 	apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null

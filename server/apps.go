@@ -83,6 +83,11 @@ func (s *Server) GetAppParameters(ctx context.Context, _ gen.GetAppParametersReq
 			"enabled": false, "number_limits": 3, "detail": "high", "transfer_methods": []string{"remote_url", "local_file"},
 		}},
 	}
+	if fu := a.Features.FileUpload; fu.Enabled || fu.Image.Enabled {
+		// An app that takes files says which, as Dify does, so a client (the app's page) offers
+		// the upload.
+		out.FileUpload = fileUploadParameters(fu)
+	}
 	if err := s.audioAndAnnotationParameters(ctx, appID, a, &out); err != nil {
 		return nil, err
 	}
@@ -151,5 +156,37 @@ func dropEmptyQueryValues(r *http.Request) {
 	}
 	if changed {
 		r.URL.RawQuery = q.Encode()
+	}
+}
+
+// fileUploadParameters is the file_upload member of an app's parameters, in Dify's shape, for
+// an app that takes files.
+func fileUploadParameters(fu apps.FileUpload) map[string]any {
+	orEmpty := func(v []string) []string {
+		if v == nil {
+			return []string{}
+		}
+		return v
+	}
+	imgLimit, imgMethods := fu.Image.NumberLimits, fu.Image.TransferMethods
+	if imgLimit == 0 {
+		imgLimit = 3
+	}
+	if len(imgMethods) == 0 {
+		imgMethods = []string{"remote_url", "local_file"}
+	}
+	detail := fu.Image.Detail
+	if detail == "" {
+		detail = "high"
+	}
+	return map[string]any{
+		"enabled":                     fu.Enabled,
+		"allowed_file_types":          orEmpty(fu.AllowedFileTypes),
+		"allowed_file_extensions":     orEmpty(fu.AllowedFileExtensions),
+		"allowed_file_upload_methods": orEmpty(fu.AllowedUploadMethods),
+		"number_limits":               fu.NumberLimits,
+		"image": map[string]any{
+			"enabled": fu.Image.Enabled, "number_limits": imgLimit, "detail": detail, "transfer_methods": imgMethods,
+		},
 	}
 }

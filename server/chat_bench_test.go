@@ -47,10 +47,11 @@ func chatStack(b testing.TB, mode ValidationMode) (http.Handler, string, *openai
 type benchStack struct {
 	h                      http.Handler
 	chatKey, completionKey string
-	// passport is a passport of the chat app's site, without a rate limit.
-	passport string
-	up       *openaitest.Server
-	st       *store.Store
+	// passport is a passport of the chat app's site, without a rate limit; siteCode is the
+	// site's code (the app page's path).
+	passport, siteCode string
+	up                 *openaitest.Server
+	st                 *store.Store
 }
 
 func newBenchStack(b testing.TB, mode ValidationMode) *benchStack {
@@ -118,7 +119,7 @@ apps:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st, passport: pp.Token}
+	return &benchStack{h: e, chatKey: key, completionKey: completionKey, up: up, st: st, passport: pp.Token, siteCode: site.Code}
 }
 
 // post sends a JSON body with an app key to the handler and returns the recorded response,

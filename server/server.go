@@ -113,6 +113,9 @@ type Options struct {
 	// Sites keeps the web sites of apps and their passports (GET /passport, the WebPassport
 	// scheme); nil: every passport is refused.
 	Sites *sites.Service
+	// PageSites finds the sites of the app pages (pages.go); nil: the sites of Sites, and with
+	// neither every page answers 404.
+	PageSites SiteFinder
 }
 
 // Server implements gen.StrictServerInterface.
@@ -222,6 +225,17 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		// guards, takes its requests before anything else (mcp.go).
 		e.Pre(mountMCP(s.newMCP(opts)))
 	}
+	// The app pages, their assets and the chat bubble's script are served beside the API, outside
+	// its base path and its contract (pages.go).
+	finder := opts.PageSites
+	if finder == nil && opts.Sites != nil {
+		finder = serviceSites{opts.Sites}
+	}
+	pg, err := newPages(finder)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.Pre(pg.middleware())
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {
 		e.Use(s.observe)

@@ -567,6 +567,20 @@ window.difyChatbotConfig = { token: %q, baseUrl: %q, inputs: { name: "Bob", tone
 	if ready != 0 {
 		t.Fatalf("a page of %s framed the chatbot", other.URL)
 	}
+	// A script of that origin may still call the Service API with an app key, as Dify's allows
+	// (a preflight, then the call), and read the headers Parley exposes.
+	var api string
+	var started float64
+	run(t, ctx, "cross-origin API call",
+		evalInto(fmt.Sprintf(`window.__api = null; fetch(%q, {headers: {Authorization: "Bearer %s"}})
+  .then(r => { window.__api = r.status + " " + (r.headers.get("X-Version") ? "version" : "hidden"); }, e => { window.__api = "failed: " + e; }); 0`,
+			p.URL+"/parameters", p.AppKey), &started),
+		within(20*time.Second, waitJS(`window.__api !== null`)),
+		evalInto(`window.__api`, &api),
+	)
+	if api != "200 version" {
+		t.Fatalf("a cross-origin call of the Service API: %s", api)
+	}
 	// The iframe variant on the allowed origin works too.
 	allowedSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

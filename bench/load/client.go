@@ -59,6 +59,36 @@ func (t *target) post(ctx context.Context, url string, body []byte) (*http.Respo
 	return resp, nil
 }
 
+// get sends one GET to url with header, and the target's key as the bearer token when it has
+// one, and returns the body of its 200 answer.
+func (t *target) get(ctx context.Context, url string, header http.Header) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for name, vs := range header {
+		req.Header[name] = vs
+	}
+	if t.key != "" {
+		req.Header.Set("Authorization", "Bearer "+t.key)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, truncate(strings.TrimSpace(string(b)), 300))
+	}
+	return b, nil
+}
+
 // systemPrompt is what the direct requests send as the system message, like Parley's pre_prompt.
 const systemPrompt = "You are a load-test assistant."
 

@@ -20,7 +20,12 @@
 //  7. when named in -phases (phase "observe", reported as 5): the server's CPU per blocking and
 //     streamed Chatbot request and per run of the 20-node Chatflow with tracing and metrics off,
 //     with metrics, and with metrics and tracing, three servers in interleaved windows, as
-//     ratios (bench/load/observe.go).
+//     ratios (bench/load/observe.go);
+//  8. when named in -phases (phase "pages", reported as 6): on one server, the server's CPU per
+//     streamed Chatbot message and its latency through an app key, through a passport of the
+//     app's web page (GET /v1/passport), and as a first visit that per message also loads the page's
+//     HTML and gets a new passport, in interleaved windows, as ratios to the app key's
+//     (bench/load/pages.go; run it with -phases pages).
 //
 // The report goes to stdout (and to -o); progress goes to stderr. Run it from the repository
 // (`make bench` runs it after the micro-benchmarks and writes bench/load.txt):
@@ -72,7 +77,7 @@ type options struct {
 	chunkDelay, firstByte       time.Duration
 	workers, blockRounds        int
 	agentRounds, graphRounds    int
-	observeRounds               int
+	observeRounds, pagesRounds  int
 	duration                    time.Duration
 	open                        int
 	releaseWait                 time.Duration
@@ -101,6 +106,7 @@ func parseFlags() options {
 	flag.IntVar(&o.graphRounds, "graph-rounds", 3, "measured rounds of the graph phase (each: a Chatbot window, then a Chatflow window), after a 1 s warm-up")
 	flag.IntVar(&o.agentRounds, "agent-rounds", 3, "measured rounds of the agent phase (each: a Chatbot window, then an agent window), after a 1 s warm-up")
 	flag.IntVar(&o.observeRounds, "observe-rounds", 3, "measured rounds of the observe phase (each: three loads, each on three servers), after a 1 s warm-up")
+	flag.IntVar(&o.pagesRounds, "pages-rounds", 3, "measured rounds of the pages phase (each: app key, passport, first visit), after a 1 s warm-up")
 	flag.IntVar(&o.open, "open", 1000, "concurrent open streams in the memory phase")
 	flag.DurationVar(&o.releaseWait, "release-wait", 5*time.Second, "how long after stopping the streams to read the server's RSS again")
 	flag.DurationVar(&o.hold, "hold", time.Second, "how long the memory phase's streams stay open, once all have had their first event, before the server's RSS is read")
@@ -110,7 +116,7 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "o", "", "also write the report to this file")
 	flag.StringVar(&o.serverLog, "server-log", "", "copy the servers' log to this file")
 	flag.StringVar(&o.tmp, "tmp", "", "directory for the temporary data directories (default: the system temp dir)")
-	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,jobs,memory,replicas", "phases to run, comma-separated; observe (the cost of tracing and metrics) runs only when named")
+	flag.StringVar(&o.phases, "phases", "latency,blocking,agent,graph,jobs,memory,replicas", "phases to run, comma-separated; observe (the cost of tracing and metrics) and pages (the web page's path against an app key) run only when named")
 	flag.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (a role that may create databases) for the replicas phase; without it or -redis the phase is skipped")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL for the replicas phase")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "stop the whole run after this long")
@@ -120,8 +126,8 @@ func parseFlags() options {
 
 func (o options) validate() error {
 	switch {
-	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.graphRounds < 1 || o.observeRounds < 1 || o.open < 1:
-		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds, -graph-rounds, -observe-rounds and -open must be at least 1")
+	case o.streams < 1 || o.per < 1 || o.rounds < 1 || o.chunks < 1 || o.workers < 1 || o.blockRounds < 1 || o.agentRounds < 1 || o.graphRounds < 1 || o.observeRounds < 1 || o.pagesRounds < 1 || o.open < 1:
+		return errors.New("-streams, -per, -rounds, -chunks, -workers, -block-rounds, -agent-rounds, -graph-rounds, -observe-rounds, -pages-rounds and -open must be at least 1")
 	case o.light < 0:
 		return errors.New("-light must not be negative")
 	case o.duration <= 0:
@@ -138,7 +144,7 @@ func (o options) validate() error {
 		return fmt.Errorf("-sqlite-sync %q: want normal or full", o.sqliteSync)
 	}
 	for p := range strings.SplitSeq(o.phases, ",") {
-		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "jobs", "memory", "replicas", "observe"}, strings.TrimSpace(p)) {
+		if !slices.Contains([]string{"latency", "blocking", "agent", "graph", "jobs", "memory", "replicas", "observe", "pages"}, strings.TrimSpace(p)) {
 			return fmt.Errorf("-phases: unknown phase %q", p)
 		}
 	}
@@ -319,6 +325,14 @@ func bench(ctx context.Context, o options, rep *report) error {
 	if o.runs("observe") {
 		ob, err := observePhase(ctx, o, bin, tmp, settings)
 		rep.observe = ob
+		if err != nil {
+			return err
+		}
+	}
+	if o.runs("pages") {
+		logf("pages phase: %d workers, %s windows, %d rounds + warm-up", o.workers, o.duration, o.pagesRounds)
+		pg, err := pagesPhase(ctx, o, bin, tmp, settings)
+		rep.pages = pg
 		if err != nil {
 			return err
 		}

@@ -94,6 +94,9 @@ type parley struct {
 	graphKey string
 	pid      int
 	dataDir  string
+	// bin and env are the binary and the environment it runs with, for its CLI (cli).
+	bin string
+	env []string
 
 	cmd    *exec.Cmd
 	exited chan struct{}   // closed once the process has been waited for
@@ -177,16 +180,7 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 
 	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	newKey := func(app string) (string, error) {
-		keys := exec.CommandContext(kctx, bin, "keys", "create", "--app", app)
-		keys.Env = env
-		var stdout, stderr bytes.Buffer
-		keys.Stdout, keys.Stderr = &stdout, &stderr
-		if err := keys.Run(); err != nil {
-			return "", fmt.Errorf("parley keys create --app %s: %w\n%s", app, err, stderr.String())
-		}
-		return strings.TrimSpace(stdout.String()), nil
-	}
+	newKey := func(app string) (string, error) { return runCLI(kctx, bin, env, "keys", "create", "--app", app) }
 	key, err := newKey("bench")
 	if err != nil {
 		return nil, err
@@ -231,10 +225,30 @@ func startParley(ctx context.Context, bin, dir string, settings serverSettings) 
 	return p, nil
 }
 
+// runCLI runs the parley CLI with env (the server's) and returns what it printed on stdout,
+// trimmed.
+func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("parley %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// cli runs the parley CLI on the server's database (see runCLI).
+func (p *parley) cli(ctx context.Context, args ...string) (string, error) {
+	return runCLI(ctx, p.bin, p.env, args...)
+}
+
 // spawnParley starts `parley serve` with env (whose database already has its keys) and waits
 // for its address.
 func spawnParley(ctx context.Context, bin, dataDir string, env []string) (*parley, error) {
-	p := &parley{dataDir: dataDir, exited: make(chan struct{})}
+	p := &parley{dataDir: dataDir, bin: bin, env: env, exited: make(chan struct{})}
 
 	r, w, err := os.Pipe()
 	if err != nil {

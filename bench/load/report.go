@@ -22,6 +22,7 @@ type report struct {
 	replicas           []*replicasSide
 	replicasSkipped    string
 	observe            *observeResult
+	pages              *pagesResult
 	endLoad            string
 }
 
@@ -70,6 +71,9 @@ func (r *report) String() string {
 	}
 	if r.observe != nil {
 		r.writeObserve(&b)
+	}
+	if r.pages != nil {
+		r.writePages(&b)
 	}
 	r.writeTargets(&b)
 	if r.endLoad != "" {

@@ -20,6 +20,9 @@ const (
 	targetAgentStepCPU   = 250.0   // µs of server CPU per Legacy Agent step
 	targetJobCPU         = 150.0   // µs of CPU per durable job over its work
 	graphTarget          = 1000.0  // µs of server CPU per Chatflow run over its model calls
+	// targetPassportRatio bounds the server's CPU per message through a page's passport against
+	// an app key's: no more, with 10% for the noise of a shared machine.
+	targetPassportRatio = 1.10
 )
 
 // targetRow is one line of the targets table.
@@ -109,6 +112,15 @@ func (r *report) writeTargets(b *strings.Builder) {
 		if run > 0 && chat > 0 {
 			add(fmt.Sprintf("%d-node Chatflow run, server CPU over its model calls", graphNodes), fmt.Sprintf("%.0f µs", run-chat),
 				fmt.Sprintf("run %.2f× a Chatbot request", run/chat), fmt.Sprintf("≤ %.0f µs", graphTarget), run-chat <= graphTarget)
+		}
+	}
+	if pg := r.pages; pg != nil && pg.key != nil && pg.passport != nil {
+		key, _ := pg.key.cpuPer()
+		pp, _ := pg.passport.cpuPer()
+		if key > 0 && pp > 0 {
+			add("server CPU per streamed message through a page's passport", fmt.Sprintf("%.0f µs", pp),
+				fmt.Sprintf("%.3f× an app key's %.0f µs", pp/key, key), fmt.Sprintf("≤ %.2f× the app key's", targetPassportRatio),
+				pp <= targetPassportRatio*key)
 		}
 	}
 	if len(rows) == 0 {

@@ -109,6 +109,10 @@ type Options struct {
 	PublicURL string
 	// Metrics records requests and open streams; nil: no metrics.
 	Metrics *metrics.Metrics
+	// Triggers serves the webhooks of Workflow apps (server/triggers.go); nil: none.
+	Triggers Triggers
+	// WebhookRequestsPerMinute is how many requests one webhook takes per minute; 0: no limit.
+	WebhookRequestsPerMinute int64
 }
 
 // Server implements gen.StrictServerInterface.
@@ -145,6 +149,10 @@ type Server struct {
 	mcp *mcpserver.Service
 	// metrics records requests and open streams (observe.go); nil when off.
 	metrics *metrics.Metrics
+	// triggers serves webhooks (triggers.go), nil when none; webhookRate is
+	// Options.WebhookRequestsPerMinute.
+	triggers    Triggers
+	webhookRate int64
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -175,7 +183,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
 		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/"),
-		mcp: opts.MCP, metrics: opts.Metrics}
+		mcp: opts.MCP, metrics: opts.Metrics, triggers: opts.Triggers, webhookRate: opts.WebhookRequestsPerMinute}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -214,6 +222,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
 		// guards, takes its requests before anything else (mcp.go).
 		e.Pre(mountMCP(s.newMCP(opts)))
+	}
+	if s.triggers != nil {
+		// The webhooks of Workflow apps are served beside the API, by an Echo of their own
+		// (triggers.go).
+		e.Pre(mountTriggers(s.newTriggersEcho(opts)))
 	}
 	e.Pre(dropEmptyQueryValues)
 	e.Use(requestID()...)

@@ -331,6 +331,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationLimits,
 	migrationIdempotency,
 	migrationJobTraces,
+	migrationTriggers,
 }
 
 // schemaMigrationsDDL is the same on both engines.

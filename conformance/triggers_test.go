@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
@@ -404,6 +405,34 @@ func TestScheduleAcrossReplicas(t *testing.T) {
 	span := int(times[len(times)-1].Sub(times[0])/time.Second) + 1
 	if len(times) < 5 || span-len(times) > 1 {
 		t.Fatalf("%d runs over %d seconds: %v", len(times), span, times)
+	}
+	// Each run is the run of one claimed tick, and each claimed tick has its run: the claims in
+	// the database are the runs' ticks, one for one.
+	db, err := sql.Open("pgx", a.engine.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT tick_at FROM trigger_ticks WHERE node_id = $1 ORDER BY tick_at", everySecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var claimed []time.Time
+	for rows.Next() {
+		var at int64
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, time.Unix(at, 0))
+	}
+	if len(claimed) != len(times) {
+		t.Fatalf("%d ticks claimed, %d runs: %v / %v", len(claimed), len(times), claimed, times)
+	}
+	for i := range claimed {
+		if !claimed[i].Equal(times[i]) {
+			t.Fatalf("tick %s claimed, run %s", claimed[i], times[i])
+		}
 	}
 	// Both replicas serve the same logs.
 	if n := len(scheduleRuns(t, a, key)); n != len(times) {

@@ -30,7 +30,7 @@ import (
 func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apps",
-		Short: "Manage apps: import and export Dify DSL files, list, publish, delete, publish as MCP servers",
+		Short: "Manage apps: import and export Dify DSL files, list, publish, delete, publish as MCP servers, triggers",
 		Long: "Apps come from the config file and from imports of Dify DSL files. Imported apps live in\n" +
 			"the database; a running server serves an import, publish or delete at once.",
 	}

@@ -10,7 +10,9 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -59,6 +61,8 @@ type sweepOp struct {
 	key              string
 	// headers are the values of the operation's header parameters (X-App-Code).
 	headers map[string]string
+	// root says the path has servers of its own: it is served at the server's root.
+	root bool
 }
 
 // sweepFixtures are real resources, by the parameter or member name that refers to them.
@@ -125,6 +129,49 @@ var externalNoFixture = map[string]string{
 	"getPassport": "needs a site code, printed by the CLI",
 }
 
+func init() {
+	// A webhook exists once a Workflow app that starts from one is imported and published,
+	// which the sweep does through the CLI.
+	for _, m := range []string{"Get", "Post", "Put", "Patch", "Delete"} {
+		externalNoFixture["callWebhook"+m] = "needs a webhook app imported through the CLI"
+		externalNoFixture["callWebhookDebug"+m] = "needs a webhook app imported through the CLI"
+	}
+}
+
+// sweepWebhooks imports a Workflow app with a webhook for each method the contract declares,
+// each taking JSON without required parameters, and returns their ids by method (Get, Post, …).
+func sweepWebhooks(t *testing.T, p *Parley) map[string]string {
+	t.Helper()
+	methods := []string{"Get", "Post", "Put", "Patch", "Delete"}
+	var nodes, edges strings.Builder
+	for _, m := range methods {
+		fmt.Fprintf(&nodes, "    - {id: hook-%s, data: {type: trigger-webhook, title: %s, method: %s, content_type: application/json}}\n",
+			strings.ToLower(m), m, strings.ToUpper(m))
+		fmt.Fprintf(&nodes, "    - {id: end-%s, data: {type: end, title: End, outputs: []}}\n", strings.ToLower(m))
+		fmt.Fprintf(&edges, "    - {id: e-%s, source: hook-%s, target: end-%s}\n", strings.ToLower(m), strings.ToLower(m), strings.ToLower(m))
+	}
+	doc := "version: 0.5.0\nkind: app\napp: {name: Sweep Webhooks, mode: workflow}\nworkflow:\n  graph:\n    nodes:\n" +
+		nodes.String() + "    edges:\n" + edges.String()
+	path := filepath.Join(t.TempDir(), "sweep-webhooks.yml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.CLI(t, "apps", "import", "--publish", path)
+	out := map[string]string{}
+	for _, tr := range triggersOf(t, p, "Sweep Webhooks") {
+		id := tr.what[strings.LastIndex(tr.what, "/")+1:]
+		for _, m := range methods {
+			if tr.node == "hook-"+strings.ToLower(m) {
+				out[m] = id
+			}
+		}
+	}
+	if len(out) != len(methods) {
+		t.Fatalf("sweep webhooks: %v", out)
+	}
+	return out
+}
+
 // audioOps are the speech operations, which the sweep runs with a key of the `speaker` app (its
 // speech features are on) when it controls the server.
 var audioOps = map[string]bool{"audioToText": true, "textToAudio": true}
@@ -156,7 +203,12 @@ func sweepSend(t *testing.T, hc *http.Client, p *Parley, op sweepOp, pr sweepPro
 	if pr.body != nil {
 		body = bytes.NewReader(pr.body)
 	}
-	req, err := http.NewRequest(pr.method, p.URL+pr.path, body)
+	base := p.URL
+	if op.root {
+		// An operation served at the server's root, beside /v1 (the webhooks).
+		base = strings.TrimSuffix(p.URL, "/v1")
+	}
+	req, err := http.NewRequest(pr.method, base+pr.path, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", op.id, pr.what, err)
 	}
@@ -240,6 +292,9 @@ func sweepSetup(t *testing.T, p *Parley) sweepFixtures {
 		fx["workflow_id@runWorkflowVersion"], fx["workflow_run_id"], fx["task_id@stopWorkflowTask"] = w.versionID, w.runID, w.taskID
 		_, fx["form_token"] = sweepHumanInput(t, p)
 		fx["action"] = "approve"
+		for method, id := range sweepWebhooks(t, p) {
+			fx["webhook_id@callWebhook"+method], fx["webhook_id@callWebhookDebug"+method] = id, id
+		}
 	}
 	kc := newClient(t, p, p.KnowledgeKey)
 	ac := newClient(t, p, p.AppKey)
@@ -486,7 +541,7 @@ func sweepOperations(t *testing.T, c *contract, p *Parley) []sweepOp {
 	var ops []sweepOp
 	for tmpl, item := range c.doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			o := sweepOp{id: op.OperationID, method: method, tmpl: tmpl, op: op}
+			o := sweepOp{id: op.OperationID, method: method, tmpl: tmpl, op: op, root: len(item.Servers) > 0}
 			o.params = append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...)
 			var scheme string
 			if op.Security != nil && len(*op.Security) > 0 {

@@ -15,13 +15,14 @@ import (
 // Parley's authors did not write) with a model fallback, and runs each that imports through POST
 // /workflows/run with the fake provider: the stream must end with workflow_finished, succeeded,
 // or failed in a node on the test's sample inputs or for want of the Internet. Datasets are mapped
-// to a knowledge base of the test. A file that does not import must be refused only for node
-// types Parley does not run yet (a trigger node instead of a start node among them), agent
-// strategies or tools it does not have. The tally is logged.
+// to a knowledge base of the test. A file that starts from triggers instead of a start node
+// imports with its triggers listed by `parley apps triggers` (it runs when they fire, not through
+// the API). A file that does not import must be refused only for node types Parley does not run
+// yet, agent strategies or tools it does not have. The tally is logged.
 func TestPublicWorkflows(t *testing.T) {
 	files, p := publicCorpus(t, "workflow")
 	ctx := context.Background()
-	var ran, failed []string
+	var ran, failed, triggered []string
 	imported := 0
 	refused := map[string]int{}
 	for i, path := range files {
@@ -46,6 +47,16 @@ func TestPublicWorkflows(t *testing.T) {
 			continue
 		}
 		imported++
+		if out := p.CLI(t, "apps", "triggers", name); out != "" {
+			// It starts from triggers: listed, each a webhook or a schedule.
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) < 3 || f[1] != "webhook" && f[1] != "schedule" {
+					t.Fatalf("%s: triggers %q", filepath.Base(path), out)
+				}
+			}
+			triggered = append(triggered, filepath.Base(path))
+			continue
+		}
 		key := p.CLI(t, "keys", "create", "--app", name)
 		c := newClient(t, p, key)
 		par, err := c.GetAppParametersWithResponse(ctx, &client.GetAppParametersParams{})
@@ -73,8 +84,11 @@ func TestPublicWorkflows(t *testing.T) {
 	}
 	sort.Strings(types)
 	t.Logf("%d of %d public Workflow apps import; %d run to workflow_finished succeeded: %s; %d fail in a node:\n%s\n"+
-		"refused for: %s", imported, len(files), len(ran), strings.Join(ran, ", "), len(failed), strings.Join(failed, "\n"),
-		strings.Join(types, ", "))
+		"%d start from triggers: %s\nrefused for: %s", imported, len(files), len(ran), strings.Join(ran, ", "), len(failed),
+		strings.Join(failed, "\n"), len(triggered), strings.Join(triggered, ", "), strings.Join(types, ", "))
+	if len(triggered) == 0 {
+		t.Fatal("no public Workflow app starts from triggers; the corpus has one (a1sh4-schedule-triggered.yml)")
+	}
 	if len(ran) < minPublicWorkflowsRun {
 		t.Fatalf("only %d public Workflow apps ran", len(ran))
 	}

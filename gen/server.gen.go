@@ -2190,13 +2190,19 @@ func (e WorkflowLogWorkflowRunStatus) Valid() bool {
 
 // Defines values for WorkflowLogWorkflowRunTriggeredFrom.
 const (
-	AppRun WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+	WorkflowLogWorkflowRunTriggeredFromAppRun   WorkflowLogWorkflowRunTriggeredFrom = "app-run"
+	WorkflowLogWorkflowRunTriggeredFromSchedule WorkflowLogWorkflowRunTriggeredFrom = "schedule"
+	WorkflowLogWorkflowRunTriggeredFromWebhook  WorkflowLogWorkflowRunTriggeredFrom = "webhook"
 )
 
 // Valid indicates whether the value is a known member of the WorkflowLogWorkflowRunTriggeredFrom enum.
 func (e WorkflowLogWorkflowRunTriggeredFrom) Valid() bool {
 	switch e {
-	case AppRun:
+	case WorkflowLogWorkflowRunTriggeredFromAppRun:
+		return true
+	case WorkflowLogWorkflowRunTriggeredFromSchedule:
+		return true
+	case WorkflowLogWorkflowRunTriggeredFromWebhook:
 		return true
 	default:
 		return false
@@ -2257,6 +2263,27 @@ func (e WorkflowRunDetailStatus) Valid() bool {
 	case WorkflowRunDetailStatusStopped:
 		return true
 	case WorkflowRunDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowRunDetailTriggeredFrom.
+const (
+	WorkflowRunDetailTriggeredFromAppRun   WorkflowRunDetailTriggeredFrom = "app-run"
+	WorkflowRunDetailTriggeredFromSchedule WorkflowRunDetailTriggeredFrom = "schedule"
+	WorkflowRunDetailTriggeredFromWebhook  WorkflowRunDetailTriggeredFrom = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowRunDetailTriggeredFrom enum.
+func (e WorkflowRunDetailTriggeredFrom) Valid() bool {
+	switch e {
+	case WorkflowRunDetailTriggeredFromAppRun:
+		return true
+	case WorkflowRunDetailTriggeredFromSchedule:
+		return true
+	case WorkflowRunDetailTriggeredFromWebhook:
 		return true
 	default:
 		return false
@@ -6015,16 +6042,18 @@ type WorkflowLog struct {
 	Details       *map[string]interface{}  `json:"details"`
 	Id            openapi_types.UUID       `json:"id"`
 	WorkflowRun   struct {
-		CreatedAt       int64                               `json:"created_at"`
-		ElapsedTime     float64                             `json:"elapsed_time"`
-		Error           *string                             `json:"error"`
-		ExceptionsCount int                                 `json:"exceptions_count"`
-		FinishedAt      *int64                              `json:"finished_at"`
-		Id              openapi_types.UUID                  `json:"id"`
-		Status          WorkflowLogWorkflowRunStatus        `json:"status"`
-		TotalSteps      int                                 `json:"total_steps"`
-		TotalTokens     int                                 `json:"total_tokens"`
-		TriggeredFrom   WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
+		CreatedAt       int64                        `json:"created_at"`
+		ElapsedTime     float64                      `json:"elapsed_time"`
+		Error           *string                      `json:"error"`
+		ExceptionsCount int                          `json:"exceptions_count"`
+		FinishedAt      *int64                       `json:"finished_at"`
+		Id              openapi_types.UUID           `json:"id"`
+		Status          WorkflowLogWorkflowRunStatus `json:"status"`
+		TotalSteps      int                          `json:"total_steps"`
+		TotalTokens     int                          `json:"total_tokens"`
+
+		// TriggeredFrom How the run was started (Dify's values): `app-run` through the API, `webhook` by a webhook trigger, `schedule` by a schedule trigger.
+		TriggeredFrom WorkflowLogWorkflowRunTriggeredFrom `json:"triggered_from"`
 
 		// Version The published version that ran (its number).
 		Version string `json:"version"`
@@ -6043,7 +6072,7 @@ type WorkflowLogCreatedFrom string
 // WorkflowLogWorkflowRunStatus defines model for WorkflowLog.WorkflowRun.Status.
 type WorkflowLogWorkflowRunStatus string
 
-// WorkflowLogWorkflowRunTriggeredFrom defines model for WorkflowLog.WorkflowRun.TriggeredFrom.
+// WorkflowLogWorkflowRunTriggeredFrom How the run was started (Dify's values): `app-run` through the API, `webhook` by a webhook trigger, `schedule` by a schedule trigger.
 type WorkflowLogWorkflowRunTriggeredFrom string
 
 // WorkflowLogList defines model for WorkflowLogList.
@@ -6098,11 +6127,17 @@ type WorkflowRunDetail struct {
 	Status      WorkflowRunDetailStatus `json:"status"`
 	TotalSteps  int                     `json:"total_steps"`
 	TotalTokens int                     `json:"total_tokens"`
-	WorkflowId  string                  `json:"workflow_id"`
+
+	// TriggeredFrom How the run was started, as the logs say it: `app-run` through the API, `webhook` or `schedule` by a trigger.
+	TriggeredFrom WorkflowRunDetailTriggeredFrom `json:"triggered_from"`
+	WorkflowId    string                         `json:"workflow_id"`
 }
 
 // WorkflowRunDetailStatus defines model for WorkflowRunDetail.Status.
 type WorkflowRunDetailStatus string
+
+// WorkflowRunDetailTriggeredFrom How the run was started, as the logs say it: `app-run` through the API, `webhook` or `schedule` by a trigger.
+type WorkflowRunDetailTriggeredFrom string
 
 // WorkflowRunEventsEvent One event of the stream-workflow-events operation, dispatched on `event`: a Chatflow's
 // events have the shapes of `ChatStreamEvent`, a Workflow app's those of
@@ -6251,6 +6286,9 @@ type User = string
 
 // UserRequired defines model for UserRequired.
 type UserRequired = string
+
+// WebhookId defines model for WebhookId.
+type WebhookId = string
 
 // BadRequest The body of every error response, and the payload members of the `error` event.
 type BadRequest = Error

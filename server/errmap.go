@@ -25,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/internal/segment"
 	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/triggers"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
@@ -105,7 +106,9 @@ func domainOutcome(err error) *APIError {
 		runFailed *chatflow.RunFailedError
 		formData  *workflow.FormDataError
 		badGraph  *chatflow.InvalidGraphError
-		unusable  *models.UnusableError
+		// internal/triggers
+		webhookReq *triggers.RequestError
+		unusable   *models.UnusableError
 		// internal/conversations
 		varName *conversations.VariableNameError
 		varType *conversations.VariableTypeError
@@ -239,6 +242,19 @@ func domainOutcome(err error) *APIError {
 		return errInvalidParam(runFailed.Error())
 	case errors.As(err, &badGraph):
 		return errInvalidParam(badGraph.Error())
+	case errors.Is(err, chatflow.ErrTriggeredOnly):
+		return errInvalidParam("This workflow starts from triggers (webhook, schedule), not from a user input form: it runs when a trigger fires.")
+
+	// internal/triggers: a webhook's URL, and a request its manifest refuses.
+	case errors.Is(err, triggers.ErrWebhookNotFound):
+		return apiError(http.StatusNotFound, "not_found", "Webhook not found.")
+	case errors.Is(err, triggers.ErrWebhookPaused):
+		return apiError(http.StatusNotFound, "not_found", "Webhook trigger is disabled.")
+	case errors.As(err, &webhookReq):
+		if webhookReq.Status == http.StatusRequestEntityTooLarge {
+			return apiError(webhookReq.Status, "request_entity_too_large", webhookReq.Message)
+		}
+		return apiError(http.StatusBadRequest, "bad_request", webhookReq.Message)
 
 	// internal/models
 	case errors.As(err, &unusable):

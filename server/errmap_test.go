@@ -47,6 +47,7 @@ import (
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/openapi"
 	"github.com/parleyhq/parley/internal/tools/toolreg"
+	"github.com/parleyhq/parley/internal/triggers"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/internal/workflow"
 	"github.com/parleyhq/parley/internal/workflow/chatflow"
@@ -221,6 +222,13 @@ func domainOutcomes() map[string]outcome {
 		"workflow/chatflow.RunFailedError":      {&chatflow.RunFailedError{Msg: "node llm (LLM): boom"}, invalid("Run failed: node llm (LLM): boom")},
 		"workflow/chatflow.InvalidGraphError": {&chatflow.InvalidGraphError{Problems: []workflow.Problem{{NodeID: "c", Type: "code", Msg: "not supported"}}},
 			invalid("the app's workflow cannot run: node c (code): not supported")},
+		"workflow/chatflow.ErrTriggeredOnly": {chatflow.ErrTriggeredOnly,
+			invalid("This workflow starts from triggers (webhook, schedule), not from a user input form: it runs when a trigger fires.")},
+
+		"triggers.ErrWebhookNotFound": {fmt.Errorf("%w: x", triggers.ErrWebhookNotFound), wire{status: 404, code: "not_found", msg: "Webhook not found."}},
+		"triggers.ErrWebhookPaused":   {triggers.ErrWebhookPaused, wire{status: 404, code: "not_found", msg: "Webhook trigger is disabled."}},
+		"triggers.RequestError": {&triggers.RequestError{Status: 400, Message: "Required parameter missing: name"},
+			wire{status: 400, code: "bad_request", msg: "Required parameter missing: name"}},
 
 		"segment.ValidationError":           {&segment.ValidationError{Message: "Custom rule is required."}, invalid("Custom rule is required.")},
 		"segment.LengthError":               {&segment.LengthError{Max: 4000, Got: 5000}, invalid("Custom segment length should be between 50 and 4000.")},
@@ -305,6 +313,9 @@ func internalFailures() map[string]struct {
 		"mcpserver.RunError":                       {&mcpserver.RunError{Err: errors.New("x")}, "wraps a run's failure for the MCP endpoint, which maps the failure inside (mapError unwraps it)"},
 		"mcpserver.ErrNoServer":                    {mcpserver.ErrNoServer, "raised only by the apps mcp command of the CLI; no route returns it"},
 		"sites.ErrConfigSet":                       {sites.ErrConfigSet, "raised only by the apps site command of the CLI; no route returns it"},
+		"triggers.ErrTriggerNotFound":              {triggers.ErrTriggerNotFound, "raised only by the apps triggers command of the CLI; no route returns it"},
+		"store.ErrTickTaken":                       {store.ErrTickTaken, "another replica claimed a schedule's tick first; the scheduler skips it, no request sees it"},
+		"workflow/chatflow.ErrTriggerGone":         {chatflow.ErrTriggerGone, "a trigger's queued run whose node left the published graph; the job drops it with a warning, no request sees it"},
 	}
 }
 

@@ -126,7 +126,12 @@ func TestEveryOperationRoutesToItself(t *testing.T) {
 	}
 	param := regexp.MustCompile(`\{[^}]+\}`)
 	for path, item := range doc.Paths.Map() {
-		concrete := BasePath + param.ReplaceAllString(path, "0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60")
+		base := BasePath
+		if len(item.Servers) > 0 {
+			// A path with servers of its own (the webhooks) sits at the server's root.
+			base = ""
+		}
+		concrete := base + param.ReplaceAllString(path, "0190f5a2-6d1e-7c3b-9a4f-2b8c1d7e5f60")
 		for method, op := range item.Operations() {
 			route, _, err := router.FindRoute(httptest.NewRequest(method, concrete, nil))
 			if err != nil {

@@ -116,6 +116,10 @@ type Options struct {
 	// PageSites finds the sites of the app pages (pages.go); nil: the sites of Sites, and with
 	// neither every page answers 404.
 	PageSites SiteFinder
+	// Triggers serves the webhooks of Workflow apps (server/triggers.go); nil: none.
+	Triggers Triggers
+	// WebhookRequestsPerMinute is how many requests one webhook takes per minute; 0: no limit.
+	WebhookRequestsPerMinute int64
 }
 
 // Server implements gen.StrictServerInterface.
@@ -154,6 +158,10 @@ type Server struct {
 	metrics *metrics.Metrics
 	// sites keeps the web sites of apps and checks their passports (sites.go).
 	sites *sites.Service
+	// triggers serves webhooks (triggers.go), nil when none; webhookRate is
+	// Options.WebhookRequestsPerMinute.
+	triggers    Triggers
+	webhookRate int64
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -184,7 +192,7 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		maxUploadBytes: opts.MaxUploadBytes,
 		pingInterval:   opts.PingInterval, streamStall: opts.StreamStall, log: opts.Logger,
 		humanInput: opts.HumanInput, events: opts.EventLog, publicURL: strings.TrimRight(opts.PublicURL, "/"),
-		mcp: opts.MCP, metrics: opts.Metrics, sites: opts.Sites}
+		mcp: opts.MCP, metrics: opts.Metrics, sites: opts.Sites, triggers: opts.Triggers, webhookRate: opts.WebhookRequestsPerMinute}
 	if s.pingInterval <= 0 {
 		s.pingInterval = sse.DefaultPingInterval
 	}
@@ -236,6 +244,11 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 		return nil, nil, err
 	}
 	e.Pre(pg.middleware())
+	if s.triggers != nil {
+		// The webhooks of Workflow apps are served beside the API, by an Echo of their own
+		// (triggers.go).
+		e.Pre(mountTriggers(s.newTriggersEcho(opts)))
+	}
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {
 		e.Use(s.observe)

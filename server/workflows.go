@@ -219,7 +219,8 @@ func (s *Server) GetWorkflowRun(ctx context.Context, req gen.GetWorkflowRunReque
 	}
 	out := gen.GetWorkflowRun200JSONResponse{Id: mustUUID(r.ID), WorkflowId: r.WorkflowID,
 		Status: gen.WorkflowRunDetailStatus(r.Status), Inputs: inputs, Outputs: outputs, Error: nullableText(r.Error),
-		TotalSteps: r.TotalSteps, TotalTokens: int(r.TotalTokens), CreatedAt: r.CreatedAt.Unix(), ElapsedTime: r.Elapsed}
+		TotalSteps: r.TotalSteps, TotalTokens: int(r.TotalTokens), CreatedAt: r.CreatedAt.Unix(), ElapsedTime: r.Elapsed,
+		TriggeredFrom: gen.WorkflowRunDetailTriggeredFrom(triggeredFrom(r))}
 	if r.FinishedAt != nil {
 		f := r.FinishedAt.Unix()
 		out.FinishedAt = &f
@@ -291,7 +292,8 @@ func (s *Server) ListWorkflowLogs(ctx context.Context, req gen.ListWorkflowLogsR
 		wr := &item.WorkflowRun
 		wr.Id, wr.Version, wr.Status = mustUUID(r.ID), strconv.FormatInt(l.Version, 10), gen.WorkflowLogWorkflowRunStatus(r.Status)
 		wr.Error, wr.ElapsedTime, wr.TotalTokens, wr.TotalSteps = nullableText(r.Error), r.Elapsed, int(r.TotalTokens), r.TotalSteps
-		wr.CreatedAt, wr.ExceptionsCount, wr.TriggeredFrom = r.CreatedAt.Unix(), r.ExceptionsCount, "app-run"
+		wr.CreatedAt, wr.ExceptionsCount = r.CreatedAt.Unix(), r.ExceptionsCount
+		wr.TriggeredFrom = gen.WorkflowLogWorkflowRunTriggeredFrom(triggeredFrom(r))
 		if r.FinishedAt != nil {
 			f := r.FinishedAt.Unix()
 			wr.FinishedAt = &f
@@ -307,4 +309,13 @@ func nullableText(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// triggeredFrom is how a run was started, as Dify's logs say it: app-run through the API, webhook
+// or schedule by a trigger.
+func triggeredFrom(r store.WorkflowRun) string {
+	if r.TriggeredFrom == "" {
+		return store.TriggeredFromAppRun
+	}
+	return r.TriggeredFrom
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
@@ -24,18 +25,20 @@ import (
 	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/triggers"
 )
 
 func newAppsCmd(getenv func(string) string, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apps",
-		Short: "Manage apps: import and export Dify DSL files, list, publish, delete, publish as MCP servers",
+		Short: "Manage apps: import and export Dify DSL files, list, publish, delete, publish as MCP servers, triggers",
 		Long: "Apps come from the config file and from imports of Dify DSL files. Imported apps live in\n" +
 			"the database; a running server serves an import, publish or delete at once.",
 	}
 	cmd.AddCommand(newAppsImportCmd(getenv, f), newAppsListCmd(getenv, f), newAppsExportCmd(getenv, f),
 		newAppsPublishCmd(getenv, f), newAppsDeleteCmd(getenv, f), newAppsMCPCmd(getenv, f), newAppsLimitsCmd(getenv, f),
-		newAppsSiteCmd(getenv, f))
+		newAppsSiteCmd(getenv, f),
+		newAppsTriggersCmd(getenv, f))
 	return cmd
 }
 
@@ -332,6 +335,17 @@ func publishApp(ctx context.Context, e *env, name string, w io.Writer) (apps.Pub
 	}
 	fmt.Fprintf(w, "parley: published %q version %d (%s)\n", name, p.Version, p.VersionID)
 	e.log.Debug("app published", "app", name, "version", p.Version, "version_id", p.VersionID)
+	if p.App.Mode == apps.ModeWorkflow {
+		// The triggers of the new version are ready at once: new webhooks have their URLs, new
+		// schedules their first tick (a running server would sync them within a poll).
+		ts, err := triggerService(e).Sync(ctx, p.App)
+		if err != nil {
+			return p, err
+		}
+		if len(ts) > 0 {
+			fmt.Fprintf(w, "parley: %q starts from %d trigger(s): parley apps triggers %s lists them\n", name, len(ts), shellQuote(name))
+		}
+	}
 	return p, nil
 }
 
@@ -604,4 +618,85 @@ func newAppsLimitsCmd(getenv func(string) string, f *flags) *cobra.Command {
 	}
 	limitFlags(cmd, &l)
 	return cmd
+}
+
+func newAppsTriggersCmd(getenv func(string) string, f *flags) *cobra.Command {
+	var pause, resume, baseURL string
+	cmd := &cobra.Command{
+		Use:   "triggers NAME [--pause NODE_ID | --resume NODE_ID] [--url BASE]",
+		Short: "List a Workflow app's triggers (webhooks, schedules); pause and resume one",
+		Long: "List the triggers of a published Workflow app that starts from trigger nodes, one line each:\n" +
+			"its node id, its kind (webhook or schedule), and a webhook's full URL or a schedule's next\n" +
+			"run time (RFC 3339, in the schedule's time zone; - when it is paused or never ticks again),\n" +
+			"then \"paused\" for a paused trigger. A webhook's URL is BASE/triggers/webhook/ID: ID is a\n" +
+			"random secret the node keeps for as long as it stays in the app's published graph. BASE is\n" +
+			"--url, else PARLEY_TRIGGER_URL, else http:// and the listen address.\n" +
+			"--pause NODE_ID stops a trigger: a paused schedule does not tick, a paused webhook answers\n" +
+			"404; --resume NODE_ID starts it again (a schedule from its next tick: the ticks it missed\n" +
+			"while paused do not run). A running server sees the change at once. See docs/triggers.md.",
+		Args: cobra.ExactArgs(1),
+		RunE: withEnv(getenv, f, func(cmd *cobra.Command, args []string, e *env) error {
+			ctx := cmd.Context()
+			if pause != "" && resume != "" {
+				return errors.New("--pause and --resume cannot go together")
+			}
+			a, err := e.apps.ByName(ctx, args[0])
+			if err != nil {
+				return appErr(ctx, e, err, args[0])
+			}
+			stderr := cmd.ErrOrStderr()
+			if a.Mode != apps.ModeWorkflow {
+				return fmt.Errorf("%q is a %s app: only Workflow apps start from triggers", a.Name, a.Mode)
+			}
+			if a.PublishedVersion == "" {
+				return fmt.Errorf("%q is not published: its triggers are those of its published version (parley apps publish %s)",
+					a.Name, shellQuote(a.Name))
+			}
+			svc := triggerService(e)
+			if baseURL != "" {
+				svc = triggers.New(triggers.Options{Store: e.store, Apps: e.apps, URL: baseURL})
+			}
+			if node := pause + resume; node != "" {
+				t, err := svc.SetPaused(ctx, a, node, pause != "")
+				if err != nil {
+					return err
+				}
+				e.log.Info("trigger changed", "app", a.Name, "node_id", node, "status", t.Status)
+			}
+			list, err := svc.List(ctx, a)
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintf(stderr, "parley: %q has no triggers: it starts from its user-input start node (POST /workflows/run)\n", a.Name)
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			for _, t := range list {
+				what := "-"
+				switch {
+				case t.URL != "":
+					what = t.URL
+				case t.Next != nil:
+					what = t.Next.Format(time.RFC3339)
+				}
+				line := t.NodeID + "\t" + t.Kind + "\t" + what
+				if t.Status == store.TriggerPaused {
+					line += "\tpaused"
+				}
+				fmt.Fprintln(tw, line)
+			}
+			return tw.Flush()
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&pause, "pause", "", "NODE_ID: pause that trigger (a schedule stops ticking, a webhook answers 404)")
+	fl.StringVar(&resume, "resume", "", "NODE_ID: resume that trigger (a schedule from its next tick)")
+	fl.StringVar(&baseURL, "url", "", "the address clients reach the server at, for the printed URLs (default PARLEY_TRIGGER_URL, else the listen address)")
+	return cmd
+}
+
+// triggerService is the triggers of the CLI's apps: enough to sync, list, pause and resume them.
+func triggerService(e *env) *triggers.Service {
+	return triggers.New(triggers.Options{Store: e.store, Apps: e.apps, URL: e.cfg.TriggerBaseURL(), Logger: e.log})
 }

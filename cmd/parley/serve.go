@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/workflow/httpreq"
 	"github.com/parleyhq/parley/internal/workflow/humaninput"
 	"github.com/parleyhq/parley/internal/workflow/nodes"
+	"github.com/parleyhq/parley/internal/workflow/value"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -45,6 +49,7 @@ import (
 	"github.com/parleyhq/parley/internal/providers/registry"
 	"github.com/parleyhq/parley/internal/run"
 	"github.com/parleyhq/parley/internal/tracing"
+	"github.com/parleyhq/parley/internal/triggers"
 	"github.com/parleyhq/parley/internal/vectorindex"
 	"github.com/parleyhq/parley/internal/version"
 	"github.com/parleyhq/parley/server"
@@ -281,6 +286,13 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 	if err != nil {
 		return err
 	}
+	// Workflow apps that start from triggers: webhooks are served beside the API, schedules tick
+	// on every replica (each tick claimed by one in the database), and both queue their runs as
+	// durable jobs.
+	triggerSvc := triggers.New(triggers.Options{Store: e.store, Apps: appRegistry, Runs: engine, Queue: indexQueue,
+		Files: webhookFiles(engine, fileSvc), URL: cfg.TriggerBaseURL(), Poll: cfg.SchedulePoll,
+		MaxBody: cfg.WebhookMaxBodyBytes, Logger: e.log})
+	indexQueue.Handle(triggers.JobKind, triggerSvc.HandleRun)
 	handler, _, err := server.New(server.Options{
 		Sites:         siteSvc,
 		Idempotency:   e.store,
@@ -314,6 +326,8 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		StreamStall:  cfg.StreamWriteTimeout,
 		MaxUploadBytes: int64(max(cfg.Upload.FileSizeLimitMB, cfg.Upload.ImageFileSizeLimitMB,
 			cfg.Upload.AudioFileSizeLimitMB, cfg.Upload.VideoFileSizeLimitMB)) << 20,
+		Triggers:                 triggerSvc,
+		WebhookRequestsPerMinute: cfg.WebhookRequestsPerMinute,
 	})
 	if err != nil {
 		return err
@@ -332,6 +346,7 @@ func serve(ctx context.Context, getenv func(string) string, f *flags) error {
 		return err
 	}
 	go humanInput.ResumeDecided(jobsCtx)
+	go triggerSvc.Run(jobsCtx)
 
 	// The tokenizer (tens of megabytes of tables) loads in the background now rather than in
 	// the first request that counts tokens, which would wait for it; the server's idle size
@@ -477,4 +492,51 @@ func configName(path string) string {
 		return "embedded sample (configs/parley.yaml)"
 	}
 	return path
+}
+
+// webhookFiles keeps the files of webhook requests (multipart file fields, binary bodies) as
+// uploads of the app's anonymous end user, the one trigger runs belong to, and gives each as
+// Dify's file dict for the run's variables. A file the upload limits refuse refuses the request.
+func webhookFiles(engine *run.Engine, fileSvc *files.Service) func(*apps.App) triggers.SaveFile {
+	return func(app *apps.App) triggers.SaveFile {
+		return func(ctx context.Context, filename, contentType string, body io.Reader) (map[string]any, error) {
+			user, err := engine.EndUser(ctx, app.ID, "")
+			if err != nil {
+				return nil, err
+			}
+			if filename == "" {
+				filename = "webhook-body"
+				if exts, _ := mime.ExtensionsByType(contentType); len(exts) > 0 {
+					filename += exts[0]
+				} else {
+					filename += ".bin"
+				}
+			}
+			up, err := fileSvc.Upload(ctx, files.Upload{AppID: app.ID, EndUserID: user.ID, Filename: filename,
+				ContentType: contentType, Body: body})
+			var tooLarge *files.TooLargeError
+			var badExt *files.ExtensionNotAllowedError
+			switch {
+			case errors.As(err, &tooLarge):
+				return nil, &triggers.RequestError{Status: http.StatusRequestEntityTooLarge,
+					Message: fmt.Sprintf("File %q exceeds the %s upload limit of %d MB", filename, tooLarge.Category, tooLarge.Limit>>20)}
+			case errors.As(err, &badExt):
+				return nil, &triggers.RequestError{Status: http.StatusBadRequest,
+					Message: fmt.Sprintf("File %q: files with the extension .%s are not allowed", filename, badExt.Extension)}
+			case err != nil:
+				return nil, err
+			}
+			f := &value.File{ID: up.ID, RelatedID: up.ID, Type: files.FileType(up.MimeType), TransferMethod: value.TransferLocalFile,
+				Filename: up.Name, MimeType: up.MimeType, Size: up.Size}
+			if up.Extension != "" {
+				f.Extension = "." + up.Extension
+			}
+			raw, err := json.Marshal(f)
+			if err != nil {
+				return nil, err
+			}
+			var dict map[string]any
+			return dict, json.Unmarshal(raw, &dict)
+		}
+	}
 }

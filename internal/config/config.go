@@ -167,6 +167,18 @@ type Config struct {
 	// WorkflowNodeTimeout bounds one attempt of one workflow node (PARLEY_WORKFLOW_NODE_TIMEOUT);
 	// an iteration's or a loop's body nodes are bounded each, not the container.
 	WorkflowNodeTimeout time.Duration
+	// TriggerURL is the public base URL (scheme, host, any path prefix) of webhook URLs
+	// (PARLEY_TRIGGER_URL, as Dify's TRIGGER_URL); empty: http:// and the listen address.
+	TriggerURL string
+	// WebhookMaxBodyBytes bounds a webhook request's body (WEBHOOK_REQUEST_BODY_MAX_SIZE, Dify's
+	// name and default, 10 MiB).
+	WebhookMaxBodyBytes int64
+	// WebhookRequestsPerMinute is how many requests one webhook takes per minute, across
+	// replicas (PARLEY_WEBHOOK_REQUESTS_PER_MINUTE); 0: no limit.
+	WebhookRequestsPerMinute int64
+	// SchedulePoll is how often each replica looks for schedules whose tick has come
+	// (PARLEY_SCHEDULE_POLL); a tick is claimed once across replicas whatever it is.
+	SchedulePoll time.Duration
 }
 
 // Values of WorkflowVersionExecution.
@@ -411,6 +423,18 @@ func (c *Config) Validate() error {
 	if c.ExternalKnowledgeTimeout <= 0 {
 		bad("PARLEY_EXTERNAL_KNOWLEDGE_TIMEOUT", "must be positive, got %v", c.ExternalKnowledgeTimeout)
 	}
+	if err := checkFilesURL(c.TriggerURL); err != nil {
+		bad("PARLEY_TRIGGER_URL", "%v", err)
+	}
+	if c.WebhookMaxBodyBytes <= 0 {
+		bad("WEBHOOK_REQUEST_BODY_MAX_SIZE", "must be a positive number of bytes, got %d", c.WebhookMaxBodyBytes)
+	}
+	if c.WebhookRequestsPerMinute < 0 {
+		bad("PARLEY_WEBHOOK_REQUESTS_PER_MINUTE", "must not be negative, got %d", c.WebhookRequestsPerMinute)
+	}
+	if c.SchedulePoll < 10*time.Millisecond || c.SchedulePoll > time.Minute {
+		bad("PARLEY_SCHEDULE_POLL", "must be from 10ms to 1m, got %v", c.SchedulePoll)
+	}
 	if c.JobLease < time.Second {
 		bad("PARLEY_JOB_LEASE", "must be at least 1s, got %v", c.JobLease)
 	}
@@ -550,4 +574,23 @@ func checkFilesURL(v string) error {
 		return fmt.Errorf("must be an http or https URL such as https://parley.example.com, got %q", v)
 	}
 	return nil
+}
+
+// TriggerBaseURL is the base of webhook URLs: TriggerURL, or http:// and the listen address
+// (a loopback address in place of one that listens on every interface).
+func (c *Config) TriggerBaseURL() string {
+	if c.TriggerURL != "" {
+		return strings.TrimRight(c.TriggerURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return "http://" + c.Addr
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

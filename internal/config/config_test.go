@@ -54,6 +54,9 @@ func TestLoadDefaults(t *testing.T) {
 		HumanInputGlobalTimeoutSeconds:      604800,
 		WorkflowNodeTimeout:                 10 * time.Minute,
 		ExternalKnowledgeTimeout:            10 * time.Second,
+		WebhookMaxBodyBytes:                 10 << 20,
+		WebhookRequestsPerMinute:            600,
+		SchedulePoll:                        time.Second,
 		FilesAccessTimeout:                  300 * time.Second,
 		Code: CodeSettings{
 			Timeout: 15 * time.Second, CPULimit: 10 * time.Second, MemoryLimitMB: 256, Python: "/usr/bin/python3",

@@ -118,6 +118,17 @@ func options() []option {
 			parse: set(parseInt, func(c *Config) *int { return &c.HumanInputGlobalTimeoutSeconds })},
 		{name: "PARLEY_WORKFLOW_NODE_TIMEOUT", def: "10m",
 			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.WorkflowNodeTimeout })},
+		// Triggers of Workflow apps (docs/triggers.md): the public base of webhook URLs (Dify's
+		// TRIGGER_URL), the bound of a webhook request's body (Dify's name and default), the
+		// requests a webhook takes per minute, and how often schedules are looked at.
+		{name: "PARLEY_TRIGGER_URL", def: "",
+			parse: set(parseString, func(c *Config) *string { return &c.TriggerURL })},
+		{name: "WEBHOOK_REQUEST_BODY_MAX_SIZE", def: "10485760",
+			parse: set(parseInt64, func(c *Config) *int64 { return &c.WebhookMaxBodyBytes })},
+		{name: "PARLEY_WEBHOOK_REQUESTS_PER_MINUTE", def: "600",
+			parse: set(parseInt64, func(c *Config) *int64 { return &c.WebhookRequestsPerMinute })},
+		{name: "PARLEY_SCHEDULE_POLL", def: "1s",
+			parse: set(parseDuration, func(c *Config) *time.Duration { return &c.SchedulePoll })},
 		{name: "PARLEY_TOOLS_ALLOWED_NETWORKS", def: "",
 			parse: set(parsePrefixList, func(c *Config) *[]netip.Prefix { return &c.ToolsAllowedNetworks })},
 		// External knowledge APIs (docs/external-knowledge.md).

@@ -202,6 +202,10 @@ func (q *Durable) EnqueueAt(ctx context.Context, job Job, at time.Time) (string,
 	return id, nil
 }
 
+// Wake wakes an idle worker to look for due jobs at once: for jobs this process wrote to the
+// database itself (with the write that required them) rather than through EnqueueAt.
+func (q *Durable) Wake() { q.nudge() }
+
 // nudge wakes an idle worker to look for due jobs.
 func (q *Durable) nudge() {
 	select {

@@ -420,9 +420,15 @@ func (e *Engine) Start(ctx context.Context, req Request) (_ *Run, err error) {
 func (e *Engine) conversation(ctx context.Context, app *apps.App, kind Kind, t *Turn) error {
 	id := strings.TrimSpace(t.ConversationID)
 	if kind.OneShot || kind.Workflow || id == "" {
-		inputs, err := app.ValidateInputs(t.Request.Inputs)
-		if err != nil {
-			return err
+		inputs := t.Request.Inputs
+		if t.Trigger == nil {
+			// A trigger's variables are the run's inputs as they are: the app has no form.
+			var err error
+			if inputs, err = app.ValidateInputs(t.Request.Inputs); err != nil {
+				return err
+			}
+		} else if inputs == nil {
+			inputs = map[string]any{}
 		}
 		raw, err := json.Marshal(inputs)
 		if err != nil {

@@ -27,11 +27,27 @@ type Request struct {
 	// WorkflowID pins the published version a workflow kind runs (empty: the latest
 	// published); other kinds ignore it.
 	WorkflowID string
+	// Trigger, when set, is the trigger node a Workflow app's run starts from (a webhook's or a
+	// schedule's) instead of the user-input start node; Inputs are then the trigger's variables,
+	// taken as they are (the app has no input form).
+	Trigger *Trigger
+	// WorkflowRunID, when set, is the id of the workflow run the request starts (a trigger's run
+	// is queued with its id, so that a retry of its job finds whether it started); else a new one.
+	WorkflowRunID string
 	// History is the earlier exchanges of a new conversation, oldest first, as a stateless
 	// client (the OpenAI-compatible API) gives them: the chat kinds' prompts replay them as
 	// they replay a stored conversation's. They are not stored. A continued conversation
 	// replays its own messages instead.
 	History []store.Message
+}
+
+// Trigger is what started a Workflow app's run in place of a request to the API.
+type Trigger struct {
+	// Kind is how the run was triggered, as its workflow run records it (Dify's
+	// triggered_from): store.TriggerWebhook or store.TriggerSchedule.
+	Kind string
+	// NodeID is the trigger node the run starts from.
+	NodeID string
 }
 
 // File is a file attached to a message, as the request references it.

@@ -217,7 +217,7 @@ func (s *Store) ListApps(ctx context.Context) ([]App, error) {
 }
 
 // DeleteApp deletes the live app with the given id, revokes its API keys and
-// deletes its MCP server, in one transaction. The row stays, for the history that refers to it, but
+// deletes its MCP server and its triggers, in one transaction. The row stays, for the history that refers to it, but
 // gives up its name. An unknown or already deleted app gives an error
 // wrapping [ErrNotFound].
 func (s *Store) DeleteApp(ctx context.Context, id string) error {
@@ -244,6 +244,11 @@ WHERE id = ? AND deleted_at IS NULL`), now, "deleted:"+id, now, id)
 		}
 		// So does its web site: its page and the passports it issued stop working.
 		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM sites WHERE app_id = ?"), id)
+		if err != nil {
+			return err
+		}
+		// So do its triggers: its webhook URLs stop answering, its schedules stop ticking.
+		_, err = s.inTx(tx).ExecContext(ctx, s.Rebind("DELETE FROM app_triggers WHERE app_id = ?"), id)
 		return err
 	})
 	if err != nil {

@@ -84,13 +84,14 @@ func (s *Store) SaveRunSegment(ctx context.Context, seg RunSegment) error {
 		}
 		if _, err := x.ExecContext(ctx, s.Rebind(`INSERT INTO workflow_runs
 (id, app_id, workflow_id, conversation_id, message_id, status, inputs, outputs, error, elapsed, total_tokens,
- total_steps, exceptions_count, created_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ total_steps, exceptions_count, created_at, finished_at, triggered_from)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET status = excluded.status, outputs = excluded.outputs, error = excluded.error,
  elapsed = excluded.elapsed, total_tokens = excluded.total_tokens, total_steps = excluded.total_steps,
  exceptions_count = excluded.exceptions_count, finished_at = excluded.finished_at`),
 			r.ID, r.AppID, r.WorkflowID, nullString(r.ConversationID), nullString(r.MessageID), r.Status, orEmptyObject(r.Inputs),
-			orEmptyObject(r.Outputs), r.Error, r.Elapsed, r.TotalTokens, r.TotalSteps, r.ExceptionsCount, r.CreatedAt.Unix(), finished); err != nil {
+			orEmptyObject(r.Outputs), r.Error, r.Elapsed, r.TotalTokens, r.TotalSteps, r.ExceptionsCount, r.CreatedAt.Unix(), finished,
+			r.triggeredFrom()); err != nil {
 			return err
 		}
 		now := time.Now().Unix()

@@ -333,6 +333,7 @@ CREATE INDEX message_files_upload_file_id ON message_files (upload_file_id);
 	migrationJobTraces,
 	migrationSites,
 	migrationExternalKnowledge,
+	migrationTriggers,
 }
 
 // schemaMigrationsDDL is the same on both engines.

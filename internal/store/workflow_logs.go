@@ -61,7 +61,7 @@ func (s *Store) WorkflowLogs(ctx context.Context, f WorkflowLogFilter) ([]Workfl
 		return nil, 0, fmt.Errorf("store: count workflow logs: %w", err)
 	}
 	rows, err := s.conn().QueryContext(ctx, s.Rebind(`SELECT r.id, r.workflow_id, COALESCE(v.version, 0), r.status, r.error,
-r.elapsed, r.total_tokens, r.total_steps, r.exceptions_count, r.created_at, r.finished_at, m.id, e.id, e.session_id`+
+r.elapsed, r.total_tokens, r.total_steps, r.exceptions_count, r.created_at, r.finished_at, r.triggered_from, m.id, e.id, e.session_id`+
 		joins+" LEFT JOIN app_versions v ON v.id = r.workflow_id"+cond+
 		" ORDER BY r.created_at DESC, m.id DESC LIMIT ? OFFSET ?"), append(args, f.Limit, f.Offset)...)
 	if err != nil {
@@ -77,7 +77,7 @@ r.elapsed, r.total_tokens, r.total_steps, r.exceptions_count, r.created_at, r.fi
 		)
 		r := &l.Run
 		if err := rows.Scan(&r.ID, &r.WorkflowID, &l.Version, &r.Status, &r.Error, &r.Elapsed, &r.TotalTokens, &r.TotalSteps,
-			&r.ExceptionsCount, &created, &finished, &l.ID, &l.EndUserID, &l.EndUserSessionID); err != nil {
+			&r.ExceptionsCount, &created, &finished, &r.TriggeredFrom, &l.ID, &l.EndUserID, &l.EndUserSessionID); err != nil {
 			return nil, 0, fmt.Errorf("store: list workflow logs: %w", err)
 		}
 		r.AppID, r.MessageID, r.CreatedAt = f.AppID, l.ID, fromUnix(created)

@@ -31,6 +31,17 @@ type WorkflowRun struct {
 	ExceptionsCount int
 	CreatedAt       time.Time
 	FinishedAt      *time.Time
+	// TriggeredFrom is how the run was started (Dify's triggered_from): TriggeredFromAppRun
+	// (the default) through the API, TriggerWebhook or TriggerSchedule by a trigger.
+	TriggeredFrom string
+}
+
+// triggeredFrom is what a run records of how it was started.
+func (r WorkflowRun) triggeredFrom() string {
+	if r.TriggeredFrom == "" {
+		return TriggeredFromAppRun
+	}
+	return r.TriggeredFrom
 }
 
 // NodeExecution is one run of one node of a workflow run. It is written when the node starts
@@ -76,13 +87,14 @@ func (s *Store) SaveWorkflowRun(ctx context.Context, r WorkflowRun) error {
 	}
 	_, err := s.exec(ctx, `INSERT INTO workflow_runs
 (id, app_id, workflow_id, conversation_id, message_id, status, inputs, outputs, error, elapsed, total_tokens,
- total_steps, exceptions_count, created_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ total_steps, exceptions_count, created_at, finished_at, triggered_from)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET status = excluded.status, outputs = excluded.outputs, error = excluded.error,
  elapsed = excluded.elapsed, total_tokens = excluded.total_tokens, total_steps = excluded.total_steps,
  exceptions_count = excluded.exceptions_count, finished_at = excluded.finished_at`,
 		r.ID, r.AppID, r.WorkflowID, nullString(r.ConversationID), nullString(r.MessageID), r.Status, orEmptyObject(r.Inputs),
-		orEmptyObject(r.Outputs), r.Error, r.Elapsed, r.TotalTokens, r.TotalSteps, r.ExceptionsCount, r.CreatedAt.Unix(), finished)
+		orEmptyObject(r.Outputs), r.Error, r.Elapsed, r.TotalTokens, r.TotalSteps, r.ExceptionsCount, r.CreatedAt.Unix(), finished,
+		r.triggeredFrom())
 	if err != nil {
 		return fmt.Errorf("store: save workflow run %s: %w", r.ID, err)
 	}
@@ -99,9 +111,9 @@ func (s *Store) WorkflowRunByID(ctx context.Context, id string) (WorkflowRun, er
 		finished        sql.NullInt64
 	)
 	err := s.conn().QueryRowContext(ctx, s.Rebind(`SELECT id, app_id, workflow_id, conversation_id, message_id, status,
-inputs, outputs, error, elapsed, total_tokens, total_steps, exceptions_count, created_at, finished_at
+inputs, outputs, error, elapsed, total_tokens, total_steps, exceptions_count, created_at, finished_at, triggered_from
 FROM workflow_runs WHERE id = ?`), id).Scan(&r.ID, &r.AppID, &r.WorkflowID, &conv, &msg, &r.Status, &inputs, &outputs,
-		&r.Error, &r.Elapsed, &r.TotalTokens, &r.TotalSteps, &r.ExceptionsCount, &created, &finished)
+		&r.Error, &r.Elapsed, &r.TotalTokens, &r.TotalSteps, &r.ExceptionsCount, &created, &finished, &r.TriggeredFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		return WorkflowRun{}, fmt.Errorf("store: workflow run %s: %w", id, ErrNotFound)
 	}

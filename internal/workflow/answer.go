@@ -53,10 +53,10 @@ type pendingSession struct {
 	deciders []string
 }
 
-func newCoordinator(g *Graph, pool *Pool, emit func(text string, selector []string), render func(any) string) *coordinator {
+func newCoordinator(g *Graph, root string, pool *Pool, emit func(text string, selector []string), render func(any) string) *coordinator {
 	c := &coordinator{streams: map[[2]string]*stream{}, done: map[string]bool{}, skipped: map[string]bool{},
 		pool: pool, emit: emit, render: render}
-	for _, a := range g.answerPlan() {
+	for _, a := range g.answerPlan(root) {
 		c.waiting = append(c.waiting, &pendingSession{deciders: a.deciders,
 			s: &session{node: a.node, segs: a.segs, writers: a.writers}})
 	}
@@ -70,34 +70,43 @@ type answerSession struct {
 	deciders, writers []string
 }
 
-// answerPlan lists the graph's reachable answer nodes in topological order with their
+// answerPlan lists the answer nodes reachable from root in topological order with their
 // templates, the branch nodes they wait for and the assigners upstream of them. A graph does not
-// change once parsed, so the plan is computed once.
-func (g *Graph) answerPlan() []answerSession {
-	g.planOnce.Do(func() {
-		for _, id := range topoOrder(g, g.reachable()) {
-			n := g.Nodes[id]
-			var a answerSession
-			switch n.Type {
-			case TypeAnswer:
-				a = answerSession{node: id, segs: template.Parse(str(n.Data["answer"]))}
-			case TypeEnd:
-				a = answerSession{node: id, segs: endTemplate(n)}
-			default:
-				continue
-			}
-			for _, anc := range g.ancestors(id) {
-				if isDecider(g.Nodes[anc]) {
-					a.deciders = append(a.deciders, anc)
-				}
-				if g.Nodes[anc].Type == typeAssigner {
-					a.writers = append(a.writers, anc)
-				}
-			}
-			g.plan = append(g.plan, a)
+// change once parsed, so the plan is computed once for each root (the start node, or each
+// trigger of a graph that starts from triggers).
+func (g *Graph) answerPlan(root string) []answerSession {
+	g.planMu.Lock()
+	defer g.planMu.Unlock()
+	if plan, ok := g.plans[root]; ok {
+		return plan
+	}
+	var plan []answerSession
+	for _, id := range topoOrder(g, g.reachable(root)) {
+		n := g.Nodes[id]
+		var a answerSession
+		switch n.Type {
+		case TypeAnswer:
+			a = answerSession{node: id, segs: template.Parse(str(n.Data["answer"]))}
+		case TypeEnd:
+			a = answerSession{node: id, segs: endTemplate(n)}
+		default:
+			continue
 		}
-	})
-	return g.plan
+		for _, anc := range g.ancestors(id) {
+			if isDecider(g.Nodes[anc]) {
+				a.deciders = append(a.deciders, anc)
+			}
+			if g.Nodes[anc].Type == typeAssigner {
+				a.writers = append(a.writers, anc)
+			}
+		}
+		plan = append(plan, a)
+	}
+	if g.plans == nil {
+		g.plans = map[string][]answerSession{}
+	}
+	g.plans[root] = plan
+	return plan
 }
 
 // endTemplate is what an end node streams, as Dify streams the outputs of a Workflow app: its

@@ -139,6 +139,9 @@ type Spec struct {
 	// TextChunks streams the text of answer and end nodes as text_chunk events (Workflow apps)
 	// instead of message events (Chatflows).
 	TextChunks bool
+	// Root is the node the run starts from: a trigger of a graph that starts from triggers
+	// ("" is the graph's start node). A resumed run continues from the root it started from.
+	Root string
 
 	// The scope being run: the container whose body it is ("" for the graph), and for an
 	// iteration round its index; steps numbers the node executions of the whole run.
@@ -218,7 +221,16 @@ func (e *Engine) Execute(ctx context.Context, spec Spec) Report {
 		spec.steps.Store(spec.From.Steps)
 		spec.exceptions.Store(spec.From.Exceptions)
 	}
-	rep := e.execute(ctx, spec, spec.Graph.Root)
+	root := cmp.Or(spec.Root, spec.Graph.Root)
+	if spec.From != nil && spec.From.Root != "" {
+		root = spec.From.Root
+	}
+	if !spec.Graph.IsRoot(root) {
+		return Report{Status: StatusFailed, Err: fmt.Errorf("node %q is not an entry of the graph (its start node or a trigger)", root),
+			Outputs: map[string]any{}, Usage: models.EmptyUsage()}
+	}
+	spec.Root = root
+	rep := e.execute(ctx, spec, root)
 	// Every node execution is stored before the run's outcome is.
 	spec.saves.flush(ctx)
 	rep.Steps, rep.Exceptions = int(spec.steps.Load()), int(spec.exceptions.Load())
@@ -245,7 +257,7 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 				spec.Out.Emit(run.Event{Kind: run.EventTextChunk, Data: TextChunk{Text: t, FromVariableSelector: sel}})
 			}
 		}
-		coord = newCoordinator(g, spec.Pool, emit, e.render)
+		coord = newCoordinator(g, root, spec.Pool, emit, e.render)
 	}
 
 	edges := make(map[*Edge]edgeState, len(g.Edges))
@@ -318,6 +330,17 @@ func (e *Engine) execute(ctx context.Context, spec Spec, root string) Report {
 	}
 	if spec.From == nil || spec.scope != "" {
 		state[root] = stateRunning
+	}
+	if spec.scope == "" && spec.From == nil && len(g.Triggers) > 1 {
+		// A run starts from one trigger: the others do not fire, and what only they lead to
+		// is skipped, as Dify builds a run's graph from its root alone.
+		for _, id := range g.Triggers {
+			if id != root {
+				skip(id)
+			}
+		}
+		coord.resolve(nil, skipped)
+		skipped = skipped[:0]
 	}
 
 	for {

@@ -31,6 +31,20 @@ const (
 	typeNote = "custom-note"
 )
 
+// Trigger node types: the entries of a Workflow app that starts itself instead of from the
+// user-input start node (Dify's core/trigger/constants.py). A graph has either a start node or
+// trigger nodes; each run starts from one of its triggers (Spec.Root).
+const (
+	TypeTriggerWebhook  = "trigger-webhook"
+	TypeTriggerSchedule = "trigger-schedule"
+	TypeTriggerPlugin   = "trigger-plugin"
+)
+
+// IsTrigger reports whether nodes of the type are trigger nodes.
+func IsTrigger(nodeType string) bool {
+	return nodeType == TypeTriggerWebhook || nodeType == TypeTriggerSchedule || nodeType == TypeTriggerPlugin
+}
+
 // Handles of out-edges.
 const (
 	// HandleSource is the handle of an ordinary node's out-edges.
@@ -74,11 +88,15 @@ type Graph struct {
 	// Order lists the node ids in the order of the file.
 	Order []string
 	Edges []*Edge
-	// Root is the id of the start node.
+	// Root is the id of the start node ("" when the graph starts from triggers).
 	Root string
+	// Triggers are the ids of the top-level trigger nodes, in the order of the file: the roots
+	// of a graph without a start node.
+	Triggers []string
 
-	planOnce sync.Once
-	plan     []answerSession
+	// plans holds the answer plan of each root (answerPlan).
+	planMu sync.Mutex
+	plans  map[string][]answerSession
 }
 
 // Problem is one reason a graph cannot run; NodeID is empty for the graph as a whole.
@@ -161,11 +179,16 @@ func Parse(raw map[string]any) (*Graph, error) {
 		dst.in = append(dst.in, e)
 	}
 	for _, id := range g.Order {
-		if n := g.Nodes[id]; n.Type == TypeStart && n.ParentID == "" {
+		n := g.Nodes[id]
+		switch {
+		case n.ParentID != "":
+		case n.Type == TypeStart:
 			if g.Root != "" {
 				errs = append(errs, "the graph has more than one start node")
 			}
 			g.Root = id
+		case IsTrigger(n.Type):
+			g.Triggers = append(g.Triggers, id)
 		}
 	}
 	if len(g.Nodes) == 0 {
@@ -183,12 +206,18 @@ func (n *Node) In() []*Edge { return n.in }
 // Out returns the node's outgoing edges.
 func (n *Node) Out() []*Edge { return n.out }
 
-// Validate lists every reason the graph cannot run in a Chatflow: no start node, and each node
-// whose type supported does not accept, with its id. Nodes inside containers are checked too.
+// Validate lists every reason the graph cannot run: no start node (nor trigger), a start node
+// beside triggers, and each node whose type supported does not accept, with its id. Nodes inside
+// containers are checked too.
 func (g *Graph) Validate(supported func(nodeType string) bool) []Problem {
 	var ps []Problem
-	if g.Root == "" {
+	switch {
+	case g.Root == "" && len(g.Triggers) == 0:
 		ps = append(ps, Problem{Msg: "the graph has no start node"})
+	case g.Root != "" && len(g.Triggers) > 0:
+		// Dify's editor does not let a user-input start node and trigger nodes share a graph.
+		ps = append(ps, Problem{Msg: "the graph has a start node and trigger nodes (" + strings.Join(g.Triggers, ", ") +
+			"); a Workflow starts from one or the other"})
 	}
 	for _, id := range g.Order {
 		n := g.Nodes[id]
@@ -207,10 +236,18 @@ func (g *Graph) Validate(supported func(nodeType string) bool) []Problem {
 // topLevel reports whether the node runs in the main graph (not inside a container).
 func (n *Node) topLevel() bool { return n.ParentID == "" }
 
-// reachable returns the top-level nodes reachable from the root, in file order.
-func (g *Graph) reachable() []string {
-	seen := map[string]bool{g.Root: true}
-	stack := []string{g.Root}
+// IsRoot reports whether a run may start from node id: the start node, or a trigger.
+func (g *Graph) IsRoot(id string) bool {
+	return id != "" && (id == g.Root || slices.Contains(g.Triggers, id))
+}
+
+// reachable returns the top-level nodes reachable from root, in file order.
+func (g *Graph) reachable(root string) []string {
+	if g.Nodes[root] == nil {
+		return nil
+	}
+	seen := map[string]bool{root: true}
+	stack := []string{root}
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]

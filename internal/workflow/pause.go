@@ -112,6 +112,8 @@ type State struct {
 	Outputs    map[string]any             `json:"outputs,omitempty"`
 	Pool       map[string]json.RawMessage `json:"pool"`
 	Answer     coordState                 `json:"answer"`
+	// Root is the trigger the run started from ("" for the start node).
+	Root string `json:"root,omitempty"`
 }
 
 // coordState is the answer coordinator's position.
@@ -141,6 +143,9 @@ func snapshot(g *Graph, spec Spec, edges map[*Edge]edgeState, state map[string]n
 	st := &State{Edges: make([]uint8, len(g.Edges)), Nodes: make(map[string]uint8, len(state)), Pred: pred,
 		Paused: paused, Steps: spec.steps.Load(), Exceptions: spec.exceptions.Load(), Usage: rep.Usage,
 		Resources: rep.Resources, Outputs: rep.Outputs, Pool: spec.Pool.encode()}
+	if spec.Root != g.Root {
+		st.Root = spec.Root
+	}
 	for e, s := range edges {
 		st.Edges[e.index] = uint8(s)
 	}

@@ -802,8 +802,6 @@ func TestPublicExports(t *testing.T) {
 					for _, p := range e.Problems {
 						if !strings.Contains(p.String(), "is not supported yet") &&
 							!strings.Contains(p.String(), "agent strategy") &&
-							// A Workflow app started by a trigger node has no start node.
-							!(head.App.Mode == apps.ModeWorkflow && strings.Contains(p.String(), "the graph has no start node")) &&
 							!strings.Contains(p.String(), "is not available on this server; import without --strict") {
 							t.Fatalf("problem %s", p)
 						}

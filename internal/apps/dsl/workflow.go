@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/parleyhq/parley/internal/apps"
+	"github.com/parleyhq/parley/internal/triggers"
 	"github.com/parleyhq/parley/internal/workflow"
 )
 
@@ -12,7 +13,9 @@ import (
 // with model references rewritten to this server's names), the features, and the environment
 // and conversation variables. The start node's variables become the app's input form, so that
 // requests are validated as for every other kind. A graph with node types Parley does not run
-// is refused, every such node listed with its id.
+// is refused, every such node listed with its id. A Workflow app may start from trigger nodes
+// instead (webhooks, schedules: internal/triggers), each checked as it will run; a plugin
+// trigger is refused with the plugin it names.
 func (c *converter) readWorkflow(top *section) {
 	if !top.has("workflow") {
 		top.raw("workflow")
@@ -57,11 +60,28 @@ func (c *converter) readWorkflow(top *section) {
 	}
 	nodePath := func(id string) string { return index(ws.at("graph")+".nodes", nodeIndex[id]) }
 	for _, pr := range g.Validate(supported) {
-		if pr.NodeID == "" {
+		switch {
+		case pr.NodeID == "":
 			c.p.add(ws.at("graph"), "%s", pr.Msg)
-			continue
+		case workflow.IsTrigger(pr.Type):
+			// Trigger nodes are checked below, with what is wrong with each.
+		default:
+			c.p.add(nodePath(pr.NodeID), "node %s: %s", pr.NodeID, pr.Msg)
 		}
-		c.p.add(nodePath(pr.NodeID), "node %s: %s", pr.NodeID, pr.Msg)
+	}
+	if c.a.Mode == apps.ModeWorkflow {
+		// A Workflow app may start from triggers (webhooks, schedules) instead of its start
+		// node; each is checked as it will run, and plugin triggers are refused.
+		problems := triggers.Check(g)
+		for _, id := range g.Triggers {
+			if msg, ok := problems[id]; ok {
+				c.p.add(nodePath(id), "node %s: %s", id, msg)
+			}
+		}
+	} else {
+		for _, id := range g.Triggers {
+			c.p.add(nodePath(id), "node %s: a %s node starts a Workflow app; a Chatflow starts from its start node", id, g.Nodes[id].Type)
+		}
 	}
 	if c.a.Mode == apps.ModeWorkflow {
 		// A Workflow app's outputs are its end nodes'; Dify's editor refuses to publish one

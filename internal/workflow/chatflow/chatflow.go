@@ -7,12 +7,14 @@
 package chatflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,14 @@ var (
 	ErrNotPublished = errors.New("workflow not published")
 	// ErrFilesNotAccepted is a message with files to a runner built without file support.
 	ErrFilesNotAccepted = errors.New("this server does not accept files for Chatflow apps")
+	// ErrTriggeredOnly is a request to run, through the API, a Workflow app whose graph starts
+	// from triggers (webhooks, schedules) rather than a user-input start node (400
+	// invalid_param).
+	ErrTriggeredOnly = errors.New("this workflow starts from triggers (webhook, schedule), not from a user-input start node; " +
+		"it runs when a trigger fires (parley apps triggers NAME lists them)")
+	// ErrTriggerGone is a trigger's run of an app whose published graph no longer has the
+	// trigger (it was published again meanwhile): the run is not started.
+	ErrTriggerGone = errors.New("the trigger is no longer in the app's published workflow")
 )
 
 // RunFailedError is the failure of a run: a node failed and no error strategy handled it. The
@@ -162,7 +172,13 @@ func (r *Runner) Prepare(ctx context.Context, t run.Turn) (run.Job, error) {
 			return run.Job{}, err
 		}
 	}
-	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: uuid.NewString(), files: []any{}}
+	switch tr := t.Trigger; {
+	case tr == nil && v.graph.Root == "":
+		return run.Job{}, ErrTriggeredOnly
+	case tr != nil && (t.App.Mode != apps.ModeWorkflow || !slices.Contains(v.graph.Triggers, tr.NodeID)):
+		return run.Job{}, fmt.Errorf("%w: node %s", ErrTriggerGone, tr.NodeID)
+	}
+	w := &work{r: r, v: v, t: t, history: history, convVars: convVars, runID: cmp.Or(t.WorkflowRunID, uuid.NewString()), files: []any{}}
 	if w.t.Inputs, err = r.fileInputs(ctx, v.app, t); err != nil {
 		return run.Job{}, err
 	}
@@ -347,6 +363,11 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 	w.messageCreated = out.CreatedAt().Unix()
 	rec := store.WorkflowRun{ID: w.runID, AppID: a.ID, WorkflowID: w.v.id, ConversationID: t.Conversation.ID,
 		MessageID: out.MessageID(), Status: workflow.StatusRunning, Inputs: rawInputs, CreatedAt: created}
+	var root string
+	if tr := t.Trigger; tr != nil {
+		// A trigger's run starts from the trigger node and says so in the logs.
+		root, rec.TriggeredFrom = tr.NodeID, tr.Kind
+	}
 	if isApp {
 		// The run's message is the engine's bookkeeping (stop, heartbeat, the end user); the
 		// API shows no conversation for it.
@@ -359,7 +380,8 @@ func (w *work) Run(ctx context.Context, out *run.Output) (run.Outcome, error) {
 		Inputs: inputs, CreatedAt: created.Unix(), Reason: "initial"}})
 
 	env := &nodes.Env{Inputs: t.Inputs, History: w.historyFunc(), AppID: a.ID, MessageID: out.MessageID(), EndUserID: t.EndUser.ID}
-	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: w.isApp()})
+	rep := w.r.engine.Execute(ctx, workflow.Spec{Graph: w.v.graph, Pool: pool, RunID: w.runID, Out: out, Env: env, TextChunks: w.isApp(),
+		Root: root})
 	return w.finish(ctx, out, pool, rep, rec, nil, true)
 }
 

@@ -106,6 +106,10 @@ func Registry(d Deps) workflow.Registry {
 		"tool":                  d.newTool,
 		"agent":                 d.newAgent,
 		workflow.TypeHumanInput: newHumanInput,
+		// Trigger-plugin nodes are not run: their events come from Dify's plugins, and an import
+		// refuses them (internal/triggers).
+		workflow.TypeTriggerWebhook:  newWebhookTrigger,
+		workflow.TypeTriggerSchedule: newScheduleTrigger,
 	}
 }
 

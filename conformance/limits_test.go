@@ -15,6 +15,17 @@ import (
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 )
 
+// inOneMinute returns once at least need is left of the current minute, waiting for the next
+// one when less is: the per-minute counts live in fixed windows (a minute starts on the
+// minute), so what a test counts against one limit must happen within one window.
+func inOneMinute(t *testing.T, need time.Duration) {
+	t.Helper()
+	now := time.Now()
+	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < need {
+		time.Sleep(left + 50*time.Millisecond)
+	}
+}
+
 // burst sends n GET /parameters at once with key to the servers (round robin) and returns how
 // many got 200 and the 429 answers.
 func burst(t *testing.T, ps []*Parley, key string, n int) (int, []*http.Response) {
@@ -58,6 +69,7 @@ func burst(t *testing.T, ps []*Parley, key string, n int) (int, []*http.Response
 func TestKeyRequestsPerMinute(t *testing.T) {
 	p := startParley(t, "sqlite")
 	key := p.CLI(t, "keys", "create", "--app", "chatbot", "--requests-per-minute", "5")
+	inOneMinute(t, 10*time.Second)
 	ok, refused := burst(t, []*Parley{p}, key, 12)
 	if ok != 5 || len(refused) != 7 {
 		t.Fatalf("%d admitted, %d refused; want 5 and 7", ok, len(refused))
@@ -88,6 +100,7 @@ func TestKeyRequestsPerMinute(t *testing.T) {
 func TestRequestsPerMinuteAcrossReplicas(t *testing.T) {
 	r := startReplicas(t, 2, "")
 	key := r.ps[0].CLI(t, "keys", "create", "--app", "chatbot", "--requests-per-minute", "6")
+	inOneMinute(t, 10*time.Second)
 	if ok, refused := burst(t, r.ps, key, 20); ok != 6 || len(refused) != 14 {
 		t.Fatalf("%d admitted, %d refused; want 6 and 14", ok, len(refused))
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/client"
 )
@@ -318,6 +319,7 @@ func TestSiteSwitches(t *testing.T) {
 
 	// The rate limit of each end user.
 	p.CLI(t, "apps", "site", "chatbot", "--requests-per-minute", "3")
+	inOneMinute(t, 15*time.Second)
 	limited, _ := passport(t, p, rotated, "")
 	ok, refused := burst(t, []*Parley{p}, limited, 5)
 	if ok != 3 || len(refused) != 2 {
@@ -423,6 +425,7 @@ func TestSitePassportAcrossReplicas(t *testing.T) {
 	r := startReplicas(t, 2, "")
 	a, b := r.ps[0], r.ps[1]
 	_, code := siteCode(t, a, "chatbot", "--requests-per-minute", "4")
+	inOneMinute(t, 20*time.Second)
 	token, endUser := passport(t, a, code, "")
 	if _, same := passport(t, b, code, token); same != endUser {
 		t.Fatalf("the other replica gave end user %s, want %s", same, endUser)
@@ -482,6 +485,7 @@ func TestSiteHumanInputPassport(t *testing.T) {
 func TestSiteNewEndUserBound(t *testing.T) {
 	p := startParley(t, "sqlite")
 	_, code := siteCode(t, p, "chatbot", "--requests-per-minute", "1")
+	inOneMinute(t, 15*time.Second)
 	var first string
 	for i := range 10 {
 		token, _ := passport(t, p, code, "")

@@ -100,3 +100,51 @@ function field(client, type, spec, preset) {
   const el = h("div", { class: "field" }, label, input);
   return { el, spec, value, focus: () => input.focus() };
 }
+
+// formRun wires a one-shot page (Completion, Workflow) to its form. Run reads the form's values
+// (showing why they are refused), shows Stop, calls begin(), and streams POST path with them,
+// handing each event to onEvent; end() is called once the stream is over, however it ended.
+// Stop asks the server to stop the task (stopPath + task id + "/stop") and drops the stream
+// 3 s later if it has not ended by then.
+export function formRun({ client, form, runBtn, stopBtn, err, path, stopPath, begin, onEvent, end }) {
+  let task = "";
+  let ctl = null;
+  stopBtn.addEventListener("click", async () => {
+    if (task) await client.send("POST", stopPath + task + "/stop", {}).catch(() => {});
+    const c = ctl;
+    setTimeout(() => c && c.abort(), 3000);
+  });
+  form.el.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    err.textContent = "";
+    let inputs;
+    try {
+      inputs = await form.values();
+    } catch (e) {
+      err.textContent = e.message;
+      return;
+    }
+    runBtn.disabled = true;
+    stopBtn.hidden = false;
+    begin();
+    ctl = new AbortController();
+    try {
+      await client.stream(
+        "POST",
+        path,
+        { inputs, response_mode: "streaming" },
+        (ev) => {
+          if (ev.task_id) task = ev.task_id;
+          onEvent(ev);
+        },
+        ctl.signal,
+      );
+    } catch (e) {
+      if (e.name !== "AbortError") err.textContent = t("error", { message: e.message });
+    }
+    runBtn.disabled = false;
+    stopBtn.hidden = true;
+    task = "";
+    end();
+  });
+}

@@ -2,7 +2,7 @@
 // outputs (text as Markdown, files as links, anything else as JSON).
 import { safeURL } from "./chat.js";
 import { h, icon } from "./dom.js";
-import { inputForm } from "./form.js";
+import { formRun, inputForm } from "./form.js";
 import { t } from "./i18n.js";
 import { render } from "./markdown.js";
 import { siteFooter, siteHeader } from "./site.js";
@@ -21,83 +21,63 @@ export function workflowPage(ctx) {
     h("main", { class: "single" }, siteHeader(site), h("section", { class: "card" }, form.el), err, h("section", { class: "card" }, h("h2", {}, t("nodes")), status, nodes), h("section", { class: "card" }, h("h2", {}, t("outputs")), outputs), siteFooter(site)),
   );
 
-  let task = "";
-  let ctl = null;
-  stopBtn.addEventListener("click", async () => {
-    if (task) await client.send("POST", "/workflows/tasks/" + task + "/stop", {}).catch(() => {});
-    const c = ctl;
-    setTimeout(() => c && c.abort(), 3000);
-  });
-
-  form.el.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    err.textContent = "";
-    let inputs;
-    try {
-      inputs = await form.values();
-    } catch (e) {
-      err.textContent = e.message;
-      return;
-    }
-    nodes.replaceChildren();
-    outputs.replaceChildren();
-    outputs.setAttribute("aria-busy", "true");
-    status.textContent = t("running");
-    runBtn.disabled = true;
-    stopBtn.hidden = false;
-    const rows = new Map();
-    let text = "";
-    let finished = false;
-    ctl = new AbortController();
-    try {
-      await client.stream(
-        "POST",
-        "/workflows/run",
-        { inputs, response_mode: "streaming" },
-        (ev) => {
-          if (ev.task_id) task = ev.task_id;
-          const d = ev.data || {};
-          switch (ev.event) {
-            case "node_started": {
-              const li = h("li", { class: "node running", "data-node": d.node_id }, h("span", { class: "node-title" }, d.title || d.node_id), h("span", { class: "node-status" }, t("running")));
-              rows.set(d.id || d.node_id, li);
-              nodes.append(li);
-              break;
-            }
-            case "node_finished": {
-              const li = rows.get(d.id || d.node_id);
-              if (li) {
-                li.className = "node " + (d.status || "");
-                li.querySelector(".node-status").textContent = (d.status === "succeeded" ? t("succeeded") : d.status || "") + (d.elapsed_time ? " · " + Number(d.elapsed_time).toFixed(2) + " s" : "");
-              }
-              break;
-            }
-            case "text_chunk":
-              text += d.text || "";
-              outputs.replaceChildren(render(text));
-              break;
-            case "workflow_finished":
-              finished = true;
-              status.textContent = d.status === "succeeded" ? t("succeeded") : t("failed") + (d.error ? ": " + d.error : "");
-              showOutputs(outputs, d.outputs || {});
-              break;
-            case "error":
-              err.textContent = t("error", { message: ev.message || ev.code });
-              break;
-            default:
-              if (!ev.event && ev.data && ev.data.outputs) showOutputs(outputs, ev.data.outputs);
+  let rows = new Map();
+  let text = "";
+  let finished = false;
+  formRun({
+    client,
+    form,
+    runBtn,
+    stopBtn,
+    err,
+    path: "/workflows/run",
+    stopPath: "/workflows/tasks/",
+    begin() {
+      nodes.replaceChildren();
+      outputs.replaceChildren();
+      outputs.setAttribute("aria-busy", "true");
+      status.textContent = t("running");
+      rows = new Map();
+      text = "";
+      finished = false;
+    },
+    onEvent(ev) {
+      const d = ev.data || {};
+      switch (ev.event) {
+        case "node_started": {
+          const li = h("li", { class: "node running", "data-node": d.node_id }, h("span", { class: "node-title" }, d.title || d.node_id), h("span", { class: "node-status" }, t("running")));
+          rows.set(d.id || d.node_id, li);
+          nodes.append(li);
+          break;
+        }
+        case "node_finished": {
+          const li = rows.get(d.id || d.node_id);
+          if (li) {
+            li.className = "node " + (d.status || "");
+            li.querySelector(".node-status").textContent = (d.status === "succeeded" ? t("succeeded") : d.status || "") + (d.elapsed_time ? " · " + Number(d.elapsed_time).toFixed(2) + " s" : "");
           }
-        },
-        ctl.signal,
-      );
-    } catch (e) {
-      if (e.name !== "AbortError") err.textContent = t("error", { message: e.message });
-    }
-    if (!finished && status.textContent === t("running")) status.textContent = t("stopped");
-    outputs.setAttribute("aria-busy", "false");
-    runBtn.disabled = false;
-    stopBtn.hidden = true;
-    task = "";
+          break;
+        }
+        case "text_chunk":
+          text += d.text || "";
+          outputs.replaceChildren(render(text));
+          break;
+        case "workflow_finished":
+          finished = true;
+          status.textContent = d.status === "succeeded" ? t("succeeded") : t("failed") + (d.error ? ": " + d.error : "");
+          showOutputs(outputs, d.outputs || {});
+          break;
+        case "error":
+          err.textContent = t("error", { message: ev.message || ev.code });
+          break;
+        default:
+          if (!ev.event && ev.data && ev.data.outputs) showOutputs(outputs, ev.data.outputs);
+      }
+    },
+    end() {
+      if (!finished && status.textContent === t("running")) status.textContent = t("stopped");
+      outputs.setAttribute("aria-busy", "false");
+    },
   });
 }
 

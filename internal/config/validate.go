@@ -44,48 +44,29 @@ func (f *File) normalize() error {
 		f.Workspace.Name = DefaultWorkspaceName
 	}
 
-	providers := map[string]int{}
+	providers := nameIndex{}
 	for i := range f.Providers {
 		p := &f.Providers[i]
-		path := indexPath("providers", i)
-		normalizeProvider(p, path, bad)
-		if p.Name == "" {
-			continue
-		}
-		if j, dup := providers[p.Name]; dup {
-			bad(path+".name", "duplicate provider %q (also providers[%d])", p.Name, j)
-			continue
-		}
-		providers[p.Name] = i
+		normalizeProvider(p, indexPath("providers", i), bad)
+		providers.claim(p.Name, "providers", i, "provider", bad)
 	}
 
-	externalAPIs := map[string]int{}
+	externalAPIs := nameIndex{}
 	for i := range f.ExternalKnowledgeAPIs {
 		a := &f.ExternalKnowledgeAPIs[i]
-		path := indexPath("external_knowledge_apis", i)
-		normalizeExternalAPI(a, path, bad)
-		if a.Name == "" {
-			continue
-		}
-		if j, dup := externalAPIs[a.Name]; dup {
-			bad(path+".name", "duplicate external knowledge API %q (also external_knowledge_apis[%d])", a.Name, j)
-			continue
-		}
-		externalAPIs[a.Name] = i
+		normalizeExternalAPI(a, indexPath("external_knowledge_apis", i), bad)
+		externalAPIs.claim(a.Name, "external_knowledge_apis", i, "external knowledge API", bad)
 	}
 
-	kbs := map[string]int{}
+	kbs := nameIndex{}
 	for i := range f.KnowledgeBases {
 		kb := &f.KnowledgeBases[i]
 		path := indexPath("knowledge_bases", i)
 		kb.Name = strings.TrimSpace(kb.Name)
 		if kb.Name == "" {
 			bad(path+".name", "required")
-		} else if j, dup := kbs[kb.Name]; dup {
-			bad(path+".name", "duplicate knowledge base %q (also knowledge_bases[%d])", kb.Name, j)
-		} else {
-			kbs[kb.Name] = i
 		}
+		kbs.claim(kb.Name, "knowledge_bases", i, "knowledge base", bad)
 		if kb.External != nil {
 			normalizeExternalRef(kb.External, path+".external", externalAPIs, bad)
 			if kb.Embedding.Provider != "" || kb.Embedding.Model != "" {
@@ -99,7 +80,7 @@ func (f *File) normalize() error {
 		}
 	}
 
-	apps := map[string]int{}
+	apps := nameIndex{}
 	for i := range f.Apps {
 		a := &f.Apps[i]
 		path := indexPath("apps", i)
@@ -107,16 +88,25 @@ func (f *File) normalize() error {
 		if ap := a.TextToSpeech.AutoPlay; ap != "" && ap != "enabled" && ap != "disabled" {
 			bad(path+".text_to_speech.auto_play", "%q: use enabled or disabled", ap)
 		}
-		if a.Name == "" {
-			continue
-		}
-		if j, dup := apps[a.Name]; dup {
-			bad(path+".name", "duplicate app %q (also apps[%d])", a.Name, j)
-			continue
-		}
-		apps[a.Name] = i
+		apps.claim(a.Name, "apps", i, "app", bad)
 	}
 	return errors.Join(errs...)
+}
+
+// nameIndex is where each name of one of the file's lists stands in it.
+type nameIndex map[string]int
+
+// claim records name as the one at index i of list; an empty name (reported by its own check)
+// is skipped, and a duplicate is reported as the what it names and not recorded.
+func (n nameIndex) claim(name, list string, i int, what string, bad badFunc) {
+	if name == "" {
+		return
+	}
+	if j, dup := n[name]; dup {
+		bad(indexPath(list, i)+".name", "duplicate %s %q (also %s[%d])", what, name, list, j)
+		return
+	}
+	n[name] = i
 }
 
 type badFunc func(path, format string, args ...any)

@@ -39,9 +39,10 @@ func streamEvents(t *testing.T, c *client.ClientWithResponses, body client.SendC
 }
 
 // streamEventsCtx is streamEvents bounded by ctx: a stream that does not end in time fails t.
-func streamEventsCtx(ctx context.Context, t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody) []client.ChatStreamEvent {
+// The editors change the request (a header of its own).
+func streamEventsCtx(ctx context.Context, t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody, editors ...client.RequestEditorFn) []client.ChatStreamEvent {
 	t.Helper()
-	resp, err := c.SendChatMessage(ctx, nil, body)
+	resp, err := c.SendChatMessage(ctx, nil, body, editors...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,13 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/metrics/metricstest"
 	"github.com/parleyhq/parley/internal/providers"
 	"github.com/parleyhq/parley/internal/providers/openaitest"
 	"github.com/parleyhq/parley/internal/store/storetest"
@@ -242,26 +241,10 @@ func traceparent(traceID string) string { return "00-" + traceID + "-" + clientS
 // streamTraced sends a streaming message with a traceparent and reads it to its end.
 func streamTraced(t *testing.T, c *client.ClientWithResponses, body client.SendChatMessageJSONRequestBody, tp string) []client.ChatStreamEvent {
 	t.Helper()
-	resp, err := c.SendChatMessage(context.Background(), nil, body, func(_ context.Context, r *http.Request) error {
+	return streamEventsCtx(context.Background(), t, c, body, func(_ context.Context, r *http.Request) error {
 		r.Header.Set("traceparent", tp)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := client.NewEventStream(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	var evs []client.ChatStreamEvent
-	for stream.Next() {
-		evs = append(evs, stream.Event())
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return evs
 }
 
 // TestObservability runs a server that exports its traces to an OTLP receiver in the test and
@@ -537,8 +520,7 @@ func scrapeMetrics(t *testing.T, admin string) map[string]*dto.MetricFamily {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	fams, err := metricstest.Parse(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,28 +530,6 @@ func scrapeMetrics(t *testing.T, admin string) map[string]*dto.MetricFamily {
 // metricValue is the value of the sample of name with exactly labels (a histogram's count), 0
 // when there is none yet.
 func metricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
-	f := fams[name]
-	if f == nil {
-		return 0
-	}
-next:
-	for _, m := range f.Metric {
-		if len(m.Label) != len(labels) {
-			continue
-		}
-		for _, l := range m.Label {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue()
-		case m.Gauge != nil:
-			return m.Gauge.GetValue()
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount())
-		}
-	}
-	return 0
+	v, _ := metricstest.Value(fams, name, labels)
+	return v
 }

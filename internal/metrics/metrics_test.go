@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/metrics/metricstest"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,8 +20,7 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	if rec.Code != 200 {
 		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(rec.Body)
+	fams, err := metricstest.Parse(rec.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,31 +31,14 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 // count).
 func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
 	t.Helper()
-	f := fams[name]
-	if f == nil {
+	if fams[name] == nil {
 		t.Fatalf("no %s", name)
 	}
-next:
-	for _, m := range f.Metric {
-		if len(m.Label) != len(labels) {
-			continue
-		}
-		for _, l := range m.Label {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue()
-		case m.Gauge != nil:
-			return m.Gauge.GetValue()
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount())
-		}
+	v, ok := metricstest.Value(fams, name, labels)
+	if !ok {
+		t.Fatalf("no %s%v", name, labels)
 	}
-	t.Fatalf("no %s%v", name, labels)
-	return 0
+	return v
 }
 
 func TestRecords(t *testing.T) {

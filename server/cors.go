@@ -24,16 +24,39 @@ const (
 	corsMaxAge = "600"
 )
 
-// prepare is what runs before routing: a cross-origin request's headers (a preflight answered
-// here), then empty query values dropped. One middleware rather than two: Echo builds its
-// chain anew for every request.
-func prepare(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if crossOrigin(c) {
-			return c.NoContent(http.StatusNoContent)
+// beside is what the server answers beside the API, outside its contract: the apps' MCP
+// endpoints and the triggers' webhooks, each served by an Echo of its own with the same
+// guards, and the app pages with their assets (nil: not served).
+type beside struct {
+	mcp, triggers *echo.Echo
+	pages         *pages
+}
+
+// prepare is the one middleware that runs before routing (Echo builds its chain anew for every
+// request, so one rather than several): a cross-origin request's headers, a preflight answered
+// here; the MCP endpoints and the webhooks, which take their query as it came; then empty query
+// values dropped; then the pages.
+func prepare(b beside) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if crossOrigin(c) {
+				return c.NoContent(http.StatusNoContent)
+			}
+			r := c.Request()
+			switch {
+			case b.mcp != nil && strings.HasPrefix(r.URL.Path, mcpPathPrefix):
+				b.mcp.ServeHTTP(c.Response().Writer, r)
+				return nil
+			case b.triggers != nil && strings.HasPrefix(r.URL.Path, triggersPathPrefix):
+				b.triggers.ServeHTTP(c.Response().Writer, r)
+				return nil
+			}
+			dropEmptyQueryValues(r)
+			if b.pages != nil && b.pages.serve(c.Response(), r) {
+				return nil
+			}
+			return next(c)
 		}
-		dropEmptyQueryValues(c.Request())
-		return next(c)
 	}
 }
 

@@ -109,20 +109,6 @@ func (s *Server) newMCP(opts Options) *mcpEndpoint {
 	return m
 }
 
-// mountMCP hands the requests to the MCP endpoint's paths to its Echo, before the API's
-// middleware (the contract's validators) sees them.
-func mountMCP(m *mcpEndpoint) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if !strings.HasPrefix(c.Request().URL.Path, mcpPathPrefix) {
-				return next(c)
-			}
-			m.echo.ServeHTTP(c.Response().Writer, c.Request())
-			return nil
-		}
-	}
-}
-
 type mcpSDKServerKey struct{}
 
 // rpcError is a JSON-RPC error answered before the SDK: its HTTP status, its JSON-RPC code and

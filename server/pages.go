@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/parleyhq/parley/internal/sites"
 	"github.com/parleyhq/parley/web"
 )
@@ -156,18 +154,6 @@ func newPages(sites SiteFinder) (*pages, error) {
 		return nil, fmt.Errorf("web assets: %w", err)
 	}
 	return p, nil
-}
-
-// middleware serves the pages' paths before Echo routes the request to the API.
-func (p *pages) middleware() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if p.serve(c.Response(), c.Request()) {
-				return nil
-			}
-			return next(c)
-		}
-	}
 }
 
 // serve answers a request for a page, an asset or the bubble's script; it reports false for any

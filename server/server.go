@@ -227,11 +227,10 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Pre(prepare)
+	b := beside{}
 	if s.mcp != nil {
-		// The MCP endpoint is JSON-RPC outside the contract: its own Echo, with the same
-		// guards, takes its requests before anything else (mcp.go).
-		e.Pre(mountMCP(s.newMCP(opts)))
+		// The MCP endpoint is JSON-RPC outside the contract (mcp.go).
+		b.mcp = s.newMCP(opts).echo
 	}
 	// The app pages, their assets and the chat bubble's script are served beside the API, outside
 	// its base path and its contract (pages.go).
@@ -239,16 +238,14 @@ func New(opts Options) (*echo.Echo, *Server, error) {
 	if finder == nil && opts.Sites != nil {
 		finder = serviceSites{opts.Sites}
 	}
-	pg, err := newPages(finder)
-	if err != nil {
+	if b.pages, err = newPages(finder); err != nil {
 		return nil, nil, err
 	}
-	e.Pre(pg.middleware())
 	if s.triggers != nil {
-		// The webhooks of Workflow apps are served beside the API, by an Echo of their own
-		// (triggers.go).
-		e.Pre(mountTriggers(s.newTriggersEcho(opts)))
+		// The webhooks of Workflow apps (triggers.go).
+		b.triggers = s.newTriggersEcho(opts)
 	}
+	e.Pre(prepare(b))
 	e.Use(requestID()...)
 	if tracing.On() || s.metrics != nil {
 		e.Use(s.observe)

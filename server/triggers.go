@@ -70,20 +70,6 @@ func (s *Server) newTriggersEcho(opts Options) *echo.Echo {
 	return e
 }
 
-// mountTriggers hands the requests to the webhooks' paths to their Echo, before the API's
-// middleware (the contract's validators) sees them.
-func mountTriggers(e *echo.Echo) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if !strings.HasPrefix(c.Request().URL.Path, triggersPathPrefix) {
-				return next(c)
-			}
-			e.ServeHTTP(c.Response().Writer, c.Request())
-			return nil
-		}
-	}
-}
-
 // triggersErrorHandler answers with the Error body, as the API's handler does, but logs a
 // failure with the route rather than the path, which holds the webhook id.
 func (s *Server) triggersErrorHandler(err error, c echo.Context) {
